@@ -1,0 +1,196 @@
+//! The element trait and what the executor hands an element.
+
+use crate::net::Names;
+use packet::{Meta, Packet, Timestamp};
+use std::any::Any;
+use std::path::Path;
+
+/// What an element did with a packet it was pushed.
+#[derive(Debug)]
+pub enum Verdict {
+    /// Send the packet out of this output port.
+    Out(usize, Packet),
+    /// Drop the packet, counted under this reason (a short kebab-case word, e.g. `bad-ip-header`).
+    Drop(Packet, &'static str),
+    /// The element kept the packet (queued, consumed by a sink) or emitted whatever it had to
+    /// through [`Context::emit`] / [`Context::drop`].
+    Done,
+}
+
+/// How many input and output ports an element accepts, as Click's `port_count` does
+/// (for example `1/1-2`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PortCount {
+    /// Minimum number of inputs.
+    pub min_in: usize,
+    /// Maximum number of inputs.
+    pub max_in: usize,
+    /// Minimum number of outputs.
+    pub min_out: usize,
+    /// Maximum number of outputs.
+    pub max_out: usize,
+}
+
+impl PortCount {
+    /// Exactly `i` inputs and `o` outputs.
+    pub const fn exact(i: usize, o: usize) -> PortCount {
+        PortCount { min_in: i, max_in: i, min_out: o, max_out: o }
+    }
+    /// Inputs in `i0..=i1`, outputs in `o0..=o1`.
+    pub const fn range(i0: usize, i1: usize, o0: usize, o1: usize) -> PortCount {
+        PortCount { min_in: i0, max_in: i1, min_out: o0, max_out: o1 }
+    }
+    /// Click's notation, e.g. `1/1-2`.
+    pub fn describe(&self) -> String {
+        fn side(a: usize, b: usize) -> String {
+            if a == b {
+                a.to_string()
+            } else if b == usize::MAX {
+                format!("{a}-")
+            } else {
+                format!("{a}-{b}")
+            }
+        }
+        format!("{}/{}", side(self.min_in, self.max_in), side(self.min_out, self.max_out))
+    }
+}
+
+/// The part an element plays for the executor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Role {
+    /// An ordinary element.
+    Inner,
+    /// `FromDevice(X)`: packets arriving on the NF's interface `X` enter here.
+    FromDevice(String),
+    /// `ToDevice(X)`: packets pushed here leave the NF by interface `X`.
+    ToDevice(String),
+    /// `FromDump(FILE)`: the executor reads this capture and pushes its packets here.
+    FromDump(std::path::PathBuf),
+    /// `ToDump(FILE)`: packets pushed here are written to this capture.
+    ToDump(std::path::PathBuf),
+}
+
+/// What an element needs to know while it is being built.
+#[derive(Debug, Clone, Copy)]
+pub struct BuildCtx<'a> {
+    /// Qualified element name (`nf/element`, with compound members as `nf/compound/member`).
+    /// Rewriters key their deterministic random choices by it.
+    pub name: &'a str,
+    /// Number of connected input ports (highest connected port + 1).
+    pub ninputs: usize,
+    /// Number of connected output ports (highest connected port + 1).
+    pub noutputs: usize,
+    /// `AddressInfo` names and `IPRewriterPatterns` patterns declared in the same NF.
+    pub names: &'a Names,
+    /// Directory relative paths in the configuration (`FromDump`, `ToDump`) are resolved against.
+    pub base_dir: &'a Path,
+}
+
+/// What the executor lends an element for one push: the virtual clock, a place to emit more
+/// than one packet, and packet allocation (every packet an element creates is counted).
+#[derive(Debug, Default)]
+pub struct Context {
+    /// Virtual time: the latest packet timestamp seen (never the wall clock).
+    pub now: Timestamp,
+    emitted: Vec<(usize, Packet)>,
+    dropped: Vec<(Packet, &'static str)>,
+    created: u64,
+    pool: Vec<Vec<u8>>,
+}
+
+impl Context {
+    /// A context at virtual time `now`.
+    pub fn new(now: Timestamp) -> Context {
+        Context { now, ..Context::default() }
+    }
+
+    /// Emits `packet` on output `port`. Emitted packets are processed in emission order, each
+    /// to completion (depth first), after the element returns; emit lower ports first.
+    pub fn emit(&mut self, port: usize, packet: Packet) {
+        self.emitted.push((port, packet));
+    }
+
+    /// Drops `packet` under `reason` (for elements that drop some packets and emit others).
+    pub fn drop(&mut self, packet: Packet, reason: &'static str) {
+        self.dropped.push((packet, reason));
+    }
+
+    /// A new packet holding `data`, with metadata copied from `like` (timestamp, input index,
+    /// annotations). Counted as created.
+    pub fn new_packet(&mut self, data: &[u8], like: &Meta) -> Packet {
+        self.created += 1;
+        let mut p = Packet::from_bytes_in(self.pool.pop().unwrap_or_default(), data);
+        p.meta = like.clone();
+        p.meta.mac_offset = packet::NO_OFFSET;
+        p.meta.network_offset = packet::NO_OFFSET;
+        p.meta.transport_offset = packet::NO_OFFSET;
+        p
+    }
+
+    /// A copy of `packet` (bytes, header annotations and metadata). Counted as created.
+    pub fn copy_packet(&mut self, packet: &Packet) -> Packet {
+        self.created += 1;
+        packet.duplicate()
+    }
+
+    /// Gives a packet's buffer back for reuse (the packet is gone: call only for packets the
+    /// element is accounting for otherwise, e.g. a fragment source it replaced).
+    pub fn recycle(&mut self, packet: Packet) {
+        if self.pool.len() < 1024 {
+            self.pool.push(packet.into_buffer());
+        }
+    }
+
+    /// Takes what was emitted during the last push (executor use).
+    pub fn take_emitted(&mut self) -> std::vec::Drain<'_, (usize, Packet)> {
+        self.emitted.drain(..)
+    }
+
+    /// True if anything was emitted or dropped through the context (executor use).
+    pub fn has_pending(&self) -> bool {
+        !self.emitted.is_empty() || !self.dropped.is_empty()
+    }
+
+    /// Takes what was dropped during the last push (executor use).
+    pub fn take_dropped(&mut self) -> std::vec::Drain<'_, (Packet, &'static str)> {
+        self.dropped.drain(..)
+    }
+
+    /// Packets created so far, and resets the count (executor use).
+    pub fn take_created(&mut self) -> u64 {
+        std::mem::take(&mut self.created)
+    }
+}
+
+/// A packet-processing element.
+///
+/// `push` is called with one packet at a time; batching is the executor's business. An
+/// element must never panic on packet contents: malformed packets are dropped with a reason.
+pub trait Element: Send {
+    /// The Click class name (`"DecIPTTL"`).
+    fn class_name(&self) -> &'static str;
+
+    /// The port counts this element accepts, given its configuration.
+    fn port_count(&self) -> PortCount;
+
+    /// Processes `packet` arriving on input `port`.
+    fn push(&mut self, port: usize, packet: Packet, cx: &mut Context) -> Verdict;
+
+    /// The element's part for the executor (device, dump file, or an ordinary element).
+    fn role(&self) -> Role {
+        Role::Inner
+    }
+
+    /// Element-specific counters (`Counter`'s count and byte_count, a rewriter's mappings).
+    fn stats(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
+
+    /// Packets the element holds at this moment (an `ARPQuerier` queue), for accounting.
+    fn held(&self) -> u64 {
+        0
+    }
+
+    /// The element as `Any`, so synthesis can read its configuration and attach a model.
+    fn as_any(&self) -> &dyn Any;
+}

@@ -1,0 +1,54 @@
+//! The element library: Click's elements, with Click's names, arguments, ports and
+//! documented behaviour.
+//!
+//! Every element implements [`Element`]: it receives one packet on an input port and
+//! returns a [`Verdict`] (forward on an output, drop with a reason, or done after emitting
+//! through the [`Context`]). Elements are built by [`build`] from a Click class name and its
+//! configuration string.
+//!
+//! Semantic models for synthesis are attached from outside (by class name, through
+//! [`Element::as_any`]): an element's implementation never has to change to gain a model, and
+//! an element without one is simply opaque.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod args;
+mod element;
+pub mod net;
+
+// Element families, one module each.
+pub mod arp;
+pub mod basic;
+pub mod classifier;
+pub mod icmp;
+pub mod ip;
+pub mod ipfilter;
+pub mod rewriter;
+
+pub use args::{Args, ConfigError};
+pub use element::{BuildCtx, Context, Element, PortCount, Role, Verdict};
+pub use net::Names;
+
+/// Builds the element of Click class `class` from its configuration string.
+///
+/// Returns `Err` with a message naming the class and what was expected when the class is
+/// unknown or the configuration is wrong; never panics.
+pub fn build(class: &str, config: &str, bcx: &BuildCtx) -> Result<Box<dyn Element>, ConfigError> {
+    let args = Args::parse(config)?;
+    let builders: [fn(&str, &Args, &BuildCtx) -> Option<Result<Box<dyn Element>, ConfigError>>; 7] = [
+        basic::build,
+        ip::build,
+        classifier::build,
+        ipfilter::build,
+        rewriter::build,
+        arp::build,
+        icmp::build,
+    ];
+    for b in builders {
+        if let Some(r) = b(class, &args, bcx) {
+            return r;
+        }
+    }
+    Err(ConfigError::new(format!("unknown element class `{class}`")))
+}
+

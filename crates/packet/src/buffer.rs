@@ -1,0 +1,263 @@
+//! The owned packet buffer with headroom.
+
+use crate::meta::{Meta, NO_OFFSET};
+
+/// Bytes reserved in front of the data so headers can be pushed without copying the payload.
+pub const DEFAULT_HEADROOM: usize = 128;
+
+/// An owned packet: bytes with headroom in front, plus metadata.
+///
+/// The data lives in `buf[head..tail]`. Header offsets in [`Meta`] are absolute offsets into
+/// the buffer, so they stay valid when headers are pulled off or pushed on (as Click's
+/// header annotations do).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Packet {
+    buf: Vec<u8>,
+    head: usize,
+    tail: usize,
+    /// Annotations and bookkeeping.
+    pub meta: Meta,
+}
+
+impl Packet {
+    /// Copies `data` into a new packet with [`DEFAULT_HEADROOM`] bytes of headroom.
+    pub fn from_bytes(data: &[u8]) -> Packet {
+        Packet::from_bytes_in(Vec::new(), data)
+    }
+
+    /// Copies `data` into a packet that reuses `buf`'s allocation (a recycled buffer).
+    pub fn from_bytes_in(mut buf: Vec<u8>, data: &[u8]) -> Packet {
+        buf.clear();
+        buf.resize(DEFAULT_HEADROOM, 0);
+        buf.extend_from_slice(data);
+        let tail = buf.len();
+        Packet { buf, head: DEFAULT_HEADROOM, tail, meta: Meta::default() }
+    }
+
+    /// The packet's bytes.
+    #[inline]
+    pub fn data(&self) -> &[u8] {
+        &self.buf[self.head..self.tail]
+    }
+
+    /// The packet's bytes, writable.
+    #[inline]
+    pub fn data_mut(&mut self) -> &mut [u8] {
+        &mut self.buf[self.head..self.tail]
+    }
+
+    /// Length of the data in bytes.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.tail - self.head
+    }
+
+    /// True when the packet holds no bytes.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.tail == self.head
+    }
+
+    /// Bytes available in front of the data.
+    #[inline]
+    pub fn headroom(&self) -> usize {
+        self.head
+    }
+
+    /// Absolute buffer offset of the first data byte (what header offsets are relative to).
+    #[inline]
+    pub fn data_offset(&self) -> u32 {
+        self.head as u32
+    }
+
+    /// Prepends `n` bytes (zeroed) and returns them. Grows the headroom if needed, moving
+    /// header offsets with the data.
+    pub fn push(&mut self, n: usize) -> &mut [u8] {
+        if n > self.head {
+            let grow = (n - self.head).max(DEFAULT_HEADROOM);
+            let mut nb = Vec::with_capacity(self.buf.len() + grow);
+            nb.resize(grow, 0);
+            nb.extend_from_slice(&self.buf);
+            self.buf = nb;
+            self.head += grow;
+            self.tail += grow;
+            for off in [
+                &mut self.meta.mac_offset,
+                &mut self.meta.network_offset,
+                &mut self.meta.transport_offset,
+            ] {
+                if *off != NO_OFFSET {
+                    *off += grow as u32;
+                }
+            }
+        }
+        self.head -= n;
+        let s = &mut self.buf[self.head..self.head + n];
+        s.fill(0);
+        s
+    }
+
+    /// Moves the data start back by `n` bytes without clearing them, so bytes removed by
+    /// [`Packet::pull`] reappear (Click's `Unstrip`). Falls back to [`Packet::push`] (zeroed
+    /// bytes) when the headroom is smaller than `n`.
+    pub fn unpull(&mut self, n: usize) {
+        if n <= self.head {
+            self.head -= n;
+        } else {
+            self.push(n);
+        }
+    }
+
+    /// Removes `n` bytes from the front. Returns false (and changes nothing) if the packet is
+    /// shorter than `n`.
+    pub fn pull(&mut self, n: usize) -> bool {
+        if n > self.len() {
+            return false;
+        }
+        self.head += n;
+        true
+    }
+
+    /// Appends `n` zero bytes and returns them.
+    pub fn put(&mut self, n: usize) -> &mut [u8] {
+        let old = self.tail;
+        self.buf.truncate(self.tail);
+        self.buf.resize(self.tail + n, 0);
+        self.tail += n;
+        &mut self.buf[old..self.tail]
+    }
+
+    /// Removes `n` bytes from the end (saturating at empty).
+    pub fn take(&mut self, n: usize) {
+        self.tail -= n.min(self.len());
+    }
+
+    /// Shortens the data to `len` bytes (no effect if already shorter).
+    pub fn truncate(&mut self, len: usize) {
+        if len < self.len() {
+            self.tail = self.head + len;
+        }
+    }
+
+    /// Replaces the data with `data`, keeping the metadata and the headroom.
+    pub fn set_data(&mut self, data: &[u8]) {
+        self.buf.truncate(self.head);
+        self.buf.extend_from_slice(data);
+        self.tail = self.buf.len();
+    }
+
+    /// A deep copy (Click's `clone()` followed by `uniqueify()`), metadata included.
+    pub fn duplicate(&self) -> Packet {
+        Packet { buf: self.buf.clone(), head: self.head, tail: self.tail, meta: self.meta.clone() }
+    }
+
+    /// Gives the allocation back for reuse.
+    pub fn into_buffer(self) -> Vec<u8> {
+        self.buf
+    }
+
+    fn header(&self, off: u32) -> Option<&[u8]> {
+        let off = off as usize;
+        if off == NO_OFFSET as usize || off < self.head || off > self.tail {
+            None
+        } else {
+            Some(&self.buf[off..self.tail])
+        }
+    }
+
+    fn header_mut(&mut self, off: u32) -> Option<&mut [u8]> {
+        let off = off as usize;
+        if off == NO_OFFSET as usize || off < self.head || off > self.tail {
+            None
+        } else {
+            Some(&mut self.buf[off..self.tail])
+        }
+    }
+
+    /// The bytes from the MAC header annotation to the end, if it is set and inside the data.
+    pub fn mac_header(&self) -> Option<&[u8]> {
+        self.header(self.meta.mac_offset)
+    }
+
+    /// The bytes from the network header annotation to the end, if set and inside the data.
+    pub fn network_header(&self) -> Option<&[u8]> {
+        self.header(self.meta.network_offset)
+    }
+
+    /// Writable bytes from the network header annotation to the end.
+    pub fn network_header_mut(&mut self) -> Option<&mut [u8]> {
+        self.header_mut(self.meta.network_offset)
+    }
+
+    /// The bytes from the transport header annotation to the end, if set and inside the data.
+    pub fn transport_header(&self) -> Option<&[u8]> {
+        self.header(self.meta.transport_offset)
+    }
+
+    /// Writable bytes from the transport header annotation to the end.
+    pub fn transport_header_mut(&mut self) -> Option<&mut [u8]> {
+        self.header_mut(self.meta.transport_offset)
+    }
+
+    /// Offset of the network header relative to the start of the data, if set and inside.
+    pub fn network_offset_in_data(&self) -> Option<usize> {
+        let off = self.meta.network_offset as usize;
+        (self.meta.network_offset != NO_OFFSET && off >= self.head && off <= self.tail)
+            .then(|| off - self.head)
+    }
+
+    /// Sets the MAC header annotation to `offset` bytes into the data.
+    pub fn set_mac_header(&mut self, offset: usize) {
+        self.meta.mac_offset = (self.head + offset) as u32;
+    }
+
+    /// Sets the network header annotation to `offset` bytes into the data.
+    pub fn set_network_header(&mut self, offset: usize) {
+        self.meta.network_offset = (self.head + offset) as u32;
+    }
+
+    /// Sets the transport header annotation to `offset` bytes into the data.
+    pub fn set_transport_header(&mut self, offset: usize) {
+        self.meta.transport_offset = (self.head + offset) as u32;
+    }
+
+    /// All bytes from the network header to the end of the buffer's data, or `None`.
+    /// Convenience for `network_header().map(|h| h.len())`-style checks.
+    pub fn network_len(&self) -> usize {
+        self.network_header().map_or(0, <[u8]>::len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn push_pull_keep_payload_and_offsets() {
+        let mut p = Packet::from_bytes(&[1, 2, 3, 4]);
+        p.set_network_header(2);
+        assert!(p.pull(2));
+        assert_eq!(p.data(), &[3, 4]);
+        assert_eq!(p.network_header(), Some(&[3u8, 4][..]));
+        p.push(2).copy_from_slice(&[9, 9]);
+        assert_eq!(p.data(), &[9, 9, 3, 4]);
+        assert!(!p.pull(5));
+        // Push more than the headroom: offsets move with the data.
+        p.push(500);
+        assert_eq!(p.len(), 504);
+        assert_eq!(p.network_header(), Some(&[3u8, 4][..]));
+        p.put(1)[0] = 7;
+        assert_eq!(p.data()[504], 7);
+        p.take(3);
+        assert_eq!(&p.data()[500..], &[9, 9]);
+    }
+
+    #[test]
+    fn header_outside_data_is_none() {
+        let mut p = Packet::from_bytes(&[1, 2, 3, 4]);
+        p.set_network_header(0);
+        p.pull(2);
+        assert!(p.network_header().is_none());
+        assert_eq!(p.mac_header(), None);
+    }
+}

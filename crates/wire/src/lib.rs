@@ -1,0 +1,128 @@
+//! Zero-copy byte views of packet headers for FuseBox.
+//!
+//! The crate follows smoltcp's wire style. Every protocol lives in its own
+//! module and provides:
+//!
+//! * a `field` module with the byte ranges of every header field;
+//! * a view (`Packet<T>`, or `Frame<T>` for Ethernet) wrapping any
+//!   `T: AsRef<[u8]>` without copying or allocating. `new_checked` validates
+//!   the buffer lengths once; afterwards every getter is panic-free. Setters
+//!   are available when `T: AsMut<[u8]>`;
+//! * a `Repr` struct: a high-level, owned description of the header with
+//!   `parse`, `header_len`/`buffer_len` and `emit`.
+//!
+//! `new_checked` and `Repr::parse` never panic, whatever the input bytes.
+//! Views built with `new_unchecked` skip validation, so fixed-offset getters
+//! may panic on a too-short buffer; variable-length accessors (`payload`,
+//! `options`, ...) are always clamped to the buffer and never panic.
+//!
+//! [`parse::layers`] walks a whole Ethernet frame (VLAN tags, IPv4/IPv6 and
+//! extension headers) to locate the L3/L4 headers for accounting.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+use core::fmt;
+use core::ops::Range;
+
+// pub mod arp;
+pub mod checksum;
+pub mod ethernet;
+// pub mod icmpv4;
+pub mod ipv4;
+pub mod tcp;
+pub mod udp;
+
+/// Errors returned when validating or parsing header bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Error {
+    /// The buffer is shorter than the header (or a length field) requires.
+    Truncated,
+    /// A field holds a value that is invalid for the protocol.
+    Malformed,
+    /// The header is well formed but uses a feature this crate does not handle.
+    Unsupported,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Truncated => f.write_str("truncated packet"),
+            Error::Malformed => f.write_str("malformed packet"),
+            Error::Unsupported => f.write_str("unsupported packet"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Result type used throughout the crate.
+pub type Result<T> = core::result::Result<T, Error>;
+
+/// Reads a big-endian `u16` at the start of `field`.
+#[inline]
+pub(crate) fn rd16(data: &[u8], field: Range<usize>) -> u16 {
+    let s = field.start;
+    u16::from_be_bytes([data[s], data[s + 1]])
+}
+
+/// Reads a big-endian `u32` at the start of `field`.
+#[inline]
+pub(crate) fn rd32(data: &[u8], field: Range<usize>) -> u32 {
+    let s = field.start;
+    u32::from_be_bytes([data[s], data[s + 1], data[s + 2], data[s + 3]])
+}
+
+/// Writes a big-endian `u16` at the start of `field`.
+#[inline]
+pub(crate) fn wr16(data: &mut [u8], field: Range<usize>, value: u16) {
+    let s = field.start;
+    data[s..s + 2].copy_from_slice(&value.to_be_bytes());
+}
+
+/// Writes a big-endian `u32` at the start of `field`.
+#[inline]
+pub(crate) fn wr32(data: &mut [u8], field: Range<usize>, value: u32) {
+    let s = field.start;
+    data[s..s + 4].copy_from_slice(&value.to_be_bytes());
+}
+
+/// Copies a fixed-size array out of `data[field]`.
+#[inline]
+pub(crate) fn rdarr<const N: usize>(data: &[u8], field: Range<usize>) -> [u8; N] {
+    let mut out = [0u8; N];
+    out.copy_from_slice(&data[field.start..field.start + N]);
+    out
+}
+
+/// Returns `data[start..end]` clamped to the buffer; never panics.
+#[inline]
+pub(crate) fn clamp(data: &[u8], start: usize, end: usize) -> &[u8] {
+    let end = end.min(data.len());
+    let start = start.min(end);
+    &data[start..end]
+}
+
+/// Mutable variant of [`clamp`]; never panics.
+#[inline]
+pub(crate) fn clamp_mut(data: &mut [u8], start: usize, end: usize) -> &mut [u8] {
+    let end = end.min(data.len());
+    let start = start.min(end);
+    &mut data[start..end]
+}
+
+/// Deterministic xorshift generator shared by the crate's robustness tests.
+#[cfg(test)]
+pub(crate) struct XorShift(pub u64);
+
+#[cfg(test)]
+impl XorShift {
+    /// Next pseudo-random value.
+    pub(crate) fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+}
