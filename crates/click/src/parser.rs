@@ -64,7 +64,6 @@ pub(crate) struct Body {
 #[derive(Clone, Debug)]
 pub(crate) struct ClassDef {
     pub name: String,
-    pub span: Span,
     /// Positional parameters, without `$`.
     pub params: Vec<String>,
     /// Keyword parameters: (KEYWORD, variable without `$`).
@@ -372,7 +371,7 @@ impl Parser {
                 self.scope()
                     .classes
                     .insert(name.clone(), (Binding::Compound(id), span.clone()));
-                self.parse_compound_body(&t, name, span)?;
+                self.parse_compound_body(&t, name)?;
                 Ok(())
             }
             Tok::Ident(other) if !is_reserved(other) => {
@@ -404,7 +403,7 @@ impl Parser {
 
     /// Parses a compound body after its `{` (token `open`), including the
     /// closing `}`, and returns the new class.
-    fn parse_compound_body(&mut self, open: &Token, name: String, span: Span) -> Result<ClassId> {
+    fn parse_compound_body(&mut self, open: &Token, name: String) -> Result<ClassId> {
         if self.scopes.len() > MAX_NESTING {
             return self.err(
                 open,
@@ -415,7 +414,6 @@ impl Parser {
         let parent = self.scopes.last().and_then(|s| s.class);
         self.ast.classes.push(ClassDef {
             name,
-            span,
             params: Vec::new(),
             keywords: Vec::new(),
             body: Body::default(),
@@ -619,7 +617,7 @@ impl Parser {
         let (elem, multi) = match &t.tok {
             Tok::Ident(name) => self.parse_element(name.clone(), &t)?,
             Tok::LBrace => {
-                let class = self.parse_compound_body(&t, String::new(), span.clone())?;
+                let class = self.parse_compound_body(&t, String::new())?;
                 let name = self.anon_name("Compound");
                 (self.add_element(name, ElemKind::Compound(class), None, span.clone()), false)
             }
@@ -703,7 +701,7 @@ impl Parser {
             let kind = match &ct.tok {
                 Tok::Ident(c) if !is_reserved(c) => self.class_kind(c, &cspan),
                 Tok::LBrace => {
-                    let id = self.parse_compound_body(&ct, String::new(), cspan)?;
+                    let id = self.parse_compound_body(&ct, String::new())?;
                     ElemKind::Compound(id)
                 }
                 _ => return self.expected(&ct, "element class after `::`"),

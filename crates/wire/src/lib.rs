@@ -24,13 +24,18 @@
 use core::fmt;
 use core::ops::Range;
 
-// pub mod arp;
+pub mod arp;
 pub mod checksum;
 pub mod ethernet;
-// pub mod icmpv4;
+pub mod icmpv4;
+pub mod icmpv6;
 pub mod ipv4;
+pub mod ipv6;
+pub mod nsh;
 pub mod tcp;
 pub mod udp;
+pub mod vlan;
+pub mod vxlan;
 
 /// Errors returned when validating or parsing header bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

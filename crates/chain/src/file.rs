@@ -1,0 +1,296 @@
+//! The chain file: which NFs, how their interfaces are linked, where traffic enters.
+//!
+//! ```toml
+//! [nf.napt]
+//! click = "napt.click"          # relative to the chain file
+//! define = { MAC = "00:00:00:00:00:01" }   # optional, like click's --define
+//! [nf.fw]
+//! click = "fw.click"
+//! [[link]]
+//! between = ["napt.eth1", "fw.eth0"]
+//! [[entry]]
+//! to = "napt.eth0"
+//! ```
+//!
+//! A link is a bidirectional wire between two NF interfaces. Every interface that is not
+//! linked (entries included) is also an exit.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use toml::Spanned;
+
+/// An error in a chain file, with the file and, where known, the line and column.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChainError {
+    /// `file:line:col: message` or `file: message`.
+    pub message: String,
+}
+
+impl fmt::Display for ChainError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ChainError {}
+
+/// `NF.IFACE`: an interface of an NF, as named at chain level.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Endpoint {
+    /// NF name.
+    pub nf: String,
+    /// Interface name (the `X` of `FromDevice(X)` / `ToDevice(X)`).
+    pub iface: String,
+}
+
+impl Endpoint {
+    /// Parses `NF.IFACE` (the interface may itself contain dots: the first dot splits).
+    pub fn parse(s: &str) -> Option<Endpoint> {
+        let (nf, iface) = s.split_once('.')?;
+        if nf.is_empty() || iface.is_empty() {
+            return None;
+        }
+        Some(Endpoint { nf: nf.to_string(), iface: iface.to_string() })
+    }
+}
+
+impl fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.nf, self.iface)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNf {
+    click: String,
+    #[serde(default)]
+    define: BTreeMap<String, String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLink {
+    between: Spanned<Vec<Spanned<String>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEntry {
+    to: Spanned<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawChain {
+    #[serde(default)]
+    nf: BTreeMap<String, Spanned<RawNf>>,
+    #[serde(default)]
+    link: Vec<RawLink>,
+    #[serde(default)]
+    entry: Vec<RawEntry>,
+}
+
+/// One NF of a chain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NfSpec {
+    /// NF name.
+    pub name: String,
+    /// Path of its Click configuration (resolved against the chain file's directory).
+    pub click: PathBuf,
+    /// `define` overrides for this NF.
+    pub defines: Vec<(String, String)>,
+}
+
+/// A parsed (not yet validated against the NFs' interfaces) chain file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChainFile {
+    /// Where the chain was read from.
+    pub path: PathBuf,
+    /// NFs in name order.
+    pub nfs: Vec<NfSpec>,
+    /// Links, each between two interfaces, with the position of the link in the file.
+    pub links: Vec<(Endpoint, Endpoint, String)>,
+    /// Entry interfaces, with their positions.
+    pub entries: Vec<(Endpoint, String)>,
+}
+
+fn line_col(src: &str, offset: usize) -> (usize, usize) {
+    let before = &src[..offset.min(src.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+    (line, col)
+}
+
+impl ChainFile {
+    /// Reads and parses a chain file.
+    pub fn load(path: &Path) -> Result<ChainFile, ChainError> {
+        let src = std::fs::read_to_string(path).map_err(|e| ChainError {
+            message: format!("{}: cannot read chain file: {e}", path.display()),
+        })?;
+        ChainFile::parse(&src, path)
+    }
+
+    /// A chain made of a single Click configuration (the NF is named after the file stem, it
+    /// has no links, and every interface is an entry and an exit).
+    pub fn single(click: &Path) -> ChainFile {
+        let name = click
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .map(|s| s.replace('.', "_"))
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "nf".to_string());
+        ChainFile {
+            path: click.to_path_buf(),
+            nfs: vec![NfSpec { name, click: click.to_path_buf(), defines: Vec::new() }],
+            links: Vec::new(),
+            entries: Vec::new(),
+        }
+    }
+
+    /// Parses chain-file text; `path` names the file in errors and anchors relative paths.
+    pub fn parse(src: &str, path: &Path) -> Result<ChainFile, ChainError> {
+        let file = path.display().to_string();
+        let at = |span: std::ops::Range<usize>| {
+            let (l, c) = line_col(src, span.start);
+            format!("{file}:{l}:{c}")
+        };
+        let raw: RawChain = toml::from_str(src).map_err(|e| {
+            let pos = e.span().map(|s| at(s)).unwrap_or_else(|| file.clone());
+            ChainError { message: format!("{pos}: {}", e.message()) }
+        })?;
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let mut nfs = Vec::new();
+        for (name, spec) in raw.nf {
+            if name.is_empty() || name.contains('.') || name.contains('/') {
+                return Err(ChainError {
+                    message: format!("{}: NF name `{name}` must be non-empty and contain no `.` or `/`", at(spec.span())),
+                });
+            }
+            let spec = spec.into_inner();
+            nfs.push(NfSpec { name, click: dir.join(&spec.click), defines: spec.define.into_iter().collect() });
+        }
+        let endpoint = |s: &Spanned<String>| {
+            Endpoint::parse(s.get_ref()).ok_or_else(|| ChainError {
+                message: format!("{}: expected `NF.INTERFACE`, found `{}`", at(s.span()), s.get_ref()),
+            })
+        };
+        let mut links = Vec::new();
+        for l in &raw.link {
+            let ends = l.between.get_ref();
+            if ends.len() != 2 {
+                return Err(ChainError {
+                    message: format!(
+                        "{}: a link needs exactly two interfaces (`between = [\"a.eth1\", \"b.eth0\"]`), found {}",
+                        at(l.between.span()),
+                        ends.len()
+                    ),
+                });
+            }
+            links.push((endpoint(&ends[0])?, endpoint(&ends[1])?, at(l.between.span())));
+        }
+        let mut entries = Vec::new();
+        for e in &raw.entry {
+            entries.push((endpoint(&e.to)?, at(e.to.span())));
+        }
+        let chain = ChainFile { path: path.to_path_buf(), nfs, links, entries };
+        chain.check_wiring()?;
+        Ok(chain)
+    }
+
+    /// Checks what can be checked without the NFs' configurations: known NFs, no NF linked to
+    /// itself, no interface in two links.
+    fn check_wiring(&self) -> Result<(), ChainError> {
+        let known = |e: &Endpoint, pos: &str| {
+            if self.nfs.iter().any(|n| n.name == e.nf) {
+                Ok(())
+            } else {
+                let names: Vec<&str> = self.nfs.iter().map(|n| n.name.as_str()).collect();
+                Err(ChainError {
+                    message: format!("{pos}: unknown NF `{}` in `{e}` (the chain declares: {})", e.nf, names.join(", ")),
+                })
+            }
+        };
+        let mut used: BTreeMap<&Endpoint, &str> = BTreeMap::new();
+        for (a, b, pos) in &self.links {
+            known(a, pos)?;
+            known(b, pos)?;
+            if a.nf == b.nf {
+                return Err(ChainError {
+                    message: format!("{pos}: NF `{}` is linked to itself (`{a}` ↔ `{b}`); a link joins two different NFs", a.nf),
+                });
+            }
+            for e in [a, b] {
+                if let Some(prev) = used.insert(e, pos) {
+                    return Err(ChainError {
+                        message: format!("{pos}: interface `{e}` is already in the link at {prev}; an interface can be in one link only"),
+                    });
+                }
+            }
+        }
+        for (e, pos) in &self.entries {
+            known(e, pos)?;
+            if let Some(prev) = used.get(e) {
+                return Err(ChainError {
+                    message: format!("{pos}: entry `{e}` is linked (at {prev}); an entry must be an unlinked interface"),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The other end of the link `e` is in, if any.
+    pub fn peer(&self, e: &Endpoint) -> Option<&Endpoint> {
+        self.links.iter().find_map(|(a, b, _)| {
+            if a == e {
+                Some(b)
+            } else if b == e {
+                Some(a)
+            } else {
+                None
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Result<ChainFile, ChainError> {
+        ChainFile::parse(s, Path::new("dir/chain.toml"))
+    }
+
+    #[test]
+    fn minimal_chain() {
+        let c = parse(
+            "[nf.napt]\nclick = \"napt.click\"\n[nf.fw]\nclick = \"fw.click\"\n[[link]]\nbetween = [\"napt.eth1\", \"fw.eth0\"]\n[[entry]]\nto = \"napt.eth0\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.nfs.len(), 2);
+        assert_eq!(c.nfs[1].click, Path::new("dir/napt.click"));
+        let e = Endpoint::parse("napt.eth1").unwrap();
+        assert_eq!(c.peer(&e), Some(&Endpoint::parse("fw.eth0").unwrap()));
+    }
+
+    #[test]
+    fn wiring_errors_name_the_place() {
+        let self_link = parse("[nf.a]\nclick = \"a.click\"\n[[link]]\nbetween = [\"a.eth0\", \"a.eth1\"]\n").unwrap_err();
+        assert!(self_link.message.starts_with("dir/chain.toml:4:11: NF `a` is linked to itself"), "{self_link}");
+        let twice = parse(
+            "[nf.a]\nclick = \"a\"\n[nf.b]\nclick = \"b\"\n[nf.c]\nclick = \"c\"\n[[link]]\nbetween = [\"a.x\", \"b.y\"]\n[[link]]\nbetween = [\"c.z\", \"b.y\"]\n",
+        )
+        .unwrap_err();
+        assert!(twice.message.contains("interface `b.y` is already in the link at dir/chain.toml:8:11"), "{twice}");
+        let unknown = parse("[nf.a]\nclick = \"a\"\n[[entry]]\nto = \"zz.eth0\"\n").unwrap_err();
+        assert!(unknown.message.contains("4:6: unknown NF `zz`"), "{unknown}");
+        let bad = parse("[nf.a]\nclick = 3\n").unwrap_err();
+        assert!(bad.message.starts_with("dir/chain.toml:2:9:"), "{bad}");
+        let bad_ep = parse("[nf.a]\nclick = \"a\"\n[[entry]]\nto = \"noiface\"\n").unwrap_err();
+        assert!(bad_ep.message.contains("expected `NF.INTERFACE`"), "{bad_ep}");
+        let three = parse("[nf.a]\nclick = \"a\"\n[nf.b]\nclick = \"b\"\n[[link]]\nbetween = [\"a.x\", \"b.y\", \"b.z\"]\n").unwrap_err();
+        assert!(three.message.contains("exactly two"), "{three}");
+    }
+}

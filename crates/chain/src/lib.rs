@@ -1,0 +1,19 @@
+//! Chains of network functions: the chain file (NFs, links, entries), NF element graphs
+//! built from Click configurations, and the naive executor that runs every NF as written.
+//!
+//! The naive executor defines FuseBox's equivalence contract (see the README): one input
+//! packet at a time, depth first, lower output port first; a virtual clock that is the latest
+//! packet timestamp seen; every packet accounted for (in + created = out + drops + held).
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod exec;
+pub mod file;
+pub mod nf;
+pub mod reflect;
+pub mod summary;
+
+pub use exec::{Executor, ExitSink, RunOptions};
+pub use file::{ChainError, ChainFile, Endpoint};
+pub use nf::{BuildError, Nf};
+pub use summary::Summary;

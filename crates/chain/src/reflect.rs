@@ -1,0 +1,118 @@
+//! `--reflect`: turn a packet leaving the chain into the reply its destination would send,
+//! so stateful NFs see both directions of every flow they open.
+
+use wire::checksum;
+
+/// The reply to an Ethernet frame: MACs, IP addresses and ports swapped, TCP flags answered
+/// (SYN → SYN+ACK, FIN → FIN+ACK, data → ACK; sequence numbers follow), ICMP echo requests
+/// answered with echo replies, TTL reset to 64, checksums recomputed. Frames that are not
+/// IPv4/IPv6 just get their MACs swapped.
+pub fn reply(p: &packet::Packet) -> Vec<u8> {
+    let mut b = p.data().to_vec();
+    if b.len() < 14 {
+        return b;
+    }
+    let (dst, src) = (b[0..6].to_vec(), b[6..12].to_vec());
+    b[0..6].copy_from_slice(&src);
+    b[6..12].copy_from_slice(&dst);
+    let Ok(l) = wire::parse::layers(&b) else { return b };
+    let (Some(l3), Some(proto)) = (l.l3_offset, l.ip_proto) else { return b };
+    let v6 = b.get(l3).is_some_and(|v| v >> 4 == 6);
+    let (sa, da, alen) = if v6 { (l3 + 8, l3 + 24, 16) } else { (l3 + 12, l3 + 16, 4) };
+    if b.len() < da + alen {
+        return b;
+    }
+    let s = b[sa..sa + alen].to_vec();
+    let d = b[da..da + alen].to_vec();
+    b[sa..sa + alen].copy_from_slice(&d);
+    b[da..da + alen].copy_from_slice(&s);
+    let ip_end = if v6 {
+        b[l3 + 7] = 64;
+        (l3 + 40 + u16::from_be_bytes([b[l3 + 4], b[l3 + 5]]) as usize).min(b.len())
+    } else {
+        b[l3 + 8] = 64;
+        b[l3 + 10] = 0;
+        b[l3 + 11] = 0;
+        let hl = ((b[l3] & 0x0f) as usize) * 4;
+        let ck = checksum::data(&b[l3..l3 + hl]);
+        b[l3 + 10..l3 + 12].copy_from_slice(&ck.to_be_bytes());
+        (l3 + u16::from_be_bytes([b[l3 + 2], b[l3 + 3]]) as usize).min(b.len())
+    };
+    let Some(l4) = l.l4_offset.filter(|_| !l.is_fragment || l.first_fragment) else { return b };
+    if l4 >= ip_end {
+        return b;
+    }
+    let seg_len = ip_end - l4;
+    match proto {
+        6 if seg_len >= 20 => {
+            b.swap(l4, l4 + 2);
+            b.swap(l4 + 1, l4 + 3);
+            let seq = u32::from_be_bytes([b[l4 + 4], b[l4 + 5], b[l4 + 6], b[l4 + 7]]);
+            let ack = u32::from_be_bytes([b[l4 + 8], b[l4 + 9], b[l4 + 10], b[l4 + 11]]);
+            let flags = b[l4 + 13];
+            let hl = ((b[l4 + 12] >> 4) as usize) * 4;
+            let payload = seg_len.saturating_sub(hl) as u32;
+            let syn = flags & 0x02 != 0;
+            let fin = flags & 0x01 != 0;
+            let rst = flags & 0x04 != 0;
+            let new_flags = if rst {
+                0x04
+            } else if syn && flags & 0x10 == 0 {
+                0x12
+            } else if fin {
+                0x11
+            } else {
+                0x10
+            };
+            let new_ack = seq.wrapping_add(payload).wrapping_add(u32::from(syn) + u32::from(fin));
+            b[l4 + 4..l4 + 8].copy_from_slice(&ack.to_be_bytes());
+            b[l4 + 8..l4 + 12].copy_from_slice(&new_ack.to_be_bytes());
+            b[l4 + 13] = new_flags;
+            fill_l4(&mut b, l3, l4, ip_end, 16, v6, proto);
+        }
+        17 if seg_len >= 8 => {
+            b.swap(l4, l4 + 2);
+            b.swap(l4 + 1, l4 + 3);
+            if b[l4 + 6] != 0 || b[l4 + 7] != 0 || v6 {
+                fill_l4(&mut b, l3, l4, ip_end, 6, v6, proto);
+            }
+        }
+        1 if seg_len >= 8 && b[l4] == 8 => {
+            b[l4] = 0;
+            b[l4 + 2] = 0;
+            b[l4 + 3] = 0;
+            let ck = checksum::data(&b[l4..ip_end]);
+            b[l4 + 2..l4 + 4].copy_from_slice(&ck.to_be_bytes());
+        }
+        58 if seg_len >= 8 && b[l4] == 128 => {
+            b[l4] = 129;
+            fill_l4(&mut b, l3, l4, ip_end, 2, v6, proto);
+        }
+        _ => {}
+    }
+    b
+}
+
+fn fill_l4(b: &mut [u8], l3: usize, l4: usize, end: usize, ck_at: usize, v6: bool, proto: u8) {
+    b[l4 + ck_at] = 0;
+    b[l4 + ck_at + 1] = 0;
+    let len = (end - l4) as u32;
+    let pseudo = if v6 {
+        let mut s = [0u8; 16];
+        let mut d = [0u8; 16];
+        s.copy_from_slice(&b[l3 + 8..l3 + 24]);
+        d.copy_from_slice(&b[l3 + 24..l3 + 40]);
+        checksum::pseudo_header_v6(s, d, proto, len)
+    } else {
+        let mut s = [0u8; 4];
+        let mut d = [0u8; 4];
+        s.copy_from_slice(&b[l3 + 12..l3 + 16]);
+        d.copy_from_slice(&b[l3 + 16..l3 + 20]);
+        checksum::pseudo_header_v4(s, d, proto, len as u16)
+    };
+    let mut ck = !checksum::fold(checksum::combine(&[pseudo, checksum::sum(&b[l4..end])]));
+    if proto == 17 {
+        ck = checksum::udp_finish(ck);
+    }
+    b[l4 + ck_at..l4 + ck_at + 2].copy_from_slice(&ck.to_be_bytes());
+}

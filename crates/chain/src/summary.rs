@@ -1,0 +1,145 @@
+//! What a run did: per-NF and per-element counters, exits, and the accounting check
+//! (in + created = out + drops + held).
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// Counters of one element.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct ElementSummary {
+    /// Element name.
+    pub name: String,
+    /// Click class.
+    pub class: String,
+    /// Packets pushed into it.
+    pub input: u64,
+    /// Packets sent out of each output port.
+    pub output: Vec<u64>,
+    /// Drops by reason.
+    pub drops: BTreeMap<String, u64>,
+    /// Element-specific counters.
+    pub stats: BTreeMap<String, u64>,
+    /// Packets it holds at the end.
+    pub held: u64,
+}
+
+/// Counters of one NF.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct NfSummary {
+    /// NF name.
+    pub name: String,
+    /// Packets that entered it (from inputs, links and reflection).
+    pub input: u64,
+    /// Packets that left it (through links and exits).
+    pub output: u64,
+    /// Packets its elements created (copies, fragments, ARP queries, ICMP errors).
+    pub created: u64,
+    /// Packets it dropped.
+    pub dropped: u64,
+    /// Packets it still holds (ARP queues).
+    pub held: u64,
+    /// Whether input + created = output + dropped + held.
+    pub balanced: bool,
+    /// Drops by reason.
+    pub drops: BTreeMap<String, u64>,
+    /// Per-element counters, in declaration order.
+    pub elements: Vec<ElementSummary>,
+}
+
+/// Packets that left by one exit.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct ExitSummary {
+    /// `NF.IFACE` or the `ToDump` file.
+    pub name: String,
+    /// Packets.
+    pub packets: u64,
+    /// Bytes.
+    pub bytes: u64,
+}
+
+/// Chain-wide totals.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, Default)]
+pub struct Totals {
+    /// Input packets.
+    pub input: u64,
+    /// Packets created (by elements, and replies made by `--reflect`).
+    pub created: u64,
+    /// Packets out of all exits.
+    pub output: u64,
+    /// Packets dropped.
+    pub dropped: u64,
+    /// Packets held at the end.
+    pub held: u64,
+    /// Drops by reason.
+    pub drops: BTreeMap<String, u64>,
+    /// Whether input + created = output + dropped + held.
+    pub balanced: bool,
+}
+
+/// Everything a run reports.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Summary {
+    /// Per NF, in chain-file order.
+    pub nfs: Vec<NfSummary>,
+    /// Per exit.
+    pub exits: Vec<ExitSummary>,
+    /// Totals.
+    pub totals: Totals,
+}
+
+impl Summary {
+    /// True when the chain and every NF balance.
+    pub fn balanced(&self) -> bool {
+        self.totals.balanced && self.nfs.iter().all(|n| n.balanced)
+    }
+
+    /// The summary as JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+
+    /// A human-readable report in the shape of the graph.
+    pub fn to_text(&self) -> String {
+        let mut s = String::new();
+        let t = &self.totals;
+        let _ = writeln!(
+            s,
+            "chain: {} in + {} created = {} out + {} dropped + {} held  [{}]",
+            t.input,
+            t.created,
+            t.output,
+            t.dropped,
+            t.held,
+            if self.balanced() { "balanced" } else { "NOT BALANCED" }
+        );
+        for (r, n) in &t.drops {
+            let _ = writeln!(s, "  drop {r:<24} {n}");
+        }
+        for x in &self.exits {
+            let _ = writeln!(s, "exit {:<28} {} packets, {} bytes", x.name, x.packets, x.bytes);
+        }
+        for nf in &self.nfs {
+            let _ = writeln!(
+                s,
+                "nf {}: {} in, {} created, {} out, {} dropped, {} held",
+                nf.name, nf.input, nf.created, nf.output, nf.dropped, nf.held
+            );
+            for e in &nf.elements {
+                let outs: Vec<String> = e.output.iter().map(u64::to_string).collect();
+                let _ = write!(s, "  {:<28} {:<18} in {:>8}  out [{}]", e.name, e.class, e.input, outs.join(" "));
+                for (r, n) in &e.drops {
+                    let _ = write!(s, "  {r}={n}");
+                }
+                for (k, v) in &e.stats {
+                    let _ = write!(s, "  {k}={v}");
+                }
+                if e.held > 0 {
+                    let _ = write!(s, "  held={}", e.held);
+                }
+                s.push('\n');
+            }
+        }
+        s
+    }
+}

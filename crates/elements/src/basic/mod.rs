@@ -1,0 +1,208 @@
+//! Click's basic elements: devices and dump files, sinks and counters, queues (pass-through
+//! in FuseBox's run-to-completion model), tees, paint annotations, header stripping, Ethernet
+//! encapsulation, switches, and the declarative elements that never see a packet.
+//!
+//! One element (or a small family of synonyms) per file; each file documents the Click
+//! behaviour it follows, its arguments, and carries its unit tests.
+
+use crate::{Args, BuildCtx, ConfigError, Element};
+
+mod checkpaint;
+mod counter;
+mod declarative;
+mod device;
+mod discard;
+mod etherencap;
+mod etherrewrite;
+mod hashswitch;
+mod null;
+mod paint;
+mod paintswitch;
+mod painttee;
+mod print;
+mod queue;
+mod roundrobinswitch;
+mod storeetheraddress;
+mod strip;
+mod switch;
+mod tee;
+mod unstrip;
+
+pub use checkpaint::CheckPaint;
+pub use counter::Counter;
+pub use declarative::Declarative;
+pub use device::{FromDevice, FromDump, ToDevice, ToDump};
+pub use discard::{Discard, Idle};
+pub use etherencap::EtherEncap;
+pub use etherrewrite::EtherRewrite;
+pub use hashswitch::HashSwitch;
+pub use null::Null;
+pub use paint::Paint;
+pub use paintswitch::PaintSwitch;
+pub use painttee::PaintTee;
+pub use print::Print;
+pub use queue::{Queue, Unqueue};
+pub use roundrobinswitch::RoundRobinSwitch;
+pub use storeetheraddress::StoreEtherAddress;
+pub use strip::Strip;
+pub use switch::{StaticSwitch, Switch};
+pub use tee::Tee;
+pub use unstrip::Unstrip;
+
+/// Drop reason for packets sent to an output port that does not exist or is switched off
+/// (`PaintSwitch`, `Switch`, `StaticSwitch`, `RoundRobinSwitch` with `MAX`).
+pub const NO_OUTPUT: &str = "no-output";
+
+/// The `'static` spelling of `class` among `names`, so synonyms keep the class name they were
+/// declared with.
+fn static_name(class: &str, names: &[&'static str]) -> Option<&'static str> {
+    names.iter().copied().find(|n| *n == class)
+}
+
+fn boxed<E: Element + 'static>(r: Result<E, ConfigError>) -> Result<Box<dyn Element>, ConfigError> {
+    r.map(|e| Box::new(e) as Box<dyn Element>)
+}
+
+/// Builds an element of this family, or `None` if `class` is not one of them.
+///
+/// Configuration errors are prefixed with the class name (`Strip: expected LENGTH ...`).
+pub fn build(class: &str, args: &Args, bcx: &BuildCtx) -> Option<Result<Box<dyn Element>, ConfigError>> {
+    let r = if let Some(c) = static_name(class, device::FROM_DEVICE) {
+        boxed(FromDevice::configure(c, args))
+    } else if let Some(c) = static_name(class, device::TO_DEVICE) {
+        boxed(ToDevice::configure(c, args))
+    } else if let Some(c) = static_name(class, queue::QUEUES) {
+        boxed(Queue::configure(c, args))
+    } else if let Some(c) = static_name(class, queue::UNQUEUES) {
+        boxed(Unqueue::configure(c, args))
+    } else if let Some(c) = static_name(class, tee::TEES) {
+        boxed(Tee::configure(c, args, bcx))
+    } else if let Some(c) = static_name(class, declarative::CLASSES) {
+        boxed(Declarative::configure(c, args))
+    } else {
+        match class {
+            "FromDump" => boxed(FromDump::configure(args, bcx)),
+            "ToDump" => boxed(ToDump::configure(args, bcx)),
+            "Discard" => boxed(Discard::configure(args)),
+            "Idle" => boxed(Idle::configure(args)),
+            "Counter" => boxed(Counter::configure(args)),
+            "Null" => boxed(Null::configure(args)),
+            "Paint" => boxed(Paint::configure(args)),
+            "PaintSwitch" => boxed(PaintSwitch::configure(args, bcx)),
+            "CheckPaint" => boxed(CheckPaint::configure(args, bcx)),
+            "PaintTee" => boxed(PaintTee::configure(args)),
+            "Strip" => boxed(Strip::configure(args)),
+            "Unstrip" => boxed(Unstrip::configure(args)),
+            "EtherEncap" => boxed(EtherEncap::configure(args, bcx)),
+            "EtherRewrite" => boxed(EtherRewrite::configure(args, bcx)),
+            "StoreEtherAddress" => boxed(StoreEtherAddress::configure(args, bcx)),
+            "Print" => boxed(Print::configure(args)),
+            "HashSwitch" => boxed(HashSwitch::configure(args, bcx)),
+            "RoundRobinSwitch" => boxed(RoundRobinSwitch::configure(args, bcx)),
+            "StaticSwitch" => boxed(StaticSwitch::configure(args, bcx)),
+            "Switch" => boxed(Switch::configure(args, bcx)),
+            _ => return None,
+        }
+    };
+    Some(r.map_err(|e| ConfigError::new(format!("{class}: {}", e.message))))
+}
+
+/// Click's `AnnoArg` for the paint elements: only the paint annotation itself is modelled, so
+/// `ANNO` is accepted when it names it (`PAINT`), and refused otherwise.
+fn check_paint_anno(args: &Args, pos: usize) -> Result<(), ConfigError> {
+    match args.get(pos, "ANNO") {
+        None => Ok(()),
+        Some(a) if a.trim() == "PAINT" => Ok(()),
+        Some(a) => Err(ConfigError::new(format!(
+            "expected ANNO `PAINT` (the only annotation FuseBox models for paint), found `{a}`"
+        ))),
+    }
+}
+
+/// Parses a paint color (0-255).
+fn parse_color(s: &str) -> Result<u8, ConfigError> {
+    crate::args::parse_uint_max(s, 255, "COLOR").map(|v| v as u8)
+}
+
+#[cfg(test)]
+pub(crate) mod testutil {
+    //! Helpers for the unit tests of this family.
+    use crate::{Args, BuildCtx, ConfigError, Context, Element, Names, Verdict};
+    use packet::Packet;
+    use std::path::Path;
+
+    /// Builds `class(config)` with `noutputs` connected outputs.
+    pub fn make(class: &str, config: &str, noutputs: usize) -> Result<Box<dyn Element>, ConfigError> {
+        let names = Names::new();
+        let bcx = BuildCtx { name: "nf/e", ninputs: 1, noutputs, names: &names, base_dir: Path::new("/cases/x") };
+        let args = Args::parse(config)?;
+        match super::build(class, &args, &bcx) {
+            Some(r) => r,
+            None => Err(ConfigError::new(format!("not a basic class: {class}"))),
+        }
+    }
+
+    /// Builds, panicking on a configuration error (tests only).
+    pub fn ok(class: &str, config: &str, noutputs: usize) -> Box<dyn Element> {
+        match make(class, config, noutputs) {
+            Ok(e) => e,
+            Err(err) => panic!("{class}({config}) refused: {err}"),
+        }
+    }
+
+    /// The error message of a configuration that must be refused.
+    pub fn err(class: &str, config: &str, noutputs: usize) -> String {
+        match make(class, config, noutputs) {
+            Ok(_) => panic!("{class}({config}) accepted"),
+            Err(e) => e.message,
+        }
+    }
+
+    /// What came out of one push: (port, bytes) in emission order, drop reasons, packets created.
+    #[derive(Debug, Default)]
+    pub struct Outcome {
+        pub out: Vec<(usize, Packet)>,
+        pub drops: Vec<&'static str>,
+        pub created: u64,
+    }
+
+    impl Outcome {
+        /// (port, data) pairs.
+        pub fn ports(&self) -> Vec<usize> {
+            self.out.iter().map(|(p, _)| *p).collect()
+        }
+    }
+
+    /// Pushes `packet` on input 0 and collects everything that came out.
+    pub fn run(e: &mut dyn Element, packet: Packet) -> Outcome {
+        let mut cx = Context::default();
+        let mut o = Outcome::default();
+        match e.push(0, packet, &mut cx) {
+            Verdict::Out(port, p) => o.out.push((port, p)),
+            Verdict::Drop(_, r) => o.drops.push(r),
+            Verdict::Done => {}
+        }
+        o.out.extend(cx.take_emitted());
+        o.drops.extend(cx.take_dropped().map(|(_, r)| r));
+        o.created = cx.take_created();
+        o
+    }
+
+    /// A packet holding `data`.
+    pub fn pkt(data: &[u8]) -> Packet {
+        Packet::from_bytes(data)
+    }
+
+    /// A 60-byte Ethernet/IPv4/UDP-ish frame: dst 02:..:01, src 02:..:02, type 0x0800.
+    pub fn frame() -> Vec<u8> {
+        let mut f = vec![0u8; 60];
+        f[..6].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
+        f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
+        f[12] = 0x08;
+        f[14] = 0x45;
+        for (i, b) in f.iter_mut().enumerate().skip(15) {
+            *b = i as u8;
+        }
+        f
+    }
+}

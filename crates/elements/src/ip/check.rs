@@ -1,0 +1,469 @@
+//! `CheckIPHeader`, `CheckIPHeader2`, `MarkIPHeader`, and `CheckTCPHeader` /
+//! `CheckUDPHeader` / `CheckICMPHeader`.
+
+use super::{bad_out, ihl, ip_header, ip_list, rd16, rd_ip};
+use crate::args::{parse_bool, parse_uint};
+use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
+use packet::Packet;
+use std::any::Any;
+use std::net::Ipv4Addr;
+
+/// Why `CheckIPHeader` rejected a packet (Click's `reason_texts`, as drop reasons).
+const IP_REASONS: [&str; 6] =
+    ["tiny-packet", "bad-ip-version", "bad-ip-header", "bad-ip-length", "bad-ip-checksum", "bad-ip-src"];
+
+/// `CheckIPHeader([OFFSET, keywords OFFSET, INTERFACES, BADSRC, GOODDST, CHECKSUM, VERBOSE,
+/// DETAILS])` and `CheckIPHeader2` (the same without the checksum test): validates the IPv4
+/// header that starts OFFSET bytes into the packet.
+///
+/// Checks, in Click's order: at least 20 bytes after OFFSET (`tiny-packet`), version 4
+/// (`bad-ip-version`), header length ≥ 20 (`bad-ip-header`), header length ≤ total length ≤
+/// bytes after OFFSET (`bad-ip-length`), the header checksum unless `CHECKSUM false` or
+/// `CheckIPHeader2` (`bad-ip-checksum`), and the source address against BADSRC unless the
+/// destination is in GOODDST (`bad-ip-src`). Source addresses are only checked when
+/// INTERFACES, BADSRC, GOODDST or the deprecated positional BADSRC2 is given (INTERFACES
+/// `a.b.c.d/len …` means BADSRC = the subnet broadcasts + 0.0.0.0 + 255.255.255.255, GOODDST
+/// = the addresses; positional BADSRC2 adds 0.0.0.0 and 255.255.255.255 to its list).
+///
+/// A good packet gets its network header annotation at OFFSET and transport header at
+/// OFFSET + header length, is shortened to the IP total length (trailing Ethernet padding is
+/// removed), gets the destination IP annotation set to the header's destination, and leaves
+/// on output 0. A bad packet leaves on output 1 when it is connected, else is dropped under
+/// its reason. `stats()` counts `drops` (all bad packets) and each reason.
+pub struct CheckIPHeader {
+    class: &'static str,
+    offset: usize,
+    checksum: bool,
+    bad_src: Vec<Ipv4Addr>,
+    good_dst: Vec<Ipv4Addr>,
+    has_out1: bool,
+    reasons: [u64; 6],
+}
+
+impl CheckIPHeader {
+    /// Builds the element; `checksum` is false for `CheckIPHeader2`.
+    pub fn new(args: &Args, bcx: &BuildCtx, checksum: bool) -> Result<CheckIPHeader, ConfigError> {
+        args.check(2, &["OFFSET", "INTERFACES", "BADSRC", "GOODDST", "CHECKSUM", "VERBOSE", "DETAILS"])?;
+        let mut bad_src = Vec::new();
+        let mut good_dst = Vec::new();
+        if let Some(s) = args.keyword("INTERFACES") {
+            for w in s.split_whitespace() {
+                let (ip, len) = bcx.names.prefix(w)?;
+                let m = crate::net::mask(len);
+                bad_src.push(Ipv4Addr::from((u32::from(ip) & m) | !m));
+                good_dst.push(ip);
+            }
+            bad_src.push(Ipv4Addr::UNSPECIFIED);
+            bad_src.push(Ipv4Addr::BROADCAST);
+        }
+        if let Some(s) = args.keyword("BADSRC") {
+            bad_src = ip_list(s, bcx)?;
+        }
+        if let Some(s) = args.keyword("GOODDST") {
+            good_dst = ip_list(s, bcx)?;
+        }
+        let mut offset = match args.keyword("OFFSET") {
+            Some(s) => Some(parse_uint(s, "OFFSET")? as usize),
+            None => None,
+        };
+        let pos = args.positional();
+        match pos.as_slice() {
+            [] => {}
+            [one] if parse_uint(one, "OFFSET").is_ok() => {
+                offset = Some(parse_uint(one, "OFFSET")? as usize);
+            }
+            [list, rest @ ..] => {
+                // Deprecated syntax: CheckIPHeader(BADSRC2 [, OFFSET]).
+                bad_src = ip_list(list, bcx)?;
+                bad_src.push(Ipv4Addr::UNSPECIFIED);
+                bad_src.push(Ipv4Addr::BROADCAST);
+                if let Some(o) = rest.first() {
+                    offset = Some(parse_uint(o, "OFFSET")? as usize);
+                }
+            }
+        }
+        let class = if checksum { "CheckIPHeader" } else { "CheckIPHeader2" };
+        let checksum = match args.keyword("CHECKSUM") {
+            Some(s) => parse_bool(s, "CHECKSUM")? && checksum,
+            None => checksum,
+        };
+        for k in ["VERBOSE", "DETAILS"] {
+            if let Some(s) = args.keyword(k) {
+                parse_bool(s, k)?;
+            }
+        }
+        Ok(CheckIPHeader {
+            class,
+            offset: offset.unwrap_or(0),
+            checksum,
+            bad_src,
+            good_dst,
+            has_out1: bcx.noutputs >= 2,
+            reasons: [0; 6],
+        })
+    }
+
+    /// Validates the header at `self.offset`; `Ok(total length, header length, dst)` or the
+    /// index of the reason.
+    fn validate(&self, data: &[u8]) -> Result<(usize, usize, Ipv4Addr), usize> {
+        let ip = data.get(self.offset..).filter(|ip| ip.len() >= 20).ok_or(0usize)?;
+        if ip[0] >> 4 != 4 {
+            return Err(1);
+        }
+        let hl = ihl(ip);
+        if hl < 20 {
+            return Err(2);
+        }
+        let len = usize::from(rd16(ip, 2).unwrap_or(0));
+        if len > ip.len() || len < hl {
+            return Err(3);
+        }
+        if self.checksum && wire::checksum::data(&ip[..hl]) != 0 {
+            return Err(4);
+        }
+        let src = rd_ip(ip, 12).unwrap_or(Ipv4Addr::UNSPECIFIED);
+        let dst = rd_ip(ip, 16).unwrap_or(Ipv4Addr::UNSPECIFIED);
+        if !self.bad_src.is_empty() && self.bad_src.contains(&src) && !self.good_dst.contains(&dst) {
+            return Err(5);
+        }
+        Ok((len, hl, dst))
+    }
+}
+
+impl Element for CheckIPHeader {
+    fn class_name(&self) -> &'static str {
+        self.class
+    }
+    fn port_count(&self) -> PortCount {
+        PortCount::range(1, 1, 1, 2)
+    }
+    fn push(&mut self, _port: usize, mut p: Packet, _cx: &mut Context) -> Verdict {
+        match self.validate(p.data()) {
+            Ok((len, hl, dst)) => {
+                let off = self.offset;
+                p.set_network_header(off);
+                p.set_transport_header(off + hl);
+                p.truncate(off + len);
+                p.meta.dst_ip = dst;
+                Verdict::Out(0, p)
+            }
+            Err(i) => {
+                let i = i.min(IP_REASONS.len() - 1);
+                self.reasons[i] += 1;
+                bad_out(self.has_out1, p, IP_REASONS[i])
+            }
+        }
+    }
+    fn stats(&self) -> Vec<(&'static str, u64)> {
+        let mut v = vec![("drops", self.reasons.iter().sum())];
+        v.extend(IP_REASONS.iter().zip(self.reasons).map(|(r, n)| (*r, n)));
+        v
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// `MarkIPHeader([OFFSET])`: sets the network header annotation OFFSET bytes into the packet
+/// (default 0) and the transport header annotation after the IP header (its IHL), without
+/// checking anything. 1/1.
+pub struct MarkIPHeader {
+    offset: usize,
+}
+
+impl MarkIPHeader {
+    /// Builds the element.
+    pub fn new(args: &Args) -> Result<MarkIPHeader, ConfigError> {
+        args.check(1, &["OFFSET"])?;
+        let offset = match args.get(0, "OFFSET") {
+            Some(s) => parse_uint(s, "OFFSET")? as usize,
+            None => 0,
+        };
+        Ok(MarkIPHeader { offset })
+    }
+}
+
+impl Element for MarkIPHeader {
+    fn class_name(&self) -> &'static str {
+        "MarkIPHeader"
+    }
+    fn port_count(&self) -> PortCount {
+        PortCount::exact(1, 1)
+    }
+    fn push(&mut self, _port: usize, mut p: Packet, _cx: &mut Context) -> Verdict {
+        let off = self.offset.min(p.len());
+        let hl = ihl(p.data().get(off..).unwrap_or(&[]));
+        p.set_network_header(off);
+        p.set_transport_header((off + hl).min(p.len()));
+        Verdict::Out(0, p)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// Which transport header a [`CheckL4Header`] validates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum L4Kind {
+    /// `CheckTCPHeader`.
+    Tcp,
+    /// `CheckUDPHeader`.
+    Udp,
+    /// `CheckICMPHeader`.
+    Icmp,
+}
+
+impl L4Kind {
+    fn class(self) -> &'static str {
+        match self {
+            L4Kind::Tcp => "CheckTCPHeader",
+            L4Kind::Udp => "CheckUDPHeader",
+            L4Kind::Icmp => "CheckICMPHeader",
+        }
+    }
+    fn reasons(self) -> [&'static str; 3] {
+        match self {
+            L4Kind::Tcp => ["not-tcp", "bad-tcp-length", "bad-tcp-checksum"],
+            L4Kind::Udp => ["not-udp", "bad-udp-length", "bad-udp-checksum"],
+            L4Kind::Icmp => ["not-icmp", "bad-icmp-length", "bad-icmp-checksum"],
+        }
+    }
+}
+
+/// `CheckTCPHeader([keywords VERBOSE, DETAILS])`, `CheckUDPHeader(…)`, `CheckICMPHeader(…)`:
+/// validate the transport header after the IP header (network header annotation). 1/1-2.
+///
+/// As in Click: a packet without a network header, with another protocol, or (TCP) a
+/// non-first fragment is `not-tcp`/`not-udp`/`not-icmp`. TCP: data offset ≥ 20, IP payload
+/// length (total length − IHL) ≥ data offset and all bytes present, else `bad-tcp-length`;
+/// checksum over the IP payload with the pseudo header, else `bad-tcp-checksum`. UDP: UDP
+/// length ≥ 8 and present, else `bad-udp-length`; a nonzero checksum must verify over the
+/// UDP length, else `bad-udp-checksum` (0 means "no checksum"). ICMP: IP payload ≥ 8 bytes
+/// and present, else `bad-icmp-length`; checksum over the payload, else `bad-icmp-checksum`.
+/// Bad packets go to output 1 if connected, else are dropped under the reason.
+pub struct CheckL4Header {
+    kind: L4Kind,
+    has_out1: bool,
+    reasons: [u64; 3],
+}
+
+impl CheckL4Header {
+    /// Builds the checker of `kind`.
+    pub fn new(kind: L4Kind, args: &Args, bcx: &BuildCtx) -> Result<CheckL4Header, ConfigError> {
+        args.check(0, &["VERBOSE", "DETAILS"])?;
+        for k in ["VERBOSE", "DETAILS"] {
+            if let Some(s) = args.keyword(k) {
+                parse_bool(s, k)?;
+            }
+        }
+        Ok(CheckL4Header { kind, has_out1: bcx.noutputs >= 2, reasons: [0; 3] })
+    }
+
+    fn validate(&self, p: &Packet) -> Result<(), usize> {
+        let (ip, hl) = ip_header(p).ok_or(0usize)?;
+        let proto = ip.get(9).copied().unwrap_or(0);
+        let want = match self.kind {
+            L4Kind::Tcp => 6,
+            L4Kind::Udp => 17,
+            L4Kind::Icmp => 1,
+        };
+        let frag_off = rd16(ip, 6).unwrap_or(0) & 0x1fff;
+        if proto != want || (self.kind == L4Kind::Tcp && frag_off != 0) {
+            return Err(0);
+        }
+        let total = usize::from(rd16(ip, 2).unwrap_or(0));
+        let src = [ip[12], ip[13], ip[14], ip[15]];
+        let dst = [ip[16], ip[17], ip[18], ip[19]];
+        let l4 = &ip[hl..];
+        match self.kind {
+            L4Kind::Tcp | L4Kind::Icmp => {
+                let len = total.checked_sub(hl).ok_or(1usize)?;
+                let min = if self.kind == L4Kind::Tcp {
+                    let off = l4.get(12).map_or(0, |b| usize::from(b >> 4) * 4);
+                    if off < 20 {
+                        return Err(1);
+                    }
+                    off
+                } else {
+                    8
+                };
+                if len < min || l4.len() < len {
+                    return Err(1);
+                }
+                let seg = &l4[..len];
+                let ok = if self.kind == L4Kind::Tcp {
+                    super::cksum::l4_checksum(src, dst, 6, seg) == 0
+                } else {
+                    wire::checksum::data(seg) == 0
+                };
+                if !ok {
+                    return Err(2);
+                }
+            }
+            L4Kind::Udp => {
+                let len = usize::from(rd16(l4, 4).ok_or(1usize)?);
+                if len < 8 || l4.len() < len {
+                    return Err(1);
+                }
+                if rd16(l4, 6).unwrap_or(0) != 0 && super::cksum::l4_checksum(src, dst, 17, &l4[..len]) != 0 {
+                    return Err(2);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Element for CheckL4Header {
+    fn class_name(&self) -> &'static str {
+        self.kind.class()
+    }
+    fn port_count(&self) -> PortCount {
+        PortCount::range(1, 1, 1, 2)
+    }
+    fn push(&mut self, _port: usize, p: Packet, _cx: &mut Context) -> Verdict {
+        match self.validate(&p) {
+            Ok(()) => Verdict::Out(0, p),
+            Err(i) => {
+                let i = i.min(2);
+                self.reasons[i] += 1;
+                bad_out(self.has_out1, p, self.kind.reasons()[i])
+            }
+        }
+    }
+    fn stats(&self) -> Vec<(&'static str, u64)> {
+        let mut v = vec![("drops", self.reasons.iter().sum())];
+        v.extend(self.kind.reasons().iter().zip(self.reasons).map(|(r, n)| (*r, n)));
+        v
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+    use packet::Packet;
+
+    const A: [u8; 4] = [10, 0, 0, 1];
+    const B: [u8; 4] = [10, 0, 0, 2];
+
+    #[test]
+    fn good_packet_is_annotated_and_trimmed() {
+        let mut e = build("CheckIPHeader", "14", 1).unwrap();
+        let mut bytes = vec![0u8; 14];
+        bytes.extend(udp(A, B, 1, 2, b"hi"));
+        bytes.extend([0u8; 6]); // Ethernet padding
+        let o = push(e.as_mut(), Packet::from_bytes(&bytes));
+        assert_eq!(o.out.len(), 1);
+        let (port, p) = &o.out[0];
+        assert_eq!(*port, 0);
+        assert_eq!(p.len(), 14 + 20 + 10);
+        assert_eq!(p.network_offset_in_data(), Some(14));
+        assert_eq!(p.transport_header().map(|t| t.len()), Some(10));
+        assert_eq!(p.meta.dst_ip.octets(), B);
+    }
+
+    #[test]
+    fn each_reason_drops_or_goes_to_output_1() {
+        let good = udp(A, B, 1, 2, b"hello");
+        let mut bad_ck = good.clone();
+        bad_ck[10] ^= 0xff;
+        let mut bad_ver = good.clone();
+        bad_ver[0] = 0x65;
+        let mut bad_hl = good.clone();
+        bad_hl[0] = 0x44;
+        let mut long = good.clone();
+        long[3] += 1;
+        let cases: [(&[u8], &str); 5] = [
+            (&good[..19], "tiny-packet"),
+            (&bad_ver, "bad-ip-version"),
+            (&bad_hl, "bad-ip-header"),
+            (&long, "bad-ip-length"),
+            (&bad_ck, "bad-ip-checksum"),
+        ];
+        let mut e1 = build("CheckIPHeader", "", 1).unwrap();
+        let mut e2 = build("CheckIPHeader", "", 2).unwrap();
+        for (b, reason) in cases {
+            let o = push(e1.as_mut(), Packet::from_bytes(b));
+            assert!(o.out.is_empty());
+            assert_eq!(o.drops, vec![reason]);
+            let o = push(e2.as_mut(), Packet::from_bytes(b));
+            assert_eq!(o.out.len(), 1);
+            assert_eq!(o.out[0].0, 1);
+            assert!(o.drops.is_empty());
+        }
+        let s = e1.stats();
+        assert_eq!(s[0], ("drops", 5));
+        assert!(s.contains(&("bad-ip-checksum", 1)));
+        // CheckIPHeader2 and CHECKSUM false accept the bad checksum.
+        for (c, cfg) in [("CheckIPHeader2", ""), ("CheckIPHeader", "CHECKSUM false")] {
+            let mut e = build(c, cfg, 1).unwrap();
+            assert_eq!(push(e.as_mut(), Packet::from_bytes(&bad_ck)).out.len(), 1);
+        }
+    }
+
+    #[test]
+    fn bad_sources() {
+        let bcast = udp([255, 255, 255, 255], B, 1, 2, b"");
+        let zero_to_me = udp([0, 0, 0, 0], [18, 26, 4, 9], 1, 2, b"");
+        let subnet_bcast = udp([18, 26, 4, 255], B, 1, 2, b"");
+        // No source check by default.
+        let mut e = build("CheckIPHeader", "", 1).unwrap();
+        assert_eq!(push(e.as_mut(), Packet::from_bytes(&bcast)).out.len(), 1);
+        // Old syntax adds 0.0.0.0 and 255.255.255.255.
+        let mut e = build("CheckIPHeader", "1.2.3.4, 0", 1).unwrap();
+        assert_eq!(push(e.as_mut(), Packet::from_bytes(&bcast)).drops, vec!["bad-ip-src"]);
+        // INTERFACES: subnet broadcast is bad; packets to our address are exempt.
+        let mut e = build("CheckIPHeader", "INTERFACES 18.26.4.9/24", 1).unwrap();
+        assert_eq!(push(e.as_mut(), Packet::from_bytes(&subnet_bcast)).drops, vec!["bad-ip-src"]);
+        assert_eq!(push(e.as_mut(), Packet::from_bytes(&zero_to_me)).out.len(), 1);
+        assert_eq!(push(e.as_mut(), Packet::from_bytes(&bcast)).drops, vec!["bad-ip-src"]);
+        let mut e = build("CheckIPHeader", "BADSRC 10.0.0.1", 1).unwrap();
+        assert_eq!(push(e.as_mut(), Packet::from_bytes(&udp(A, B, 1, 2, b""))).drops, vec!["bad-ip-src"]);
+    }
+
+    #[test]
+    fn bad_configs() {
+        assert!(build("CheckIPHeader", "BADSRC 1.2.3", 1).is_err());
+        assert!(build("CheckIPHeader", "OFFSET x", 1).is_err());
+        assert!(build("CheckIPHeader", "FOO 1", 1).is_err());
+        assert!(build("CheckIPHeader", "1.2.3.4, x", 1).is_err());
+        assert!(build("MarkIPHeader", "-3", 1).is_err());
+    }
+
+    #[test]
+    fn mark_ip_header_sets_annotations() {
+        let mut e = build("MarkIPHeader", "4", 1).unwrap();
+        let mut b = vec![0u8; 4];
+        b.extend(udp(A, B, 1, 2, b"x"));
+        let o = push(e.as_mut(), Packet::from_bytes(&b));
+        let p = &o.out[0].1;
+        assert_eq!(p.network_offset_in_data(), Some(4));
+        assert_eq!(p.transport_header().map(|t| t.len()), Some(9));
+        // Short packets do not panic.
+        let o = push(e.as_mut(), Packet::from_bytes(&[1, 2]));
+        assert_eq!(o.out.len(), 1);
+    }
+
+    #[test]
+    fn udp_and_tcp_checks() {
+        let good = udp(A, B, 53, 53, b"abcd");
+        let mut e = build("CheckUDPHeader", "", 1).unwrap();
+        assert_eq!(push(e.as_mut(), pkt(&good)).out.len(), 1);
+        let mut bad = good.clone();
+        bad[30] ^= 1;
+        assert_eq!(push(e.as_mut(), pkt(&bad)).drops, vec!["bad-udp-checksum"]);
+        let mut nock = bad.clone();
+        nock[26] = 0;
+        nock[27] = 0;
+        assert_eq!(push(e.as_mut(), pkt(&nock)).out.len(), 1);
+        let mut tcp_e = build("CheckTCPHeader", "", 2).unwrap();
+        let o = push(tcp_e.as_mut(), pkt(&good));
+        assert_eq!(o.out[0].0, 1);
+        assert_eq!(tcp_e.stats()[1], ("not-tcp", 1));
+        let o = push(e.as_mut(), Packet::from_bytes(&good));
+        assert_eq!(o.drops, vec!["not-udp"]);
+    }
+}

@@ -1,0 +1,224 @@
+//! The IP family: header checks and annotations (`CheckIPHeader`, `MarkIPHeader`,
+//! `GetIPAddress`, …), route lookups (`RadixIPLookup` and friends), TTL and options
+//! processing, fragmentation, checksum setters, `IPPrint` and `IPEncap`.
+//!
+//! Every element follows Click's documented behaviour; where FuseBox differs (no wall
+//! clock, no random numbers, missing annotations) the element's documentation says how.
+//! Elements that read the IP header through the network header annotation (set by
+//! `CheckIPHeader`, `MarkIPHeader`, `IPEncap`) drop packets without one under
+//! `no-ip-header` (Click would abort on its assertion).
+
+mod anno;
+mod check;
+mod cksum;
+mod encap;
+mod frag;
+mod lookup;
+mod options;
+mod print;
+mod ttl;
+
+pub use anno::{DropBroadcasts, FixIPSrc, GetIPAddress, SetIPAddress};
+pub use check::{CheckIPHeader, CheckL4Header, L4Kind, MarkIPHeader};
+pub use cksum::{SetIPChecksum, SetTCPChecksum, SetUDPChecksum};
+pub use encap::IPEncap;
+pub use frag::IPFragmenter;
+pub use lookup::{IPLookup, Lpm, Route};
+pub use options::IPGWOptions;
+pub use print::IPPrint;
+pub use ttl::DecIPTTL;
+
+use crate::{Args, BuildCtx, ConfigError, Element, Verdict};
+use packet::Packet;
+use std::net::Ipv4Addr;
+
+/// Builds an element of this family, or `None` if `class` is not one of them.
+pub fn build(class: &str, args: &Args, bcx: &BuildCtx) -> Option<Result<Box<dyn Element>, ConfigError>> {
+    fn boxed<E: Element + 'static>(r: Result<E, ConfigError>) -> Result<Box<dyn Element>, ConfigError> {
+        r.map(|e| Box::new(e) as Box<dyn Element>)
+    }
+    Some(match class {
+        "CheckIPHeader" => boxed(CheckIPHeader::new(args, bcx, true)),
+        "CheckIPHeader2" => boxed(CheckIPHeader::new(args, bcx, false)),
+        "MarkIPHeader" => boxed(MarkIPHeader::new(args)),
+        "CheckTCPHeader" => boxed(CheckL4Header::new(L4Kind::Tcp, args, bcx)),
+        "CheckUDPHeader" => boxed(CheckL4Header::new(L4Kind::Udp, args, bcx)),
+        "CheckICMPHeader" => boxed(CheckL4Header::new(L4Kind::Icmp, args, bcx)),
+        "GetIPAddress" => boxed(GetIPAddress::new(args)),
+        "SetIPAddress" => boxed(SetIPAddress::new(args, bcx)),
+        "DropBroadcasts" => boxed(DropBroadcasts::new(args)),
+        "FixIPSrc" => boxed(FixIPSrc::new(args, bcx)),
+        "StaticIPLookup" | "LookupIPRoute" | "RadixIPLookup" | "LinearIPLookup" | "DirectIPLookup" => {
+            boxed(IPLookup::new(class, args, bcx))
+        }
+        "DecIPTTL" => boxed(DecIPTTL::new(args, bcx)),
+        "IPGWOptions" => boxed(IPGWOptions::new(args, bcx)),
+        "IPFragmenter" => boxed(IPFragmenter::new(args, bcx)),
+        "SetIPChecksum" => boxed(SetIPChecksum::new(args)),
+        "SetTCPChecksum" => boxed(SetTCPChecksum::new(args)),
+        "SetUDPChecksum" => boxed(SetUDPChecksum::new(args)),
+        "IPPrint" => boxed(IPPrint::new(args)),
+        "IPEncap" => boxed(IPEncap::new(args, bcx)),
+        _ => return None,
+    })
+}
+
+/// Drop reason for elements that need the network header annotation and find none.
+pub const NO_IP_HEADER: &str = "no-ip-header";
+
+/// Reads a big-endian `u16` at `off`, if in bounds.
+pub(crate) fn rd16(b: &[u8], off: usize) -> Option<u16> {
+    Some(u16::from_be_bytes([*b.get(off)?, *b.get(off + 1)?]))
+}
+
+/// Reads a big-endian `u32` at `off`, if in bounds.
+pub(crate) fn rd32(b: &[u8], off: usize) -> Option<u32> {
+    let s = b.get(off..off + 4)?;
+    Some(u32::from_be_bytes([s[0], s[1], s[2], s[3]]))
+}
+
+/// Writes a big-endian `u16` at `off` (no effect if out of bounds).
+pub(crate) fn wr16(b: &mut [u8], off: usize, v: u16) {
+    if let Some(s) = b.get_mut(off..off + 2) {
+        s.copy_from_slice(&v.to_be_bytes());
+    }
+}
+
+/// Reads an IPv4 address at `off`, if in bounds.
+pub(crate) fn rd_ip(b: &[u8], off: usize) -> Option<Ipv4Addr> {
+    rd32(b, off).map(Ipv4Addr::from)
+}
+
+/// The IPv4 header length (IHL × 4) of the header starting `b`.
+pub(crate) fn ihl(b: &[u8]) -> usize {
+    b.first().map_or(0, |v| usize::from(v & 0x0f) * 4)
+}
+
+/// Recomputes the IP header checksum of the header at the start of `ip` (`hlen` bytes).
+pub(crate) fn fill_ip_checksum(ip: &mut [u8], hlen: usize) {
+    if hlen < 20 || ip.len() < hlen {
+        return;
+    }
+    wr16(ip, 10, 0);
+    let c = wire::checksum::data(&ip[..hlen]);
+    wr16(ip, 10, c);
+}
+
+/// The bytes of the IPv4 header the network header annotation points at, checked to hold
+/// at least a 20-byte header and its IHL: `(header and following bytes, header length)`.
+pub(crate) fn ip_header(p: &Packet) -> Option<(&[u8], usize)> {
+    let h = p.network_header()?;
+    let hl = ihl(h);
+    (h.len() >= 20 && hl >= 20 && hl <= h.len()).then_some((h, hl))
+}
+
+/// Sends a bad packet to output 1 when it is connected (Click's `checked_output_push(1, p)`
+/// and the `noutputs() == 2` tests), or drops it under `reason`.
+pub(crate) fn bad_out(has_out1: bool, p: Packet, reason: &'static str) -> Verdict {
+    if has_out1 {
+        Verdict::Out(1, p)
+    } else {
+        Verdict::Drop(p, reason)
+    }
+}
+
+/// Parses a space-separated list of IPv4 addresses.
+pub(crate) fn ip_list(s: &str, bcx: &BuildCtx) -> Result<Vec<Ipv4Addr>, ConfigError> {
+    s.split_whitespace().map(|w| bcx.names.ipv4(w)).collect()
+}
+
+#[cfg(test)]
+pub(crate) mod testutil {
+    //! Helpers for the family's unit tests: a build context, pushing packets, and small
+    //! IPv4/UDP/TCP packet builders.
+    use crate::{Args, BuildCtx, Context, Element, Names, Verdict};
+    use packet::{Packet, Timestamp};
+    use std::path::Path;
+
+    /// Builds `class(config)` with `noutputs` connected outputs.
+    pub fn build(class: &str, config: &str, noutputs: usize) -> Result<Box<dyn Element>, crate::ConfigError> {
+        let names = Names::new();
+        let bcx = BuildCtx { name: "nf/e", ninputs: 1, noutputs, names: &names, base_dir: Path::new(".") };
+        let args = Args::parse(config)?;
+        match super::build(class, &args, &bcx) {
+            Some(r) => r,
+            None => Err(crate::ConfigError::new("not an ip element")),
+        }
+    }
+
+    /// What one push produced: (port, packet) outputs and (reason) drops, in order.
+    pub struct Outcome {
+        pub out: Vec<(usize, Packet)>,
+        pub drops: Vec<&'static str>,
+        pub created: u64,
+    }
+
+    /// Pushes `p` on port 0 at virtual time `now` (ns).
+    pub fn push_at(e: &mut dyn Element, p: Packet, now: u64) -> Outcome {
+        let mut cx = Context::new(Timestamp(now));
+        let v = e.push(0, p, &mut cx);
+        let mut out: Vec<(usize, Packet)> = Vec::new();
+        let mut drops = Vec::new();
+        match v {
+            Verdict::Out(port, p) => out.push((port, p)),
+            Verdict::Drop(_, r) => drops.push(r),
+            Verdict::Done => {}
+        }
+        out.extend(cx.take_emitted());
+        drops.extend(cx.take_dropped().map(|(_, r)| r));
+        Outcome { out, drops, created: cx.take_created() }
+    }
+
+    /// Pushes `p` on port 0.
+    pub fn push(e: &mut dyn Element, p: Packet) -> Outcome {
+        push_at(e, p, 0)
+    }
+
+    /// An IPv4 header (20 bytes + `opts`) followed by `payload`, with a valid checksum.
+    pub fn ipv4(src: [u8; 4], dst: [u8; 4], proto: u8, ttl: u8, opts: &[u8], payload: &[u8]) -> Vec<u8> {
+        let hl = 20 + opts.len();
+        let total = hl + payload.len();
+        let mut v = vec![0u8; 20];
+        v[0] = 0x40 | (hl / 4) as u8;
+        v[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+        v[4..6].copy_from_slice(&0x1234u16.to_be_bytes());
+        v[8] = ttl;
+        v[9] = proto;
+        v[12..16].copy_from_slice(&src);
+        v[16..20].copy_from_slice(&dst);
+        v.extend_from_slice(opts);
+        super::fill_ip_checksum(&mut v, hl);
+        v.extend_from_slice(payload);
+        v
+    }
+
+    /// A UDP datagram (8-byte header + payload) with a correct checksum, in IPv4.
+    pub fn udp(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
+        let mut u = vec![0u8; 8];
+        u[0..2].copy_from_slice(&sport.to_be_bytes());
+        u[2..4].copy_from_slice(&dport.to_be_bytes());
+        u[4..6].copy_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
+        u.extend_from_slice(payload);
+        let c = super::cksum::l4_checksum(src, dst, 17, &u);
+        u[6..8].copy_from_slice(&wire::checksum::udp_finish(c).to_be_bytes());
+        ipv4(src, dst, 17, 64, &[], &u)
+    }
+
+    /// A packet holding `bytes` with the network header annotation at `off`.
+    pub fn pkt_at(bytes: &[u8], off: usize) -> Packet {
+        let mut p = Packet::from_bytes(bytes);
+        p.set_network_header(off);
+        p.set_transport_header(off + super::ihl(&bytes[off..]));
+        p
+    }
+
+    /// A packet holding `bytes` with the network header annotation at 0.
+    pub fn pkt(bytes: &[u8]) -> Packet {
+        pkt_at(bytes, 0)
+    }
+
+    /// True if the IP header at the start of `b` has a valid checksum.
+    pub fn ip_ok(b: &[u8]) -> bool {
+        wire::checksum::data(&b[..super::ihl(b)]) == 0
+    }
+}

@@ -1,0 +1,56 @@
+//! `fusebox`: run chains of network functions written as Click configurations.
+#![forbid(unsafe_code)]
+
+mod gen_cmd;
+mod run_cmd;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// FuseBox runs chains of network functions (Click configurations wired together by a chain
+/// file) and gives the same packets as running each NF on its own — only faster.
+#[derive(Parser, Debug)]
+#[command(
+    name = "fusebox",
+    version,
+    after_help = "Examples:
+  fusebox gen -o trace.pcap --packets 10000 --flows 100 --mix tcp=1,udp=1
+  fusebox check examples/fig5/chain.toml
+  fusebox run examples/fig5/chain.toml --input napt.eth0=trace.pcap
+  fusebox run examples/fig5/chain.toml --input napt.eth0=trace.pcap --reflect lb.eth1 --json
+  fusebox run examples/routers/chain.toml --input r1.eth0=trace.pcap --replay 20
+  fusebox run router.click --input eth0=trace.pcap --output eth1=out.pcap"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a chain (or a single Click configuration) over pcap inputs.
+    Run(run_cmd::RunArgs),
+    /// Parse and validate a chain; print it and its NFs' element graphs.
+    Check(run_cmd::CheckArgs),
+    /// Generate a synthetic trace (pcap).
+    Gen(gen_cmd::GenArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Run(a) => run_cmd::run(a),
+        Command::Check(a) => run_cmd::check(a),
+        Command::Gen(a) => gen_cmd::run(a).map(|s| {
+            eprintln!("{s}");
+            ExitCode::SUCCESS
+        }),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("fusebox: error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,278 @@
+//! `fusebox run` and `fusebox check`.
+
+use chain::exec::Source;
+use chain::{ChainFile, Endpoint, ExitSink, Executor, RunOptions};
+use clap::{Args, ValueEnum};
+use packet::Precision;
+use ports::pcap::{PcapReader, PcapWriter};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+/// Execution mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Mode {
+    /// Every NF as written, one after the other (the reference all modes must match).
+    Naive,
+}
+
+/// Arguments of `fusebox run`.
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Chain file (.toml) or a single Click configuration (.click).
+    pub chain: PathBuf,
+    /// Input capture for an entry interface: NF.IFACE=FILE (IFACE=FILE for a single Click file). Repeatable.
+    #[arg(short, long = "input", value_name = "NF.IFACE=FILE")]
+    pub inputs: Vec<String>,
+    /// Output capture for an exit: NF.IFACE=FILE. Exits not named go to NF.IFACE.pcap in --out-dir.
+    #[arg(short, long = "output", value_name = "NF.IFACE=FILE")]
+    pub outputs: Vec<String>,
+    /// Directory for default output files.
+    #[arg(long, default_value = ".")]
+    pub out_dir: PathBuf,
+    /// Execution mode.
+    #[arg(long, value_enum, default_value_t = Mode::Naive)]
+    pub mode: Mode,
+    /// Packets leaving at this exit come back in at the same interface as replies. Repeatable.
+    #[arg(long, value_name = "NF.IFACE")]
+    pub reflect: Vec<String>,
+    /// Load the inputs into memory once and push them through N times without I/O; report packets per second.
+    #[arg(long, value_name = "N")]
+    pub replay: Option<u64>,
+    /// Override a `define` of the Click configurations: NAME=VALUE. Repeatable.
+    #[arg(short = 'D', long = "define", value_name = "NAME=VALUE")]
+    pub defines: Vec<String>,
+    /// Packets per batch.
+    #[arg(long, default_value_t = packet::DEFAULT_BATCH_SIZE)]
+    pub batch: usize,
+    /// Print the summary as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// No progress bar.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+/// Arguments of `fusebox check`.
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// Chain file (.toml) or a single Click configuration (.click).
+    pub chain: PathBuf,
+    /// Override a `define` of the Click configurations: NAME=VALUE. Repeatable.
+    #[arg(short = 'D', long = "define", value_name = "NAME=VALUE")]
+    pub defines: Vec<String>,
+}
+
+fn load_chain(path: &Path) -> Result<ChainFile, String> {
+    if path.extension().is_some_and(|e| e == "click") {
+        if !path.exists() {
+            return Err(format!("{}: no such file", path.display()));
+        }
+        Ok(ChainFile::single(path))
+    } else {
+        ChainFile::load(path).map_err(|e| e.to_string())
+    }
+}
+
+fn parse_defines(d: &[String]) -> Result<Vec<(String, String)>, String> {
+    d.iter()
+        .map(|s| {
+            s.split_once('=')
+                .map(|(k, v)| (k.trim_start_matches('$').to_string(), v.to_string()))
+                .ok_or_else(|| format!("--define {s}: expected NAME=VALUE"))
+        })
+        .collect()
+}
+
+/// `NF.IFACE=FILE` (or `IFACE=FILE` when the chain has one NF).
+fn parse_binding(s: &str, chain: &ChainFile, flag: &str) -> Result<(Endpoint, PathBuf), String> {
+    let (ep, file) = s.split_once('=').ok_or_else(|| format!("{flag} {s}: expected NF.IFACE=FILE"))?;
+    let ep = match Endpoint::parse(ep) {
+        Some(e) if chain.nfs.iter().any(|n| n.name == e.nf) => e,
+        _ if chain.nfs.len() == 1 => Endpoint { nf: chain.nfs[0].name.clone(), iface: ep.to_string() },
+        _ => return Err(format!("{flag} {s}: expected NF.IFACE=FILE with a known NF")),
+    };
+    Ok((ep, PathBuf::from(file)))
+}
+
+fn build(
+    chain: &ChainFile,
+    opts: &RunOptions,
+    outputs: &[(Endpoint, PathBuf)],
+    out_dir: &Path,
+    precision: Precision,
+    in_memory: bool,
+) -> Result<Executor, String> {
+    Executor::new(chain, opts, |name, dump| {
+        if in_memory {
+            return Ok(ExitSink::Count);
+        }
+        let path = match dump {
+            Some(p) => p.clone(),
+            None => outputs
+                .iter()
+                .find(|(e, _)| e.to_string() == name)
+                .map(|(_, p)| p.clone())
+                .unwrap_or_else(|| out_dir.join(format!("{name}.pcap"))),
+        };
+        PcapWriter::create(&path, precision, 1).map(ExitSink::Pcap).map_err(|e| e.to_string())
+    })
+}
+
+/// `fusebox run`.
+pub fn run(a: &RunArgs) -> Result<ExitCode, String> {
+    let chain = load_chain(&a.chain)?;
+    let opts = RunOptions {
+        batch: a.batch,
+        reflect: a
+            .reflect
+            .iter()
+            .map(|r| Endpoint::parse(r).ok_or_else(|| format!("--reflect {r}: expected NF.IFACE")))
+            .collect::<Result<_, _>>()?,
+        defines: parse_defines(&a.defines)?,
+    };
+    let inputs: Vec<(Endpoint, PathBuf)> =
+        a.inputs.iter().map(|s| parse_binding(s, &chain, "--input")).collect::<Result<_, _>>()?;
+    let outputs: Vec<(Endpoint, PathBuf)> =
+        a.outputs.iter().map(|s| parse_binding(s, &chain, "--output")).collect::<Result<_, _>>()?;
+    // Outputs keep their inputs' timestamp resolution: nanosecond files if any input is.
+    let mut precision = Precision::Micro;
+    let mut readers = Vec::new();
+    for (ep, file) in &inputs {
+        let r = PcapReader::open(file).map_err(|e| e.to_string())?;
+        if r.linktype() != 1 {
+            return Err(format!("{}: link type {} is not Ethernet (1)", file.display(), r.linktype()));
+        }
+        if r.precision() == Precision::Nano {
+            precision = Precision::Nano;
+        }
+        readers.push((ep.clone(), file.clone(), r));
+    }
+    let started = Instant::now();
+    let mut ex = build(&chain, &opts, &outputs, &a.out_dir, precision, a.replay.is_some())?;
+    for (e, _) in &outputs {
+        if !ex.exit_names().contains(&e.to_string()) {
+            return Err(format!("--output {e}: not an exit of the chain (exits: {})", ex.exit_names().join(", ")));
+        }
+    }
+    let mut errors = Vec::new();
+    let mut sources: Vec<Source> = Vec::new();
+    let mut memory = Vec::new();
+    for (ep, file, r) in readers {
+        let entry = ex.entry(&ep).ok_or_else(|| {
+            format!("--input {ep}: NF `{}` has no FromDevice({}) (entries need one)", ep.nf, ep.iface)
+        })?;
+        if a.replay.is_some() {
+            let (recs, err) = ports::pcap::read_all(&file).map_err(|e| e.to_string())?;
+            if let Some(e) = err {
+                errors.push(e.to_string());
+            }
+            memory.push((entry, recs));
+        } else {
+            sources.push(ex.source(format!("{ep}={}", file.display()), entry, records(r)));
+        }
+    }
+    for (name, entry, path) in ex.dump_sources().to_vec() {
+        if a.replay.is_some() {
+            let (recs, err) = ports::pcap::read_all(&path).map_err(|e| format!("{name}: {e}"))?;
+            if let Some(e) = err {
+                errors.push(e.to_string());
+            }
+            memory.push((entry, recs));
+        } else {
+            let r = PcapReader::open(&path).map_err(|e| format!("{name}: {e}"))?;
+            sources.push(ex.source(format!("{name}={}", path.display()), entry, records(r)));
+        }
+    }
+    if let Some(passes) = a.replay {
+        let t0 = Instant::now();
+        let n = ex.replay(&memory, passes);
+        let secs = t0.elapsed().as_secs_f64();
+        let pps = n as f64 / secs.max(1e-9);
+        eprintln!("replay: {n} packets in {passes} passes, {secs:.3} s, {:.3} Mpps (one core, in memory, no I/O)", pps / 1e6);
+        if a.json {
+            let mut s = serde_json_value(&ex.summary());
+            s = format!("{{\"replay\": {{\"packets\": {n}, \"passes\": {passes}, \"seconds\": {secs}, \"pps\": {pps}}}, \"summary\": {s}}}");
+            println!("{s}");
+        }
+    } else {
+        let bar = (!a.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr())).then(|| {
+            let b = indicatif::ProgressBar::new_spinner();
+            b.set_style(
+                indicatif::ProgressStyle::with_template("{spinner} {pos} packets {per_sec} {elapsed}")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+            );
+            b
+        });
+        errors.extend(ex.run(sources, |n| {
+            if let Some(b) = &bar {
+                if n % 4096 < 32 {
+                    b.set_position(n);
+                }
+            }
+        }));
+        if let Some(b) = bar {
+            b.finish_and_clear();
+        }
+        ex.finish()?;
+        if a.json {
+            println!("{}", serde_json_value(&ex.summary()));
+        }
+    }
+    let summary = ex.summary();
+    if !a.json {
+        eprint!("{}", summary.to_text());
+        eprintln!("time: {:.3} s", started.elapsed().as_secs_f64());
+    }
+    if !errors.is_empty() {
+        for e in &errors {
+            eprintln!("fusebox: error: {e}");
+        }
+        return Ok(ExitCode::from(1));
+    }
+    if !summary.balanced() {
+        eprintln!("fusebox: error: packet accounting does not balance (in + created != out + drops + held)");
+        return Ok(ExitCode::from(3));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn serde_json_value(s: &chain::Summary) -> String {
+    s.to_json()
+}
+
+type Records = Box<dyn Iterator<Item = Result<ports::pcap::Record, ports::pcap::PcapError>>>;
+
+/// A reader as a stream of records.
+fn records(mut r: PcapReader) -> Records {
+    Box::new(std::iter::from_fn(move || r.next_record()))
+}
+
+/// `fusebox check`.
+pub fn check(a: &CheckArgs) -> Result<ExitCode, String> {
+    let chain = load_chain(&a.chain)?;
+    let opts = RunOptions { defines: parse_defines(&a.defines)?, ..RunOptions::default() };
+    let ex = Executor::new(&chain, &opts, |_, _| Ok(ExitSink::Count))?;
+    println!("chain {}", chain.path.display());
+    for nf in ex.nfs() {
+        let spec = chain.nfs.iter().find(|n| n.name == nf.name);
+        println!(
+            "nf {} ({}): interfaces [{}]",
+            nf.name,
+            spec.map(|s| s.click.display().to_string()).unwrap_or_default(),
+            nf.interfaces().join(", ")
+        );
+        print!("{}", nf.describe());
+    }
+    for (a, b, _) in &chain.links {
+        println!("link {a} <-> {b}");
+    }
+    for (e, _) in &chain.entries {
+        println!("entry {e}");
+    }
+    for x in ex.exit_names() {
+        println!("exit {x}");
+    }
+    println!("ok");
+    Ok(ExitCode::SUCCESS)
+}
