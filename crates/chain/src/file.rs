@@ -86,7 +86,7 @@ struct RawEntry {
 #[serde(deny_unknown_fields)]
 struct RawChain {
     #[serde(default)]
-    nf: BTreeMap<String, Spanned<RawNf>>,
+    nf: indexmap::IndexMap<String, Spanned<RawNf>>,
     #[serde(default)]
     link: Vec<RawLink>,
     #[serde(default)]
@@ -109,7 +109,7 @@ pub struct NfSpec {
 pub struct ChainFile {
     /// Where the chain was read from.
     pub path: PathBuf,
-    /// NFs in name order.
+    /// NFs in the order the file declares them.
     pub nfs: Vec<NfSpec>,
     /// Links, each between two interfaces, with the position of the link in the file.
     pub links: Vec<(Endpoint, Endpoint, String)>,

@@ -156,7 +156,13 @@ impl<'a> Expander<'a> {
         }
     }
 
-    fn add_element(&mut self, name: String, class: &str, config: String, span: &Span) -> Result<usize> {
+    fn add_element(
+        &mut self,
+        name: String,
+        class: &str,
+        config: String,
+        span: &Span,
+    ) -> Result<usize> {
         if let Some(&prev) = self.names.get(&name) {
             return Err(Error::new(
                 span.clone(),
@@ -193,7 +199,8 @@ impl<'a> Expander<'a> {
                 ElemKind::Output => (tunnels.map(|t| Node::Tunnel(t.1)), None),
                 ElemKind::Primitive(class) => {
                     let config = self.config(e, env)?;
-                    let idx = self.add_element(format!("{prefix}{}", e.name), class, config, &e.span)?;
+                    let idx =
+                        self.add_element(format!("{prefix}{}", e.name), class, config, &e.span)?;
                     (Some(Node::Real(idx)), Some(Node::Real(idx)))
                 }
                 ElemKind::Compound(cid) => {
@@ -276,7 +283,10 @@ impl<'a> Expander<'a> {
         if self.stack.contains(&cid) {
             return Err(Error::new(
                 e.span.clone(),
-                format!("recursive elementclass `{}`: it instantiates itself", class.name),
+                format!(
+                    "recursive elementclass `{}`: it instantiates itself",
+                    class.name
+                ),
             ));
         }
         if self.stack.len() >= MAX_DEPTH {

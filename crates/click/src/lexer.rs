@@ -327,6 +327,9 @@ impl Lexer {
     }
 }
 
+/// Looks up a variable's value by name (without `$`).
+pub(crate) type Lookup<'a> = &'a dyn Fn(&str) -> Option<String>;
+
 /// Processes a raw configuration string: removes comments outside quotes,
 /// substitutes `$name` / `${name}` outside single quotes (when `lookup` is
 /// given; an unknown variable is an error at its position), and trims
@@ -334,7 +337,7 @@ impl Lexer {
 pub(crate) fn process_config(
     raw: &RawConfig,
     file: &Arc<str>,
-    lookup: Option<&dyn Fn(&str) -> Option<String>>,
+    lookup: Option<Lookup<'_>>,
 ) -> Result<String> {
     let chars: Vec<char> = raw.text.chars().collect();
     let mut out = String::with_capacity(raw.text.len());
@@ -493,7 +496,7 @@ mod tests {
 
     #[test]
     fn tokens_and_comments() {
-        let v = toks("a/b :: C // x\n/* y */ # line\n  # also\n[12]->$v |");
+        let v = toks("a/b :: C // x\n/* y */\n# line\n  # also\n[12]->$v |");
         assert_eq!(
             v,
             vec![
@@ -509,7 +512,14 @@ mod tests {
             ]
         );
         // `#` not at line start is a character, not a comment.
-        assert_eq!(toks("a #b"), vec![Tok::Ident("a".into()), Tok::Other('#'), Tok::Ident("b".into())]);
+        assert_eq!(
+            toks("a #b"),
+            vec![
+                Tok::Ident("a".into()),
+                Tok::Other('#'),
+                Tok::Ident("b".into())
+            ]
+        );
         // `a//c` is `a` then a comment.
         assert_eq!(toks("a//c"), vec![Tok::Ident("a".into())]);
     }
@@ -557,7 +567,10 @@ mod tests {
     #[test]
     fn splitting() {
         assert_eq!(split_args(""), Vec::<String>::new());
-        assert_eq!(split_args(" a , f(b, c) , \"x,y\" "), vec!["a", "f(b, c)", "\"x,y\""]);
+        assert_eq!(
+            split_args(" a , f(b, c) , \"x,y\" "),
+            vec!["a", "f(b, c)", "\"x,y\""]
+        );
         assert_eq!(split_args("a, b,"), vec!["a", "b"]);
         assert_eq!(split_args(","), vec![""]);
     }

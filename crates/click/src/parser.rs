@@ -302,7 +302,9 @@ impl Parser {
         let text = process_config(&raw, &self.file, None)?;
         let args = split_args(&text);
         if !define {
-            self.ast.requires.extend(args.into_iter().filter(|a| !a.is_empty()));
+            self.ast
+                .requires
+                .extend(args.into_iter().filter(|a| !a.is_empty()));
             return Ok(());
         }
         if self.in_compound() {
@@ -377,7 +379,10 @@ impl Parser {
             Tok::Ident(other) if !is_reserved(other) => {
                 self.bump()?;
                 if *other == name {
-                    return self.err(&t, format!("elementclass `{name}` cannot be a synonym for itself"));
+                    return self.err(
+                        &t,
+                        format!("elementclass `{name}` cannot be a synonym for itself"),
+                    );
                 }
                 let binding = match self.lookup_class(other) {
                     Some(b) => b,
@@ -390,7 +395,10 @@ impl Parser {
                 self.scope().classes.insert(name, (binding, span));
                 Ok(())
             }
-            _ => self.expected(&t, &format!("`{{` or element class name after `elementclass {name}`")),
+            _ => self.expected(
+                &t,
+                &format!("`{{` or element class name after `elementclass {name}`"),
+            ),
         }
     }
 
@@ -467,7 +475,10 @@ impl Parser {
                     let vt = self.bump()?;
                     match vt.tok {
                         Tok::Var(v) => (Some(k.clone()), v),
-                        _ => return self.expected(&vt, &format!("parameter variable after keyword `{k}`")),
+                        _ => {
+                            return self
+                                .expected(&vt, &format!("parameter variable after keyword `{k}`"))
+                        }
                     }
                 }
                 _ => return self.expected(&t, "parameter (`$name` or `KEYWORD $name`)"),
@@ -529,7 +540,9 @@ impl Parser {
             match prev.take() {
                 Some((from, from_port, from_span, arrow)) => {
                     let (to_port, to_span) = ep.in_port.clone().unwrap_or((0, ep.span.clone()));
-                    self.connect(from, from_port, from_span, ep.elem, to_port, to_span, &arrow)?;
+                    self.connect(
+                        from, from_port, from_span, ep.elem, to_port, to_span, &arrow,
+                    )?;
                 }
                 None => {
                     if let Some((p, span)) = &ep.in_port {
@@ -619,11 +632,16 @@ impl Parser {
             Tok::LBrace => {
                 let class = self.parse_compound_body(&t, String::new())?;
                 let name = self.anon_name("Compound");
-                (self.add_element(name, ElemKind::Compound(class), None, span.clone()), false)
+                (
+                    self.add_element(name, ElemKind::Compound(class), None, span.clone()),
+                    false,
+                )
             }
             _ => {
                 return match (&in_port, arrow) {
-                    (Some((p, _)), _) => self.expected(&t, &format!("element after input port `[{p}]`")),
+                    (Some((p, _)), _) => {
+                        self.expected(&t, &format!("element after input port `[{p}]`"))
+                    }
                     (None, Some(_)) => self.expected(&t, "element after `->`"),
                     (None, None) => self.expected(&t, "element"),
                 }
@@ -637,7 +655,13 @@ impl Parser {
         })
     }
 
-    fn add_element(&mut self, name: String, kind: ElemKind, config: Option<RawConfig>, span: Span) -> usize {
+    fn add_element(
+        &mut self,
+        name: String,
+        kind: ElemKind,
+        config: Option<RawConfig>,
+        span: Span,
+    ) -> usize {
         let scope = self.scope();
         let idx = scope.body.elements.len();
         scope.names.insert(name.clone(), idx);
@@ -721,7 +745,10 @@ impl Parser {
         // Reference to a declared element?
         if let Some(&idx) = self.scope().names.get(&name) {
             if next.tok == Tok::LParen && is_reserved(&name) {
-                return self.err(&next, format!("expected `->` or `;`, found `(`: `{name}` cannot be configured"));
+                return self.err(
+                    &next,
+                    format!("expected `->` or `;`, found `(`: `{name}` cannot be configured"),
+                );
             }
             if next.tok == Tok::LParen {
                 let prev = self.scope().body.elements[idx].span.clone();
@@ -741,7 +768,10 @@ impl Parser {
         let kind = self.class_kind(&name, &span);
         let config = self.opt_config()?;
         if config.is_none() {
-            self.scope().bare.entry(name.clone()).or_insert_with(|| span.clone());
+            self.scope()
+                .bare
+                .entry(name.clone())
+                .or_insert_with(|| span.clone());
         }
         let anon = self.anon_name(&name);
         Ok((self.add_element(anon, kind, config, span), false))

@@ -67,10 +67,17 @@ fn error_positions_and_messages() {
     for (src, want) in CASES {
         let got = err(src);
         if got != *want {
-            failures.push(format!("input:    {src:?}\nexpected: {want}\ngot:      {got}\n"));
+            failures.push(format!(
+                "input:    {src:?}\nexpected: {want}\ngot:      {got}\n"
+            ));
         }
     }
-    assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} mismatches:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -80,7 +87,10 @@ fn error_fields_and_std_error() {
     assert_eq!((e.span.line, e.span.col), (2, 7));
     assert_eq!(e.message, "expected element after `->`, found end of file");
     let boxed: Box<dyn std::error::Error> = Box::new(e);
-    assert_eq!(boxed.to_string(), "my.click:2:7: expected element after `->`, found end of file");
+    assert_eq!(
+        boxed.to_string(),
+        "my.click:2:7: expected element after `->`, found end of file"
+    );
 }
 
 #[test]
@@ -88,10 +98,16 @@ fn nesting_depth_is_limited() {
     // 70 classes, each instantiating the previous one.
     let mut src = String::from("elementclass C0 { input -> Leaf -> output }\n");
     for i in 1..70 {
-        src.push_str(&format!("elementclass C{i} {{ input -> C{} -> output }}\n", i - 1));
+        src.push_str(&format!(
+            "elementclass C{i} {{ input -> C{} -> output }}\n",
+            i - 1
+        ));
     }
     src.push_str("Idle -> C69 -> Discard\n");
-    assert_eq!(err(&src), "t.click:7:28: compound elements nested more than 64 levels deep");
+    assert_eq!(
+        err(&src),
+        "t.click:7:28: compound elements nested more than 64 levels deep"
+    );
     // 64 levels are fine.
     let ok = src.replace("Idle -> C69", "Idle -> C63");
     let c = parse(&ok);
@@ -102,7 +118,10 @@ fn nesting_depth_is_limited() {
 #[test]
 fn source_nesting_depth_is_limited() {
     let src = "{".repeat(100);
-    assert_eq!(err(&src), "t.click:1:65: compound elements nested too deeply (more than 64 levels)");
+    assert_eq!(
+        err(&src),
+        "t.click:1:65: compound elements nested too deeply (more than 64 levels)"
+    );
 }
 
 #[test]
@@ -110,7 +129,9 @@ fn exponential_expansion_is_rejected() {
     let mut src = String::from("elementclass C0 { input -> Leaf -> output }\n");
     for i in 1..40 {
         let p = i - 1;
-        src.push_str(&format!("elementclass C{i} {{ input -> C{p} -> C{p} -> output }}\n"));
+        src.push_str(&format!(
+            "elementclass C{i} {{ input -> C{p} -> C{p} -> output }}\n"
+        ));
     }
     src.push_str("Idle -> C39 -> Discard\n");
     let e = err(&src);

@@ -23,14 +23,44 @@ rw[1] -> Discard;
     r#"require(package x) elementclass W { input -> output } elementclass S W;
 x :: { input[1] -> [0]output; input -> [1]output } a, b :: Q("a)\"", ')'/* c */)
 # line
-a -> x -> { $p, K $k | input -> c :: C($p $k) -> output } -> W -> S -> b; x[1] -> b"#,
+elementclass P { $p, K $k | input -> c :: C($p $k) -> output }
+a -> x -> P(1, K 2) -> { input -> output } -> W -> S -> b; x[1] -> b"#,
 ];
 
 /// Tokens that are likely to produce interesting syntax when spliced in.
 const TOKENS: &[&str] = &[
-    "->", "::", "[", "]", "(", ")", "{", "}", ",", ";", "|", "$a", "$", "\"", "'", "/*", "*/", "//",
-    "\n#", "input", "output", "elementclass", "define(", "require(", "0", "99", "x", "\n", " ",
-    "${", "@", "/",
+    "->",
+    "::",
+    "[",
+    "]",
+    "(",
+    ")",
+    "{",
+    "}",
+    ",",
+    ";",
+    "|",
+    "$a",
+    "$",
+    "\"",
+    "'",
+    "/*",
+    "*/",
+    "//",
+    "\n#",
+    "input",
+    "output",
+    "elementclass",
+    "define(",
+    "require(",
+    "0",
+    "99",
+    "x",
+    "\n",
+    " ",
+    "${",
+    "@",
+    "/",
 ];
 
 #[derive(Debug, Clone)]

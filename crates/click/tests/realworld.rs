@@ -30,11 +30,23 @@ fn router() {
             ("FromDevice@1", "FromDevice", "eth0"),
             ("r/Strip@1", "Strip", "14"),
             ("r/CheckIPHeader@2", "CheckIPHeader", ""),
-            ("r/rt", "RadixIPLookup", "10.0.0.0/8 0, 0.0.0.0/0 10.0.0.254 1"),
+            (
+                "r/rt",
+                "RadixIPLookup",
+                "10.0.0.0/8 0, 0.0.0.0/0 10.0.0.254 1"
+            ),
             ("r/DecIPTTL@4", "DecIPTTL", ""),
-            ("r/EtherEncap@5", "EtherEncap", "0x0800, 00:00:00:00:00:01, 00:00:00:00:00:02"),
+            (
+                "r/EtherEncap@5",
+                "EtherEncap",
+                "0x0800, 00:00:00:00:00:01, 00:00:00:00:00:02"
+            ),
             ("r/DecIPTTL@6", "DecIPTTL", ""),
-            ("r/EtherEncap@7", "EtherEncap", "0x0800, 00:00:00:00:00:01, 00:00:00:00:00:03"),
+            (
+                "r/EtherEncap@7",
+                "EtherEncap",
+                "0x0800, 00:00:00:00:00:01, 00:00:00:00:00:03"
+            ),
             ("ToDevice@3", "ToDevice", "eth1"),
             ("Queue@4", "Queue", ""),
             ("ToDevice@5", "ToDevice", "eth2"),
@@ -57,7 +69,10 @@ fn router() {
     );
     assert!(c.requires.is_empty());
     // Spans point into the class body for expanded members.
-    assert_eq!(c.elements[c.find("r/rt").unwrap()].span.to_string(), "t.click:3:42");
+    assert_eq!(
+        c.elements[c.find("r/rt").unwrap()].span.to_string(),
+        "t.click:3:42"
+    );
 }
 
 #[test]
@@ -75,12 +90,20 @@ fn napt() {
     assert_eq!(
         elems(&c),
         vec![
-            ("AddressInfo@1", "AddressInfo", "ext 10.0.0.1, int 192.168.0.0/24"),
+            (
+                "AddressInfo@1",
+                "AddressInfo",
+                "ext 10.0.0.1, int 192.168.0.0/24"
+            ),
             ("rw", "IPRewriter", "pattern ext 1000-9000 - - 0 1, drop"),
             ("FromDevice@3", "FromDevice", "eth0"),
             ("Strip@4", "Strip", "14"),
             ("CheckIPHeader@5", "CheckIPHeader", ""),
-            ("EtherEncap@6", "EtherEncap", "0x0800, 1:1:1:1:1:1, 2:2:2:2:2:2"),
+            (
+                "EtherEncap@6",
+                "EtherEncap",
+                "0x0800, 1:1:1:1:1:1, 2:2:2:2:2:2"
+            ),
             ("ToDevice@7", "ToDevice", "eth1"),
             ("Discard@8", "Discard", ""),
         ]
@@ -160,7 +183,11 @@ Classifier@2[1] -> Discard;
 fn two_routers_sharing_a_class() {
     let src = format!("{ROUTER}\nFromDevice(eth3) -> r2 :: Router(02:00:00:00:00:01, 192.168.1.1);\nr2[0] -> Discard; r2[1] -> Discard;");
     let c = parse(&src);
-    let r2: Vec<_> = c.elements.iter().filter(|e| e.name.starts_with("r2/")).collect();
+    let r2: Vec<_> = c
+        .elements
+        .iter()
+        .filter(|e| e.name.starts_with("r2/"))
+        .collect();
     assert_eq!(r2.len(), 7);
     assert_eq!(
         c.elements[c.find("r2/rt").unwrap()].config,

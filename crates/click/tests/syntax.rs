@@ -31,14 +31,20 @@ fn spans_of_elements() {
 #[test]
 fn simple_and_chained_connections() {
     let c = parse("a :: A; b :: B; c :: C; d :: D; a -> b -> c -> d;");
-    assert_eq!(conns(&c), vec![("a", 0, "b", 0), ("b", 0, "c", 0), ("c", 0, "d", 0)]);
+    assert_eq!(
+        conns(&c),
+        vec![("a", 0, "b", 0), ("b", 0, "c", 0), ("c", 0, "d", 0)]
+    );
     assert_eq!(c.connections[0].span.to_string(), "t.click:1:35");
 }
 
 #[test]
 fn ports_with_and_without_spaces() {
     let c = parse("a :: A; b :: B; a[1] -> [0]b; a [2] -> [3] b; a[ 4 ]->[ 5 ]b");
-    assert_eq!(conns(&c), vec![("a", 1, "b", 0), ("a", 2, "b", 3), ("a", 4, "b", 5)]);
+    assert_eq!(
+        conns(&c),
+        vec![("a", 1, "b", 0), ("a", 2, "b", 3), ("a", 4, "b", 5)]
+    );
 }
 
 #[test]
@@ -46,9 +52,19 @@ fn anonymous_elements_are_numbered_like_click() {
     let c = parse("FromDevice(eth0) -> Counter -> Discard;");
     assert_eq!(
         elems(&c),
-        vec![("FromDevice@1", "FromDevice", "eth0"), ("Counter@2", "Counter", ""), ("Discard@3", "Discard", "")]
+        vec![
+            ("FromDevice@1", "FromDevice", "eth0"),
+            ("Counter@2", "Counter", ""),
+            ("Discard@3", "Discard", "")
+        ]
     );
-    assert_eq!(conns(&c), vec![("FromDevice@1", 0, "Counter@2", 0), ("Counter@2", 0, "Discard@3", 0)]);
+    assert_eq!(
+        conns(&c),
+        vec![
+            ("FromDevice@1", 0, "Counter@2", 0),
+            ("Counter@2", 0, "Discard@3", 0)
+        ]
+    );
     // The counter includes named elements.
     let c = parse("x :: Idle; y :: Idle; x -> Counter -> y");
     assert_eq!(c.elements[2].name, "Counter@3");
@@ -68,15 +84,29 @@ fn declarations_inside_connections() {
     );
     assert_eq!(
         conns(&c),
-        vec![("FromDevice@1", 0, "c", 0), ("c", 0, "Discard@3", 0), ("c2", 0, "c", 0)]
+        vec![
+            ("FromDevice@1", 0, "c", 0),
+            ("c", 0, "Discard@3", 0),
+            ("c2", 0, "c", 0)
+        ]
     );
 }
 
 #[test]
 fn bare_unknown_identifier_is_anonymous_element() {
     let c = parse("a :: Idle; a -> Discard; a[1] -> Discard");
-    assert_eq!(elems(&c), vec![("a", "Idle", ""), ("Discard@2", "Discard", ""), ("Discard@3", "Discard", "")]);
-    assert_eq!(conns(&c), vec![("a", 0, "Discard@2", 0), ("a", 1, "Discard@3", 0)]);
+    assert_eq!(
+        elems(&c),
+        vec![
+            ("a", "Idle", ""),
+            ("Discard@2", "Discard", ""),
+            ("Discard@3", "Discard", "")
+        ]
+    );
+    assert_eq!(
+        conns(&c),
+        vec![("a", 0, "Discard@2", 0), ("a", 1, "Discard@3", 0)]
+    );
 }
 
 #[test]
@@ -92,7 +122,10 @@ fn newline_separated_statements_and_optional_semicolons() {
 fn comments_everywhere() {
     let src = "// header\n/* block\n comment */ a /* x */ :: /* y */ Counter( /* c */ 1 // trailing\n , 2 ) // end\n# 12 \"file.click\"\n   #pragma\na -> /* mid */ Discard";
     let c = parse(src);
-    assert_eq!(elems(&c), vec![("a", "Counter", "1 \n , 2"), ("Discard@2", "Discard", "")]);
+    assert_eq!(
+        elems(&c),
+        vec![("a", "Counter", "1 \n , 2"), ("Discard@2", "Discard", "")]
+    );
     assert_eq!(conns(&c), vec![("a", 0, "Discard@2", 0)]);
 }
 
@@ -101,7 +134,10 @@ fn configuration_strings_are_raw() {
     let c = parse(
         "p :: Print(\"a ) // not a comment\", 'it''s (', X f(1, (2)), \"esc \\\" )\")\nq :: Q(\n  multi\n  line\n)",
     );
-    assert_eq!(c.elements[0].config, "\"a ) // not a comment\", 'it''s (', X f(1, (2)), \"esc \\\" )\"");
+    assert_eq!(
+        c.elements[0].config,
+        "\"a ) // not a comment\", 'it''s (', X f(1, (2)), \"esc \\\" )\""
+    );
     assert_eq!(c.elements[1].config, "multi\n  line");
 }
 
@@ -114,7 +150,10 @@ fn duplicate_connections_are_kept_once() {
 #[test]
 fn require_is_recorded() {
     let c = parse("require(package foo, library bar.click);\nrequire(fastclassifier) a :: A");
-    assert_eq!(c.requires, vec!["package foo", "library bar.click", "fastclassifier"]);
+    assert_eq!(
+        c.requires,
+        vec!["package foo", "library bar.click", "fastclassifier"]
+    );
     assert_eq!(c.elements.len(), 1);
 }
 
@@ -148,7 +187,13 @@ fn elementclass_basic_expansion() {
     );
     assert_eq!(
         elems(&c),
-        vec![("src", "S", ""), ("t/a", "A", ""), ("t/b", "B", ""), ("d0", "D", ""), ("d1", "D", "")]
+        vec![
+            ("src", "S", ""),
+            ("t/a", "A", ""),
+            ("t/b", "B", ""),
+            ("d0", "D", ""),
+            ("d1", "D", "")
+        ]
     );
     assert_eq!(
         conns(&c),
@@ -180,7 +225,12 @@ fn elementclass_input_fans_out_and_outputs_merge() {
     );
     assert_eq!(
         sorted_conns(&c),
-        vec![("f/a", 0, "d", 0), ("f/b", 0, "d", 0), ("s", 0, "f/a", 0), ("s", 0, "f/b", 0)]
+        vec![
+            ("f/a", 0, "d", 0),
+            ("f/b", 0, "d", 0),
+            ("s", 0, "f/a", 0),
+            ("s", 0, "f/b", 0)
+        ]
     );
 }
 
@@ -219,7 +269,11 @@ fn nested_compounds_and_argument_substitution() {
     );
     assert_eq!(
         conns(&c),
-        vec![("Idle@1", 0, "o/in1/i", 0), ("o/in1/i", 0, "o/in2/i", 0), ("o/in2/i", 0, "Discard@3", 0)]
+        vec![
+            ("Idle@1", 0, "o/in1/i", 0),
+            ("o/in1/i", 0, "o/in2/i", 0),
+            ("o/in2/i", 0, "Discard@3", 0)
+        ]
     );
 }
 
@@ -263,11 +317,20 @@ fn compound_class_used_as_bare_and_anonymous_element() {
     let c = parse("elementclass C { input -> k :: K -> output }\nIdle -> C -> C -> Discard");
     assert_eq!(
         elems(&c),
-        vec![("Idle@1", "Idle", ""), ("C@2/k", "K", ""), ("C@3/k", "K", ""), ("Discard@4", "Discard", "")]
+        vec![
+            ("Idle@1", "Idle", ""),
+            ("C@2/k", "K", ""),
+            ("C@3/k", "K", ""),
+            ("Discard@4", "Discard", "")
+        ]
     );
     assert_eq!(
         conns(&c),
-        vec![("Idle@1", 0, "C@2/k", 0), ("C@2/k", 0, "C@3/k", 0), ("C@3/k", 0, "Discard@4", 0)]
+        vec![
+            ("Idle@1", 0, "C@2/k", 0),
+            ("C@2/k", 0, "C@3/k", 0),
+            ("C@3/k", 0, "Discard@4", 0)
+        ]
     );
 }
 
@@ -279,9 +342,17 @@ fn elementclass_synonyms() {
     );
     assert_eq!(
         elems(&c),
-        vec![("Idle@1", "Idle", ""), ("Sink@2", "Discard", ""), ("Idle@3", "Idle", ""), ("s", "Discard", "")]
+        vec![
+            ("Idle@1", "Idle", ""),
+            ("Sink@2", "Discard", ""),
+            ("Idle@3", "Idle", ""),
+            ("s", "Discard", "")
+        ]
     );
-    assert_eq!(conns(&c), vec![("Idle@1", 0, "Sink@2", 0), ("Idle@3", 0, "s", 0)]);
+    assert_eq!(
+        conns(&c),
+        vec![("Idle@1", 0, "Sink@2", 0), ("Idle@3", 0, "s", 0)]
+    );
 }
 
 #[test]
@@ -316,6 +387,8 @@ fn parse_file_reads_and_reports_io_errors() {
     let missing = dir.join("missing.click");
     let e = click::parse_file(&missing, &[]).unwrap_err();
     assert_eq!((e.span.line, e.span.col), (0, 0));
-    assert!(e.to_string().starts_with(&format!("{}:0:0: cannot read file", missing.display())));
+    assert!(e
+        .to_string()
+        .starts_with(&format!("{}:0:0: cannot read file", missing.display())));
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -306,8 +306,14 @@ mod tests {
 
     #[test]
     fn rejects_bad_buffers() {
-        assert_eq!(Packet::new_checked(&REQUEST[..27]).unwrap_err(), Error::Truncated);
-        assert_eq!(Packet::new_checked(&REQUEST[..5]).unwrap_err(), Error::Truncated);
+        assert_eq!(
+            Packet::new_checked(&REQUEST[..27]).unwrap_err(),
+            Error::Truncated
+        );
+        assert_eq!(
+            Packet::new_checked(&REQUEST[..5]).unwrap_err(),
+            Error::Truncated
+        );
         let mut b = REQUEST;
         b[2..4].copy_from_slice(&0x86ddu16.to_be_bytes());
         assert_eq!(Packet::new_checked(&b[..]).unwrap_err(), Error::Unsupported);
@@ -317,7 +323,10 @@ mod tests {
         let mut long = [0u8; 40];
         long[..28].copy_from_slice(&REQUEST);
         long[4] = 8;
-        assert_eq!(Packet::new_checked(&long[..]).unwrap_err(), Error::Unsupported);
+        assert_eq!(
+            Packet::new_checked(&long[..]).unwrap_err(),
+            Error::Unsupported
+        );
     }
 
     #[test]

@@ -201,7 +201,10 @@ mod tests {
         hdr[4..6].copy_from_slice(&[0xff, 0xff]);
         assert_eq!(update16(0x0000, 0x0000, 0xFFFF), data(&hdr));
         hdr[4..6].copy_from_slice(&[0x00, 0x00]);
-        assert_eq!(update16(data(&[0x45, 0x00, 0xba, 0xff, 0xff, 0xff]), 0xFFFF, 0), data(&hdr));
+        assert_eq!(
+            update16(data(&[0x45, 0x00, 0xba, 0xff, 0xff, 0xff]), 0xFFFF, 0),
+            data(&hdr)
+        );
         // An old checksum of 0xFFFF (negative zero) is handled like 0x0000.
         assert_eq!(update16(0xFFFF, 0x1234, 0x1234), 0x0000);
     }

@@ -296,9 +296,18 @@ mod tests {
 
     #[test]
     fn truncated() {
-        assert_eq!(Frame::new_checked(&FRAME[..13]).unwrap_err(), Error::Truncated);
-        assert!(Frame::new_checked(&FRAME[..14]).unwrap().payload().is_empty());
-        assert_eq!(Repr::parse(&Frame::new_unchecked(&FRAME[..3])), Err(Error::Truncated));
+        assert_eq!(
+            Frame::new_checked(&FRAME[..13]).unwrap_err(),
+            Error::Truncated
+        );
+        assert!(Frame::new_checked(&FRAME[..14])
+            .unwrap()
+            .payload()
+            .is_empty());
+        assert_eq!(
+            Repr::parse(&Frame::new_unchecked(&FRAME[..3])),
+            Err(Error::Truncated)
+        );
     }
 
     #[test]

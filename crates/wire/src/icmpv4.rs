@@ -321,9 +321,15 @@ mod tests {
 
     #[test]
     fn rejects_truncated() {
-        assert_eq!(Packet::new_checked(&ECHO[..7]).unwrap_err(), Error::Truncated);
+        assert_eq!(
+            Packet::new_checked(&ECHO[..7]).unwrap_err(),
+            Error::Truncated
+        );
         assert!(Packet::new_checked(&ECHO[..8]).is_ok());
-        assert_eq!(Repr::parse(&Packet::new_unchecked(&ECHO[..2])), Err(Error::Truncated));
+        assert_eq!(
+            Repr::parse(&Packet::new_unchecked(&ECHO[..2])),
+            Err(Error::Truncated)
+        );
     }
 
     #[test]

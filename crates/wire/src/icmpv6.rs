@@ -316,8 +316,14 @@ mod tests {
 
     #[test]
     fn rejects_truncated() {
-        assert_eq!(Packet::new_checked(&ECHO[..7]).unwrap_err(), Error::Truncated);
-        assert_eq!(Repr::parse(&Packet::new_unchecked(&ECHO[..1])), Err(Error::Truncated));
+        assert_eq!(
+            Packet::new_checked(&ECHO[..7]).unwrap_err(),
+            Error::Truncated
+        );
+        assert_eq!(
+            Repr::parse(&Packet::new_unchecked(&ECHO[..1])),
+            Err(Error::Truncated)
+        );
     }
 
     #[test]

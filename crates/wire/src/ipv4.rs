@@ -525,7 +525,10 @@ mod tests {
         p.set_more_frags(false);
         assert!(p.is_fragment());
         let r = Repr::parse(&p).unwrap();
-        assert_eq!((r.frag_offset, r.more_frags, r.dont_frag), (1480, false, false));
+        assert_eq!(
+            (r.frag_offset, r.more_frags, r.dont_frag),
+            (1480, false, false)
+        );
     }
 
     #[test]

@@ -391,10 +391,16 @@ mod tests {
         let mut buf = V6_UDP;
         let mut p = Packet::new_checked(&mut buf[..]).unwrap();
         p.set_traffic_class(0xff);
-        assert_eq!((p.version(), p.traffic_class(), p.flow_label()), (6, 0xff, 0x12345));
+        assert_eq!(
+            (p.version(), p.traffic_class(), p.flow_label()),
+            (6, 0xff, 0x12345)
+        );
         p.set_flow_label(0xfffff);
         p.set_traffic_class(0);
-        assert_eq!((p.version(), p.traffic_class(), p.flow_label()), (6, 0, 0xfffff));
+        assert_eq!(
+            (p.version(), p.traffic_class(), p.flow_label()),
+            (6, 0, 0xfffff)
+        );
         p.set_hop_limit(1);
         p.set_next_header(next_header::TCP);
         p.set_src_addr(DST);
@@ -412,14 +418,23 @@ mod tests {
 
     #[test]
     fn rejects_bad_buffers() {
-        assert_eq!(Packet::new_checked(&V6_UDP[..39]).unwrap_err(), Error::Truncated);
-        assert_eq!(Packet::new_checked(&V6_UDP[..60]).unwrap_err(), Error::Truncated);
+        assert_eq!(
+            Packet::new_checked(&V6_UDP[..39]).unwrap_err(),
+            Error::Truncated
+        );
+        assert_eq!(
+            Packet::new_checked(&V6_UDP[..60]).unwrap_err(),
+            Error::Truncated
+        );
         let mut b = V6_UDP;
         b[0] = 0x45;
         assert_eq!(Packet::new_checked(&b[..]).unwrap_err(), Error::Malformed);
         let mut padded = V6_UDP.to_vec();
         padded.push(0);
-        assert_eq!(Packet::new_checked(&padded[..]).unwrap().payload().len(), 21);
+        assert_eq!(
+            Packet::new_checked(&padded[..]).unwrap().payload().len(),
+            21
+        );
     }
 
     #[test]
@@ -467,7 +482,10 @@ mod tests {
         for _ in 0..=MAX_EXTENSION_HEADERS {
             ext.extend_from_slice(&[60, 0, 1, 4, 0, 0, 0, 0]);
         }
-        assert_eq!(walk_extension_headers(&with_ext(60, &ext)), Err(Error::Unsupported));
+        assert_eq!(
+            walk_extension_headers(&with_ext(60, &ext)),
+            Err(Error::Unsupported)
+        );
         assert_eq!(walk_extension_headers(&[0x60]), Err(Error::Truncated));
     }
 

@@ -32,6 +32,7 @@ pub mod icmpv6;
 pub mod ipv4;
 pub mod ipv6;
 pub mod nsh;
+pub mod parse;
 pub mod tcp;
 pub mod udp;
 pub mod vlan;
@@ -129,5 +130,81 @@ impl XorShift {
         x ^= x << 17;
         self.0 = x;
         x
+    }
+}
+
+#[cfg(test)]
+mod robustness {
+    use super::*;
+    use core::net::{Ipv4Addr, Ipv6Addr};
+
+    /// Feeds pseudo-random byte strings to every `new_checked`, `Repr::parse`
+    /// and walker, and calls every getter on accepted views: none may panic.
+    #[test]
+    fn random_bytes_never_panic() {
+        let mut rng = XorShift(0xDEAD_BEEF_CAFE_F00D);
+        let mut buf = [0u8; 256];
+        let (a4, a6) = (Ipv4Addr::LOCALHOST, Ipv6Addr::LOCALHOST);
+        for i in 0..20_000 {
+            let len = (rng.next_u64() % 256) as usize;
+            for b in buf[..len].iter_mut() {
+                *b = rng.next_u64() as u8;
+            }
+            // Bias the first byte towards valid versions/lengths.
+            if len > 0 && i % 2 == 0 {
+                buf[0] = [0x45, 0x4f, 0x60, 0x0f, 0x50, 0x08][i % 6];
+            }
+            let d = &buf[..len];
+            if let Ok(f) = ethernet::Frame::new_checked(d) {
+                let _ = (ethernet::Repr::parse(&f), f.payload());
+            }
+            if let Ok(p) = ipv4::Packet::new_checked(d) {
+                let _ = (ipv4::Repr::parse(&p), p.payload(), p.options());
+                let _ = p.verify_checksum();
+            }
+            if let Ok(p) = ipv6::Packet::new_checked(d) {
+                let _ = (ipv6::Repr::parse(&p), p.payload());
+            }
+            let _ = ipv6::walk_extension_headers(d);
+            if let Ok(p) = udp::Packet::new_checked(d) {
+                let _ = (udp::Repr::parse(&p), p.payload());
+                let _ = (p.verify_checksum_v4(a4, a4), p.verify_checksum_v6(a6, a6));
+            }
+            if let Ok(p) = tcp::Packet::new_checked(d) {
+                let _ = (tcp::Repr::parse(&p), p.payload(), p.options());
+                let _ = (p.verify_checksum_v4(a4, a4), p.verify_checksum_v6(a6, a6));
+            }
+            if let Ok(p) = icmpv4::Packet::new_checked(d) {
+                let _ = (icmpv4::Repr::parse(&p), p.data(), p.verify_checksum());
+            }
+            if let Ok(p) = icmpv6::Packet::new_checked(d) {
+                let _ = (icmpv6::Repr::parse(&p), p.data(), p.verify_checksum(a6, a6));
+            }
+            if let Ok(p) = arp::Packet::new_checked(d) {
+                let _ = arp::Repr::parse(&p);
+            }
+            if let Ok(p) = vlan::Packet::new_checked(d) {
+                let _ = (vlan::Repr::parse(&p), p.payload());
+            }
+            let _ = vlan::walk(d);
+            if let Ok(p) = nsh::Packet::new_checked(d) {
+                let _ = (nsh::Repr::parse(&p), p.payload(), p.md1_context());
+                let _ = p.tlvs().count();
+            }
+            let _ = nsh::TlvIter::new(d).count();
+            if let Ok(p) = vxlan::Packet::new_checked(d) {
+                let _ = (vxlan::Repr::parse(&p), p.payload());
+            }
+            let _ = parse::layers(d);
+        }
+    }
+
+    #[test]
+    fn error_display() {
+        assert_eq!(Error::Truncated.to_string(), "truncated packet");
+        assert_eq!(Error::Malformed.to_string(), "malformed packet");
+        assert_eq!(Error::Unsupported.to_string(), "unsupported packet");
+        let e: Box<dyn std::error::Error> = Box::new(Error::Malformed);
+        assert!(!e.to_string().is_empty());
     }
 }

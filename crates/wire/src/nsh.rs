@@ -409,7 +409,10 @@ impl<'a> Repr<'a> {
     /// is not a multiple of 4 bytes or longer than [`MAX_MD2_LEN`].
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, packet: &mut Packet<T>) {
         let hl = self.header_len();
-        assert!(hl % 4 == 0 && hl <= 63 * 4, "invalid NSH metadata length");
+        assert!(
+            hl.is_multiple_of(4) && hl <= 63 * 4,
+            "invalid NSH metadata length"
+        );
         {
             let d = packet.buffer.as_mut();
             d[..MIN_HEADER_LEN].fill(0);
@@ -545,8 +548,14 @@ mod tests {
 
     #[test]
     fn rejects_bad_buffers() {
-        assert_eq!(Packet::new_checked(&MD1[..7]).unwrap_err(), Error::Truncated);
-        assert_eq!(Packet::new_checked(&MD1[..23]).unwrap_err(), Error::Truncated);
+        assert_eq!(
+            Packet::new_checked(&MD1[..7]).unwrap_err(),
+            Error::Truncated
+        );
+        assert_eq!(
+            Packet::new_checked(&MD1[..23]).unwrap_err(),
+            Error::Truncated
+        );
         let mut b = MD1;
         b[1] = 0xc1; // length 1
         assert_eq!(Packet::new_checked(&b[..]).unwrap_err(), Error::Malformed);

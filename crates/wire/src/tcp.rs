@@ -442,8 +442,14 @@ mod tests {
 
     #[test]
     fn rejects_bad_buffers() {
-        assert_eq!(Packet::new_checked(&SYN[..19]).unwrap_err(), Error::Truncated);
-        assert_eq!(Packet::new_checked(&SYN[..39]).unwrap_err(), Error::Truncated);
+        assert_eq!(
+            Packet::new_checked(&SYN[..19]).unwrap_err(),
+            Error::Truncated
+        );
+        assert_eq!(
+            Packet::new_checked(&SYN[..39]).unwrap_err(),
+            Error::Truncated
+        );
         let mut b = SYN;
         b[12] = 0x40;
         assert_eq!(Packet::new_checked(&b[..]).unwrap_err(), Error::Malformed);

@@ -331,12 +331,21 @@ mod tests {
 
     #[test]
     fn rejects_bad_buffers() {
-        assert_eq!(Packet::new_checked(&DNS_QUERY[..7]).unwrap_err(), Error::Truncated);
-        assert_eq!(Packet::new_checked(&DNS_QUERY[..36]).unwrap_err(), Error::Truncated);
+        assert_eq!(
+            Packet::new_checked(&DNS_QUERY[..7]).unwrap_err(),
+            Error::Truncated
+        );
+        assert_eq!(
+            Packet::new_checked(&DNS_QUERY[..36]).unwrap_err(),
+            Error::Truncated
+        );
         let mut b = DNS_QUERY;
         b[4..6].copy_from_slice(&7u16.to_be_bytes());
         assert_eq!(Packet::new_checked(&b[..]).unwrap_err(), Error::Malformed);
-        assert_eq!(Repr::parse(&Packet::new_unchecked(&b[..])), Err(Error::Malformed));
+        assert_eq!(
+            Repr::parse(&Packet::new_unchecked(&b[..])),
+            Err(Error::Malformed)
+        );
     }
 
     #[test]

@@ -276,7 +276,10 @@ mod tests {
         p.set_dei(false);
         p.set_vid(0xfff);
         p.set_ethertype(ethertype::IPV6);
-        assert_eq!((p.pcp(), p.dei(), p.vid(), p.ethertype()), (7, false, 4095, 0x86dd));
+        assert_eq!(
+            (p.pcp(), p.dei(), p.vid(), p.ethertype()),
+            (7, false, 4095, 0x86dd)
+        );
         p.set_vid(0x1001);
         assert_eq!((p.pcp(), p.vid()), (7, 1));
         assert_eq!(r.buffer_len(), 4);
@@ -318,7 +321,10 @@ mod tests {
 
     #[test]
     fn rejects_truncated() {
-        assert_eq!(Packet::new_checked(&QINQ[..3]).unwrap_err(), Error::Truncated);
+        assert_eq!(
+            Packet::new_checked(&QINQ[..3]).unwrap_err(),
+            Error::Truncated
+        );
         assert_eq!(walk(&QINQ[..13]), Err(Error::Truncated));
         assert_eq!(walk(&QINQ[..17]), Err(Error::Truncated));
         assert_eq!(walk(&QINQ[..21]), Err(Error::Truncated));

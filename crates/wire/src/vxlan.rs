@@ -295,12 +295,21 @@ mod tests {
 
     #[test]
     fn rejects_bad_headers() {
-        assert_eq!(Packet::new_checked(&VXLAN[..7]).unwrap_err(), Error::Truncated);
+        assert_eq!(
+            Packet::new_checked(&VXLAN[..7]).unwrap_err(),
+            Error::Truncated
+        );
         let mut b = VXLAN;
         b[0] = 0;
-        assert_eq!(Repr::parse(&Packet::new_checked(&b[..]).unwrap()), Err(Error::Malformed));
+        assert_eq!(
+            Repr::parse(&Packet::new_checked(&b[..]).unwrap()),
+            Err(Error::Malformed)
+        );
         b[0] = 0x18;
-        assert_eq!(Repr::parse(&Packet::new_checked(&b[..]).unwrap()), Err(Error::Unsupported));
+        assert_eq!(
+            Repr::parse(&Packet::new_checked(&b[..]).unwrap()),
+            Err(Error::Unsupported)
+        );
     }
 
     #[test]

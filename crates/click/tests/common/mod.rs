@@ -10,7 +10,10 @@ pub fn parse(src: &str) -> Config {
 
 /// Parses with command-line style defines.
 pub fn parse_with(src: &str, defines: &[(&str, &str)]) -> Config {
-    let defines: Vec<(String, String)> = defines.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+    let defines: Vec<(String, String)> = defines
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
     click::parse_str(src, "t.click", &defines).unwrap_or_else(|e| panic!("unexpected error: {e}"))
 }
 

@@ -1,0 +1,360 @@
+//! Device and dump-file elements: where packets enter and leave an NF.
+//!
+//! Click: `FromDevice(DEVNAME [, keywords])` reads packets from a network interface and
+//! pushes them out of its single output; on reception it sets the MAC header annotation to
+//! the start of the frame and the packet-type annotation from the destination MAC
+//! (broadcast, multicast, host). `ToDevice(DEVNAME)` sends the packets it receives on its
+//! single input to the interface. `FromDump(FILENAME [, keywords])` reads a pcap file and
+//! emits its packets like a device would; `ToDump(FILENAME [, keywords])` writes the packets
+//! it receives to a pcap file.
+//!
+//! In FuseBox the executor does the I/O: it reads the [`Role`] of these elements, pushes
+//! arriving packets into input port 0 of `FromDevice`/`FromDump` (although Click gives them
+//! no inputs, the port count is `0/1` and the push on port 0 is accepted), and intercepts
+//! packets that reach `ToDevice`/`ToDump` before their `push` is called. Device keywords
+//! (`SNIFFER`, `PROMISC`, `BURST`, `QUEUE`, ...) have no meaning here and are accepted
+//! without checking. `PollDevice`, `FromNetmapDevice` and `FromDPDKDevice` are synonyms of
+//! `FromDevice`; `ToNetmapDevice` and `ToDPDKDevice` of `ToDevice`.
+//!
+//! `FromDump`'s `FORCE_IP true` keeps only IP packets (Click's `fake_pcap_force_ip`): frames
+//! whose EtherType (after at most one 802.1Q tag) is IPv4 or IPv6 get their network and
+//! transport header annotations set; others are dropped as `not-ip`.
+
+use crate::args::{parse_bool, parse_uint, unquote};
+use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Role, Verdict};
+use packet::{Packet, PacketType};
+use std::any::Any;
+use std::path::PathBuf;
+
+/// Class names built as [`FromDevice`].
+pub(super) const FROM_DEVICE: &[&str] = &["FromDevice", "PollDevice", "FromNetmapDevice", "FromDPDKDevice"];
+/// Class names built as [`ToDevice`].
+pub(super) const TO_DEVICE: &[&str] = &["ToDevice", "ToNetmapDevice", "ToDPDKDevice"];
+
+/// What a receiving element does to every arriving frame: MAC header at the start, packet
+/// type from the destination MAC.
+fn receive(mut p: Packet) -> Packet {
+    p.set_mac_header(0);
+    p.meta.packet_type = PacketType::from_dst_mac(p.data());
+    p
+}
+
+fn devname(args: &Args) -> Result<String, ConfigError> {
+    let d = args.require(0, "DEVNAME", "interface name")?;
+    let d = unquote(d);
+    if d.is_empty() {
+        return Err(ConfigError::new("expected DEVNAME (an interface name), found an empty string"));
+    }
+    Ok(d)
+}
+
+fn filename(args: &Args, bcx: &BuildCtx) -> Result<PathBuf, ConfigError> {
+    let f = unquote(args.require(0, "FILENAME", "pcap file name")?);
+    if f.is_empty() {
+        return Err(ConfigError::new("expected FILENAME (a pcap file name), found an empty string"));
+    }
+    Ok(bcx.base_dir.join(f))
+}
+
+/// `FromDevice(DEVNAME, ...)` and its synonyms: packets arriving on interface `DEVNAME`.
+#[derive(Debug, Clone)]
+pub struct FromDevice {
+    class: &'static str,
+    /// The interface name.
+    pub devname: String,
+}
+
+impl FromDevice {
+    /// Reads `DEVNAME`; every other argument is accepted and ignored.
+    pub fn configure(class: &'static str, args: &Args) -> Result<FromDevice, ConfigError> {
+        Ok(FromDevice { class, devname: devname(args)? })
+    }
+}
+
+impl Element for FromDevice {
+    fn class_name(&self) -> &'static str {
+        self.class
+    }
+    fn port_count(&self) -> PortCount {
+        PortCount::exact(0, 1)
+    }
+    fn push(&mut self, _port: usize, packet: Packet, _cx: &mut Context) -> Verdict {
+        Verdict::Out(0, receive(packet))
+    }
+    fn role(&self) -> Role {
+        Role::FromDevice(self.devname.clone())
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// `ToDevice(DEVNAME, ...)` and its synonyms: packets leaving by interface `DEVNAME`.
+#[derive(Debug, Clone)]
+pub struct ToDevice {
+    class: &'static str,
+    /// The interface name.
+    pub devname: String,
+}
+
+impl ToDevice {
+    /// Reads `DEVNAME`; every other argument is accepted and ignored.
+    pub fn configure(class: &'static str, args: &Args) -> Result<ToDevice, ConfigError> {
+        Ok(ToDevice { class, devname: devname(args)? })
+    }
+}
+
+impl Element for ToDevice {
+    fn class_name(&self) -> &'static str {
+        self.class
+    }
+    fn port_count(&self) -> PortCount {
+        PortCount::exact(1, 0)
+    }
+    /// The executor takes packets before they reach a sink; should one arrive anyway it is
+    /// consumed (it left the NF).
+    fn push(&mut self, _port: usize, _packet: Packet, _cx: &mut Context) -> Verdict {
+        Verdict::Done
+    }
+    fn role(&self) -> Role {
+        Role::ToDevice(self.devname.clone())
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+const FROM_DUMP_KEYWORDS: &[&str] = &[
+    "FILENAME", "STOP", "TIMING", "ACTIVE", "FORCE_IP", "START", "START_AFTER", "END", "END_AFTER",
+    "INTERVAL", "END_CALL", "SAMPLE", "FILEPOS", "MMAP", "TIMING_FUZZ", "BURST",
+];
+
+/// `FromDump(FILENAME, ...)`: the packets of a pcap file enter here.
+#[derive(Debug, Clone)]
+pub struct FromDump {
+    /// The capture, resolved against the configuration's directory.
+    pub path: PathBuf,
+    /// `STOP`: stop the driver when the file is exhausted (default false).
+    pub stop: bool,
+    /// `TIMING`: replay with the capture's inter-packet gaps (default false).
+    pub timing: bool,
+    /// `ACTIVE`: emit packets at all (default true).
+    pub active: bool,
+    /// `FORCE_IP`: keep only IP packets and set their IP header annotations (default false).
+    pub force_ip: bool,
+}
+
+impl FromDump {
+    /// Reads `FILENAME` and the boolean keywords; Click's other keywords are accepted.
+    pub fn configure(args: &Args, bcx: &BuildCtx) -> Result<FromDump, ConfigError> {
+        args.check(1, FROM_DUMP_KEYWORDS)?;
+        let b = |k: &str, d: bool| args.keyword(k).map_or(Ok(d), |v| parse_bool(v, k));
+        if let Some(v) = args.keyword("SAMPLE") {
+            v.trim().parse::<f64>().map_err(|_| {
+                ConfigError::new(format!("expected SAMPLE (a probability between 0 and 1), found `{v}`"))
+            })?;
+        }
+        if let Some(v) = args.keyword("BURST") {
+            parse_uint(v, "BURST")?;
+        }
+        Ok(FromDump {
+            path: filename(args, bcx)?,
+            stop: b("STOP", false)?,
+            timing: b("TIMING", false)?,
+            active: b("ACTIVE", true)?,
+            force_ip: b("FORCE_IP", false)?,
+        })
+    }
+}
+
+/// Where the IP header of an Ethernet frame starts, and its header length, if the frame
+/// carries IPv4 or IPv6 (after at most one 802.1Q tag).
+fn ip_header(frame: &[u8]) -> Option<(usize, usize)> {
+    let et = |at: usize| frame.get(at..at + 2).map(|b| u16::from_be_bytes([b[0], b[1]]));
+    let (off, ty) = match et(12)? {
+        wire::ethernet::ethertype::VLAN => (18, et(16)?),
+        t => (14, t),
+    };
+    let first = *frame.get(off)?;
+    match ty {
+        wire::ethernet::ethertype::IPV4 if first >> 4 == 4 => {
+            let hl = usize::from(first & 0x0f) * 4;
+            (hl >= 20 && frame.len() >= off + hl).then_some((off, hl))
+        }
+        wire::ethernet::ethertype::IPV6 if first >> 4 == 6 => (frame.len() >= off + 40).then_some((off, 40)),
+        _ => None,
+    }
+}
+
+impl Element for FromDump {
+    fn class_name(&self) -> &'static str {
+        "FromDump"
+    }
+    fn port_count(&self) -> PortCount {
+        PortCount::exact(0, 1)
+    }
+    fn push(&mut self, _port: usize, packet: Packet, _cx: &mut Context) -> Verdict {
+        let mut p = receive(packet);
+        if self.force_ip {
+            match ip_header(p.data()) {
+                Some((off, hl)) => {
+                    p.set_network_header(off);
+                    p.set_transport_header(off + hl);
+                }
+                None => return Verdict::Drop(p, "not-ip"),
+            }
+        }
+        Verdict::Out(0, p)
+    }
+    fn role(&self) -> Role {
+        Role::FromDump(self.path.clone())
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+const TO_DUMP_KEYWORDS: &[&str] =
+    &["FILENAME", "SNAPLEN", "ENCAP", "USE_ENCAP_FROM", "EXTRA_LENGTH", "UNBUFFERED", "NANO"];
+
+/// `ToDump(FILENAME, ...)`: packets reaching this element are written to a pcap file.
+#[derive(Debug, Clone)]
+pub struct ToDump {
+    /// The capture, resolved against the configuration's directory.
+    pub path: PathBuf,
+    /// `SNAPLEN`: bytes of each packet written (Click's default 2000; 0 means no limit).
+    pub snaplen: u32,
+    /// `ENCAP`: the link type written (`ETHER` by default, or `IP`).
+    pub encap: String,
+    /// `NANO`: write nanosecond timestamps.
+    pub nano: Option<bool>,
+}
+
+impl ToDump {
+    /// Reads `FILENAME`, `SNAPLEN`, `ENCAP` and `NANO`; Click's other keywords are accepted.
+    pub fn configure(args: &Args, bcx: &BuildCtx) -> Result<ToDump, ConfigError> {
+        args.check(1, TO_DUMP_KEYWORDS)?;
+        let snaplen = match args.keyword("SNAPLEN") {
+            Some(v) => crate::args::parse_uint_max(v, u64::from(u32::MAX), "SNAPLEN")? as u32,
+            None => 2000,
+        };
+        let encap = args.keyword("ENCAP").map_or("ETHER".to_string(), |e| e.trim().to_ascii_uppercase());
+        if !matches!(encap.as_str(), "ETHER" | "IP" | "RAW" | "LINUX_SLL" | "802_11" | "PRISM") {
+            return Err(ConfigError::new(format!("expected ENCAP ETHER or IP, found `{encap}`")));
+        }
+        let nano = args.keyword("NANO").map(|v| parse_bool(v, "NANO")).transpose()?;
+        if let Some(v) = args.keyword("UNBUFFERED") {
+            parse_bool(v, "UNBUFFERED")?;
+        }
+        Ok(ToDump { path: filename(args, bcx)?, snaplen, encap, nano })
+    }
+}
+
+impl Element for ToDump {
+    fn class_name(&self) -> &'static str {
+        "ToDump"
+    }
+    fn port_count(&self) -> PortCount {
+        PortCount::exact(1, 0)
+    }
+    /// The executor takes packets before they reach a sink; should one arrive anyway it is
+    /// consumed (it was written).
+    fn push(&mut self, _port: usize, _packet: Packet, _cx: &mut Context) -> Verdict {
+        Verdict::Done
+    }
+    fn role(&self) -> Role {
+        Role::ToDump(self.path.clone())
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn from_device_sets_mac_header_and_packet_type() {
+        for class in FROM_DEVICE {
+            let mut e = ok(class, "eth0, SNIFFER false, PROMISC true, BURST 32", 1);
+            assert_eq!(e.class_name(), *class);
+            assert_eq!(e.role(), Role::FromDevice("eth0".into()));
+            assert_eq!(e.port_count().describe(), "0/1");
+            let mut f = frame();
+            f[..6].copy_from_slice(&[0xff; 6]);
+            let o = run(e.as_mut(), pkt(&f));
+            assert_eq!(o.ports(), vec![0]);
+            let p = &o.out[0].1;
+            assert_eq!(p.data(), &f[..]);
+            assert_eq!(p.meta.packet_type, PacketType::Broadcast);
+            assert_eq!(p.mac_header().map(<[u8]>::len), Some(60));
+        }
+        let mut e = ok("FromDevice", "eth1", 1);
+        let mut f = frame();
+        f[0] = 0x01;
+        assert_eq!(run(e.as_mut(), pkt(&f)).out[0].1.meta.packet_type, PacketType::Multicast);
+        assert_eq!(run(e.as_mut(), pkt(&frame())).out[0].1.meta.packet_type, PacketType::Host);
+        // An empty frame is still forwarded (nothing to classify).
+        assert_eq!(run(e.as_mut(), pkt(&[])).ports(), vec![0]);
+    }
+
+    #[test]
+    fn device_names_required() {
+        assert!(err("FromDevice", "", 1).contains("DEVNAME"));
+        assert!(err("ToDevice", "\"\"", 0).contains("DEVNAME"));
+        let e = ok("ToDPDKDevice", "0", 0);
+        assert_eq!(e.role(), Role::ToDevice("0".into()));
+        assert_eq!(e.port_count().describe(), "1/0");
+    }
+
+    #[test]
+    fn dumps_resolve_paths_against_base_dir() {
+        let e = ok("FromDump", "in.pcap, STOP true, TIMING false", 1);
+        assert_eq!(e.role(), Role::FromDump(Path::new("/cases/x/in.pcap").into()));
+        let d = e.as_any().downcast_ref::<FromDump>().map(|d| (d.stop, d.timing, d.active, d.force_ip));
+        assert_eq!(d, Some((true, false, true, false)));
+        let e = ok("ToDump", "\"/tmp/out.pcap\", SNAPLEN 96, ENCAP IP", 0);
+        assert_eq!(e.role(), Role::ToDump(Path::new("/tmp/out.pcap").into()));
+        let t = e.as_any().downcast_ref::<ToDump>().map(|t| (t.snaplen, t.encap.clone()));
+        assert_eq!(t, Some((96, "IP".to_string())));
+        assert!(err("FromDump", "", 1).contains("FILENAME"));
+        assert!(err("FromDump", "a.pcap, STOP maybe", 1).contains("STOP"));
+        assert!(err("ToDump", "a.pcap, SNAPLEN lots", 0).contains("SNAPLEN"));
+        assert!(err("ToDump", "a.pcap, COLOR 3", 0).contains("unknown keyword `COLOR`"));
+        assert!(err("ToDump", "a.pcap, ENCAP FDDI", 0).contains("ENCAP"));
+    }
+
+    #[test]
+    fn from_dump_force_ip() {
+        let mut e = ok("FromDump", "in.pcap, FORCE_IP true", 1);
+        let o = run(e.as_mut(), pkt(&frame()));
+        assert_eq!(o.ports(), vec![0]);
+        let p = &o.out[0].1;
+        assert_eq!(p.network_offset_in_data(), Some(14));
+        assert_eq!(p.transport_header().map(<[u8]>::len), Some(60 - 34));
+        let mut arp = frame();
+        arp[12..14].copy_from_slice(&[0x08, 0x06]);
+        assert_eq!(run(e.as_mut(), pkt(&arp)).drops, vec!["not-ip"]);
+        assert_eq!(run(e.as_mut(), pkt(&frame()[..20])).drops, vec!["not-ip"]);
+        let mut vlan = vec![0u8; 64];
+        vlan[12..14].copy_from_slice(&[0x81, 0x00]);
+        vlan[16..18].copy_from_slice(&[0x08, 0x00]);
+        vlan[18] = 0x46;
+        let o = run(e.as_mut(), pkt(&vlan));
+        assert_eq!(o.out[0].1.network_offset_in_data(), Some(18));
+        assert_eq!(o.out[0].1.transport_header().map(<[u8]>::len), Some(64 - 18 - 24));
+        // Without FORCE_IP everything passes.
+        let mut e = ok("FromDump", "in.pcap", 1);
+        assert_eq!(run(e.as_mut(), pkt(&arp)).ports(), vec![0]);
+    }
+
+    #[test]
+    fn sinks_consume() {
+        let mut e = ok("ToDump", "o.pcap", 0);
+        let o = run(e.as_mut(), pkt(&frame()));
+        assert!(o.out.is_empty() && o.drops.is_empty());
+    }
+}

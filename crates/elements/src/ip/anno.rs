@@ -1,0 +1,294 @@
+//! Annotation elements: `GetIPAddress`, `SetIPAddress`, `DropBroadcasts`, `FixIPSrc`.
+
+use super::{fill_ip_checksum, ip_header, rd_ip, NO_IP_HEADER};
+use crate::args::parse_uint;
+use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
+use packet::{Meta, Packet, PacketType};
+use std::any::Any;
+use std::net::Ipv4Addr;
+
+/// Checks an `ANNO` argument: FuseBox has one 4-byte address annotation, the destination IP
+/// (Click's `DST_IP`, at annotation offset 0).
+fn check_anno(s: Option<&str>) -> Result<(), ConfigError> {
+    match s.map(str::trim) {
+        None | Some("DST_IP" | "DST_IP_ANNO" | "dst_ip" | "0") => Ok(()),
+        Some(o) => Err(ConfigError::new(format!(
+            "expected ANNO to be the destination IP annotation (DST_IP), found `{o}`"
+        ))),
+    }
+}
+
+/// Where `GetIPAddress` reads the address from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    /// Byte offset into the packet data.
+    Offset(usize),
+    /// The IP header's source address (`IP src`).
+    Src,
+    /// The IP header's destination address (`IP dst`).
+    Dst,
+}
+
+/// `GetIPAddress(OFFSET [, ANNO])` or `GetIPAddress(IP src|dst [, ANNO])`: copies the 4 bytes
+/// at OFFSET of the packet data (Click: relative to `p->data()`, not the IP header; the usual
+/// use is `GetIPAddress(16)` on a packet starting with its IP header) into the destination IP
+/// annotation. With `IP src`/`IP dst` it copies that address of the IP header the network
+/// header annotation points at. 1/1.
+///
+/// Packets shorter than OFFSET + 4 (Click would read past the end) are dropped under
+/// `short-packet`; `IP src|dst` without a network header: `no-ip-header`.
+pub struct GetIPAddress {
+    source: Source,
+}
+
+impl GetIPAddress {
+    /// Builds the element.
+    pub fn new(args: &Args) -> Result<GetIPAddress, ConfigError> {
+        args.check(2, &["OFFSET", "ANNO", "IP"])?;
+        check_anno(args.get(1, "ANNO"))?;
+        let off = args.get(0, "OFFSET");
+        let source = match (off, args.keyword("IP")) {
+            (Some(o), None) => Source::Offset(parse_uint(o, "OFFSET")? as usize),
+            (None, Some("src")) => Source::Src,
+            (None, Some("dst")) => Source::Dst,
+            (None, Some(o)) => return Err(ConfigError::new(format!("expected IP `src` or `dst`, found `{o}`"))),
+            _ => return Err(ConfigError::new("expected exactly one of OFFSET or IP (src, dst)")),
+        };
+        Ok(GetIPAddress { source })
+    }
+}
+
+impl Element for GetIPAddress {
+    fn class_name(&self) -> &'static str {
+        "GetIPAddress"
+    }
+    fn port_count(&self) -> PortCount {
+        PortCount::exact(1, 1)
+    }
+    fn push(&mut self, _port: usize, mut p: Packet, _cx: &mut Context) -> Verdict {
+        let a = match self.source {
+            Source::Offset(o) => match rd_ip(p.data(), o) {
+                Some(a) => a,
+                None => return Verdict::Drop(p, "short-packet"),
+            },
+            Source::Src | Source::Dst => {
+                let at = if self.source == Source::Src { 12 } else { 16 };
+                match ip_header(&p).and_then(|(h, _)| rd_ip(h, at)) {
+                    Some(a) => a,
+                    None => return Verdict::Drop(p, NO_IP_HEADER),
+                }
+            }
+        };
+        p.meta.dst_ip = a;
+        Verdict::Out(0, p)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// `SetIPAddress(IP [, ANNO])`: sets the destination IP annotation to IP. 1/1.
+pub struct SetIPAddress {
+    addr: Ipv4Addr,
+}
+
+impl SetIPAddress {
+    /// Builds the element.
+    pub fn new(args: &Args, bcx: &BuildCtx) -> Result<SetIPAddress, ConfigError> {
+        args.check(2, &["IP", "ANNO"])?;
+        check_anno(args.get(1, "ANNO"))?;
+        let addr = bcx.names.ipv4(args.require(0, "IP", "an IP address")?)?;
+        Ok(SetIPAddress { addr })
+    }
+}
+
+impl Element for SetIPAddress {
+    fn class_name(&self) -> &'static str {
+        "SetIPAddress"
+    }
+    fn port_count(&self) -> PortCount {
+        PortCount::exact(1, 1)
+    }
+    fn push(&mut self, _port: usize, mut p: Packet, _cx: &mut Context) -> Verdict {
+        p.meta.dst_ip = self.addr;
+        Verdict::Out(0, p)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// `DropBroadcasts`: drops packets whose packet type annotation (set from the destination
+/// MAC on reception) is broadcast or multicast, under `broadcast`; others pass. 1/1.
+pub struct DropBroadcasts {
+    drops: u64,
+}
+
+impl DropBroadcasts {
+    /// Builds the element (no arguments).
+    pub fn new(args: &Args) -> Result<DropBroadcasts, ConfigError> {
+        args.check(0, &[])?;
+        Ok(DropBroadcasts { drops: 0 })
+    }
+}
+
+impl Element for DropBroadcasts {
+    fn class_name(&self) -> &'static str {
+        "DropBroadcasts"
+    }
+    fn port_count(&self) -> PortCount {
+        PortCount::exact(1, 1)
+    }
+    fn push(&mut self, _port: usize, p: Packet, _cx: &mut Context) -> Verdict {
+        if matches!(p.meta.packet_type, PacketType::Broadcast | PacketType::Multicast) {
+            self.drops += 1;
+            Verdict::Drop(p, "broadcast")
+        } else {
+            Verdict::Out(0, p)
+        }
+    }
+    fn stats(&self) -> Vec<(&'static str, u64)> {
+        vec![("drops", self.drops)]
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// `FixIPSrc(IPADDR)`: Click rewrites the IP source to IPADDR (and recomputes the IP header
+/// checksum, clearing the annotation) only for packets carrying the "fix IP source"
+/// annotation, which `ICMPError` sets on the errors it generates; every other packet passes
+/// untouched. 1/1.
+///
+/// FuseBox's [`Meta`] has no such annotation yet, so [`FixIPSrc::flagged`] is false for every
+/// packet and the element forwards packets unchanged, which is exactly Click's behaviour
+/// for forwarded traffic. When an annotation is added (set by `ICMPError`), `flagged` is the
+/// one place to read it; [`FixIPSrc::fix`] does the rewrite.
+pub struct FixIPSrc {
+    addr: Ipv4Addr,
+    fixed: u64,
+}
+
+impl FixIPSrc {
+    /// Builds the element.
+    pub fn new(args: &Args, bcx: &BuildCtx) -> Result<FixIPSrc, ConfigError> {
+        args.check(1, &["IPADDR"])?;
+        let addr = bcx.names.ipv4(args.require(0, "IPADDR", "an IP address")?)?;
+        Ok(FixIPSrc { addr, fixed: 0 })
+    }
+
+    /// Whether the packet carries Click's "fix IP source" annotation (none exists in
+    /// [`Meta`] yet: always false).
+    pub fn flagged(_meta: &Meta) -> bool {
+        false
+    }
+
+    /// Rewrites the source address of the packet's IP header (network header annotation) to
+    /// the configured address and recomputes the header checksum. Returns false (packet
+    /// unchanged) if it has no valid IP header.
+    pub fn fix(&self, p: &mut Packet) -> bool {
+        let Some(hl) = ip_header(p).map(|(_, hl)| hl) else {
+            return false;
+        };
+        let Some(ip) = p.network_header_mut() else {
+            return false;
+        };
+        if let Some(s) = ip.get_mut(12..16) {
+            s.copy_from_slice(&self.addr.octets());
+        }
+        fill_ip_checksum(ip, hl);
+        true
+    }
+}
+
+impl Element for FixIPSrc {
+    fn class_name(&self) -> &'static str {
+        "FixIPSrc"
+    }
+    fn port_count(&self) -> PortCount {
+        PortCount::exact(1, 1)
+    }
+    fn push(&mut self, _port: usize, mut p: Packet, _cx: &mut Context) -> Verdict {
+        if FixIPSrc::flagged(&p.meta) && self.fix(&mut p) {
+            self.fixed += 1;
+        }
+        Verdict::Out(0, p)
+    }
+    fn stats(&self) -> Vec<(&'static str, u64)> {
+        vec![("fixed", self.fixed)]
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+    use super::*;
+
+    #[test]
+    fn get_ip_address_reads_offset_or_header() {
+        let b = udp([1, 2, 3, 4], [5, 6, 7, 8], 1, 2, b"");
+        let mut e = build("GetIPAddress", "16", 1).unwrap();
+        let o = push(e.as_mut(), Packet::from_bytes(&b));
+        assert_eq!(o.out[0].1.meta.dst_ip, Ipv4Addr::new(5, 6, 7, 8));
+        let mut e = build("GetIPAddress", "IP src", 1).unwrap();
+        let o = push(e.as_mut(), pkt(&b));
+        assert_eq!(o.out[0].1.meta.dst_ip, Ipv4Addr::new(1, 2, 3, 4));
+        assert_eq!(push(e.as_mut(), Packet::from_bytes(&b)).drops, vec!["no-ip-header"]);
+        let mut e = build("GetIPAddress", "30", 1).unwrap();
+        assert_eq!(push(e.as_mut(), Packet::from_bytes(&b)).drops, vec!["short-packet"]);
+        assert!(build("GetIPAddress", "", 1).is_err());
+        assert!(build("GetIPAddress", "16, PAINT", 1).is_err());
+        assert!(build("GetIPAddress", "16, IP dst", 1).is_err());
+        assert!(build("GetIPAddress", "16, DST_IP", 1).is_ok());
+    }
+
+    #[test]
+    fn set_ip_address_and_drop_broadcasts() {
+        let mut e = build("SetIPAddress", "9.9.9.9", 1).unwrap();
+        let o = push(e.as_mut(), Packet::from_bytes(&[0; 4]));
+        assert_eq!(o.out[0].1.meta.dst_ip, Ipv4Addr::new(9, 9, 9, 9));
+        assert!(build("SetIPAddress", "9.9.9", 1).is_err());
+        let mut e = build("DropBroadcasts", "", 1).unwrap();
+        for (t, pass) in [
+            (PacketType::Host, true),
+            (PacketType::Broadcast, false),
+            (PacketType::Multicast, false),
+            (PacketType::OtherHost, true),
+        ] {
+            let mut p = Packet::from_bytes(&[0; 4]);
+            p.meta.packet_type = t;
+            let o = push(e.as_mut(), p);
+            assert_eq!(o.out.len(), usize::from(pass));
+        }
+        assert_eq!(e.stats(), vec![("drops", 2)]);
+    }
+
+    #[test]
+    fn fix_ip_src_passes_unflagged_and_fixes_on_request() {
+        let b = udp([1, 2, 3, 4], [5, 6, 7, 8], 1, 2, b"");
+        let mut e = build("FixIPSrc", "18.26.4.1", 1).unwrap();
+        let o = push(e.as_mut(), pkt(&b));
+        assert_eq!(o.out[0].1.data(), &b[..]);
+        let f = FixIPSrc::new(&Args::parse("18.26.4.1").unwrap(), &ctx()).unwrap();
+        let mut p = pkt(&b);
+        assert!(f.fix(&mut p));
+        assert_eq!(&p.data()[12..16], &[18, 26, 4, 1]);
+        assert!(ip_ok(p.data()));
+        assert!(!f.fix(&mut Packet::from_bytes(&b)));
+        assert!(build("FixIPSrc", "", 1).is_err());
+    }
+
+    fn ctx() -> BuildCtx<'static> {
+        static NAMES: std::sync::OnceLock<crate::Names> = std::sync::OnceLock::new();
+        BuildCtx {
+            name: "nf/f",
+            ninputs: 1,
+            noutputs: 1,
+            names: NAMES.get_or_init(crate::Names::new),
+            base_dir: std::path::Path::new("."),
+        }
+    }
+}

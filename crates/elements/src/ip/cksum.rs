@@ -1,0 +1,238 @@
+//! `SetIPChecksum`, `SetTCPChecksum`, `SetUDPChecksum`: full checksum recomputation.
+
+use super::{fill_ip_checksum, ihl, rd16, wr16, NO_IP_HEADER};
+use crate::args::parse_bool;
+use crate::{Args, ConfigError, Context, Element, PortCount, Verdict};
+use packet::Packet;
+use std::any::Any;
+use wire::checksum::{combine, fold, pseudo_header_v4, sum};
+
+/// The Internet checksum of transport segment `seg` (checksum field included as it is)
+/// with the IPv4 pseudo header: 0 when a filled-in checksum verifies.
+pub(crate) fn l4_checksum(src: [u8; 4], dst: [u8; 4], proto: u8, seg: &[u8]) -> u16 {
+    let len = seg.len() as u16;
+    !fold(combine(&[pseudo_header_v4(src, dst, proto, len), sum(seg)]))
+}
+
+/// `SetIPChecksum()`: recomputes the IP header checksum of the header the network header
+/// annotation points at. 1/1. Packets without a network header are dropped under
+/// `no-ip-header`; a header length below 20 or beyond the packet under `bad-ip-header`
+/// (Click: "bad lengths", killed).
+pub struct SetIPChecksum;
+
+impl SetIPChecksum {
+    /// Builds the element (no arguments).
+    pub fn new(args: &Args) -> Result<SetIPChecksum, ConfigError> {
+        args.check(0, &[])?;
+        Ok(SetIPChecksum)
+    }
+}
+
+impl Element for SetIPChecksum {
+    fn class_name(&self) -> &'static str {
+        "SetIPChecksum"
+    }
+    fn port_count(&self) -> PortCount {
+        PortCount::exact(1, 1)
+    }
+    fn push(&mut self, _port: usize, mut p: Packet, _cx: &mut Context) -> Verdict {
+        let Some(ip) = p.network_header_mut() else {
+            return Verdict::Drop(p, NO_IP_HEADER);
+        };
+        let hl = ihl(ip);
+        if ip.len() < 20 || hl < 20 || hl > ip.len() {
+            return Verdict::Drop(p, "bad-ip-header");
+        }
+        fill_ip_checksum(ip, hl);
+        Verdict::Out(0, p)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// Finds the transport segment of the IP packet at the network header: `(header length,
+/// payload length)` where payload length = total length − IHL, checked to be ≥ `min` and
+/// present in the packet.
+fn segment(ip: &[u8], min: usize) -> Result<(usize, usize), &'static str> {
+    let hl = ihl(ip);
+    if ip.len() < 20 || hl < 20 || hl > ip.len() {
+        return Err("bad-ip-header");
+    }
+    let total = usize::from(rd16(ip, 2).unwrap_or(0));
+    match total.checked_sub(hl) {
+        Some(plen) if plen >= min && hl + plen <= ip.len() => Ok((hl, plen)),
+        _ => Err("bad-ip-length"),
+    }
+}
+
+fn addrs(ip: &[u8]) -> ([u8; 4], [u8; 4]) {
+    let mut s = [0u8; 4];
+    let mut d = [0u8; 4];
+    if let (Some(a), Some(b)) = (ip.get(12..16), ip.get(16..20)) {
+        s.copy_from_slice(a);
+        d.copy_from_slice(b);
+    }
+    (s, d)
+}
+
+/// `SetTCPChecksum([FIXOFF])`: recomputes the TCP checksum (pseudo header + the IP payload,
+/// whose length is total length − IHL). 1/1. With `FIXOFF true`, a data offset below 5 or
+/// beyond the segment is reset to 5 (Click's FIXOFF); otherwise such a packet is dropped
+/// under `bad-tcp-header`. No network header: `no-ip-header`; bad IP lengths:
+/// `bad-ip-header` / `bad-ip-length` (payload shorter than 20 bytes or truncated).
+pub struct SetTCPChecksum {
+    fixoff: bool,
+}
+
+impl SetTCPChecksum {
+    /// Builds the element.
+    pub fn new(args: &Args) -> Result<SetTCPChecksum, ConfigError> {
+        args.check(1, &["FIXOFF"])?;
+        let fixoff = match args.get(0, "FIXOFF") {
+            Some(s) => parse_bool(s, "FIXOFF")?,
+            None => false,
+        };
+        Ok(SetTCPChecksum { fixoff })
+    }
+}
+
+impl Element for SetTCPChecksum {
+    fn class_name(&self) -> &'static str {
+        "SetTCPChecksum"
+    }
+    fn port_count(&self) -> PortCount {
+        PortCount::exact(1, 1)
+    }
+    fn push(&mut self, _port: usize, mut p: Packet, _cx: &mut Context) -> Verdict {
+        let fixoff = self.fixoff;
+        let Some(ip) = p.network_header_mut() else {
+            return Verdict::Drop(p, NO_IP_HEADER);
+        };
+        let (hl, plen) = match segment(ip, 20) {
+            Ok(x) => x,
+            Err(r) => return Verdict::Drop(p, r),
+        };
+        let (src, dst) = addrs(ip);
+        let seg = &mut ip[hl..hl + plen];
+        let off = usize::from(seg[12] >> 4) * 4;
+        if off < 20 || off > plen {
+            if !fixoff {
+                return Verdict::Drop(p, "bad-tcp-header");
+            }
+            seg[12] = (seg[12] & 0x0f) | 0x50;
+        }
+        wr16(seg, 16, 0);
+        let c = l4_checksum(src, dst, 6, seg);
+        wr16(seg, 16, c);
+        Verdict::Out(0, p)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// `SetUDPChecksum()`: recomputes the UDP checksum (pseudo header + the IP payload, length
+/// total length − IHL); a computed 0 is sent as 0xFFFF. Click always computes it, even when
+/// the field was 0. 1/1. Drops as [`SetTCPChecksum`] (payload shorter than 8 bytes:
+/// `bad-ip-length`).
+pub struct SetUDPChecksum;
+
+impl SetUDPChecksum {
+    /// Builds the element (no arguments).
+    pub fn new(args: &Args) -> Result<SetUDPChecksum, ConfigError> {
+        args.check(0, &[])?;
+        Ok(SetUDPChecksum)
+    }
+}
+
+impl Element for SetUDPChecksum {
+    fn class_name(&self) -> &'static str {
+        "SetUDPChecksum"
+    }
+    fn port_count(&self) -> PortCount {
+        PortCount::exact(1, 1)
+    }
+    fn push(&mut self, _port: usize, mut p: Packet, _cx: &mut Context) -> Verdict {
+        let Some(ip) = p.network_header_mut() else {
+            return Verdict::Drop(p, NO_IP_HEADER);
+        };
+        let (hl, plen) = match segment(ip, 8) {
+            Ok(x) => x,
+            Err(r) => return Verdict::Drop(p, r),
+        };
+        let (src, dst) = addrs(ip);
+        let seg = &mut ip[hl..hl + plen];
+        wr16(seg, 6, 0);
+        let c = wire::checksum::udp_finish(l4_checksum(src, dst, 17, seg));
+        wr16(seg, 6, c);
+        Verdict::Out(0, p)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+    use super::*;
+    use packet::Packet;
+
+    #[test]
+    fn ip_checksum_is_recomputed() {
+        let mut b = udp([1, 2, 3, 4], [5, 6, 7, 8], 1, 2, b"z");
+        let want = [b[10], b[11]];
+        b[10] = 0;
+        b[11] = 0;
+        let mut e = build("SetIPChecksum", "", 1).unwrap();
+        let o = push(e.as_mut(), pkt(&b));
+        assert_eq!(&o.out[0].1.data()[10..12], &want);
+        assert_eq!(push(e.as_mut(), Packet::from_bytes(&b)).drops, vec!["no-ip-header"]);
+        b[0] = 0x43;
+        assert_eq!(push(e.as_mut(), pkt(&b)).drops, vec!["bad-ip-header"]);
+        assert!(build("SetIPChecksum", "1", 1).is_err());
+    }
+
+    #[test]
+    fn udp_checksum_matches_and_zero_maps_to_ffff() {
+        let good = udp([1, 2, 3, 4], [5, 6, 7, 8], 100, 200, b"payload");
+        let mut z = good.clone();
+        z[26] = 0;
+        z[27] = 0;
+        let mut e = build("SetUDPChecksum", "", 1).unwrap();
+        let o = push(e.as_mut(), pkt(&z));
+        assert_eq!(o.out[0].1.data(), &good[..]);
+        // A payload whose checksum computes to 0 gets 0xFFFF: find the 2 bytes that make the
+        // sum 0xFFFF by solving for them.
+        let mut b = udp([1, 2, 3, 4], [5, 6, 7, 8], 100, 200, &[0, 0]);
+        b[26] = 0;
+        b[27] = 0;
+        let c = l4_checksum([1, 2, 3, 4], [5, 6, 7, 8], 17, &b[20..]);
+        // Adding the missing amount as payload makes the sum all ones (checksum 0).
+        b[28..30].copy_from_slice(&c.to_be_bytes());
+        let o = push(e.as_mut(), pkt(&b));
+        assert_eq!(&o.out[0].1.data()[26..28], &[0xff, 0xff]);
+    }
+
+    #[test]
+    fn tcp_checksum_and_fixoff() {
+        let mut seg = vec![0u8; 24];
+        seg[12] = 0x50;
+        seg[13] = 0x02;
+        let b = ipv4([1, 1, 1, 1], [2, 2, 2, 2], 6, 64, &[], &seg);
+        let mut e = build("SetTCPChecksum", "", 1).unwrap();
+        let o = push(e.as_mut(), pkt(&b));
+        let d = o.out[0].1.data();
+        assert_eq!(l4_checksum([1, 1, 1, 1], [2, 2, 2, 2], 6, &d[20..]), 0);
+        assert_ne!(&d[36..38], &[0, 0]);
+        let mut bad = b.clone();
+        bad[32] = 0x20;
+        assert_eq!(push(e.as_mut(), pkt(&bad)).drops, vec!["bad-tcp-header"]);
+        let mut e = build("SetTCPChecksum", "FIXOFF true", 1).unwrap();
+        let o = push(e.as_mut(), pkt(&bad));
+        assert_eq!(o.out[0].1.data()[32], 0x50);
+        let short = ipv4([1, 1, 1, 1], [2, 2, 2, 2], 6, 64, &[], &[0; 10]);
+        assert_eq!(push(e.as_mut(), pkt(&short)).drops, vec!["bad-ip-length"]);
+    }
+}
