@@ -407,3 +407,45 @@ impl<'a> Expander<'a> {
         Ok(out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::parse_str;
+
+    fn edges(src: &str) -> Vec<(String, usize, String, usize)> {
+        let c = parse_str(src, "t", &[]).unwrap();
+        c.connections
+            .iter()
+            .map(|x| {
+                let n = |i: usize| c.elements[i].name.clone();
+                (n(x.from), x.from_port, n(x.to), x.to_port)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn passthrough_cycle_terminates() {
+        // A loop made only of pass-through compounds creates no connection.
+        let e = edges("elementclass W { input -> output }\nw :: W; v :: W; w -> v -> w");
+        assert!(e.is_empty());
+    }
+
+    #[test]
+    fn nested_passthrough_chains() {
+        let e = edges(
+            "elementclass W { input -> output }\n\
+             elementclass WW { input -> W -> W -> output }\n\
+             a :: A; b :: B; a -> WW -> WW -> b",
+        );
+        assert_eq!(e, vec![("a".into(), 0, "b".into(), 0)]);
+    }
+
+    #[test]
+    fn ports_survive_tunnels() {
+        let e = edges(
+            "elementclass S { input[3] -> [2]output }\n\
+             a :: A; b :: B; a[7] -> [3]s :: S[2] -> [5]b",
+        );
+        assert_eq!(e, vec![("a".into(), 7, "b".into(), 5)]);
+    }
+}

@@ -805,3 +805,68 @@ impl Parser {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ast(src: &str) -> Ast {
+        Parser::new(src, "t".into()).parse().unwrap()
+    }
+
+    #[test]
+    fn class_signature_and_ports() {
+        let a = ast(
+            "elementclass E { $a, K $k, $b | input[2] -> x :: X -> [1]output; input -> output }",
+        );
+        assert_eq!(a.classes.len(), 1);
+        let c = &a.classes[0];
+        assert_eq!(c.name, "E");
+        assert_eq!(c.params, vec!["a", "b"]);
+        assert_eq!(c.keywords, vec![("K".to_string(), "k".to_string())]);
+        assert_eq!(c.inputs.iter().copied().collect::<Vec<_>>(), vec![0, 2]);
+        assert_eq!(c.outputs.iter().copied().collect::<Vec<_>>(), vec![0, 1]);
+        assert_eq!(c.parent, None);
+        // input, output, x
+        assert_eq!(c.body.elements.len(), 3);
+        assert!(a.top.elements.is_empty());
+    }
+
+    #[test]
+    fn keyword_only_and_empty_parameter_lists() {
+        let a =
+            ast("elementclass E { K $k | input -> output } elementclass F { | input -> output }");
+        assert_eq!(a.classes[0].keywords.len(), 1);
+        assert!(a.classes[1].params.is_empty() && a.classes[1].keywords.is_empty());
+    }
+
+    #[test]
+    fn nested_classes_record_their_parent_and_are_local() {
+        let a = ast(
+            "elementclass O { elementclass I { input -> output } input -> I -> output }\nIdle -> I",
+        );
+        assert_eq!(a.classes[1].name, "I");
+        assert_eq!(a.classes[1].parent, Some(0));
+        // Outside `O`, `I` is an ordinary (primitive) class name.
+        assert!(matches!(&a.top.elements[1].kind, ElemKind::Primitive(c) if c == "I"));
+    }
+
+    #[test]
+    fn configs_stay_raw_until_expansion() {
+        let a = ast("x :: X( $undefined /* c */ )");
+        let raw = a.top.elements[0].config.as_ref().unwrap();
+        assert_eq!(raw.text, " $undefined /* c */ ");
+        assert_eq!((raw.line, raw.col), (1, 8));
+    }
+
+    #[test]
+    fn defines_are_collected() {
+        let a = ast("define($A 1 2, $B)");
+        let d: Vec<(&str, &str)> = a
+            .defines
+            .iter()
+            .map(|(n, v, _)| (n.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(d, vec![("A", "1 2"), ("B", "")]);
+    }
+}

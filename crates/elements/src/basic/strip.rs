@@ -1,0 +1,83 @@
+//! `Strip`: removes bytes from the front of packets.
+//!
+//! Click: `Strip(LENGTH)` — "Deletes the first LENGTH bytes from each packet." Ports `1/1`.
+//! Click's `Packet::pull` on a packet shorter than LENGTH removes all of it (with a warning),
+//! so a short packet leaves as an empty packet; FuseBox does the same. The removed bytes stay
+//! in the headroom, so a later `Unstrip` brings them back. Header annotations are absolute
+//! and do not move.
+
+use crate::args::parse_uint;
+use crate::{Args, ConfigError, Context, Element, PortCount, Verdict};
+use packet::Packet;
+use std::any::Any;
+
+/// `Strip(LENGTH)`: pulls `LENGTH` bytes off the front.
+#[derive(Debug, Clone)]
+pub struct Strip {
+    /// Bytes removed.
+    pub length: usize,
+}
+
+/// Reads a mandatory `LENGTH` argument (bytes, at most 65535).
+pub(super) fn length_arg(args: &Args) -> Result<usize, ConfigError> {
+    args.check(1, &["LENGTH"])?;
+    let n = args.require(0, "LENGTH", "number of bytes")?;
+    Ok(crate::args::parse_uint_max(n, 65535, "LENGTH").or_else(|e| parse_uint(n, "LENGTH").and(Err(e)))? as usize)
+}
+
+impl Strip {
+    /// Reads `LENGTH` (mandatory).
+    pub fn configure(args: &Args) -> Result<Strip, ConfigError> {
+        Ok(Strip { length: length_arg(args)? })
+    }
+}
+
+impl Element for Strip {
+    fn class_name(&self) -> &'static str {
+        "Strip"
+    }
+    fn port_count(&self) -> PortCount {
+        PortCount::exact(1, 1)
+    }
+    fn push(&mut self, _port: usize, mut packet: Packet, _cx: &mut Context) -> Verdict {
+        let n = self.length.min(packet.len());
+        packet.pull(n);
+        Verdict::Out(0, packet)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+
+    #[test]
+    fn strips() {
+        let mut e = ok("Strip", "14", 1);
+        let mut p = pkt(&frame());
+        p.set_network_header(14);
+        let o = run(e.as_mut(), p);
+        assert_eq!(o.ports(), vec![0]);
+        let q = &o.out[0].1;
+        assert_eq!(q.data(), &frame()[14..]);
+        assert_eq!(q.network_offset_in_data(), Some(0));
+    }
+
+    #[test]
+    fn short_packet_becomes_empty() {
+        let mut e = ok("Strip", "LENGTH 14", 1);
+        let o = run(e.as_mut(), pkt(&[1, 2, 3]));
+        assert_eq!(o.ports(), vec![0]);
+        assert!(o.out[0].1.is_empty());
+    }
+
+    #[test]
+    fn bad_arguments() {
+        assert!(err("Strip", "", 1).contains("missing argument LENGTH"));
+        assert!(err("Strip", "-2", 1).contains("expected LENGTH"));
+        assert!(err("Strip", "70000", 1).contains("at most 65535"));
+        assert!(err("Strip", "1, 2", 1).contains("too many"));
+    }
+}

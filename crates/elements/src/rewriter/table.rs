@@ -1,0 +1,629 @@
+//! The mapping table shared by the rewriters: flows stored under both directions' flow
+//! identifiers, their expiry on the virtual clock, and the allocator that picks a new flow's
+//! rewritten identifier from a pattern (Click's `IPRewriterPattern::rewrite_flowid`).
+
+use super::pattern::{Choice, Pattern, Vary};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::net::Ipv4Addr;
+
+/// A flow identifier: source address and port, destination address and port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FlowId {
+    /// Source address.
+    pub saddr: Ipv4Addr,
+    /// Source port.
+    pub sport: u16,
+    /// Destination address.
+    pub daddr: Ipv4Addr,
+    /// Destination port.
+    pub dport: u16,
+}
+
+impl FlowId {
+    /// The identifier of the opposite direction.
+    pub fn reverse(&self) -> FlowId {
+        FlowId { saddr: self.daddr, sport: self.dport, daddr: self.saddr, dport: self.sport }
+    }
+
+    fn bytes(&self) -> [u8; 12] {
+        let mut b = [0u8; 12];
+        b[0..4].copy_from_slice(&self.saddr.octets());
+        b[4..6].copy_from_slice(&self.sport.to_be_bytes());
+        b[6..10].copy_from_slice(&self.daddr.octets());
+        b[10..12].copy_from_slice(&self.dport.to_be_bytes());
+        b
+    }
+}
+
+/// Which direction of a flow a table entry stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// The direction that created the mapping (rewritten to `Flow::rewritten`, sent to
+    /// `Flow::foutput`).
+    Forward,
+    /// The reply direction (rewritten back to the original flow, sent to `Flow::routput`).
+    Reply,
+}
+
+/// The timeouts (nanoseconds of virtual time) that decide when a mapping expires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// TCP flows that carried data both ways (`TCP_TIMEOUT`, default 24 hours).
+    pub tcp: u64,
+    /// TCP flows closed by FIN both ways or RST (`TCP_DONE_TIMEOUT`, default 4 minutes).
+    pub tcp_done: u64,
+    /// Other TCP flows (`TCP_NODATA_TIMEOUT`, default 5 minutes).
+    pub tcp_nodata: u64,
+    /// Minimum lifetime after each packet of a TCP flow (`TCP_GUARANTEE`, default 5 s).
+    pub tcp_guarantee: u64,
+    /// UDP (and other) flows (`UDP_TIMEOUT`, default 5 minutes).
+    pub udp: u64,
+    /// UDP flows with at least 3 packets and traffic both ways (`UDP_STREAMING_TIMEOUT`,
+    /// default the UDP timeout).
+    pub udp_streaming: u64,
+    /// Minimum lifetime after each packet of a UDP flow (`UDP_GUARANTEE`, default 5 s).
+    pub udp_guarantee: u64,
+}
+
+const SEC: u64 = 1_000_000_000;
+
+impl Default for Timeouts {
+    fn default() -> Timeouts {
+        Timeouts {
+            tcp: 86_400 * SEC,
+            tcp_done: 240 * SEC,
+            tcp_nodata: 300 * SEC,
+            tcp_guarantee: 5 * SEC,
+            udp: 300 * SEC,
+            udp_streaming: 300 * SEC,
+            udp_guarantee: 5 * SEC,
+        }
+    }
+}
+
+const TCP_FWD_DONE: u8 = 1;
+const TCP_REP_DONE: u8 = 2;
+const TCP_FWD_DATA: u8 = 4;
+const TCP_REP_DATA: u8 = 8;
+
+/// One mapping: a flow, what its packets become, and where they go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Flow {
+    /// IP protocol of the flow.
+    pub proto: u8,
+    /// The flow identifier of the packets that created the mapping.
+    pub original: FlowId,
+    /// What those packets are rewritten to.
+    pub rewritten: FlowId,
+    /// Output for forward packets.
+    pub foutput: usize,
+    /// Output for reply packets.
+    pub routput: usize,
+    /// The rewriter input whose specification created the mapping.
+    pub input: usize,
+    /// Virtual time (ns) after which the mapping is gone.
+    pub expiry: u64,
+    /// Virtual time (ns) until which the mapping may not be evicted to make room.
+    pub guaranteed_until: u64,
+    tcp_flags: u8,
+    packets: u32,
+    reply_seen: bool,
+}
+
+impl Flow {
+    /// The identifier packets of `dir` are rewritten to.
+    pub fn rewrite_for(&self, dir: Direction) -> FlowId {
+        match dir {
+            Direction::Forward => self.rewritten,
+            Direction::Reply => self.original.reverse(),
+        }
+    }
+
+    /// The output packets of `dir` are sent to.
+    pub fn output_for(&self, dir: Direction) -> usize {
+        match dir {
+            Direction::Forward => self.foutput,
+            Direction::Reply => self.routput,
+        }
+    }
+}
+
+/// What a packet tells the table about its flow's state (for the TCP timeouts).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PacketInfo {
+    /// TCP flags (0 for other protocols).
+    pub tcp_flags: u8,
+    /// True if the packet carries payload.
+    pub has_payload: bool,
+}
+
+/// FNV-1a, used both for the table's hash map (deterministic and fast) and for the
+/// rewriters' pseudo-random choices.
+#[derive(Debug, Clone, Copy)]
+pub struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 ^= u64::from(*b);
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+}
+
+/// The splitmix64 finaliser: spreads an FNV hash's bits.
+pub fn splitmix64(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The FNV-1a hash of a rewriter's qualified name: the seed of its pseudo-random choices.
+pub fn name_seed(name: &str) -> u64 {
+    let mut h = Fnv::default();
+    h.write(name.as_bytes());
+    h.finish()
+}
+
+/// The pseudo-random value a rewriter seeded with `seed` uses for a new flow: splitmix64 of
+/// FNV-1a over the seed, the protocol and the flow's 12 identifier bytes. Fixed, so runs repeat.
+pub fn flow_random(seed: u64, proto: u8, flow: &FlowId) -> u64 {
+    let mut h = Fnv(seed);
+    h.write(&[proto]);
+    h.write(&flow.bytes());
+    splitmix64(h.finish())
+}
+
+/// Per-pattern allocation state (Click's `_next_variation`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PatternState {
+    /// The range offset a sequential (`#`) allocation tries first.
+    pub next: u32,
+}
+
+type Key = (u8, FlowId);
+
+/// The mapping table: flows indexed under (map id, flow identifier) for both directions.
+///
+/// `map id` separates tables the way Click does: `IPRewriter` keeps TCP (0) and UDP (1)
+/// apart, `TCPRewriter` and `UDPRewriter` use one map (0). Expiry is on the virtual clock:
+/// an expired mapping is removed when a lookup finds it and by [`MappingTable::reap`].
+#[derive(Debug, Clone)]
+pub struct MappingTable {
+    map: HashMap<Key, (u32, Direction), BuildHasherDefault<Fnv>>,
+    flows: Vec<Option<(u8, Flow)>>,
+    free: Vec<u32>,
+    timeouts: Timeouts,
+    capacity: usize,
+    active: usize,
+    reap_interval: u64,
+    next_reap: Option<u64>,
+    created: u64,
+    evicted: u64,
+}
+
+impl MappingTable {
+    /// An empty table with these timeouts, at most `capacity` flows, reaped every
+    /// `reap_interval` ns of virtual time (0: never).
+    pub fn new(timeouts: Timeouts, capacity: usize, reap_interval: u64) -> MappingTable {
+        MappingTable {
+            map: HashMap::default(),
+            flows: Vec::new(),
+            free: Vec::new(),
+            timeouts,
+            capacity: capacity.max(1),
+            active: 0,
+            reap_interval,
+            next_reap: None,
+            created: 0,
+            evicted: 0,
+        }
+    }
+
+    /// The timeouts in force.
+    pub fn timeouts(&self) -> &Timeouts {
+        &self.timeouts
+    }
+
+    /// Number of live flows (each counts once although it has two entries).
+    pub fn len(&self) -> usize {
+        self.active
+    }
+
+    /// True when no flow is mapped.
+    pub fn is_empty(&self) -> bool {
+        self.active == 0
+    }
+
+    /// Flows created since the table was made.
+    pub fn created(&self) -> u64 {
+        self.created
+    }
+
+    /// Flows evicted to make room under the capacity.
+    pub fn evicted(&self) -> u64 {
+        self.evicted
+    }
+
+    /// The flow with index `idx` (as returned by [`MappingTable::lookup`]).
+    pub fn flow(&self, idx: usize) -> Option<&Flow> {
+        self.flows.get(idx).and_then(|f| f.as_ref()).map(|f| &f.1)
+    }
+
+    /// Every live flow with its map id, in index order.
+    pub fn flows(&self) -> impl Iterator<Item = (u8, &Flow)> {
+        self.flows.iter().filter_map(|f| f.as_ref().map(|(m, f)| (*m, f)))
+    }
+
+    fn remove(&mut self, idx: u32) {
+        if let Some(Some((map_id, f))) = self.flows.get_mut(idx as usize).map(Option::take) {
+            let fwd = (map_id, f.original);
+            let rep = (map_id, f.rewritten.reverse());
+            if self.map.get(&fwd).is_some_and(|e| e.0 == idx) {
+                self.map.remove(&fwd);
+            }
+            if self.map.get(&rep).is_some_and(|e| e.0 == idx) {
+                self.map.remove(&rep);
+            }
+            self.free.push(idx);
+            self.active -= 1;
+        }
+    }
+
+    fn expired(&self, idx: u32, now: u64) -> bool {
+        self.flows.get(idx as usize).and_then(|f| f.as_ref()).is_some_and(|(_, f)| now >= f.expiry)
+    }
+
+    /// Looks up `flow` in map `map_id`: the flow's index and the direction, or `None`.
+    /// An expired mapping found here is removed and reported as absent.
+    pub fn lookup(&mut self, map_id: u8, flow: &FlowId, now: u64) -> Option<(usize, Direction)> {
+        let (idx, dir) = *self.map.get(&(map_id, *flow))?;
+        if self.expired(idx, now) {
+            self.remove(idx);
+            return None;
+        }
+        Some((idx as usize, dir))
+    }
+
+    /// True if no live mapping uses `flow` in map `map_id`.
+    pub fn is_free(&mut self, map_id: u8, flow: &FlowId, now: u64) -> bool {
+        self.lookup(map_id, flow, now).is_none()
+    }
+
+    /// Removes every expired mapping if the reap interval has passed (call at each packet).
+    pub fn maybe_reap(&mut self, now: u64) {
+        if self.reap_interval == 0 {
+            return;
+        }
+        match self.next_reap {
+            None => self.next_reap = Some(now.saturating_add(self.reap_interval)),
+            Some(t) if now >= t => {
+                self.reap(now);
+                self.next_reap = Some(now.saturating_add(self.reap_interval));
+            }
+            Some(_) => {}
+        }
+    }
+
+    /// Removes every expired mapping.
+    pub fn reap(&mut self, now: u64) {
+        for idx in 0..self.flows.len() as u32 {
+            if self.expired(idx, now) {
+                self.remove(idx);
+            }
+        }
+    }
+
+    /// Chooses the rewritten identifier of a new flow `flow` from `pattern` (Click's
+    /// `IPRewriterPattern::rewrite_flowid`): fixed fields are set, and a ranged field takes
+    /// the first value whose reply identifier is free in map `map_id`, starting from the
+    /// packet's own value (no suffix, if in range and free), the next sequential offset
+    /// (`#`) or offset `random % (range size)` (no suffix, `?`). `None` when the range is
+    /// exhausted.
+    pub fn allocate(
+        &mut self,
+        map_id: u8,
+        pattern: &Pattern,
+        state: &mut PatternState,
+        flow: &FlowId,
+        random: u64,
+        now: u64,
+    ) -> Option<FlowId> {
+        let mut rw = *flow;
+        if let Some(a) = pattern.saddr {
+            rw.saddr = a;
+        }
+        if let Some(p) = pattern.sport {
+            rw.sport = p;
+        }
+        if let Some(a) = pattern.daddr {
+            rw.daddr = a;
+        }
+        if let Some(p) = pattern.dport {
+            rw.dport = p;
+        }
+        let (base, top, own): (u32, u32, u32) = match pattern.vary {
+            Vary::None => return Some(rw),
+            Vary::SourceAddr { base, top } => (u32::from(base), top, u32::from(flow.saddr)),
+            Vary::SourcePort { base, top } => (u32::from(base), u32::from(top), u32::from(flow.sport)),
+        };
+        let is_port = matches!(pattern.vary, Vary::SourcePort { .. });
+        let candidate = |v: u32| -> FlowId {
+            let mut c = rw;
+            if is_port {
+                c.sport = base.wrapping_add(v) as u16;
+            } else {
+                c.saddr = Ipv4Addr::from(base.wrapping_add(v));
+            }
+            c
+        };
+        if pattern.choice == Choice::PreferOwn {
+            let v = own.wrapping_sub(base);
+            if v <= top {
+                let c = candidate(v);
+                if self.is_free(map_id, &c.reverse(), now) {
+                    state.next = v.wrapping_add(1);
+                    return Some(c);
+                }
+            }
+        }
+        let mut v = match pattern.choice {
+            Choice::Sequential => {
+                if state.next > top {
+                    0
+                } else {
+                    state.next
+                }
+            }
+            _ => (random % (u64::from(top) + 1)) as u32,
+        };
+        let mut count: u64 = 0;
+        while count <= u64::from(top) {
+            let c = candidate(v);
+            if self.is_free(map_id, &c.reverse(), now) {
+                state.next = v.wrapping_add(1);
+                return Some(c);
+            }
+            v = if v == top { 0 } else { v + 1 };
+            count += 1;
+        }
+        None
+    }
+
+    fn timeout_of(&self, f: &Flow) -> (u64, u64) {
+        let t = &self.timeouts;
+        if f.proto == wire::ipv4::protocol::TCP {
+            let done = f.tcp_flags & (TCP_FWD_DONE | TCP_REP_DONE) == TCP_FWD_DONE | TCP_REP_DONE;
+            let data = f.tcp_flags & (TCP_FWD_DATA | TCP_REP_DATA) == TCP_FWD_DATA | TCP_REP_DATA;
+            let to = if done {
+                t.tcp_done
+            } else if data {
+                t.tcp
+            } else {
+                t.tcp_nodata
+            };
+            (to, t.tcp_guarantee)
+        } else {
+            let streaming = f.packets >= 3 && f.reply_seen;
+            (if streaming { t.udp_streaming } else { t.udp }, t.udp_guarantee)
+        }
+    }
+
+    /// Installs a flow `original` → `rewritten` in map `map_id` (forward entry under
+    /// `original`, reply entry under the reverse of `rewritten`); a mapping already holding
+    /// either identifier is replaced, as Click does. Makes room under the capacity by evicting
+    /// the non-guaranteed flow that expires first; returns `None` (the new flow is refused)
+    /// when every flow is still guaranteed.
+    #[allow(clippy::too_many_arguments)]
+    pub fn insert(
+        &mut self,
+        map_id: u8,
+        proto: u8,
+        original: FlowId,
+        rewritten: FlowId,
+        foutput: usize,
+        routput: usize,
+        input: usize,
+        now: u64,
+    ) -> Option<usize> {
+        for key in [(map_id, original), (map_id, rewritten.reverse())] {
+            if let Some(&(idx, _)) = self.map.get(&key) {
+                self.remove(idx);
+            }
+        }
+        if self.active >= self.capacity {
+            self.reap(now);
+        }
+        if self.active >= self.capacity {
+            let victim = self
+                .flows
+                .iter()
+                .enumerate()
+                .filter_map(|(i, f)| f.as_ref().map(|(_, f)| (i, f)))
+                .filter(|(_, f)| f.guaranteed_until <= now)
+                .min_by_key(|(i, f)| (f.expiry, *i))
+                .map(|(i, _)| i as u32);
+            match victim {
+                Some(v) => {
+                    self.remove(v);
+                    self.evicted += 1;
+                }
+                None => return None,
+            }
+        }
+        let mut f = Flow {
+            proto,
+            original,
+            rewritten,
+            foutput,
+            routput,
+            input,
+            expiry: now,
+            guaranteed_until: now,
+            tcp_flags: 0,
+            packets: 0,
+            reply_seen: false,
+        };
+        let (to, g) = self.timeout_of(&f);
+        f.expiry = now.saturating_add(to.max(g));
+        f.guaranteed_until = now.saturating_add(g);
+        let idx = match self.free.pop() {
+            Some(i) => {
+                if let Some(slot) = self.flows.get_mut(i as usize) {
+                    *slot = Some((map_id, f));
+                }
+                i
+            }
+            None => {
+                self.flows.push(Some((map_id, f)));
+                (self.flows.len() - 1) as u32
+            }
+        };
+        self.map.insert((map_id, original), (idx, Direction::Forward));
+        self.map.insert((map_id, rewritten.reverse()), (idx, Direction::Reply));
+        self.active += 1;
+        self.created += 1;
+        Some(idx as usize)
+    }
+
+    /// Records a packet of flow `idx` in direction `dir` at `now`: updates the TCP state
+    /// (FIN marks its direction done, RST both, SYN reopens its direction; payload marks
+    /// data seen) or the UDP packet count, and pushes the expiry to `now` plus the flow's
+    /// timeout (never less than its guarantee).
+    pub fn touch(&mut self, idx: usize, dir: Direction, info: PacketInfo, now: u64) {
+        let Some(Some((_, mut f))) = self.flows.get(idx).cloned() else {
+            return;
+        };
+        let shift = if dir == Direction::Forward { 0 } else { 1 };
+        if f.proto == wire::ipv4::protocol::TCP {
+            use wire::tcp::flags::{FIN, RST, SYN};
+            if info.tcp_flags & RST != 0 {
+                f.tcp_flags |= TCP_FWD_DONE | TCP_REP_DONE;
+            } else if info.tcp_flags & FIN != 0 {
+                f.tcp_flags |= TCP_FWD_DONE << shift;
+            } else if info.tcp_flags & SYN != 0 {
+                f.tcp_flags &= !(TCP_FWD_DONE << shift);
+            }
+            if info.has_payload {
+                f.tcp_flags |= TCP_FWD_DATA << shift;
+            }
+        } else {
+            f.packets = f.packets.saturating_add(1);
+            if dir == Direction::Reply {
+                f.reply_seen = true;
+            }
+        }
+        let (to, g) = self.timeout_of(&f);
+        f.expiry = now.saturating_add(to.max(g));
+        f.guaranteed_until = now.saturating_add(g);
+        if let Some(Some(slot)) = self.flows.get_mut(idx) {
+            slot.1 = f;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fid(a: [u8; 4], sp: u16, b: [u8; 4], dp: u16) -> FlowId {
+        FlowId { saddr: Ipv4Addr::from(a), sport: sp, daddr: Ipv4Addr::from(b), dport: dp }
+    }
+
+    fn port_pattern(base: u16, top: u16, choice: Choice) -> Pattern {
+        Pattern {
+            saddr: Some(Ipv4Addr::new(10, 0, 0, 1)),
+            sport: Some(base),
+            daddr: None,
+            dport: None,
+            vary: Vary::SourcePort { base, top },
+            choice,
+        }
+    }
+
+    #[test]
+    fn prefer_own_then_wrap() {
+        let mut t = MappingTable::new(Timeouts::default(), usize::MAX, 0);
+        let p = port_pattern(1000, 2, Choice::PreferOwn);
+        let mut st = PatternState::default();
+        let f = fid([192, 168, 0, 1], 1001, [8, 8, 8, 8], 53);
+        let r = t.allocate(0, &p, &mut st, &f, 0, 0).unwrap();
+        assert_eq!((r.saddr, r.sport), (Ipv4Addr::new(10, 0, 0, 1), 1001));
+        t.insert(0, 17, f, r, 0, 1, 0, 0).unwrap();
+        // Same source port from another host: 1001 is taken, random start 2 -> 1002.
+        let g = fid([192, 168, 0, 2], 1001, [8, 8, 8, 8], 53);
+        let r2 = t.allocate(0, &p, &mut st, &g, 2, 0).unwrap();
+        assert_eq!(r2.sport, 1002);
+        t.insert(0, 17, g, r2, 0, 1, 0, 0).unwrap();
+        // Random start 1 (taken) -> 1002 (taken) -> wraps to 1000.
+        let h = fid([192, 168, 0, 3], 1001, [8, 8, 8, 8], 53);
+        let r3 = t.allocate(0, &p, &mut st, &h, 1, 0).unwrap();
+        assert_eq!(r3.sport, 1000);
+        t.insert(0, 17, h, r3, 0, 1, 0, 0).unwrap();
+        let k = fid([192, 168, 0, 4], 7, [8, 8, 8, 8], 53);
+        assert_eq!(t.allocate(0, &p, &mut st, &k, 0, 0), None);
+    }
+
+    #[test]
+    fn sequential_and_random_ignore_own_port() {
+        let mut t = MappingTable::new(Timeouts::default(), usize::MAX, 0);
+        let p = port_pattern(5000, 9, Choice::Sequential);
+        let mut st = PatternState::default();
+        let mut got = Vec::new();
+        for i in 0..3u8 {
+            let f = fid([192, 168, 0, i], 5005, [1, 1, 1, 1], 80);
+            let r = t.allocate(0, &p, &mut st, &f, 7, 0).unwrap();
+            t.insert(0, 6, f, r, 0, 0, 0, 0).unwrap();
+            got.push(r.sport);
+        }
+        assert_eq!(got, vec![5000, 5001, 5002]);
+        let p = port_pattern(6000, 9, Choice::Random);
+        let f = fid([192, 168, 1, 1], 6005, [1, 1, 1, 1], 80);
+        let r = t.allocate(0, &p, &mut PatternState::default(), &f, 13, 0).unwrap();
+        assert_eq!(r.sport, 6003); // 13 % 10
+    }
+
+    #[test]
+    fn expiry_is_lazy_and_reaped() {
+        let to = Timeouts { udp: 10, udp_guarantee: 0, udp_streaming: 10, ..Timeouts::default() };
+        let mut t = MappingTable::new(to, usize::MAX, 100);
+        let f = fid([1, 1, 1, 1], 1, [2, 2, 2, 2], 2);
+        let i = t.insert(0, 17, f, f, 0, 0, 0, 0).unwrap();
+        assert_eq!(t.lookup(0, &f, 9), Some((i, Direction::Forward)));
+        t.touch(i, Direction::Forward, PacketInfo::default(), 9);
+        assert!(t.lookup(0, &f.reverse(), 18).is_some());
+        assert!(t.lookup(0, &f, 19).is_none());
+        assert!(t.is_empty());
+        let g = fid([3, 3, 3, 3], 1, [2, 2, 2, 2], 2);
+        t.insert(0, 17, g, g, 0, 0, 0, 0).unwrap();
+        t.maybe_reap(0);
+        t.maybe_reap(50);
+        assert_eq!(t.len(), 1);
+        t.maybe_reap(100);
+        assert_eq!(t.len(), 0);
+    }
+
+    #[test]
+    fn capacity_evicts_unguaranteed_or_refuses() {
+        let to = Timeouts { udp: 100, udp_guarantee: 10, udp_streaming: 100, ..Timeouts::default() };
+        let mut t = MappingTable::new(to, 1, 0);
+        let f = fid([1, 1, 1, 1], 1, [2, 2, 2, 2], 2);
+        let g = fid([3, 3, 3, 3], 1, [2, 2, 2, 2], 2);
+        t.insert(0, 17, f, f, 0, 0, 0, 0).unwrap();
+        assert_eq!(t.insert(0, 17, g, g, 0, 0, 0, 5), None);
+        assert!(t.insert(0, 17, g, g, 0, 0, 0, 20).is_some());
+        assert_eq!(t.evicted(), 1);
+        assert!(t.lookup(0, &f, 20).is_none());
+    }
+}

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what FuseBox needs on a fresh Debian machine (root or sudo), builds it, and runs
+# the SNF Fig. 5 example (NAPT -> firewall -> load balancer) on a generated trace.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+need=""
+for p in tcpdump libpcap-dev pkg-config build-essential curl; do
+  dpkg -s "$p" >/dev/null 2>&1 || need="$need $p"
+done
+if [ -n "$need" ]; then
+  $SUDO apt-get update -qq
+  $SUDO DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need
+fi
+if ! command -v cargo >/dev/null; then
+  curl -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal
+  . "$HOME/.cargo/env"
+fi
+cargo build --release --bin fusebox
+FB=target/release/fusebox
+out=out/fig5; mkdir -p "$out"
+$FB gen -o "$out/trace.pcap" --packets 2000 --flows 40 --mix tcp=1,udp=2,icmp=1 \
+    --src 192.168.0.0/24 --dst 10.0.2.0/24 --dport 1234,53
+$FB run examples/fig5/chain.toml --input napt.eth0="$out/trace.pcap" --out-dir "$out"
+echo "--- UDP to port 1234 after NAPT -> FW -> LB (lb.eth1):"
+tcpdump -nn -vv -e -r "$out/lb.eth1.pcap" 2>/dev/null | head -6
+echo "--- TCP after the NAPT (napt.eth2):"
+tcpdump -nn -vv -e -r "$out/napt.eth2.pcap" 2>/dev/null | head -4
