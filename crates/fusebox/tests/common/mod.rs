@@ -1,0 +1,114 @@
+//! Helpers shared by the end-to-end tests: run the binary, read outputs, decode packets.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The workspace root.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A fresh scratch directory for one test.
+pub fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("fusebox-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Runs `fusebox ARGS` in `dir`.
+pub fn fusebox(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fusebox")).args(args).current_dir(dir).output().unwrap()
+}
+
+/// Runs `fusebox ARGS` and panics with its stderr unless it succeeds.
+pub fn fusebox_ok(dir: &Path, args: &[&str]) -> Output {
+    let o = fusebox(dir, args);
+    assert!(o.status.success(), "fusebox {args:?} failed:\n{}", String::from_utf8_lossy(&o.stderr));
+    o
+}
+
+/// The packets of a pcap file.
+pub fn packets(path: &Path) -> Vec<Vec<u8>> {
+    let (recs, err) = ports::pcap::read_all(path).unwrap();
+    assert!(err.is_none(), "{err:?}");
+    recs.into_iter().map(|r| r.data).collect()
+}
+
+/// Whether tcpdump is installed (required under CI).
+pub fn have_tcpdump() -> bool {
+    let ok = Command::new("tcpdump").arg("--version").output().is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "tcpdump is required under CI");
+        eprintln!("tcpdump not installed: skipping the tcpdump check");
+    }
+    ok
+}
+
+/// tcpdump -nn -vv's lines for a file.
+pub fn tcpdump(path: &Path) -> String {
+    let o = Command::new("tcpdump").args(["-nn", "-vv", "-r"]).arg(path).output().unwrap();
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+/// Decoded IPv4 fields of an Ethernet frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct V4 {
+    pub src_mac: [u8; 6],
+    pub dst_mac: [u8; 6],
+    pub src: std::net::Ipv4Addr,
+    pub dst: std::net::Ipv4Addr,
+    pub ttl: u8,
+    pub proto: u8,
+    pub sport: u16,
+    pub dport: u16,
+    pub ip_ok: bool,
+    pub l4_ok: bool,
+}
+
+fn sum(b: &[u8], init: u32) -> u32 {
+    let mut s = init;
+    for c in b.chunks(2) {
+        s += u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]));
+    }
+    while s > 0xffff {
+        s = (s & 0xffff) + (s >> 16);
+    }
+    s
+}
+
+/// Decodes an Ethernet/IPv4 frame and verifies its checksums independently of `wire`.
+pub fn v4(f: &[u8]) -> V4 {
+    assert!(f.len() >= 34 && f[12..14] == [8, 0], "not IPv4: {f:02x?}");
+    let ip = &f[14..];
+    let hl = ((ip[0] & 15) as usize) * 4;
+    let total = u16::from_be_bytes([ip[2], ip[3]]) as usize;
+    let ip_ok = sum(&ip[..hl], 0) == 0xffff;
+    let l4 = &ip[hl..total];
+    let proto = ip[9];
+    let pseudo = sum(&ip[12..20], 0) + u32::from(proto) + l4.len() as u32;
+    let l4_ok = match proto {
+        17 if l4[6] == 0 && l4[7] == 0 => true,
+        6 | 17 => sum(l4, pseudo) == 0xffff,
+        1 => sum(l4, 0) == 0xffff,
+        _ => true,
+    };
+    let (sport, dport) = if matches!(proto, 6 | 17) {
+        (u16::from_be_bytes([l4[0], l4[1]]), u16::from_be_bytes([l4[2], l4[3]]))
+    } else {
+        (0, 0)
+    };
+    V4 {
+        dst_mac: f[0..6].try_into().unwrap(),
+        src_mac: f[6..12].try_into().unwrap(),
+        src: <[u8; 4]>::try_from(&ip[12..16]).unwrap().into(),
+        dst: <[u8; 4]>::try_from(&ip[16..20]).unwrap().into(),
+        ttl: ip[8],
+        proto,
+        sport,
+        dport,
+        ip_ok,
+        l4_ok,
+    }
+}
