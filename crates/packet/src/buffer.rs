@@ -27,8 +27,13 @@ impl Packet {
 
     /// Copies `data` into a packet that reuses `buf`'s allocation (a recycled buffer).
     pub fn from_bytes_in(mut buf: Vec<u8>, data: &[u8]) -> Packet {
-        buf.clear();
-        buf.resize(DEFAULT_HEADROOM, 0);
+        // The headroom's old contents do not matter: reuse them instead of zeroing.
+        if buf.len() >= DEFAULT_HEADROOM {
+            buf.truncate(DEFAULT_HEADROOM);
+        } else {
+            buf.clear();
+            buf.resize(DEFAULT_HEADROOM, 0);
+        }
         buf.extend_from_slice(data);
         let tail = buf.len();
         Packet { buf, head: DEFAULT_HEADROOM, tail, meta: Meta::default() }

@@ -43,7 +43,7 @@ impl FlowKey {
         let v = ip.first()? >> 4;
         if v == 4 {
             let p = wire::ipv4::Packet::new_checked(ip).ok()?;
-            let hl = p.header_len() as usize;
+            let hl = p.header_len();
             let first = p.frag_offset() == 0;
             Self::from_ip_at(ip, Some(hl), Some(p.next_header()), first)
         } else if v == 6 {
