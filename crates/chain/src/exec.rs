@@ -266,7 +266,7 @@ impl Executor {
     /// was processed). `progress` is called after every batch with the packets done so far.
     pub fn run(&mut self, mut sources: Vec<Source>, mut progress: impl FnMut(u64)) -> Vec<String> {
         let mut errors = Vec::new();
-        let mut advance = |s: &mut Source, errors: &mut Vec<String>| {
+        let advance = |s: &mut Source, errors: &mut Vec<String>| {
             s.head = match s.records.next() {
                 Some(Ok(r)) => Some(r),
                 Some(Err(e)) => {

@@ -1,9 +1,252 @@
-//! Elements of this family (being written).
+//! `Classifier`: Click's generic byte-pattern classifier.
+//!
+//! Each pattern is a space-separated list of clauses `OFFSET/VALUE` or `OFFSET/VALUE%MASK`
+//! (decimal offset from the start of the packet data; hexadecimal value with `?` for
+//! "any nibble"; the mask, if given, has as many hex digits as the value), all of which must
+//! hold. A clause preceded by `!` must not hold. The pattern `-` matches every packet. A packet
+//! goes to the output of the first matching pattern; packets matching none are dropped
+//! (`no-match`).
+//!
+//! A clause whose checked bytes (those with a nonzero mask) reach past the end of the packet
+//! does not hold, so its `!` form does.
 
-use crate::{Args, BuildCtx, ConfigError, Element};
+use crate::args::{unquote, Args};
+use crate::{BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
+use packet::Packet;
+use std::any::Any;
 
-/// Builds an element of this family, or `None` if `class` is not one of them.
-pub fn build(class: &str, args: &Args, bcx: &BuildCtx) -> Option<Result<Box<dyn Element>, ConfigError>> {
-    let _ = (class, args, bcx);
-    None
+/// Builds `Classifier`, or `None` for other classes.
+pub fn build(
+    class: &str,
+    args: &Args,
+    bcx: &BuildCtx,
+) -> Option<Result<Box<dyn Element>, ConfigError>> {
+    let _ = bcx;
+    match class {
+        "Classifier" => Some(Classifier::new(args).map(|e| Box::new(e) as Box<dyn Element>)),
+        _ => None,
+    }
+}
+
+/// One `OFFSET/VALUE%MASK` clause.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Clause {
+    /// Byte offset from the start of the packet data.
+    pub offset: usize,
+    /// Expected bytes (already masked).
+    pub value: Vec<u8>,
+    /// Which bits of each byte are compared.
+    pub mask: Vec<u8>,
+    /// True for a `!` clause (must not match).
+    pub negated: bool,
+}
+
+impl Clause {
+    /// Whether the clause's bytes match `data` (ignoring negation); false if the checked bytes
+    /// are not all present.
+    fn bytes_match(&self, data: &[u8]) -> bool {
+        let needed = self.mask.iter().rposition(|m| *m != 0).map_or(0, |i| i + 1);
+        let Some(window) = data.get(self.offset..).and_then(|d| d.get(..needed)) else {
+            return false;
+        };
+        window
+            .iter()
+            .zip(&self.mask)
+            .zip(&self.value)
+            .all(|((b, m), v)| b & m == *v)
+    }
+
+    /// Whether the clause holds for `data`.
+    pub fn matches(&self, data: &[u8]) -> bool {
+        self.bytes_match(data) != self.negated
+    }
+}
+
+/// One pattern: clauses that must all hold (`-` is the empty list).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Pattern {
+    /// The clauses, all of which must hold.
+    pub clauses: Vec<Clause>,
+}
+
+impl Pattern {
+    /// Whether every clause holds for `data`.
+    pub fn matches(&self, data: &[u8]) -> bool {
+        self.clauses.iter().all(|c| c.matches(data))
+    }
+}
+
+fn hex_nibble(c: char) -> Option<u8> {
+    c.to_digit(16).map(|d| d as u8)
+}
+
+/// Parses one clause such as `12/0800`, `!23/06`, `14/4?%f0`.
+pub fn parse_clause(word: &str) -> Result<Clause, ConfigError> {
+    let (negated, body) = match word.strip_prefix('!') {
+        Some(rest) => (true, rest),
+        None => (false, word),
+    };
+    let (off, rest) = body.split_once('/').ok_or_else(|| {
+        ConfigError::new(format!("expected `OFFSET/VALUE` clause, found `{word}`"))
+    })?;
+    if off.is_empty() || !off.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(ConfigError::new(format!(
+            "expected a decimal offset before `/` in `{word}`"
+        )));
+    }
+    let offset: usize =
+        off.parse().ok().filter(|o| *o <= 0xffff).ok_or_else(|| {
+            ConfigError::new(format!("expected an offset at most 65535 in `{word}`"))
+        })?;
+    let (val, mask) = match rest.split_once('%') {
+        Some((v, m)) => (v, Some(m)),
+        None => (rest, None),
+    };
+    if val.is_empty() || val.len() % 2 != 0 {
+        return Err(ConfigError::new(format!(
+            "expected an even number of hex digits after `/` in `{word}`"
+        )));
+    }
+    let mut value = Vec::with_capacity(val.len() / 2);
+    let mut vmask = Vec::with_capacity(val.len() / 2);
+    let chars: Vec<char> = val.chars().collect();
+    for pair in chars.chunks(2) {
+        let (mut b, mut m) = (0u8, 0u8);
+        for (i, c) in pair.iter().enumerate() {
+            let shift = if i == 0 { 4 } else { 0 };
+            if *c == '?' {
+                continue;
+            }
+            let d = hex_nibble(*c).ok_or_else(|| {
+                ConfigError::new(format!(
+                    "expected hex digits or `?` after `/` in `{word}`, found `{c}`"
+                ))
+            })?;
+            b |= d << shift;
+            m |= 0xf << shift;
+        }
+        value.push(b);
+        vmask.push(m);
+    }
+    if let Some(m) = mask {
+        if m.len() != val.len() {
+            return Err(ConfigError::new(format!(
+                "expected the mask in `{word}` to have as many hex digits as the value"
+            )));
+        }
+        let mchars: Vec<char> = m.chars().collect();
+        for (i, pair) in mchars.chunks(2).enumerate() {
+            let mut byte = 0u8;
+            for c in pair {
+                let d = hex_nibble(*c).ok_or_else(|| {
+                    ConfigError::new(format!(
+                        "expected hex digits after `%` in `{word}`, found `{c}`"
+                    ))
+                })?;
+                byte = (byte << 4) | d;
+            }
+            if let Some(vm) = vmask.get_mut(i) {
+                *vm &= byte;
+            }
+        }
+    }
+    for (v, m) in value.iter_mut().zip(&vmask) {
+        *v &= *m;
+    }
+    Ok(Clause {
+        offset,
+        value,
+        mask: vmask,
+        negated,
+    })
+}
+
+/// Parses one pattern: `-` or space-separated clauses.
+pub fn parse_pattern(text: &str) -> Result<Pattern, ConfigError> {
+    let text = text.trim();
+    if text == "-" {
+        return Ok(Pattern::default());
+    }
+    let clauses = text
+        .split_whitespace()
+        .map(parse_clause)
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Pattern { clauses })
+}
+
+/// `Classifier(PATTERN_1, ..., PATTERN_N)`: one output per pattern.
+#[derive(Debug, Clone)]
+pub struct Classifier {
+    patterns: Vec<Pattern>,
+}
+
+impl Classifier {
+    /// Parses a `Classifier` configuration.
+    pub fn new(args: &Args) -> Result<Classifier, ConfigError> {
+        let mut patterns = Vec::new();
+        for (i, a) in args.all().iter().enumerate() {
+            let text = match &a.keyword {
+                Some(k) => format!("{k} {}", a.value),
+                None => a.value.clone(),
+            };
+            let p = parse_pattern(&unquote(&text))
+                .map_err(|e| ConfigError::new(format!("pattern {i}: {}", e.message)))?;
+            patterns.push(p);
+        }
+        if patterns.is_empty() {
+            return Err(ConfigError::new("expected at least one pattern"));
+        }
+        Ok(Classifier { patterns })
+    }
+
+    /// The parsed patterns, one per output.
+    pub fn patterns(&self) -> &[Pattern] {
+        &self.patterns
+    }
+
+    /// The output of the first pattern `data` matches.
+    pub fn classify(&self, data: &[u8]) -> Option<usize> {
+        self.patterns.iter().position(|p| p.matches(data))
+    }
+}
+
+impl Element for Classifier {
+    fn class_name(&self) -> &'static str {
+        "Classifier"
+    }
+    fn port_count(&self) -> PortCount {
+        PortCount::exact(1, self.patterns.len())
+    }
+    fn push(&mut self, _port: usize, packet: Packet, _cx: &mut Context) -> Verdict {
+        match self.classify(packet.data()) {
+            Some(o) => Verdict::Out(o, packet),
+            None => Verdict::Drop(packet, "no-match"),
+        }
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clause_parsing() {
+        let c = parse_clause("12/08?6%ff0f").unwrap();
+        assert_eq!(
+            (c.offset, c.value.clone(), c.mask.clone(), c.negated),
+            (12, vec![0x08, 0x06], vec![0xff, 0x0f], false)
+        );
+        assert!(parse_clause("!0/ff").unwrap().negated);
+        assert!(parse_clause("12/080")
+            .unwrap_err()
+            .message
+            .contains("even number"));
+        assert!(parse_clause("x/08").is_err());
+        assert!(parse_clause("12/0g").is_err());
+        assert!(parse_clause("12/08%f").is_err());
+        assert!(parse_clause("12:08").is_err());
+    }
 }

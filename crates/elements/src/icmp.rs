@@ -1,9 +1,362 @@
-//! Elements of this family (being written).
+//! ICMP: `ICMPError` builds ICMP error messages about the packets it receives.
 
-use crate::{Args, BuildCtx, ConfigError, Element};
+use crate::args::{parse_bool, parse_uint, parse_uint_max};
+use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
+use packet::{Packet, PacketType};
+use std::any::Any;
+use std::net::Ipv4Addr;
+use wire::checksum;
 
-/// Builds an element of this family, or `None` if `class` is not one of them.
-pub fn build(class: &str, args: &Args, bcx: &BuildCtx) -> Option<Result<Box<dyn Element>, ConfigError>> {
-    let _ = (class, args, bcx);
-    None
+/// Builds `ICMPError`; `None` for other classes.
+pub fn build(
+    class: &str,
+    args: &Args,
+    bcx: &BuildCtx,
+) -> Option<Result<Box<dyn Element>, ConfigError>> {
+    match class {
+        "ICMPError" => {
+            Some(ICMPError::from_args(args, bcx).map(|e| Box::new(e) as Box<dyn Element>))
+        }
+        _ => None,
+    }
+}
+
+const UNREACH: u8 = 3;
+const REDIRECT: u8 = 5;
+
+/// True for the ICMP error types (unreachable, source quench, redirect, time exceeded,
+/// parameter problem).
+pub fn is_error_type(t: u8) -> bool {
+    matches!(t, 3 | 4 | 5 | 11 | 12)
+}
+
+/// Parses an ICMP type: a number or one of Click's names.
+pub fn parse_icmp_type(s: &str) -> Result<u8, ConfigError> {
+    let t = match s.trim() {
+        "echo-reply" | "echoreply" => 0,
+        "unreachable" => 3,
+        "sourcequench" => 4,
+        "redirect" => 5,
+        "echo" => 8,
+        "routeradvert" => 9,
+        "routersolicit" => 10,
+        "timeexceeded" => 11,
+        "parameterproblem" => 12,
+        "timestamp" => 13,
+        "timestamp-reply" => 14,
+        other => parse_uint_max(
+            other,
+            255,
+            "ICMP type (a number or a name such as unreachable)",
+        )? as u8,
+    };
+    Ok(t)
+}
+
+/// Parses an ICMP code for `ty`: a number or one of Click's names for that type.
+pub fn parse_icmp_code(ty: u8, s: &str) -> Result<u8, ConfigError> {
+    let s = s.trim();
+    let named = match (ty, s) {
+        (3, "net") => Some(0),
+        (3, "host") => Some(1),
+        (3, "protocol" | "proto") => Some(2),
+        (3, "port") => Some(3),
+        (3, "needfrag") => Some(4),
+        (3, "srcroutefail") => Some(5),
+        (3, "net-unknown") => Some(6),
+        (3, "host-unknown") => Some(7),
+        (3, "isolated") => Some(8),
+        (3, "net-prohibited") => Some(9),
+        (3, "host-prohibited") => Some(10),
+        (3, "tos-net") => Some(11),
+        (3, "tos-host") => Some(12),
+        (3, "filter-prohibited") => Some(13),
+        (3, "host-precedence") => Some(14),
+        (3, "precedence-cutoff") => Some(15),
+        (5, "net") => Some(0),
+        (5, "host") => Some(1),
+        (5, "tos-net") => Some(2),
+        (5, "tos-host") => Some(3),
+        (11, "transit") => Some(0),
+        (11, "reassembly") => Some(1),
+        (12, "erroratptr") => Some(0),
+        (12, "missingopt") => Some(1),
+        (12, "length") => Some(2),
+        _ => None,
+    };
+    match named {
+        Some(c) => Ok(c),
+        None => parse_uint_max(
+            s,
+            255,
+            &format!("ICMP code for type {ty} (a number 0-255 or a code name)"),
+        )
+        .map(|v| v as u8),
+    }
+}
+
+/// `ICMPError(SRC, TYPE [, CODE, BADADDRS, keywords MTU, PMTU, SET_FIX_ANNO])`: produces the
+/// ICMP error message about each input packet (Click 1/1).
+///
+/// The input packet must have its network header annotation set. The error is a new packet:
+/// an IPv4 header (TOS 0, ID counting up from 1 per element, TTL 200, protocol ICMP, source
+/// SRC, destination the original source; carrying the reversed source route if the
+/// original had a valid LSRR/SSRR option) and an ICMP header (TYPE, CODE; a redirect's
+/// gateway is the original's destination IP annotation; an unreachable/needfrag error
+/// carries PMTU as next-hop MTU; a parameter problem's pointer is 0, as FuseBox has no
+/// parameter-offset annotation), followed by as much of the original packet from its IP
+/// header as fits in MTU bytes (default 576, RFC 1812 4.3.2.3). Both checksums are
+/// computed. The new packet's network and transport header annotations and its destination
+/// IP annotation (the original source) are set; it is emitted on output 0 and the original
+/// is consumed (dropped, `icmp-error`).
+///
+/// No error is produced (the packet is dropped, `icmp-error-suppressed`) for ICMP error
+/// messages (or ICMP packets too short to tell), packets to 255.255.255.255, a multicast
+/// address or one of BADADDRS, link-level broadcasts or multicasts (packet type annotation),
+/// packets from an invalid source (broadcast, multicast, BADADDRS, net 0, net 127, class E),
+/// fragments other than the first, and, for redirects, source-routed packets. Packets
+/// without a usable IP header are dropped (`bad-ip-header`).
+///
+/// TYPE and CODE take numbers or Click's names: types `unreachable` (3), `sourcequench`
+/// (4), `redirect` (5), `timeexceeded` (11), `parameterproblem` (12); codes `net`, `host`,
+/// `protocol`, `port`, `needfrag`, ... for unreachable, `net`, `host` for redirect,
+/// `transit`, `reassembly` for timeexceeded, `erroratptr`, `missingopt`, `length` for
+/// parameterproblem. SET_FIX_ANNO is accepted; FuseBox has no fix-IP-source annotation.
+#[derive(Debug)]
+pub struct ICMPError {
+    src: Ipv4Addr,
+    icmp_type: u8,
+    code: u8,
+    bad_addrs: Vec<Ipv4Addr>,
+    mtu: usize,
+    pmtu: u16,
+    next_id: u16,
+    sent: u64,
+    suppressed: u64,
+}
+
+impl ICMPError {
+    /// Builds the element from its arguments.
+    pub fn from_args(args: &Args, bcx: &BuildCtx) -> Result<ICMPError, ConfigError> {
+        args.check(
+            4,
+            &[
+                "SRC",
+                "TYPE",
+                "CODE",
+                "BADADDRS",
+                "MTU",
+                "PMTU",
+                "SET_FIX_ANNO",
+            ],
+        )?;
+        let src = bcx
+            .names
+            .ipv4(args.require(0, "SRC", "source IP address")?)?;
+        let icmp_type = parse_icmp_type(args.require(1, "TYPE", "ICMP type")?)?;
+        if !is_error_type(icmp_type) {
+            return Err(ConfigError::new(format!(
+                "expected an ICMP error type (unreachable, sourcequench, redirect, timeexceeded, parameterproblem), found type {icmp_type}"
+            )));
+        }
+        let code = parse_icmp_code(icmp_type, args.get(2, "CODE").unwrap_or("0"))?;
+        let mut bad_addrs = Vec::new();
+        if let Some(list) = args.get(3, "BADADDRS") {
+            for w in list.split_whitespace() {
+                bad_addrs.push(bcx.names.ipv4(w)?);
+            }
+        }
+        let mtu = args
+            .keyword("MTU")
+            .map(|v| parse_uint(v, "MTU"))
+            .transpose()?
+            .unwrap_or(576);
+        if mtu < 28 {
+            return Err(ConfigError::new(format!(
+                "expected MTU at least 28, found {mtu}"
+            )));
+        }
+        let pmtu = args
+            .keyword("PMTU")
+            .map(|v| parse_uint_max(v, 65535, "PMTU"))
+            .transpose()?
+            .unwrap_or(0);
+        if let Some(v) = args.keyword("SET_FIX_ANNO") {
+            parse_bool(v, "SET_FIX_ANNO")?;
+        }
+        Ok(ICMPError {
+            src,
+            icmp_type,
+            code,
+            bad_addrs,
+            mtu: usize::try_from(mtu).unwrap_or(usize::MAX).min(65535),
+            pmtu: pmtu as u16,
+            next_id: 1,
+            sent: 0,
+            suppressed: 0,
+        })
+    }
+
+    /// The configured source address, type and code.
+    pub fn params(&self) -> (Ipv4Addr, u8, u8) {
+        (self.src, self.icmp_type, self.code)
+    }
+
+    fn unicast(&self, a: Ipv4Addr) -> bool {
+        let h = u32::from(a);
+        h != u32::MAX && h & 0xf000_0000 != 0xe000_0000 && !self.bad_addrs.contains(&a)
+    }
+
+    fn valid_source(&self, a: Ipv4Addr) -> bool {
+        let net = a.octets()[0];
+        self.unicast(a) && net != 0 && net != 127 && net & 0xf0 != 0xf0
+    }
+
+    /// Offset of a valid LSRR/SSRR option in header `ip` of length `hl`.
+    fn source_route(ip: &[u8], hl: usize) -> Option<usize> {
+        let mut oi = 20;
+        while oi < hl {
+            let t = *ip.get(oi)?;
+            match t {
+                1 => {
+                    oi += 1;
+                    continue;
+                }
+                0 => return None,
+                _ => {}
+            }
+            let xlen = usize::from(*ip.get(oi + 1)?);
+            if xlen < 2 || oi + xlen > hl {
+                return None;
+            }
+            if t == 131 || t == 137 {
+                if let Some(&ptr) = ip.get(oi + 2) {
+                    let ptr = usize::from(ptr);
+                    if ptr >= 4 && ptr % 4 == 0 && ptr <= xlen + 1 {
+                        return Some(oi);
+                    }
+                }
+            }
+            oi += xlen;
+        }
+        None
+    }
+
+    /// The suppression check and the error message bytes, or the drop reason.
+    fn make(&mut self, p: &Packet) -> Result<Vec<u8>, &'static str> {
+        let ip = p.network_header().ok_or("bad-ip-header")?;
+        let hl = usize::from(ip.first().copied().unwrap_or(0) & 0x0f) * 4;
+        if ip.len() < 20 || hl < 20 || hl > ip.len() {
+            return Err("bad-ip-header");
+        }
+        let src = Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]);
+        let dst = Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]);
+        let icmp_error_in =
+            ip[9] == 1 && (hl + 4 > ip.len() || ip.get(hl).is_none_or(|t| is_error_type(*t)));
+        let suppressed = icmp_error_in
+            || !self.unicast(dst)
+            || matches!(
+                p.meta.packet_type,
+                PacketType::Broadcast | PacketType::Multicast
+            )
+            || !self.valid_source(src)
+            || u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff != 0;
+        if suppressed {
+            return Err("icmp-error-suppressed");
+        }
+        // (Click leaves the route out of a parameter problem about the route itself; the
+        // pointer is always 0 here, so that never applies.)
+        let sr = Self::source_route(ip, hl);
+        if sr.is_some() && self.icmp_type == REDIRECT {
+            return Err("icmp-error-suppressed");
+        }
+        // IP options: the reversed source route.
+        let mut opts = Vec::new();
+        if let Some(o) = sr {
+            let ptr = usize::from(ip.get(o + 2).copied().unwrap_or(4));
+            let olen = ptr - 1;
+            opts = vec![0u8; (olen + 1).div_ceil(4) * 4];
+            opts[0] = ip[o];
+            opts[1] = olen as u8;
+            opts[2] = 4;
+            let mut w = 3;
+            let mut r = o + ptr - 5;
+            while r >= o + 3 {
+                if let (Some(src4), Some(dst4)) = (ip.get(r..r + 4), opts.get_mut(w..w + 4)) {
+                    dst4.copy_from_slice(src4);
+                }
+                w += 4;
+                r -= 4;
+            }
+        }
+        let nhl = 20 + opts.len();
+        let room = self.mtu.saturating_sub(nhl + 8);
+        let xlen = room.min(ip.len());
+        let total = nhl + 8 + xlen;
+        let mut d = vec![0u8; total];
+        d[0] = 0x40 | (nhl / 4) as u8;
+        d[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+        d[4..6].copy_from_slice(&self.next_id.to_be_bytes());
+        d[8] = 200;
+        d[9] = 1;
+        d[12..16].copy_from_slice(&self.src.octets());
+        d[16..20].copy_from_slice(&src.octets());
+        d[20..nhl].copy_from_slice(&opts);
+        let ck = checksum::data(&d[..nhl]);
+        d[10..12].copy_from_slice(&ck.to_be_bytes());
+        let icmp = &mut d[nhl..];
+        icmp[0] = self.icmp_type;
+        icmp[1] = self.code;
+        if self.icmp_type == REDIRECT {
+            icmp[4..8].copy_from_slice(&p.meta.dst_ip.octets());
+        }
+        if self.icmp_type == UNREACH && self.code == 4 {
+            icmp[6..8].copy_from_slice(&self.pmtu.to_be_bytes());
+        }
+        icmp[8..].copy_from_slice(&ip[..xlen]);
+        let ck = checksum::data(icmp);
+        icmp[2..4].copy_from_slice(&ck.to_be_bytes());
+        self.next_id = self.next_id.wrapping_add(1);
+        Ok(d)
+    }
+}
+
+impl Element for ICMPError {
+    fn class_name(&self) -> &'static str {
+        "ICMPError"
+    }
+
+    fn port_count(&self) -> PortCount {
+        PortCount::exact(1, 1)
+    }
+
+    fn push(&mut self, _port: usize, packet: Packet, cx: &mut Context) -> Verdict {
+        match self.make(&packet) {
+            Ok(bytes) => {
+                let mut q = cx.new_packet(&bytes, &packet.meta);
+                let nhl = usize::from(bytes[0] & 0x0f) * 4;
+                q.set_network_header(0);
+                q.set_transport_header(nhl);
+                q.meta.dst_ip = Ipv4Addr::new(bytes[16], bytes[17], bytes[18], bytes[19]);
+                self.sent += 1;
+                cx.drop(packet, "icmp-error");
+                cx.emit(0, q);
+                Verdict::Done
+            }
+            Err(reason) => {
+                if reason == "icmp-error-suppressed" {
+                    self.suppressed += 1;
+                }
+                Verdict::Drop(packet, reason)
+            }
+        }
+    }
+
+    fn stats(&self) -> Vec<(&'static str, u64)> {
+        vec![("sent", self.sent), ("suppressed", self.suppressed)]
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
 }

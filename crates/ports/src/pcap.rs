@@ -16,7 +16,7 @@
 //! [`Precision::Nano`], microsecond magic otherwise.
 
 use packet::{Precision, Timestamp};
-use pcap_parser::pcapng::Block;
+use pcap_parser::pcapng::{Block, OptionCode};
 use pcap_parser::traits::PcapReaderIterator;
 use pcap_parser::{LegacyPcapReader, PcapBlockOwned, PcapNGReader};
 use std::fmt;
@@ -170,13 +170,19 @@ impl fmt::Display for PcapError {
                 plural(*records_read)
             ),
             PcapError::Corrupt {
+                records_read: 0,
+                offset: 0,
+                what,
+                ..
+            } => write!(f, "{p}: bad file header: {what}"),
+            PcapError::Corrupt {
                 records_read,
                 offset,
                 what,
                 ..
             } => write!(
                 f,
-                "{p}: corrupt record at byte {offset} after {records_read} complete packet{}: {what}",
+                "{p}: corrupt data at byte {offset} after {records_read} complete packet{}: {what}",
                 plural(*records_read)
             ),
             PcapError::UnsupportedLinktype { linktype, .. } => {
@@ -235,6 +241,8 @@ enum Format {
     },
     Ng {
         interfaces: Vec<Interface>,
+        /// Byte order of the current section.
+        big_endian: bool,
     },
 }
 
@@ -351,6 +359,7 @@ impl PcapReader {
                 Box::new(r),
                 Format::Ng {
                     interfaces: Vec::new(),
+                    big_endian: false,
                 },
             )
         } else {
@@ -366,6 +375,24 @@ impl PcapReader {
                 }
             };
             let magic = word(0);
+            let half = |i: usize| {
+                let b = [head[i], head[i + 1]];
+                if big_endian {
+                    u16::from_be_bytes(b)
+                } else {
+                    u16::from_le_bytes(b)
+                }
+            };
+            let (major, minor) = (half(4), half(6));
+            // As libpcap: version 2.0 to 2.4 only.
+            if major != 2 || minor > 4 {
+                return Err(PcapError::Corrupt {
+                    path: path.to_path_buf(),
+                    records_read: 0,
+                    offset: 0,
+                    what: format!("unsupported pcap version {major}.{minor}"),
+                });
+            }
             let snaplen = word(16);
             let linktype = word(20);
             let r = LegacyPcapReader::new(BUFFER_SIZE, file).map_err(map_open_err)?;
@@ -396,7 +423,7 @@ impl PcapReader {
         if matches!(reader.format, Format::Ng { .. }) {
             // Read up to the first interface description (or whatever comes first).
             loop {
-                if let Format::Ng { interfaces } = &reader.format {
+                if let Format::Ng { interfaces, .. } = &reader.format {
                     if let Some(first) = interfaces.first() {
                         reader.linktype = first.linktype;
                         break;
@@ -404,6 +431,8 @@ impl PcapReader {
                 }
                 match reader.step() {
                     Step::Meta => {}
+                    // A bad section header: the file header itself is unusable.
+                    Step::Err(e @ PcapError::Corrupt { offset: 0, .. }) => return Err(e),
                     other => {
                         reader.pending = Some(other);
                         break;
@@ -431,7 +460,7 @@ impl PcapReader {
         match &self.format {
             Format::Legacy { nano: true, .. } => Precision::Nano,
             Format::Legacy { nano: false, .. } => Precision::Micro,
-            Format::Ng { interfaces } => interfaces
+            Format::Ng { interfaces, .. } => interfaces
                 .iter()
                 .find(|i| i.linktype == self.linktype)
                 .map_or(Precision::Micro, Interface::precision),
@@ -601,10 +630,25 @@ fn convert_block(
             (Ok(Some(record)), Some(*linktype))
         }
         (Format::Legacy { .. }, _) => (Ok(None), None),
-        (Format::Ng { interfaces }, PcapBlockOwned::NG(block)) => match block {
-            Block::SectionHeader(_) => {
+        (
+            Format::Ng {
+                interfaces,
+                big_endian,
+            },
+            PcapBlockOwned::NG(block),
+        ) => match block {
+            Block::SectionHeader(shb) => {
+                // As libpcap: pcapng 1.0 (and the 1.2 some writers used) only.
+                let (major, minor) = (shb.major_version, shb.minor_version);
+                if major != 1 || !(minor == 0 || minor == 2) {
+                    return (
+                        Err(format!("unsupported pcapng version {major}.{minor}")),
+                        None,
+                    );
+                }
                 // Interface ids are local to a section.
                 interfaces.clear();
+                *big_endian = shb.big_endian();
                 (Ok(None), None)
             }
             Block::InterfaceDescription(idb) => {
@@ -618,10 +662,25 @@ fn convert_block(
                         None,
                     );
                 };
+                // pcap-parser reads if_tsoffset as little-endian whatever the section's
+                // byte order: decode it here.
+                let offset_secs = idb
+                    .options
+                    .iter()
+                    .find(|o| o.code == OptionCode::IfTsoffset)
+                    .and_then(|o| o.value.get(..8))
+                    .and_then(|v| <[u8; 8]>::try_from(v).ok())
+                    .map_or(0, |b| {
+                        if *big_endian {
+                            i64::from_be_bytes(b)
+                        } else {
+                            i64::from_le_bytes(b)
+                        }
+                    });
                 interfaces.push(Interface {
-                    linktype: idb.linktype.0 as u32,
+                    linktype: u32::from(idb.linktype.0 as u16),
                     units_per_sec,
-                    offset_secs: idb.if_tsoffset,
+                    offset_secs,
                     snaplen: idb.snaplen,
                 });
                 (Ok(None), None)

@@ -476,3 +476,29 @@ fn damaged_files_never_panic() {
     }
     assert!(errors > 0, "no damaged file was detected");
 }
+
+#[test]
+fn unsupported_versions_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("v.pcap");
+    write_file(&p, Precision::Micro, &[(Timestamp(1), frame(20, 1))]);
+    let good = std::fs::read(&p).unwrap();
+    for (major, minor) in [(1u16, 0u16), (2, 5), (3, 4)] {
+        let mut b = good.clone();
+        b[4..6].copy_from_slice(&major.to_le_bytes());
+        b[6..8].copy_from_slice(&minor.to_le_bytes());
+        std::fs::write(&p, &b).unwrap();
+        let err = PcapReader::open(&p).unwrap_err();
+        assert!(
+            err.to_string().contains(&format!("unsupported pcap version {major}.{minor}")),
+            "{err}"
+        );
+    }
+    let q = dir.path().join("v.pcapng");
+    let mut ng = sample_pcapng(false);
+    ng[12..14].copy_from_slice(&1u16.to_le_bytes());
+    ng[14..16].copy_from_slice(&1u16.to_le_bytes());
+    std::fs::write(&q, &ng).unwrap();
+    let err = PcapReader::open(&q).unwrap_err();
+    assert!(err.to_string().contains("unsupported pcapng version 1.1"), "{err}");
+}

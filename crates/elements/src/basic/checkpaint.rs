@@ -25,7 +25,10 @@ impl CheckPaint {
         args.check(2, &["COLOR", "ANNO"])?;
         let color = parse_color(args.require(0, "COLOR", "paint color 0-255")?)?;
         check_paint_anno(args, 1)?;
-        Ok(CheckPaint { color, has_reject_output: bcx.noutputs >= 2 })
+        Ok(CheckPaint {
+            color,
+            has_reject_output: bcx.noutputs >= 2,
+        })
     }
 }
 

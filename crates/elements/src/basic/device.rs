@@ -27,7 +27,12 @@ use std::any::Any;
 use std::path::PathBuf;
 
 /// Class names built as [`FromDevice`].
-pub(super) const FROM_DEVICE: &[&str] = &["FromDevice", "PollDevice", "FromNetmapDevice", "FromDPDKDevice"];
+pub(super) const FROM_DEVICE: &[&str] = &[
+    "FromDevice",
+    "PollDevice",
+    "FromNetmapDevice",
+    "FromDPDKDevice",
+];
 /// Class names built as [`ToDevice`].
 pub(super) const TO_DEVICE: &[&str] = &["ToDevice", "ToNetmapDevice", "ToDPDKDevice"];
 
@@ -43,7 +48,9 @@ fn devname(args: &Args) -> Result<String, ConfigError> {
     let d = args.require(0, "DEVNAME", "interface name")?;
     let d = unquote(d);
     if d.is_empty() {
-        return Err(ConfigError::new("expected DEVNAME (an interface name), found an empty string"));
+        return Err(ConfigError::new(
+            "expected DEVNAME (an interface name), found an empty string",
+        ));
     }
     Ok(d)
 }
@@ -51,7 +58,9 @@ fn devname(args: &Args) -> Result<String, ConfigError> {
 fn filename(args: &Args, bcx: &BuildCtx) -> Result<PathBuf, ConfigError> {
     let f = unquote(args.require(0, "FILENAME", "pcap file name")?);
     if f.is_empty() {
-        return Err(ConfigError::new("expected FILENAME (a pcap file name), found an empty string"));
+        return Err(ConfigError::new(
+            "expected FILENAME (a pcap file name), found an empty string",
+        ));
     }
     Ok(bcx.base_dir.join(f))
 }
@@ -67,7 +76,10 @@ pub struct FromDevice {
 impl FromDevice {
     /// Reads `DEVNAME`; every other argument is accepted and ignored.
     pub fn configure(class: &'static str, args: &Args) -> Result<FromDevice, ConfigError> {
-        Ok(FromDevice { class, devname: devname(args)? })
+        Ok(FromDevice {
+            class,
+            devname: devname(args)?,
+        })
     }
 }
 
@@ -100,7 +112,10 @@ pub struct ToDevice {
 impl ToDevice {
     /// Reads `DEVNAME`; every other argument is accepted and ignored.
     pub fn configure(class: &'static str, args: &Args) -> Result<ToDevice, ConfigError> {
-        Ok(ToDevice { class, devname: devname(args)? })
+        Ok(ToDevice {
+            class,
+            devname: devname(args)?,
+        })
     }
 }
 
@@ -125,8 +140,22 @@ impl Element for ToDevice {
 }
 
 const FROM_DUMP_KEYWORDS: &[&str] = &[
-    "FILENAME", "STOP", "TIMING", "ACTIVE", "FORCE_IP", "START", "START_AFTER", "END", "END_AFTER",
-    "INTERVAL", "END_CALL", "SAMPLE", "FILEPOS", "MMAP", "TIMING_FUZZ", "BURST",
+    "FILENAME",
+    "STOP",
+    "TIMING",
+    "ACTIVE",
+    "FORCE_IP",
+    "START",
+    "START_AFTER",
+    "END",
+    "END_AFTER",
+    "INTERVAL",
+    "END_CALL",
+    "SAMPLE",
+    "FILEPOS",
+    "MMAP",
+    "TIMING_FUZZ",
+    "BURST",
 ];
 
 /// `FromDump(FILENAME, ...)`: the packets of a pcap file enter here.
@@ -151,7 +180,9 @@ impl FromDump {
         let b = |k: &str, d: bool| args.keyword(k).map_or(Ok(d), |v| parse_bool(v, k));
         if let Some(v) = args.keyword("SAMPLE") {
             v.trim().parse::<f64>().map_err(|_| {
-                ConfigError::new(format!("expected SAMPLE (a probability between 0 and 1), found `{v}`"))
+                ConfigError::new(format!(
+                    "expected SAMPLE (a probability between 0 and 1), found `{v}`"
+                ))
             })?;
         }
         if let Some(v) = args.keyword("BURST") {
@@ -170,7 +201,11 @@ impl FromDump {
 /// Where the IP header of an Ethernet frame starts, and its header length, if the frame
 /// carries IPv4 or IPv6 (after at most one 802.1Q tag).
 fn ip_header(frame: &[u8]) -> Option<(usize, usize)> {
-    let et = |at: usize| frame.get(at..at + 2).map(|b| u16::from_be_bytes([b[0], b[1]]));
+    let et = |at: usize| {
+        frame
+            .get(at..at + 2)
+            .map(|b| u16::from_be_bytes([b[0], b[1]]))
+    };
     let (off, ty) = match et(12)? {
         wire::ethernet::ethertype::VLAN => (18, et(16)?),
         t => (14, t),
@@ -181,7 +216,9 @@ fn ip_header(frame: &[u8]) -> Option<(usize, usize)> {
             let hl = usize::from(first & 0x0f) * 4;
             (hl >= 20 && frame.len() >= off + hl).then_some((off, hl))
         }
-        wire::ethernet::ethertype::IPV6 if first >> 4 == 6 => (frame.len() >= off + 40).then_some((off, 40)),
+        wire::ethernet::ethertype::IPV6 if first >> 4 == 6 => {
+            (frame.len() >= off + 40).then_some((off, 40))
+        }
         _ => None,
     }
 }
@@ -214,8 +251,15 @@ impl Element for FromDump {
     }
 }
 
-const TO_DUMP_KEYWORDS: &[&str] =
-    &["FILENAME", "SNAPLEN", "ENCAP", "USE_ENCAP_FROM", "EXTRA_LENGTH", "UNBUFFERED", "NANO"];
+const TO_DUMP_KEYWORDS: &[&str] = &[
+    "FILENAME",
+    "SNAPLEN",
+    "ENCAP",
+    "USE_ENCAP_FROM",
+    "EXTRA_LENGTH",
+    "UNBUFFERED",
+    "NANO",
+];
 
 /// `ToDump(FILENAME, ...)`: packets reaching this element are written to a pcap file.
 #[derive(Debug, Clone)]
@@ -238,15 +282,30 @@ impl ToDump {
             Some(v) => crate::args::parse_uint_max(v, u64::from(u32::MAX), "SNAPLEN")? as u32,
             None => 2000,
         };
-        let encap = args.keyword("ENCAP").map_or("ETHER".to_string(), |e| e.trim().to_ascii_uppercase());
-        if !matches!(encap.as_str(), "ETHER" | "IP" | "RAW" | "LINUX_SLL" | "802_11" | "PRISM") {
-            return Err(ConfigError::new(format!("expected ENCAP ETHER or IP, found `{encap}`")));
+        let encap = args
+            .keyword("ENCAP")
+            .map_or("ETHER".to_string(), |e| e.trim().to_ascii_uppercase());
+        if !matches!(
+            encap.as_str(),
+            "ETHER" | "IP" | "RAW" | "LINUX_SLL" | "802_11" | "PRISM"
+        ) {
+            return Err(ConfigError::new(format!(
+                "expected ENCAP ETHER or IP, found `{encap}`"
+            )));
         }
-        let nano = args.keyword("NANO").map(|v| parse_bool(v, "NANO")).transpose()?;
+        let nano = args
+            .keyword("NANO")
+            .map(|v| parse_bool(v, "NANO"))
+            .transpose()?;
         if let Some(v) = args.keyword("UNBUFFERED") {
             parse_bool(v, "UNBUFFERED")?;
         }
-        Ok(ToDump { path: filename(args, bcx)?, snaplen, encap, nano })
+        Ok(ToDump {
+            path: filename(args, bcx)?,
+            snaplen,
+            encap,
+            nano,
+        })
     }
 }
 
@@ -295,8 +354,14 @@ mod tests {
         let mut e = ok("FromDevice", "eth1", 1);
         let mut f = frame();
         f[0] = 0x01;
-        assert_eq!(run(e.as_mut(), pkt(&f)).out[0].1.meta.packet_type, PacketType::Multicast);
-        assert_eq!(run(e.as_mut(), pkt(&frame())).out[0].1.meta.packet_type, PacketType::Host);
+        assert_eq!(
+            run(e.as_mut(), pkt(&f)).out[0].1.meta.packet_type,
+            PacketType::Multicast
+        );
+        assert_eq!(
+            run(e.as_mut(), pkt(&frame())).out[0].1.meta.packet_type,
+            PacketType::Host
+        );
         // An empty frame is still forwarded (nothing to classify).
         assert_eq!(run(e.as_mut(), pkt(&[])).ports(), vec![0]);
     }
@@ -313,12 +378,21 @@ mod tests {
     #[test]
     fn dumps_resolve_paths_against_base_dir() {
         let e = ok("FromDump", "in.pcap, STOP true, TIMING false", 1);
-        assert_eq!(e.role(), Role::FromDump(Path::new("/cases/x/in.pcap").into()));
-        let d = e.as_any().downcast_ref::<FromDump>().map(|d| (d.stop, d.timing, d.active, d.force_ip));
+        assert_eq!(
+            e.role(),
+            Role::FromDump(Path::new("/cases/x/in.pcap").into())
+        );
+        let d = e
+            .as_any()
+            .downcast_ref::<FromDump>()
+            .map(|d| (d.stop, d.timing, d.active, d.force_ip));
         assert_eq!(d, Some((true, false, true, false)));
         let e = ok("ToDump", "\"/tmp/out.pcap\", SNAPLEN 96, ENCAP IP", 0);
         assert_eq!(e.role(), Role::ToDump(Path::new("/tmp/out.pcap").into()));
-        let t = e.as_any().downcast_ref::<ToDump>().map(|t| (t.snaplen, t.encap.clone()));
+        let t = e
+            .as_any()
+            .downcast_ref::<ToDump>()
+            .map(|t| (t.snaplen, t.encap.clone()));
         assert_eq!(t, Some((96, "IP".to_string())));
         assert!(err("FromDump", "", 1).contains("FILENAME"));
         assert!(err("FromDump", "a.pcap, STOP maybe", 1).contains("STOP"));
@@ -345,7 +419,10 @@ mod tests {
         vlan[18] = 0x46;
         let o = run(e.as_mut(), pkt(&vlan));
         assert_eq!(o.out[0].1.network_offset_in_data(), Some(18));
-        assert_eq!(o.out[0].1.transport_header().map(<[u8]>::len), Some(64 - 18 - 24));
+        assert_eq!(
+            o.out[0].1.transport_header().map(<[u8]>::len),
+            Some(64 - 18 - 24)
+        );
         // Without FORCE_IP everything passes.
         let mut e = ok("FromDump", "in.pcap", 1);
         assert_eq!(run(e.as_mut(), pkt(&arp)).ports(), vec![0]);

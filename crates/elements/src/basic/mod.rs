@@ -66,7 +66,11 @@ fn boxed<E: Element + 'static>(r: Result<E, ConfigError>) -> Result<Box<dyn Elem
 /// Builds an element of this family, or `None` if `class` is not one of them.
 ///
 /// Configuration errors are prefixed with the class name (`Strip: expected LENGTH ...`).
-pub fn build(class: &str, args: &Args, bcx: &BuildCtx) -> Option<Result<Box<dyn Element>, ConfigError>> {
+pub fn build(
+    class: &str,
+    args: &Args,
+    bcx: &BuildCtx,
+) -> Option<Result<Box<dyn Element>, ConfigError>> {
     let r = if let Some(c) = static_name(class, device::FROM_DEVICE) {
         boxed(FromDevice::configure(c, args))
     } else if let Some(c) = static_name(class, device::TO_DEVICE) {
@@ -132,9 +136,19 @@ pub(crate) mod testutil {
     use std::path::Path;
 
     /// Builds `class(config)` with `noutputs` connected outputs.
-    pub fn make(class: &str, config: &str, noutputs: usize) -> Result<Box<dyn Element>, ConfigError> {
+    pub fn make(
+        class: &str,
+        config: &str,
+        noutputs: usize,
+    ) -> Result<Box<dyn Element>, ConfigError> {
         let names = Names::new();
-        let bcx = BuildCtx { name: "nf/e", ninputs: 1, noutputs, names: &names, base_dir: Path::new("/cases/x") };
+        let bcx = BuildCtx {
+            name: "nf/e",
+            ninputs: 1,
+            noutputs,
+            names: &names,
+            base_dir: Path::new("/cases/x"),
+        };
         let args = Args::parse(config)?;
         match super::build(class, &args, &bcx) {
             Some(r) => r,

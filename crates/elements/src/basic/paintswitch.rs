@@ -24,7 +24,9 @@ impl PaintSwitch {
     pub fn configure(args: &Args, bcx: &BuildCtx) -> Result<PaintSwitch, ConfigError> {
         args.check(1, &["ANNO"])?;
         check_paint_anno(args, 0)?;
-        Ok(PaintSwitch { noutputs: bcx.noutputs })
+        Ok(PaintSwitch {
+            noutputs: bcx.noutputs,
+        })
     }
 }
 

@@ -18,7 +18,13 @@ use packet::Packet;
 use std::any::Any;
 
 /// Class names built as [`Queue`].
-pub(super) const QUEUES: &[&str] = &["Queue", "SimpleQueue", "ThreadSafeQueue", "FullNoteQueue", "NotifierQueue"];
+pub(super) const QUEUES: &[&str] = &[
+    "Queue",
+    "SimpleQueue",
+    "ThreadSafeQueue",
+    "FullNoteQueue",
+    "NotifierQueue",
+];
 /// Class names built as [`Unqueue`].
 pub(super) const UNQUEUES: &[&str] = &["Unqueue", "Unqueue2"];
 
@@ -79,7 +85,10 @@ impl Unqueue {
         }
         if let Some(v) = args.keyword("LIMIT") {
             v.trim().parse::<i64>().map_err(|_| {
-                ConfigError::new(format!("expected LIMIT (an integer, -1 for none), found `{}`", v.trim()))
+                ConfigError::new(format!(
+                    "expected LIMIT (an integer, -1 for none), found `{}`",
+                    v.trim()
+                ))
             })?;
         }
         Ok(Unqueue { class, burst })
@@ -122,11 +131,20 @@ mod tests {
     #[test]
     fn capacity_and_burst() {
         let e = ok("Queue", "", 1);
-        assert_eq!(e.as_any().downcast_ref::<Queue>().map(|q| q.capacity), Some(1000));
+        assert_eq!(
+            e.as_any().downcast_ref::<Queue>().map(|q| q.capacity),
+            Some(1000)
+        );
         let e = ok("SimpleQueue", "CAPACITY 20", 1);
-        assert_eq!(e.as_any().downcast_ref::<Queue>().map(|q| q.capacity), Some(20));
+        assert_eq!(
+            e.as_any().downcast_ref::<Queue>().map(|q| q.capacity),
+            Some(20)
+        );
         let e = ok("Unqueue", "8, ACTIVE true, LIMIT -1", 1);
-        assert_eq!(e.as_any().downcast_ref::<Unqueue>().map(|q| q.burst), Some(8));
+        assert_eq!(
+            e.as_any().downcast_ref::<Unqueue>().map(|q| q.burst),
+            Some(8)
+        );
         assert!(err("Queue", "big", 1).contains("expected CAPACITY"));
         assert!(err("Queue", "1, 2", 1).contains("too many"));
         assert!(err("Unqueue", "LIMIT x", 1).contains("LIMIT"));

@@ -34,18 +34,30 @@ impl Tee {
             Some(n) => {
                 let n = parse_uint(n, "N (number of arms)")?;
                 if n == 0 {
-                    return Err(ConfigError::new("expected N (number of arms) at least 1, found 0"));
+                    return Err(ConfigError::new(
+                        "expected N (number of arms) at least 1, found 0",
+                    ));
                 }
-                let n = usize::try_from(n).map_err(|_| ConfigError::new("expected N (number of arms), found a huge number"))?;
+                let n = usize::try_from(n).map_err(|_| {
+                    ConfigError::new("expected N (number of arms), found a huge number")
+                })?;
                 if bcx.noutputs != 0 && bcx.noutputs != n {
                     return Err(ConfigError::new(format!(
                         "expected {n} connected outputs for N {n}, found {}",
                         bcx.noutputs
                     )));
                 }
-                Ok(Tee { class, arms: n, fixed: true })
+                Ok(Tee {
+                    class,
+                    arms: n,
+                    fixed: true,
+                })
             }
-            None => Ok(Tee { class, arms: bcx.noutputs.max(1), fixed: false }),
+            None => Ok(Tee {
+                class,
+                arms: bcx.noutputs.max(1),
+                fixed: false,
+            }),
         }
     }
 }

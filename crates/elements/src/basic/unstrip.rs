@@ -22,7 +22,9 @@ pub struct Unstrip {
 impl Unstrip {
     /// Reads `LENGTH` (mandatory).
     pub fn configure(args: &Args) -> Result<Unstrip, ConfigError> {
-        Ok(Unstrip { length: length_arg(args)? })
+        Ok(Unstrip {
+            length: length_arg(args)?,
+        })
     }
 }
 

@@ -51,8 +51,16 @@ impl GetIPAddress {
             (Some(o), None) => Source::Offset(parse_uint(o, "OFFSET")? as usize),
             (None, Some("src")) => Source::Src,
             (None, Some("dst")) => Source::Dst,
-            (None, Some(o)) => return Err(ConfigError::new(format!("expected IP `src` or `dst`, found `{o}`"))),
-            _ => return Err(ConfigError::new("expected exactly one of OFFSET or IP (src, dst)")),
+            (None, Some(o)) => {
+                return Err(ConfigError::new(format!(
+                    "expected IP `src` or `dst`, found `{o}`"
+                )))
+            }
+            _ => {
+                return Err(ConfigError::new(
+                    "expected exactly one of OFFSET or IP (src, dst)",
+                ))
+            }
         };
         Ok(GetIPAddress { source })
     }
@@ -140,7 +148,10 @@ impl Element for DropBroadcasts {
         PortCount::exact(1, 1)
     }
     fn push(&mut self, _port: usize, p: Packet, _cx: &mut Context) -> Verdict {
-        if matches!(p.meta.packet_type, PacketType::Broadcast | PacketType::Multicast) {
+        if matches!(
+            p.meta.packet_type,
+            PacketType::Broadcast | PacketType::Multicast
+        ) {
             self.drops += 1;
             Verdict::Drop(p, "broadcast")
         } else {
@@ -173,7 +184,9 @@ impl FixIPSrc {
     /// Builds the element.
     pub fn new(args: &Args, bcx: &BuildCtx) -> Result<FixIPSrc, ConfigError> {
         args.check(1, &["IPADDR"])?;
-        let addr = bcx.names.ipv4(args.require(0, "IPADDR", "an IP address")?)?;
+        let addr = bcx
+            .names
+            .ipv4(args.require(0, "IPADDR", "an IP address")?)?;
         Ok(FixIPSrc { addr, fixed: 0 })
     }
 
@@ -236,9 +249,15 @@ mod tests {
         let mut e = build("GetIPAddress", "IP src", 1).unwrap();
         let o = push(e.as_mut(), pkt(&b));
         assert_eq!(o.out[0].1.meta.dst_ip, Ipv4Addr::new(1, 2, 3, 4));
-        assert_eq!(push(e.as_mut(), Packet::from_bytes(&b)).drops, vec!["no-ip-header"]);
+        assert_eq!(
+            push(e.as_mut(), Packet::from_bytes(&b)).drops,
+            vec!["no-ip-header"]
+        );
         let mut e = build("GetIPAddress", "30", 1).unwrap();
-        assert_eq!(push(e.as_mut(), Packet::from_bytes(&b)).drops, vec!["short-packet"]);
+        assert_eq!(
+            push(e.as_mut(), Packet::from_bytes(&b)).drops,
+            vec!["short-packet"]
+        );
         assert!(build("GetIPAddress", "", 1).is_err());
         assert!(build("GetIPAddress", "16, PAINT", 1).is_err());
         assert!(build("GetIPAddress", "16, IP dst", 1).is_err());

@@ -9,8 +9,14 @@ use std::any::Any;
 use std::net::Ipv4Addr;
 
 /// Why `CheckIPHeader` rejected a packet (Click's `reason_texts`, as drop reasons).
-const IP_REASONS: [&str; 6] =
-    ["tiny-packet", "bad-ip-version", "bad-ip-header", "bad-ip-length", "bad-ip-checksum", "bad-ip-src"];
+const IP_REASONS: [&str; 6] = [
+    "tiny-packet",
+    "bad-ip-version",
+    "bad-ip-header",
+    "bad-ip-length",
+    "bad-ip-checksum",
+    "bad-ip-src",
+];
 
 /// `CheckIPHeader([OFFSET, keywords OFFSET, INTERFACES, BADSRC, GOODDST, CHECKSUM, VERBOSE,
 /// DETAILS])` and `CheckIPHeader2` (the same without the checksum test): validates the IPv4
@@ -43,7 +49,18 @@ pub struct CheckIPHeader {
 impl CheckIPHeader {
     /// Builds the element; `checksum` is false for `CheckIPHeader2`.
     pub fn new(args: &Args, bcx: &BuildCtx, checksum: bool) -> Result<CheckIPHeader, ConfigError> {
-        args.check(2, &["OFFSET", "INTERFACES", "BADSRC", "GOODDST", "CHECKSUM", "VERBOSE", "DETAILS"])?;
+        args.check(
+            2,
+            &[
+                "OFFSET",
+                "INTERFACES",
+                "BADSRC",
+                "GOODDST",
+                "CHECKSUM",
+                "VERBOSE",
+                "DETAILS",
+            ],
+        )?;
         let mut bad_src = Vec::new();
         let mut good_dst = Vec::new();
         if let Some(s) = args.keyword("INTERFACES") {
@@ -82,7 +99,11 @@ impl CheckIPHeader {
                 }
             }
         }
-        let class = if checksum { "CheckIPHeader" } else { "CheckIPHeader2" };
+        let class = if checksum {
+            "CheckIPHeader"
+        } else {
+            "CheckIPHeader2"
+        };
         let checksum = match args.keyword("CHECKSUM") {
             Some(s) => parse_bool(s, "CHECKSUM")? && checksum,
             None => checksum,
@@ -106,7 +127,10 @@ impl CheckIPHeader {
     /// Validates the header at `self.offset`; `Ok(total length, header length, dst)` or the
     /// index of the reason.
     fn validate(&self, data: &[u8]) -> Result<(usize, usize, Ipv4Addr), usize> {
-        let ip = data.get(self.offset..).filter(|ip| ip.len() >= 20).ok_or(0usize)?;
+        let ip = data
+            .get(self.offset..)
+            .filter(|ip| ip.len() >= 20)
+            .ok_or(0usize)?;
         if ip[0] >> 4 != 4 {
             return Err(1);
         }
@@ -123,7 +147,8 @@ impl CheckIPHeader {
         }
         let src = rd_ip(ip, 12).unwrap_or(Ipv4Addr::UNSPECIFIED);
         let dst = rd_ip(ip, 16).unwrap_or(Ipv4Addr::UNSPECIFIED);
-        if !self.bad_src.is_empty() && self.bad_src.contains(&src) && !self.good_dst.contains(&dst) {
+        if !self.bad_src.is_empty() && self.bad_src.contains(&src) && !self.good_dst.contains(&dst)
+        {
             return Err(5);
         }
         Ok((len, hl, dst))
@@ -256,7 +281,11 @@ impl CheckL4Header {
                 parse_bool(s, k)?;
             }
         }
-        Ok(CheckL4Header { kind, has_out1: bcx.noutputs >= 2, reasons: [0; 3] })
+        Ok(CheckL4Header {
+            kind,
+            has_out1: bcx.noutputs >= 2,
+            reasons: [0; 3],
+        })
     }
 
     fn validate(&self, p: &Packet) -> Result<(), usize> {
@@ -305,7 +334,9 @@ impl CheckL4Header {
                 if len < 8 || l4.len() < len {
                     return Err(1);
                 }
-                if rd16(l4, 6).unwrap_or(0) != 0 && super::cksum::l4_checksum(src, dst, 17, &l4[..len]) != 0 {
+                if rd16(l4, 6).unwrap_or(0) != 0
+                    && super::cksum::l4_checksum(src, dst, 17, &l4[..len]) != 0
+                {
                     return Err(2);
                 }
             }
@@ -333,7 +364,13 @@ impl Element for CheckL4Header {
     }
     fn stats(&self) -> Vec<(&'static str, u64)> {
         let mut v = vec![("drops", self.reasons.iter().sum())];
-        v.extend(self.kind.reasons().iter().zip(self.reasons).map(|(r, n)| (*r, n)));
+        v.extend(
+            self.kind
+                .reasons()
+                .iter()
+                .zip(self.reasons)
+                .map(|(r, n)| (*r, n)),
+        );
         v
     }
     fn as_any(&self) -> &dyn Any {
@@ -414,14 +451,29 @@ mod tests {
         assert_eq!(push(e.as_mut(), Packet::from_bytes(&bcast)).out.len(), 1);
         // Old syntax adds 0.0.0.0 and 255.255.255.255.
         let mut e = build("CheckIPHeader", "1.2.3.4, 0", 1).unwrap();
-        assert_eq!(push(e.as_mut(), Packet::from_bytes(&bcast)).drops, vec!["bad-ip-src"]);
+        assert_eq!(
+            push(e.as_mut(), Packet::from_bytes(&bcast)).drops,
+            vec!["bad-ip-src"]
+        );
         // INTERFACES: subnet broadcast is bad; packets to our address are exempt.
         let mut e = build("CheckIPHeader", "INTERFACES 18.26.4.9/24", 1).unwrap();
-        assert_eq!(push(e.as_mut(), Packet::from_bytes(&subnet_bcast)).drops, vec!["bad-ip-src"]);
-        assert_eq!(push(e.as_mut(), Packet::from_bytes(&zero_to_me)).out.len(), 1);
-        assert_eq!(push(e.as_mut(), Packet::from_bytes(&bcast)).drops, vec!["bad-ip-src"]);
+        assert_eq!(
+            push(e.as_mut(), Packet::from_bytes(&subnet_bcast)).drops,
+            vec!["bad-ip-src"]
+        );
+        assert_eq!(
+            push(e.as_mut(), Packet::from_bytes(&zero_to_me)).out.len(),
+            1
+        );
+        assert_eq!(
+            push(e.as_mut(), Packet::from_bytes(&bcast)).drops,
+            vec!["bad-ip-src"]
+        );
         let mut e = build("CheckIPHeader", "BADSRC 10.0.0.1", 1).unwrap();
-        assert_eq!(push(e.as_mut(), Packet::from_bytes(&udp(A, B, 1, 2, b""))).drops, vec!["bad-ip-src"]);
+        assert_eq!(
+            push(e.as_mut(), Packet::from_bytes(&udp(A, B, 1, 2, b""))).drops,
+            vec!["bad-ip-src"]
+        );
     }
 
     #[test]

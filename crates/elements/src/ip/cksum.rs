@@ -188,7 +188,10 @@ mod tests {
         let mut e = build("SetIPChecksum", "", 1).unwrap();
         let o = push(e.as_mut(), pkt(&b));
         assert_eq!(&o.out[0].1.data()[10..12], &want);
-        assert_eq!(push(e.as_mut(), Packet::from_bytes(&b)).drops, vec!["no-ip-header"]);
+        assert_eq!(
+            push(e.as_mut(), Packet::from_bytes(&b)).drops,
+            vec!["no-ip-header"]
+        );
         b[0] = 0x43;
         assert_eq!(push(e.as_mut(), pkt(&b)).drops, vec!["bad-ip-header"]);
         assert!(build("SetIPChecksum", "1", 1).is_err());

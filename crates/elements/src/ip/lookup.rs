@@ -47,7 +47,11 @@ pub struct Lpm {
 
 impl Default for Lpm {
     fn default() -> Self {
-        Lpm { l1: Box::new([0; 1 << 16]), l2: Vec::new(), l3: Vec::new() }
+        Lpm {
+            l1: Box::new([0; 1 << 16]),
+            l2: Vec::new(),
+            l3: Vec::new(),
+        }
     }
 }
 
@@ -104,7 +108,8 @@ impl Lpm {
         }
     }
 
-    /// The index of the longest prefix containing `addr`, if any.
+    /// The index of the longest prefix containing `addr`, if any: one load, plus one per
+    /// level below for addresses covered by prefixes longer than 16 (24) bits.
     #[inline]
     pub fn lookup(&self, addr: u32) -> Option<usize> {
         let mut e = self.l1[(addr >> 16) as usize];
@@ -116,7 +121,7 @@ impl Lpm {
                 e = self.l3.get(i).copied().unwrap_or(0);
             }
         }
-        (e != 0).then(|| (e - 1) as usize)
+        e.checked_sub(1).map(|i| i as usize)
     }
 }
 
@@ -127,7 +132,11 @@ fn parse_route(s: &str, legacy: bool, bcx: &BuildCtx) -> Result<Route, ConfigErr
     let expected = || {
         ConfigError::new(format!(
             "expected route `ADDR/MASK [GATEWAY] OUTPUT`{}, found `{s}`",
-            if legacy { " or `DST MASK GATEWAY OUTPUT`" } else { "" }
+            if legacy {
+                " or `DST MASK GATEWAY OUTPUT`"
+            } else {
+                ""
+            }
         ))
     };
     let (prefix, gw, out) = match words.as_slice() {
@@ -136,11 +145,16 @@ fn parse_route(s: &str, legacy: bool, bcx: &BuildCtx) -> Result<Route, ConfigErr
         [d, m, g, o] if legacy => {
             let dst = bcx.names.ipv4(d)?;
             let m = u32::from(bcx.names.ipv4(m).map_err(|_| {
-                ConfigError::new(format!("expected netmask (like 255.255.255.0), found `{m}`"))
+                ConfigError::new(format!(
+                    "expected netmask (like 255.255.255.0), found `{m}`"
+                ))
             })?);
             let len = m.leading_ones();
             if m.checked_shl(len).unwrap_or(0) != 0 {
-                return Err(ConfigError::new(format!("expected a contiguous netmask, found `{}`", Ipv4Addr::from(m))));
+                return Err(ConfigError::new(format!(
+                    "expected a contiguous netmask, found `{}`",
+                    Ipv4Addr::from(m)
+                )));
             }
             ((dst, len as u8), Some(*g), *o)
         }
@@ -150,13 +164,26 @@ fn parse_route(s: &str, legacy: bool, bcx: &BuildCtx) -> Result<Route, ConfigErr
         None | Some("-") => None,
         Some(g) => Some(bcx.names.ipv4(g)?).filter(|g| !g.is_unspecified()),
     };
-    let port = parse_uint(out, "OUTPUT")
-        .map_err(|_| ConfigError::new(format!("expected OUTPUT port number in route `{s}`, found `{out}`")))?;
-    let port = usize::try_from(port).ok().filter(|&p| p < 1 << 16).ok_or_else(|| {
-        ConfigError::new(format!("expected OUTPUT port number below 65536 in route `{s}`"))
+    let port = parse_uint(out, "OUTPUT").map_err(|_| {
+        ConfigError::new(format!(
+            "expected OUTPUT port number in route `{s}`, found `{out}`"
+        ))
     })?;
+    let port = usize::try_from(port)
+        .ok()
+        .filter(|&p| p < 1 << 16)
+        .ok_or_else(|| {
+            ConfigError::new(format!(
+                "expected OUTPUT port number below 65536 in route `{s}`"
+            ))
+        })?;
     let (addr, len) = prefix;
-    Ok(Route { addr: Ipv4Addr::from(u32::from(addr) & mask(len)), len, gw, port })
+    Ok(Route {
+        addr: Ipv4Addr::from(u32::from(addr) & mask(len)),
+        len,
+        gw,
+        port,
+    })
 }
 
 /// `RadixIPLookup(ADDR/MASK [GW] OUT, ...)` and its siblings `StaticIPLookup`,
@@ -208,9 +235,19 @@ impl IPLookup {
     /// Builds a lookup element of class `class` over `routes`.
     pub fn from_routes(class: &'static str, routes: Vec<Route>) -> IPLookup {
         let prefixes: Vec<(Ipv4Addr, u8)> = routes.iter().map(|r| (r.addr, r.len)).collect();
-        let hops = routes.iter().map(|r| (r.port, r.gw.map_or(0, u32::from))).collect();
+        let hops = routes
+            .iter()
+            .map(|r| (r.port, r.gw.map_or(0, u32::from)))
+            .collect();
         let min_out = routes.iter().map(|r| r.port + 1).max().unwrap_or(0);
-        IPLookup { class, lpm: Lpm::new(&prefixes), routes, hops, min_out, no_route: 0 }
+        IPLookup {
+            class,
+            lpm: Lpm::new(&prefixes),
+            routes,
+            hops,
+            min_out,
+            no_route: 0,
+        }
     }
 
     /// The configured routes, in configuration order.
@@ -299,8 +336,17 @@ mod tests {
                 .collect();
             let lpm = Lpm::new(&prefixes);
             for _ in 0..2000 {
-                let a = if next() % 2 == 0 { (base & 0xffff_0000) | (next() as u32 & 0xffff) } else { next() as u32 };
-                assert_eq!(lpm.lookup(a), linear(&prefixes, a), "addr {}", Ipv4Addr::from(a));
+                let a = if next() % 2 == 0 {
+                    (base & 0xffff_0000) | (next() as u32 & 0xffff)
+                } else {
+                    next() as u32
+                };
+                assert_eq!(
+                    lpm.lookup(a),
+                    linear(&prefixes, a),
+                    "addr {}",
+                    Ipv4Addr::from(a)
+                );
             }
         }
     }
@@ -334,7 +380,12 @@ mod tests {
 
     #[test]
     fn legacy_syntax_and_errors() {
-        let mut e = build("LookupIPRoute", "18.26.4.0 255.255.255.0 0.0.0.0 0, 0.0.0.0 0.0.0.0 18.26.4.1 1", 2).unwrap();
+        let mut e = build(
+            "LookupIPRoute",
+            "18.26.4.0 255.255.255.0 0.0.0.0 0, 0.0.0.0 0.0.0.0 18.26.4.1 1",
+            2,
+        )
+        .unwrap();
         let mut p = Packet::from_bytes(&[0; 20]);
         p.meta.dst_ip = ip("1.2.3.4");
         let o = push(e.as_mut(), p);

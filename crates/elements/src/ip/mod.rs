@@ -33,8 +33,14 @@ use packet::Packet;
 use std::net::Ipv4Addr;
 
 /// Builds an element of this family, or `None` if `class` is not one of them.
-pub fn build(class: &str, args: &Args, bcx: &BuildCtx) -> Option<Result<Box<dyn Element>, ConfigError>> {
-    fn boxed<E: Element + 'static>(r: Result<E, ConfigError>) -> Result<Box<dyn Element>, ConfigError> {
+pub fn build(
+    class: &str,
+    args: &Args,
+    bcx: &BuildCtx,
+) -> Option<Result<Box<dyn Element>, ConfigError>> {
+    fn boxed<E: Element + 'static>(
+        r: Result<E, ConfigError>,
+    ) -> Result<Box<dyn Element>, ConfigError> {
         r.map(|e| Box::new(e) as Box<dyn Element>)
     }
     Some(match class {
@@ -48,9 +54,8 @@ pub fn build(class: &str, args: &Args, bcx: &BuildCtx) -> Option<Result<Box<dyn 
         "SetIPAddress" => boxed(SetIPAddress::new(args, bcx)),
         "DropBroadcasts" => boxed(DropBroadcasts::new(args)),
         "FixIPSrc" => boxed(FixIPSrc::new(args, bcx)),
-        "StaticIPLookup" | "LookupIPRoute" | "RadixIPLookup" | "LinearIPLookup" | "DirectIPLookup" => {
-            boxed(IPLookup::new(class, args, bcx))
-        }
+        "StaticIPLookup" | "LookupIPRoute" | "RadixIPLookup" | "LinearIPLookup"
+        | "DirectIPLookup" => boxed(IPLookup::new(class, args, bcx)),
         "DecIPTTL" => boxed(DecIPTTL::new(args, bcx)),
         "IPGWOptions" => boxed(IPGWOptions::new(args, bcx)),
         "IPFragmenter" => boxed(IPFragmenter::new(args, bcx)),
@@ -136,9 +141,19 @@ pub(crate) mod testutil {
     use std::path::Path;
 
     /// Builds `class(config)` with `noutputs` connected outputs.
-    pub fn build(class: &str, config: &str, noutputs: usize) -> Result<Box<dyn Element>, crate::ConfigError> {
+    pub fn build(
+        class: &str,
+        config: &str,
+        noutputs: usize,
+    ) -> Result<Box<dyn Element>, crate::ConfigError> {
         let names = Names::new();
-        let bcx = BuildCtx { name: "nf/e", ninputs: 1, noutputs, names: &names, base_dir: Path::new(".") };
+        let bcx = BuildCtx {
+            name: "nf/e",
+            ninputs: 1,
+            noutputs,
+            names: &names,
+            base_dir: Path::new("."),
+        };
         let args = Args::parse(config)?;
         match super::build(class, &args, &bcx) {
             Some(r) => r,
@@ -166,7 +181,11 @@ pub(crate) mod testutil {
         }
         out.extend(cx.take_emitted());
         drops.extend(cx.take_dropped().map(|(_, r)| r));
-        Outcome { out, drops, created: cx.take_created() }
+        Outcome {
+            out,
+            drops,
+            created: cx.take_created(),
+        }
     }
 
     /// Pushes `p` on port 0.
@@ -175,7 +194,14 @@ pub(crate) mod testutil {
     }
 
     /// An IPv4 header (20 bytes + `opts`) followed by `payload`, with a valid checksum.
-    pub fn ipv4(src: [u8; 4], dst: [u8; 4], proto: u8, ttl: u8, opts: &[u8], payload: &[u8]) -> Vec<u8> {
+    pub fn ipv4(
+        src: [u8; 4],
+        dst: [u8; 4],
+        proto: u8,
+        ttl: u8,
+        opts: &[u8],
+        payload: &[u8],
+    ) -> Vec<u8> {
         let hl = 20 + opts.len();
         let total = hl + payload.len();
         let mut v = vec![0u8; 20];

@@ -38,13 +38,20 @@ impl IPGWOptions {
     /// Builds the element.
     pub fn new(args: &Args, bcx: &BuildCtx) -> Result<IPGWOptions, ConfigError> {
         args.check(2, &["MYADDR", "OTHERADDRS"])?;
-        let my = bcx.names.ipv4(args.require(0, "MYADDR", "an IP address")?)?;
+        let my = bcx
+            .names
+            .ipv4(args.require(0, "MYADDR", "an IP address")?)?;
         let mut mine = match args.get(1, "OTHERADDRS") {
             Some(s) => ip_list(s, bcx)?,
             None => Vec::new(),
         };
         mine.push(my);
-        Ok(IPGWOptions { my, mine, has_out1: bcx.noutputs >= 2, drops: 0 })
+        Ok(IPGWOptions {
+            my,
+            mine,
+            has_out1: bcx.noutputs >= 2,
+            drops: 0,
+        })
     }
 
     /// Processes the options of header `h` (`hl` bytes); `Ok(changed)` or `Err(offset)`.
@@ -151,7 +158,8 @@ impl Element for IPGWOptions {
         if hl <= 20 {
             return Verdict::Out(0, p);
         }
-        let ms = ((cx.now.secs() % 86_400) * 1000 + u64::from(cx.now.subsec_nanos() / 1_000_000)) as u32;
+        let ms =
+            ((cx.now.secs() % 86_400) * 1000 + u64::from(cx.now.subsec_nanos() / 1_000_000)) as u32;
         let Some(h) = p.network_header_mut() else {
             return Verdict::Drop(p, NO_IP_HEADER);
         };
@@ -210,7 +218,10 @@ mod tests {
         // No options: untouched.
         let plain = ipv4(A, B, 17, 64, &[], &[]);
         assert_eq!(push(e.as_mut(), pkt(&plain)).out[0].1.data(), &plain[..]);
-        assert_eq!(push(e.as_mut(), Packet::from_bytes(&plain)).drops, vec!["no-ip-header"]);
+        assert_eq!(
+            push(e.as_mut(), Packet::from_bytes(&plain)).drops,
+            vec!["no-ip-header"]
+        );
     }
 
     #[test]
@@ -223,7 +234,10 @@ mod tests {
         let o = push_at(e.as_mut(), pkt(&b), now * 1_000_000_000 + 250_000_000);
         let d = o.out[0].1.data().to_vec();
         let ms = 3_600_250u32.to_be_bytes();
-        assert_eq!(&d[20..32], &[68, 12, 13, 1, 1, 2, 3, 4, ms[0], ms[1], ms[2], ms[3]]);
+        assert_eq!(
+            &d[20..32],
+            &[68, 12, 13, 1, 1, 2, 3, 4, ms[0], ms[1], ms[2], ms[3]]
+        );
         assert!(ip_ok(&d));
         // Full now: overflow counter goes to 1.
         let o = push(e.as_mut(), pkt(&d));
@@ -237,9 +251,15 @@ mod tests {
         assert_eq!(o.out[0].1.data()[22], 5);
         // Flag 2 is an error; so is a bad option length.
         let opts = [68, 12, 5, 2, 0, 0, 0, 0, 0, 0, 0, 0];
-        assert_eq!(push(e.as_mut(), pkt(&ipv4(A, B, 17, 64, &opts, &[]))).drops, vec!["bad-ip-options"]);
+        assert_eq!(
+            push(e.as_mut(), pkt(&ipv4(A, B, 17, 64, &opts, &[]))).drops,
+            vec!["bad-ip-options"]
+        );
         let opts = [1, 1, 130, 9, 0, 0, 0, 0];
-        assert_eq!(push(e.as_mut(), pkt(&ipv4(A, B, 17, 64, &opts, &[]))).drops, vec!["bad-ip-options"]);
+        assert_eq!(
+            push(e.as_mut(), pkt(&ipv4(A, B, 17, 64, &opts, &[]))).drops,
+            vec!["bad-ip-options"]
+        );
         assert!(build("IPGWOptions", "", 1).is_err());
         assert!(build("IPGWOptions", "1.2.3.4, 1.2.3", 1).is_err());
     }

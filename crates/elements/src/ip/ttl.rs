@@ -29,7 +29,12 @@ impl DecIPTTL {
     pub fn new(args: &Args, bcx: &BuildCtx) -> Result<DecIPTTL, ConfigError> {
         args.check(0, &["ACTIVE", "MULTICAST"])?;
         let flag = |k: &str| args.keyword(k).map_or(Ok(true), |s| parse_bool(s, k));
-        Ok(DecIPTTL { active: flag("ACTIVE")?, multicast: flag("MULTICAST")?, has_out1: bcx.noutputs >= 2, drops: 0 })
+        Ok(DecIPTTL {
+            active: flag("ACTIVE")?,
+            multicast: flag("MULTICAST")?,
+            has_out1: bcx.noutputs >= 2,
+            drops: 0,
+        })
     }
 }
 
@@ -85,7 +90,10 @@ mod tests {
             let d = o.out[0].1.data();
             assert_eq!(d[8], ttl - 1);
             assert!(ip_ok(d));
-            assert_eq!(d, &ipv4([10, 0, 0, 1], [10, 0, 0, 2], 17, ttl - 1, &[], &[0; 8])[..]);
+            assert_eq!(
+                d,
+                &ipv4([10, 0, 0, 1], [10, 0, 0, 2], 17, ttl - 1, &[], &[0; 8])[..]
+            );
         }
         // An all-ones-sum header (checksum field 0x0000 vs 0xFFFF) still verifies.
         let mut b = ipv4([0, 0, 0, 0], [0, 0, 0, 0], 0, 5, &[], &[]);
@@ -109,7 +117,10 @@ mod tests {
         let mut e = build("DecIPTTL", "ACTIVE false", 1).unwrap();
         assert_eq!(push(e.as_mut(), Packet::from_bytes(&one)).out.len(), 1);
         let mut e = build("DecIPTTL", "", 1).unwrap();
-        assert_eq!(push(e.as_mut(), Packet::from_bytes(&one)).drops, vec!["no-ip-header"]);
+        assert_eq!(
+            push(e.as_mut(), Packet::from_bytes(&one)).drops,
+            vec!["no-ip-header"]
+        );
         assert!(build("DecIPTTL", "ACTIVE maybe", 1).is_err());
         assert!(build("DecIPTTL", "3", 1).is_err());
     }

@@ -100,7 +100,15 @@ pub struct Test {
 impl Test {
     /// A test on the whole `len`-byte field.
     pub fn field(base: Base, offset: u16, len: u8, op: CmpOp, value: u32) -> Test {
-        Test { base, offset, len, shift: 0, mask: full_mask(len), op, value }
+        Test {
+            base,
+            offset,
+            len,
+            shift: 0,
+            mask: full_mask(len),
+            op,
+            value,
+        }
     }
 
     /// Evaluates the test on `view`.
@@ -113,7 +121,9 @@ impl Test {
         };
         let Some(hdr) = hdr else { return false };
         let start = usize::from(self.offset);
-        let Some(bytes) = hdr.get(start..start + usize::from(self.len)) else { return false };
+        let Some(bytes) = hdr.get(start..start + usize::from(self.len)) else {
+            return false;
+        };
         let raw = bytes.iter().fold(0u32, |acc, b| (acc << 8) | u32::from(*b));
         let v = raw.checked_shr(u32::from(self.shift)).unwrap_or(0) & self.mask;
         self.op.apply(v, self.value)
@@ -203,7 +213,10 @@ impl Expr {
             Expr::Not(e) => *e,
             Expr::And(v) => Expr::or(v.into_iter().map(Expr::negate_tests).collect()),
             Expr::Or(v) => Expr::and(v.into_iter().map(Expr::negate_tests).collect()),
-            Expr::Test(t) => Expr::Test(Test { op: t.op.negate(), ..t }),
+            Expr::Test(t) => Expr::Test(Test {
+                op: t.op.negate(),
+                ..t
+            }),
         }
     }
 }
@@ -265,13 +278,23 @@ impl<'a> View<'a> {
     /// transport annotation if set, else the network header plus its IP header length.
     pub fn of(packet: &'a packet::Packet) -> View<'a> {
         let network = packet.network_header();
-        let transport = packet.transport_header().or_else(|| network.and_then(transport_of));
-        View { mac: packet.mac_header(), network, transport }
+        let transport = packet
+            .transport_header()
+            .or_else(|| network.and_then(transport_of));
+        View {
+            mac: packet.mac_header(),
+            network,
+            transport,
+        }
     }
 
     /// The view of bytes starting with an IPv4 header (no MAC header).
     pub fn from_ip(ip: &'a [u8]) -> View<'a> {
-        View { mac: None, network: Some(ip), transport: transport_of(ip) }
+        View {
+            mac: None,
+            network: Some(ip),
+            transport: transport_of(ip),
+        }
     }
 }
 
@@ -302,10 +325,24 @@ mod tests {
     fn shift_and_mask() {
         let ip = [0x45u8, 0xb9];
         let v = View::from_ip(&ip);
-        let dscp = Test { base: Base::Network, offset: 1, len: 1, shift: 2, mask: 0x3f, op: CmpOp::Eq, value: 46 };
+        let dscp = Test {
+            base: Base::Network,
+            offset: 1,
+            len: 1,
+            shift: 2,
+            mask: 0x3f,
+            op: CmpOp::Eq,
+            value: 46,
+        };
         assert!(dscp.eval(&v));
         assert_eq!(dscp.to_string(), "ip[1:1] >> 2 == 46");
-        let ect = Test { mask: 3, shift: 0, op: CmpOp::Ne, value: 0, ..dscp };
+        let ect = Test {
+            mask: 3,
+            shift: 0,
+            op: CmpOp::Ne,
+            value: 0,
+            ..dscp
+        };
         assert!(ect.eval(&v));
     }
 }

@@ -32,7 +32,10 @@ pub fn tokenize(text: &str) -> Vec<Token<'_>> {
             _ => false,
         };
         if two {
-            out.push(Token { text: &text[pos..pos + 2], pos });
+            out.push(Token {
+                text: &text[pos..pos + 2],
+                pos,
+            });
             it.next();
             it.next();
             continue;
@@ -46,10 +49,16 @@ pub fn tokenize(text: &str) -> Vec<Token<'_>> {
                 end = p + ch.len_utf8();
                 it.next();
             }
-            out.push(Token { text: &text[pos..end], pos });
+            out.push(Token {
+                text: &text[pos..end],
+                pos,
+            });
         } else {
             let end = pos + c.len_utf8();
-            out.push(Token { text: &text[pos..end], pos });
+            out.push(Token {
+                text: &text[pos..end],
+                pos,
+            });
             it.next();
         }
     }
@@ -66,10 +75,16 @@ mod tests {
 
     #[test]
     fn splits_like_click() {
-        assert_eq!(words("src host 10.0.0.1&&!tcp"), ["src", "host", "10.0.0.1", "&&", "!", "tcp"]);
+        assert_eq!(
+            words("src host 10.0.0.1&&!tcp"),
+            ["src", "host", "10.0.0.1", "&&", "!", "tcp"]
+        );
         assert_eq!(words("ip[0:1]>=4"), ["ip", "[", "0:1", "]", ">=", "4"]);
         assert_eq!(words("a ? b : c"), ["a", "?", "b", ":", "c"]);
-        assert_eq!(words("ttl!=5 == = < ||"), ["ttl", "!=", "5", "==", "=", "<", "||"]);
+        assert_eq!(
+            words("ttl!=5 == = < ||"),
+            ["ttl", "!=", "5", "==", "=", "<", "||"]
+        );
         assert_eq!(tokenize("  x  y")[1].pos, 5);
         assert_eq!(words("é$"), ["é", "$"]);
     }

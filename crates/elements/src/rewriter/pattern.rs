@@ -96,10 +96,13 @@ impl InputSpec {
         match self {
             InputSpec::Drop => 0,
             InputSpec::Pass(o) => *o,
-            InputSpec::Keep { foutput, routput } | InputSpec::Pattern { foutput, routput, .. } => {
-                (*foutput).max(*routput)
+            InputSpec::Keep { foutput, routput }
+            | InputSpec::Pattern {
+                foutput, routput, ..
+            } => (*foutput).max(*routput),
+            InputSpec::Mapper { patterns, .. } => {
+                patterns.iter().map(|p| p.1.max(p.2)).max().unwrap_or(0)
             }
-            InputSpec::Mapper { patterns, .. } => patterns.iter().map(|p| p.1.max(p.2)).max().unwrap_or(0),
         }
     }
 }
@@ -141,7 +144,9 @@ fn port(w: &str, what: &str) -> Result<Option<u16>, ConfigError> {
     }
     match parse_uint(w, what) {
         Ok(v) if (1..=65535).contains(&v) => Ok(Some(v as u16)),
-        _ => Err(ConfigError::new(format!("expected {what} (`-` or a port 1-65535), found `{w}`"))),
+        _ => Err(ConfigError::new(format!(
+            "expected {what} (`-` or a port 1-65535), found `{w}`"
+        ))),
     }
 }
 
@@ -149,7 +154,7 @@ fn port_range(w: &str) -> Option<(u16, u16)> {
     let (lo, hi) = w.split_once('-')?;
     let lo = parse_uint(lo, "port").ok()?;
     let hi = parse_uint(hi, "port").ok()?;
-    (hi >= lo && hi < 65536).then_some((lo as u16, (hi - lo) as u16))
+    (hi >= lo && hi < 65536).then(|| (lo as u16, (hi - lo) as u16))
 }
 
 impl Pattern {
@@ -159,11 +164,17 @@ impl Pattern {
         match words.len() {
             1 => {
                 let text = names.pattern(words[0]).ok_or_else(|| {
-                    ConfigError::new(format!("expected a pattern name declared by IPRewriterPatterns, found `{}`", words[0]))
+                    ConfigError::new(format!(
+                        "expected a pattern name declared by IPRewriterPatterns, found `{}`",
+                        words[0]
+                    ))
                 })?;
                 let inner: Vec<&str> = text.split_whitespace().collect();
                 if inner.len() == 1 {
-                    return Err(ConfigError::new(format!("pattern `{}` refers to another name", words[0])));
+                    return Err(ConfigError::new(format!(
+                        "pattern `{}` refers to another name",
+                        words[0]
+                    )));
                 }
                 Pattern::parse(&inner, names)
             }
@@ -229,19 +240,31 @@ impl Pattern {
             None
         } else {
             Some(names.ipv4(da).map_err(|_| {
-                ConfigError::new(format!("expected destination address (`-` or an address), found `{da}`"))
+                ConfigError::new(format!(
+                    "expected destination address (`-` or an address), found `{da}`"
+                ))
             })?)
         };
         let dport = match dp {
             None => None,
             Some(w) => port(w, "destination port")?,
         };
-        Ok(Pattern { saddr, sport, daddr, dport, vary, choice })
+        Ok(Pattern {
+            saddr,
+            sport,
+            daddr,
+            dport,
+            vary,
+            choice,
+        })
     }
 
     /// Parses `PATTERN... FOUTPUT ROUTPUT` (the words after `pattern`, or a
     /// `RoundRobinIPMapper` argument).
-    pub fn parse_with_ports(text: &str, names: &Names) -> Result<(Pattern, usize, usize), ConfigError> {
+    pub fn parse_with_ports(
+        text: &str,
+        names: &Names,
+    ) -> Result<(Pattern, usize, usize), ConfigError> {
         let words: Vec<&str> = text.split_whitespace().collect();
         if words.len() <= 2 {
             return Err(ConfigError::new(format!(
@@ -252,7 +275,9 @@ impl Pattern {
         let fout = parse_uint(words[n - 2], "forward output")? as usize;
         let rout = parse_uint(words[n - 1], "reply output")? as usize;
         if fout > 255 || rout > 255 {
-            return Err(ConfigError::new(format!("expected an output port below 256, found `{text}`")));
+            return Err(ConfigError::new(format!(
+                "expected an output port below 256, found `{text}`"
+            )));
         }
         Ok((Pattern::parse(&words[..n - 2], names)?, fout, rout))
     }
@@ -268,38 +293,55 @@ pub fn parse_input_spec(text: &str, names: &Names) -> Result<InputSpec, ConfigEr
     let out = |w: &str| -> Result<usize, ConfigError> {
         let v = parse_uint(w, "output port")?;
         if v > 255 {
-            return Err(ConfigError::new(format!("expected an output port below 256, found `{w}`")));
+            return Err(ConfigError::new(format!(
+                "expected an output port below 256, found `{w}`"
+            )));
         }
         Ok(v as usize)
     };
     match word {
-        "" => Err(ConfigError::new("expected an input specification, found an empty argument")),
+        "" => Err(ConfigError::new(
+            "expected an input specification, found an empty argument",
+        )),
         "pass" | "passthrough" | "nochange" => {
             if rest.is_empty() {
                 Ok(InputSpec::Pass(0))
             } else if rest.split_whitespace().count() == 1 {
                 Ok(InputSpec::Pass(out(rest)?))
             } else {
-                Err(ConfigError::new(format!("expected `pass [OUTPUT]`, found `{text}`")))
+                Err(ConfigError::new(format!(
+                    "expected `pass [OUTPUT]`, found `{text}`"
+                )))
             }
         }
         "drop" | "discard" => {
             if rest.is_empty() {
                 Ok(InputSpec::Drop)
             } else {
-                Err(ConfigError::new(format!("expected `{word}` alone, found `{text}`")))
+                Err(ConfigError::new(format!(
+                    "expected `{word}` alone, found `{text}`"
+                )))
             }
         }
         "keep" => {
             let w: Vec<&str> = rest.split_whitespace().collect();
             if w.len() != 2 {
-                return Err(ConfigError::new(format!("expected `keep FOUTPUT ROUTPUT`, found `{text}`")));
+                return Err(ConfigError::new(format!(
+                    "expected `keep FOUTPUT ROUTPUT`, found `{text}`"
+                )));
             }
-            Ok(InputSpec::Keep { foutput: out(w[0])?, routput: out(w[1])? })
+            Ok(InputSpec::Keep {
+                foutput: out(w[0])?,
+                routput: out(w[1])?,
+            })
         }
         "pattern" | "xpattern" => {
             let (pattern, foutput, routput) = Pattern::parse_with_ports(rest, names)?;
-            Ok(InputSpec::Pattern { pattern, foutput, routput })
+            Ok(InputSpec::Pattern {
+                pattern,
+                foutput,
+                routput,
+            })
         }
         name => {
             if !rest.is_empty() {
@@ -324,13 +366,18 @@ pub fn parse_input_spec(text: &str, names: &Names) -> Result<InputSpec, ConfigEr
 }
 
 /// Parses a `RoundRobinIPMapper` configuration: one `PATTERN FOUTPUT ROUTPUT` per argument.
-pub fn parse_mapper_config(config: &str, names: &Names) -> Result<Vec<(Pattern, usize, usize)>, ConfigError> {
+pub fn parse_mapper_config(
+    config: &str,
+    names: &Names,
+) -> Result<Vec<(Pattern, usize, usize)>, ConfigError> {
     let mut v = Vec::new();
     for a in crate::args::split(config) {
         v.push(Pattern::parse_with_ports(&a, names)?);
     }
     if v.is_empty() {
-        return Err(ConfigError::new("expected at least one `SADDR SPORT DADDR DPORT FOUTPUT ROUTPUT` pattern"));
+        return Err(ConfigError::new(
+            "expected at least one `SADDR SPORT DADDR DPORT FOUTPUT ROUTPUT` pattern",
+        ));
     }
     Ok(v)
 }

@@ -23,7 +23,12 @@ pub struct FlowId {
 impl FlowId {
     /// The identifier of the opposite direction.
     pub fn reverse(&self) -> FlowId {
-        FlowId { saddr: self.daddr, sport: self.dport, daddr: self.saddr, dport: self.sport }
+        FlowId {
+            saddr: self.daddr,
+            sport: self.dport,
+            daddr: self.saddr,
+            dport: self.sport,
+        }
     }
 
     fn bytes(&self) -> [u8; 12] {
@@ -263,7 +268,9 @@ impl MappingTable {
 
     /// Every live flow with its map id, in index order.
     pub fn flows(&self) -> impl Iterator<Item = (u8, &Flow)> {
-        self.flows.iter().filter_map(|f| f.as_ref().map(|(m, f)| (*m, f)))
+        self.flows
+            .iter()
+            .filter_map(|f| f.as_ref().map(|(m, f)| (*m, f)))
     }
 
     fn remove(&mut self, idx: u32) {
@@ -282,7 +289,10 @@ impl MappingTable {
     }
 
     fn expired(&self, idx: u32, now: u64) -> bool {
-        self.flows.get(idx as usize).and_then(|f| f.as_ref()).is_some_and(|(_, f)| now >= f.expiry)
+        self.flows
+            .get(idx as usize)
+            .and_then(|f| f.as_ref())
+            .is_some_and(|(_, f)| now >= f.expiry)
     }
 
     /// Looks up `flow` in map `map_id`: the flow's index and the direction, or `None`.
@@ -356,7 +366,9 @@ impl MappingTable {
         let (base, top, own): (u32, u32, u32) = match pattern.vary {
             Vary::None => return Some(rw),
             Vary::SourceAddr { base, top } => (u32::from(base), top, u32::from(flow.saddr)),
-            Vary::SourcePort { base, top } => (u32::from(base), u32::from(top), u32::from(flow.sport)),
+            Vary::SourcePort { base, top } => {
+                (u32::from(base), u32::from(top), u32::from(flow.sport))
+            }
         };
         let is_port = matches!(pattern.vary, Vary::SourcePort { .. });
         let candidate = |v: u32| -> FlowId {
@@ -416,7 +428,10 @@ impl MappingTable {
             (to, t.tcp_guarantee)
         } else {
             let streaming = f.packets >= 3 && f.reply_seen;
-            (if streaming { t.udp_streaming } else { t.udp }, t.udp_guarantee)
+            (
+                if streaming { t.udp_streaming } else { t.udp },
+                t.udp_guarantee,
+            )
         }
     }
 
@@ -490,8 +505,10 @@ impl MappingTable {
                 (self.flows.len() - 1) as u32
             }
         };
-        self.map.insert((map_id, original), (idx, Direction::Forward));
-        self.map.insert((map_id, rewritten.reverse()), (idx, Direction::Reply));
+        self.map
+            .insert((map_id, original), (idx, Direction::Forward));
+        self.map
+            .insert((map_id, rewritten.reverse()), (idx, Direction::Reply));
         self.active += 1;
         self.created += 1;
         Some(idx as usize)
@@ -538,7 +555,12 @@ mod tests {
     use super::*;
 
     fn fid(a: [u8; 4], sp: u16, b: [u8; 4], dp: u16) -> FlowId {
-        FlowId { saddr: Ipv4Addr::from(a), sport: sp, daddr: Ipv4Addr::from(b), dport: dp }
+        FlowId {
+            saddr: Ipv4Addr::from(a),
+            sport: sp,
+            daddr: Ipv4Addr::from(b),
+            dport: dp,
+        }
     }
 
     fn port_pattern(base: u16, top: u16, choice: Choice) -> Pattern {
@@ -590,13 +612,20 @@ mod tests {
         assert_eq!(got, vec![5000, 5001, 5002]);
         let p = port_pattern(6000, 9, Choice::Random);
         let f = fid([192, 168, 1, 1], 6005, [1, 1, 1, 1], 80);
-        let r = t.allocate(0, &p, &mut PatternState::default(), &f, 13, 0).unwrap();
+        let r = t
+            .allocate(0, &p, &mut PatternState::default(), &f, 13, 0)
+            .unwrap();
         assert_eq!(r.sport, 6003); // 13 % 10
     }
 
     #[test]
     fn expiry_is_lazy_and_reaped() {
-        let to = Timeouts { udp: 10, udp_guarantee: 0, udp_streaming: 10, ..Timeouts::default() };
+        let to = Timeouts {
+            udp: 10,
+            udp_guarantee: 0,
+            udp_streaming: 10,
+            ..Timeouts::default()
+        };
         let mut t = MappingTable::new(to, usize::MAX, 100);
         let f = fid([1, 1, 1, 1], 1, [2, 2, 2, 2], 2);
         let i = t.insert(0, 17, f, f, 0, 0, 0, 0).unwrap();
@@ -616,7 +645,12 @@ mod tests {
 
     #[test]
     fn capacity_evicts_unguaranteed_or_refuses() {
-        let to = Timeouts { udp: 100, udp_guarantee: 10, udp_streaming: 100, ..Timeouts::default() };
+        let to = Timeouts {
+            udp: 100,
+            udp_guarantee: 10,
+            udp_streaming: 100,
+            ..Timeouts::default()
+        };
         let mut t = MappingTable::new(to, 1, 0);
         let f = fid([1, 1, 1, 1], 1, [2, 2, 2, 2], 2);
         let g = fid([3, 3, 3, 3], 1, [2, 2, 2, 2], 2);

@@ -1,0 +1,127 @@
+//! `StaticSwitch` and `Switch`: send every packet to one configured output.
+//!
+//! Click: `StaticSwitch(K)` — "Sends every incoming packet to output K. If K is negative (or
+//! not less than the number of outputs), incoming packets are dropped." `Switch([K])` —
+//! "Sends every incoming packet to output K (default 0). If K is out of range, packets are
+//! dropped"; its handlers can change K at run time, which FuseBox has no use for. Ports
+//! `1/1-` for both. Drops are counted as `no-output`.
+
+use super::NO_OUTPUT;
+use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
+use packet::Packet;
+use std::any::Any;
+
+fn output_arg(
+    args: &Args,
+    default: Option<i64>,
+    bcx: &BuildCtx,
+) -> Result<Option<usize>, ConfigError> {
+    args.check(1, &["OUTPUT"])?;
+    let k = match (args.get(0, "OUTPUT"), default) {
+        (Some(k), _) => k.trim().parse::<i64>().map_err(|_| {
+            ConfigError::new(format!(
+                "expected K (an output number, -1 for none), found `{}`",
+                k.trim()
+            ))
+        })?,
+        (None, Some(d)) => d,
+        (None, None) => return Err(ConfigError::new("missing argument K (output number)")),
+    };
+    Ok(usize::try_from(k).ok().filter(|&k| k < bcx.noutputs))
+}
+
+fn send(output: Option<usize>, packet: Packet) -> Verdict {
+    match output {
+        Some(k) => Verdict::Out(k, packet),
+        None => Verdict::Drop(packet, NO_OUTPUT),
+    }
+}
+
+/// `StaticSwitch(K)`: every packet to output `K`, or dropped if `K` is out of range.
+#[derive(Debug, Clone)]
+pub struct StaticSwitch {
+    /// The output, `None` when switched off (negative or out of range).
+    pub output: Option<usize>,
+}
+
+impl StaticSwitch {
+    /// Reads `K` (mandatory).
+    pub fn configure(args: &Args, bcx: &BuildCtx) -> Result<StaticSwitch, ConfigError> {
+        Ok(StaticSwitch {
+            output: output_arg(args, None, bcx)?,
+        })
+    }
+}
+
+impl Element for StaticSwitch {
+    fn class_name(&self) -> &'static str {
+        "StaticSwitch"
+    }
+    fn port_count(&self) -> PortCount {
+        PortCount::range(1, 1, 1, usize::MAX)
+    }
+    fn push(&mut self, _port: usize, packet: Packet, _cx: &mut Context) -> Verdict {
+        send(self.output, packet)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// `Switch([K])`: every packet to output `K` (default 0), or dropped if out of range.
+#[derive(Debug, Clone)]
+pub struct Switch {
+    /// The output, `None` when switched off (negative or out of range).
+    pub output: Option<usize>,
+}
+
+impl Switch {
+    /// Reads the optional `K`.
+    pub fn configure(args: &Args, bcx: &BuildCtx) -> Result<Switch, ConfigError> {
+        Ok(Switch {
+            output: output_arg(args, Some(0), bcx)?,
+        })
+    }
+}
+
+impl Element for Switch {
+    fn class_name(&self) -> &'static str {
+        "Switch"
+    }
+    fn port_count(&self) -> PortCount {
+        PortCount::range(1, 1, 1, usize::MAX)
+    }
+    fn push(&mut self, _port: usize, packet: Packet, _cx: &mut Context) -> Verdict {
+        send(self.output, packet)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+
+    #[test]
+    fn static_switch() {
+        let mut e = ok("StaticSwitch", "1", 2);
+        assert_eq!(run(e.as_mut(), pkt(&frame())).ports(), vec![1]);
+        let mut e = ok("StaticSwitch", "-1", 2);
+        assert_eq!(run(e.as_mut(), pkt(&frame())).drops, vec!["no-output"]);
+        let mut e = ok("StaticSwitch", "2", 2);
+        assert_eq!(run(e.as_mut(), pkt(&frame())).drops, vec!["no-output"]);
+        assert!(err("StaticSwitch", "", 2).contains("missing argument K"));
+        assert!(err("StaticSwitch", "one", 2).contains("expected K"));
+    }
+
+    #[test]
+    fn switch_defaults_to_0() {
+        let mut e = ok("Switch", "", 2);
+        assert_eq!(run(e.as_mut(), pkt(&frame())).ports(), vec![0]);
+        let mut e = ok("Switch", "OUTPUT 1", 2);
+        assert_eq!(run(e.as_mut(), pkt(&frame())).ports(), vec![1]);
+        let mut e = ok("Switch", "-1", 2);
+        assert_eq!(run(e.as_mut(), pkt(&frame())).drops, vec!["no-output"]);
+    }
+}

@@ -1,0 +1,211 @@
+//! `IPClassifier` and `IPFilter`: classify IP packets by tcpdump-like patterns, in Click's
+//! dialect (see Click's `IPClassifier` manual page).
+//!
+//! Patterns are parsed at configure time into an [`Expr`] over field [`Test`]s; a packet is
+//! classified by walking the expressions in order (no allocation per packet).
+//!
+//! Choices where Click leaves the behaviour to the packet layout:
+//! * Patterns read the IP header at the network header annotation (set by `CheckIPHeader` or
+//!   `MarkIPHeader`) and the transport header at the transport annotation, or, when that is not
+//!   set, right after the IP header (`ip hl * 4`). A packet without a network annotation is
+//!   still evaluated: every IP or transport test on it is false, so it only matches patterns
+//!   like `true`, `-` or `not tcp`, and otherwise is dropped as not matching.
+//! * A test that needs bytes past the end of the packet is false whatever its operator (Click's
+//!   "short packet" rule); `not`/`!` is a plain logical negation of what it applies to.
+//! * Port, `tcp opt`, `tcp win`, `icmp type` and `transp[...]` tests only match first
+//!   fragments (fragment offset 0), as in Click.
+
+mod eval;
+mod lexer;
+mod parser;
+
+pub use eval::{full_mask, Base, CmpOp, Expr, Test, View};
+pub use lexer::{tokenize, Token};
+pub use parser::parse_pattern;
+
+use crate::args::{unquote, Args};
+use crate::{BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
+use packet::Packet;
+use std::any::Any;
+
+/// Builds `IPClassifier` or `IPFilter`, or `None` for other classes.
+pub fn build(
+    class: &str,
+    args: &Args,
+    bcx: &BuildCtx,
+) -> Option<Result<Box<dyn Element>, ConfigError>> {
+    match class {
+        "IPClassifier" => {
+            Some(IPClassifier::new(args, bcx).map(|e| Box::new(e) as Box<dyn Element>))
+        }
+        "IPFilter" => Some(IPFilter::new(args, bcx).map(|e| Box::new(e) as Box<dyn Element>)),
+        _ => None,
+    }
+}
+
+/// The configuration arguments as written (a leading upper-case word that `Args` took for a
+/// keyword, such as an `AddressInfo` name, is put back), unquoted.
+fn raw_args(args: &Args) -> Vec<String> {
+    args.all()
+        .iter()
+        .map(|a| match &a.keyword {
+            Some(k) => unquote(&format!("{k} {}", a.value)),
+            None => unquote(&a.value),
+        })
+        .collect()
+}
+
+/// `IPClassifier(PATTERN_1, ..., PATTERN_N)`: sends each packet to the output of the first
+/// pattern it matches; packets matching none are dropped (`no-match`).
+#[derive(Debug, Clone)]
+pub struct IPClassifier {
+    patterns: Vec<Expr>,
+}
+
+impl IPClassifier {
+    /// Parses the patterns of an `IPClassifier` configuration.
+    pub fn new(args: &Args, bcx: &BuildCtx) -> Result<IPClassifier, ConfigError> {
+        let raw = raw_args(args);
+        if raw.is_empty() {
+            return Err(ConfigError::new("expected at least one pattern"));
+        }
+        let patterns = raw
+            .iter()
+            .enumerate()
+            .map(|(i, text)| {
+                parse_pattern(text, bcx.names)
+                    .map_err(|e| ConfigError::new(format!("pattern {i}: {}", e.message)))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(IPClassifier { patterns })
+    }
+
+    /// The parsed patterns, one per output.
+    pub fn patterns(&self) -> &[Expr] {
+        &self.patterns
+    }
+
+    /// The output of the first pattern `packet` matches.
+    pub fn classify(&self, packet: &Packet) -> Option<usize> {
+        let view = View::of(packet);
+        self.patterns.iter().position(|e| e.matches(&view))
+    }
+}
+
+impl Element for IPClassifier {
+    fn class_name(&self) -> &'static str {
+        "IPClassifier"
+    }
+    fn port_count(&self) -> PortCount {
+        PortCount::exact(1, self.patterns.len())
+    }
+    fn push(&mut self, _port: usize, packet: Packet, _cx: &mut Context) -> Verdict {
+        match self.classify(&packet) {
+            Some(o) => Verdict::Out(o, packet),
+            None => Verdict::Drop(packet, "no-match"),
+        }
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// What an `IPFilter` rule does with the packets it matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FilterAction {
+    /// Send out of this output (`allow` is output 0).
+    Output(usize),
+    /// Drop (`deny` or `drop`), counted as `filter-deny`.
+    Drop,
+}
+
+/// `IPFilter(ACTION_1 PATTERN_1, ..., ACTION_N PATTERN_N)`: the first rule whose pattern
+/// matches decides; packets matching no rule are dropped (`filter-deny`).
+#[derive(Debug, Clone)]
+pub struct IPFilter {
+    rules: Vec<(FilterAction, Expr)>,
+    noutputs: usize,
+}
+
+impl IPFilter {
+    /// Parses the rules of an `IPFilter` configuration.
+    pub fn new(args: &Args, bcx: &BuildCtx) -> Result<IPFilter, ConfigError> {
+        let raw = raw_args(args);
+        if raw.is_empty() {
+            return Err(ConfigError::new(
+                "expected at least one `ACTION PATTERN` rule",
+            ));
+        }
+        let mut rules = Vec::with_capacity(raw.len());
+        for (i, text) in raw.iter().enumerate() {
+            let ctx = |m: String| ConfigError::new(format!("rule {i}: {m}"));
+            let toks = tokenize(text);
+            let Some(first) = toks.first() else {
+                return Err(ctx(
+                    "expected `ACTION PATTERN`, found an empty argument".into()
+                ));
+            };
+            let action = match first.text {
+                "allow" => FilterAction::Output(0),
+                "deny" | "drop" => FilterAction::Drop,
+                w => match w.parse::<usize>() {
+                    Ok(n) if n < 1 << 16 => FilterAction::Output(n),
+                    _ => {
+                        return Err(ctx(format!(
+                            "expected an action (`allow`, `deny`, `drop` or an output number), found `{w}`"
+                        )))
+                    }
+                },
+            };
+            let rest = &toks[1..];
+            let expr = if rest.is_empty() {
+                Expr::True
+            } else {
+                parser::parse_tokens(text, rest, bcx.names).map_err(|e| ctx(e.message))?
+            };
+            rules.push((action, expr));
+        }
+        let noutputs = rules
+            .iter()
+            .filter_map(|(a, _)| match a {
+                FilterAction::Output(n) => Some(n + 1),
+                FilterAction::Drop => None,
+            })
+            .max()
+            .unwrap_or(1)
+            .max(1);
+        Ok(IPFilter { rules, noutputs })
+    }
+
+    /// The parsed rules, in order.
+    pub fn rules(&self) -> &[(FilterAction, Expr)] {
+        &self.rules
+    }
+
+    /// What the filter does with `packet`: the action of the first matching rule, or drop.
+    pub fn decide(&self, packet: &Packet) -> FilterAction {
+        let view = View::of(packet);
+        self.rules
+            .iter()
+            .find(|(_, e)| e.matches(&view))
+            .map_or(FilterAction::Drop, |(a, _)| *a)
+    }
+}
+
+impl Element for IPFilter {
+    fn class_name(&self) -> &'static str {
+        "IPFilter"
+    }
+    fn port_count(&self) -> PortCount {
+        PortCount::exact(1, self.noutputs)
+    }
+    fn push(&mut self, _port: usize, packet: Packet, _cx: &mut Context) -> Verdict {
+        match self.decide(&packet) {
+            FilterAction::Output(o) => Verdict::Out(o, packet),
+            FilterAction::Drop => Verdict::Drop(packet, "filter-deny"),
+        }
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}

@@ -1,0 +1,579 @@
+//! Network address and port translation: `IPRewriter`, `TCPRewriter`, `UDPRewriter` and
+//! `RoundRobinIPMapper`, with Click's input specifications, patterns and timeouts.
+//!
+//! The mapping table ([`MappingTable`]) and pattern allocator are public so that synthesis
+//! can model a rewriter (through [`Element::as_any`] and [`IPRewriter`]'s accessors) and
+//! share its state.
+
+mod pattern;
+mod table;
+
+pub use pattern::{parse_input_spec, parse_mapper_config, Choice, InputSpec, Pattern, Vary};
+pub use table::{
+    flow_random, name_seed, splitmix64, Direction, Flow, FlowId, MappingTable, PacketInfo,
+    PatternState, Timeouts,
+};
+
+use crate::args::{parse_bool, parse_seconds, parse_uint};
+use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
+use packet::Packet;
+use std::any::Any;
+use std::net::Ipv4Addr;
+use wire::checksum::{update16, update16_udp, update32, update32_udp};
+
+const TCP: u8 = 6;
+const UDP: u8 = 17;
+const DCCP: u8 = 33;
+
+/// Builds `IPRewriter`, `TCPRewriter`, `UDPRewriter` or `RoundRobinIPMapper`; `None` for
+/// other classes.
+pub fn build(
+    class: &str,
+    args: &Args,
+    bcx: &BuildCtx,
+) -> Option<Result<Box<dyn Element>, ConfigError>> {
+    let kind = match class {
+        "IPRewriter" => RewriterKind::Ip,
+        "TCPRewriter" => RewriterKind::Tcp,
+        "UDPRewriter" => RewriterKind::Udp,
+        "RoundRobinIPMapper" => {
+            return Some(
+                RoundRobinIPMapper::from_args(args, bcx).map(|e| Box::new(e) as Box<dyn Element>),
+            )
+        }
+        _ => return None,
+    };
+    Some(IPRewriter::from_args(kind, args, bcx).map(|e| Box::new(e) as Box<dyn Element>))
+}
+
+/// Which of Click's rewriter classes an [`IPRewriter`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RewriterKind {
+    /// `IPRewriter`: TCP and UDP, in separate tables (map id 0 for TCP, 1 for UDP).
+    Ip,
+    /// `TCPRewriter`: TCP only (one table).
+    Tcp,
+    /// `UDPRewriter`: TCP, UDP and DCCP in one table, all timed out with the UDP timeouts.
+    Udp,
+}
+
+/// `IPRewriter(INPUTSPEC, ...)`, `TCPRewriter(...)` and `UDPRewriter(...)`: Click's NAPT.
+///
+/// Each packet (with its IP header annotation set) is looked up by flow identifier (source
+/// and destination address and port) in the mapping table. A hit is rewritten to the
+/// mapping's identifier — IP checksum and TCP/UDP checksum updated incrementally (RFC 1624;
+/// a UDP checksum of 0 stays 0) — and sent to the mapping's forward output, or its reply
+/// output for reply-direction packets; the mapping's timeout is refreshed on the virtual
+/// clock. A miss is handled by the input's specification:
+/// - `drop` / `discard`: dropped (`rewriter-drop`);
+/// - `pass N`: sent unchanged to output N, no mapping;
+/// - `keep FOUTPUT ROUTPUT`: a mapping that changes nothing;
+/// - `pattern SADDR SPORT DADDR DPORT FOUTPUT ROUTPUT` (or `pattern NAME FOUTPUT ROUTPUT`
+///   with an `IPRewriterPatterns` name): a mapping to the pattern; `-` keeps a field. SPORT
+///   may be a range `L-H`, or SADDR an address range `A-B` or a prefix (its `.0` and
+///   broadcast addresses left out), from which each new flow takes a value whose reply
+///   identifier is not mapped: no suffix prefers the packet's own value, then tries from a
+///   pseudo-random point; `#` tries from the value after the last one allocated; `?` tries
+///   from a pseudo-random point. No free value: dropped (`no-free-port`).
+/// - `MAPPER`: the name of a `RoundRobinIPMapper`; each new flow uses its next pattern (a
+///   pattern with no free value is skipped).
+///
+/// The pseudo-random point is `splitmix64(FNV-1a(qualified element name, protocol, flow
+/// identifier)) mod range size` ([`flow_random`]), so a run always repeats exactly.
+///
+/// Packets that are not TCP/UDP (`IPRewriter`), not TCP (`TCPRewriter`), not TCP/UDP/DCCP
+/// (`UDPRewriter`), non-first fragments and packets with under 8 transport bytes (20 for
+/// TCP) go to output N of a `pass N` input and are dropped on other inputs (`not-tcp-udp`,
+/// `ip-fragment`, `short-transport`). A packet without a valid IP header annotation is
+/// dropped (`bad-ip-header`).
+///
+/// Keywords (Click's defaults): `TCP_TIMEOUT`/`TIMEOUT` (24 h; `TIMEOUT` is the UDP timeout
+/// for `UDPRewriter`), `TCP_DONE_TIMEOUT` (240 s), `TCP_NODATA_TIMEOUT` (300 s),
+/// `TCP_GUARANTEE`/`GUARANTEE` (5 s), `UDP_TIMEOUT` (300 s), `UDP_STREAMING_TIMEOUT` (the
+/// UDP timeout), `UDP_GUARANTEE` (5 s), `REAP_INTERVAL` (15 min), `MAPPING_CAPACITY`/
+/// `CAPACITY` (unlimited), `DST_ANNO` (true: set the destination IP annotation to the
+/// rewritten destination). A mapping lives until its timeout (never less than its guarantee)
+/// after its last packet; FuseBox removes an expired mapping when a lookup meets it (Click
+/// keeps it until the next reap) and reaps all expired mappings every `REAP_INTERVAL` of
+/// virtual time. When the table is full, the non-guaranteed mapping that expires first is
+/// evicted, or the new flow is dropped (`mapping-table-full`) if all are guaranteed.
+///
+/// Deviation from Click: an SADDR range is honoured in 4-word patterns (Click only
+/// handles it in 2-word `SADDR DADDR` patterns), and a pattern may not range both SADDR and
+/// SPORT.
+#[derive(Debug)]
+pub struct IPRewriter {
+    kind: RewriterKind,
+    specs: Vec<InputSpec>,
+    /// Allocation state per input spec, one per pattern (mapper specs have several).
+    states: Vec<Vec<PatternState>>,
+    rr_next: Vec<usize>,
+    table: MappingTable,
+    dst_anno: bool,
+    seed: u64,
+    noutputs: usize,
+    rewritten: u64,
+    dropped: u64,
+}
+
+/// The keywords every rewriter accepts.
+const REWRITER_KEYWORDS: &[&str] = &[
+    "TCP_TIMEOUT",
+    "TIMEOUT",
+    "TCP_DONE_TIMEOUT",
+    "TCP_NODATA_TIMEOUT",
+    "TCP_GUARANTEE",
+    "GUARANTEE",
+    "UDP_TIMEOUT",
+    "UDP_STREAMING_TIMEOUT",
+    "UDP_GUARANTEE",
+    "REAP_INTERVAL",
+    "REAP_TIME",
+    "MAPPING_CAPACITY",
+    "CAPACITY",
+    "DST_ANNO",
+];
+
+impl IPRewriter {
+    /// Builds a rewriter of `kind` from its arguments.
+    pub fn from_args(
+        kind: RewriterKind,
+        args: &Args,
+        bcx: &BuildCtx,
+    ) -> Result<IPRewriter, ConfigError> {
+        args.check(usize::MAX, REWRITER_KEYWORDS)?;
+        let secs = |k: &str| -> Result<Option<u64>, ConfigError> {
+            args.keyword(k).map(|v| parse_seconds(v, k)).transpose()
+        };
+        let mut t = Timeouts::default();
+        if kind == RewriterKind::Udp {
+            if let Some(v) = secs("TIMEOUT")? {
+                t.udp = v;
+            }
+            if let Some(v) = secs("GUARANTEE")? {
+                t.udp_guarantee = v;
+            }
+        } else {
+            if let Some(v) = secs("TIMEOUT")? {
+                t.tcp = v;
+            }
+            if let Some(v) = secs("GUARANTEE")? {
+                t.tcp_guarantee = v;
+            }
+        }
+        if let Some(v) = secs("TCP_TIMEOUT")? {
+            t.tcp = v;
+        }
+        if let Some(v) = secs("TCP_DONE_TIMEOUT")? {
+            t.tcp_done = v;
+        }
+        if let Some(v) = secs("TCP_NODATA_TIMEOUT")? {
+            t.tcp_nodata = v;
+        }
+        if let Some(v) = secs("TCP_GUARANTEE")? {
+            t.tcp_guarantee = v;
+        }
+        if let Some(v) = secs("UDP_TIMEOUT")? {
+            t.udp = v;
+        }
+        if let Some(v) = secs("UDP_GUARANTEE")? {
+            t.udp_guarantee = v;
+        }
+        t.udp_streaming = secs("UDP_STREAMING_TIMEOUT")?.unwrap_or(t.udp);
+        let reap = match (secs("REAP_INTERVAL")?, secs("REAP_TIME")?) {
+            (Some(v), _) | (None, Some(v)) => v,
+            (None, None) => 900 * 1_000_000_000,
+        };
+        let capacity = match args
+            .keyword("MAPPING_CAPACITY")
+            .or_else(|| args.keyword("CAPACITY"))
+        {
+            Some(v) => {
+                let c = parse_uint(v, "MAPPING_CAPACITY").map_err(|_| {
+                    ConfigError::new(format!(
+                        "expected MAPPING_CAPACITY (a number of mappings; sharing another rewriter's capacity is not supported), found `{v}`"
+                    ))
+                })?;
+                usize::try_from(c).unwrap_or(usize::MAX)
+            }
+            None => usize::MAX,
+        };
+        let dst_anno = args
+            .keyword("DST_ANNO")
+            .map(|v| parse_bool(v, "DST_ANNO"))
+            .transpose()?
+            .unwrap_or(true);
+        let positional = args.positional();
+        if positional.is_empty() {
+            return Err(ConfigError::new(
+                "expected `INPUTSPEC, ...` (at least one input specification)",
+            ));
+        }
+        let mut specs = Vec::new();
+        for (i, p) in positional.iter().enumerate() {
+            let spec = parse_input_spec(p, bcx.names)
+                .map_err(|e| ConfigError::new(format!("input spec {i}: {}", e.message)))?;
+            specs.push(spec);
+        }
+        let states = specs
+            .iter()
+            .map(|s| match s {
+                InputSpec::Mapper { patterns, .. } => vec![PatternState::default(); patterns.len()],
+                _ => vec![PatternState::default()],
+            })
+            .collect();
+        let noutputs = specs.iter().map(InputSpec::max_output).max().unwrap_or(0) + 1;
+        Ok(IPRewriter {
+            kind,
+            rr_next: vec![0; specs.len()],
+            specs,
+            states,
+            table: MappingTable::new(t, capacity, reap),
+            dst_anno,
+            seed: name_seed(bcx.name),
+            noutputs,
+            rewritten: 0,
+            dropped: 0,
+        })
+    }
+
+    /// Which rewriter class this is.
+    pub fn kind(&self) -> RewriterKind {
+        self.kind
+    }
+
+    /// The input specifications, one per input port.
+    pub fn specs(&self) -> &[InputSpec] {
+        &self.specs
+    }
+
+    /// The mapping table.
+    pub fn table(&self) -> &MappingTable {
+        &self.table
+    }
+
+    /// Whether the destination IP annotation is set to the rewritten destination.
+    pub fn dst_anno(&self) -> bool {
+        self.dst_anno
+    }
+
+    /// The seed of this rewriter's pseudo-random choices (FNV-1a of its qualified name).
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// The map a protocol's flows live in (Click: `IPRewriter` keeps UDP apart from TCP).
+    pub fn map_id(&self, proto: u8) -> u8 {
+        match (self.kind, proto) {
+            (RewriterKind::Ip, UDP) => 1,
+            _ => 0,
+        }
+    }
+
+    fn handles(&self, proto: u8) -> bool {
+        match self.kind {
+            RewriterKind::Ip => proto == TCP || proto == UDP,
+            RewriterKind::Tcp => proto == TCP,
+            RewriterKind::Udp => proto == TCP || proto == UDP || proto == DCCP,
+        }
+    }
+
+    fn refuse(&mut self, port: usize, packet: Packet, reason: &'static str) -> Verdict {
+        match self.specs.get(port) {
+            Some(InputSpec::Pass(o)) => Verdict::Out(*o, packet),
+            _ => {
+                self.dropped += 1;
+                Verdict::Drop(packet, reason)
+            }
+        }
+    }
+
+    /// Chooses and installs a mapping for a new flow per input `port`'s specification.
+    /// `Ok(Some(idx))`: installed; `Ok(None)`: pass unchanged to the returned output;
+    /// `Err(reason)`: drop.
+    fn new_mapping(
+        &mut self,
+        port: usize,
+        proto: u8,
+        flow: &FlowId,
+        now: u64,
+    ) -> Result<Result<usize, usize>, &'static str> {
+        let map_id = self.map_id(proto);
+        let random = flow_random(self.seed, proto, flow);
+        let (rewritten, fout, rout) = match self.specs.get(port) {
+            None | Some(InputSpec::Drop) => return Err("rewriter-drop"),
+            Some(InputSpec::Pass(o)) => return Ok(Err(*o)),
+            Some(InputSpec::Keep { foutput, routput }) => (*flow, *foutput, *routput),
+            Some(InputSpec::Pattern {
+                pattern,
+                foutput,
+                routput,
+            }) => {
+                let st = self
+                    .states
+                    .get_mut(port)
+                    .and_then(|v| v.first_mut())
+                    .ok_or("rewriter-drop")?;
+                let r = self
+                    .table
+                    .allocate(map_id, pattern, st, flow, random, now)
+                    .ok_or("no-free-port")?;
+                (r, *foutput, *routput)
+            }
+            Some(InputSpec::Mapper { patterns, .. }) => {
+                let n = patterns.len();
+                let start = self.rr_next.get(port).copied().unwrap_or(0) % n.max(1);
+                let mut found = None;
+                for k in 0..n {
+                    let i = (start + k) % n;
+                    let (pat, fo, ro) = &patterns[i];
+                    let Some(st) = self.states.get_mut(port).and_then(|v| v.get_mut(i)) else {
+                        continue;
+                    };
+                    if let Some(r) = self.table.allocate(map_id, pat, st, flow, random, now) {
+                        found = Some((i, r, *fo, *ro));
+                        break;
+                    }
+                }
+                let (i, r, fo, ro) = found.ok_or("no-free-port")?;
+                if let Some(next) = self.rr_next.get_mut(port) {
+                    *next = (i + 1) % n;
+                }
+                (r, fo, ro)
+            }
+        };
+        match self
+            .table
+            .insert(map_id, proto, *flow, rewritten, fout, rout, port, now)
+        {
+            Some(idx) => Ok(Ok(idx)),
+            None => Err("mapping-table-full"),
+        }
+    }
+}
+
+/// Reads a big-endian u16 at `off`, if present.
+fn rd16(d: &[u8], off: usize) -> Option<u16> {
+    Some(u16::from_be_bytes([*d.get(off)?, *d.get(off + 1)?]))
+}
+
+fn rd32(d: &[u8], off: usize) -> Option<u32> {
+    Some(u32::from_be_bytes(d.get(off..off + 4)?.try_into().ok()?))
+}
+
+fn wr16(d: &mut [u8], off: usize, v: u16) {
+    if let Some(s) = d.get_mut(off..off + 2) {
+        s.copy_from_slice(&v.to_be_bytes());
+    }
+}
+
+fn wr32(d: &mut [u8], off: usize, v: u32) {
+    if let Some(s) = d.get_mut(off..off + 4) {
+        s.copy_from_slice(&v.to_be_bytes());
+    }
+}
+
+/// Rewrites the IPv4 packet `ip` (header length `hl`, protocol `proto`) to flow `new`,
+/// updating the IP checksum and the transport checksum incrementally (RFC 1624); a UDP
+/// checksum of 0 stays 0. Fields that do not change are left alone.
+pub fn rewrite_ipv4(ip: &mut [u8], hl: usize, proto: u8, new: &FlowId) {
+    let (Some(os), Some(od)) = (rd32(ip, 12), rd32(ip, 16)) else {
+        return;
+    };
+    let (ns, nd) = (u32::from(new.saddr), u32::from(new.daddr));
+    let mut ipck = rd16(ip, 10).unwrap_or(0);
+    if os != ns {
+        ipck = update32(ipck, os, ns);
+        wr32(ip, 12, ns);
+    }
+    if od != nd {
+        ipck = update32(ipck, od, nd);
+        wr32(ip, 16, nd);
+    }
+    wr16(ip, 10, ipck);
+    let (Some(osp), Some(odp)) = (rd16(ip, hl), rd16(ip, hl + 2)) else {
+        return;
+    };
+    let ck_off = hl + if proto == TCP { 16 } else { 6 };
+    let Some(mut ck) = rd16(ip, ck_off) else {
+        wr16(ip, hl, new.sport);
+        wr16(ip, hl + 2, new.dport);
+        return;
+    };
+    let udp = proto == UDP;
+    let u32f = if udp { update32_udp } else { update32 };
+    let u16f = if udp { update16_udp } else { update16 };
+    if os != ns {
+        ck = u32f(ck, os, ns);
+    }
+    if od != nd {
+        ck = u32f(ck, od, nd);
+    }
+    if osp != new.sport {
+        ck = u16f(ck, osp, new.sport);
+    }
+    if odp != new.dport {
+        ck = u16f(ck, odp, new.dport);
+    }
+    wr16(ip, ck_off, ck);
+    wr16(ip, hl, new.sport);
+    wr16(ip, hl + 2, new.dport);
+}
+
+impl Element for IPRewriter {
+    fn class_name(&self) -> &'static str {
+        match self.kind {
+            RewriterKind::Ip => "IPRewriter",
+            RewriterKind::Tcp => "TCPRewriter",
+            RewriterKind::Udp => "UDPRewriter",
+        }
+    }
+
+    fn port_count(&self) -> PortCount {
+        PortCount::exact(self.specs.len(), self.noutputs)
+    }
+
+    fn push(&mut self, port: usize, mut packet: Packet, cx: &mut Context) -> Verdict {
+        let now = cx.now.0;
+        self.table.maybe_reap(now);
+        let Some(off) = packet.network_offset_in_data() else {
+            self.dropped += 1;
+            return Verdict::Drop(packet, "bad-ip-header");
+        };
+        let (proto, hl, first_frag, tlen, flow, info) = {
+            let Some(ip) = packet.data().get(off..) else {
+                self.dropped += 1;
+                return Verdict::Drop(packet, "bad-ip-header");
+            };
+            let hl = usize::from(ip.first().copied().unwrap_or(0) & 0x0f) * 4;
+            if ip.len() < 20 || hl < 20 || hl > ip.len() {
+                self.dropped += 1;
+                return Verdict::Drop(packet, "bad-ip-header");
+            }
+            let proto = ip[9];
+            let first_frag = rd16(ip, 6).unwrap_or(0) & 0x1fff == 0;
+            let tlen = ip.len() - hl;
+            let flow = FlowId {
+                saddr: Ipv4Addr::from(rd32(ip, 12).unwrap_or(0)),
+                sport: rd16(ip, hl).unwrap_or(0),
+                daddr: Ipv4Addr::from(rd32(ip, 16).unwrap_or(0)),
+                dport: rd16(ip, hl + 2).unwrap_or(0),
+            };
+            let info = if proto == TCP {
+                let doff = usize::from(ip.get(hl + 12).copied().unwrap_or(0) >> 4) * 4;
+                let total = usize::from(rd16(ip, 2).unwrap_or(0)).min(ip.len());
+                PacketInfo {
+                    tcp_flags: ip.get(hl + 13).copied().unwrap_or(0),
+                    has_payload: total > hl + doff.max(20),
+                }
+            } else {
+                PacketInfo::default()
+            };
+            (proto, hl, first_frag, tlen, flow, info)
+        };
+        if !self.handles(proto) {
+            return self.refuse(port, packet, "not-tcp-udp");
+        }
+        if !first_frag {
+            return self.refuse(port, packet, "ip-fragment");
+        }
+        if tlen < 8 || (proto == TCP && tlen < 20) {
+            return self.refuse(port, packet, "short-transport");
+        }
+        let map_id = self.map_id(proto);
+        let (idx, dir) = match self.table.lookup(map_id, &flow, now) {
+            Some(hit) => hit,
+            None => match self.new_mapping(port, proto, &flow, now) {
+                Ok(Ok(idx)) => (idx, Direction::Forward),
+                Ok(Err(out)) => return Verdict::Out(out, packet),
+                Err(reason) => {
+                    self.dropped += 1;
+                    return Verdict::Drop(packet, reason);
+                }
+            },
+        };
+        let Some(f) = self.table.flow(idx) else {
+            self.dropped += 1;
+            return Verdict::Drop(packet, "rewriter-drop");
+        };
+        let new = f.rewrite_for(dir);
+        let out = f.output_for(dir);
+        if let Some(ip) = packet.data_mut().get_mut(off..) {
+            rewrite_ipv4(ip, hl, proto, &new);
+        }
+        if self.dst_anno {
+            packet.meta.dst_ip = new.daddr;
+        }
+        self.table.touch(idx, dir, info, now);
+        self.rewritten += 1;
+        Verdict::Out(out, packet)
+    }
+
+    fn stats(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            ("mappings_created", self.table.created()),
+            ("active_mappings", self.table.len() as u64),
+            ("rewritten", self.rewritten),
+            ("dropped", self.dropped),
+        ]
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// `RoundRobinIPMapper(PATTERN FOUTPUT ROUTPUT, ...)`: a declarative element (no ports)
+/// that a rewriter names in an input specification; each new flow arriving on that input is
+/// mapped with the mapper's next pattern in turn (a pattern with no free port is skipped).
+/// Each rewriter naming the mapper keeps its own round-robin position.
+#[derive(Debug)]
+pub struct RoundRobinIPMapper {
+    patterns: Vec<(Pattern, usize, usize)>,
+}
+
+impl RoundRobinIPMapper {
+    /// Builds the mapper from its arguments (one pattern with outputs each).
+    pub fn from_args(args: &Args, bcx: &BuildCtx) -> Result<RoundRobinIPMapper, ConfigError> {
+        let mut patterns = Vec::new();
+        for a in args.all() {
+            let text = match &a.keyword {
+                Some(k) => format!("{k} {}", a.value),
+                None => a.value.clone(),
+            };
+            patterns.push(Pattern::parse_with_ports(&text, bcx.names)?);
+        }
+        if patterns.is_empty() {
+            return Err(ConfigError::new(
+                "expected at least one `SADDR SPORT DADDR DPORT FOUTPUT ROUTPUT` pattern",
+            ));
+        }
+        Ok(RoundRobinIPMapper { patterns })
+    }
+
+    /// The patterns with their forward and reply outputs.
+    pub fn patterns(&self) -> &[(Pattern, usize, usize)] {
+        &self.patterns
+    }
+}
+
+impl Element for RoundRobinIPMapper {
+    fn class_name(&self) -> &'static str {
+        "RoundRobinIPMapper"
+    }
+
+    fn port_count(&self) -> PortCount {
+        PortCount::exact(0, 0)
+    }
+
+    fn push(&mut self, _port: usize, packet: Packet, _cx: &mut Context) -> Verdict {
+        Verdict::Drop(packet, "no-input")
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests;

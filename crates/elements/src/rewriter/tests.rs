@@ -1,0 +1,385 @@
+use super::*;
+use crate::net::Names;
+use packet::Timestamp;
+use std::path::Path;
+use wire::checksum;
+
+fn mk(class: &str, config: &str, names: &Names) -> Result<Box<dyn Element>, ConfigError> {
+    let bcx = BuildCtx {
+        name: "nf/rw",
+        ninputs: 2,
+        noutputs: 2,
+        names,
+        base_dir: Path::new("."),
+    };
+    crate::build(class, config, &bcx)
+}
+
+/// An IPv4 packet (no Ethernet header) with valid checksums; network header annotation at 0.
+fn ip_packet(
+    proto: u8,
+    src: [u8; 4],
+    sport: u16,
+    dst: [u8; 4],
+    dport: u16,
+    udp_ck: bool,
+) -> Packet {
+    let payload = b"hello";
+    let thl = if proto == TCP { 20 } else { 8 };
+    let total = 20 + thl + payload.len();
+    let mut d = vec![0u8; total];
+    d[0] = 0x45;
+    d[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+    d[4..6].copy_from_slice(&0x1234u16.to_be_bytes());
+    d[8] = 64;
+    d[9] = proto;
+    d[12..16].copy_from_slice(&src);
+    d[16..20].copy_from_slice(&dst);
+    let ck = checksum::data(&d[..20]);
+    d[10..12].copy_from_slice(&ck.to_be_bytes());
+    d[20..22].copy_from_slice(&sport.to_be_bytes());
+    d[22..24].copy_from_slice(&dport.to_be_bytes());
+    if proto == TCP {
+        d[32] = 0x50;
+        d[33] = 0x18;
+    } else {
+        d[24..26].copy_from_slice(&((thl + payload.len()) as u16).to_be_bytes());
+    }
+    d[20 + thl..].copy_from_slice(payload);
+    if proto == TCP || udp_ck {
+        let l4 = (total - 20) as u16;
+        let s = checksum::combine(&[
+            checksum::pseudo_header_v4(src, dst, proto, l4),
+            checksum::sum(&d[20..]),
+        ]);
+        let mut c = !checksum::fold(s);
+        if proto == UDP {
+            c = checksum::udp_finish(c);
+        }
+        let off = if proto == TCP { 36 } else { 26 };
+        d[off..off + 2].copy_from_slice(&c.to_be_bytes());
+    }
+    let mut p = Packet::from_bytes(&d);
+    p.set_network_header(0);
+    p
+}
+
+/// True if the IP header and transport checksums of `p` verify.
+fn checksums_ok(p: &Packet) -> bool {
+    let d = p.data();
+    if checksum::data(&d[..20]) != 0 {
+        return false;
+    }
+    let proto = d[9];
+    let off = if proto == TCP { 36 } else { 26 };
+    if proto == UDP && d[off] == 0 && d[off + 1] == 0 {
+        return true;
+    }
+    let src: [u8; 4] = d[12..16].try_into().unwrap();
+    let dst: [u8; 4] = d[16..20].try_into().unwrap();
+    let s = checksum::combine(&[
+        checksum::pseudo_header_v4(src, dst, proto, (d.len() - 20) as u16),
+        checksum::sum(&d[20..]),
+    ]);
+    checksum::fold(s) == 0xffff
+}
+
+fn fields(p: &Packet) -> ([u8; 4], u16, [u8; 4], u16) {
+    let d = p.data();
+    (
+        d[12..16].try_into().unwrap(),
+        u16::from_be_bytes([d[20], d[21]]),
+        d[16..20].try_into().unwrap(),
+        u16::from_be_bytes([d[22], d[23]]),
+    )
+}
+
+fn out(v: Verdict) -> (usize, Packet) {
+    match v {
+        Verdict::Out(o, p) => (o, p),
+        other => panic!("expected Out, got {other:?}"),
+    }
+}
+
+fn drop_reason(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Drop(_, r) => r,
+        other => panic!("expected Drop, got {other:?}"),
+    }
+}
+
+fn at(s: u64) -> Context {
+    Context::new(Timestamp(s * 1_000_000_000))
+}
+
+#[test]
+fn napt_round_trip_restores_flow_and_checksums() {
+    let names = Names::new();
+    let mut rw = mk(
+        "IPRewriter",
+        "pattern 10.0.0.1 1000-9000 - - 0 1, drop",
+        &names,
+    )
+    .unwrap();
+    assert_eq!(rw.port_count(), PortCount::exact(2, 2));
+    let p = ip_packet(UDP, [192, 168, 0, 5], 5353, [8, 8, 8, 8], 53, true);
+    let (o, q) = out(rw.push(0, p, &mut at(1)));
+    assert_eq!(o, 0);
+    // The packet's own port 5353 is in range and free: kept.
+    assert_eq!(fields(&q), ([10, 0, 0, 1], 5353, [8, 8, 8, 8], 53));
+    assert!(checksums_ok(&q));
+    assert_eq!(q.meta.dst_ip, Ipv4Addr::new(8, 8, 8, 8));
+    // The reply comes back on input 1 and is restored.
+    let r = ip_packet(UDP, [8, 8, 8, 8], 53, [10, 0, 0, 1], 5353, true);
+    let (o, q) = out(rw.push(1, r, &mut at(2)));
+    assert_eq!(o, 1);
+    assert_eq!(fields(&q), ([8, 8, 8, 8], 53, [192, 168, 0, 5], 5353));
+    assert!(checksums_ok(&q));
+    assert_eq!(q.meta.dst_ip, Ipv4Addr::new(192, 168, 0, 5));
+    // An unknown reply on input 1 is dropped by its `drop` spec.
+    let r = ip_packet(UDP, [8, 8, 4, 4], 53, [10, 0, 0, 1], 5353, true);
+    assert_eq!(drop_reason(rw.push(1, r, &mut at(2))), "rewriter-drop");
+    let st = rw.stats();
+    assert!(
+        st.contains(&("mappings_created", 1))
+            && st.contains(&("rewritten", 2))
+            && st.contains(&("dropped", 1))
+    );
+}
+
+#[test]
+fn tcp_destination_rewrite_and_udp_zero_checksum() {
+    let names = Names::new();
+    let mut rw = mk(
+        "IPRewriter",
+        "pattern - - 10.1.1.2 - 0 1, pattern 10.0.0.1 1000-9000# - - 0 1",
+        &names,
+    )
+    .unwrap();
+    let p = ip_packet(TCP, [192, 168, 0, 7], 40000, [10, 0, 0, 1], 80, false);
+    let (o, q) = out(rw.push(0, p, &mut at(1)));
+    assert_eq!(o, 0);
+    assert_eq!(fields(&q), ([192, 168, 0, 7], 40000, [10, 1, 1, 2], 80));
+    assert!(checksums_ok(&q));
+    let back = ip_packet(TCP, [10, 1, 1, 2], 80, [192, 168, 0, 7], 40000, false);
+    let (o, q) = out(rw.push(0, back, &mut at(1)));
+    assert_eq!(o, 1);
+    assert_eq!(fields(&q), ([10, 0, 0, 1], 80, [192, 168, 0, 7], 40000));
+    assert!(checksums_ok(&q));
+    // UDP without checksum: stays 0.
+    let u = ip_packet(UDP, [192, 168, 0, 7], 7000, [9, 9, 9, 9], 9, false);
+    let (_, q) = out(rw.push(1, u, &mut at(1)));
+    assert_eq!(fields(&q), ([10, 0, 0, 1], 1000, [9, 9, 9, 9], 9));
+    assert_eq!(&q.data()[26..28], &[0, 0]);
+    assert_eq!(checksum::data(&q.data()[..20]), 0);
+}
+
+#[test]
+fn non_tcp_udp_dropped_or_passed() {
+    let names = Names::new();
+    let mut rw = mk("IPRewriter", "pattern 10.0.0.1 - - - 0 1, pass 1", &names).unwrap();
+    let mut icmp = ip_packet(UDP, [1, 1, 1, 1], 1, [2, 2, 2, 2], 2, false);
+    icmp.data_mut()[9] = 1;
+    let icmp2 = icmp.duplicate();
+    assert_eq!(drop_reason(rw.push(0, icmp, &mut at(1))), "not-tcp-udp");
+    assert_eq!(out(rw.push(1, icmp2, &mut at(1))).0, 1);
+    let mut frag = ip_packet(UDP, [1, 1, 1, 1], 1, [2, 2, 2, 2], 2, false);
+    frag.data_mut()[7] = 10;
+    assert_eq!(drop_reason(rw.push(0, frag, &mut at(1))), "ip-fragment");
+    let mut bare = Packet::from_bytes(&[0x45; 10]);
+    bare.set_network_header(0);
+    assert_eq!(drop_reason(rw.push(0, bare, &mut at(1))), "bad-ip-header");
+    let unannotated = Packet::from_bytes(&[0x45; 40]);
+    assert_eq!(
+        drop_reason(rw.push(0, unannotated, &mut at(1))),
+        "bad-ip-header"
+    );
+    // TCPRewriter refuses UDP; UDPRewriter accepts TCP.
+    let mut t = mk("TCPRewriter", "pattern 10.0.0.1 - - - 0 0", &names).unwrap();
+    let u = ip_packet(UDP, [1, 1, 1, 1], 1, [2, 2, 2, 2], 2, false);
+    assert_eq!(drop_reason(t.push(0, u, &mut at(1))), "not-tcp-udp");
+    let mut u_rw = mk("UDPRewriter", "pattern 10.0.0.9 - - - 0 0", &names).unwrap();
+    let tcp = ip_packet(TCP, [1, 1, 1, 1], 1, [2, 2, 2, 2], 2, false);
+    let (_, q) = out(u_rw.push(0, tcp, &mut at(1)));
+    assert_eq!(fields(&q).0, [10, 0, 0, 9]);
+    assert!(checksums_ok(&q));
+}
+
+#[test]
+fn sequential_prefer_own_and_random_allocation() {
+    let names = Names::new();
+    let mut seq = mk("IPRewriter", "pattern 10.0.0.1 2000-2999# - - 0 0", &names).unwrap();
+    let mut got = Vec::new();
+    for h in 1..=3u8 {
+        let p = ip_packet(UDP, [192, 168, 0, h], 2500, [8, 8, 8, 8], 53, true);
+        got.push(fields(&out(seq.push(0, p, &mut at(1))).1).1);
+    }
+    assert_eq!(got, vec![2000, 2001, 2002]);
+
+    // No suffix: own port kept while free; a clash starts at the flow's pseudo-random point.
+    let mut own = mk("IPRewriter", "pattern 10.0.0.1 2000-2999 - - 0 0", &names).unwrap();
+    let p = ip_packet(UDP, [192, 168, 0, 1], 2500, [8, 8, 8, 8], 53, true);
+    assert_eq!(fields(&out(own.push(0, p, &mut at(1))).1).1, 2500);
+    let p = ip_packet(UDP, [192, 168, 0, 2], 2500, [8, 8, 8, 8], 53, true);
+    let flow = FlowId {
+        saddr: Ipv4Addr::new(192, 168, 0, 2),
+        sport: 2500,
+        daddr: Ipv4Addr::new(8, 8, 8, 8),
+        dport: 53,
+    };
+    let expect = 2000 + (flow_random(name_seed("nf/rw"), UDP, &flow) % 1000) as u16;
+    let expect = if expect == 2500 { 2501 } else { expect };
+    assert_eq!(fields(&out(own.push(0, p, &mut at(1))).1).1, expect);
+
+    // `?`: never the own port first, deterministic for a given element name.
+    let mut a = mk("IPRewriter", "pattern 10.0.0.1 2000-2999? - - 0 0", &names).unwrap();
+    let mut b = mk("IPRewriter", "pattern 10.0.0.1 2000-2999? - - 0 0", &names).unwrap();
+    let p = ip_packet(UDP, [192, 168, 0, 1], 2500, [8, 8, 8, 8], 53, true);
+    let pa = fields(&out(a.push(0, p.duplicate(), &mut at(1))).1).1;
+    let pb = fields(&out(b.push(0, p, &mut at(1))).1).1;
+    assert_eq!(pa, pb);
+    let flow1 = FlowId {
+        saddr: Ipv4Addr::new(192, 168, 0, 1),
+        ..flow
+    };
+    assert_eq!(
+        pa,
+        2000 + (flow_random(name_seed("nf/rw"), UDP, &flow1) % 1000) as u16
+    );
+}
+
+#[test]
+fn ports_exhausted_and_address_ranges() {
+    let names = Names::new();
+    let mut rw = mk("IPRewriter", "pattern 10.0.0.1 1000-1001 - - 0 0", &names).unwrap();
+    for h in 1..=2u8 {
+        let p = ip_packet(UDP, [192, 168, 0, h], 5, [8, 8, 8, 8], 53, true);
+        assert!(matches!(rw.push(0, p, &mut at(1)), Verdict::Out(0, _)));
+    }
+    let p = ip_packet(UDP, [192, 168, 0, 3], 5, [8, 8, 8, 8], 53, true);
+    assert_eq!(drop_reason(rw.push(0, p, &mut at(1))), "no-free-port");
+
+    let mut ar = mk("IPRewriter", "pattern 10.0.0.0/30# - - - 0 0", &names).unwrap();
+    // /30: .1 and .2 (the .0 and broadcast addresses are left out).
+    let mut got = Vec::new();
+    for h in 1..=3u8 {
+        let p = ip_packet(UDP, [192, 168, 0, h], 5, [8, 8, 8, 8], 53, true);
+        match ar.push(0, p, &mut at(1)) {
+            Verdict::Out(_, q) => got.push(fields(&q).0[3]),
+            Verdict::Drop(_, r) => assert_eq!(r, "no-free-port"),
+            Verdict::Done => unreachable!(),
+        }
+    }
+    assert_eq!(got, vec![1, 2]);
+}
+
+#[test]
+fn round_robin_mapper_alternates_per_new_flow() {
+    let mut names = Names::new();
+    names.add_mapper(
+        "rr",
+        "RoundRobinIPMapper",
+        "- - 10.0.0.1 - 0 1, - - 10.0.0.2 - 0 1",
+    );
+    let mut rw = mk("IPRewriter", "rr", &names).unwrap();
+    let mut dsts = Vec::new();
+    for (h, repeat) in [(1u8, 2), (2, 1), (3, 1)] {
+        for _ in 0..repeat {
+            let p = ip_packet(TCP, [192, 168, 0, h], 4000, [1, 2, 3, 4], 80, false);
+            dsts.push(fields(&out(rw.push(0, p, &mut at(1))).1).2[3]);
+        }
+    }
+    assert_eq!(dsts, vec![1, 1, 2, 1]);
+    let m = mk("RoundRobinIPMapper", "- - 10.0.0.1 - 0 1", &names).unwrap();
+    assert_eq!(m.port_count(), PortCount::exact(0, 0));
+    let mut bad = Names::new();
+    bad.add_mapper("q", "Queue", "");
+    assert!(mk("IPRewriter", "q", &bad)
+        .err()
+        .unwrap()
+        .message
+        .contains("IPMapper"));
+}
+
+#[test]
+fn mappings_time_out_on_the_virtual_clock() {
+    let names = Names::new();
+    let mut rw = mk(
+        "IPRewriter",
+        "pattern 10.0.0.1 1000-1999# - - 0 1, UDP_TIMEOUT 10, UDP_GUARANTEE 0",
+        &names,
+    )
+    .unwrap();
+    let p = || ip_packet(UDP, [192, 168, 0, 1], 5, [8, 8, 8, 8], 53, true);
+    assert_eq!(fields(&out(rw.push(0, p(), &mut at(0))).1).1, 1000);
+    assert_eq!(fields(&out(rw.push(0, p(), &mut at(9))).1).1, 1000);
+    // 10 s after the last packet the mapping is gone: a new one (next sequential port).
+    assert_eq!(fields(&out(rw.push(0, p(), &mut at(19))).1).1, 1001);
+    let st = rw.stats();
+    assert!(st.contains(&("mappings_created", 2)) && st.contains(&("active_mappings", 1)));
+}
+
+#[test]
+fn named_patterns_and_config_errors() {
+    let mut names = Names::new();
+    names.add_patterns("nat 10.0.0.1 1000-2000 - -").unwrap();
+    names.add_address_info("ext 10.9.9.9").unwrap();
+    let rw = mk(
+        "IPRewriter",
+        "pattern nat 0 1, pattern ext 53 - - 0 1, keep 1 0",
+        &names,
+    )
+    .unwrap();
+    let r = rw.as_any().downcast_ref::<IPRewriter>().unwrap();
+    assert_eq!(r.specs().len(), 3);
+    match &r.specs()[1] {
+        InputSpec::Pattern { pattern, .. } => {
+            assert_eq!(pattern.saddr, Some(Ipv4Addr::new(10, 9, 9, 9)));
+            assert_eq!(pattern.sport, Some(53));
+        }
+        other => panic!("{other:?}"),
+    }
+    for (cfg, needle) in [
+        ("", "INPUTSPEC"),
+        ("frobnicate", "frobnicate"),
+        ("pattern 10.0.0.1 1000-900 - - 0 1", "source port"),
+        ("pattern 10.0.0.0/24 1-5 - - 0 1", "only one"),
+        ("pattern 10.0.0 - - - 0 1", "source address"),
+        ("pattern nope 0 1", "pattern name"),
+        ("keep 0", "keep FOUTPUT ROUTPUT"),
+        ("drop 1", "drop"),
+        ("pass 0, UDP_TIMEOUT soon", "UDP_TIMEOUT"),
+        ("pass 0, COLOR 1", "unknown keyword"),
+    ] {
+        let e = mk("IPRewriter", cfg, &names).err().unwrap();
+        assert!(e.message.contains(needle), "{cfg}: {}", e.message);
+    }
+}
+
+#[test]
+fn tcp_fin_shortens_timeout() {
+    let names = Names::new();
+    let mut rw = mk(
+        "TCPRewriter",
+        "pattern 10.0.0.1 - - - 0 1, TCP_DONE_TIMEOUT 2, TCP_GUARANTEE 0",
+        &names,
+    )
+    .unwrap();
+    let mk_fin = |fwd: bool| {
+        let mut p = if fwd {
+            ip_packet(TCP, [192, 168, 0, 1], 4000, [1, 1, 1, 1], 80, false)
+        } else {
+            ip_packet(TCP, [1, 1, 1, 1], 80, [10, 0, 0, 1], 4000, false)
+        };
+        p.data_mut()[33] = 0x11; // FIN|ACK (checksum no longer matters here)
+        p
+    };
+    assert_eq!(out(rw.push(0, mk_fin(true), &mut at(0))).0, 0);
+    assert_eq!(out(rw.push(1, mk_fin(false), &mut at(1))).0, 1);
+    // Both directions done: the mapping lasts TCP_DONE_TIMEOUT (2 s) after the last packet.
+    let r = rw.as_any().downcast_ref::<IPRewriter>().unwrap();
+    assert_eq!(
+        r.table().flows().next().map(|(_, f)| f.expiry),
+        Some(3_000_000_000)
+    );
+}

@@ -1,0 +1,148 @@
+//! IP family through the public API: a router-style chain, fragment accounting, and
+//! robustness of every IP element against arbitrary bytes.
+
+use elements::{build, BuildCtx, Context, Element, Names, Verdict};
+use packet::{Packet, Timestamp};
+use proptest::prelude::*;
+use std::net::Ipv4Addr;
+use std::path::Path;
+
+fn make(class: &str, config: &str, noutputs: usize) -> Box<dyn Element> {
+    let names = Names::new();
+    let bcx = BuildCtx { name: "nf/x", ninputs: 1, noutputs, names: &names, base_dir: Path::new(".") };
+    match build(class, config, &bcx) {
+        Ok(e) => e,
+        Err(e) => panic!("{class}({config}): {e}"),
+    }
+}
+
+/// Pushes `p` and collects (port, packet) outputs plus drop reasons and created count.
+fn run(e: &mut dyn Element, p: Packet) -> (Vec<(usize, Packet)>, Vec<&'static str>, u64) {
+    let mut cx = Context::new(Timestamp(0));
+    let mut out = Vec::new();
+    let mut drops = Vec::new();
+    match e.push(0, p, &mut cx) {
+        Verdict::Out(port, p) => out.push((port, p)),
+        Verdict::Drop(_, r) => drops.push(r),
+        Verdict::Done => {}
+    }
+    out.extend(cx.take_emitted());
+    drops.extend(cx.take_dropped().map(|(_, r)| r));
+    (out, drops, cx.take_created())
+}
+
+fn checksum_ok(h: &[u8]) -> bool {
+    let hl = usize::from(h[0] & 0xf) * 4;
+    wire::checksum::data(&h[..hl]) == 0
+}
+
+/// An Ethernet frame carrying IPv4/UDP with `ttl` to `dst`, `len` bytes of UDP payload.
+fn frame(dst: [u8; 4], ttl: u8, len: usize) -> Vec<u8> {
+    let total = 20 + 8 + len;
+    let mut f = vec![0u8; 14];
+    f[12] = 0x08;
+    let mut ip = vec![0x45, 0, (total >> 8) as u8, total as u8, 0, 1, 0, 0, ttl, 17, 0, 0, 10, 0, 0, 1];
+    ip.extend_from_slice(&dst);
+    let c = wire::checksum::data(&ip);
+    ip[10..12].copy_from_slice(&c.to_be_bytes());
+    f.extend(ip);
+    f.extend([0, 1, 0, 2, ((8 + len) >> 8) as u8, (8 + len) as u8, 0, 0]);
+    f.extend(vec![0x5a; len]);
+    f
+}
+
+#[test]
+fn router_chain_routes_and_decrements() {
+    let mut chk = make("CheckIPHeader", "14", 1);
+    let mut rt = make("RadixIPLookup", "10.1.0.0/16 0, 10.2.0.0/16 10.9.9.9 1, 10.2.3.0/24 2", 3);
+    let mut ttl = make("DecIPTTL", "", 1);
+    let cases: [([u8; 4], Option<(usize, Ipv4Addr)>); 4] = [
+        ([10, 1, 7, 7], Some((0, Ipv4Addr::new(10, 1, 7, 7)))),
+        ([10, 2, 7, 7], Some((1, Ipv4Addr::new(10, 9, 9, 9)))),
+        ([10, 2, 3, 4], Some((2, Ipv4Addr::new(10, 2, 3, 4)))),
+        ([10, 3, 0, 1], None),
+    ];
+    for (dst, want) in cases {
+        let (mut o, _, _) = run(chk.as_mut(), Packet::from_bytes(&frame(dst, 64, 10)));
+        let (_, p) = o.pop().expect("valid header");
+        let (mut o, drops, _) = run(rt.as_mut(), p);
+        match want {
+            None => assert_eq!(drops, vec!["no-route"]),
+            Some((port, anno)) => {
+                let (got_port, p) = o.pop().expect("routed");
+                assert_eq!((got_port, p.meta.dst_ip), (port, anno));
+                let (mut o, _, _) = run(ttl.as_mut(), p);
+                let (_, p) = o.pop().expect("ttl ok");
+                let h = p.network_header().expect("network header");
+                assert_eq!(h[8], 63);
+                assert!(checksum_ok(h));
+                assert_eq!(&p.data()[..14], &frame(dst, 64, 10)[..14]);
+            }
+        }
+    }
+}
+
+#[test]
+fn fragmenter_accounting_holds() {
+    let mut chk = make("CheckIPHeader", "14", 1);
+    let mut frag = make("IPFragmenter", "576", 1);
+    let (mut o, _, _) = run(chk.as_mut(), Packet::from_bytes(&frame([10, 0, 0, 2], 64, 1372)));
+    let (_, p) = o.pop().expect("valid");
+    let (out, drops, created) = run(frag.as_mut(), p);
+    assert_eq!(1 + created, out.len() as u64 + drops.len() as u64);
+    assert_eq!(out.len(), 3);
+    let total: usize = out.iter().map(|(_, p)| p.network_header().map_or(0, |h| h.len() - 20)).sum();
+    assert_eq!(total, 1380);
+    assert!(out.iter().all(|(_, p)| p.network_header().is_some_and(checksum_ok)));
+}
+
+const ELEMENTS: [(&str, &str); 22] = [
+    ("CheckIPHeader", ""),
+    ("CheckIPHeader", "14"),
+    ("CheckIPHeader2", "INTERFACES 10.0.0.1/8"),
+    ("MarkIPHeader", "14"),
+    ("CheckTCPHeader", ""),
+    ("CheckUDPHeader", ""),
+    ("CheckICMPHeader", ""),
+    ("GetIPAddress", "16"),
+    ("GetIPAddress", "IP dst"),
+    ("SetIPAddress", "1.2.3.4"),
+    ("DropBroadcasts", ""),
+    ("FixIPSrc", "1.2.3.4"),
+    ("RadixIPLookup", "0/0 1.1.1.1 0, 10/8 1"),
+    ("DecIPTTL", ""),
+    ("IPGWOptions", "1.2.3.4"),
+    ("IPFragmenter", "68"),
+    ("IPFragmenter", "68, false"),
+    ("SetIPChecksum", ""),
+    ("SetTCPChecksum", "true"),
+    ("SetUDPChecksum", ""),
+    ("IPPrint", "x"),
+    ("IPEncap", "tcp, 1.1.1.1, DST_ANNO"),
+];
+
+proptest! {
+    /// No IP element panics on arbitrary bytes, whatever header annotations they carry, and
+    /// every packet is accounted for.
+    #[test]
+    fn arbitrary_bytes_never_panic(
+        bytes in proptest::collection::vec(any::<u8>(), 0..200),
+        hdr in proptest::option::of(0usize..40),
+        v4 in any::<bool>(),
+    ) {
+        let mut bytes = bytes;
+        if v4 && !bytes.is_empty() {
+            bytes[0] = 0x40 | (bytes[0] & 0x0f);
+        }
+        for (class, cfg) in ELEMENTS {
+            let mut e = make(class, cfg, 2);
+            let mut p = Packet::from_bytes(&bytes);
+            if let Some(off) = hdr {
+                p.set_network_header(off.min(bytes.len()));
+                p.set_transport_header((off + 20).min(bytes.len()));
+            }
+            let (out, drops, created) = run(e.as_mut(), p);
+            prop_assert_eq!(1 + created, (out.len() + drops.len()) as u64, "{}", class);
+        }
+    }
+}
