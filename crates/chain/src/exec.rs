@@ -3,6 +3,7 @@
 
 use crate::file::{ChainFile, Endpoint};
 use crate::nf::Nf;
+use elements::Element;
 use crate::reflect;
 use crate::summary::{ElementSummary, ExitSummary, NfSummary, Summary, Totals};
 use elements::{Context, Role, Verdict};
@@ -46,25 +47,27 @@ struct Exit {
     sink: ExitSink,
     packets: u64,
     bytes: u64,
-    /// For `--reflect`: the element replies re-enter at.
-    reflect_to: Option<(usize, usize)>,
+    /// For `--reflect`: the (global) element replies re-enter at.
+    reflect_to: Option<u32>,
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Inner,
-    /// A `ToDevice` of a linked interface: packets continue at this NF's element.
-    Link { nf: usize, element: usize },
+    /// A `ToDevice` of a linked interface: packets continue at this (global) element.
+    Link(u32),
     /// A `ToDevice` of an unlinked interface, or a `ToDump`: packets leave the chain here.
-    Exit(usize),
+    Exit(u32),
 }
 
-#[derive(Default, Clone)]
-struct ElementCounters {
-    input: u64,
-    output: Vec<u64>,
-    drops: Vec<(&'static str, u64)>,
+/// Where an output port leads, in global element indices; `u32::MAX` when unconnected.
+#[derive(Clone, Copy)]
+struct Edge {
+    element: u32,
+    port: u32,
 }
+
+const UNCONNECTED: Edge = Edge { element: u32::MAX, port: 0 };
 
 #[derive(Default, Clone, Copy)]
 struct NfCounters {
@@ -84,23 +87,35 @@ pub struct Source {
 }
 
 /// The naive executor of a chain.
+///
+/// Elements of all NFs live in one flat table (global indices) so the hot loop follows a
+/// packet from element to element without nested lookups; a packet that goes straight on
+/// (the common case) never touches the work stack.
 pub struct Executor {
     nfs: Vec<Nf>,
-    kinds: Vec<Vec<Kind>>,
-    counters: Vec<Vec<ElementCounters>>,
+    /// First global index of each NF's elements.
+    base: Vec<u32>,
+    elements: Vec<Box<dyn Element>>,
+    nf_of: Vec<u32>,
+    kinds: Vec<Kind>,
+    /// First index into `edges` / `out_count` of each element's outputs.
+    edge_base: Vec<u32>,
+    edges: Vec<Edge>,
+    in_count: Vec<u64>,
+    out_count: Vec<u64>,
+    drops: Vec<Vec<(&'static str, u64)>>,
     nf_counters: Vec<NfCounters>,
     exits: Vec<Exit>,
     entries: BTreeMap<Endpoint, (usize, usize)>,
     dump_sources: Vec<(String, (usize, usize), PathBuf)>,
     cx: Context,
-    stack: Vec<(usize, usize, usize, Packet)>,
+    stack: Vec<(u32, u32, Packet)>,
     emitted: Vec<(usize, Packet)>,
-    pool: Vec<Vec<u8>>,
+    pool: Vec<Packet>,
     chain_in: u64,
     chain_created: u64,
     next_input: u64,
     batch: usize,
-    keep_buffers: bool,
 }
 
 impl Executor {
@@ -141,30 +156,38 @@ impl Executor {
             }
         }
         let nf_index = |name: &str| nfs.iter().position(|n| n.name == name);
+        let mut base = Vec::new();
+        let mut total = 0u32;
+        for nf in &nfs {
+            base.push(total);
+            total += nf.elements.len() as u32;
+        }
         let mut entries = BTreeMap::new();
         let mut dump_sources = Vec::new();
         for (ni, nf) in nfs.iter().enumerate() {
-            for (ei, e) in nf.elements.iter().enumerate() {
-                match e.role() {
+            for (ei, role) in nf.roles.iter().enumerate() {
+                match role {
                     Role::FromDevice(d) => {
-                        entries.insert(Endpoint { nf: nf.name.clone(), iface: d }, (ni, ei));
+                        entries.insert(Endpoint { nf: nf.name.clone(), iface: d.clone() }, (ni, ei));
                     }
-                    Role::FromDump(p) => dump_sources.push((format!("{}/{}", nf.name, nf.names[ei]), (ni, ei), p)),
+                    Role::FromDump(p) => {
+                        dump_sources.push((format!("{}/{}", nf.name, nf.names[ei]), (ni, ei), p.clone()))
+                    }
                     _ => {}
                 }
             }
         }
+        let global = |(n, e): (usize, usize)| base[n] + e as u32;
         let mut exits: Vec<Exit> = Vec::new();
         let mut kinds = Vec::new();
         for nf in &nfs {
-            let mut k = Vec::new();
-            for e in &nf.elements {
-                k.push(match e.role() {
+            for role in &nf.roles {
+                kinds.push(match role {
                     Role::ToDevice(d) => {
-                        let here = Endpoint { nf: nf.name.clone(), iface: d };
+                        let here = Endpoint { nf: nf.name.clone(), iface: d.clone() };
                         match chain.peer(&here) {
                             Some(peer) => match entries.get(peer) {
-                                Some(&(pn, pe)) => Kind::Link { nf: pn, element: pe },
+                                Some(&target) => Kind::Link(global(target)),
                                 None => {
                                     return Err(format!(
                                         "link `{here}` ↔ `{peer}`: NF `{}` has no FromDevice({}) to receive packets",
@@ -178,44 +201,70 @@ impl Executor {
                                     Some(i) => i,
                                     None => {
                                         let reflect_to = if options.reflect.contains(&here) {
-                                            Some(*entries.get(&here).ok_or_else(|| {
-                                                format!("--reflect {here}: NF `{}` has no FromDevice({}) for the replies", here.nf, here.iface)
-                                            })?)
+                                            Some(global(*entries.get(&here).ok_or_else(|| {
+                                                format!(
+                                                    "--reflect {here}: NF `{}` has no FromDevice({}) for the replies",
+                                                    here.nf, here.iface
+                                                )
+                                            })?))
                                         } else {
                                             None
                                         };
-                                        exits.push(Exit { name: name.clone(), sink: sink(&name, None)?, packets: 0, bytes: 0, reflect_to });
+                                        let sink = sink(&name, None)?;
+                                        exits.push(Exit { name, sink, packets: 0, bytes: 0, reflect_to });
                                         exits.len() - 1
                                     }
                                 };
-                                Kind::Exit(idx)
+                                Kind::Exit(idx as u32)
                             }
                         }
                     }
                     Role::ToDump(p) => {
                         let name = p.display().to_string();
-                        exits.push(Exit { name: name.clone(), sink: sink(&name, Some(&p))?, packets: 0, bytes: 0, reflect_to: None });
-                        Kind::Exit(exits.len() - 1)
+                        let sink = sink(&name, Some(p))?;
+                        exits.push(Exit { name, sink, packets: 0, bytes: 0, reflect_to: None });
+                        Kind::Exit(exits.len() as u32 - 1)
                     }
                     _ => Kind::Inner,
                 });
             }
-            kinds.push(k);
         }
         for r in &options.reflect {
             if nf_index(&r.nf).is_none() || !exits.iter().any(|x| x.name == r.to_string()) {
-                return Err(format!("--reflect {r}: not an exit of the chain (exits are unlinked interfaces with a ToDevice)"));
+                return Err(format!(
+                    "--reflect {r}: not an exit of the chain (exits are unlinked interfaces with a ToDevice)"
+                ));
             }
         }
-        let counters = nfs
-            .iter()
-            .map(|nf| nf.edges.iter().map(|o| ElementCounters { output: vec![0; o.len()], ..Default::default() }).collect())
-            .collect();
+        let mut elements = Vec::new();
+        let mut nf_of = Vec::new();
+        let mut edge_base = Vec::new();
+        let mut edges = Vec::new();
+        for (ni, nf) in nfs.iter_mut().enumerate() {
+            for outs in &nf.edges {
+                edge_base.push(edges.len() as u32);
+                nf_of.push(ni as u32);
+                edges.extend(outs.iter().map(|e| match e {
+                    Some(e) => Edge { element: base[ni] + e.element as u32, port: e.port as u32 },
+                    None => UNCONNECTED,
+                }));
+            }
+            elements.append(&mut nf.elements);
+        }
+        edge_base.push(edges.len() as u32);
+        let n = elements.len();
         Ok(Executor {
             nf_counters: vec![NfCounters::default(); nfs.len()],
             nfs,
+            base,
+            elements,
+            nf_of,
             kinds,
-            counters,
+            in_count: vec![0; n],
+            out_count: vec![0; edges.len()],
+            drops: vec![Vec::new(); n],
+            edge_base,
+            edges,
             exits,
             entries,
             dump_sources,
@@ -227,11 +276,11 @@ impl Executor {
             chain_created: 0,
             next_input: 0,
             batch: options.batch.max(1),
-            keep_buffers: true,
         })
     }
 
-    /// The NFs of the chain.
+    /// The NFs of the chain (names, classes, roles and connections of their elements; the
+    /// elements themselves run inside the executor).
     pub fn nfs(&self) -> &[Nf] {
         &self.nfs
     }
@@ -246,7 +295,7 @@ impl Executor {
         self.exits.iter().map(|x| x.name.clone()).collect()
     }
 
-    /// A streamed input for `NF.IFACE`.
+    /// A streamed input for the entry element `entry` (NF index, element index).
     pub fn source(
         &self,
         name: String,
@@ -282,20 +331,17 @@ impl Executor {
         let mut batch: Vec<((usize, usize), Record)> = Vec::with_capacity(self.batch);
         loop {
             while batch.len() < self.batch {
-                let mut best: Option<usize> = None;
-                for (i, s) in sources.iter().enumerate() {
-                    if let Some(h) = &s.head {
-                        if best.is_none_or(|b| h.timestamp < sources[b].head.as_ref().map_or(Timestamp(u64::MAX), |r| r.timestamp)) {
-                            best = Some(i);
-                        }
-                    }
-                }
-                let Some(b) = best else { break };
-                let rec = sources[b].head.take();
-                advance(&mut sources[b], &mut errors);
-                if let Some(rec) = rec {
+                // The earliest head; ties go to the earlier source.
+                let best = sources
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, s)| s.head.as_ref().map(|h| (h.timestamp, i)))
+                    .min();
+                let Some((_, b)) = best else { break };
+                if let Some(rec) = sources[b].head.take() {
                     batch.push((sources[b].entry, rec));
                 }
+                advance(&mut sources[b], &mut errors);
             }
             if batch.is_empty() {
                 break;
@@ -314,7 +360,6 @@ impl Executor {
     /// one timestamp), so virtual time keeps moving; every pass restores the original bytes.
     /// Returns the number of packets pushed.
     pub fn replay(&mut self, inputs: &[((usize, usize), Vec<Record>)], passes: u64) -> u64 {
-        self.keep_buffers = true;
         // Merge once: (timestamp, input order) gives the canonical order.
         let mut order: Vec<(Timestamp, usize, usize)> = Vec::new();
         for (i, (_, recs)) in inputs.iter().enumerate() {
@@ -340,20 +385,22 @@ impl Executor {
     }
 
     fn packet_from(&mut self, data: &[u8], ts: Timestamp, precision: Precision) -> Packet {
-        let mut p = Packet::from_bytes_in(self.pool.pop().unwrap_or_default(), data);
+        let mut p = self.pool.pop().unwrap_or_else(|| Packet::from_bytes(&[]));
+        p.reset(data);
         p.meta.timestamp = ts;
         p.meta.precision = precision;
         p
     }
 
+    #[inline]
     fn recycle(&mut self, p: Packet) {
-        if self.keep_buffers && self.pool.len() < 4096 {
-            self.pool.push(p.into_buffer());
+        if self.pool.len() < 4096 {
+            self.pool.push(p);
         }
     }
 
-    /// Pushes one chain input packet in at `entry` and runs it, and everything it causes, to
-    /// completion.
+    /// Pushes one chain input packet in at `entry` (NF index, element index) and runs it, and
+    /// everything it causes, to completion.
     pub fn inject(&mut self, entry: (usize, usize), mut p: Packet) {
         p.meta.input_index = self.next_input;
         self.next_input += 1;
@@ -362,86 +409,99 @@ impl Executor {
             self.cx.now = p.meta.timestamp;
         }
         self.nf_counters[entry.0].input += 1;
-        self.stack.push((entry.0, entry.1, 0, p));
-        self.drain();
+        self.run_from(self.base[entry.0] + entry.1 as u32, 0, p);
     }
 
-    fn count_drop(&mut self, nf: usize, el: usize, reason: &'static str) {
-        self.nf_counters[nf].dropped += 1;
-        let d = &mut self.counters[nf][el].drops;
+    fn count_drop(&mut self, el: u32, reason: &'static str) {
+        self.nf_counters[self.nf_of[el as usize] as usize].dropped += 1;
+        let d = &mut self.drops[el as usize];
         match d.iter_mut().find(|(r, _)| *r == reason) {
             Some((_, n)) => *n += 1,
             None => d.push((reason, 1)),
         }
     }
 
-    fn drain(&mut self) {
-        while let Some((nf, el, port, p)) = self.stack.pop() {
-            match self.kinds[nf][el] {
-                Kind::Inner => {}
-                Kind::Link { nf: pn, element: pe } => {
-                    self.counters[nf][el].input += 1;
-                    let mut p = p;
+    /// Follows a packet from element to element until it leaves, is dropped or is kept;
+    /// then continues with the work stack (copies and other emissions), depth first.
+    fn run_from(&mut self, mut el: u32, mut port: u32, mut p: Packet) {
+        loop {
+            let e = el as usize;
+            self.in_count[e] += 1;
+            match self.kinds[e] {
+                Kind::Inner => {
+                    let v = self.elements[e].push(port as usize, p, &mut self.cx);
+                    if self.cx.has_pending() {
+                        self.settle(el);
+                    }
+                    match v {
+                        Verdict::Out(o, q) => {
+                            let k = self.edge_base[e] as usize + o;
+                            if o < (self.edge_base[e + 1] - self.edge_base[e]) as usize && self.edges[k].element != u32::MAX {
+                                self.out_count[k] += 1;
+                                let next = self.edges[k];
+                                (el, port, p) = (next.element, next.port, q);
+                                continue;
+                            }
+                            self.count_drop(el, "unconnected-output");
+                            self.recycle(q);
+                        }
+                        Verdict::Drop(q, reason) => {
+                            self.count_drop(el, reason);
+                            self.recycle(q);
+                        }
+                        Verdict::Done => {}
+                    }
+                }
+                Kind::Link(target) => {
+                    let nf = self.nf_of[e] as usize;
                     if p.meta.hops >= MAX_HOPS {
-                        self.count_drop(nf, el, "loop");
+                        self.count_drop(el, "loop");
                         self.recycle(p);
+                    } else {
+                        p.meta.hops += 1;
+                        self.nf_counters[nf].output += 1;
+                        self.nf_counters[self.nf_of[target as usize] as usize].input += 1;
+                        (el, port) = (target, 0);
                         continue;
                     }
-                    p.meta.hops += 1;
-                    self.nf_counters[nf].output += 1;
-                    self.nf_counters[pn].input += 1;
-                    self.stack.push((pn, pe, 0, p));
-                    continue;
                 }
                 Kind::Exit(x) => {
-                    self.counters[nf][el].input += 1;
-                    self.nf_counters[nf].output += 1;
-                    self.exit(x, p);
-                    continue;
+                    self.nf_counters[self.nf_of[e] as usize].output += 1;
+                    self.exit(x as usize, p);
                 }
             }
-            self.counters[nf][el].input += 1;
-            let v = self.nfs[nf].elements[el].push(port, p, &mut self.cx);
-            let created = self.cx.take_created();
-            if created > 0 {
-                self.nf_counters[nf].created += created;
-            }
-            match v {
-                Verdict::Out(o, p) => self.forward(nf, el, o, p),
-                Verdict::Drop(p, reason) => {
-                    self.count_drop(nf, el, reason);
-                    self.recycle(p);
-                }
-                Verdict::Done => {}
-            }
-            if self.cx.has_pending() {
-                let dropped: Vec<(Packet, &'static str)> = self.cx.take_dropped().collect();
-                for (p, r) in dropped {
-                    self.count_drop(nf, el, r);
-                    self.recycle(p);
-                }
-                let mut em = std::mem::take(&mut self.emitted);
-                em.extend(self.cx.take_emitted());
-                // Depth first in emission order: the first emitted is processed first.
-                for (o, p) in em.drain(..).rev() {
-                    self.forward(nf, el, o, p);
-                }
-                self.emitted = em;
+            match self.stack.pop() {
+                Some((e2, p2, q)) => (el, port, p) = (e2, p2, q),
+                None => return,
             }
         }
     }
 
-    fn forward(&mut self, nf: usize, el: usize, port: usize, p: Packet) {
-        match self.nfs[nf].edges[el].get(port).copied().flatten() {
-            Some(edge) => {
-                self.counters[nf][el].output[port] += 1;
-                self.stack.push((nf, edge.element, edge.port, p));
-            }
-            None => {
-                self.count_drop(nf, el, "unconnected-output");
+    /// Accounts for what an element did through its context (created, dropped, emitted
+    /// packets) and stacks the emissions so the first emitted runs first.
+    #[cold]
+    fn settle(&mut self, el: u32) {
+        let created = self.cx.take_created();
+        self.nf_counters[self.nf_of[el as usize] as usize].created += created;
+        let dropped: Vec<(Packet, &'static str)> = self.cx.take_dropped().collect();
+        for (p, r) in dropped {
+            self.count_drop(el, r);
+            self.recycle(p);
+        }
+        let mut em = std::mem::take(&mut self.emitted);
+        em.extend(self.cx.take_emitted());
+        for (o, p) in em.drain(..).rev() {
+            let e = el as usize;
+            let k = self.edge_base[e] as usize + o;
+            if o < (self.edge_base[e + 1] - self.edge_base[e]) as usize && self.edges[k].element != u32::MAX {
+                self.out_count[k] += 1;
+                self.stack.push((self.edges[k].element, self.edges[k].port, p));
+            } else {
+                self.count_drop(el, "unconnected-output");
                 self.recycle(p);
             }
         }
+        self.emitted = em;
     }
 
     fn exit(&mut self, x: usize, p: Packet) {
@@ -449,7 +509,6 @@ impl Executor {
         exit.packets += 1;
         exit.bytes += p.len() as u64;
         let reflect_to = exit.reflect_to.filter(|_| !p.meta.reflected);
-        let reply = reflect_to.map(|_| reflect::reply(&p));
         match &mut exit.sink {
             ExitSink::Pcap(w) => {
                 if let Err(e) = w.write(p.meta.timestamp, p.data()) {
@@ -459,13 +518,14 @@ impl Executor {
             ExitSink::Memory(v) => v.push((p.meta.timestamp, p.meta.precision, p.data().to_vec())),
             ExitSink::Count => {}
         }
-        if let (Some((nf, el)), Some(bytes)) = (reflect_to, reply) {
+        if let Some(target) = reflect_to {
+            let bytes = reflect::reply(&p);
             let mut r = self.packet_from(&bytes, p.meta.timestamp, p.meta.precision);
             r.meta.input_index = p.meta.input_index;
             r.meta.reflected = true;
             self.chain_created += 1;
-            self.nf_counters[nf].input += 1;
-            self.stack.push((nf, el, 0, r));
+            self.nf_counters[self.nf_of[target as usize] as usize].input += 1;
+            self.stack.push((target, 0, r));
         }
         self.recycle(p);
     }
@@ -491,21 +551,24 @@ impl Executor {
         let mut t = Totals { input: self.chain_in, created: self.chain_created, ..Totals::default() };
         for (ni, nf) in self.nfs.iter().enumerate() {
             let c = self.nf_counters[ni];
-            let held: u64 = nf.elements.iter().map(|e| e.held()).sum();
             let mut drops: BTreeMap<String, u64> = BTreeMap::new();
             let mut elements = Vec::new();
-            for (ei, e) in nf.elements.iter().enumerate() {
-                let ec = &self.counters[ni][ei];
-                for (r, n) in &ec.drops {
+            let mut held = 0;
+            for li in 0..nf.names.len() {
+                let g = self.base[ni] as usize + li;
+                let e = &self.elements[g];
+                held += e.held();
+                for (r, n) in &self.drops[g] {
                     *drops.entry(r.to_string()).or_default() += n;
                     *t.drops.entry(r.to_string()).or_default() += n;
                 }
+                let outs = self.edge_base[g] as usize..self.edge_base[g + 1] as usize;
                 elements.push(ElementSummary {
-                    name: nf.names[ei].clone(),
+                    name: nf.names[li].clone(),
                     class: e.class_name().to_string(),
-                    input: ec.input,
-                    output: ec.output.clone(),
-                    drops: ec.drops.iter().map(|(r, n)| (r.to_string(), *n)).collect(),
+                    input: self.in_count[g],
+                    output: self.out_count[outs].to_vec(),
+                    drops: self.drops[g].iter().map(|(r, n)| (r.to_string(), *n)).collect(),
                     stats: e.stats().into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
                     held: e.held(),
                 });
@@ -525,8 +588,11 @@ impl Executor {
                 elements,
             });
         }
-        let exits: Vec<ExitSummary> =
-            self.exits.iter().map(|x| ExitSummary { name: x.name.clone(), packets: x.packets, bytes: x.bytes }).collect();
+        let exits: Vec<ExitSummary> = self
+            .exits
+            .iter()
+            .map(|x| ExitSummary { name: x.name.clone(), packets: x.packets, bytes: x.bytes })
+            .collect();
         t.output = exits.iter().map(|x| x.packets).sum();
         t.balanced = t.input + t.created == t.output + t.dropped + t.held;
         Summary { nfs, exits, totals: t }

@@ -33,8 +33,13 @@ pub struct Edge {
 pub struct Nf {
     /// NF name (chain level).
     pub name: String,
-    /// The elements, in declaration order.
+    /// The elements, in declaration order (an executor may take them; the metadata below
+    /// stays).
     pub elements: Vec<Box<dyn Element>>,
+    /// Click class of each element.
+    pub classes: Vec<&'static str>,
+    /// Role of each element (device, dump, or inner).
+    pub roles: Vec<Role>,
     /// Element names (`Class@N` for anonymous ones, `compound/member` inside compounds).
     pub names: Vec<String>,
     /// Where each element was declared (`file:line:col`).
@@ -152,6 +157,8 @@ impl Nf {
         }
         let nf = Nf {
             name: name.to_string(),
+            classes: elements.iter().map(|e| e.class_name()).collect(),
+            roles: elements.iter().map(|e| e.role()).collect(),
             elements,
             names: config.elements.iter().map(|d| d.name.clone()).collect(),
             spans: config.elements.iter().map(|d| d.span.to_string()).collect(),
@@ -164,8 +171,8 @@ impl Nf {
 
     fn check_devices(&self) -> Result<(), BuildError> {
         let mut seen: BTreeMap<(bool, String), usize> = BTreeMap::new();
-        for (i, e) in self.elements.iter().enumerate() {
-            let key = match e.role() {
+        for (i, role) in self.roles.iter().enumerate() {
+            let key = match role.clone() {
                 Role::FromDevice(d) => (true, d),
                 Role::ToDevice(d) => (false, d),
                 _ => continue,
@@ -179,7 +186,7 @@ impl Nf {
                         key.1,
                         self.names[prev],
                         self.spans[prev],
-                        e.class_name()
+                        self.classes[i]
                     ),
                 });
             }
@@ -191,10 +198,10 @@ impl Nf {
     /// The interfaces the NF has: names used by `FromDevice` or `ToDevice`, sorted.
     pub fn interfaces(&self) -> Vec<String> {
         let mut v: Vec<String> = self
-            .elements
+            .roles
             .iter()
-            .filter_map(|e| match e.role() {
-                Role::FromDevice(d) | Role::ToDevice(d) => Some(d),
+            .filter_map(|r| match r {
+                Role::FromDevice(d) | Role::ToDevice(d) => Some(d.clone()),
                 _ => None,
             })
             .collect();
@@ -205,14 +212,14 @@ impl Nf {
 
     /// The element that receives packets arriving on interface `iface`.
     pub fn from_device(&self, iface: &str) -> Option<usize> {
-        self.elements.iter().position(|e| e.role() == Role::FromDevice(iface.to_string()))
+        self.roles.iter().position(|r| matches!(r, Role::FromDevice(d) if d == iface))
     }
 
     /// A readable listing of the element graph (for `fusebox check`).
     pub fn describe(&self) -> String {
         let mut s = String::new();
-        for (i, e) in self.elements.iter().enumerate() {
-            s.push_str(&format!("  {} :: {}", self.names[i], e.class_name()));
+        for (i, class) in self.classes.iter().enumerate() {
+            s.push_str(&format!("  {} :: {}", self.names[i], class));
             let outs: Vec<String> = self.edges[i]
                 .iter()
                 .enumerate()

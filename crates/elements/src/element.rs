@@ -95,7 +95,7 @@ pub struct Context {
     emitted: Vec<(usize, Packet)>,
     dropped: Vec<(Packet, &'static str)>,
     created: u64,
-    pool: Vec<Vec<u8>>,
+    pool: Vec<Packet>,
 }
 
 impl Context {
@@ -119,7 +119,8 @@ impl Context {
     /// annotations). Counted as created.
     pub fn new_packet(&mut self, data: &[u8], like: &Meta) -> Packet {
         self.created += 1;
-        let mut p = Packet::from_bytes_in(self.pool.pop().unwrap_or_default(), data);
+        let mut p = self.pool.pop().unwrap_or_else(|| Packet::from_bytes(&[]));
+        p.reset(data);
         p.meta = like.clone();
         p.meta.mac_offset = packet::NO_OFFSET;
         p.meta.network_offset = packet::NO_OFFSET;
@@ -137,7 +138,7 @@ impl Context {
     /// element is accounting for otherwise, e.g. a fragment source it replaced).
     pub fn recycle(&mut self, packet: Packet) {
         if self.pool.len() < 1024 {
-            self.pool.push(packet.into_buffer());
+            self.pool.push(packet);
         }
     }
 
@@ -146,9 +147,11 @@ impl Context {
         self.emitted.drain(..)
     }
 
-    /// True if anything was emitted or dropped through the context (executor use).
+    /// True if anything was created, emitted or dropped through the context since the
+    /// executor last settled it (executor use).
+    #[inline]
     pub fn has_pending(&self) -> bool {
-        !self.emitted.is_empty() || !self.dropped.is_empty()
+        self.created != 0 || !self.emitted.is_empty() || !self.dropped.is_empty()
     }
 
     /// Takes what was dropped during the last push (executor use).

@@ -29,13 +29,16 @@ pub use args::{Args, ConfigError};
 pub use element::{BuildCtx, Context, Element, PortCount, Role, Verdict};
 pub use net::Names;
 
+/// A family's builder: `None` when the class is not one of the family's.
+type Builder = fn(&str, &Args, &BuildCtx) -> Option<Result<Box<dyn Element>, ConfigError>>;
+
 /// Builds the element of Click class `class` from its configuration string.
 ///
 /// Returns `Err` with a message naming the class and what was expected when the class is
 /// unknown or the configuration is wrong; never panics.
 pub fn build(class: &str, config: &str, bcx: &BuildCtx) -> Result<Box<dyn Element>, ConfigError> {
     let args = Args::parse(config)?;
-    let builders: [fn(&str, &Args, &BuildCtx) -> Option<Result<Box<dyn Element>, ConfigError>>; 7] = [
+    let builders: [Builder; 7] = [
         basic::build,
         ip::build,
         classifier::build,

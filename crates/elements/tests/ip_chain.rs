@@ -9,7 +9,13 @@ use std::path::Path;
 
 fn make(class: &str, config: &str, noutputs: usize) -> Box<dyn Element> {
     let names = Names::new();
-    let bcx = BuildCtx { name: "nf/x", ninputs: 1, noutputs, names: &names, base_dir: Path::new(".") };
+    let bcx = BuildCtx {
+        name: "nf/x",
+        ninputs: 1,
+        noutputs,
+        names: &names,
+        base_dir: Path::new("."),
+    };
     match build(class, config, &bcx) {
         Ok(e) => e,
         Err(e) => panic!("{class}({config}): {e}"),
@@ -41,7 +47,24 @@ fn frame(dst: [u8; 4], ttl: u8, len: usize) -> Vec<u8> {
     let total = 20 + 8 + len;
     let mut f = vec![0u8; 14];
     f[12] = 0x08;
-    let mut ip = vec![0x45, 0, (total >> 8) as u8, total as u8, 0, 1, 0, 0, ttl, 17, 0, 0, 10, 0, 0, 1];
+    let mut ip = vec![
+        0x45,
+        0,
+        (total >> 8) as u8,
+        total as u8,
+        0,
+        1,
+        0,
+        0,
+        ttl,
+        17,
+        0,
+        0,
+        10,
+        0,
+        0,
+        1,
+    ];
     ip.extend_from_slice(&dst);
     let c = wire::checksum::data(&ip);
     ip[10..12].copy_from_slice(&c.to_be_bytes());
@@ -51,12 +74,19 @@ fn frame(dst: [u8; 4], ttl: u8, len: usize) -> Vec<u8> {
     f
 }
 
+/// A destination and where it should go: (output port, destination annotation), or no route.
+type Case = ([u8; 4], Option<(usize, Ipv4Addr)>);
+
 #[test]
 fn router_chain_routes_and_decrements() {
     let mut chk = make("CheckIPHeader", "14", 1);
-    let mut rt = make("RadixIPLookup", "10.1.0.0/16 0, 10.2.0.0/16 10.9.9.9 1, 10.2.3.0/24 2", 3);
+    let mut rt = make(
+        "RadixIPLookup",
+        "10.1.0.0/16 0, 10.2.0.0/16 10.9.9.9 1, 10.2.3.0/24 2",
+        3,
+    );
     let mut ttl = make("DecIPTTL", "", 1);
-    let cases: [([u8; 4], Option<(usize, Ipv4Addr)>); 4] = [
+    let cases: [Case; 4] = [
         ([10, 1, 7, 7], Some((0, Ipv4Addr::new(10, 1, 7, 7)))),
         ([10, 2, 7, 7], Some((1, Ipv4Addr::new(10, 9, 9, 9)))),
         ([10, 2, 3, 4], Some((2, Ipv4Addr::new(10, 2, 3, 4)))),
@@ -86,14 +116,22 @@ fn router_chain_routes_and_decrements() {
 fn fragmenter_accounting_holds() {
     let mut chk = make("CheckIPHeader", "14", 1);
     let mut frag = make("IPFragmenter", "576", 1);
-    let (mut o, _, _) = run(chk.as_mut(), Packet::from_bytes(&frame([10, 0, 0, 2], 64, 1372)));
+    let (mut o, _, _) = run(
+        chk.as_mut(),
+        Packet::from_bytes(&frame([10, 0, 0, 2], 64, 1372)),
+    );
     let (_, p) = o.pop().expect("valid");
     let (out, drops, created) = run(frag.as_mut(), p);
     assert_eq!(1 + created, out.len() as u64 + drops.len() as u64);
     assert_eq!(out.len(), 3);
-    let total: usize = out.iter().map(|(_, p)| p.network_header().map_or(0, |h| h.len() - 20)).sum();
+    let total: usize = out
+        .iter()
+        .map(|(_, p)| p.network_header().map_or(0, |h| h.len() - 20))
+        .sum();
     assert_eq!(total, 1380);
-    assert!(out.iter().all(|(_, p)| p.network_header().is_some_and(checksum_ok)));
+    assert!(out
+        .iter()
+        .all(|(_, p)| p.network_header().is_some_and(checksum_ok)));
 }
 
 const ELEMENTS: [(&str, &str); 22] = [

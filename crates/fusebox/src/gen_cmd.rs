@@ -108,7 +108,7 @@ impl GenArgs {
 pub fn run(args: &GenArgs) -> Result<String, String> {
     let cfg = args.config();
     cfg.validate()?;
-    let precision = if args.nano || args.gap_ns % 1000 != 0 {
+    let precision = if args.nano || !args.gap_ns.is_multiple_of(1000) {
         Precision::Nano
     } else {
         Precision::Micro

@@ -10,13 +10,35 @@ pub const DEFAULT_HEADROOM: usize = 128;
 /// The data lives in `buf[head..tail]`. Header offsets in [`Meta`] are absolute offsets into
 /// the buffer, so they stay valid when headers are pulled off or pushed on (as Click's
 /// header annotations do).
+///
+/// The packet lives in one heap allocation, so moving a `Packet` between elements moves a
+/// pointer; executors recycle whole packets ([`Packet::reset`]) instead of allocating.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Packet {
+pub struct Packet(Box<PacketData>);
+
+/// The contents of a [`Packet`]: bytes and metadata. Reached through `Deref` (`packet.meta`).
+#[derive(Debug, PartialEq, Eq)]
+pub struct PacketData {
     buf: Vec<u8>,
     head: usize,
     tail: usize,
     /// Annotations and bookkeeping.
     pub meta: Meta,
+}
+
+impl std::ops::Deref for Packet {
+    type Target = PacketData;
+    #[inline]
+    fn deref(&self) -> &PacketData {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Packet {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut PacketData {
+        &mut self.0
+    }
 }
 
 impl Packet {
@@ -36,68 +58,89 @@ impl Packet {
         }
         buf.extend_from_slice(data);
         let tail = buf.len();
-        Packet { buf, head: DEFAULT_HEADROOM, tail, meta: Meta::default() }
+        Packet(Box::new(PacketData {
+            buf,
+            head: DEFAULT_HEADROOM,
+            tail,
+            meta: Meta::default(),
+        }))
+    }
+
+    /// Reuses this packet for new contents: `data` with fresh metadata, keeping the
+    /// allocations (how executors recycle packets without touching the allocator).
+    pub fn reset(&mut self, data: &[u8]) {
+        let d = &mut *self.0;
+        if d.buf.len() >= DEFAULT_HEADROOM {
+            d.buf.truncate(DEFAULT_HEADROOM);
+        } else {
+            d.buf.clear();
+            d.buf.resize(DEFAULT_HEADROOM, 0);
+        }
+        d.buf.extend_from_slice(data);
+        d.head = DEFAULT_HEADROOM;
+        d.tail = d.buf.len();
+        d.meta = Meta::default();
     }
 
     /// The packet's bytes.
     #[inline]
     pub fn data(&self) -> &[u8] {
-        &self.buf[self.head..self.tail]
+        &self.0.buf[self.0.head..self.0.tail]
     }
 
     /// The packet's bytes, writable.
     #[inline]
     pub fn data_mut(&mut self) -> &mut [u8] {
-        &mut self.buf[self.head..self.tail]
+        &mut self.0.buf[self.0.head..self.0.tail]
     }
 
     /// Length of the data in bytes.
     #[inline]
     pub fn len(&self) -> usize {
-        self.tail - self.head
+        self.0.tail - self.0.head
     }
 
     /// True when the packet holds no bytes.
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.tail == self.head
+        self.0.tail == self.0.head
     }
 
     /// Bytes available in front of the data.
     #[inline]
     pub fn headroom(&self) -> usize {
-        self.head
+        self.0.head
     }
 
     /// Absolute buffer offset of the first data byte (what header offsets are relative to).
     #[inline]
     pub fn data_offset(&self) -> u32 {
-        self.head as u32
+        self.0.head as u32
     }
 
     /// Prepends `n` bytes (zeroed) and returns them. Grows the headroom if needed, moving
     /// header offsets with the data.
     pub fn push(&mut self, n: usize) -> &mut [u8] {
-        if n > self.head {
-            let grow = (n - self.head).max(DEFAULT_HEADROOM);
-            let mut nb = Vec::with_capacity(self.buf.len() + grow);
+        if n > self.0.head {
+            let grow = (n - self.0.head).max(DEFAULT_HEADROOM);
+            let mut nb = Vec::with_capacity(self.0.buf.len() + grow);
             nb.resize(grow, 0);
-            nb.extend_from_slice(&self.buf);
-            self.buf = nb;
-            self.head += grow;
-            self.tail += grow;
+            nb.extend_from_slice(&self.0.buf);
+            self.0.buf = nb;
+            self.0.head += grow;
+            self.0.tail += grow;
             for off in [
-                &mut self.meta.mac_offset,
-                &mut self.meta.network_offset,
-                &mut self.meta.transport_offset,
+                &mut self.0.meta.mac_offset,
+                &mut self.0.meta.network_offset,
+                &mut self.0.meta.transport_offset,
             ] {
                 if *off != NO_OFFSET {
                     *off += grow as u32;
                 }
             }
         }
-        self.head -= n;
-        let s = &mut self.buf[self.head..self.head + n];
+        self.0.head -= n;
+        let s = &mut self.0.buf[self.0.head..self.0.head + n];
         s.fill(0);
         s
     }
@@ -106,8 +149,8 @@ impl Packet {
     /// [`Packet::pull`] reappear (Click's `Unstrip`). Falls back to [`Packet::push`] (zeroed
     /// bytes) when the headroom is smaller than `n`.
     pub fn unpull(&mut self, n: usize) {
-        if n <= self.head {
-            self.head -= n;
+        if n <= self.0.head {
+            self.0.head -= n;
         } else {
             self.push(n);
         }
@@ -119,111 +162,116 @@ impl Packet {
         if n > self.len() {
             return false;
         }
-        self.head += n;
+        self.0.head += n;
         true
     }
 
     /// Appends `n` zero bytes and returns them.
     pub fn put(&mut self, n: usize) -> &mut [u8] {
-        let old = self.tail;
-        self.buf.truncate(self.tail);
-        self.buf.resize(self.tail + n, 0);
-        self.tail += n;
-        &mut self.buf[old..self.tail]
+        let old = self.0.tail;
+        self.0.buf.truncate(self.0.tail);
+        self.0.buf.resize(self.0.tail + n, 0);
+        self.0.tail += n;
+        &mut self.0.buf[old..self.0.tail]
     }
 
     /// Removes `n` bytes from the end (saturating at empty).
     pub fn take(&mut self, n: usize) {
-        self.tail -= n.min(self.len());
+        self.0.tail -= n.min(self.len());
     }
 
     /// Shortens the data to `len` bytes (no effect if already shorter).
     pub fn truncate(&mut self, len: usize) {
         if len < self.len() {
-            self.tail = self.head + len;
+            self.0.tail = self.0.head + len;
         }
     }
 
     /// Replaces the data with `data`, keeping the metadata and the headroom.
     pub fn set_data(&mut self, data: &[u8]) {
-        self.buf.truncate(self.head);
-        self.buf.extend_from_slice(data);
-        self.tail = self.buf.len();
+        self.0.buf.truncate(self.0.head);
+        self.0.buf.extend_from_slice(data);
+        self.0.tail = self.0.buf.len();
     }
 
     /// A deep copy (Click's `clone()` followed by `uniqueify()`), metadata included.
     pub fn duplicate(&self) -> Packet {
-        Packet { buf: self.buf.clone(), head: self.head, tail: self.tail, meta: self.meta.clone() }
+        Packet(Box::new(PacketData {
+            buf: self.0.buf.clone(),
+            head: self.0.head,
+            tail: self.0.tail,
+            meta: self.0.meta.clone(),
+        }))
     }
 
     /// Gives the allocation back for reuse.
     pub fn into_buffer(self) -> Vec<u8> {
-        self.buf
+        self.0.buf
     }
 
     fn header(&self, off: u32) -> Option<&[u8]> {
         let off = off as usize;
-        if off == NO_OFFSET as usize || off < self.head || off > self.tail {
+        if off == NO_OFFSET as usize || off < self.0.head || off > self.0.tail {
             None
         } else {
-            Some(&self.buf[off..self.tail])
+            Some(&self.0.buf[off..self.0.tail])
         }
     }
 
     fn header_mut(&mut self, off: u32) -> Option<&mut [u8]> {
         let off = off as usize;
-        if off == NO_OFFSET as usize || off < self.head || off > self.tail {
+        if off == NO_OFFSET as usize || off < self.0.head || off > self.0.tail {
             None
         } else {
-            Some(&mut self.buf[off..self.tail])
+            Some(&mut self.0.buf[off..self.0.tail])
         }
     }
 
     /// The bytes from the MAC header annotation to the end, if it is set and inside the data.
     pub fn mac_header(&self) -> Option<&[u8]> {
-        self.header(self.meta.mac_offset)
+        self.header(self.0.meta.mac_offset)
     }
 
     /// The bytes from the network header annotation to the end, if set and inside the data.
     pub fn network_header(&self) -> Option<&[u8]> {
-        self.header(self.meta.network_offset)
+        self.header(self.0.meta.network_offset)
     }
 
     /// Writable bytes from the network header annotation to the end.
     pub fn network_header_mut(&mut self) -> Option<&mut [u8]> {
-        self.header_mut(self.meta.network_offset)
+        self.header_mut(self.0.meta.network_offset)
     }
 
     /// The bytes from the transport header annotation to the end, if set and inside the data.
     pub fn transport_header(&self) -> Option<&[u8]> {
-        self.header(self.meta.transport_offset)
+        self.header(self.0.meta.transport_offset)
     }
 
     /// Writable bytes from the transport header annotation to the end.
     pub fn transport_header_mut(&mut self) -> Option<&mut [u8]> {
-        self.header_mut(self.meta.transport_offset)
+        self.header_mut(self.0.meta.transport_offset)
     }
 
     /// Offset of the network header relative to the start of the data, if set and inside.
     pub fn network_offset_in_data(&self) -> Option<usize> {
-        let off = self.meta.network_offset as usize;
-        (self.meta.network_offset != NO_OFFSET && off >= self.head && off <= self.tail)
-            .then(|| off - self.head)
+        let off = self.0.meta.network_offset as usize;
+        (self.0.meta.network_offset != NO_OFFSET && off >= self.0.head && off <= self.0.tail)
+            .then(|| off - self.0.head)
     }
 
     /// Sets the MAC header annotation to `offset` bytes into the data.
     pub fn set_mac_header(&mut self, offset: usize) {
-        self.meta.mac_offset = (self.head + offset) as u32;
+        self.0.meta.mac_offset = (self.0.head + offset) as u32;
     }
 
     /// Sets the network header annotation to `offset` bytes into the data.
     pub fn set_network_header(&mut self, offset: usize) {
-        self.meta.network_offset = (self.head + offset) as u32;
+        self.0.meta.network_offset = (self.0.head + offset) as u32;
     }
 
     /// Sets the transport header annotation to `offset` bytes into the data.
     pub fn set_transport_header(&mut self, offset: usize) {
-        self.meta.transport_offset = (self.head + offset) as u32;
+        self.0.meta.transport_offset = (self.0.head + offset) as u32;
     }
 
     /// All bytes from the network header to the end of the buffer's data, or `None`.

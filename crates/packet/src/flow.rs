@@ -35,7 +35,12 @@ impl FlowKey {
         let layers = wire::parse::layers(frame).ok()?;
         let l3 = layers.l3_offset?;
         let ip = frame.get(l3..)?;
-        Self::from_ip_at(ip, layers.l4_offset.map(|o| o - l3), layers.ip_proto, layers.first_fragment || !layers.is_fragment)
+        Self::from_ip_at(
+            ip,
+            layers.l4_offset.map(|o| o - l3),
+            layers.ip_proto,
+            layers.first_fragment || !layers.is_fragment,
+        )
     }
 
     /// The flow key of a packet starting at its IP header (version read from the first nibble).
@@ -48,7 +53,7 @@ impl FlowKey {
             Self::from_ip_at(ip, Some(hl), Some(p.next_header()), first)
         } else if v == 6 {
             let (proto, off, frag) = wire::ipv6::walk_extension_headers(ip).ok()?;
-            let first = frag.map_or(true, |f| f.offset == 0);
+            let first = frag.is_none_or(|f| f.is_first());
             Self::from_ip_at(ip, Some(off), Some(proto), first)
         } else {
             None
@@ -87,7 +92,13 @@ impl FlowKey {
                 }
             }
         }
-        Some(FlowKey { src, dst, src_port: sp, dst_port: dp, protocol })
+        Some(FlowKey {
+            src,
+            dst,
+            src_port: sp,
+            dst_port: dp,
+            protocol,
+        })
     }
 }
 
@@ -161,9 +172,15 @@ mod tests {
     #[test]
     fn ipv4_tcp_udp_and_vlan() {
         let tcp = eth(None, 0x0800, &ipv4(A, B, 6, 0x4000, &ports(40000, 80, 20)));
-        assert_eq!(FlowKey::from_ethernet(&tcp), Some(v4key(A, B, 40000, 80, 6)));
+        assert_eq!(
+            FlowKey::from_ethernet(&tcp),
+            Some(v4key(A, B, 40000, 80, 6))
+        );
         let udp = eth(Some(7), 0x0800, &ipv4(B, A, 17, 0, &ports(53, 5353, 8)));
-        assert_eq!(FlowKey::from_ethernet(&udp), Some(v4key(B, A, 53, 5353, 17)));
+        assert_eq!(
+            FlowKey::from_ethernet(&udp),
+            Some(v4key(B, A, 53, 5353, 17))
+        );
         assert_eq!(
             FlowKey::from_ip(&ipv4(A, B, 17, 0, &ports(1, 2, 8))),
             Some(v4key(A, B, 1, 2, 17))
@@ -174,7 +191,10 @@ mod tests {
     fn ipv4_icmp_echo_and_other_protocols() {
         let mut echo = vec![8, 0, 0, 0, 0x12, 0x34, 0, 1];
         let f = eth(None, 0x0800, &ipv4(A, B, 1, 0, &echo));
-        assert_eq!(FlowKey::from_ethernet(&f), Some(v4key(A, B, 0x1234, 0x1234, 1)));
+        assert_eq!(
+            FlowKey::from_ethernet(&f),
+            Some(v4key(A, B, 0x1234, 0x1234, 1))
+        );
         // Destination unreachable: no identifier.
         echo[0] = 3;
         let f = eth(None, 0x0800, &ipv4(A, B, 1, 0, &echo));
@@ -192,7 +212,10 @@ mod tests {
         assert_eq!(FlowKey::from_ethernet(&f), Some(v4key(A, B, 1000, 2000, 6)));
         // Later fragment (offset 185 * 8): the bytes are not a TCP header.
         let ip = ipv4(A, B, 6, 185, &l4);
-        assert_eq!(FlowKey::from_ethernet(&eth(None, 0x0800, &ip)), Some(v4key(A, B, 0, 0, 6)));
+        assert_eq!(
+            FlowKey::from_ethernet(&eth(None, 0x0800, &ip)),
+            Some(v4key(A, B, 0, 0, 6))
+        );
         assert_eq!(FlowKey::from_ip(&ip), Some(v4key(A, B, 0, 0, 6)));
     }
 
@@ -209,7 +232,10 @@ mod tests {
         };
         let ip = ipv6(s, d, 17, &ports(5000, 443, 8));
         assert_eq!(FlowKey::from_ip(&ip), Some(want));
-        assert_eq!(FlowKey::from_ethernet(&eth(Some(3), 0x86dd, &ip)), Some(want));
+        assert_eq!(
+            FlowKey::from_ethernet(&eth(Some(3), 0x86dd, &ip)),
+            Some(want)
+        );
 
         // Hop-by-hop options then a first fragment then UDP.
         let mut rest = vec![44, 0, 1, 4, 0, 0, 0, 0]; // HBH: next = fragment, 8 bytes
@@ -229,7 +255,10 @@ mod tests {
             ..want
         };
         assert_eq!(FlowKey::from_ip(&ip), Some(no_ports));
-        assert_eq!(FlowKey::from_ethernet(&eth(None, 0x86dd, &ip)), Some(no_ports));
+        assert_eq!(
+            FlowKey::from_ethernet(&eth(None, 0x86dd, &ip)),
+            Some(no_ports)
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@ mod meta;
 mod rss;
 
 pub use batch::{Batch, DEFAULT_BATCH_SIZE};
-pub use buffer::{Packet, DEFAULT_HEADROOM};
+pub use buffer::{Packet, PacketData, DEFAULT_HEADROOM};
 pub use flow::FlowKey;
 pub use meta::{Meta, PacketType, Precision, Timestamp, NO_OFFSET};
 pub use rss::{symmetric_rss, Toeplitz, SYMMETRIC_RSS_KEY};

@@ -166,7 +166,10 @@ impl GenConfig {
             }
             SizeDist::Imix => {}
         }
-        for (what, p) in [("source", self.src_prefix), ("destination", self.dst_prefix)] {
+        for (what, p) in [
+            ("source", self.src_prefix),
+            ("destination", self.dst_prefix),
+        ] {
             if p.1 > 32 {
                 return Err(format!(
                     "expected a {what} prefix length of at most 32, found {}",
@@ -174,7 +177,10 @@ impl GenConfig {
                 ));
             }
         }
-        for (what, p) in [("source", &self.src_ports), ("destination", &self.dst_ports)] {
+        for (what, p) in [
+            ("source", &self.src_ports),
+            ("destination", &self.dst_ports),
+        ] {
             match p {
                 PortSpec::Range(lo, hi) if lo > hi => {
                     return Err(format!(

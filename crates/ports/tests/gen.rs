@@ -44,7 +44,11 @@ fn check_frame(cfg: &GenConfig, frame: &[u8]) -> (u8, u8) {
     assert_eq!(eth.ethertype(), ethernet::ethertype::IPV4);
     let ip = ipv4::Packet::new_checked(eth.payload()).unwrap();
     assert!(ip.verify_checksum(), "bad IP checksum");
-    assert_eq!(usize::from(ip.total_len()), frame.len() - 14, "IP length covers the frame");
+    assert_eq!(
+        usize::from(ip.total_len()),
+        frame.len() - 14,
+        "IP length covers the frame"
+    );
     assert_eq!(ip.ttl(), cfg.ttl);
     let (src, dst) = (ip.src_addr(), ip.dst_addr());
     assert!(in_prefix(src, cfg.src_prefix), "{src}");
@@ -100,7 +104,10 @@ fn headers_and_checksums_are_valid() {
         *protos.entry(p).or_insert(0u32) += 1;
     }
     assert_eq!(protos.len(), 3, "{protos:?}");
-    assert!(sizes.contains(&60) || sizes.len() > 500, "sizes spread over the range");
+    assert!(
+        sizes.contains(&60) || sizes.len() > 500,
+        "sizes spread over the range"
+    );
 }
 
 #[test]
@@ -135,7 +142,10 @@ fn imix_proportions() {
     for (_, f) in generate(&cfg) {
         *counts.entry(f.len()).or_default() += 1;
     }
-    assert_eq!(counts.keys().copied().collect::<Vec<_>>(), vec![60, 572, 1496]);
+    assert_eq!(
+        counts.keys().copied().collect::<Vec<_>>(),
+        vec![60, 572, 1496]
+    );
     // Expected 7000 / 4000 / 1000; a tolerance of about 4.5 standard deviations.
     for (len, want, tol) in [(60, 7000, 250), (572, 4000, 240), (1496, 1000, 140)] {
         let got = counts[&len];
@@ -170,7 +180,11 @@ fn tcp_flows_open_with_syn_and_close_with_fin() {
     for (key, pkts) in &per_flow {
         assert_eq!(pkts[0].0, tcp::flags::SYN, "{key:?} starts with a SYN");
         if pkts.len() >= 2 {
-            assert_eq!(pkts.last().unwrap().0, tcp::flags::FIN | tcp::flags::ACK, "{key:?}");
+            assert_eq!(
+                pkts.last().unwrap().0,
+                tcp::flags::FIN | tcp::flags::ACK,
+                "{key:?}"
+            );
             for p in &pkts[1..pkts.len() - 1] {
                 assert_eq!(p.0, tcp::flags::PSH | tcp::flags::ACK);
             }
@@ -268,32 +282,63 @@ fn port_lists_and_prefixes() {
 #[test]
 fn parse_helpers() {
     assert_eq!(parse_size("64"), Ok(SizeDist::Fixed(64)));
-    assert_eq!(parse_size("uniform:64-1500"), Ok(SizeDist::Uniform(64, 1500)));
+    assert_eq!(
+        parse_size("uniform:64-1500"),
+        Ok(SizeDist::Uniform(64, 1500))
+    );
     assert_eq!(parse_size("IMIX"), Ok(SizeDist::Imix));
     assert!(parse_size("60").unwrap_err().contains("frame size"));
     assert!(parse_size("uniform:1500-64").is_err());
     assert!(parse_size("uniform:64").is_err());
     assert!(parse_size("big").unwrap_err().contains("`big`"));
 
-    assert_eq!(parse_mix("tcp=1,udp=1,icmp=0"), Ok(Mix { tcp: 1, udp: 1, icmp: 0 }));
-    assert_eq!(parse_mix("icmp=3"), Ok(Mix { tcp: 0, udp: 0, icmp: 3 }));
+    assert_eq!(
+        parse_mix("tcp=1,udp=1,icmp=0"),
+        Ok(Mix {
+            tcp: 1,
+            udp: 1,
+            icmp: 0
+        })
+    );
+    assert_eq!(
+        parse_mix("icmp=3"),
+        Ok(Mix {
+            tcp: 0,
+            udp: 0,
+            icmp: 3
+        })
+    );
     assert!(parse_mix("tcp=0").is_err());
     assert!(parse_mix("sctp=1").unwrap_err().contains("sctp"));
     assert!(parse_mix("tcp").is_err());
     assert!(parse_mix("tcp=x").is_err());
 
-    assert_eq!(parse_prefix("10.0.0.0/16"), Ok((Ipv4Addr::new(10, 0, 0, 0), 16)));
-    assert_eq!(parse_prefix("10.0.0.1"), Ok((Ipv4Addr::new(10, 0, 0, 1), 32)));
-    assert!(parse_prefix("10.0.0/8").unwrap_err().contains("expected IP prefix"));
+    assert_eq!(
+        parse_prefix("10.0.0.0/16"),
+        Ok((Ipv4Addr::new(10, 0, 0, 0), 16))
+    );
+    assert_eq!(
+        parse_prefix("10.0.0.1"),
+        Ok((Ipv4Addr::new(10, 0, 0, 1), 32))
+    );
+    assert!(parse_prefix("10.0.0/8")
+        .unwrap_err()
+        .contains("expected IP prefix"));
     assert!(parse_prefix("10.0.0.0/33").is_err());
 
     assert_eq!(parse_ports("1024-65535"), Ok(PortSpec::Range(1024, 65535)));
-    assert_eq!(parse_ports("80,443,1234"), Ok(PortSpec::List(vec![80, 443, 1234])));
+    assert_eq!(
+        parse_ports("80,443,1234"),
+        Ok(PortSpec::List(vec![80, 443, 1234]))
+    );
     assert_eq!(parse_ports("80"), Ok(PortSpec::List(vec![80])));
     assert!(parse_ports("9-1").is_err());
     assert!(parse_ports("70000").is_err());
 
-    assert_eq!(parse_mac("02:00:00:00:00:0a").unwrap().0, [2, 0, 0, 0, 0, 10]);
+    assert_eq!(
+        parse_mac("02:00:00:00:00:0a").unwrap().0,
+        [2, 0, 0, 0, 0, 10]
+    );
     assert!(parse_mac("02:00").is_err());
 }
 
@@ -301,11 +346,30 @@ fn parse_helpers() {
 fn validate_reports_bad_settings() {
     assert!(GenConfig::default().validate().is_ok());
     let bad = [
-        GenConfig { flows: 0, ..GenConfig::default() },
-        GenConfig { mix: Mix { tcp: 0, udp: 0, icmp: 0 }, ..GenConfig::default() },
-        GenConfig { size: SizeDist::Fixed(20), ..GenConfig::default() },
-        GenConfig { src_prefix: (Ipv4Addr::UNSPECIFIED, 40), ..GenConfig::default() },
-        GenConfig { dst_ports: PortSpec::List(vec![]), ..GenConfig::default() },
+        GenConfig {
+            flows: 0,
+            ..GenConfig::default()
+        },
+        GenConfig {
+            mix: Mix {
+                tcp: 0,
+                udp: 0,
+                icmp: 0,
+            },
+            ..GenConfig::default()
+        },
+        GenConfig {
+            size: SizeDist::Fixed(20),
+            ..GenConfig::default()
+        },
+        GenConfig {
+            src_prefix: (Ipv4Addr::UNSPECIFIED, 40),
+            ..GenConfig::default()
+        },
+        GenConfig {
+            dst_ports: PortSpec::List(vec![]),
+            ..GenConfig::default()
+        },
     ];
     for cfg in bad {
         assert!(cfg.validate().is_err(), "{cfg:?}");
@@ -319,7 +383,11 @@ fn validate_reports_bad_settings() {
 #[test]
 fn tcpdump_finds_no_bad_checksum() {
     let ci = std::env::var("CI").is_ok_and(|v| v == "true");
-    if std::process::Command::new("tcpdump").arg("--version").output().is_err() {
+    if std::process::Command::new("tcpdump")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
         assert!(!ci, "tcpdump is required under CI=true");
         eprintln!("skipping: tcpdump not installed");
         return;
@@ -340,7 +408,11 @@ fn tcpdump_finds_no_bad_checksum() {
         .arg(&p)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!text.contains("incorrect"), "tcpdump found a bad checksum");
     assert!(!text.contains("bad cksum"), "tcpdump found a bad checksum");
@@ -348,7 +420,10 @@ fn tcpdump_finds_no_bad_checksum() {
     // "wrong icmp cksum"; it confirms right TCP sums with "(correct)" and UDP ones with
     // "[udp sum ok]".
     assert!(!text.contains("wrong"), "tcpdump found a bad ICMP checksum");
-    assert!(!text.contains("bad udp"), "tcpdump found a bad UDP checksum");
+    assert!(
+        !text.contains("bad udp"),
+        "tcpdump found a bad UDP checksum"
+    );
     let transport = generate(&cfg)
         .filter(|(_, f)| f[23] == ipv4::protocol::TCP || f[23] == ipv4::protocol::UDP)
         .count();
@@ -358,4 +433,48 @@ fn tcpdump_finds_no_bad_checksum() {
     assert_eq!(text.matches(" IP (tos").count(), 400);
     assert!(text.contains("Flags [S]") && text.contains("Flags [F.]"));
     assert!(text.contains("ICMP echo request"));
+}
+
+/// The reply of a generated frame: addresses and ports swapped (checksums are not needed
+/// for flow keys).
+fn reply(frame: &[u8]) -> Vec<u8> {
+    let mut r = frame.to_vec();
+    r[0..6].copy_from_slice(&frame[6..12]);
+    r[6..12].copy_from_slice(&frame[0..6]);
+    r[26..30].copy_from_slice(&frame[30..34]);
+    r[30..34].copy_from_slice(&frame[26..30]);
+    if frame[23] != ipv4::protocol::ICMP {
+        r[34..36].copy_from_slice(&frame[36..38]);
+        r[36..38].copy_from_slice(&frame[34..36]);
+    }
+    r
+}
+
+#[test]
+fn symmetric_rss_on_generated_flows() {
+    let cfg = GenConfig {
+        packets: 4000,
+        flows: 400,
+        mix: Mix {
+            tcp: 2,
+            udp: 2,
+            icmp: 1,
+        },
+        ..GenConfig::default()
+    };
+    let mut queues = [0u32; 4];
+    let mut keys = HashSet::new();
+    for (_, f) in generate(&cfg) {
+        let k = FlowKey::from_ethernet(&f).unwrap();
+        let r = FlowKey::from_ethernet(&reply(&f)).unwrap();
+        assert_eq!(r, k.reversed());
+        let h = packet::symmetric_rss(&k);
+        assert_eq!(h, packet::symmetric_rss(&r), "{k:?}");
+        if keys.insert(k) {
+            queues[(h % 4) as usize] += 1;
+        }
+    }
+    assert_eq!(keys.len(), 400);
+    // Flows spread over the queues (each gets at least 15% of them).
+    assert!(queues.iter().all(|&q| q >= 60), "{queues:?}");
 }

@@ -5,7 +5,9 @@ use ports::pcap::{read_all, PcapError, PcapReader, PcapWriter, Record, DLT_EN10M
 use std::path::{Path, PathBuf};
 
 fn frame(n: usize, seed: u8) -> Vec<u8> {
-    (0..n).map(|i| (i as u8).wrapping_mul(7).wrapping_add(seed)).collect()
+    (0..n)
+        .map(|i| (i as u8).wrapping_mul(7).wrapping_add(seed))
+        .collect()
 }
 
 fn write_file(path: &Path, precision: Precision, packets: &[(Timestamp, Vec<u8>)]) {
@@ -36,8 +38,14 @@ fn collect(path: &Path) -> (Vec<Record>, Option<PcapError>, u64) {
 
 fn sample() -> Vec<(Timestamp, Vec<u8>)> {
     vec![
-        (Timestamp::from_parts(1_700_000_000, 123_456_789), frame(60, 1)),
-        (Timestamp::from_parts(1_700_000_001, 999_999_999), frame(1514, 2)),
+        (
+            Timestamp::from_parts(1_700_000_000, 123_456_789),
+            frame(60, 1),
+        ),
+        (
+            Timestamp::from_parts(1_700_000_001, 999_999_999),
+            frame(1514, 2),
+        ),
         (Timestamp::from_parts(1_700_000_002, 1), frame(42, 3)),
     ]
 }
@@ -65,7 +73,10 @@ fn round_trip_micro() {
         assert_eq!(rec.orig_len as usize, data.len());
     }
     let r = PcapReader::open(&p).unwrap();
-    assert_eq!((r.linktype(), r.precision()), (DLT_EN10MB, Precision::Micro));
+    assert_eq!(
+        (r.linktype(), r.precision()),
+        (DLT_EN10MB, Precision::Micro)
+    );
 }
 
 #[test]
@@ -77,7 +88,8 @@ fn round_trip_nano() {
     assert_eq!(&bytes[..4], &0xa1b2_3c4du32.to_le_bytes());
     let (recs, err, _) = collect(&p);
     assert!(err.is_none());
-    let got: Vec<(Timestamp, Vec<u8>)> = recs.iter().map(|r| (r.timestamp, r.data.clone())).collect();
+    let got: Vec<(Timestamp, Vec<u8>)> =
+        recs.iter().map(|r| (r.timestamp, r.data.clone())).collect();
     assert_eq!(got, sample());
     assert!(recs.iter().all(|r| r.precision == Precision::Nano));
 }
@@ -87,7 +99,8 @@ fn orig_len_is_kept() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("snap.pcap");
     let mut w = PcapWriter::create(&p, Precision::Micro, 101).unwrap();
-    w.write_with_orig_len(Timestamp(5_000), &frame(68, 9), 1500).unwrap();
+    w.write_with_orig_len(Timestamp(5_000), &frame(68, 9), 1500)
+        .unwrap();
     w.finish().unwrap();
     let (recs, err) = read_all(&p).unwrap();
     assert!(err.is_none());
@@ -135,7 +148,7 @@ impl Ng {
     }
     fn block(&mut self, kind: u32, body: &[u8]) {
         let mut body = body.to_vec();
-        while body.len() % 4 != 0 {
+        while !body.len().is_multiple_of(4) {
             body.push(0);
         }
         let total = (body.len() + 12) as u32;
@@ -167,7 +180,11 @@ impl Ng {
         if let Some(o) = tsoffset {
             b.extend_from_slice(&self.u16(14));
             b.extend_from_slice(&self.u16(8));
-            let bytes = if self.be { o.to_be_bytes() } else { o.to_le_bytes() };
+            let bytes = if self.be {
+                o.to_be_bytes()
+            } else {
+                o.to_le_bytes()
+            };
             b.extend_from_slice(&bytes);
         }
         if tsresol.is_some() || tsoffset.is_some() {
@@ -194,7 +211,10 @@ impl Ng {
 }
 
 fn sample_pcapng(be: bool) -> Vec<u8> {
-    let mut ng = Ng { be, out: Vec::new() };
+    let mut ng = Ng {
+        be,
+        out: Vec::new(),
+    };
     ng.shb();
     ng.idb(1, 0, Some(9), None); // Ethernet, nanoseconds
     ng.idb(101, 0, None, None); // raw IP, default microseconds
@@ -204,7 +224,7 @@ fn sample_pcapng(be: bool) -> Vec<u8> {
     ng.block(0x0000_0bad, &[1, 2, 3, 4, 5, 6, 7, 8]); // custom block: skipped
     ng.spb(&frame(63, 3));
     ng.epb(0, 5, &frame(30, 4), 1500); // snapped
-    // A second section: interface ids start again.
+                                       // A second section: interface ids start again.
     ng.shb();
     ng.idb(1, 0, Some(3), Some(1_000)); // milliseconds, offset 1000 s
     ng.epb(0, 2_500, &frame(20, 5), 20);
@@ -221,11 +241,29 @@ fn check_sample_pcapng(path: &Path) {
     }
     assert_eq!(r.records_read(), 5);
     let want = [
-        (Timestamp(1_700_000_000_123_456_789), Precision::Nano, frame(61, 1), 61, 1),
-        (Timestamp(1_700_000_000_654_321_000), Precision::Micro, frame(40, 2), 40, 101),
+        (
+            Timestamp(1_700_000_000_123_456_789),
+            Precision::Nano,
+            frame(61, 1),
+            61,
+            1,
+        ),
+        (
+            Timestamp(1_700_000_000_654_321_000),
+            Precision::Micro,
+            frame(40, 2),
+            40,
+            101,
+        ),
         (Timestamp(0), Precision::Nano, frame(63, 3), 63, 1),
         (Timestamp(5), Precision::Nano, frame(30, 4), 1500, 1),
-        (Timestamp(1_002_500_000_000), Precision::Micro, frame(20, 5), 20, 1),
+        (
+            Timestamp(1_002_500_000_000),
+            Precision::Micro,
+            frame(20, 5),
+            20,
+            1,
+        ),
     ];
     assert_eq!(got.len(), want.len());
     for ((rec, lt), (ts, prec, data, orig, wlt)) in got.into_iter().zip(want) {
@@ -251,7 +289,10 @@ fn pcapng_interfaces_tsresol_and_blocks() {
 fn pcapng_packet_on_undescribed_interface_is_corrupt() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("noif.pcapng");
-    let mut ng = Ng { be: false, out: Vec::new() };
+    let mut ng = Ng {
+        be: false,
+        out: Vec::new(),
+    };
     ng.shb();
     ng.idb(1, 0, None, None);
     ng.epb(0, 1, &frame(20, 1), 20);
@@ -260,7 +301,11 @@ fn pcapng_packet_on_undescribed_interface_is_corrupt() {
     let (recs, err, _) = collect(&p);
     assert_eq!(recs.len(), 1);
     match err {
-        Some(PcapError::Corrupt { records_read: 1, what, .. }) => assert!(what.contains("interface 3"), "{what}"),
+        Some(PcapError::Corrupt {
+            records_read: 1,
+            what,
+            ..
+        }) => assert!(what.contains("interface 3"), "{what}"),
         other => panic!("expected corrupt, got {other:?}"),
     }
 }
@@ -269,7 +314,9 @@ fn pcapng_packet_on_undescribed_interface_is_corrupt() {
 fn truncated_pcap_yields_complete_records_then_error() {
     let dir = tempfile::tempdir().unwrap();
     let full = dir.path().join("full.pcap");
-    let pkts: Vec<_> = (0..5).map(|i| (Timestamp(i * 1000), frame(100, i as u8))).collect();
+    let pkts: Vec<_> = (0..5)
+        .map(|i| (Timestamp(i * 1000), frame(100, i as u8)))
+        .collect();
     write_file(&full, Precision::Micro, &pkts);
     let bytes = std::fs::read(&full).unwrap();
     let rec_len = 16 + 100;
@@ -282,7 +329,11 @@ fn truncated_pcap_yields_complete_records_then_error() {
         assert_eq!(n, 3);
         let err = err.expect("an error after the complete records");
         match &err {
-            PcapError::Truncated { records_read, offset, path } => {
+            PcapError::Truncated {
+                records_read,
+                offset,
+                path,
+            } => {
                 assert_eq!((*records_read, *offset), (3, (24 + 3 * rec_len) as u64));
                 assert_eq!(path, &p);
             }
@@ -290,7 +341,10 @@ fn truncated_pcap_yields_complete_records_then_error() {
         }
         let msg = err.to_string();
         assert!(msg.starts_with(&p.display().to_string()), "{msg}");
-        assert!(msg.contains(&format!("truncated record at byte {}", 24 + 3 * rec_len)), "{msg}");
+        assert!(
+            msg.contains(&format!("truncated record at byte {}", 24 + 3 * rec_len)),
+            "{msg}"
+        );
         assert!(msg.contains("after 3 complete packets"), "{msg}");
         // read_all gives the same.
         let (all, e) = read_all(&p).unwrap();
@@ -308,7 +362,13 @@ fn truncated_pcapng_yields_complete_records_then_error() {
     let (recs, err, _) = collect(&p);
     assert_eq!(recs.len(), 4);
     assert!(
-        matches!(err, Some(PcapError::Truncated { records_read: 4, .. })),
+        matches!(
+            err,
+            Some(PcapError::Truncated {
+                records_read: 4,
+                ..
+            })
+        ),
         "{err:?}"
     );
 }
@@ -319,14 +379,29 @@ fn bad_magic() {
     let p = dir.path().join("text.pcap");
     std::fs::write(&p, b"hello, this is not a capture file at all").unwrap();
     let err = PcapReader::open(&p).unwrap_err();
-    assert!(matches!(err, PcapError::BadMagic { found: [b'h', b'e', b'l', b'l'], .. }), "{err:?}");
+    assert!(
+        matches!(
+            err,
+            PcapError::BadMagic {
+                found: [b'h', b'e', b'l', b'l'],
+                ..
+            }
+        ),
+        "{err:?}"
+    );
     let msg = err.to_string();
-    assert!(msg.contains("text.pcap") && msg.contains("not a pcap"), "{msg}");
+    assert!(
+        msg.contains("text.pcap") && msg.contains("not a pcap"),
+        "{msg}"
+    );
     // Shorter than a magic number.
     std::fs::write(&p, b"ab").unwrap();
     assert!(matches!(
         PcapReader::open(&p),
-        Err(PcapError::BadMagic { found: [b'a', b'b', 0, 0], .. })
+        Err(PcapError::BadMagic {
+            found: [b'a', b'b', 0, 0],
+            ..
+        })
     ));
 }
 
@@ -354,12 +429,25 @@ fn header_only_and_partial_header() {
     let bytes = std::fs::read(&p).unwrap();
     std::fs::write(&p, &bytes[..10]).unwrap();
     let err = PcapReader::open(&p).unwrap_err();
-    assert!(matches!(err, PcapError::Truncated { records_read: 0, offset: 0, .. }), "{err:?}");
+    assert!(
+        matches!(
+            err,
+            PcapError::Truncated {
+                records_read: 0,
+                offset: 0,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
     assert!(err.to_string().contains("truncated file header"));
 
     // pcapng with only a section header: no packets, no error, no interface.
     let q = dir.path().join("shb.pcapng");
-    let mut ng = Ng { be: false, out: Vec::new() };
+    let mut ng = Ng {
+        be: false,
+        out: Vec::new(),
+    };
     ng.shb();
     std::fs::write(&q, &ng.out).unwrap();
     let (recs, err, _) = collect(&q);
@@ -370,7 +458,9 @@ fn header_only_and_partial_header() {
 fn corrupt_capture_length() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("corrupt.pcap");
-    let pkts: Vec<_> = (0..3).map(|i| (Timestamp(i * 1000), frame(80, i as u8))).collect();
+    let pkts: Vec<_> = (0..3)
+        .map(|i| (Timestamp(i * 1000), frame(80, i as u8)))
+        .collect();
     write_file(&p, Precision::Micro, &pkts);
     let mut bytes = std::fs::read(&p).unwrap();
     let second = 24 + 16 + 80;
@@ -379,9 +469,16 @@ fn corrupt_capture_length() {
     let (recs, err, _) = collect(&p);
     assert_eq!(recs.len(), 1);
     match err {
-        Some(e @ PcapError::Corrupt { records_read: 1, .. }) => {
+        Some(
+            e @ PcapError::Corrupt {
+                records_read: 1, ..
+            },
+        ) => {
             let msg = e.to_string();
-            assert!(msg.contains("corrupt.pcap") && msg.contains(&format!("byte {second}")), "{msg}");
+            assert!(
+                msg.contains("corrupt.pcap") && msg.contains(&format!("byte {second}")),
+                "{msg}"
+            );
         }
         other => panic!("expected Corrupt, got {other:?}"),
     }
@@ -431,9 +528,15 @@ fn missing_file_and_unwritable_path() {
 fn damaged_files_never_panic() {
     let dir = tempfile::tempdir().unwrap();
     let full = dir.path().join("full.pcap");
-    let pkts: Vec<_> = (0..6).map(|i| (Timestamp(i * 1000), frame(50 + i as usize * 13, i as u8))).collect();
+    let pkts: Vec<_> = (0..6)
+        .map(|i| (Timestamp(i * 1000), frame(50 + i as usize * 13, i as u8)))
+        .collect();
     write_file(&full, Precision::Nano, &pkts);
-    let sources = [std::fs::read(&full).unwrap(), sample_pcapng(false), sample_pcapng(true)];
+    let sources = [
+        std::fs::read(&full).unwrap(),
+        sample_pcapng(false),
+        sample_pcapng(true),
+    ];
     let mut state = 0x1234_5678_9abc_def0u64;
     let mut rand = move || {
         state ^= state << 13;
@@ -490,7 +593,8 @@ fn unsupported_versions_are_refused() {
         std::fs::write(&p, &b).unwrap();
         let err = PcapReader::open(&p).unwrap_err();
         assert!(
-            err.to_string().contains(&format!("unsupported pcap version {major}.{minor}")),
+            err.to_string()
+                .contains(&format!("unsupported pcap version {major}.{minor}")),
             "{err}"
         );
     }
@@ -500,5 +604,8 @@ fn unsupported_versions_are_refused() {
     ng[14..16].copy_from_slice(&1u16.to_le_bytes());
     std::fs::write(&q, &ng).unwrap();
     let err = PcapReader::open(&q).unwrap_err();
-    assert!(err.to_string().contains("unsupported pcapng version 1.1"), "{err}");
+    assert!(
+        err.to_string().contains("unsupported pcapng version 1.1"),
+        "{err}"
+    );
 }

@@ -95,6 +95,7 @@ fn read_file(path: &Path) -> FileStats {
 #[test]
 fn shared_captures_are_read_without_panic() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let root = root.canonicalize().unwrap_or(root);
     let dirs = [
         root.join("../shared/data/pcaps"),
         root.join("../shared/data/ids"),
@@ -106,10 +107,7 @@ fn shared_captures_are_read_without_panic() {
             "shared captures missing at {} (required under CI=true)",
             dirs[0].display()
         );
-        eprintln!(
-            "skipping: no shared captures at {}",
-            dirs[0].display()
-        );
+        eprintln!("skipping: no shared captures at {}", dirs[0].display());
         return;
     }
     let mut files = Vec::new();
@@ -166,7 +164,10 @@ fn shared_captures_are_read_without_panic() {
         e.2 += st.parsed;
         if let Some(msg) = st.error {
             e.3 += 1;
-            let name = f.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let name = f
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
             assert!(
                 msg.contains(&f.display().to_string()) && msg.contains(&name),
                 "error message does not name the file: {msg}"
@@ -175,7 +176,10 @@ fn shared_captures_are_read_without_panic() {
         }
     }
 
-    println!("{:<40} {:>6} {:>9} {:>9} {:>7}", "folder", "files", "records", "parsed", "errors");
+    println!(
+        "{:<40} {:>6} {:>9} {:>9} {:>7}",
+        "folder", "files", "records", "parsed", "errors"
+    );
     for (g, (n, r, p, e)) in &per_dir {
         println!("{g:<40} {n:>6} {r:>9} {p:>9} {e:>7}");
     }

@@ -1,0 +1,116 @@
+//! Property: any UDP/TCP flow through a NAPT pattern and its reply back restores the original
+//! addresses and ports, and every checksum still verifies (incremental updates).
+
+use elements::net::Names;
+use elements::{build, BuildCtx, Context, Verdict};
+use packet::{Packet, Timestamp};
+use proptest::prelude::*;
+use std::path::Path;
+use wire::checksum;
+
+fn packet(
+    tcp: bool,
+    src: [u8; 4],
+    sport: u16,
+    dst: [u8; 4],
+    dport: u16,
+    payload: &[u8],
+    udp_ck: bool,
+) -> Packet {
+    let thl = if tcp { 20 } else { 8 };
+    let total = 20 + thl + payload.len();
+    let mut d = vec![0u8; total];
+    d[0] = 0x45;
+    d[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+    d[8] = 64;
+    d[9] = if tcp { 6 } else { 17 };
+    d[12..16].copy_from_slice(&src);
+    d[16..20].copy_from_slice(&dst);
+    let ck = checksum::data(&d[..20]);
+    d[10..12].copy_from_slice(&ck.to_be_bytes());
+    d[20..22].copy_from_slice(&sport.to_be_bytes());
+    d[22..24].copy_from_slice(&dport.to_be_bytes());
+    if tcp {
+        d[32] = 0x50;
+    } else {
+        d[24..26].copy_from_slice(&((thl + payload.len()) as u16).to_be_bytes());
+    }
+    d[20 + thl..].copy_from_slice(payload);
+    if tcp || udp_ck {
+        let s = checksum::combine(&[
+            checksum::pseudo_header_v4(src, dst, d[9], (total - 20) as u16),
+            checksum::sum(&d[20..]),
+        ]);
+        let mut c = !checksum::fold(s);
+        if !tcp {
+            c = checksum::udp_finish(c);
+        }
+        let off = if tcp { 36 } else { 26 };
+        d[off..off + 2].copy_from_slice(&c.to_be_bytes());
+    }
+    let mut p = Packet::from_bytes(&d);
+    p.set_network_header(0);
+    p
+}
+
+fn verifies(d: &[u8]) -> bool {
+    let off = if d[9] == 6 { 36 } else { 26 };
+    let ip_ok = checksum::data(&d[..20]) == 0;
+    if d[9] == 17 && d[off] == 0 && d[off + 1] == 0 {
+        return ip_ok;
+    }
+    let src: [u8; 4] = d[12..16].try_into().unwrap();
+    let dst: [u8; 4] = d[16..20].try_into().unwrap();
+    let s = checksum::combine(&[
+        checksum::pseudo_header_v4(src, dst, d[9], (d.len() - 20) as u16),
+        checksum::sum(&d[20..]),
+    ]);
+    ip_ok && checksum::fold(s) == 0xffff
+}
+
+fn out(v: Verdict) -> (usize, Vec<u8>) {
+    match v {
+        Verdict::Out(o, p) => (o, p.data().to_vec()),
+        other => panic!("expected Out, got {other:?}"),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+    #[test]
+    fn napt_round_trip(
+        tcp in any::<bool>(),
+        udp_ck in any::<bool>(),
+        src in any::<[u8; 4]>(),
+        sport in 1u16..,
+        dst in any::<[u8; 4]>(),
+        dport in 1u16..,
+        payload in proptest::collection::vec(any::<u8>(), 0..40),
+        suffix in prop_oneof![Just(""), Just("#"), Just("?")],
+    ) {
+        let names = Names::new();
+        let bcx = BuildCtx { name: "nf/napt", ninputs: 2, noutputs: 2, names: &names, base_dir: Path::new(".") };
+        let cfg = format!("pattern 10.0.0.1 1024-65535{suffix} - - 0 1, drop");
+        let mut rw = build("IPRewriter", &cfg, &bcx).unwrap();
+        let mut cx = Context::new(Timestamp(1));
+        let (o, fwd) = out(rw.push(0, packet(tcp, src, sport, dst, dport, &payload, udp_ck), &mut cx));
+        prop_assert_eq!(o, 0);
+        prop_assert_eq!(&fwd[12..16], &[10, 0, 0, 1]);
+        let nport = u16::from_be_bytes([fwd[20], fwd[21]]);
+        prop_assert!(nport >= 1024);
+        if suffix.is_empty() && sport >= 1024 {
+            prop_assert_eq!(nport, sport);
+        }
+        prop_assert!(verifies(&fwd));
+        prop_assert_eq!(&fwd[20 + if tcp { 20 } else { 8 }..], &payload[..]);
+        // The reply, addressed to the translated endpoint, comes back to the original one.
+        let reply = packet(tcp, dst, dport, [10, 0, 0, 1], nport, &payload, udp_ck);
+        let (o, back) = out(rw.push(1, reply, &mut cx));
+        prop_assert_eq!(o, 1);
+        prop_assert_eq!(&back[12..16], &dst);
+        prop_assert_eq!(&back[16..20], &src);
+        prop_assert_eq!(u16::from_be_bytes([back[20], back[21]]), dport);
+        prop_assert_eq!(u16::from_be_bytes([back[22], back[23]]), sport);
+        prop_assert!(verifies(&back));
+    }
+}
