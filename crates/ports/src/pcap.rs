@@ -273,6 +273,7 @@ pub struct PcapReader {
     format: Format,
     capacity: usize,
     linktype: u32,
+    precision: Precision,
     records: u64,
     pending: Option<Step>,
     done: bool,
@@ -394,7 +395,8 @@ impl PcapReader {
                 });
             }
             let snaplen = word(16);
-            let linktype = word(20);
+            // As libpcap: the upper bits carry FCS information, not the link type.
+            let linktype = word(20) & 0x03ff_ffff;
             let r = LegacyPcapReader::new(BUFFER_SIZE, file).map_err(map_open_err)?;
             (
                 Box::new(r),
@@ -406,9 +408,14 @@ impl PcapReader {
                 },
             )
         };
-        let linktype = match &format {
-            Format::Legacy { linktype, .. } => *linktype,
-            Format::Ng { .. } => 0,
+        let (linktype, precision) = match &format {
+            Format::Legacy {
+                linktype,
+                nano: true,
+                ..
+            } => (*linktype, Precision::Nano),
+            Format::Legacy { linktype, .. } => (*linktype, Precision::Micro),
+            Format::Ng { .. } => (0, Precision::Micro),
         };
         let mut reader = PcapReader {
             path: path.to_path_buf(),
@@ -416,6 +423,7 @@ impl PcapReader {
             format,
             capacity: BUFFER_SIZE,
             linktype,
+            precision,
             records: 0,
             pending: None,
             done: false,
@@ -426,6 +434,7 @@ impl PcapReader {
                 if let Format::Ng { interfaces, .. } = &reader.format {
                     if let Some(first) = interfaces.first() {
                         reader.linktype = first.linktype;
+                        reader.precision = first.precision();
                         break;
                     }
                 }
@@ -457,14 +466,7 @@ impl PcapReader {
 
     /// The timestamp precision of the current interface (as [`PcapReader::linktype`]).
     pub fn precision(&self) -> Precision {
-        match &self.format {
-            Format::Legacy { nano: true, .. } => Precision::Nano,
-            Format::Legacy { nano: false, .. } => Precision::Micro,
-            Format::Ng { interfaces, .. } => interfaces
-                .iter()
-                .find(|i| i.linktype == self.linktype)
-                .map_or(Precision::Micro, Interface::precision),
-        }
+        self.precision
     }
 
     /// Number of complete packet records returned so far.
@@ -573,6 +575,7 @@ impl PcapReader {
             };
             match action {
                 Action::Consume(len, Ok(Some(record))) => {
+                    self.precision = record.precision;
                     self.inner.consume(len);
                     return Step::Record(record);
                 }

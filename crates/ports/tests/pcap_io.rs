@@ -234,9 +234,11 @@ fn sample_pcapng(be: bool) -> Vec<u8> {
 fn check_sample_pcapng(path: &Path) {
     let mut r = PcapReader::open(path).unwrap();
     assert_eq!(r.linktype(), 1, "first interface known before any packet");
+    assert_eq!(r.precision(), Precision::Nano);
     let mut got = Vec::new();
     while let Some(x) = r.next_record() {
         let rec = x.unwrap();
+        assert_eq!(r.precision(), rec.precision);
         got.push((rec, r.linktype()));
     }
     assert_eq!(r.records_read(), 5);

@@ -94,12 +94,10 @@ fn read_file(path: &Path) -> FileStats {
 
 #[test]
 fn shared_captures_are_read_without_panic() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let root = root.canonicalize().unwrap_or(root);
-    let dirs = [
-        root.join("../shared/data/pcaps"),
-        root.join("../shared/data/ids"),
-    ];
+    // <workspace root>/../shared/data
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data");
+    let data = data.canonicalize().unwrap_or(data);
+    let dirs = [data.join("pcaps"), data.join("ids")];
     let ci = std::env::var("CI").is_ok_and(|v| v == "true");
     if !dirs[0].is_dir() {
         assert!(
@@ -149,7 +147,7 @@ fn shared_captures_are_read_without_panic() {
             *dropped.entry(k.clone()).or_default() += v;
         }
         let group = f
-            .strip_prefix(root.join("../shared/data"))
+            .strip_prefix(&data)
             .ok()
             .and_then(|p| {
                 let mut c = p.components();
