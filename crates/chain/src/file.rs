@@ -270,7 +270,8 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.nfs.len(), 2);
-        assert_eq!(c.nfs[1].click, Path::new("dir/napt.click"));
+        assert_eq!(c.nfs[0].click, Path::new("dir/napt.click"));
+        assert_eq!(c.nfs[1].name, "fw");
         let e = Endpoint::parse("napt.eth1").unwrap();
         assert_eq!(c.peer(&e), Some(&Endpoint::parse("fw.eth0").unwrap()));
     }
