@@ -121,9 +121,11 @@ pub fn parse_icmp_code(ty: u8, s: &str) -> Result<u8, ConfigError> {
 /// (4), `redirect` (5), `timeexceeded` (11), `parameterproblem` (12); codes `net`, `host`,
 /// `protocol`, `port`, `needfrag`, ... for unreachable, `net`, `host` for redirect,
 /// `transit`, `reassembly` for timeexceeded, `erroratptr`, `missingopt`, `length` for
-/// parameterproblem. SET_FIX_ANNO is accepted; FuseBox has no fix-IP-source annotation.
+/// parameterproblem. SET_FIX_ANNO (default true) sets the generated error's "fix IP source"
+/// annotation, which a later `FixIPSrc` reads.
 #[derive(Debug)]
 pub struct ICMPError {
+    set_fix_anno: bool,
     src: Ipv4Addr,
     icmp_type: u8,
     code: u8,
@@ -181,9 +183,10 @@ impl ICMPError {
             .map(|v| parse_uint_max(v, 65535, "PMTU"))
             .transpose()?
             .unwrap_or(0);
-        if let Some(v) = args.keyword("SET_FIX_ANNO") {
-            parse_bool(v, "SET_FIX_ANNO")?;
-        }
+        let set_fix_anno = match args.keyword("SET_FIX_ANNO") {
+            Some(v) => parse_bool(v, "SET_FIX_ANNO")?,
+            None => true,
+        };
         Ok(ICMPError {
             src,
             icmp_type,
@@ -192,6 +195,7 @@ impl ICMPError {
             mtu: usize::try_from(mtu).unwrap_or(usize::MAX).min(65535),
             pmtu: pmtu as u16,
             next_id: 1,
+            set_fix_anno,
             sent: 0,
             suppressed: 0,
         })
@@ -334,6 +338,7 @@ impl Element for ICMPError {
         match self.make(&packet) {
             Ok(bytes) => {
                 let mut q = cx.new_packet(&bytes, &packet.meta);
+                q.meta.fix_ip_src = self.set_fix_anno;
                 let nhl = usize::from(bytes[0] & 0x0f) * 4;
                 q.set_network_header(0);
                 q.set_transport_header(nhl);

@@ -97,6 +97,9 @@ pub struct Meta {
     pub hops: u8,
     /// Set on a packet that was reflected back into the chain (never reflected twice).
     pub reflected: bool,
+    /// Click's "fix IP source" annotation: set by `ICMPError` on the errors it generates,
+    /// read and cleared by `FixIPSrc`.
+    pub fix_ip_src: bool,
 }
 
 impl Default for Meta {
@@ -115,6 +118,7 @@ impl Default for Meta {
             input_index: 0,
             hops: 0,
             reflected: false,
+            fix_ip_src: false,
         }
     }
 }

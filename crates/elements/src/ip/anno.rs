@@ -171,10 +171,7 @@ impl Element for DropBroadcasts {
 /// annotation, which `ICMPError` sets on the errors it generates; every other packet passes
 /// untouched. 1/1.
 ///
-/// FuseBox's [`Meta`] has no such annotation yet, so [`FixIPSrc::flagged`] is false for every
-/// packet and the element forwards packets unchanged, which is exactly Click's behaviour
-/// for forwarded traffic. When an annotation is added (set by `ICMPError`), `flagged` is the
-/// one place to read it; [`FixIPSrc::fix`] does the rewrite.
+/// The annotation is [`Meta::fix_ip_src`]; [`FixIPSrc::fix`] does the rewrite.
 pub struct FixIPSrc {
     addr: Ipv4Addr,
     fixed: u64,
@@ -190,10 +187,9 @@ impl FixIPSrc {
         Ok(FixIPSrc { addr, fixed: 0 })
     }
 
-    /// Whether the packet carries Click's "fix IP source" annotation (none exists in
-    /// [`Meta`] yet: always false).
-    pub fn flagged(_meta: &Meta) -> bool {
-        false
+    /// Whether the packet carries Click's "fix IP source" annotation.
+    pub fn flagged(meta: &Meta) -> bool {
+        meta.fix_ip_src
     }
 
     /// Rewrites the source address of the packet's IP header (network header annotation) to
@@ -222,8 +218,11 @@ impl Element for FixIPSrc {
         PortCount::exact(1, 1)
     }
     fn push(&mut self, _port: usize, mut p: Packet, _cx: &mut Context) -> Verdict {
-        if FixIPSrc::flagged(&p.meta) && self.fix(&mut p) {
-            self.fixed += 1;
+        if FixIPSrc::flagged(&p.meta) {
+            p.meta.fix_ip_src = false;
+            if self.fix(&mut p) {
+                self.fixed += 1;
+            }
         }
         Verdict::Out(0, p)
     }
@@ -298,6 +297,14 @@ mod tests {
         assert!(ip_ok(p.data()));
         assert!(!f.fix(&mut Packet::from_bytes(&b)));
         assert!(build("FixIPSrc", "", 1).is_err());
+        // A flagged packet (as ICMPError marks its errors) is rewritten and the flag cleared.
+        let mut p = pkt(&b);
+        p.meta.fix_ip_src = true;
+        let o = push(e.as_mut(), p);
+        assert_eq!(&o.out[0].1.data()[12..16], &[18, 26, 4, 1]);
+        assert!(ip_ok(o.out[0].1.data()));
+        assert!(!o.out[0].1.meta.fix_ip_src);
+        assert_eq!(e.stats(), vec![("fixed", 1)]);
     }
 
     fn ctx() -> BuildCtx<'static> {
