@@ -60,6 +60,15 @@ enum Kind {
     Exit(u32),
 }
 
+/// What the hot loop reads about an element: one bounds check instead of four.
+#[derive(Clone, Copy)]
+struct Info {
+    kind: Kind,
+    nf: u32,
+    edge_base: u32,
+    outputs: u32,
+}
+
 /// Where an output port leads, in global element indices; `u32::MAX` when unconnected.
 #[derive(Clone, Copy)]
 struct Edge {
@@ -97,11 +106,14 @@ pub struct Executor {
     base: Vec<u32>,
     elements: Vec<Box<dyn Element>>,
     nf_of: Vec<u32>,
-    kinds: Vec<Kind>,
     /// First index into `edges` / `out_count` of each element's outputs.
     edge_base: Vec<u32>,
+    /// What the hot loop needs about each element, in one place.
+    info: Vec<Info>,
     edges: Vec<Edge>,
-    in_count: Vec<u64>,
+    /// Arrivals that did not come through a counted edge (inputs, link crossings,
+    /// replies); an element's input count is this plus its incoming edges' counts.
+    arrivals: Vec<u64>,
     out_count: Vec<u64>,
     drops: Vec<Vec<(&'static str, u64)>>,
     nf_counters: Vec<NfCounters>,
@@ -253,17 +265,20 @@ impl Executor {
         }
         edge_base.push(edges.len() as u32);
         let n = elements.len();
+        let info = (0..n)
+            .map(|i| Info { kind: kinds[i], nf: nf_of[i], edge_base: edge_base[i], outputs: edge_base[i + 1] - edge_base[i] })
+            .collect();
         Ok(Executor {
             nf_counters: vec![NfCounters::default(); nfs.len()],
             nfs,
             base,
             elements,
             nf_of,
-            kinds,
-            in_count: vec![0; n],
+            arrivals: vec![0; n],
             out_count: vec![0; edges.len()],
             drops: vec![Vec::new(); n],
             edge_base,
+            info,
             edges,
             exits,
             entries,
@@ -409,7 +424,9 @@ impl Executor {
             self.cx.now = p.meta.timestamp;
         }
         self.nf_counters[entry.0].input += 1;
-        self.run_from(self.base[entry.0] + entry.1 as u32, 0, p);
+        let el = self.base[entry.0] + entry.1 as u32;
+        self.arrivals[el as usize] += 1;
+        self.run_from(el, 0, p);
     }
 
     fn count_drop(&mut self, el: u32, reason: &'static str) {
@@ -426,8 +443,8 @@ impl Executor {
     fn run_from(&mut self, mut el: u32, mut port: u32, mut p: Packet) {
         loop {
             let e = el as usize;
-            self.in_count[e] += 1;
-            match self.kinds[e] {
+            let Some(&info) = self.info.get(e) else { return };
+            match info.kind {
                 Kind::Inner => {
                     let v = self.elements[e].push(port as usize, p, &mut self.cx);
                     if self.cx.has_pending() {
@@ -435,12 +452,15 @@ impl Executor {
                     }
                     match v {
                         Verdict::Out(o, q) => {
-                            let k = self.edge_base[e] as usize + o;
-                            if o < (self.edge_base[e + 1] - self.edge_base[e]) as usize && self.edges[k].element != u32::MAX {
-                                self.out_count[k] += 1;
-                                let next = self.edges[k];
-                                (el, port, p) = (next.element, next.port, q);
-                                continue;
+                            let k = info.edge_base as usize + o;
+                            if o < info.outputs as usize {
+                                if let (Some(&next), Some(c)) = (self.edges.get(k), self.out_count.get_mut(k)) {
+                                    if next.element != u32::MAX {
+                                        *c += 1;
+                                        (el, port, p) = (next.element, next.port, q);
+                                        continue;
+                                    }
+                                }
                             }
                             self.count_drop(el, "unconnected-output");
                             self.recycle(q);
@@ -453,7 +473,7 @@ impl Executor {
                     }
                 }
                 Kind::Link(target) => {
-                    let nf = self.nf_of[e] as usize;
+                    let nf = info.nf as usize;
                     if p.meta.hops >= MAX_HOPS {
                         self.count_drop(el, "loop");
                         self.recycle(p);
@@ -461,12 +481,13 @@ impl Executor {
                         p.meta.hops += 1;
                         self.nf_counters[nf].output += 1;
                         self.nf_counters[self.nf_of[target as usize] as usize].input += 1;
+                        self.arrivals[target as usize] += 1;
                         (el, port) = (target, 0);
                         continue;
                     }
                 }
                 Kind::Exit(x) => {
-                    self.nf_counters[self.nf_of[e] as usize].output += 1;
+                    self.nf_counters[info.nf as usize].output += 1;
                     self.exit(x as usize, p);
                 }
             }
@@ -502,6 +523,7 @@ impl Executor {
             }
         }
         self.emitted = em;
+        self.cx.settled();
     }
 
     fn exit(&mut self, x: usize, p: Packet) {
@@ -525,6 +547,7 @@ impl Executor {
             r.meta.reflected = true;
             self.chain_created += 1;
             self.nf_counters[self.nf_of[target as usize] as usize].input += 1;
+            self.arrivals[target as usize] += 1;
             self.stack.push((target, 0, r));
         }
         self.recycle(p);
@@ -547,6 +570,12 @@ impl Executor {
 
     /// Counters of the run so far, per NF and element, with the accounting check.
     pub fn summary(&self) -> Summary {
+        let mut in_count = self.arrivals.clone();
+        for (k, edge) in self.edges.iter().enumerate() {
+            if let Some(c) = in_count.get_mut(edge.element as usize) {
+                *c += self.out_count[k];
+            }
+        }
         let mut nfs = Vec::new();
         let mut t = Totals { input: self.chain_in, created: self.chain_created, ..Totals::default() };
         for (ni, nf) in self.nfs.iter().enumerate() {
@@ -566,7 +595,7 @@ impl Executor {
                 elements.push(ElementSummary {
                     name: nf.names[li].clone(),
                     class: e.class_name().to_string(),
-                    input: self.in_count[g],
+                    input: in_count[g],
                     output: self.out_count[outs].to_vec(),
                     drops: self.drops[g].iter().map(|(r, n)| (r.to_string(), *n)).collect(),
                     stats: e.stats().into_iter().map(|(k, v)| (k.to_string(), v)).collect(),

@@ -95,6 +95,7 @@ pub struct Context {
     emitted: Vec<(usize, Packet)>,
     dropped: Vec<(Packet, &'static str)>,
     created: u64,
+    pending: bool,
     pool: Vec<Packet>,
 }
 
@@ -106,12 +107,16 @@ impl Context {
 
     /// Emits `packet` on output `port`. Emitted packets are processed in emission order, each
     /// to completion (depth first), after the element returns; emit lower ports first.
+    #[inline]
     pub fn emit(&mut self, port: usize, packet: Packet) {
+        self.pending = true;
         self.emitted.push((port, packet));
     }
 
     /// Drops `packet` under `reason` (for elements that drop some packets and emit others).
+    #[inline]
     pub fn drop(&mut self, packet: Packet, reason: &'static str) {
+        self.pending = true;
         self.dropped.push((packet, reason));
     }
 
@@ -119,6 +124,7 @@ impl Context {
     /// annotations). Counted as created.
     pub fn new_packet(&mut self, data: &[u8], like: &Meta) -> Packet {
         self.created += 1;
+        self.pending = true;
         let mut p = self.pool.pop().unwrap_or_else(|| Packet::from_bytes(&[]));
         p.reset(data);
         p.meta = like.clone();
@@ -129,8 +135,10 @@ impl Context {
     }
 
     /// A copy of `packet` (bytes, header annotations and metadata). Counted as created.
+    #[inline]
     pub fn copy_packet(&mut self, packet: &Packet) -> Packet {
         self.created += 1;
+        self.pending = true;
         packet.duplicate()
     }
 
@@ -151,7 +159,14 @@ impl Context {
     /// executor last settled it (executor use).
     #[inline]
     pub fn has_pending(&self) -> bool {
-        self.created != 0 || !self.emitted.is_empty() || !self.dropped.is_empty()
+        self.pending
+    }
+
+    /// Marks everything created, emitted and dropped so far as taken (executor use, after
+    /// [`Context::take_created`], [`Context::take_dropped`] and [`Context::take_emitted`]).
+    #[inline]
+    pub fn settled(&mut self) {
+        self.pending = false;
     }
 
     /// Takes what was dropped during the last push (executor use).
@@ -160,6 +175,7 @@ impl Context {
     }
 
     /// Packets created so far, and resets the count (executor use).
+    #[inline]
     pub fn take_created(&mut self) -> u64 {
         std::mem::take(&mut self.created)
     }

@@ -68,6 +68,7 @@ impl Packet {
 
     /// Reuses this packet for new contents: `data` with fresh metadata, keeping the
     /// allocations (how executors recycle packets without touching the allocator).
+    #[inline]
     pub fn reset(&mut self, data: &[u8]) {
         let d = &mut *self.0;
         if d.buf.len() >= DEFAULT_HEADROOM {
@@ -120,6 +121,7 @@ impl Packet {
 
     /// Prepends `n` bytes (zeroed) and returns them. Grows the headroom if needed, moving
     /// header offsets with the data.
+    #[inline]
     pub fn push(&mut self, n: usize) -> &mut [u8] {
         if n > self.0.head {
             let grow = (n - self.0.head).max(DEFAULT_HEADROOM);
@@ -148,6 +150,7 @@ impl Packet {
     /// Moves the data start back by `n` bytes without clearing them, so bytes removed by
     /// [`Packet::pull`] reappear (Click's `Unstrip`). Falls back to [`Packet::push`] (zeroed
     /// bytes) when the headroom is smaller than `n`.
+    #[inline]
     pub fn unpull(&mut self, n: usize) {
         if n <= self.0.head {
             self.0.head -= n;
@@ -158,6 +161,7 @@ impl Packet {
 
     /// Removes `n` bytes from the front. Returns false (and changes nothing) if the packet is
     /// shorter than `n`.
+    #[inline]
     pub fn pull(&mut self, n: usize) -> bool {
         if n > self.len() {
             return false;
@@ -167,6 +171,7 @@ impl Packet {
     }
 
     /// Appends `n` zero bytes and returns them.
+    #[inline]
     pub fn put(&mut self, n: usize) -> &mut [u8] {
         let old = self.0.tail;
         self.0.buf.truncate(self.0.tail);
@@ -176,11 +181,13 @@ impl Packet {
     }
 
     /// Removes `n` bytes from the end (saturating at empty).
+    #[inline]
     pub fn take(&mut self, n: usize) {
         self.0.tail -= n.min(self.len());
     }
 
     /// Shortens the data to `len` bytes (no effect if already shorter).
+    #[inline]
     pub fn truncate(&mut self, len: usize) {
         if len < self.len() {
             self.0.tail = self.0.head + len;
@@ -205,10 +212,12 @@ impl Packet {
     }
 
     /// Gives the allocation back for reuse.
+    #[inline]
     pub fn into_buffer(self) -> Vec<u8> {
         self.0.buf
     }
 
+    #[inline]
     fn header(&self, off: u32) -> Option<&[u8]> {
         let off = off as usize;
         if off == NO_OFFSET as usize || off < self.0.head || off > self.0.tail {
@@ -218,6 +227,7 @@ impl Packet {
         }
     }
 
+    #[inline]
     fn header_mut(&mut self, off: u32) -> Option<&mut [u8]> {
         let off = off as usize;
         if off == NO_OFFSET as usize || off < self.0.head || off > self.0.tail {
@@ -228,31 +238,37 @@ impl Packet {
     }
 
     /// The bytes from the MAC header annotation to the end, if it is set and inside the data.
+    #[inline]
     pub fn mac_header(&self) -> Option<&[u8]> {
         self.header(self.0.meta.mac_offset)
     }
 
     /// The bytes from the network header annotation to the end, if set and inside the data.
+    #[inline]
     pub fn network_header(&self) -> Option<&[u8]> {
         self.header(self.0.meta.network_offset)
     }
 
     /// Writable bytes from the network header annotation to the end.
+    #[inline]
     pub fn network_header_mut(&mut self) -> Option<&mut [u8]> {
         self.header_mut(self.0.meta.network_offset)
     }
 
     /// The bytes from the transport header annotation to the end, if set and inside the data.
+    #[inline]
     pub fn transport_header(&self) -> Option<&[u8]> {
         self.header(self.0.meta.transport_offset)
     }
 
     /// Writable bytes from the transport header annotation to the end.
+    #[inline]
     pub fn transport_header_mut(&mut self) -> Option<&mut [u8]> {
         self.header_mut(self.0.meta.transport_offset)
     }
 
     /// Offset of the network header relative to the start of the data, if set and inside.
+    #[inline]
     pub fn network_offset_in_data(&self) -> Option<usize> {
         let off = self.0.meta.network_offset as usize;
         (self.0.meta.network_offset != NO_OFFSET && off >= self.0.head && off <= self.0.tail)
@@ -260,22 +276,26 @@ impl Packet {
     }
 
     /// Sets the MAC header annotation to `offset` bytes into the data.
+    #[inline]
     pub fn set_mac_header(&mut self, offset: usize) {
         self.0.meta.mac_offset = (self.0.head + offset) as u32;
     }
 
     /// Sets the network header annotation to `offset` bytes into the data.
+    #[inline]
     pub fn set_network_header(&mut self, offset: usize) {
         self.0.meta.network_offset = (self.0.head + offset) as u32;
     }
 
     /// Sets the transport header annotation to `offset` bytes into the data.
+    #[inline]
     pub fn set_transport_header(&mut self, offset: usize) {
         self.0.meta.transport_offset = (self.0.head + offset) as u32;
     }
 
     /// All bytes from the network header to the end of the buffer's data, or `None`.
     /// Convenience for `network_header().map(|h| h.len())`-style checks.
+    #[inline]
     pub fn network_len(&self) -> usize {
         self.network_header().map_or(0, <[u8]>::len)
     }

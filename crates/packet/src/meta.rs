@@ -59,6 +59,7 @@ pub enum PacketType {
 
 impl PacketType {
     /// Classifies a destination MAC address as Click's `FromDevice` does.
+    #[inline]
     pub fn from_dst_mac(mac: &[u8]) -> PacketType {
         match mac.first() {
             _ if mac.len() >= 6 && mac[..6] == [0xff; 6] => PacketType::Broadcast,

@@ -20,13 +20,18 @@ fn reduce64(mut acc: u64) -> u32 {
 }
 
 /// Ones'-complement sum of `data` as big-endian 16-bit words (an odd trailing
-/// byte is padded with zero), not folded.
+/// byte is padded with zero), returned folded into 16 bits (at most 0xFFFF) so a few
+/// sums can be added in a `u32` before the final [`fold`].
+///
+/// Adds 32-bit big-endian words: since 2^16 ≡ 1 (mod 0xFFFF), that is the same sum modulo
+/// 0xFFFF as adding the 16-bit words, in half the additions (the hot path of every IP
+/// header check).
+#[inline]
 pub fn sum(data: &[u8]) -> u32 {
     let mut acc: u64 = 0;
     let mut quads = data.chunks_exact(4);
     for q in &mut quads {
-        acc += u64::from(u16::from_be_bytes([q[0], q[1]]));
-        acc += u64::from(u16::from_be_bytes([q[2], q[3]]));
+        acc += u64::from(u32::from_be_bytes([q[0], q[1], q[2], q[3]]));
     }
     let mut pairs = quads.remainder().chunks_exact(2);
     for p in &mut pairs {
@@ -35,11 +40,13 @@ pub fn sum(data: &[u8]) -> u32 {
     if let [last] = pairs.remainder() {
         acc += u64::from(u16::from_be_bytes([*last, 0]));
     }
-    reduce64(acc)
+    // Fold to 16 bits so callers can add a few sums and constants in a u32.
+    u32::from(fold(reduce64(acc)))
 }
 
 /// Folds the carries of a ones'-complement accumulator into 16 bits
 /// (the result is *not* inverted).
+#[inline]
 pub fn fold(sum: u32) -> u16 {
     let mut s = sum;
     while s > 0xFFFF {
@@ -49,6 +56,7 @@ pub fn fold(sum: u32) -> u16 {
 }
 
 /// Internet checksum of `data`: `!fold(sum(data))`.
+#[inline]
 pub fn data(data: &[u8]) -> u16 {
     !fold(sum(data))
 }
@@ -175,7 +183,7 @@ mod tests {
     #[test]
     fn pseudo_headers() {
         let v4 = pseudo_header_v4([192, 168, 1, 10], [192, 168, 1, 1], 17, 0x25);
-        assert_eq!(v4, 0xc0a8 + 0x010a + 0xc0a8 + 0x0101 + 17 + 0x25);
+        assert_eq!(fold(v4), fold(0xc0a8 + 0x010a + 0xc0a8 + 0x0101 + 17 + 0x25));
         let mut s = [0u8; 16];
         s[15] = 1;
         let v6 = pseudo_header_v6(s, s, 58, 0x0001_0002);
