@@ -3,9 +3,9 @@
 
 use crate::file::{ChainFile, Endpoint};
 use crate::nf::Nf;
-use elements::Element;
 use crate::reflect;
 use crate::summary::{ElementSummary, ExitSummary, NfSummary, Summary, Totals};
+use elements::Element;
 use elements::{Context, Role, Verdict};
 use packet::{Packet, Precision, Timestamp};
 use ports::pcap::{PcapError, PcapWriter, Record};
@@ -28,16 +28,23 @@ pub struct RunOptions {
 
 impl Default for RunOptions {
     fn default() -> Self {
-        RunOptions { batch: packet::DEFAULT_BATCH_SIZE, reflect: Vec::new(), defines: Vec::new() }
+        RunOptions {
+            batch: packet::DEFAULT_BATCH_SIZE,
+            reflect: Vec::new(),
+            defines: Vec::new(),
+        }
     }
 }
+
+/// Packets kept in memory: timestamp, resolution and bytes, in output order.
+pub type Captured = Vec<(Timestamp, Precision, Vec<u8>)>;
 
 /// Where the packets of one exit go.
 pub enum ExitSink {
     /// Written to a pcap file.
     Pcap(PcapWriter),
     /// Kept in memory (tests, `verify`): bytes with their timestamps.
-    Memory(Vec<(Timestamp, Precision, Vec<u8>)>),
+    Memory(Captured),
     /// Only counted (in-memory replay).
     Count,
 }
@@ -76,7 +83,10 @@ struct Edge {
     port: u32,
 }
 
-const UNCONNECTED: Edge = Edge { element: u32::MAX, port: 0 };
+const UNCONNECTED: Edge = Edge {
+    element: u32::MAX,
+    port: 0,
+};
 
 #[derive(Default, Clone, Copy)]
 struct NfCounters {
@@ -148,7 +158,9 @@ impl Executor {
         }
         // Every link and entry must name a real interface.
         let has_iface = |e: &Endpoint, nfs: &[Nf]| {
-            nfs.iter().find(|n| n.name == e.nf).is_some_and(|n| n.interfaces().contains(&e.iface))
+            nfs.iter()
+                .find(|n| n.name == e.nf)
+                .is_some_and(|n| n.interfaces().contains(&e.iface))
         };
         for (a, b, pos) in &chain.links {
             for e in [a, b] {
@@ -180,11 +192,19 @@ impl Executor {
             for (ei, role) in nf.roles.iter().enumerate() {
                 match role {
                     Role::FromDevice(d) => {
-                        entries.insert(Endpoint { nf: nf.name.clone(), iface: d.clone() }, (ni, ei));
+                        entries.insert(
+                            Endpoint {
+                                nf: nf.name.clone(),
+                                iface: d.clone(),
+                            },
+                            (ni, ei),
+                        );
                     }
-                    Role::FromDump(p) => {
-                        dump_sources.push((format!("{}/{}", nf.name, nf.names[ei]), (ni, ei), p.clone()))
-                    }
+                    Role::FromDump(p) => dump_sources.push((
+                        format!("{}/{}", nf.name, nf.names[ei]),
+                        (ni, ei),
+                        p.clone(),
+                    )),
                     _ => {}
                 }
             }
@@ -257,7 +277,10 @@ impl Executor {
                 edge_base.push(edges.len() as u32);
                 nf_of.push(ni as u32);
                 edges.extend(outs.iter().map(|e| match e {
-                    Some(e) => Edge { element: base[ni] + e.element as u32, port: e.port as u32 },
+                    Some(e) => Edge {
+                        element: base[ni] + e.element as u32,
+                        port: e.port as u32,
+                    },
                     None => UNCONNECTED,
                 }));
             }
@@ -266,7 +289,12 @@ impl Executor {
         edge_base.push(edges.len() as u32);
         let n = elements.len();
         let info = (0..n)
-            .map(|i| Info { kind: kinds[i], nf: nf_of[i], edge_base: edge_base[i], outputs: edge_base[i + 1] - edge_base[i] })
+            .map(|i| Info {
+                kind: kinds[i],
+                nf: nf_of[i],
+                edge_base: edge_base[i],
+                outputs: edge_base[i + 1] - edge_base[i],
+            })
             .collect();
         Ok(Executor {
             nf_counters: vec![NfCounters::default(); nfs.len()],
@@ -317,7 +345,12 @@ impl Executor {
         entry: (usize, usize),
         records: Box<dyn Iterator<Item = Result<Record, PcapError>>>,
     ) -> Source {
-        Source { name, entry, records, head: None }
+        Source {
+            name,
+            entry,
+            records,
+            head: None,
+        }
     }
 
     /// Inputs declared inside the NFs by `FromDump` elements (name, entry, file).
@@ -381,9 +414,16 @@ impl Executor {
             order.extend(recs.iter().enumerate().map(|(j, r)| (r.timestamp, i, j)));
         }
         order.sort();
-        let (Some(first), Some(last)) = (order.first(), order.last()) else { return 0 };
+        let (Some(first), Some(last)) = (order.first(), order.last()) else {
+            return 0;
+        };
         let span = last.0 .0 - first.0 .0;
-        let gap = order.windows(2).map(|w| w[1].0 .0 - w[0].0 .0).filter(|&g| g > 0).min().unwrap_or(1_000);
+        let gap = order
+            .windows(2)
+            .map(|w| w[1].0 .0 - w[0].0 .0)
+            .filter(|&g| g > 0)
+            .min()
+            .unwrap_or(1_000);
         let shift = span + gap;
         let mut n = 0;
         for pass in 0..passes {
@@ -443,7 +483,9 @@ impl Executor {
     fn run_from(&mut self, mut el: u32, mut port: u32, mut p: Packet) {
         loop {
             let e = el as usize;
-            let Some(&info) = self.info.get(e) else { return };
+            let Some(&info) = self.info.get(e) else {
+                return;
+            };
             match info.kind {
                 Kind::Inner => {
                     let v = self.elements[e].push(port as usize, p, &mut self.cx);
@@ -454,7 +496,9 @@ impl Executor {
                         Verdict::Out(o, q) => {
                             let k = info.edge_base as usize + o;
                             if o < info.outputs as usize {
-                                if let (Some(&next), Some(c)) = (self.edges.get(k), self.out_count.get_mut(k)) {
+                                if let (Some(&next), Some(c)) =
+                                    (self.edges.get(k), self.out_count.get_mut(k))
+                                {
                                     if next.element != u32::MAX {
                                         *c += 1;
                                         (el, port, p) = (next.element, next.port, q);
@@ -514,9 +558,12 @@ impl Executor {
         for (o, p) in em.drain(..).rev() {
             let e = el as usize;
             let k = self.edge_base[e] as usize + o;
-            if o < (self.edge_base[e + 1] - self.edge_base[e]) as usize && self.edges[k].element != u32::MAX {
+            if o < (self.edge_base[e + 1] - self.edge_base[e]) as usize
+                && self.edges[k].element != u32::MAX
+            {
                 self.out_count[k] += 1;
-                self.stack.push((self.edges[k].element, self.edges[k].port, p));
+                self.stack
+                    .push((self.edges[k].element, self.edges[k].port, p));
             } else {
                 self.count_drop(el, "unconnected-output");
                 self.recycle(p);
@@ -554,7 +601,7 @@ impl Executor {
     }
 
     /// Finishes the sinks (flushes pcap files) and returns the in-memory outputs by exit name.
-    pub fn finish(&mut self) -> Result<BTreeMap<String, Vec<(Timestamp, Precision, Vec<u8>)>>, String> {
+    pub fn finish(&mut self) -> Result<BTreeMap<String, Captured>, String> {
         let mut mem = BTreeMap::new();
         for x in &mut self.exits {
             match std::mem::replace(&mut x.sink, ExitSink::Count) {
@@ -577,7 +624,11 @@ impl Executor {
             }
         }
         let mut nfs = Vec::new();
-        let mut t = Totals { input: self.chain_in, created: self.chain_created, ..Totals::default() };
+        let mut t = Totals {
+            input: self.chain_in,
+            created: self.chain_created,
+            ..Totals::default()
+        };
         for (ni, nf) in self.nfs.iter().enumerate() {
             let c = self.nf_counters[ni];
             let mut drops: BTreeMap<String, u64> = BTreeMap::new();
@@ -597,8 +648,15 @@ impl Executor {
                     class: e.class_name().to_string(),
                     input: in_count[g],
                     output: self.out_count[outs].to_vec(),
-                    drops: self.drops[g].iter().map(|(r, n)| (r.to_string(), *n)).collect(),
-                    stats: e.stats().into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+                    drops: self.drops[g]
+                        .iter()
+                        .map(|(r, n)| (r.to_string(), *n))
+                        .collect(),
+                    stats: e
+                        .stats()
+                        .into_iter()
+                        .map(|(k, v)| (k.to_string(), v))
+                        .collect(),
                     held: e.held(),
                 });
             }
@@ -620,10 +678,18 @@ impl Executor {
         let exits: Vec<ExitSummary> = self
             .exits
             .iter()
-            .map(|x| ExitSummary { name: x.name.clone(), packets: x.packets, bytes: x.bytes })
+            .map(|x| ExitSummary {
+                name: x.name.clone(),
+                packets: x.packets,
+                bytes: x.bytes,
+            })
             .collect();
         t.output = exits.iter().map(|x| x.packets).sum();
         t.balanced = t.input + t.created == t.output + t.dropped + t.held;
-        Summary { nfs, exits, totals: t }
+        Summary {
+            nfs,
+            exits,
+            totals: t,
+        }
     }
 }

@@ -52,7 +52,10 @@ impl Endpoint {
         if nf.is_empty() || iface.is_empty() {
             return None;
         }
-        Some(Endpoint { nf: nf.to_string(), iface: iface.to_string() })
+        Some(Endpoint {
+            nf: nf.to_string(),
+            iface: iface.to_string(),
+        })
     }
 }
 
@@ -144,7 +147,11 @@ impl ChainFile {
             .unwrap_or_else(|| "nf".to_string());
         ChainFile {
             path: click.to_path_buf(),
-            nfs: vec![NfSpec { name, click: click.to_path_buf(), defines: Vec::new() }],
+            nfs: vec![NfSpec {
+                name,
+                click: click.to_path_buf(),
+                defines: Vec::new(),
+            }],
             links: Vec::new(),
             entries: Vec::new(),
         }
@@ -158,23 +165,36 @@ impl ChainFile {
             format!("{file}:{l}:{c}")
         };
         let raw: RawChain = toml::from_str(src).map_err(|e| {
-            let pos = e.span().map(|s| at(s)).unwrap_or_else(|| file.clone());
-            ChainError { message: format!("{pos}: {}", e.message()) }
+            let pos = e.span().map(&at).unwrap_or_else(|| file.clone());
+            ChainError {
+                message: format!("{pos}: {}", e.message()),
+            }
         })?;
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         let mut nfs = Vec::new();
         for (name, spec) in raw.nf {
             if name.is_empty() || name.contains('.') || name.contains('/') {
                 return Err(ChainError {
-                    message: format!("{}: NF name `{name}` must be non-empty and contain no `.` or `/`", at(spec.span())),
+                    message: format!(
+                        "{}: NF name `{name}` must be non-empty and contain no `.` or `/`",
+                        at(spec.span())
+                    ),
                 });
             }
             let spec = spec.into_inner();
-            nfs.push(NfSpec { name, click: dir.join(&spec.click), defines: spec.define.into_iter().collect() });
+            nfs.push(NfSpec {
+                name,
+                click: dir.join(&spec.click),
+                defines: spec.define.into_iter().collect(),
+            });
         }
         let endpoint = |s: &Spanned<String>| {
             Endpoint::parse(s.get_ref()).ok_or_else(|| ChainError {
-                message: format!("{}: expected `NF.INTERFACE`, found `{}`", at(s.span()), s.get_ref()),
+                message: format!(
+                    "{}: expected `NF.INTERFACE`, found `{}`",
+                    at(s.span()),
+                    s.get_ref()
+                ),
             })
         };
         let mut links = Vec::new();
@@ -189,13 +209,22 @@ impl ChainFile {
                     ),
                 });
             }
-            links.push((endpoint(&ends[0])?, endpoint(&ends[1])?, at(l.between.span())));
+            links.push((
+                endpoint(&ends[0])?,
+                endpoint(&ends[1])?,
+                at(l.between.span()),
+            ));
         }
         let mut entries = Vec::new();
         for e in &raw.entry {
             entries.push((endpoint(&e.to)?, at(e.to.span())));
         }
-        let chain = ChainFile { path: path.to_path_buf(), nfs, links, entries };
+        let chain = ChainFile {
+            path: path.to_path_buf(),
+            nfs,
+            links,
+            entries,
+        };
         chain.check_wiring()?;
         Ok(chain)
     }
@@ -209,7 +238,11 @@ impl ChainFile {
             } else {
                 let names: Vec<&str> = self.nfs.iter().map(|n| n.name.as_str()).collect();
                 Err(ChainError {
-                    message: format!("{pos}: unknown NF `{}` in `{e}` (the chain declares: {})", e.nf, names.join(", ")),
+                    message: format!(
+                        "{pos}: unknown NF `{}` in `{e}` (the chain declares: {})",
+                        e.nf,
+                        names.join(", ")
+                    ),
                 })
             }
         };
@@ -278,19 +311,37 @@ mod tests {
 
     #[test]
     fn wiring_errors_name_the_place() {
-        let self_link = parse("[nf.a]\nclick = \"a.click\"\n[[link]]\nbetween = [\"a.eth0\", \"a.eth1\"]\n").unwrap_err();
-        assert!(self_link.message.starts_with("dir/chain.toml:4:11: NF `a` is linked to itself"), "{self_link}");
+        let self_link =
+            parse("[nf.a]\nclick = \"a.click\"\n[[link]]\nbetween = [\"a.eth0\", \"a.eth1\"]\n")
+                .unwrap_err();
+        assert!(
+            self_link
+                .message
+                .starts_with("dir/chain.toml:4:11: NF `a` is linked to itself"),
+            "{self_link}"
+        );
         let twice = parse(
             "[nf.a]\nclick = \"a\"\n[nf.b]\nclick = \"b\"\n[nf.c]\nclick = \"c\"\n[[link]]\nbetween = [\"a.x\", \"b.y\"]\n[[link]]\nbetween = [\"c.z\", \"b.y\"]\n",
         )
         .unwrap_err();
-        assert!(twice.message.contains("interface `b.y` is already in the link at dir/chain.toml:8:11"), "{twice}");
+        assert!(
+            twice
+                .message
+                .contains("interface `b.y` is already in the link at dir/chain.toml:8:11"),
+            "{twice}"
+        );
         let unknown = parse("[nf.a]\nclick = \"a\"\n[[entry]]\nto = \"zz.eth0\"\n").unwrap_err();
-        assert!(unknown.message.contains("4:6: unknown NF `zz`"), "{unknown}");
+        assert!(
+            unknown.message.contains("4:6: unknown NF `zz`"),
+            "{unknown}"
+        );
         let bad = parse("[nf.a]\nclick = 3\n").unwrap_err();
         assert!(bad.message.starts_with("dir/chain.toml:2:9:"), "{bad}");
         let bad_ep = parse("[nf.a]\nclick = \"a\"\n[[entry]]\nto = \"noiface\"\n").unwrap_err();
-        assert!(bad_ep.message.contains("expected `NF.INTERFACE`"), "{bad_ep}");
+        assert!(
+            bad_ep.message.contains("expected `NF.INTERFACE`"),
+            "{bad_ep}"
+        );
         let three = parse("[nf.a]\nclick = \"a\"\n[nf.b]\nclick = \"b\"\n[[link]]\nbetween = [\"a.x\", \"b.y\", \"b.z\"]\n").unwrap_err();
         assert!(three.message.contains("exactly two"), "{three}");
     }

@@ -52,7 +52,10 @@ pub struct Nf {
 
 impl fmt::Debug for Nf {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Nf").field("name", &self.name).field("names", &self.names).finish()
+        f.debug_struct("Nf")
+            .field("name", &self.name)
+            .field("names", &self.names)
+            .finish()
     }
 }
 
@@ -80,7 +83,9 @@ impl Nf {
             noutputs[c.from] = noutputs[c.from].max(c.from_port + 1);
             ninputs[c.to] = ninputs[c.to].max(c.to_port + 1);
         }
-        let err = |i: usize, msg: String| BuildError { message: format!("{}: {msg}", config.elements[i].span) };
+        let err = |i: usize, msg: String| BuildError {
+            message: format!("{}: {msg}", config.elements[i].span),
+        };
         let mut names = Names::new();
         for (i, d) in config.elements.iter().enumerate() {
             let qualified = format!("{name}/{}", d.name);
@@ -119,7 +124,13 @@ impl Nf {
             if ninputs[i] > pc.max_in {
                 return Err(err(
                     i,
-                    format!("{} `{}` has {} ports, but input {} is connected", d.class, d.name, pc.describe(), ninputs[i] - 1),
+                    format!(
+                        "{} `{}` has {} ports, but input {} is connected",
+                        d.class,
+                        d.name,
+                        pc.describe(),
+                        ninputs[i] - 1
+                    ),
                 ));
             }
             if noutputs[i] < pc.min_out {
@@ -139,7 +150,12 @@ impl Nf {
         let mut edges: Vec<Vec<Option<Edge>>> = noutputs.iter().map(|&k| vec![None; k]).collect();
         for c in &config.connections {
             if let Some(prev) = edges[c.from][c.from_port] {
-                if prev != (Edge { element: c.to, port: c.to_port }) {
+                if prev
+                    != (Edge {
+                        element: c.to,
+                        port: c.to_port,
+                    })
+                {
                     return Err(BuildError {
                         message: format!(
                             "{}: output {} of `{}` is connected twice (to `{}` and `{}`); use Tee to copy packets",
@@ -148,11 +164,20 @@ impl Nf {
                     });
                 }
             }
-            edges[c.from][c.from_port] = Some(Edge { element: c.to, port: c.to_port });
+            edges[c.from][c.from_port] = Some(Edge {
+                element: c.to,
+                port: c.to_port,
+            });
         }
         for (i, outs) in edges.iter().enumerate() {
             if let Some(p) = outs.iter().position(Option::is_none) {
-                return Err(err(i, format!("output {p} of `{}` is not connected", config.elements[i].name)));
+                return Err(err(
+                    i,
+                    format!(
+                        "output {p} of `{}` is not connected",
+                        config.elements[i].name
+                    ),
+                ));
             }
         }
         let nf = Nf {
@@ -212,7 +237,9 @@ impl Nf {
 
     /// The element that receives packets arriving on interface `iface`.
     pub fn from_device(&self, iface: &str) -> Option<usize> {
-        self.roles.iter().position(|r| matches!(r, Role::FromDevice(d) if d == iface))
+        self.roles
+            .iter()
+            .position(|r| matches!(r, Role::FromDevice(d) if d == iface))
     }
 
     /// A readable listing of the element graph (for `fusebox check`).
@@ -223,7 +250,9 @@ impl Nf {
             let outs: Vec<String> = self.edges[i]
                 .iter()
                 .enumerate()
-                .filter_map(|(p, ed)| ed.map(|ed| format!("[{p}] -> [{}]{}", ed.port, self.names[ed.element])))
+                .filter_map(|(p, ed)| {
+                    ed.map(|ed| format!("[{p}] -> [{}]{}", ed.port, self.names[ed.element]))
+                })
                 .collect();
             if !outs.is_empty() {
                 s.push_str(&format!("   {}", outs.join(", ")));

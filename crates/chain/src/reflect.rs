@@ -15,10 +15,18 @@ pub fn reply(p: &packet::Packet) -> Vec<u8> {
     let (dst, src) = (b[0..6].to_vec(), b[6..12].to_vec());
     b[0..6].copy_from_slice(&src);
     b[6..12].copy_from_slice(&dst);
-    let Ok(l) = wire::parse::layers(&b) else { return b };
-    let (Some(l3), Some(proto)) = (l.l3_offset, l.ip_proto) else { return b };
+    let Ok(l) = wire::parse::layers(&b) else {
+        return b;
+    };
+    let (Some(l3), Some(proto)) = (l.l3_offset, l.ip_proto) else {
+        return b;
+    };
     let v6 = b.get(l3).is_some_and(|v| v >> 4 == 6);
-    let (sa, da, alen) = if v6 { (l3 + 8, l3 + 24, 16) } else { (l3 + 12, l3 + 16, 4) };
+    let (sa, da, alen) = if v6 {
+        (l3 + 8, l3 + 24, 16)
+    } else {
+        (l3 + 12, l3 + 16, 4)
+    };
     if b.len() < da + alen {
         return b;
     }
@@ -38,7 +46,9 @@ pub fn reply(p: &packet::Packet) -> Vec<u8> {
         b[l3 + 10..l3 + 12].copy_from_slice(&ck.to_be_bytes());
         (l3 + u16::from_be_bytes([b[l3 + 2], b[l3 + 3]]) as usize).min(b.len())
     };
-    let Some(l4) = l.l4_offset.filter(|_| !l.is_fragment || l.first_fragment) else { return b };
+    let Some(l4) = l.l4_offset.filter(|_| !l.is_fragment || l.first_fragment) else {
+        return b;
+    };
     if l4 >= ip_end {
         return b;
     }
@@ -64,7 +74,9 @@ pub fn reply(p: &packet::Packet) -> Vec<u8> {
             } else {
                 0x10
             };
-            let new_ack = seq.wrapping_add(payload).wrapping_add(u32::from(syn) + u32::from(fin));
+            let new_ack = seq
+                .wrapping_add(payload)
+                .wrapping_add(u32::from(syn) + u32::from(fin));
             b[l4 + 4..l4 + 8].copy_from_slice(&ack.to_be_bytes());
             b[l4 + 8..l4 + 12].copy_from_slice(&new_ack.to_be_bytes());
             b[l4 + 13] = new_flags;

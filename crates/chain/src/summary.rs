@@ -111,13 +111,21 @@ impl Summary {
             t.output,
             t.dropped,
             t.held,
-            if self.balanced() { "balanced" } else { "NOT BALANCED" }
+            if self.balanced() {
+                "balanced"
+            } else {
+                "NOT BALANCED"
+            }
         );
         for (r, n) in &t.drops {
             let _ = writeln!(s, "  drop {r:<24} {n}");
         }
         for x in &self.exits {
-            let _ = writeln!(s, "exit {:<28} {} packets, {} bytes", x.name, x.packets, x.bytes);
+            let _ = writeln!(
+                s,
+                "exit {:<28} {} packets, {} bytes",
+                x.name, x.packets, x.bytes
+            );
         }
         for nf in &self.nfs {
             let _ = writeln!(
@@ -127,11 +135,18 @@ impl Summary {
             );
             for e in &nf.elements {
                 let outs: Vec<String> = e.output.iter().map(u64::to_string).collect();
-                let _ = write!(s, "  {:<28} {:<18} in {:>8}  out [{}]", e.name, e.class, e.input, outs.join(" "));
-                for (r, n) in &e.drops {
-                    let _ = write!(s, "  {r}={n}");
+                let _ = write!(
+                    s,
+                    "  {:<28} {:<18} in {:>8}  out [{}]",
+                    e.name,
+                    e.class,
+                    e.input,
+                    outs.join(" ")
+                );
+                for (r, n) in e.drops.iter().filter(|(_, n)| **n > 0) {
+                    let _ = write!(s, "  drop {r}={n}");
                 }
-                for (k, v) in &e.stats {
+                for (k, v) in e.stats.iter().filter(|(_, v)| **v > 0) {
                     let _ = write!(s, "  {k}={v}");
                 }
                 if e.held > 0 {

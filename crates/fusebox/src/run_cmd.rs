@@ -1,7 +1,7 @@
 //! `fusebox run` and `fusebox check`.
 
 use chain::exec::Source;
-use chain::{ChainFile, Endpoint, ExitSink, Executor, RunOptions};
+use chain::{ChainFile, Endpoint, Executor, ExitSink, RunOptions};
 use clap::{Args, ValueEnum};
 use packet::Precision;
 use ports::pcap::{PcapReader, PcapWriter};
@@ -86,11 +86,20 @@ fn parse_defines(d: &[String]) -> Result<Vec<(String, String)>, String> {
 
 /// `NF.IFACE=FILE` (or `IFACE=FILE` when the chain has one NF).
 fn parse_binding(s: &str, chain: &ChainFile, flag: &str) -> Result<(Endpoint, PathBuf), String> {
-    let (ep, file) = s.split_once('=').ok_or_else(|| format!("{flag} {s}: expected NF.IFACE=FILE"))?;
+    let (ep, file) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{flag} {s}: expected NF.IFACE=FILE"))?;
     let ep = match Endpoint::parse(ep) {
         Some(e) if chain.nfs.iter().any(|n| n.name == e.nf) => e,
-        _ if chain.nfs.len() == 1 => Endpoint { nf: chain.nfs[0].name.clone(), iface: ep.to_string() },
-        _ => return Err(format!("{flag} {s}: expected NF.IFACE=FILE with a known NF")),
+        _ if chain.nfs.len() == 1 => Endpoint {
+            nf: chain.nfs[0].name.clone(),
+            iface: ep.to_string(),
+        },
+        _ => {
+            return Err(format!(
+                "{flag} {s}: expected NF.IFACE=FILE with a known NF"
+            ))
+        }
     };
     Ok((ep, PathBuf::from(file)))
 }
@@ -115,7 +124,9 @@ fn build(
                 .map(|(_, p)| p.clone())
                 .unwrap_or_else(|| out_dir.join(format!("{name}.pcap"))),
         };
-        PcapWriter::create(&path, precision, 1).map(ExitSink::Pcap).map_err(|e| e.to_string())
+        PcapWriter::create(&path, precision, 1)
+            .map(ExitSink::Pcap)
+            .map_err(|e| e.to_string())
     })
 }
 
@@ -131,17 +142,27 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, String> {
             .collect::<Result<_, _>>()?,
         defines: parse_defines(&a.defines)?,
     };
-    let inputs: Vec<(Endpoint, PathBuf)> =
-        a.inputs.iter().map(|s| parse_binding(s, &chain, "--input")).collect::<Result<_, _>>()?;
-    let outputs: Vec<(Endpoint, PathBuf)> =
-        a.outputs.iter().map(|s| parse_binding(s, &chain, "--output")).collect::<Result<_, _>>()?;
+    let inputs: Vec<(Endpoint, PathBuf)> = a
+        .inputs
+        .iter()
+        .map(|s| parse_binding(s, &chain, "--input"))
+        .collect::<Result<_, _>>()?;
+    let outputs: Vec<(Endpoint, PathBuf)> = a
+        .outputs
+        .iter()
+        .map(|s| parse_binding(s, &chain, "--output"))
+        .collect::<Result<_, _>>()?;
     // Outputs keep their inputs' timestamp resolution: nanosecond files if any input is.
     let mut precision = Precision::Micro;
     let mut readers = Vec::new();
     for (ep, file) in &inputs {
         let r = PcapReader::open(file).map_err(|e| e.to_string())?;
         if r.linktype() != 1 {
-            return Err(format!("{}: link type {} is not Ethernet (1)", file.display(), r.linktype()));
+            return Err(format!(
+                "{}: link type {} is not Ethernet (1)",
+                file.display(),
+                r.linktype()
+            ));
         }
         if r.precision() == Precision::Nano {
             precision = Precision::Nano;
@@ -149,10 +170,20 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, String> {
         readers.push((ep.clone(), file.clone(), r));
     }
     let started = Instant::now();
-    let mut ex = build(&chain, &opts, &outputs, &a.out_dir, precision, a.replay.is_some())?;
+    let mut ex = build(
+        &chain,
+        &opts,
+        &outputs,
+        &a.out_dir,
+        precision,
+        a.replay.is_some(),
+    )?;
     for (e, _) in &outputs {
         if !ex.exit_names().contains(&e.to_string()) {
-            return Err(format!("--output {e}: not an exit of the chain (exits: {})", ex.exit_names().join(", ")));
+            return Err(format!(
+                "--output {e}: not an exit of the chain (exits: {})",
+                ex.exit_names().join(", ")
+            ));
         }
     }
     let mut errors = Vec::new();
@@ -160,7 +191,10 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, String> {
     let mut memory = Vec::new();
     for (ep, file, r) in readers {
         let entry = ex.entry(&ep).ok_or_else(|| {
-            format!("--input {ep}: NF `{}` has no FromDevice({}) (entries need one)", ep.nf, ep.iface)
+            format!(
+                "--input {ep}: NF `{}` has no FromDevice({}) (entries need one)",
+                ep.nf, ep.iface
+            )
         })?;
         if a.replay.is_some() {
             let (recs, err) = ports::pcap::read_all(&file).map_err(|e| e.to_string())?;
@@ -199,8 +233,10 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, String> {
         let bar = (!a.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr())).then(|| {
             let b = indicatif::ProgressBar::new_spinner();
             b.set_style(
-                indicatif::ProgressStyle::with_template("{spinner} {pos} packets {per_sec} {elapsed}")
-                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+                indicatif::ProgressStyle::with_template(
+                    "{spinner} {pos} packets {per_sec} {elapsed}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
             );
             b
         });
@@ -251,7 +287,10 @@ fn records(mut r: PcapReader) -> Records {
 /// `fusebox check`.
 pub fn check(a: &CheckArgs) -> Result<ExitCode, String> {
     let chain = load_chain(&a.chain)?;
-    let opts = RunOptions { defines: parse_defines(&a.defines)?, ..RunOptions::default() };
+    let opts = RunOptions {
+        defines: parse_defines(&a.defines)?,
+        ..RunOptions::default()
+    };
     let ex = Executor::new(&chain, &opts, |_, _| Ok(ExitSink::Count))?;
     println!("chain {}", chain.path.display());
     for nf in ex.nfs() {
@@ -259,7 +298,8 @@ pub fn check(a: &CheckArgs) -> Result<ExitCode, String> {
         println!(
             "nf {} ({}): interfaces [{}]",
             nf.name,
-            spec.map(|s| s.click.display().to_string()).unwrap_or_default(),
+            spec.map(|s| s.click.display().to_string())
+                .unwrap_or_default(),
             nf.interfaces().join(", ")
         );
         print!("{}", nf.describe());

@@ -16,22 +16,56 @@ fn fig5_chain_does_what_the_figure_says() {
     fusebox_ok(
         &d,
         &[
-            "gen", "-o", "trace.pcap", "--packets", "3000", "--flows", "60", "--mix", "tcp=1,udp=2,icmp=1",
-            "--src", "192.168.0.0/24", "--dst", "10.0.2.0/24", "--dport", "1234,53", "--seed", "7",
+            "gen",
+            "-o",
+            "trace.pcap",
+            "--packets",
+            "3000",
+            "--flows",
+            "60",
+            "--mix",
+            "tcp=1,udp=2,icmp=1",
+            "--src",
+            "192.168.0.0/24",
+            "--dst",
+            "10.0.2.0/24",
+            "--dport",
+            "1234,53",
+            "--seed",
+            "7",
         ],
     );
-    let o = fusebox_ok(&d, &["run", ex.to_str().unwrap(), "--input", "napt.eth0=trace.pcap", "--json"]);
+    let o = fusebox_ok(
+        &d,
+        &[
+            "run",
+            ex.to_str().unwrap(),
+            "--input",
+            "napt.eth0=trace.pcap",
+            "--json",
+        ],
+    );
     let s = summary(&o);
     assert_eq!(s["totals"]["balanced"], true, "{s}");
     let input = packets(&d.join("trace.pcap"));
     let originals: Vec<V4> = input.iter().map(|f| v4(f)).collect();
-    let udp1234 = originals.iter().filter(|p| p.proto == 17 && p.dport == 1234).count();
+    let udp1234 = originals
+        .iter()
+        .filter(|p| p.proto == 17 && p.dport == 1234)
+        .count();
     let tcp = originals.iter().filter(|p| p.proto == 6).count();
-    assert!(udp1234 > 100 && tcp > 100, "trace lacks variety: {udp1234} {tcp}");
+    assert!(
+        udp1234 > 100 && tcp > 100,
+        "trace lacks variety: {udp1234} {tcp}"
+    );
 
     // UDP to port 1234 leaves the load balancer.
     let lb = packets(&d.join("lb.eth1.pcap"));
-    assert_eq!(lb.len(), udp1234, "every UDP datagram to port 1234 passes the chain");
+    assert_eq!(
+        lb.len(),
+        udp1234,
+        "every UDP datagram to port 1234 passes the chain"
+    );
     let mut backend_of_flow: HashMap<(u16, Ipv4Addr), Ipv4Addr> = HashMap::new();
     let mut order = Vec::new();
     for f in &lb {
@@ -54,7 +88,10 @@ fn fig5_chain_does_what_the_figure_says() {
     }
     assert!(order.len() > 2);
     for w in order.windows(2) {
-        assert_ne!(w[0], w[1], "backends alternate from one new flow to the next");
+        assert_ne!(
+            w[0], w[1],
+            "backends alternate from one new flow to the next"
+        );
     }
     // TCP leaves the NAPT's other interface with destination 10.1.1.2.
     let napt2 = packets(&d.join("napt.eth2.pcap"));
@@ -65,14 +102,21 @@ fn fig5_chain_does_what_the_figure_says() {
         assert!(p.ip_ok && p.l4_ok);
     }
     // The rest is dropped, by reason.
-    let drops: BTreeMap<String, u64> = serde_json::from_value(s["totals"]["drops"].clone()).unwrap();
+    let drops: BTreeMap<String, u64> =
+        serde_json::from_value(s["totals"]["drops"].clone()).unwrap();
     let dropped: u64 = drops.values().sum();
     assert_eq!(dropped as usize, input.len() - udp1234 - tcp, "{drops:?}");
-    assert!(drops.contains_key("filter-deny"), "the firewall denies UDP to other ports: {drops:?}");
+    assert!(
+        drops.contains_key("filter-deny"),
+        "the firewall denies UDP to other ports: {drops:?}"
+    );
     if have_tcpdump() {
         for f in ["lb.eth1.pcap", "napt.eth2.pcap"] {
             let t = tcpdump(&d.join(f));
-            assert!(!t.contains("incorrect") && !t.contains("bad cksum"), "{f}: {t}");
+            assert!(
+                !t.contains("incorrect") && !t.contains("bad cksum"),
+                "{f}: {t}"
+            );
             assert!(t.lines().count() >= 100);
         }
     }
@@ -84,21 +128,61 @@ fn napt_chain_reflects_replies_back_to_the_original_addresses() {
     let ex = root().join("examples/napts/chain.toml");
     fusebox_ok(
         &d,
-        &["gen", "-o", "t.pcap", "--packets", "500", "--flows", "25", "--mix", "tcp=1,udp=1", "--seed", "3"],
+        &[
+            "gen",
+            "-o",
+            "t.pcap",
+            "--packets",
+            "500",
+            "--flows",
+            "25",
+            "--mix",
+            "tcp=1,udp=1",
+            "--seed",
+            "3",
+        ],
     );
-    let o = fusebox_ok(&d, &["run", ex.to_str().unwrap(), "--input", "n1.eth0=t.pcap", "--reflect", "n10.eth1", "--json"]);
+    let o = fusebox_ok(
+        &d,
+        &[
+            "run",
+            ex.to_str().unwrap(),
+            "--input",
+            "n1.eth0=t.pcap",
+            "--reflect",
+            "n10.eth1",
+            "--json",
+        ],
+    );
     let s = summary(&o);
     assert_eq!(s["totals"]["balanced"], true);
     let input: Vec<V4> = packets(&d.join("t.pcap")).iter().map(|f| v4(f)).collect();
-    let out: Vec<V4> = packets(&d.join("n10.eth1.pcap")).iter().map(|f| v4(f)).collect();
-    let back: Vec<V4> = packets(&d.join("n1.eth0.pcap")).iter().map(|f| v4(f)).collect();
+    let out: Vec<V4> = packets(&d.join("n10.eth1.pcap"))
+        .iter()
+        .map(|f| v4(f))
+        .collect();
+    let back: Vec<V4> = packets(&d.join("n1.eth0.pcap"))
+        .iter()
+        .map(|f| v4(f))
+        .collect();
     assert_eq!(out.len(), input.len());
-    assert_eq!(back.len(), input.len(), "every reply comes back out of the entry");
+    assert_eq!(
+        back.len(),
+        input.len(),
+        "every reply comes back out of the entry"
+    );
     for ((i, o), b) in input.iter().zip(&out).zip(&back) {
-        assert_eq!(o.src, Ipv4Addr::new(10, 0, 110, 1), "translated by the last NAPT");
+        assert_eq!(
+            o.src,
+            Ipv4Addr::new(10, 0, 110, 1),
+            "translated by the last NAPT"
+        );
         assert_eq!(o.ttl, i.ttl - 10);
         // The reply is addressed to the original source, from the original destination.
-        assert_eq!((b.src, b.dst, b.sport, b.dport, b.proto), (i.dst, i.src, i.dport, i.sport, i.proto));
+        assert_eq!(
+            (b.src, b.dst, b.sport, b.dport, b.proto),
+            (i.dst, i.src, i.dport, i.sport, i.proto)
+        );
         assert!(b.ip_ok && b.l4_ok);
         assert_eq!(b.src_mac, [2, 0, 0, 0, 1, 0x10], "n1's eth0 MAC");
     }
@@ -110,9 +194,36 @@ fn router_chain_replay_reports_rate_and_restores_bytes() {
     let ex = root().join("examples/routers/chain.toml");
     fusebox_ok(
         &d,
-        &["gen", "-o", "t.pcap", "--packets", "200", "--flows", "20", "--mix", "udp=1", "--size", "64", "--src", "10.0.0.0/16", "--dst", "10.1.0.0/16"],
+        &[
+            "gen",
+            "-o",
+            "t.pcap",
+            "--packets",
+            "200",
+            "--flows",
+            "20",
+            "--mix",
+            "udp=1",
+            "--size",
+            "64",
+            "--src",
+            "10.0.0.0/16",
+            "--dst",
+            "10.1.0.0/16",
+        ],
     );
-    let o = fusebox_ok(&d, &["run", ex.to_str().unwrap(), "--input", "r1.eth0=t.pcap", "--replay", "5", "--json"]);
+    let o = fusebox_ok(
+        &d,
+        &[
+            "run",
+            ex.to_str().unwrap(),
+            "--input",
+            "r1.eth0=t.pcap",
+            "--replay",
+            "5",
+            "--json",
+        ],
+    );
     let s = summary(&o);
     assert_eq!(s["replay"]["packets"], 1000);
     assert!(s["replay"]["pps"].as_f64().unwrap() > 0.0);
@@ -130,15 +241,49 @@ fn isp_chain_runs_and_balances() {
     let ex = root().join("examples/isp/chain.toml");
     fusebox_ok(
         &d,
-        &["gen", "-o", "t.pcap", "--packets", "2000", "--flows", "80", "--mix", "tcp=2,udp=2,icmp=1", "--src", "10.0.0.0/16", "--dst", "10.1.0.0/16", "--dport", "80,443,53,23,1234,8080"],
+        &[
+            "gen",
+            "-o",
+            "t.pcap",
+            "--packets",
+            "2000",
+            "--flows",
+            "80",
+            "--mix",
+            "tcp=2,udp=2,icmp=1",
+            "--src",
+            "10.0.0.0/16",
+            "--dst",
+            "10.1.0.0/16",
+            "--dport",
+            "80,443,53,23,1234,8080",
+        ],
     );
-    let o = fusebox_ok(&d, &["run", ex.to_str().unwrap(), "--input", "fw.eth0=t.pcap", "--reflect", "napt.eth1", "--json"]);
+    let o = fusebox_ok(
+        &d,
+        &[
+            "run",
+            ex.to_str().unwrap(),
+            "--input",
+            "fw.eth0=t.pcap",
+            "--reflect",
+            "napt.eth1",
+            "--json",
+        ],
+    );
     let s = summary(&o);
     assert_eq!(s["totals"]["balanced"], true);
     let drops = &s["totals"]["drops"];
-    assert!(drops["filter-deny"].as_u64().unwrap() > 0, "port 23 and 8080 are denied: {drops}");
+    assert!(
+        drops["filter-deny"].as_u64().unwrap() > 0,
+        "port 23 and 8080 are denied: {drops}"
+    );
     let back = packets(&d.join("fw.eth0.pcap"));
     let out = packets(&d.join("napt.eth1.pcap"));
     assert!(!out.is_empty());
-    assert_eq!(back.len(), out.len(), "every allowed flow's replies come back");
+    assert_eq!(
+        back.len(),
+        out.len(),
+        "every allowed flow's replies come back"
+    );
 }

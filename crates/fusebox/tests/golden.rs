@@ -12,7 +12,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn tcpdump_available() -> bool {
-    Command::new("tcpdump").arg("--version").output().is_ok_and(|o| o.status.success())
+    Command::new("tcpdump")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -42,8 +45,16 @@ fn sections(text: &str) -> BTreeMap<String, Vec<String>> {
 }
 
 fn decode(pcap: &Path) -> Vec<String> {
-    let o = Command::new("tcpdump").args(["-t", "-nn", "-vv", "-e", "-r"]).arg(pcap).output().unwrap();
-    String::from_utf8_lossy(&o.stdout).lines().map(|l| l.trim_end().to_string()).filter(|l| !l.is_empty()).collect()
+    let o = Command::new("tcpdump")
+        .args(["-t", "-nn", "-vv", "-e", "-r"])
+        .arg(pcap)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| l.trim_end().to_string())
+        .filter(|l| !l.is_empty())
+        .collect()
 }
 
 fn run_case(dir: &Path, scratch: &Path) -> Result<(), String> {
@@ -55,16 +66,25 @@ fn run_case(dir: &Path, scratch: &Path) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
-        return Err(format!("fusebox failed: {}\n{}", String::from_utf8_lossy(&out.stderr), stdout));
+        return Err(format!(
+            "fusebox failed: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            stdout
+        ));
     }
-    let summary: serde_json::Value = serde_json::from_str(&stdout).map_err(|e| format!("bad JSON: {e}"))?;
+    let summary: serde_json::Value =
+        serde_json::from_str(&stdout).map_err(|e| format!("bad JSON: {e}"))?;
     let expected = std::fs::read_to_string(dir.join("expected.txt")).map_err(|e| e.to_string())?;
     let mut problems = Vec::new();
     for (name, want) in sections(&expected) {
         if name == "drops" {
             let got: BTreeMap<String, u64> = summary["totals"]["drops"]
                 .as_object()
-                .map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_u64().unwrap_or(0))).collect())
+                .map(|m| {
+                    m.iter()
+                        .map(|(k, v)| (k.clone(), v.as_u64().unwrap_or(0)))
+                        .collect()
+                })
                 .unwrap_or_default();
             let want: BTreeMap<String, u64> = want
                 .iter()
@@ -85,7 +105,11 @@ fn run_case(dir: &Path, scratch: &Path) -> Result<(), String> {
         }
         let got = decode(&path);
         if got != want {
-            problems.push(format!("{name}:\n--- expected\n{}\n--- tcpdump says\n{}", want.join("\n"), got.join("\n")));
+            problems.push(format!(
+                "{name}:\n--- expected\n{}\n--- tcpdump says\n{}",
+                want.join("\n"),
+                got.join("\n")
+            ));
         }
     }
     if summary["totals"]["balanced"] != serde_json::Value::Bool(true) {
@@ -101,7 +125,10 @@ fn run_case(dir: &Path, scratch: &Path) -> Result<(), String> {
 #[test]
 fn golden_cases() {
     if !tcpdump_available() {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "tcpdump is required under CI");
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "tcpdump is required under CI"
+        );
         eprintln!("skipping golden tests: tcpdump not installed");
         return;
     }

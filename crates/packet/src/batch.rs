@@ -16,7 +16,10 @@ impl Batch {
     /// An empty batch that holds up to `capacity` packets.
     pub fn with_capacity(capacity: usize) -> Batch {
         let capacity = capacity.max(1);
-        Batch { packets: Vec::with_capacity(capacity), capacity }
+        Batch {
+            packets: Vec::with_capacity(capacity),
+            capacity,
+        }
     }
     /// Adds a packet; returns it back if the batch is full.
     pub fn push(&mut self, p: Packet) -> Result<(), Packet> {

@@ -13,7 +13,10 @@ pub struct Timestamp(pub u64);
 impl Timestamp {
     /// Builds a timestamp from seconds and nanoseconds.
     pub fn from_parts(secs: u64, nanos: u32) -> Self {
-        Timestamp(secs.saturating_mul(1_000_000_000).saturating_add(nanos as u64))
+        Timestamp(
+            secs.saturating_mul(1_000_000_000)
+                .saturating_add(nanos as u64),
+        )
     }
     /// Whole seconds.
     pub fn secs(self) -> u64 {

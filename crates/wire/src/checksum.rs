@@ -183,7 +183,10 @@ mod tests {
     #[test]
     fn pseudo_headers() {
         let v4 = pseudo_header_v4([192, 168, 1, 10], [192, 168, 1, 1], 17, 0x25);
-        assert_eq!(fold(v4), fold(0xc0a8 + 0x010a + 0xc0a8 + 0x0101 + 17 + 0x25));
+        assert_eq!(
+            fold(v4),
+            fold(0xc0a8 + 0x010a + 0xc0a8 + 0x0101 + 17 + 0x25)
+        );
         let mut s = [0u8; 16];
         s[15] = 1;
         let v6 = pseudo_header_v6(s, s, 58, 0x0001_0002);

@@ -19,13 +19,21 @@ pub fn scratch(name: &str) -> PathBuf {
 
 /// Runs `fusebox ARGS` in `dir`.
 pub fn fusebox(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fusebox")).args(args).current_dir(dir).output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_fusebox"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
 }
 
 /// Runs `fusebox ARGS` and panics with its stderr unless it succeeds.
 pub fn fusebox_ok(dir: &Path, args: &[&str]) -> Output {
     let o = fusebox(dir, args);
-    assert!(o.status.success(), "fusebox {args:?} failed:\n{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "fusebox {args:?} failed:\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     o
 }
 
@@ -38,9 +46,15 @@ pub fn packets(path: &Path) -> Vec<Vec<u8>> {
 
 /// Whether tcpdump is installed (required under CI).
 pub fn have_tcpdump() -> bool {
-    let ok = Command::new("tcpdump").arg("--version").output().is_ok_and(|o| o.status.success());
+    let ok = Command::new("tcpdump")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
     if !ok {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "tcpdump is required under CI");
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "tcpdump is required under CI"
+        );
         eprintln!("tcpdump not installed: skipping the tcpdump check");
     }
     ok
@@ -48,7 +62,11 @@ pub fn have_tcpdump() -> bool {
 
 /// tcpdump -nn -vv's lines for a file.
 pub fn tcpdump(path: &Path) -> String {
-    let o = Command::new("tcpdump").args(["-nn", "-vv", "-r"]).arg(path).output().unwrap();
+    let o = Command::new("tcpdump")
+        .args(["-nn", "-vv", "-r"])
+        .arg(path)
+        .output()
+        .unwrap();
     String::from_utf8_lossy(&o.stdout).to_string()
 }
 
@@ -95,7 +113,10 @@ pub fn v4(f: &[u8]) -> V4 {
         _ => true,
     };
     let (sport, dport) = if matches!(proto, 6 | 17) {
-        (u16::from_be_bytes([l4[0], l4[1]]), u16::from_be_bytes([l4[2], l4[3]]))
+        (
+            u16::from_be_bytes([l4[0], l4[1]]),
+            u16::from_be_bytes([l4[2], l4[3]]),
+        )
     } else {
         (0, 0)
     };
