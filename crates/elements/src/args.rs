@@ -14,7 +14,9 @@ pub struct ConfigError {
 impl ConfigError {
     /// An error with `message`.
     pub fn new(message: impl Into<String>) -> ConfigError {
-        ConfigError { message: message.into() }
+        ConfigError {
+            message: message.into(),
+        }
     }
 }
 
@@ -134,10 +136,14 @@ impl Args {
                 let mut parts = piece.splitn(2, char::is_whitespace);
                 let first = parts.next().unwrap_or("");
                 match parts.next() {
-                    Some(rest) if is_keyword(first) => {
-                        Arg { keyword: Some(first.to_string()), value: rest.trim().to_string() }
-                    }
-                    _ => Arg { keyword: None, value: piece },
+                    Some(rest) if is_keyword(first) => Arg {
+                        keyword: Some(first.to_string()),
+                        value: rest.trim().to_string(),
+                    },
+                    _ => Arg {
+                        keyword: None,
+                        value: piece,
+                    },
                 }
             })
             .collect();
@@ -151,12 +157,20 @@ impl Args {
 
     /// The positional arguments (those without a keyword), in order.
     pub fn positional(&self) -> Vec<&str> {
-        self.items.iter().filter(|a| a.keyword.is_none()).map(|a| a.value.as_str()).collect()
+        self.items
+            .iter()
+            .filter(|a| a.keyword.is_none())
+            .map(|a| a.value.as_str())
+            .collect()
     }
 
     /// The `i`th positional argument.
     pub fn pos(&self, i: usize) -> Option<&str> {
-        self.items.iter().filter(|a| a.keyword.is_none()).nth(i).map(|a| a.value.as_str())
+        self.items
+            .iter()
+            .filter(|a| a.keyword.is_none())
+            .nth(i)
+            .map(|a| a.value.as_str())
     }
 
     /// The value of keyword `key` (the last one if repeated).
@@ -224,14 +238,20 @@ pub fn parse_uint(s: &str, what: &str) -> Result<u64, ConfigError> {
     } else {
         t.parse::<u64>()
     };
-    r.map_err(|_| ConfigError::new(format!("expected {what} (an unsigned integer), found `{t}`")))
+    r.map_err(|_| {
+        ConfigError::new(format!(
+            "expected {what} (an unsigned integer), found `{t}`"
+        ))
+    })
 }
 
 /// Parses an unsigned integer no larger than `max`.
 pub fn parse_uint_max(s: &str, max: u64, what: &str) -> Result<u64, ConfigError> {
     let v = parse_uint(s, what)?;
     if v > max {
-        return Err(ConfigError::new(format!("expected {what} at most {max}, found {v}")));
+        return Err(ConfigError::new(format!(
+            "expected {what} at most {max}, found {v}"
+        )));
     }
     Ok(v)
 }
@@ -241,7 +261,9 @@ pub fn parse_bool(s: &str, what: &str) -> Result<bool, ConfigError> {
     match s.trim().to_ascii_lowercase().as_str() {
         "true" | "yes" | "1" | "on" | "t" | "y" => Ok(true),
         "false" | "no" | "0" | "off" | "f" | "n" => Ok(false),
-        t => Err(ConfigError::new(format!("expected {what} (true or false), found `{t}`"))),
+        t => Err(ConfigError::new(format!(
+            "expected {what} (true or false), found `{t}`"
+        ))),
     }
 }
 
@@ -249,8 +271,14 @@ pub fn parse_bool(s: &str, what: &str) -> Result<bool, ConfigError> {
 /// nanoseconds.
 pub fn parse_seconds(s: &str, what: &str) -> Result<u64, ConfigError> {
     let t = s.trim();
-    let err = || ConfigError::new(format!("expected {what} (a time such as 30, 1.5s, 100ms), found `{t}`"));
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let err = || {
+        ConfigError::new(format!(
+            "expected {what} (a time such as 30, 1.5s, 100ms), found `{t}`"
+        ))
+    };
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     let v: f64 = num.parse().map_err(|_| err())?;
     let mul = match unit.trim() {
@@ -272,7 +300,10 @@ mod tests {
 
     #[test]
     fn splits_on_top_level_commas() {
-        assert_eq!(split("a, b (c, d), \"e, f\", g"), vec!["a", "b (c, d)", "\"e, f\"", "g"]);
+        assert_eq!(
+            split("a, b (c, d), \"e, f\", g"),
+            vec!["a", "b (c, d)", "\"e, f\"", "g"]
+        );
         assert!(split("").is_empty());
         assert!(split("   ").is_empty());
         assert_eq!(split("a,,b"), vec!["a", "", "b"]);
@@ -287,7 +318,11 @@ mod tests {
         assert_eq!(a.get(1, "HONOR_DF"), Some("true"));
         assert!(a.check(1, &["MTU", "HONOR_DF"]).is_ok());
         assert!(a.check(0, &["MTU", "HONOR_DF"]).is_err());
-        assert!(a.check(1, &["MTU"]).unwrap_err().message.contains("HONOR_DF"));
+        assert!(a
+            .check(1, &["MTU"])
+            .unwrap_err()
+            .message
+            .contains("HONOR_DF"));
     }
 
     #[test]

@@ -34,11 +34,21 @@ pub struct PortCount {
 impl PortCount {
     /// Exactly `i` inputs and `o` outputs.
     pub const fn exact(i: usize, o: usize) -> PortCount {
-        PortCount { min_in: i, max_in: i, min_out: o, max_out: o }
+        PortCount {
+            min_in: i,
+            max_in: i,
+            min_out: o,
+            max_out: o,
+        }
     }
     /// Inputs in `i0..=i1`, outputs in `o0..=o1`.
     pub const fn range(i0: usize, i1: usize, o0: usize, o1: usize) -> PortCount {
-        PortCount { min_in: i0, max_in: i1, min_out: o0, max_out: o1 }
+        PortCount {
+            min_in: i0,
+            max_in: i1,
+            min_out: o0,
+            max_out: o1,
+        }
     }
     /// Click's notation, e.g. `1/1-2`.
     pub fn describe(&self) -> String {
@@ -51,7 +61,11 @@ impl PortCount {
                 format!("{a}-{b}")
             }
         }
-        format!("{}/{}", side(self.min_in, self.max_in), side(self.min_out, self.max_out))
+        format!(
+            "{}/{}",
+            side(self.min_in, self.max_in),
+            side(self.min_out, self.max_out)
+        )
     }
 }
 
@@ -102,7 +116,10 @@ pub struct Context {
 impl Context {
     /// A context at virtual time `now`.
     pub fn new(now: Timestamp) -> Context {
-        Context { now, ..Context::default() }
+        Context {
+            now,
+            ..Context::default()
+        }
     }
 
     /// Emits `packet` on output `port`. Emitted packets are processed in emission order, each

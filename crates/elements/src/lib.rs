@@ -54,4 +54,3 @@ pub fn build(class: &str, config: &str, bcx: &BuildCtx) -> Result<Box<dyn Elemen
     }
     Err(ConfigError::new(format!("unknown element class `{class}`")))
 }
-

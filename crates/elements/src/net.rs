@@ -29,15 +29,21 @@ impl Names {
                 None => a.value.clone(),
             };
             let mut words = text.split_whitespace();
-            let name = words.next().ok_or_else(|| ConfigError::new("expected `NAME ADDRESS...`, found an empty entry"))?;
+            let name = words.next().ok_or_else(|| {
+                ConfigError::new("expected `NAME ADDRESS...`, found an empty entry")
+            })?;
             let addrs: Vec<String> = words.map(str::to_string).collect();
             if addrs.is_empty() {
-                return Err(ConfigError::new(format!("expected addresses after `{name}`")));
+                return Err(ConfigError::new(format!(
+                    "expected addresses after `{name}`"
+                )));
             }
             for w in &addrs {
                 let ok = parse_prefix_plain(w).is_some()
                     || w.parse::<EthAddr>().is_ok()
-                    || w.split('/').next().is_some_and(|x| x.parse::<Ipv6Addr>().is_ok());
+                    || w.split('/')
+                        .next()
+                        .is_some_and(|x| x.parse::<Ipv6Addr>().is_ok());
                 if !ok {
                     return Err(ConfigError::new(format!(
                         "expected an IP address, IP prefix or Ethernet address for `{name}`, found `{w}`"
@@ -56,11 +62,13 @@ impl Names {
                 Some(k) => format!("{k} {}", a.value),
                 None => a.value.clone(),
             };
-            let (name, rest) = text
-                .trim()
-                .split_once(char::is_whitespace)
-                .ok_or_else(|| ConfigError::new(format!("expected `NAME SADDR SPORT DADDR DPORT`, found `{text}`")))?;
-            self.patterns.insert(name.to_string(), rest.trim().to_string());
+            let (name, rest) = text.trim().split_once(char::is_whitespace).ok_or_else(|| {
+                ConfigError::new(format!(
+                    "expected `NAME SADDR SPORT DADDR DPORT`, found `{text}`"
+                ))
+            })?;
+            self.patterns
+                .insert(name.to_string(), rest.trim().to_string());
         }
         Ok(())
     }
@@ -68,12 +76,15 @@ impl Names {
     /// Records an element that rewriters may name as a mapper in an input spec
     /// (`RoundRobinIPMapper`): its class and configuration string.
     pub fn add_mapper(&mut self, name: &str, class: &str, config: &str) {
-        self.mappers.insert(name.to_string(), (class.to_string(), config.to_string()));
+        self.mappers
+            .insert(name.to_string(), (class.to_string(), config.to_string()));
     }
 
     /// The class and configuration of the mapper element called `name`.
     pub fn mapper(&self, name: &str) -> Option<(&str, &str)> {
-        self.mappers.get(name).map(|(c, k)| (c.as_str(), k.as_str()))
+        self.mappers
+            .get(name)
+            .map(|(c, k)| (c.as_str(), k.as_str()))
     }
 
     /// The pattern text declared under `name`.
@@ -100,7 +111,9 @@ impl Names {
                 }
             }
         }
-        Err(ConfigError::new(format!("expected IP address, found `{s}`")))
+        Err(ConfigError::new(format!(
+            "expected IP address, found `{s}`"
+        )))
     }
 
     /// An IPv4 prefix: `10.0.0.0/8`, `10/8`, `10.0.0.0/255.0.0.0`, a bare address (/32), or
@@ -112,13 +125,18 @@ impl Names {
         }
         if let (Some(list), suffix) = self.lookup(s) {
             if matches!(suffix, "" | "ipnet" | "ip") {
-                let pick = list.iter().find(|w| w.contains('/')).or_else(|| list.first());
+                let pick = list
+                    .iter()
+                    .find(|w| w.contains('/'))
+                    .or_else(|| list.first());
                 if let Some(p) = pick.and_then(|w| parse_prefix_plain(w)) {
                     return Ok(if suffix == "ip" { (p.0, 32) } else { p });
                 }
             }
         }
-        Err(ConfigError::new(format!("expected IP prefix (ADDR/LEN), found `{s}`")))
+        Err(ConfigError::new(format!(
+            "expected IP prefix (ADDR/LEN), found `{s}`"
+        )))
     }
 
     /// An Ethernet address (`00:11:22:33:44:55`, `0-11-22-33-44-55`), or an `AddressInfo` name.
@@ -134,7 +152,9 @@ impl Names {
                 }
             }
         }
-        Err(ConfigError::new(format!("expected Ethernet address, found `{s}`")))
+        Err(ConfigError::new(format!(
+            "expected Ethernet address, found `{s}`"
+        )))
     }
 }
 
@@ -197,9 +217,18 @@ mod tests {
 
     #[test]
     fn prefixes() {
-        assert_eq!(parse_prefix_plain("10/8"), Some((Ipv4Addr::new(10, 0, 0, 0), 8)));
-        assert_eq!(parse_prefix_plain("192.168.0.0/255.255.0.0"), Some((Ipv4Addr::new(192, 168, 0, 0), 16)));
-        assert_eq!(parse_prefix_plain("1.2.3.4"), Some((Ipv4Addr::new(1, 2, 3, 4), 32)));
+        assert_eq!(
+            parse_prefix_plain("10/8"),
+            Some((Ipv4Addr::new(10, 0, 0, 0), 8))
+        );
+        assert_eq!(
+            parse_prefix_plain("192.168.0.0/255.255.0.0"),
+            Some((Ipv4Addr::new(192, 168, 0, 0), 16))
+        );
+        assert_eq!(
+            parse_prefix_plain("1.2.3.4"),
+            Some((Ipv4Addr::new(1, 2, 3, 4), 32))
+        );
         assert_eq!(parse_prefix_plain("1.2.3.4/33"), None);
         assert_eq!(parse_prefix_plain("1.2.3.4/255.0.255.0"), None);
         assert_eq!(parse_prefix_plain("10"), None);
@@ -210,9 +239,13 @@ mod tests {
     #[test]
     fn address_info_names() {
         let mut n = Names::new();
-        n.add_address_info("ext 10.0.0.1, int 192.168.0.1/24 00:01:02:03:04:05, GW 1.1.1.1").unwrap();
+        n.add_address_info("ext 10.0.0.1, int 192.168.0.1/24 00:01:02:03:04:05, GW 1.1.1.1")
+            .unwrap();
         assert_eq!(n.ipv4("ext").unwrap(), Ipv4Addr::new(10, 0, 0, 1));
-        assert_eq!(n.prefix("int").unwrap(), (Ipv4Addr::new(192, 168, 0, 1), 24));
+        assert_eq!(
+            n.prefix("int").unwrap(),
+            (Ipv4Addr::new(192, 168, 0, 1), 24)
+        );
         assert_eq!(n.ipv4("int:ip").unwrap(), Ipv4Addr::new(192, 168, 0, 1));
         assert_eq!(n.eth("int").unwrap().to_string(), "00:01:02:03:04:05");
         assert_eq!(n.ipv4("GW").unwrap(), Ipv4Addr::new(1, 1, 1, 1));
