@@ -197,15 +197,15 @@ impl Nf {
     fn check_devices(&self) -> Result<(), BuildError> {
         let mut seen: BTreeMap<(bool, String), usize> = BTreeMap::new();
         for (i, role) in self.roles.iter().enumerate() {
+            // Several ToDevice(X) may send out of X; packets arriving on X need one receiver.
             let key = match role.clone() {
                 Role::FromDevice(d) => (true, d),
-                Role::ToDevice(d) => (false, d),
                 _ => continue,
             };
             if let Some(&prev) = seen.get(&key) {
                 return Err(BuildError {
                     message: format!(
-                        "{}: `{}` uses device `{}` already used by `{}` at {}; an interface has one {} element",
+                        "{}: `{}` uses device `{}` already used by `{}` at {}; an interface has one {} element to deliver arriving packets to",
                         self.spans[i],
                         self.names[i],
                         key.1,
