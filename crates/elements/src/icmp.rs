@@ -99,7 +99,9 @@ pub fn parse_icmp_code(ty: u8, s: &str) -> Result<u8, ConfigError> {
 /// ICMP error message about each input packet (Click 1/1).
 ///
 /// The input packet must have its network header annotation set. The error is a new packet:
-/// an IPv4 header (TOS 0, ID counting up from 1 per element, TTL 200, protocol ICMP, source
+/// an IPv4 header (TOS 0, ID counting up from 1 per element — Click shares one counter among
+/// all ICMPError elements of a process; FuseBox keeps it per element so an element's output
+/// does not depend on which other NFs run beside it —, TTL 200, protocol ICMP, source
 /// SRC, destination the original source; carrying the reversed source route if the
 /// original had a valid LSRR/SSRR option) and an ICMP header (TYPE, CODE; a redirect's
 /// gateway is the original's destination IP annotation; an unreachable/needfrag error

@@ -258,13 +258,14 @@ impl L4Kind {
 /// `CheckTCPHeader([keywords VERBOSE, DETAILS])`, `CheckUDPHeader(…)`, `CheckICMPHeader(…)`:
 /// validate the transport header after the IP header (network header annotation). 1/1-2.
 ///
-/// As in Click: a packet without a network header, with another protocol, or (TCP) a
-/// non-first fragment is `not-tcp`/`not-udp`/`not-icmp`. TCP: data offset ≥ 20, IP payload
+/// As in Click: a packet without a network header or with another protocol is
+/// `not-tcp`/`not-udp`/`not-icmp` (fragments are checked like other packets). TCP: data offset ≥ 20, IP payload
 /// length (total length − IHL) ≥ data offset and all bytes present, else `bad-tcp-length`;
 /// checksum over the IP payload with the pseudo header, else `bad-tcp-checksum`. UDP: UDP
 /// length ≥ 8 and present, else `bad-udp-length`; a nonzero checksum must verify over the
 /// UDP length, else `bad-udp-checksum` (0 means "no checksum"). ICMP: IP payload ≥ 8 bytes
-/// and present, else `bad-icmp-length`; checksum over the payload, else `bad-icmp-checksum`.
+/// and present, and Click's per-type lengths (errors ≥ 36 bytes, timestamps 20,
+/// information messages 8), else `bad-icmp-length`; checksum over the payload, else `bad-icmp-checksum`.
 /// Bad packets go to output 1 if connected, else are dropped under the reason.
 pub struct CheckL4Header {
     kind: L4Kind,
@@ -296,8 +297,9 @@ impl CheckL4Header {
             L4Kind::Udp => 17,
             L4Kind::Icmp => 1,
         };
-        let frag_off = rd16(ip, 6).unwrap_or(0) & 0x1fff;
-        if proto != want || (self.kind == L4Kind::Tcp && frag_off != 0) {
+        // As in Click, fragments are not special: a non-first fragment is checked like any
+        // other packet (and almost always fails on length or checksum).
+        if proto != want {
             return Err(0);
         }
         let total = usize::from(rd16(ip, 2).unwrap_or(0));
@@ -318,6 +320,19 @@ impl CheckL4Header {
                 };
                 if len < min || l4.len() < len {
                     return Err(1);
+                }
+                if self.kind == L4Kind::Icmp {
+                    // Click's per-type lengths: errors quote an IP header and 8 bytes,
+                    // timestamps are 20 bytes, information messages 8.
+                    let ok = match l4.first().copied().unwrap_or(0) {
+                        3 | 4 | 5 | 11 | 12 => len >= 36,
+                        13 | 14 => len == 20,
+                        15 | 16 => len == 8,
+                        _ => true,
+                    };
+                    if !ok {
+                        return Err(1);
+                    }
                 }
                 let seg = &l4[..len];
                 let ok = if self.kind == L4Kind::Tcp {
