@@ -376,9 +376,11 @@ impl Executor {
         for s in sources.iter_mut() {
             advance(s, &mut errors);
         }
-        let mut batch: Vec<((usize, usize), Record)> = Vec::with_capacity(self.batch);
+        // Read a batch of packets (with the entry each goes to), then run them one by one.
+        let mut batch = packet::Batch::with_capacity(self.batch);
+        let mut entries: Vec<(usize, usize)> = Vec::with_capacity(self.batch);
         loop {
-            while batch.len() < self.batch {
+            while !batch.is_full() {
                 // The earliest head; ties go to the earlier source.
                 let best = sources
                     .iter()
@@ -387,15 +389,17 @@ impl Executor {
                     .min();
                 let Some((_, b)) = best else { break };
                 if let Some(rec) = sources[b].head.take() {
-                    batch.push((sources[b].entry, rec));
+                    let p = self.packet_from(&rec.data, rec.timestamp, rec.precision);
+                    if batch.push(p).is_ok() {
+                        entries.push(sources[b].entry);
+                    }
                 }
                 advance(&mut sources[b], &mut errors);
             }
             if batch.is_empty() {
                 break;
             }
-            for (entry, rec) in batch.drain(..) {
-                let p = self.packet_from(&rec.data, rec.timestamp, rec.precision);
+            for (entry, p) in entries.drain(..).zip(batch.drain()) {
                 self.inject(entry, p);
             }
             progress(self.chain_in);

@@ -54,3 +54,24 @@ impl Batch {
         &self.packets
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fills_to_capacity_and_drains_in_order() {
+        let mut b = Batch::with_capacity(3);
+        for i in 0..3u8 {
+            assert!(b.push(Packet::from_bytes(&[i])).is_ok());
+        }
+        assert!(b.is_full());
+        let back = b.push(Packet::from_bytes(&[9])).unwrap_err();
+        assert_eq!(back.data(), &[9]);
+        let order: Vec<u8> = b.drain().map(|p| p.data()[0]).collect();
+        assert_eq!(order, vec![0, 1, 2]);
+        assert!(b.is_empty());
+        assert_eq!(Batch::with_capacity(0).capacity(), 1);
+        assert_eq!(DEFAULT_BATCH_SIZE, 32);
+    }
+}
