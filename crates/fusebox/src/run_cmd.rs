@@ -225,7 +225,7 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, String> {
         let pps = n as f64 / secs.max(1e-9);
         eprintln!("replay: {n} packets in {passes} passes, {secs:.3} s, {:.3} Mpps (one core, in memory, no I/O)", pps / 1e6);
         if a.json {
-            let mut s = serde_json_value(&ex.summary());
+            let mut s = ex.summary().to_json();
             s = format!("{{\"replay\": {{\"packets\": {n}, \"passes\": {passes}, \"seconds\": {secs}, \"pps\": {pps}}}, \"summary\": {s}}}");
             println!("{s}");
         }
@@ -252,7 +252,7 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, String> {
         }
         ex.finish()?;
         if a.json {
-            println!("{}", serde_json_value(&ex.summary()));
+            println!("{}", ex.summary().to_json());
         }
     }
     let summary = ex.summary();
@@ -271,10 +271,6 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, String> {
         return Ok(ExitCode::from(3));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn serde_json_value(s: &chain::Summary) -> String {
-    s.to_json()
 }
 
 type Records = Box<dyn Iterator<Item = Result<ports::pcap::Record, ports::pcap::PcapError>>>;
