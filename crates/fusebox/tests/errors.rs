@@ -183,3 +183,14 @@ fn unconnected_output_is_refused() {
         "{err}"
     );
 }
+
+#[test]
+fn a_run_without_inputs_says_what_to_give() {
+    let d = scratch("noinput");
+    let ex = root().join("examples/fig5/chain.toml");
+    let err = fails(&d, &["run", ex.to_str().unwrap()]);
+    assert!(
+        err.contains("--input") && err.contains("napt.eth0"),
+        "{err}"
+    );
+}
