@@ -36,7 +36,7 @@ const CHUNK: u32 = 1 << 31;
 /// per-length hash probe (one probe per distinct length). A full DIR-24-8 first level would
 /// be 64 MiB per element instance, too much for many NFs per process.
 ///
-/// Entries hold 0 (no route), a route index + 1, or [`CHUNK`] | chunk number. Routes are
+/// Entries hold 0 (no route), a route index + 1, or `CHUNK` | chunk number. Routes are
 /// inserted shortest prefix first, so a longer prefix overwrites the expansion of a shorter
 /// one and a chunk starts as copies of its parent entry.
 pub struct Lpm {
