@@ -5,12 +5,17 @@ use wire::checksum;
 
 /// The reply to an Ethernet frame: MACs, IP addresses and ports swapped, TCP flags answered
 /// (SYN → SYN+ACK, FIN → FIN+ACK, data → ACK; sequence numbers follow), ICMP echo requests
-/// answered with echo replies, TTL reset to 64, checksums recomputed. Frames that are not
-/// IPv4/IPv6 just get their MACs swapped.
+/// answered with echo replies, TTL reset to 64, checksums recomputed. An ARP request is
+/// answered by the host it asks for, whose MAC is `02:fb:` followed by its IPv4 address
+/// (so captures without ARP replies still resolve). Other frames just get their MACs
+/// swapped.
 pub fn reply(p: &packet::Packet) -> Vec<u8> {
     let mut b = p.data().to_vec();
     if b.len() < 14 {
         return b;
+    }
+    if let Some(r) = arp_reply(&b) {
+        return r;
     }
     let (dst, src) = (b[0..6].to_vec(), b[6..12].to_vec());
     b[0..6].copy_from_slice(&src);
@@ -127,4 +132,63 @@ fn fill_l4(b: &mut [u8], l3: usize, l4: usize, end: usize, ck_at: usize, v6: boo
         ck = checksum::udp_finish(ck);
     }
     b[l4 + ck_at..l4 + ck_at + 2].copy_from_slice(&ck.to_be_bytes());
+}
+
+/// The MAC FuseBox's reflection gives the host that owns `ip`.
+pub fn reflected_mac(ip: [u8; 4]) -> [u8; 6] {
+    [0x02, 0xfb, ip[0], ip[1], ip[2], ip[3]]
+}
+
+/// The reply to an Ethernet/IPv4 ARP request, if `f` is one.
+fn arp_reply(f: &[u8]) -> Option<Vec<u8>> {
+    let a = f.get(14..42)?;
+    let is_request = f[12..14] == [0x08, 0x06]
+        && a[0..2] == [0, 1]
+        && a[2..4] == [0x08, 0x00]
+        && a[4] == 6
+        && a[5] == 4
+        && a[6..8] == [0, 1];
+    if !is_request {
+        return None;
+    }
+    let asker_mac = &a[8..14];
+    let asker_ip = &a[14..18];
+    let target_ip: [u8; 4] = a[24..28].try_into().ok()?;
+    let mac = reflected_mac(target_ip);
+    let mut r = Vec::with_capacity(42);
+    r.extend_from_slice(asker_mac);
+    r.extend_from_slice(&mac);
+    r.extend_from_slice(&[0x08, 0x06, 0, 1, 0x08, 0x00, 6, 4, 0, 2]);
+    r.extend_from_slice(&mac);
+    r.extend_from_slice(&target_ip);
+    r.extend_from_slice(asker_mac);
+    r.extend_from_slice(asker_ip);
+    Some(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arp_requests_are_answered_by_the_asked_host() {
+        let mut req = vec![0xff; 6];
+        req.extend_from_slice(&[0, 1, 2, 3, 4, 5, 0x08, 0x06, 0, 1, 0x08, 0, 6, 4, 0, 1]);
+        req.extend_from_slice(&[0, 1, 2, 3, 4, 5, 10, 0, 0, 1]);
+        req.extend_from_slice(&[0; 6]);
+        req.extend_from_slice(&[10, 0, 0, 2]);
+        let r = reply(&packet::Packet::from_bytes(&req));
+        assert_eq!(&r[0..6], &[0, 1, 2, 3, 4, 5], "to the asker");
+        assert_eq!(&r[6..12], &[2, 0xfb, 10, 0, 0, 2]);
+        assert_eq!(&r[20..22], &[0, 2], "a reply");
+        assert_eq!(&r[22..32], &[2, 0xfb, 10, 0, 0, 2, 10, 0, 0, 2]);
+        assert_eq!(&r[32..42], &[0, 1, 2, 3, 4, 5, 10, 0, 0, 1]);
+        // Not a request: MACs swapped only.
+        let mut other = req.clone();
+        other[21] = 2;
+        let r = reply(&packet::Packet::from_bytes(&other));
+        assert_eq!(&r[0..6], &[0, 1, 2, 3, 4, 5]);
+        assert_eq!(&r[6..12], &[0xff; 6]);
+        assert_eq!(&r[12..], &other[12..]);
+    }
 }

@@ -287,3 +287,106 @@ fn isp_chain_runs_and_balances() {
         "every allowed flow's replies come back"
     );
 }
+
+#[test]
+fn clicks_own_ip_router_runs_unchanged_with_reflected_arp() {
+    let d = scratch("click-router");
+    let cfg = root().join("examples/click-router/router.click");
+    fusebox_ok(
+        &d,
+        &[
+            "gen",
+            "-o",
+            "fwd.pcap",
+            "--packets",
+            "1000",
+            "--flows",
+            "20",
+            "--mix",
+            "udp=1,tcp=1",
+            "--src",
+            "18.26.4.0/24",
+            "--dst",
+            "1.0.0.0/8",
+        ],
+    );
+    fusebox_ok(
+        &d,
+        &[
+            "gen",
+            "-o",
+            "ttl1.pcap",
+            "--packets",
+            "10",
+            "--flows",
+            "5",
+            "--mix",
+            "udp=1",
+            "--src",
+            "18.26.4.0/24",
+            "--dst",
+            "1.0.0.0/8",
+            "--ttl",
+            "1",
+            "--gap-ns",
+            "333",
+        ],
+    );
+    let o = fusebox_ok(
+        &d,
+        &[
+            "run",
+            cfg.to_str().unwrap(),
+            "--input",
+            "eth0=fwd.pcap",
+            "--input",
+            "eth0=ttl1.pcap",
+            "--reflect",
+            "router.eth1",
+            "--reflect",
+            "router.eth0",
+            "--json",
+        ],
+    );
+    let s = summary(&o);
+    assert_eq!(s["totals"]["balanced"], true);
+    let eth1 = packets(&d.join("router.eth1.pcap"));
+    let (arp, ip): (Vec<_>, Vec<_>) = eth1.iter().partition(|f| f[12..14] == [8, 6]);
+    assert_eq!(
+        ip.len(),
+        1000,
+        "every packet is forwarded once its next hop resolves"
+    );
+    for f in &ip {
+        let p = v4(f);
+        assert_eq!(p.ttl, 63);
+        assert!(p.ip_ok && p.l4_ok);
+        assert_eq!(p.src_mac, [0, 0, 0xc0, 0xca, 0x68, 0xef]);
+        let o = p.dst.octets();
+        assert_eq!(
+            p.dst_mac,
+            [2, 0xfb, o[0], o[1], o[2], o[3]],
+            "the MAC the ARP reply gave"
+        );
+    }
+    assert!(!arp.is_empty());
+    for f in &arp {
+        assert_eq!(&f[0..6], &[0xff; 6]);
+        assert_eq!(&f[20..22], &[0, 1], "who-has");
+        assert_eq!(&f[28..32], &[1, 0, 0, 1], "tell 1.0.0.1");
+    }
+    let errors: Vec<V4> = packets(&d.join("router.eth0.pcap"))
+        .iter()
+        .filter(|f| f[12..14] == [8, 0] && f[23] == 1 && f[34] == 11)
+        .map(|f| v4(f))
+        .collect();
+    assert_eq!(errors.len(), 10, "one ICMP time exceeded per TTL-1 packet");
+    for e in &errors {
+        assert_eq!(e.src, Ipv4Addr::new(18, 26, 4, 24));
+        assert!(e.ip_ok && e.l4_ok);
+        assert_eq!(
+            e.ttl, 199,
+            "ICMPError's TTL 200, then the forwarding path's DecIPTTL"
+        );
+    }
+}

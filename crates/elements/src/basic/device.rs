@@ -110,6 +110,21 @@ pub struct ToDevice {
 }
 
 impl ToDevice {
+    /// `ToHost([DEVNAME])`: Click delivers these packets to the host's own network stack.
+    /// FuseBox runs no host stack, so they leave the NF by the interface `DEVNAME` (default
+    /// `host`): an exit like any other, written to `NF.host.pcap` by default.
+    pub fn to_host(args: &Args) -> Result<ToDevice, ConfigError> {
+        let devname = args.get(0, "DEVNAME").map(unquote).unwrap_or_default();
+        Ok(ToDevice {
+            class: "ToHost",
+            devname: if devname.is_empty() {
+                "host".to_string()
+            } else {
+                devname
+            },
+        })
+    }
+
     /// Reads `DEVNAME`; every other argument is accepted and ignored.
     pub fn configure(class: &'static str, args: &Args) -> Result<ToDevice, ConfigError> {
         Ok(ToDevice {
@@ -364,6 +379,15 @@ mod tests {
         );
         // An empty frame is still forwarded (nothing to classify).
         assert_eq!(run(e.as_mut(), pkt(&[])).ports(), vec![0]);
+    }
+
+    #[test]
+    fn to_host_is_an_exit_named_host() {
+        assert_eq!(ok("ToHost", "", 0).role(), Role::ToDevice("host".into()));
+        assert_eq!(
+            ok("ToHost", "tap0", 0).role(),
+            Role::ToDevice("tap0".into())
+        );
     }
 
     #[test]

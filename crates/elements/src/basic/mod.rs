@@ -75,6 +75,8 @@ pub fn build(
         boxed(FromDevice::configure(c, args))
     } else if let Some(c) = static_name(class, device::TO_DEVICE) {
         boxed(ToDevice::configure(c, args))
+    } else if class == "ToHost" {
+        boxed(ToDevice::to_host(args))
     } else if let Some(c) = static_name(class, queue::QUEUES) {
         boxed(Queue::configure(c, args))
     } else if let Some(c) = static_name(class, queue::UNQUEUES) {
