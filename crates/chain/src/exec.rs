@@ -619,6 +619,24 @@ impl Executor {
         Ok(mem)
     }
 
+    /// The state of every stateful element, per NF: `element: line` entries in one format
+    /// shared by every execution mode (NAT mappings, round-robin positions, ...), so that
+    /// runs can be compared.
+    pub fn state_dump(&self) -> BTreeMap<String, Vec<String>> {
+        let mut out = BTreeMap::new();
+        for (ni, nf) in self.nfs.iter().enumerate() {
+            let mut lines = Vec::new();
+            for li in 0..nf.names.len() {
+                let g = self.base[ni] as usize + li;
+                for l in self.elements[g].state_dump() {
+                    lines.push(format!("{}: {l}", nf.names[li]));
+                }
+            }
+            out.insert(nf.name.clone(), lines);
+        }
+        out
+    }
+
     /// Counters of the run so far, per NF and element, with the accounting check.
     pub fn summary(&self) -> Summary {
         let mut in_count = self.arrivals.clone();

@@ -227,6 +227,24 @@ pub trait Element: Send {
         0
     }
 
-    /// The element as `Any`, so synthesis can read its configuration and attach a model.
+    /// The element's semantic model for synthesis, or `None` if it is opaque (synthesis then
+    /// runs the element as it is). See [`crate::model`].
+    fn model(&self) -> Option<crate::model::Model> {
+        None
+    }
+
+    /// The element as a stateful rewriter, if it is one (`IPRewriter` and its relatives):
+    /// synthesis asks it for its decisions instead of pushing packets through it.
+    fn rewriter(&mut self) -> Option<&mut crate::rewriter::IPRewriter> {
+        None
+    }
+
+    /// The element's state as text lines (NAT mappings, tables), dumped in one format by every
+    /// execution mode so runs can be compared. Elements without state return nothing.
+    fn state_dump(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// The element as `Any`, so synthesis can read its configuration.
     fn as_any(&self) -> &dyn Any;
 }

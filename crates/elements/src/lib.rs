@@ -25,8 +25,11 @@ pub mod ip;
 pub mod ipfilter;
 pub mod rewriter;
 
+pub mod model;
+
 pub use args::{Args, ConfigError};
 pub use element::{BuildCtx, Context, Element, PortCount, Role, Verdict};
+pub use model::Model;
 pub use net::Names;
 
 /// A family's builder: `None` when the class is not one of the family's.

@@ -64,6 +64,16 @@ pub enum Field {
     DstIpAnno,
     /// Click's packet-type annotation (3 bits).
     PacketType,
+    /// Length of the whole frame in bytes, as it arrived (16 bits).
+    FrameLen,
+    /// Bytes from the start of the IPv4 header to the end of the packet data (16 bits).
+    IpAvail,
+    /// Whether the IPv4 lengths are consistent: header length ≤ total length ≤
+    /// [`Field::IpAvail`] (1 bit; what `CheckIPHeader` calls `bad-ip-length` when 0).
+    IpLenOk,
+    /// Bytes from the start of the transport header (IPv4 header + header length) to the end
+    /// of the packet data (16 bits, 0 when the header length runs past the end).
+    L4Avail,
     /// `len` raw bytes at byte `offset`, as read by Click's `Classifier` (8 × `len` bits).
     ///
     /// Valid lengths are 1..=16 (use [`Field::raw`] to check); a length outside that range
@@ -81,7 +91,7 @@ pub const MAX_RAW_LEN: u8 = 16;
 
 impl Field {
     /// Every named (non-raw) field, in order.
-    pub const ALL: [Field; 27] = [
+    pub const ALL: [Field; 31] = [
         Field::InPort,
         Field::EthDst,
         Field::EthSrc,
@@ -109,6 +119,10 @@ impl Field {
         Field::Paint,
         Field::DstIpAnno,
         Field::PacketType,
+        Field::FrameLen,
+        Field::IpAvail,
+        Field::IpLenOk,
+        Field::L4Avail,
     ];
 
     /// A raw read of `len` bytes at `offset`, or `None` unless `len` is in 1..=16.
@@ -121,7 +135,7 @@ impl Field {
     /// The field's width in bits (1..=128).
     pub fn width(self) -> u32 {
         match self {
-            Field::HasVlan | Field::IpOptions | Field::IpChecksumOk => 1,
+            Field::HasVlan | Field::IpOptions | Field::IpChecksumOk | Field::IpLenOk => 1,
             Field::IpFlags | Field::PacketType => 3,
             Field::IpVersion | Field::IpIhl => 4,
             Field::IpTos
@@ -138,7 +152,10 @@ impl Field {
             | Field::IpLen
             | Field::IpId
             | Field::SrcPort
-            | Field::DstPort => 16,
+            | Field::DstPort
+            | Field::FrameLen
+            | Field::IpAvail
+            | Field::L4Avail => 16,
             Field::IpSrc | Field::IpDst | Field::DstIpAnno => 32,
             Field::EthDst | Field::EthSrc => 48,
             Field::Raw { len, .. } => 8 * u32::from(len.clamp(1, MAX_RAW_LEN)),
@@ -180,6 +197,10 @@ impl Field {
             Field::Paint => "paint",
             Field::DstIpAnno => "dst_ip_anno",
             Field::PacketType => "pkt_type",
+            Field::FrameLen => "frame_len",
+            Field::IpAvail => "ip_avail",
+            Field::IpLenOk => "ip_len_ok",
+            Field::L4Avail => "l4_avail",
             Field::Raw { .. } => "raw",
         }
     }

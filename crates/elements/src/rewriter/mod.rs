@@ -278,16 +278,6 @@ impl IPRewriter {
         }
     }
 
-    fn refuse(&mut self, port: usize, packet: Packet, reason: &'static str) -> Verdict {
-        match self.specs.get(port) {
-            Some(InputSpec::Pass(o)) => Verdict::Out(*o, packet),
-            _ => {
-                self.dropped += 1;
-                Verdict::Drop(packet, reason)
-            }
-        }
-    }
-
     /// Chooses and installs a mapping for a new flow per input `port`'s specification.
     /// `Ok(Some(idx))`: installed; `Ok(None)`: pass unchanged to the returned output;
     /// `Err(reason)`: drop.
@@ -420,6 +410,127 @@ pub fn rewrite_ipv4(ip: &mut [u8], hl: usize, proto: u8, new: &FlowId) {
     wr16(ip, hl + 2, new.dport);
 }
 
+/// What a rewriter needs to know about a packet to decide on it (see [`IPRewriter::decide`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlowInput {
+    /// IP protocol.
+    pub proto: u8,
+    /// IP header length in bytes.
+    pub hl: usize,
+    /// True unless the packet is a later fragment (fragment offset ≠ 0).
+    pub first_frag: bool,
+    /// Bytes after the IP header.
+    pub tlen: usize,
+    /// Addresses and ports.
+    pub flow: FlowId,
+    /// TCP flags and whether it carries payload.
+    pub info: PacketInfo,
+}
+
+impl FlowInput {
+    /// Reads the input from the bytes `ip` from the IPv4 header to the end of the packet,
+    /// or `None` if they do not hold an IPv4 header (`bad-ip-header`).
+    pub fn parse(ip: &[u8]) -> Option<FlowInput> {
+        let hl = usize::from(ip.first().copied().unwrap_or(0) & 0x0f) * 4;
+        if ip.len() < 20 || hl < 20 || hl > ip.len() {
+            return None;
+        }
+        let proto = ip[9];
+        let flow = FlowId {
+            saddr: Ipv4Addr::from(rd32(ip, 12).unwrap_or(0)),
+            sport: rd16(ip, hl).unwrap_or(0),
+            daddr: Ipv4Addr::from(rd32(ip, 16).unwrap_or(0)),
+            dport: rd16(ip, hl + 2).unwrap_or(0),
+        };
+        let info = if proto == TCP {
+            let doff = usize::from(ip.get(hl + 12).copied().unwrap_or(0) >> 4) * 4;
+            let total = usize::from(rd16(ip, 2).unwrap_or(0)).min(ip.len());
+            PacketInfo {
+                tcp_flags: ip.get(hl + 13).copied().unwrap_or(0),
+                has_payload: total > hl + doff.max(20),
+            }
+        } else {
+            PacketInfo::default()
+        };
+        Some(FlowInput {
+            proto,
+            hl,
+            first_frag: rd16(ip, 6).unwrap_or(0) & 0x1fff == 0,
+            tlen: ip.len() - hl,
+            flow,
+            info,
+        })
+    }
+}
+
+/// What a rewriter decided for one packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Rewrite the packet to `new` and send it to output `out`.
+    Rewrite {
+        /// Output port.
+        out: usize,
+        /// The addresses and ports the packet gets.
+        new: FlowId,
+    },
+    /// Send it unchanged to output `out` (`pass N`, or `pass` for a refused packet).
+    Pass(usize),
+    /// Drop it under this reason.
+    Drop(&'static str),
+}
+
+impl IPRewriter {
+    /// Decides what happens to a packet arriving on input `port` at virtual time `now` (ns),
+    /// and updates the state exactly as pushing the packet would: mapping lookup, new
+    /// mappings, round-robin positions, timeouts and counters. `None` is a packet without an
+    /// IPv4 header. `push` is this plus the byte rewrite, so synthesis and the element cannot
+    /// disagree.
+    pub fn decide(&mut self, port: usize, input: Option<&FlowInput>, now: u64) -> Decision {
+        self.table.maybe_reap(now);
+        let Some(i) = input else {
+            self.dropped += 1;
+            return Decision::Drop("bad-ip-header");
+        };
+        let refuse = |me: &mut IPRewriter, reason: &'static str| match me.specs.get(port) {
+            Some(InputSpec::Pass(o)) => Decision::Pass(*o),
+            _ => {
+                me.dropped += 1;
+                Decision::Drop(reason)
+            }
+        };
+        if !self.handles(i.proto) {
+            return refuse(self, "not-tcp-udp");
+        }
+        if !i.first_frag {
+            return refuse(self, "ip-fragment");
+        }
+        if i.tlen < 8 || (i.proto == TCP && i.tlen < 20) {
+            return refuse(self, "short-transport");
+        }
+        let map_id = self.map_id(i.proto);
+        let (idx, dir) = match self.table.lookup(map_id, &i.flow, now) {
+            Some(hit) => hit,
+            None => match self.new_mapping(port, i.proto, &i.flow, now) {
+                Ok(Ok(idx)) => (idx, Direction::Forward),
+                Ok(Err(out)) => return Decision::Pass(out),
+                Err(reason) => {
+                    self.dropped += 1;
+                    return Decision::Drop(reason);
+                }
+            },
+        };
+        let Some(f) = self.table.flow(idx) else {
+            self.dropped += 1;
+            return Decision::Drop("rewriter-drop");
+        };
+        let new = f.rewrite_for(dir);
+        let out = f.output_for(dir);
+        self.table.touch(idx, dir, i.info, now);
+        self.rewritten += 1;
+        Decision::Rewrite { out, new }
+    }
+}
+
 impl Element for IPRewriter {
     fn class_name(&self) -> &'static str {
         match self.kind {
@@ -434,79 +545,57 @@ impl Element for IPRewriter {
     }
 
     fn push(&mut self, port: usize, mut packet: Packet, cx: &mut Context) -> Verdict {
-        let now = cx.now.0;
-        self.table.maybe_reap(now);
-        let Some(off) = packet.network_offset_in_data() else {
-            self.dropped += 1;
-            return Verdict::Drop(packet, "bad-ip-header");
-        };
-        let (proto, hl, first_frag, tlen, flow, info) = {
-            let Some(ip) = packet.data().get(off..) else {
-                self.dropped += 1;
-                return Verdict::Drop(packet, "bad-ip-header");
-            };
-            let hl = usize::from(ip.first().copied().unwrap_or(0) & 0x0f) * 4;
-            if ip.len() < 20 || hl < 20 || hl > ip.len() {
-                self.dropped += 1;
-                return Verdict::Drop(packet, "bad-ip-header");
+        let input = packet
+            .network_offset_in_data()
+            .and_then(|off| packet.data().get(off..).map(|ip| (off, ip)))
+            .and_then(|(off, ip)| FlowInput::parse(ip).map(|i| (off, i)));
+        let d = self.decide(port, input.as_ref().map(|(_, i)| i), cx.now.0);
+        match (d, input) {
+            (Decision::Rewrite { out, new }, Some((off, i))) => {
+                if let Some(ip) = packet.data_mut().get_mut(off..) {
+                    rewrite_ipv4(ip, i.hl, i.proto, &new);
+                }
+                if self.dst_anno {
+                    packet.meta.dst_ip = new.daddr;
+                }
+                Verdict::Out(out, packet)
             }
-            let proto = ip[9];
-            let first_frag = rd16(ip, 6).unwrap_or(0) & 0x1fff == 0;
-            let tlen = ip.len() - hl;
-            let flow = FlowId {
-                saddr: Ipv4Addr::from(rd32(ip, 12).unwrap_or(0)),
-                sport: rd16(ip, hl).unwrap_or(0),
-                daddr: Ipv4Addr::from(rd32(ip, 16).unwrap_or(0)),
-                dport: rd16(ip, hl + 2).unwrap_or(0),
-            };
-            let info = if proto == TCP {
-                let doff = usize::from(ip.get(hl + 12).copied().unwrap_or(0) >> 4) * 4;
-                let total = usize::from(rd16(ip, 2).unwrap_or(0)).min(ip.len());
-                PacketInfo {
-                    tcp_flags: ip.get(hl + 13).copied().unwrap_or(0),
-                    has_payload: total > hl + doff.max(20),
-                }
-            } else {
-                PacketInfo::default()
-            };
-            (proto, hl, first_frag, tlen, flow, info)
-        };
-        if !self.handles(proto) {
-            return self.refuse(port, packet, "not-tcp-udp");
+            (Decision::Pass(out), _) => Verdict::Out(out, packet),
+            (Decision::Drop(reason), _) => Verdict::Drop(packet, reason),
+            (Decision::Rewrite { .. }, None) => Verdict::Drop(packet, "bad-ip-header"),
         }
-        if !first_frag {
-            return self.refuse(port, packet, "ip-fragment");
-        }
-        if tlen < 8 || (proto == TCP && tlen < 20) {
-            return self.refuse(port, packet, "short-transport");
-        }
-        let map_id = self.map_id(proto);
-        let (idx, dir) = match self.table.lookup(map_id, &flow, now) {
-            Some(hit) => hit,
-            None => match self.new_mapping(port, proto, &flow, now) {
-                Ok(Ok(idx)) => (idx, Direction::Forward),
-                Ok(Err(out)) => return Verdict::Out(out, packet),
-                Err(reason) => {
-                    self.dropped += 1;
-                    return Verdict::Drop(packet, reason);
-                }
-            },
-        };
-        let Some(f) = self.table.flow(idx) else {
-            self.dropped += 1;
-            return Verdict::Drop(packet, "rewriter-drop");
-        };
-        let new = f.rewrite_for(dir);
-        let out = f.output_for(dir);
-        if let Some(ip) = packet.data_mut().get_mut(off..) {
-            rewrite_ipv4(ip, hl, proto, &new);
-        }
-        if self.dst_anno {
-            packet.meta.dst_ip = new.daddr;
-        }
-        self.table.touch(idx, dir, info, now);
-        self.rewritten += 1;
-        Verdict::Out(out, packet)
+    }
+
+    fn rewriter(&mut self) -> Option<&mut IPRewriter> {
+        Some(self)
+    }
+
+    fn state_dump(&self) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .table
+            .flows()
+            .map(|(map, f)| {
+                format!(
+                    "map {map} proto {} {}:{} > {}:{} => {}:{} > {}:{} out {}/{} input {} expiry {}",
+                    f.proto,
+                    f.original.saddr,
+                    f.original.sport,
+                    f.original.daddr,
+                    f.original.dport,
+                    f.rewritten.saddr,
+                    f.rewritten.sport,
+                    f.rewritten.daddr,
+                    f.rewritten.dport,
+                    f.foutput,
+                    f.routput,
+                    f.input,
+                    f.expiry
+                )
+            })
+            .collect();
+        v.sort();
+        v.extend(self.rr_next.iter().enumerate().map(|(i, n)| format!("rr input {i} next {n}")));
+        v
     }
 
     fn stats(&self) -> Vec<(&'static str, u64)> {
