@@ -148,3 +148,108 @@ impl Model {
         Model::new(vec![Case::new(Filter::any(), Outcome::Out(0))])
     }
 }
+
+/// Reads `len` (≤ 16) big-endian bytes at `off`, or 0 when they are not all there.
+pub fn load(data: &[u8], off: usize, len: usize) -> u128 {
+    match data.get(off..off + len) {
+        Some(b) => b.iter().fold(0u128, |acc, x| (acc << 8) | u128::from(*x)),
+        None => 0,
+    }
+}
+
+/// The packet-type annotation value of a [`packet::PacketType`] (its declaration order).
+pub fn packet_type_value(t: packet::PacketType) -> u128 {
+    t as u128
+}
+
+/// Where the IPv4 header is, as an offset into the data, for an element reading it at `ip_at`.
+pub fn ip_offset(p: &packet::Packet, ip_at: IpAnchor) -> Option<usize> {
+    match ip_at {
+        IpAnchor::Annotation => p.network_offset_in_data(),
+        IpAnchor::Data(o) => Some(usize::from(o)),
+    }
+}
+
+/// The named fields of `p` as an element with IPv4 anchor `ip_at` sees them (see the module
+/// documentation for where each field is); raw fields are left out (see [`raw_value`]).
+/// Missing bytes read as 0; without an IPv4 header every IPv4 and transport field is 0.
+pub fn point_of(p: &packet::Packet, ip_at: IpAnchor) -> PacketPoint {
+    let data = p.data();
+    let mut pt = PacketPoint::new();
+    pt.set(Field::InPort, u128::from(p.meta.ingress));
+    pt.set(Field::FrameLen, data.len().min(0xffff) as u128);
+    pt.set(Field::EthDst, load(data, 0, 6));
+    pt.set(Field::EthSrc, load(data, 6, 6));
+    let et = load(data, 12, 2);
+    pt.set(Field::EtherType, et);
+    if et == 0x8100 {
+        pt.set(Field::HasVlan, 1);
+        pt.set(Field::VlanId, load(data, 14, 2) & 0xfff);
+    }
+    pt.set(Field::Paint, u128::from(p.meta.paint));
+    pt.set(Field::DstIpAnno, u128::from(u32::from(p.meta.dst_ip)));
+    pt.set(Field::PacketType, packet_type_value(p.meta.packet_type));
+    if let Some(ip) = ip_offset(p, ip_at).and_then(|o| data.get(o..)) {
+        ip_fields(ip, &mut pt);
+    }
+    pt
+}
+
+/// Sets the IPv4 and transport fields of `pt` from `ip`, the bytes from the IPv4 header to
+/// the end of the data.
+pub fn ip_fields(ip: &[u8], pt: &mut PacketPoint) {
+    let avail = ip.len();
+    pt.set(Field::IpAvail, avail.min(0xffff) as u128);
+    if avail == 0 {
+        return;
+    }
+    let b0 = ip[0];
+    let ihl = usize::from(b0 & 0x0f);
+    let hl = ihl * 4;
+    pt.set(Field::IpVersion, u128::from(b0 >> 4));
+    pt.set(Field::IpIhl, ihl as u128);
+    pt.set(Field::IpOptions, u128::from(ihl > 5));
+    pt.set(Field::IpTos, load(ip, 1, 1));
+    let len = load(ip, 2, 2);
+    pt.set(Field::IpLen, len);
+    pt.set(Field::IpId, load(ip, 4, 2));
+    let ff = load(ip, 6, 2);
+    pt.set(Field::IpFlags, ff >> 13);
+    pt.set(Field::IpFragOffset, ff & 0x1fff);
+    pt.set(Field::IpTtl, load(ip, 8, 1));
+    pt.set(Field::IpProto, load(ip, 9, 1));
+    let ck_ok = hl >= 20 && hl <= avail && wire::checksum::data(&ip[..hl]) == 0;
+    pt.set(Field::IpChecksumOk, u128::from(ck_ok));
+    pt.set(Field::IpSrc, load(ip, 12, 4));
+    pt.set(Field::IpDst, load(ip, 16, 4));
+    let len = len as usize;
+    pt.set(Field::IpLenOk, u128::from(len >= hl && len <= avail));
+    let l4 = ip.get(hl..).unwrap_or(&[]);
+    pt.set(Field::L4Avail, l4.len().min(0xffff) as u128);
+    pt.set(Field::SrcPort, load(l4, 0, 2));
+    pt.set(Field::DstPort, load(l4, 2, 2));
+    pt.set(Field::TcpFlags, load(l4, 13, 1));
+    pt.set(Field::IcmpType, load(l4, 0, 1));
+    pt.set(Field::IcmpCode, load(l4, 1, 1));
+}
+
+/// The value of a raw field `Raw { offset, len }` of `p` (0 when the bytes are missing, or
+/// for a named field).
+pub fn raw_value(p: &packet::Packet, field: Field) -> u128 {
+    match field {
+        Field::Raw { offset, len } => load(p.data(), usize::from(offset), usize::from(len)),
+        _ => 0,
+    }
+}
+
+/// Whether `p` falls in `filter` for an element with IPv4 anchor `ip_at` (raw fields
+/// included).
+pub fn matches(filter: &Filter, p: &packet::Packet, ip_at: IpAnchor) -> bool {
+    let mut pt = point_of(p, ip_at);
+    for (f, _) in filter.fields() {
+        if let Field::Raw { .. } = f {
+            pt.set(f, raw_value(p, f));
+        }
+    }
+    filter.contains(&pt)
+}
