@@ -229,6 +229,8 @@ pub fn ip_fields(ip: &[u8], pt: &mut PacketPoint) {
     pt.set(Field::SrcPort, load(l4, 0, 2));
     pt.set(Field::DstPort, load(l4, 2, 2));
     pt.set(Field::TcpFlags, load(l4, 13, 1));
+    pt.set(Field::TcpDataOff, load(l4, 12, 1) >> 4);
+    pt.set(Field::L4Len, len.saturating_sub(hl) as u128);
     pt.set(Field::IcmpType, load(l4, 0, 1));
     pt.set(Field::IcmpCode, load(l4, 1, 1));
 }

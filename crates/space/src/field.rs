@@ -74,6 +74,12 @@ pub enum Field {
     /// Bytes from the start of the transport header (IPv4 header + header length) to the end
     /// of the packet data (16 bits, 0 when the header length runs past the end).
     L4Avail,
+    /// IPv4 total length minus header length, saturating at 0 (16 bits): the transport bytes
+    /// inside the datagram, what [`Field::L4Avail`] becomes once the packet is cut at the IPv4
+    /// total length.
+    L4Len,
+    /// TCP data offset in 32-bit words (4 bits).
+    TcpDataOff,
     /// `len` raw bytes at byte `offset`, as read by Click's `Classifier` (8 × `len` bits).
     ///
     /// Valid lengths are 1..=16 (use [`Field::raw`] to check); a length outside that range
@@ -91,7 +97,7 @@ pub const MAX_RAW_LEN: u8 = 16;
 
 impl Field {
     /// Every named (non-raw) field, in order.
-    pub const ALL: [Field; 31] = [
+    pub const ALL: [Field; 33] = [
         Field::InPort,
         Field::EthDst,
         Field::EthSrc,
@@ -123,6 +129,8 @@ impl Field {
         Field::IpAvail,
         Field::IpLenOk,
         Field::L4Avail,
+        Field::L4Len,
+        Field::TcpDataOff,
     ];
 
     /// A raw read of `len` bytes at `offset`, or `None` unless `len` is in 1..=16.
@@ -137,7 +145,7 @@ impl Field {
         match self {
             Field::HasVlan | Field::IpOptions | Field::IpChecksumOk | Field::IpLenOk => 1,
             Field::IpFlags | Field::PacketType => 3,
-            Field::IpVersion | Field::IpIhl => 4,
+            Field::IpVersion | Field::IpIhl | Field::TcpDataOff => 4,
             Field::IpTos
             | Field::IpTtl
             | Field::IpProto
@@ -155,7 +163,8 @@ impl Field {
             | Field::DstPort
             | Field::FrameLen
             | Field::IpAvail
-            | Field::L4Avail => 16,
+            | Field::L4Avail
+            | Field::L4Len => 16,
             Field::IpSrc | Field::IpDst | Field::DstIpAnno => 32,
             Field::EthDst | Field::EthSrc => 48,
             Field::Raw { len, .. } => 8 * u32::from(len.clamp(1, MAX_RAW_LEN)),
@@ -201,6 +210,8 @@ impl Field {
             Field::IpAvail => "ip_avail",
             Field::IpLenOk => "ip_len_ok",
             Field::L4Avail => "l4_avail",
+            Field::L4Len => "l4_len",
+            Field::TcpDataOff => "tcp_doff",
             Field::Raw { .. } => "raw",
         }
     }
