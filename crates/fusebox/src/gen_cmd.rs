@@ -2,8 +2,8 @@
 
 use packet::{Precision, Timestamp};
 use ports::gen::{
-    generate, parse_mac, parse_mix, parse_ports, parse_prefix, parse_size, GenConfig, Mix,
-    PortSpec, SizeDist,
+    generate, parse_mac, parse_mix, parse_ports, parse_prefix, parse_rate, parse_size, parse_ttl,
+    Anomalies, GenConfig, Mix, PortSpec, Rate, SizeDist, TtlSpec,
 };
 use ports::pcap::{PcapWriter, DLT_EN10MB};
 use std::net::Ipv4Addr;
@@ -64,9 +64,28 @@ pub struct GenArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
 
-    /// IP time-to-live of every packet.
-    #[arg(long, default_value_t = 64)]
-    pub ttl: u8,
+    /// IP time-to-live: one value for every packet ("64"), or a range each packet's TTL is
+    /// drawn from ("1-12": packets that expire along a chain).
+    #[arg(long, default_value = "64", value_parser = parse_ttl)]
+    pub ttl: TtlSpec,
+
+    /// Probability that an IPv4 packet has a wrong header checksum ("0.01" or "1%").
+    #[arg(long, default_value = "0", value_parser = parse_rate, value_name = "P")]
+    pub bad_ip_checksum: Rate,
+
+    /// Probability that an IPv4 packet carries a (valid) options field: NOP/End padding,
+    /// record route, timestamp or router alert.
+    #[arg(long, default_value = "0", value_parser = parse_rate, value_name = "P")]
+    pub ip_options: Rate,
+
+    /// Probability that a frame is an ARP request instead of the next flow packet.
+    #[arg(long, default_value = "0", value_parser = parse_rate, value_name = "P")]
+    pub arp: Rate,
+
+    /// Probability that an IPv4 packet's length is cut: the frame shorter than the IP total
+    /// length, or the IP total length shorter than the frame (half each).
+    #[arg(long, default_value = "0", value_parser = parse_rate, value_name = "P")]
+    pub truncate: Rate,
 
     /// Timestamp of the first packet, in seconds since the Unix epoch.
     #[arg(long, default_value_t = 1_700_000_000)]
@@ -99,7 +118,19 @@ impl GenArgs {
             seed: self.seed,
             start: Timestamp::from_parts(self.start, 0),
             gap_ns: self.gap_ns,
-            ttl: self.ttl,
+            ttl: match self.ttl {
+                TtlSpec::Fixed(t) | TtlSpec::Range(t, _) => t,
+            },
+            anomalies: Anomalies {
+                ttl_range: match self.ttl {
+                    TtlSpec::Fixed(_) => None,
+                    TtlSpec::Range(lo, hi) => Some((lo, hi)),
+                },
+                bad_ip_checksum: self.bad_ip_checksum,
+                ip_options: self.ip_options,
+                arp: self.arp,
+                truncated: self.truncate,
+            },
         }
     }
 }
@@ -115,17 +146,25 @@ pub fn run(args: &GenArgs) -> Result<String, String> {
     };
     let mut writer =
         PcapWriter::create(&args.output, precision, DLT_EN10MB).map_err(|e| e.to_string())?;
-    let gen = generate(&cfg);
+    let mut gen = generate(&cfg);
     let flows = gen.flow_count();
     let mut bytes = 0u64;
-    for (ts, frame) in gen {
+    for (ts, frame) in gen.by_ref() {
         bytes += frame.len() as u64;
         writer.write(ts, &frame).map_err(|e| e.to_string())?;
     }
     let packets = writer.packets();
     writer.finish().map_err(|e| e.to_string())?;
-    Ok(format!(
+    let mut line = format!(
         "wrote {packets} packets ({flows} flows, {bytes} bytes captured) to {}",
         args.output.display()
-    ))
+    );
+    if !cfg.anomalies.is_none() {
+        let c = gen.anomaly_counts();
+        line.push_str(&format!(
+            "; anomalies: {} TTL <= 1, {} bad IP checksums, {} with IP options, {} ARP, {} cut frames, {} short IP lengths",
+            c.ttl_at_most_1, c.bad_ip_checksum, c.ip_options, c.arp, c.cut_frames, c.short_ip_length
+        ));
+    }
+    Ok(line)
 }

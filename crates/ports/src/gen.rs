@@ -28,12 +28,35 @@
 //! **Randomness.** A SplitMix64 generator (Steele, Lea & Flood, 2014) seeded with `seed`
 //! drives every choice, so the same configuration always gives the same bytes. Timestamps
 //! are `start + i * gap_ns` for the i-th packet.
+//!
+//! **Anomalies** ([`Anomalies`], all off by default) make traces that exercise the error
+//! paths of NFs, each chosen per packet with its own probability. They are drawn from a
+//! second SplitMix64 stream (seeded from `seed`), so turning them on changes only the
+//! packets they touch: the flows, sizes and order stay those of the plain trace.
+//! * `ttl_range`: each packet's TTL is drawn uniformly from `lo..=hi` instead of `ttl`
+//!   (`--ttl 1-12`: packets that expire somewhere along a chain).
+//! * `ip_options`: a valid IPv4 options field, one of NOP padding ended by End-of-list, an
+//!   empty record-route option (RFC 791, 1–9 slots, pointer 4), an empty timestamp option
+//!   (1–9 slots, pointer 5, flag 0) or a router alert (RFC 2113), padded with End to a
+//!   multiple of 4 bytes. IHL and the total length count the options, the checksum covers
+//!   them; the option bytes come out of the payload, and the frame grows by what the
+//!   payload cannot give.
+//! * `bad_ip_checksum`: the IPv4 header checksum is wrong (never one of the two encodings
+//!   of the right sum).
+//! * `arp`: instead of the next flow packet, an ARP request (`who-has` a flow's destination
+//!   `tell` its source, from the source MAC to broadcast, 60 bytes): the trace still has
+//!   `packets` frames, so the flows lose packets at the end.
+//! * `truncated`: one of two length faults, with equal chance. Either the frame is cut
+//!   short by 1 to all of its transport bytes (the IP total length now claims more than
+//!   was captured), or the IP total length is lowered by 1 to all of the transport bytes
+//!   (the IP packet ends before the frame, whose rest becomes an Ethernet trailer; the
+//!   header checksum is recomputed).
 
 use packet::Timestamp;
 use std::collections::HashSet;
 use std::net::Ipv4Addr;
 use wire::ethernet::{self, Address};
-use wire::{icmpv4, ipv4, tcp, udp};
+use wire::{arp, icmpv4, ipv4, tcp, udp};
 
 /// Smallest frame size (with FCS) generated.
 pub const MIN_FRAME: u32 = 64;
@@ -112,8 +135,91 @@ pub struct GenConfig {
     pub start: Timestamp,
     /// Nanoseconds between consecutive packets.
     pub gap_ns: u64,
-    /// IP time-to-live of every packet.
+    /// IP time-to-live of every packet (unless `anomalies.ttl_range` is set).
     pub ttl: u8,
+    /// Faults and unusual packets mixed into the trace (none by default).
+    pub anomalies: Anomalies,
+}
+
+/// A per-packet probability in millionths (`Rate(10_000)` is 1 %); integer so that
+/// configurations compare exactly and draws are the same on every platform.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Rate(pub u32);
+
+impl Rate {
+    /// Never.
+    pub const NEVER: Rate = Rate(0);
+    /// Every packet.
+    pub const ALWAYS: Rate = Rate(1_000_000);
+
+    /// The rate closest to the probability `p` (clamped to 0..=1; NaN is 0).
+    pub fn from_probability(p: f64) -> Rate {
+        if p.is_nan() || p <= 0.0 {
+            Rate::NEVER
+        } else if p >= 1.0 {
+            Rate::ALWAYS
+        } else {
+            Rate((p * 1e6).round() as u32)
+        }
+    }
+
+    /// The probability this rate stands for.
+    pub fn probability(self) -> f64 {
+        f64::from(self.0) / 1e6
+    }
+
+    /// Whether the rate is zero.
+    pub fn is_never(self) -> bool {
+        self.0 == 0
+    }
+}
+
+/// Which anomalies a trace contains, and how often (see the module documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Anomalies {
+    /// Draw each packet's TTL uniformly from `lo..=hi` (overrides [`GenConfig::ttl`]).
+    pub ttl_range: Option<(u8, u8)>,
+    /// Share of IPv4 packets with a wrong header checksum.
+    pub bad_ip_checksum: Rate,
+    /// Share of IPv4 packets carrying an options field.
+    pub ip_options: Rate,
+    /// Share of frames that are ARP requests instead of flow packets.
+    pub arp: Rate,
+    /// Share of IPv4 packets whose length is cut (frame or IP total length).
+    pub truncated: Rate,
+}
+
+impl Anomalies {
+    /// Whether the configuration asks for no anomaly at all.
+    pub fn is_none(&self) -> bool {
+        *self == Anomalies::default()
+    }
+}
+
+/// How many packets of each anomaly a [`Generator`] has produced so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AnomalyCounts {
+    /// IPv4 packets with a TTL of at most 1 (expire at the first `DecIPTTL`).
+    pub ttl_at_most_1: u64,
+    /// IPv4 packets with a wrong header checksum.
+    pub bad_ip_checksum: u64,
+    /// IPv4 packets with an options field.
+    pub ip_options: u64,
+    /// ARP frames.
+    pub arp: u64,
+    /// Frames cut short (IP total length beyond the captured bytes).
+    pub cut_frames: u64,
+    /// IPv4 packets whose total length was lowered (an Ethernet trailer follows).
+    pub short_ip_length: u64,
+}
+
+/// The TTL setting of `fusebox gen --ttl`: one value or a range drawn from per packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TtlSpec {
+    /// Every packet has this TTL.
+    Fixed(u8),
+    /// Each packet's TTL is uniform in `lo..=hi`.
+    Range(u8, u8),
 }
 
 impl Default for GenConfig {
@@ -133,6 +239,7 @@ impl Default for GenConfig {
             start: Timestamp::from_parts(1_700_000_000, 0),
             gap_ns: 1000,
             ttl: 64,
+            anomalies: Anomalies::default(),
         }
     }
 }
@@ -174,6 +281,25 @@ impl GenConfig {
                 return Err(format!(
                     "expected a {what} prefix length of at most 32, found {}",
                     p.1
+                ));
+            }
+        }
+        let a = &self.anomalies;
+        if let Some((lo, hi)) = a.ttl_range {
+            if lo > hi {
+                return Err(format!("expected a TTL range low-high, found {lo}-{hi}"));
+            }
+        }
+        for (what, r) in [
+            ("bad IP checksum", a.bad_ip_checksum),
+            ("IP options", a.ip_options),
+            ("ARP", a.arp),
+            ("truncated", a.truncated),
+        ] {
+            if r > Rate::ALWAYS {
+                return Err(format!(
+                    "expected a {what} probability between 0 and 1, found {}",
+                    r.probability()
                 ));
             }
         }
@@ -221,6 +347,47 @@ impl SplitMix64 {
         let (lo, hi) = if lo <= hi { (lo, hi) } else { (hi, lo) };
         lo + self.below(hi - lo + 1)
     }
+
+    /// True with probability `rate`; draws nothing when the rate is zero.
+    fn chance(&mut self, rate: Rate) -> bool {
+        !rate.is_never() && self.below(Rate::ALWAYS.0.into()) < u64::from(rate.0)
+    }
+}
+
+/// Offset of the anomaly stream's seed from the trace seed (an arbitrary odd constant).
+const ANOMALY_SEED: u64 = 0x5eed_a1a0_0dd5_0001;
+
+/// A valid IPv4 options field (length a multiple of 4, at most 40 bytes).
+fn draw_options(rng: &mut SplitMix64) -> Vec<u8> {
+    const END: u8 = 0;
+    const NOP: u8 = 1;
+    const RECORD_ROUTE: u8 = 7;
+    const TIMESTAMP: u8 = 68;
+    const ROUTER_ALERT: u8 = 148;
+    let mut o = match rng.below(4) {
+        0 => {
+            let mut o = vec![NOP; rng.range(1, 7) as usize];
+            o.push(END);
+            o
+        }
+        1 => {
+            let slots = rng.range(1, 9) as usize;
+            let mut o = vec![RECORD_ROUTE, (3 + 4 * slots) as u8, 4];
+            o.resize(3 + 4 * slots, 0);
+            o
+        }
+        2 => {
+            let slots = rng.range(1, 9) as usize;
+            let mut o = vec![TIMESTAMP, (4 + 4 * slots) as u8, 5, 0];
+            o.resize(4 + 4 * slots, 0);
+            o
+        }
+        _ => vec![ROUTER_ALERT, 4, 0, 0],
+    };
+    while o.len() % 4 != 0 {
+        o.push(END);
+    }
+    o
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -281,6 +448,10 @@ pub struct Generator {
     next_ts: Timestamp,
     gap_ns: u64,
     remaining: u64,
+    anomalies: Anomalies,
+    /// The anomaly stream, separate so that plain traces do not depend on it.
+    arng: SplitMix64,
+    counts: AnomalyCounts,
 }
 
 fn normalize_prefix((addr, len): (Ipv4Addr, u8)) -> (u32, u32) {
@@ -402,6 +573,9 @@ pub fn generate(cfg: &GenConfig) -> Generator {
         next_ts: cfg.start,
         gap_ns: cfg.gap_ns,
         remaining: cfg.packets,
+        anomalies: cfg.anomalies,
+        arng: SplitMix64(cfg.seed ^ ANOMALY_SEED),
+        counts: AnomalyCounts::default(),
     }
 }
 
@@ -409,6 +583,41 @@ impl Generator {
     /// Number of flows the trace is made of.
     pub fn flow_count(&self) -> usize {
         self.flows.len()
+    }
+
+    /// The anomalies produced so far (all of them once the iterator is exhausted).
+    pub fn anomaly_counts(&self) -> AnomalyCounts {
+        self.counts
+    }
+
+    /// An ARP request for a random flow's destination, from its source (60 bytes).
+    fn arp_frame(&mut self) -> Vec<u8> {
+        let i = self.arng.below(self.flows.len() as u64) as usize;
+        let (src, dst) = self
+            .flows
+            .get(i)
+            .map_or((Ipv4Addr::UNSPECIFIED, Ipv4Addr::UNSPECIFIED), |f| {
+                (f.src, f.dst)
+            });
+        let mut frame = vec![0u8; (MIN_FRAME - FCS_LEN) as usize];
+        ethernet::Repr {
+            src_addr: self.src_mac,
+            dst_addr: Address([0xff; 6]),
+            ethertype: ethernet::ethertype::ARP,
+        }
+        .emit(&mut ethernet::Frame::new_unchecked(&mut frame[..]));
+        if let Some(body) = frame.get_mut(ethernet::HEADER_LEN..) {
+            arp::Repr {
+                operation: arp::operation::REQUEST,
+                sender_hardware_addr: self.src_mac,
+                sender_protocol_addr: src,
+                target_hardware_addr: Address([0; 6]),
+                target_protocol_addr: dst,
+            }
+            .emit(&mut arp::Packet::new_unchecked(body));
+        }
+        self.counts.arp += 1;
+        frame
     }
 
     fn frame_size(&mut self) -> u32 {
@@ -426,10 +635,26 @@ impl Generator {
 
     fn build(&mut self, index: usize) -> Option<Vec<u8>> {
         let size = self.frame_size();
+        let a = self.anomalies;
+        let ttl = match a.ttl_range {
+            Some((lo, hi)) => self.arng.range(lo.into(), hi.into()) as u8,
+            None => self.ttl,
+        };
+        let options = if self.arng.chance(a.ip_options) {
+            draw_options(&mut self.arng)
+        } else {
+            Vec::new()
+        };
         let flow = self.flows.get_mut(index)?;
-        let cap_len = (size - FCS_LEN) as usize;
-        let l4_len = cap_len - ethernet::HEADER_LEN - ipv4::HEADER_LEN;
-        let payload_len = l4_len - flow.proto.header_len();
+        let mut cap_len = (size - FCS_LEN) as usize;
+        let mut payload_len =
+            cap_len - ethernet::HEADER_LEN - ipv4::HEADER_LEN - flow.proto.header_len();
+        // Options come out of the payload; the frame grows by what it cannot give.
+        let opt_len = options.len();
+        cap_len += opt_len.saturating_sub(payload_len);
+        payload_len = payload_len.saturating_sub(opt_len);
+        let ihl = ipv4::HEADER_LEN + opt_len;
+        let l4_len = flow.proto.header_len() + payload_len;
         let mut frame = vec![0u8; cap_len];
         ethernet::Repr {
             src_addr: self.src_mac,
@@ -441,8 +666,8 @@ impl Generator {
             src_addr: flow.src,
             dst_addr: flow.dst,
             protocol: flow.proto.number(),
-            payload_len: l4_len,
-            ttl: self.ttl,
+            payload_len: opt_len + l4_len,
+            ttl,
             tos: 0,
             ident: flow.ident,
             dont_frag: flow.proto == Proto::Tcp,
@@ -451,8 +676,8 @@ impl Generator {
         };
         flow.ident = flow.ident.wrapping_add(1);
         let (_, rest) = frame.split_at_mut(ethernet::HEADER_LEN);
-        let (ip_buf, l4) = rest.split_at_mut(ipv4::HEADER_LEN);
-        ip.emit(&mut ipv4::Packet::new_unchecked(ip_buf));
+        let (ip_buf, l4) = rest.split_at_mut(ihl);
+        ip.emit(&mut ipv4::Packet::new_unchecked(&mut ip_buf[..]));
         // Payload: a counting pattern offset by the flow's packet number.
         let fill = |buf: &mut [u8], sent: u64| {
             for (i, b) in buf.iter_mut().enumerate() {
@@ -513,7 +738,61 @@ impl Generator {
         }
         flow.sent += 1;
         flow.left -= 1;
+        if ttl <= 1 {
+            self.counts.ttl_at_most_1 += 1;
+        }
+        if !a.is_none() {
+            self.apply_anomalies(&mut frame, &options, l4_len);
+        }
         Some(frame)
+    }
+
+    /// Writes the options, then the length and checksum faults, into a built IPv4 frame
+    /// whose header has `options.len()` bytes of room for the options.
+    fn apply_anomalies(&mut self, frame: &mut Vec<u8>, options: &[u8], l4_len: usize) {
+        let a = self.anomalies;
+        let truncate = self.arng.chance(a.truncated);
+        let (cut_frame, cut) = if truncate {
+            (
+                self.arng.below(2) == 0,
+                self.arng.range(1, l4_len as u64) as usize,
+            )
+        } else {
+            (false, 0)
+        };
+        let bad = self.arng.chance(a.bad_ip_checksum);
+        let Some(ip_buf) = frame.get_mut(ethernet::HEADER_LEN..) else {
+            return;
+        };
+        let mut ip = ipv4::Packet::new_unchecked(ip_buf);
+        if !options.is_empty() {
+            ip.set_header_len(ipv4::HEADER_LEN + options.len());
+            let dst = ip.options_mut();
+            if dst.len() == options.len() {
+                dst.copy_from_slice(options);
+            }
+            self.counts.ip_options += 1;
+        }
+        if truncate && !cut_frame {
+            ip.set_total_len(ip.total_len().saturating_sub(cut as u16));
+            self.counts.short_ip_length += 1;
+        }
+        ip.fill_checksum();
+        if bad {
+            let good = ip.checksum();
+            let mut wrong = good.wrapping_add(self.arng.range(1, 0xfffe) as u16);
+            ip.set_checksum(wrong);
+            // 0x0000 and 0xffff can both be right (one's complement has two zeros).
+            while ip.verify_checksum() {
+                wrong = wrong.wrapping_add(1);
+                ip.set_checksum(wrong);
+            }
+            self.counts.bad_ip_checksum += 1;
+        }
+        if cut_frame {
+            frame.truncate(frame.len().saturating_sub(cut));
+            self.counts.cut_frames += 1;
+        }
     }
 }
 
@@ -524,12 +803,17 @@ impl Iterator for Generator {
         if self.remaining == 0 || self.active.is_empty() {
             return None;
         }
-        let slot = self.rng.below(self.active.len() as u64) as usize;
-        let index = *self.active.get(slot)? as usize;
-        let frame = self.build(index)?;
-        if self.flows.get(index).is_some_and(|f| f.left == 0) {
-            self.active.swap_remove(slot);
-        }
+        let frame = if self.arng.chance(self.anomalies.arp) {
+            self.arp_frame()
+        } else {
+            let slot = self.rng.below(self.active.len() as u64) as usize;
+            let index = *self.active.get(slot)? as usize;
+            let frame = self.build(index)?;
+            if self.flows.get(index).is_some_and(|f| f.left == 0) {
+                self.active.swap_remove(slot);
+            }
+            frame
+        };
         self.remaining -= 1;
         let ts = self.next_ts;
         self.next_ts = ts.add_nanos(self.gap_ns);
@@ -630,6 +914,47 @@ pub fn parse_ports(s: &str) -> Result<PortSpec, String> {
     }
     let list = s.split(',').map(port).collect::<Result<Vec<_>, _>>()?;
     Ok(PortSpec::List(list))
+}
+
+/// Parses a TTL: one value `64` or a range `1-12` drawn from per packet.
+pub fn parse_ttl(s: &str) -> Result<TtlSpec, String> {
+    let s = s.trim();
+    let ttl = |t: &str| {
+        t.trim()
+            .parse::<u8>()
+            .map_err(|_| format!("expected a TTL (0-255), found `{}`", t.trim()))
+    };
+    match s.split_once('-') {
+        Some((lo, hi)) => {
+            let (lo, hi) = (ttl(lo)?, ttl(hi)?);
+            if lo > hi {
+                return Err(format!("expected a TTL range LOW-HIGH, found `{s}`"));
+            }
+            Ok(TtlSpec::Range(lo, hi))
+        }
+        None => Ok(TtlSpec::Fixed(ttl(s)?)),
+    }
+}
+
+/// Parses a per-packet probability: `0.01`, `1%` or `0` (at most 1, i.e. 100 %).
+pub fn parse_rate(s: &str) -> Result<Rate, String> {
+    let t = s.trim();
+    let (num, scale) = match t.strip_suffix('%') {
+        Some(n) => (n.trim(), 100.0),
+        None => (t, 1.0),
+    };
+    let p = num
+        .parse::<f64>()
+        .ok()
+        .filter(|p| p.is_finite())
+        .map(|p| p / scale)
+        .ok_or_else(|| format!("expected a probability such as 0.01 or 1%, found `{t}`"))?;
+    if !(0.0..=1.0).contains(&p) {
+        return Err(format!(
+            "expected a probability between 0 and 1, found `{t}`"
+        ));
+    }
+    Ok(Rate::from_probability(p))
 }
 
 /// Parses a MAC address `02:00:00:00:00:01` (or with `-` separators).
