@@ -3,6 +3,7 @@
 
 use crate::file::{ChainFile, Endpoint};
 use crate::nf::Nf;
+use crate::program::{Branch, Event, Finish, IpChecksum, Node, Program, Regs, Tuple, Val};
 use crate::reflect;
 use crate::summary::{ElementSummary, ExitSummary, NfSummary, Summary, Totals};
 use elements::Element;
@@ -14,6 +15,9 @@ use std::path::PathBuf;
 
 /// A packet crossing more links than this is dropped with reason `loop`.
 pub const MAX_HOPS: u8 = 64;
+
+/// Marks a work-stack entry whose packet enters a synthesized segment.
+const SYNTH_PORT: u32 = u32::MAX;
 
 /// Options of a run.
 #[derive(Debug, Clone)]
@@ -138,6 +142,24 @@ pub struct Executor {
     chain_created: u64,
     next_input: u64,
     batch: usize,
+    /// The synthesized program, when running in `synth` mode.
+    program: Option<Box<Program>>,
+    /// How many packets reached each node of the program.
+    node_counts: Vec<u64>,
+    /// Scratch: field values of the packet being classified.
+    vals: Vec<u128>,
+    regs: Regs,
+}
+
+/// What the synthesizer needs to know about one element of the stitched chain graph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// An ordinary element.
+    Inner,
+    /// A `ToDevice` of a linked interface: packets continue at this (global) `FromDevice`.
+    Link(u32),
+    /// A `ToDevice` of an unlinked interface, or a `ToDump`: packets leave the chain here.
+    Exit,
 }
 
 impl Executor {
@@ -319,6 +341,10 @@ impl Executor {
             chain_created: 0,
             next_input: 0,
             batch: options.batch.max(1),
+            program: None,
+            node_counts: Vec::new(),
+            vals: Vec::new(),
+            regs: Regs::default(),
         })
     }
 
@@ -470,7 +496,15 @@ impl Executor {
         self.nf_counters[entry.0].input += 1;
         let el = self.base[entry.0] + entry.1 as u32;
         self.arrivals[el as usize] += 1;
-        self.run_from(el, 0, p);
+        let port = if self.synthesized(el) { SYNTH_PORT } else { 0 };
+        self.run_from(el, port, p);
+    }
+
+    #[inline]
+    fn synthesized(&self, el: u32) -> bool {
+        self.program
+            .as_ref()
+            .is_some_and(|pr| pr.starts.contains_key(&el))
     }
 
     fn count_drop(&mut self, el: u32, reason: &'static str) {
@@ -486,6 +520,21 @@ impl Executor {
     /// then continues with the work stack (copies and other emissions), depth first.
     fn run_from(&mut self, mut el: u32, mut port: u32, mut p: Packet) {
         loop {
+            if port == SYNTH_PORT {
+                match self.run_program(el, p) {
+                    Some((e2, p2, q)) => {
+                        (el, port, p) = (e2, p2, q);
+                        continue;
+                    }
+                    None => match self.stack.pop() {
+                        Some((e2, p2, q)) => {
+                            (el, port, p) = (e2, p2, q);
+                            continue;
+                        }
+                        None => return,
+                    },
+                }
+            }
             let e = el as usize;
             let Some(&info) = self.info.get(e) else {
                 return;
@@ -599,7 +648,8 @@ impl Executor {
             self.chain_created += 1;
             self.nf_counters[self.nf_of[target as usize] as usize].input += 1;
             self.arrivals[target as usize] += 1;
-            self.stack.push((target, 0, r));
+            let port = if self.synthesized(target) { SYNTH_PORT } else { 0 };
+            self.stack.push((target, port, r));
         }
         self.recycle(p);
     }
@@ -639,10 +689,11 @@ impl Executor {
 
     /// Counters of the run so far, per NF and element, with the accounting check.
     pub fn summary(&self) -> Summary {
-        let mut in_count = self.arrivals.clone();
+        let (arrivals, out_count, all_drops, nf_counters, derived) = self.folded();
+        let mut in_count = arrivals;
         for (k, edge) in self.edges.iter().enumerate() {
             if let Some(c) = in_count.get_mut(edge.element as usize) {
-                *c += self.out_count[k];
+                *c += out_count[k];
             }
         }
         let mut nfs = Vec::new();
@@ -652,7 +703,7 @@ impl Executor {
             ..Totals::default()
         };
         for (ni, nf) in self.nfs.iter().enumerate() {
-            let c = self.nf_counters[ni];
+            let c = nf_counters[ni];
             let mut drops: BTreeMap<String, u64> = BTreeMap::new();
             let mut elements = Vec::new();
             let mut held = 0;
@@ -660,7 +711,7 @@ impl Executor {
                 let g = self.base[ni] as usize + li;
                 let e = &self.elements[g];
                 held += e.held();
-                for (r, n) in &self.drops[g] {
+                for (r, n) in &all_drops[g] {
                     *drops.entry(r.to_string()).or_default() += n;
                     *t.drops.entry(r.to_string()).or_default() += n;
                 }
@@ -669,15 +720,21 @@ impl Executor {
                     name: nf.names[li].clone(),
                     class: e.class_name().to_string(),
                     input: in_count[g],
-                    output: self.out_count[outs].to_vec(),
-                    drops: self.drops[g]
+                    output: out_count[outs].to_vec(),
+                    drops: all_drops[g]
                         .iter()
                         .map(|(r, n)| (r.to_string(), *n))
                         .collect(),
                     stats: e
                         .stats()
                         .into_iter()
-                        .map(|(k, v)| (k.to_string(), v))
+                        .map(|(k, v)| {
+                            let extra = derived[g]
+                                .iter()
+                                .find(|(d, _)| *d == k)
+                                .map_or(0, |(_, n)| *n);
+                            (k.to_string(), v + extra)
+                        })
                         .collect(),
                     held: e.held(),
                 });
@@ -713,5 +770,428 @@ impl Executor {
             exits,
             totals: t,
         }
+    }
+}
+
+/// One's-complement fold of a 32-bit sum to 16 bits.
+#[inline]
+fn fold(mut s: u32) -> u16 {
+    while s > 0xffff {
+        s = (s & 0xffff) + (s >> 16);
+    }
+    s as u16
+}
+
+/// The operands RFC 1624 eqn. 3 adds when a 32-bit value changes from `old` to `new`.
+#[inline]
+fn ops32(old: u32, new: u32) -> u32 {
+    u32::from(!((old >> 16) as u16)) + u32::from(!(old as u16)) + (new >> 16) + (new & 0xffff)
+}
+
+/// The operands RFC 1624 eqn. 3 adds when a 16-bit value changes from `old` to `new`.
+#[inline]
+fn ops16(old: u16, new: u16) -> u32 {
+    u32::from(!old) + u32::from(new)
+}
+
+fn tuple_index(t: Tuple) -> usize {
+    match t {
+        Tuple::Saddr => 0,
+        Tuple::Sport => 1,
+        Tuple::Daddr => 2,
+        Tuple::Dport => 3,
+    }
+}
+
+/// The value `v` describes, for a packet whose bytes (as it arrived) are `data`.
+#[inline]
+fn value(v: &Val, data: &[u8], regs: &Regs) -> u128 {
+    match *v {
+        Val::Const(c) => c,
+        Val::Orig(f, add) => {
+            crate::program::frame_value(data, f).wrapping_add(add as u128) & f.max_value()
+        }
+        Val::Reg(r, t, add) => {
+            let base = regs
+                .flows
+                .get(usize::from(r))
+                .map_or(0, |fl| fl[tuple_index(t)]);
+            let w = match t {
+                Tuple::Saddr | Tuple::Daddr => u32::MAX as u128,
+                Tuple::Sport | Tuple::Dport => 0xffff,
+            };
+            base.wrapping_add(add as u128) & w
+        }
+    }
+}
+
+impl Executor {
+    /// Makes the executor run `program` (synthesized mode) for packets entering its start
+    /// elements; everything else (and packets a program hands back) runs naive.
+    pub fn install(&mut self, program: Program) {
+        self.node_counts = vec![0; program.nodes.len()];
+        self.program = Some(Box::new(program));
+    }
+
+    /// The global index of element `l` of NF `n`.
+    pub fn global(&self, n: usize, l: usize) -> u32 {
+        self.base[n] + l as u32
+    }
+
+    /// Number of elements of the chain (global indices `0..n`, NF after NF).
+    pub fn element_count(&self) -> usize {
+        self.elements.len()
+    }
+
+    /// The element with global index `g`.
+    pub fn element(&self, g: usize) -> &dyn Element {
+        self.elements[g].as_ref()
+    }
+
+    /// The qualified name (`nf/element`) of element `g`.
+    pub fn element_name(&self, g: usize) -> String {
+        let ni = self.nf_of[g] as usize;
+        let li = g - self.base[ni] as usize;
+        format!("{}/{}", self.nfs[ni].name, self.nfs[ni].names[li])
+    }
+
+    /// The NF index of element `g`.
+    pub fn element_nf(&self, g: usize) -> u32 {
+        self.nf_of[g]
+    }
+
+    /// Where element `g` sits in the stitched graph.
+    pub fn place(&self, g: usize) -> Place {
+        match self.info[g].kind {
+            Kind::Inner => Place::Inner,
+            Kind::Link(t) => Place::Link(t),
+            Kind::Exit(_) => Place::Exit,
+        }
+    }
+
+    /// Number of output ports of element `g` (connected or not).
+    pub fn outputs(&self, g: usize) -> usize {
+        self.info[g].outputs as usize
+    }
+
+    /// Where output `port` of element `g` leads: (edge index, element, input port), or
+    /// `None` when it is not connected.
+    pub fn edge(&self, g: usize, port: usize) -> Option<(u32, u32, u32)> {
+        let k = self.edge_base[g] as usize + port;
+        if port >= self.info[g].outputs as usize {
+            return None;
+        }
+        let e = self.edges.get(k)?;
+        (e.element != u32::MAX).then_some((k as u32, e.element, e.port))
+    }
+
+    /// The entry elements fresh packets are pushed into: `FromDevice`s of the chain (global
+    /// index), by endpoint.
+    pub fn entry_elements(&self) -> Vec<(Endpoint, u32)> {
+        self.entries
+            .iter()
+            .map(|(e, &(n, l))| (e.clone(), self.base[n] + l as u32))
+            .collect()
+    }
+
+    /// How many packets reached each node of the installed program.
+    pub fn node_counts(&self) -> &[u64] {
+        &self.node_counts
+    }
+
+    /// Runs one packet through the program of start element `el`. Returns where it
+    /// continues naive, if it does.
+    fn run_program(&mut self, el: u32, mut p: Packet) -> Option<(u32, u32, Packet)> {
+        let Some(prog) = self.program.take() else {
+            return Some((el, 0, p));
+        };
+        let r = self.run_program_in(&prog, el, &mut p);
+        self.program = Some(prog);
+        match r {
+            Some((e, port)) => Some((e, port, p)),
+            None => {
+                self.recycle(p);
+                None
+            }
+        }
+    }
+
+    /// Runs `p` through `prog`'s segment of `el`; `Some((element, port))` to continue naive
+    /// there, `None` when the packet is gone (left, dropped).
+    fn run_program_in(&mut self, prog: &Program, el: u32, p: &mut Packet) -> Option<(u32, u32)> {
+        let Some(seg) = prog.starts.get(&el) else {
+            return Some((el, 0));
+        };
+        self.vals.clear();
+        for &f in &seg.fields {
+            self.vals.push(crate::program::frame_value(p.data(), f));
+        }
+        self.regs.flows.clear();
+        self.regs.ip_ops = 0;
+        self.regs.l4_ops = 0;
+        self.regs.rewrote = false;
+        let mut node = seg.root;
+        loop {
+            if let Some(c) = self.node_counts.get_mut(node as usize) {
+                *c += 1;
+            }
+            match prog.nodes.get(node as usize)? {
+                Node::Classify(classes) => match classes.iter().find(|c| c.contains(&self.vals)) {
+                    Some(c) => node = c.node,
+                    None => {
+                        self.count_drop(el, "synthesis-unclassified");
+                        return None;
+                    }
+                },
+                Node::Drop => return None,
+                Node::Exit { element, finish } => {
+                    finish_packet(p, finish, &self.regs);
+                    let q = std::mem::replace(p, Packet::from_bytes(&[]));
+                    if let Kind::Exit(x) = self.info[*element as usize].kind {
+                        self.exit(x as usize, q);
+                    }
+                    return None;
+                }
+                Node::Handoff {
+                    element,
+                    port,
+                    finish,
+                } => {
+                    finish_packet(p, finish, &self.regs);
+                    return Some((*element, *port));
+                }
+                Node::Rewrite {
+                    element,
+                    port,
+                    reg,
+                    tuple,
+                    has_ip,
+                    trimmed,
+                    dst_anno,
+                    branches,
+                } => {
+                    let data = p.data();
+                    let cur: [u128; 4] = [
+                        value(&tuple[0], data, &self.regs),
+                        value(&tuple[1], data, &self.regs),
+                        value(&tuple[2], data, &self.regs),
+                        value(&tuple[3], data, &self.regs),
+                    ];
+                    let input = if *has_ip {
+                        flow_input(data, *trimmed, &cur)
+                    } else {
+                        None
+                    };
+                    let now = self.cx.now.0;
+                    let Some(rw) = self.elements[*element as usize].rewriter() else {
+                        return Some((*element, *port));
+                    };
+                    let d = rw.decide(*port as usize, input.as_ref(), now);
+                    let branch = match d {
+                        elements::rewriter::Decision::Rewrite { out, new } => {
+                            let nv = [
+                                u128::from(u32::from(new.saddr)),
+                                u128::from(new.sport),
+                                u128::from(u32::from(new.daddr)),
+                                u128::from(new.dport),
+                            ];
+                            // The checksum operands rewrite_ipv4 adds, in its order.
+                            let (os, od) = (cur[0] as u32, cur[2] as u32);
+                            let (ns, nd) = (nv[0] as u32, nv[2] as u32);
+                            let mut l4 = 0u32;
+                            if os != ns {
+                                self.regs.ip_ops += ops32(os, ns);
+                                l4 += ops32(os, ns);
+                            }
+                            if od != nd {
+                                self.regs.ip_ops += ops32(od, nd);
+                                l4 += ops32(od, nd);
+                            }
+                            if cur[1] as u16 != new.sport {
+                                l4 += ops16(cur[1] as u16, new.sport);
+                            }
+                            if cur[3] as u16 != new.dport {
+                                l4 += ops16(cur[3] as u16, new.dport);
+                            }
+                            // Fold as we go so the sums never overflow.
+                            self.regs.ip_ops = u32::from(fold(self.regs.ip_ops));
+                            self.regs.l4_ops = u32::from(fold(self.regs.l4_ops + l4));
+                            self.regs.rewrote = true;
+                            let r = usize::from(*reg);
+                            if self.regs.flows.len() <= r {
+                                self.regs.flows.resize(r + 1, [0; 4]);
+                            }
+                            self.regs.flows[r] = nv;
+                            let _ = dst_anno;
+                            Branch::Rewrite(out as u32)
+                        }
+                        elements::rewriter::Decision::Pass(out) => Branch::Pass(out as u32),
+                        elements::rewriter::Decision::Drop(reason) => {
+                            self.count_drop(*element, reason);
+                            return None;
+                        }
+                    };
+                    match branches.iter().find(|(b, _)| *b == branch) {
+                        Some((_, n)) => node = *n,
+                        None => {
+                            self.count_drop(*element, "synthesis-missed-branch");
+                            return None;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Counters with the program's per-node counts folded in.
+    #[allow(clippy::type_complexity)]
+    fn folded(
+        &self,
+    ) -> (
+        Vec<u64>,
+        Vec<u64>,
+        Vec<Vec<(&'static str, u64)>>,
+        Vec<NfCounters>,
+        Vec<Vec<(&'static str, u64)>>,
+    ) {
+        let mut arrivals = self.arrivals.clone();
+        let mut out = self.out_count.clone();
+        let mut drops = self.drops.clone();
+        let mut nfc = self.nf_counters.clone();
+        let mut stats: Vec<Vec<(&'static str, u64)>> = vec![Vec::new(); self.elements.len()];
+        let add = |v: &mut Vec<(&'static str, u64)>, r: &'static str, n: u64| match v
+            .iter_mut()
+            .find(|(x, _)| *x == r)
+        {
+            Some((_, m)) => *m += n,
+            None => v.push((r, n)),
+        };
+        if let Some(prog) = &self.program {
+            for (i, &n) in self.node_counts.iter().enumerate() {
+                if n == 0 {
+                    continue;
+                }
+                for ev in prog.events.get(i).map(Vec::as_slice).unwrap_or(&[]) {
+                    match *ev {
+                        Event::Edge(k) => out[k as usize] += n,
+                        Event::Arrival(e) => arrivals[e as usize] += n,
+                        Event::NfOut(f) => nfc[f as usize].output += n,
+                        Event::NfIn(f) => nfc[f as usize].input += n,
+                        Event::Drop(e, r) => {
+                            nfc[self.nf_of[e as usize] as usize].dropped += n;
+                            add(&mut drops[e as usize], prog.reasons[r as usize], n);
+                        }
+                        Event::Stat(e, r) => add(&mut stats[e as usize], prog.reasons[r as usize], n),
+                    }
+                }
+            }
+        }
+        (arrivals, out, drops, nfc, stats)
+    }
+}
+
+/// What a rewriter would read from the packet: the IPv4 header at offset 14 of the frame as
+/// it arrived, with the current addresses and ports `cur`.
+fn flow_input(data: &[u8], trimmed: bool, cur: &[u128; 4]) -> Option<elements::rewriter::FlowInput> {
+    let ip = data.get(14..)?;
+    let ip = if trimmed {
+        let len = usize::from(u16::from_be_bytes([*ip.get(2)?, *ip.get(3)?]));
+        ip.get(..len)?
+    } else {
+        ip
+    };
+    let mut i = elements::rewriter::FlowInput::parse(ip)?;
+    i.flow.saddr = std::net::Ipv4Addr::from(cur[0] as u32);
+    i.flow.sport = cur[1] as u16;
+    i.flow.daddr = std::net::Ipv4Addr::from(cur[2] as u32);
+    i.flow.dport = cur[3] as u16;
+    Some(i)
+}
+
+/// Makes `p` (the frame as it arrived) what the original chain holds at the node: every
+/// write once, checksums once, then the layout and annotations.
+fn finish_packet(p: &mut Packet, f: &Finish, regs: &Regs) {
+    use crate::program::{frame_location, store};
+    let base = p.data_offset() as usize;
+    let data = p.data();
+    let hl = usize::from(data.get(14).copied().unwrap_or(0) & 0x0f) * 4;
+    let mut writes: [(usize, usize, u128); 16] = [(0, 0, 0); 16];
+    let mut n = 0;
+    for (field, v) in &f.writes {
+        if let Some((off, len)) = frame_location(*field, hl) {
+            if n < writes.len() {
+                writes[n] = (off, len, value(v, data, regs));
+                n += 1;
+            }
+        }
+    }
+    let annos = f.annos.as_ref().map(|a| {
+        (
+            value(&a.dst_ip, data, regs) as u32,
+            value(&a.paint, data, regs) as u8,
+            value(&a.packet_type, data, regs),
+        )
+    });
+    let ip_len = usize::from(u16::from_be_bytes([
+        data.get(16).copied().unwrap_or(0),
+        data.get(17).copied().unwrap_or(0),
+    ]));
+    let d = p.data_mut();
+    for &(off, len, v) in &writes[..n] {
+        store(d, off, len, v);
+    }
+    if regs.rewrote && d.len() >= 14 + hl {
+        let proto = d.get(23).copied().unwrap_or(0);
+        let ck = 14 + hl + if proto == 6 { 16 } else { 6 };
+        if let Some(b) = d.get(ck..ck + 2) {
+            let c0 = u16::from_be_bytes([b[0], b[1]]);
+            let c = if proto == 17 && c0 == 0 {
+                0
+            } else {
+                let c = !fold(u32::from(!c0) + regs.l4_ops);
+                if proto == 17 {
+                    wire::checksum::udp_finish(c)
+                } else {
+                    c
+                }
+            };
+            store(d, ck, 2, u128::from(c));
+        }
+    }
+    match f.ip_checksum {
+        IpChecksum::Incremental(k) => {
+            let ops = k + regs.ip_ops;
+            if ops != 0 {
+                if let Some(b) = d.get(24..26) {
+                    let c0 = u16::from_be_bytes([b[0], b[1]]);
+                    let c = !fold(u32::from(!c0) + fold(ops) as u32);
+                    store(d, 24, 2, u128::from(c));
+                }
+            }
+        }
+        IpChecksum::Recompute => {
+            if hl >= 20 && d.len() >= 14 + hl {
+                store(d, 24, 2, 0);
+                let c = wire::checksum::data(&d[14..14 + hl]);
+                store(d, 24, 2, u128::from(c));
+            }
+        }
+    }
+    if f.trim {
+        p.truncate(14 + ip_len);
+    }
+    p.pull(usize::from(f.head));
+    if let (Some(a), Some((dst, paint, pt))) = (&f.annos, annos) {
+        let abs = |o: Option<u16>| o.map_or(packet::NO_OFFSET, |o| (base + usize::from(o)) as u32);
+        p.meta.mac_offset = abs(a.mac);
+        p.meta.network_offset = abs(a.net);
+        p.meta.transport_offset = if a.transport && a.net.is_some() {
+            (base + 14 + hl) as u32
+        } else {
+            packet::NO_OFFSET
+        };
+        p.meta.dst_ip = std::net::Ipv4Addr::from(dst);
+        p.meta.paint = paint;
+        p.meta.packet_type = elements::model::packet_type_of_value(pt);
     }
 }

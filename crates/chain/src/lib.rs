@@ -10,10 +10,11 @@
 pub mod exec;
 pub mod file;
 pub mod nf;
+pub mod program;
 pub mod reflect;
 pub mod summary;
 
-pub use exec::{Executor, ExitSink, RunOptions};
+pub use exec::{Executor, ExitSink, Place, RunOptions};
 pub use file::{ChainError, ChainFile, Endpoint};
 pub use nf::{BuildError, Nf};
 pub use summary::Summary;

@@ -1,0 +1,301 @@
+//! A synthesized chain as the executor runs it: per entry element, one classification of
+//! the packet as it arrived, then a small program per traffic class (early drop, or one
+//! write per field with checksums fixed once, or a stateful rewriter's decision followed by
+//! more of the same).
+//!
+//! The `synth` crate builds a [`Program`]; [`crate::Executor::install`] makes the executor
+//! run it. Everything a class does to counters is listed in its nodes' [`Event`]s and
+//! applied in bulk, so per-element counters come out exactly as the naive run's.
+
+use elements::model::Field;
+use std::collections::HashMap;
+
+/// Index of a node in [`Program::nodes`].
+pub type NodeId = u32;
+
+/// Something a class does to the executor's counters each time a packet takes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Event {
+    /// A packet crossed the connection with this edge index (global output port).
+    Edge(u32),
+    /// A packet arrived at this (global) element without a counted edge (a link crossing).
+    Arrival(u32),
+    /// A packet left NF `nf` by a link.
+    NfOut(u32),
+    /// A packet entered NF `nf` by a link.
+    NfIn(u32),
+    /// Element `element` dropped a packet under `reason` (index into [`Program::reasons`]).
+    Drop(u32, u32),
+    /// Element `element` added one to its counter named [`Program::reasons`]`[name]`.
+    Stat(u32, u32),
+}
+
+/// Where a value written into the packet comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Val {
+    /// A constant.
+    Const(u128),
+    /// The field's value in the packet as it arrived, plus a constant (modulo the width).
+    Orig(Field, i128),
+    /// A component of the flow a stateful rewriter decided (register `reg`), plus a constant.
+    Reg(u8, Tuple, i128),
+}
+
+/// A component of a flow identifier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Tuple {
+    /// Source address.
+    Saddr,
+    /// Source port.
+    Sport,
+    /// Destination address.
+    Daddr,
+    /// Destination port.
+    Dport,
+}
+
+/// How the IPv4 header checksum is finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IpChecksum {
+    /// Incrementally (RFC 1624 eqn. 3): the constant sum of the static steps' operands
+    /// (`0xFEFF` per TTL decrement) plus whatever rewriters added at run time.
+    Incremental(u32),
+    /// Recomputed over the final header.
+    Recompute,
+}
+
+/// How a packet is turned into what the original chain would hold at the same point: the
+/// writes (each field once), the layout (head offset, trimmed to the IP length), checksums
+/// (once) and, when an element is going to see it, the annotations.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Finish {
+    /// Byte writes: field (in the coordinates of the frame as it arrived) and value.
+    pub writes: Vec<(Field, Val)>,
+    /// Bytes pulled off the front of the frame as it arrived.
+    pub head: u16,
+    /// Whether the packet is cut at the end of the IPv4 total length.
+    pub trim: bool,
+    /// IPv4 checksum.
+    pub ip_checksum: IpChecksum,
+    /// Annotations to set (only when the packet is handed to an element).
+    pub annos: Option<Annotations>,
+}
+
+/// Annotations of a packet handed to an element, offsets in frame coordinates.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Annotations {
+    /// MAC header.
+    pub mac: Option<u16>,
+    /// Network header.
+    pub net: Option<u16>,
+    /// Transport header follows the network header (IPv4 header length).
+    pub transport: bool,
+    /// Destination-IP annotation.
+    pub dst_ip: Val,
+    /// Paint.
+    pub paint: Val,
+    /// Packet type.
+    pub packet_type: Val,
+}
+
+/// What follows a stateful rewriter's decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Branch {
+    /// The packet was rewritten and goes to this output.
+    Rewrite(u32),
+    /// The packet passes unchanged to this output.
+    Pass(u32),
+}
+
+/// One step of a class program.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Node {
+    /// The packet falls in the first class that contains it (classes are disjoint and cover
+    /// every packet that can reach the node).
+    Classify(Vec<Class>),
+    /// The packet leaves the chain by exit element `element` after `finish`.
+    Exit {
+        /// The exit's (global) `ToDevice`/`ToDump` element.
+        element: u32,
+        /// How the packet is finished.
+        finish: Finish,
+    },
+    /// The packet is dropped (its writes skipped: early discard). The drop is one of the
+    /// node's events.
+    Drop,
+    /// The packet is handed to element `element`, input `port`, and runs naive from there.
+    Handoff {
+        /// The (global) element.
+        element: u32,
+        /// Its input port.
+        port: u32,
+        /// How the packet is made what that element would see.
+        finish: Finish,
+    },
+    /// A stateful rewriter decides; its decision picks the next node.
+    Rewrite {
+        /// The (global) rewriter element.
+        element: u32,
+        /// Its input port.
+        port: u32,
+        /// The register the decision is kept in.
+        reg: u8,
+        /// Where the packet's current addresses and ports come from.
+        tuple: [Val; 4],
+        /// Whether the network header is where synthesis expects it (else the rewriter
+        /// sees no IPv4 header).
+        has_ip: bool,
+        /// Whether the packet has been cut at the IPv4 total length.
+        trimmed: bool,
+        /// Whether the rewriter sets the destination-IP annotation.
+        dst_anno: bool,
+        /// The next node for each decision; a decision not listed here cannot happen.
+        branches: Vec<(Branch, NodeId)>,
+    },
+}
+
+/// The program of one entry element.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Segment {
+    /// The fields the segment's classifiers read, parsed once from the frame as it arrived.
+    pub fields: Vec<Field>,
+    /// The first node (usually a [`Node::Classify`]).
+    pub root: NodeId,
+}
+
+/// One traffic class of a [`Node::Classify`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Class {
+    /// Tests on the segment's fields: (field index, allowed closed intervals).
+    pub tests: Vec<(u16, Vec<(u128, u128)>)>,
+    /// The class's first node.
+    pub node: NodeId,
+}
+
+/// A synthesized chain.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Program {
+    /// The segment of each (global) entry element (a `FromDevice` that fresh packets enter).
+    pub starts: HashMap<u32, Segment>,
+    /// All nodes.
+    pub nodes: Vec<Node>,
+    /// The counter events of reaching each node (same index as `nodes`).
+    pub events: Vec<Vec<Event>>,
+    /// Drop reasons and counter names referenced by events.
+    pub reasons: Vec<&'static str>,
+}
+
+impl Class {
+    /// Whether a packet with these field values (same order as the segment's fields) is in
+    /// the class.
+    #[inline]
+    pub fn contains(&self, vals: &[u128]) -> bool {
+        self.tests.iter().all(|(i, iv)| {
+            let v = vals.get(usize::from(*i)).copied().unwrap_or(0);
+            iv.iter().any(|&(lo, hi)| lo <= v && v <= hi)
+        })
+    }
+}
+
+/// Per-packet registers of the run-time steps.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Regs {
+    pub(crate) flows: Vec<[u128; 4]>,
+    pub(crate) ip_ops: u32,
+    pub(crate) l4_ops: u32,
+    pub(crate) rewrote: bool,
+}
+
+/// The value of `field` in `data`, a frame as it arrived (the same reading as the models'
+/// `point_of` with the IPv4 header at offset 14), for the fields synthesis classifies on.
+pub fn frame_value(data: &[u8], field: Field) -> u128 {
+    use elements::model::load;
+    let ip = data.get(14..).unwrap_or(&[]);
+    let hl = usize::from(ip.first().copied().unwrap_or(0) & 0x0f) * 4;
+    let l4 = ip.get(hl..).unwrap_or(&[]);
+    match field {
+        Field::FrameLen => data.len().min(0xffff) as u128,
+        Field::EthDst => load(data, 0, 6),
+        Field::EthSrc => load(data, 6, 6),
+        Field::EtherType => load(data, 12, 2),
+        Field::HasVlan => u128::from(load(data, 12, 2) == 0x8100),
+        Field::VlanId => {
+            if load(data, 12, 2) == 0x8100 {
+                load(data, 14, 2) & 0xfff
+            } else {
+                0
+            }
+        }
+        Field::PacketType => {
+            elements::model::packet_type_value(packet::PacketType::from_dst_mac(data))
+        }
+        Field::IpAvail => ip.len().min(0xffff) as u128,
+        Field::IpVersion => load(ip, 0, 1) >> 4,
+        Field::IpIhl => load(ip, 0, 1) & 0x0f,
+        Field::IpOptions => u128::from(load(ip, 0, 1) & 0x0f > 5),
+        Field::IpTos => load(ip, 1, 1),
+        Field::IpLen => load(ip, 2, 2),
+        Field::IpId => load(ip, 4, 2),
+        Field::IpFlags => load(ip, 6, 2) >> 13,
+        Field::IpFragOffset => load(ip, 6, 2) & 0x1fff,
+        Field::IpTtl => load(ip, 8, 1),
+        Field::IpProto => load(ip, 9, 1),
+        Field::IpChecksumOk => u128::from(
+            !ip.is_empty()
+                && hl >= 20
+                && hl <= ip.len()
+                && wire::checksum::data(&ip[..hl]) == 0,
+        ),
+        Field::IpSrc => load(ip, 12, 4),
+        Field::IpDst => load(ip, 16, 4),
+        Field::IpLenOk => {
+            let len = load(ip, 2, 2) as usize;
+            u128::from(!ip.is_empty() && len >= hl && len <= ip.len())
+        }
+        Field::L4Avail => l4.len().min(0xffff) as u128,
+        Field::L4Len => (load(ip, 2, 2) as usize).saturating_sub(hl) as u128,
+        Field::SrcPort => load(l4, 0, 2),
+        Field::DstPort => load(l4, 2, 2),
+        Field::TcpFlags => load(l4, 13, 1),
+        Field::TcpDataOff => load(l4, 12, 1) >> 4,
+        Field::IcmpType => load(l4, 0, 1),
+        Field::IcmpCode => load(l4, 1, 1),
+        Field::Raw { offset, len } => load(data, usize::from(offset), usize::from(len)),
+        // Fresh packets: annotations are zero, the interface is the executor's business.
+        Field::InPort | Field::Paint | Field::DstIpAnno => 0,
+    }
+}
+
+/// Where a byte field lives in a frame as it arrived: offset and length, for a frame whose
+/// IPv4 header length is `hl` bytes. `None` for annotations and derived fields.
+pub fn frame_location(field: Field, hl: usize) -> Option<(usize, usize)> {
+    let t = 14 + hl;
+    Some(match field {
+        Field::EthDst => (0, 6),
+        Field::EthSrc => (6, 6),
+        Field::EtherType => (12, 2),
+        Field::IpTos => (15, 1),
+        Field::IpLen => (16, 2),
+        Field::IpId => (18, 2),
+        Field::IpTtl => (22, 1),
+        Field::IpProto => (23, 1),
+        Field::IpSrc => (26, 4),
+        Field::IpDst => (30, 4),
+        Field::SrcPort => (t, 2),
+        Field::DstPort => (t + 2, 2),
+        Field::TcpFlags => (t + 13, 1),
+        Field::IcmpType => (t, 1),
+        Field::IcmpCode => (t + 1, 1),
+        Field::Raw { offset, len } => (usize::from(offset), usize::from(len)),
+        _ => return None,
+    })
+}
+
+/// Writes `v` big-endian into `len` bytes at `off` (nothing when out of range).
+pub(crate) fn store(data: &mut [u8], off: usize, len: usize, v: u128) {
+    if let Some(b) = data.get_mut(off..off + len) {
+        for (i, x) in b.iter_mut().enumerate() {
+            *x = (v >> (8 * (len - 1 - i))) as u8;
+        }
+    }
+}
