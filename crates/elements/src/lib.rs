@@ -6,9 +6,9 @@
 //! through the [`Context`]). Elements are built by [`build`] from a Click class name and its
 //! configuration string.
 //!
-//! Semantic models for synthesis are attached from outside (by class name, through
-//! [`Element::as_any`]): an element's implementation never has to change to gain a model, and
-//! an element without one is simply opaque.
+//! For synthesis, an element describes what it does in the vocabulary of header fields
+//! through [`Element::model`] (see [`model`]; [`model::apply`] is the reference meaning that
+//! the tests check against `push`); an element without a model is simply opaque.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

@@ -255,3 +255,301 @@ pub fn matches(filter: &Filter, p: &packet::Packet, ip_at: IpAnchor) -> bool {
     }
     filter.contains(&pt)
 }
+
+/// What [`apply`] did with one packet: where it goes, the packet afterwards, and the
+/// `stats()` counters the element would have incremented.
+#[derive(Debug)]
+pub struct Applied {
+    /// The outcome of the case that matched ([`Outcome::Runtime`] when the element itself
+    /// must run: see [`apply`]).
+    pub outcome: Outcome,
+    /// The packet after the case's effects (untouched for a run-time outcome).
+    pub packet: packet::Packet,
+    /// The counters the case adds one to (none for a run-time outcome).
+    pub stats: Vec<&'static str>,
+}
+
+/// Runs `model` concretely on `p`: finds the first case whose filter matches ([`matches()`]),
+/// applies its effects in order and returns its outcome and counters. This is the reference
+/// meaning of a model: a model is right when `apply` agrees with the element's `push`.
+///
+/// Effects, concretely:
+///
+/// * [`Effect::Write`] of [`Field::EthDst`], [`Field::EthSrc`], [`Field::EtherType`] writes
+///   the bytes at the start of the data ([`Field::VlanId`]: the low 12 bits of bytes 14–15),
+///   of [`Field::Raw`] the `len` bytes at `offset`; of an IPv4 field the bits of the header at
+///   [`Model::ip_at`] ([`Field::IpVersion`]/[`Field::IpIhl`] the nibbles of byte 0,
+///   [`Field::IpFlags`]/[`Field::IpFragOffset`] the 3 + 13 bits of bytes 6–7, ...), checksums
+///   untouched; of a transport field the bytes at the IPv4 header + IHL × 4. A write whose
+///   bytes are not all in the data (or without an IPv4 header) does nothing: the packet never
+///   grows, and the field still reads 0 as [`point_of`] says. [`Field::Paint`],
+///   [`Field::DstIpAnno`], [`Field::PacketType`] (the [`packet::PacketType`] of that
+///   declaration index; 6 and 7 do nothing) and [`Field::InPort`] write the annotations. The
+///   fields computed from the packet ([`Field::FrameLen`], [`Field::HasVlan`],
+///   [`Field::IpOptions`], [`Field::IpChecksumOk`], [`Field::IpLenOk`], [`Field::IpAvail`],
+///   [`Field::L4Avail`], [`Field::L4Len`]) are stored nowhere and cannot be written: such a
+///   write does nothing.
+///   `Op::Set(v)` writes `v` and `Op::Add(c)` adds `c` to the current value, both modulo
+///   `2^width` of the field.
+/// * [`Effect::DecTtl`] is `DecIPTTL`'s code: TTL (byte 8) − 1 and the RFC 1624 update of
+///   the checksum (bytes 10–11); nothing when the header has fewer than 12 bytes.
+/// * [`Effect::Pull`]`(n)` pulls `min(n, length)` bytes (`Strip`); [`Effect::Unpull`]`(n)`
+///   puts `n` bytes of headroom back, zero-filled beyond the buffer (`Unstrip`).
+/// * [`Effect::EtherEncap`] pushes the 14-byte header and sets the MAC-header annotation at
+///   the new start and the network-header annotation 14 bytes later (`EtherEncap`).
+/// * [`Effect::MarkMac`] sets the MAC-header annotation at the start of the data;
+///   [`Effect::PacketTypeFromEth`] sets the packet type from the destination MAC
+///   ([`packet::PacketType::from_dst_mac`] of the data, as `FromDevice` does).
+/// * [`Effect::MarkIp`] sets the network-header annotation at the IPv4 anchor and the
+///   transport-header annotation IHL × 4 bytes after it, both clamped to the end of the data
+///   (`MarkIPHeader`'s code; a data anchor beyond the end marks the end, an IHL read from no
+///   byte is 0). With [`IpAnchor::Annotation`] and no network header it does nothing.
+/// * [`Effect::TrimToIpLen`] cuts the data at the IPv4 anchor + [`Field::IpLen`] as
+///   [`point_of`] reads it (no effect if already shorter; nothing without an IPv4 header).
+/// * [`Effect::DstAnnoFromIpDst`] sets the destination-IP annotation to [`Field::IpDst`] as
+///   [`point_of`] reads it.
+/// * [`Effect::SetIpChecksum`] recomputes the header checksum as `SetIPChecksum` does
+///   (nothing when IHL × 4 is below 20 or beyond the data).
+///
+/// A case whose outcome is [`Outcome::Runtime`], a case with an operation that needs
+/// run-time state (`Op::Pool`, `Op::Stateful`, ...), and a packet no case matches all give
+/// [`Outcome::Runtime`] with the packet untouched and no counters: the element must run.
+pub fn apply(model: &Model, mut p: packet::Packet) -> Applied {
+    let runtime = |p| Applied {
+        outcome: Outcome::Runtime,
+        packet: p,
+        stats: Vec::new(),
+    };
+    let Some(case) = model
+        .cases
+        .iter()
+        .find(|c| matches(&c.filter, &p, model.ip_at))
+    else {
+        return runtime(p);
+    };
+    let deterministic = case.effects.iter().all(|e| match e {
+        Effect::Write(_, op) => op.is_deterministic(),
+        _ => true,
+    });
+    if case.outcome == Outcome::Runtime || !deterministic {
+        return runtime(p);
+    }
+    for e in &case.effects {
+        apply_effect(e, &mut p, model.ip_at);
+    }
+    Applied {
+        outcome: case.outcome.clone(),
+        packet: p,
+        stats: case.stats.clone(),
+    }
+}
+
+/// Where a stored field's bits are counted from.
+#[derive(Clone, Copy)]
+enum Base {
+    /// The start of the data.
+    Data,
+    /// The IPv4 header at the model's anchor.
+    Ip,
+    /// The transport header: the IPv4 header + IHL × 4.
+    L4,
+}
+
+/// Where a field is stored in the packet bytes: (base, byte offset, bytes, bit shift of the
+/// field's lowest bit within those bytes read big-endian); `None` for annotations and
+/// computed fields.
+fn place(f: Field) -> Option<(Base, usize, usize, u32)> {
+    Some(match f {
+        Field::EthDst => (Base::Data, 0, 6, 0),
+        Field::EthSrc => (Base::Data, 6, 6, 0),
+        Field::EtherType => (Base::Data, 12, 2, 0),
+        Field::VlanId => (Base::Data, 14, 2, 0),
+        Field::Raw { offset, len } => (
+            Base::Data,
+            usize::from(offset),
+            usize::from(len.clamp(1, space::MAX_RAW_LEN)),
+            0,
+        ),
+        Field::IpVersion => (Base::Ip, 0, 1, 4),
+        Field::IpIhl => (Base::Ip, 0, 1, 0),
+        Field::IpTos => (Base::Ip, 1, 1, 0),
+        Field::IpLen => (Base::Ip, 2, 2, 0),
+        Field::IpId => (Base::Ip, 4, 2, 0),
+        Field::IpFlags => (Base::Ip, 6, 2, 13),
+        Field::IpFragOffset => (Base::Ip, 6, 2, 0),
+        Field::IpTtl => (Base::Ip, 8, 1, 0),
+        Field::IpProto => (Base::Ip, 9, 1, 0),
+        Field::IpSrc => (Base::Ip, 12, 4, 0),
+        Field::IpDst => (Base::Ip, 16, 4, 0),
+        Field::SrcPort => (Base::L4, 0, 2, 0),
+        Field::IcmpType => (Base::L4, 0, 1, 0),
+        Field::DstPort => (Base::L4, 2, 2, 0),
+        Field::IcmpCode => (Base::L4, 1, 1, 0),
+        Field::TcpFlags => (Base::L4, 13, 1, 0),
+        Field::TcpDataOff => (Base::L4, 12, 1, 4),
+        _ => return None,
+    })
+}
+
+/// The IPv4 header's offset into the data, if the anchor is inside the data.
+fn ip_start(p: &packet::Packet, ip_at: IpAnchor) -> Option<usize> {
+    ip_offset(p, ip_at).filter(|&o| o <= p.len())
+}
+
+/// Writes `op` into field `f` of `p` (see [`apply`]).
+fn write(p: &mut packet::Packet, ip_at: IpAnchor, f: Field, op: &Op) {
+    let width = f.width();
+    let Some((base, off, n, shift)) = place(f) else {
+        let meta = &mut p.meta;
+        let old = match f {
+            Field::Paint => u128::from(meta.paint),
+            Field::DstIpAnno => u128::from(u32::from(meta.dst_ip)),
+            Field::PacketType => packet_type_value(meta.packet_type),
+            Field::InPort => u128::from(meta.ingress),
+            _ => return,
+        };
+        let Some(v) = op.apply(old, width) else {
+            return;
+        };
+        match f {
+            Field::Paint => meta.paint = v as u8,
+            Field::DstIpAnno => meta.dst_ip = std::net::Ipv4Addr::from(v as u32),
+            Field::InPort => meta.ingress = v as u16,
+            _ => {
+                if let Some(t) = packet_type_from_value(v) {
+                    meta.packet_type = t;
+                }
+            }
+        }
+        return;
+    };
+    let start = match base {
+        Base::Data => 0,
+        Base::Ip | Base::L4 => {
+            let Some(ip) = ip_start(p, ip_at) else {
+                return;
+            };
+            match base {
+                Base::L4 => match p.data().get(ip) {
+                    Some(b) => ip + usize::from(b & 0x0f) * 4,
+                    None => return,
+                },
+                _ => ip,
+            }
+        }
+    };
+    let Some(bytes) = start
+        .checked_add(off)
+        .and_then(|s| p.data_mut().get_mut(s..s + n))
+    else {
+        return;
+    };
+    let old = bytes.iter().fold(0u128, |a, b| (a << 8) | u128::from(*b));
+    let max = space::max_value(width);
+    let Some(v) = op.apply((old >> shift) & max, width) else {
+        return;
+    };
+    let new = (old & !(max << shift)) | (v << shift);
+    for (i, b) in bytes.iter_mut().enumerate() {
+        *b = (new >> (8 * (n - 1 - i))) as u8;
+    }
+}
+
+/// The [`packet::PacketType`] with annotation value `v` (its declaration index).
+fn packet_type_from_value(v: u128) -> Option<packet::PacketType> {
+    use packet::PacketType as T;
+    [
+        T::Host,
+        T::Broadcast,
+        T::Multicast,
+        T::OtherHost,
+        T::Outgoing,
+        T::Loopback,
+    ]
+    .into_iter()
+    .find(|&t| packet_type_value(t) == v)
+}
+
+/// Applies one effect to `p` (see [`apply`]).
+fn apply_effect(e: &Effect, p: &mut packet::Packet, ip_at: IpAnchor) {
+    match e {
+        Effect::Write(f, op) => write(p, ip_at, *f, op),
+        Effect::DecTtl => {
+            let Some(ip) = ip_start(p, ip_at) else {
+                return;
+            };
+            if let Some(h) = p.data_mut().get_mut(ip..ip + 12) {
+                h[8] = h[8].wrapping_sub(1);
+                let sum = u32::from(!u16::from_be_bytes([h[10], h[11]])) + 0xFEFF;
+                let c = !((sum + (sum >> 16)) as u16);
+                h[10..12].copy_from_slice(&c.to_be_bytes());
+            }
+        }
+        Effect::Pull(n) => {
+            let n = usize::from(*n).min(p.len());
+            p.pull(n);
+        }
+        Effect::Unpull(n) => p.unpull(usize::from(*n)),
+        Effect::EtherEncap {
+            ethertype,
+            src,
+            dst,
+        } => {
+            let h = p.push(14);
+            h[..6].copy_from_slice(dst);
+            h[6..12].copy_from_slice(src);
+            h[12..].copy_from_slice(&ethertype.to_be_bytes());
+            p.set_mac_header(0);
+            p.set_network_header(14);
+        }
+        Effect::MarkMac => p.set_mac_header(0),
+        Effect::PacketTypeFromEth => {
+            p.meta.packet_type = packet::PacketType::from_dst_mac(p.data());
+        }
+        Effect::MarkIp => {
+            let len = p.len();
+            let Some(off) = ip_offset(p, ip_at).map(|o| o.min(len)) else {
+                return;
+            };
+            let hl = p.data().get(off).map_or(0, |b| usize::from(b & 0x0f) * 4);
+            p.set_network_header(off);
+            p.set_transport_header((off + hl).min(len));
+        }
+        Effect::TrimToIpLen => {
+            if let Some(ip) = ip_start(p, ip_at) {
+                let total = load(p.data(), ip + 2, 2) as usize;
+                p.truncate(ip + total);
+            }
+        }
+        Effect::DstAnnoFromIpDst => {
+            let dst = point_of(p, ip_at).get(Field::IpDst);
+            p.meta.dst_ip = std::net::Ipv4Addr::from(dst as u32);
+        }
+        Effect::SetIpChecksum => {
+            let Some(ip) = ip_start(p, ip_at) else {
+                return;
+            };
+            let h = &mut p.data_mut()[ip..];
+            let hl = h.first().map_or(0, |b| usize::from(b & 0x0f) * 4);
+            if hl >= 20 && hl <= h.len() {
+                h[10..12].copy_from_slice(&[0, 0]);
+                let c = wire::checksum::data(&h[..hl]);
+                h[10..12].copy_from_slice(&c.to_be_bytes());
+            }
+        }
+    }
+}
+
+/// The [`packet::PacketType`] with annotation value `v` (inverse of [`packet_type_value`];
+/// values past the last type read as `Loopback`).
+pub fn packet_type_of_value(v: u128) -> packet::PacketType {
+    use packet::PacketType::*;
+    match v {
+        0 => Host,
+        1 => Broadcast,
+        2 => Multicast,
+        3 => OtherHost,
+        4 => Outgoing,
+        _ => Loopback,
+    }
+}

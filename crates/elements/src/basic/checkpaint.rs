@@ -6,6 +6,7 @@
 //! drops (output 1 not connected) as `paint-mismatch`.
 
 use super::{check_paint_anno, parse_color};
+use crate::model::{Case, Field, FieldSet, Filter, Model, Outcome};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
 use std::any::Any;
@@ -47,6 +48,18 @@ impl Element for CheckPaint {
         } else {
             Verdict::Drop(packet, "paint-mismatch")
         }
+    }
+    fn model(&self) -> Option<Model> {
+        let good = Filter::any().with(Field::Paint, FieldSet::single(u128::from(self.color)));
+        let bad = if self.has_reject_output {
+            Outcome::Out(1)
+        } else {
+            Outcome::Drop("paint-mismatch")
+        };
+        Some(Model::new(vec![
+            Case::new(good, Outcome::Out(0)),
+            Case::new(Filter::any(), bad),
+        ]))
     }
     fn as_any(&self) -> &dyn Any {
         self

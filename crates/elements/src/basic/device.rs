@@ -21,6 +21,7 @@
 //! transport header annotations set; others are dropped as `not-ip`.
 
 use crate::args::{parse_bool, parse_uint, unquote};
+use crate::model::{Case, Effect, Filter, Model, Outcome};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Role, Verdict};
 use packet::{Packet, PacketType};
 use std::any::Any;
@@ -92,6 +93,13 @@ impl Element for FromDevice {
     }
     fn push(&mut self, _port: usize, packet: Packet, _cx: &mut Context) -> Verdict {
         Verdict::Out(0, receive(packet))
+    }
+    /// Every frame leaves on output 0 with the MAC header at its start and the packet type
+    /// from its destination MAC (what `receive` does).
+    fn model(&self) -> Option<Model> {
+        Some(Model::new(vec![Case::new(Filter::any(), Outcome::Out(0))
+            .effect(Effect::MarkMac)
+            .effect(Effect::PacketTypeFromEth)]))
     }
     fn role(&self) -> Role {
         Role::FromDevice(self.devname.clone())

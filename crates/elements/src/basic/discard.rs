@@ -10,6 +10,7 @@
 //! receive by push is discarded." Ports `-/-`; FuseBox drops with reason `idle`.
 
 use crate::args::{parse_bool, parse_uint};
+use crate::model::{Case, Filter, Model, Outcome};
 use crate::{Args, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
 use std::any::Any;
@@ -48,6 +49,14 @@ impl Element for Discard {
     fn stats(&self) -> Vec<(&'static str, u64)> {
         vec![("count", self.count)]
     }
+    /// Every packet is dropped under `discard` and counted.
+    fn model(&self) -> Option<Model> {
+        Some(Model::new(vec![Case::new(
+            Filter::any(),
+            Outcome::Drop("discard"),
+        )
+        .stat("count")]))
+    }
     fn as_any(&self) -> &dyn Any {
         self
     }
@@ -74,6 +83,13 @@ impl Element for Idle {
     }
     fn push(&mut self, _port: usize, packet: Packet, _cx: &mut Context) -> Verdict {
         Verdict::Drop(packet, "idle")
+    }
+    /// Every packet is dropped under `idle`.
+    fn model(&self) -> Option<Model> {
+        Some(Model::new(vec![Case::new(
+            Filter::any(),
+            Outcome::Drop("idle"),
+        )]))
     }
     fn as_any(&self) -> &dyn Any {
         self

@@ -7,6 +7,7 @@
 //! `DST` may be `AddressInfo` names.
 
 use crate::args::parse_uint_max;
+use crate::model::{Case, Effect, Filter, Model, Outcome};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
 use std::any::Any;
@@ -65,6 +66,14 @@ impl Element for EtherEncap {
         packet.set_mac_header(0);
         packet.set_network_header(14);
         Verdict::Out(0, packet)
+    }
+    fn model(&self) -> Option<Model> {
+        Some(Model::new(vec![Case::new(Filter::any(), Outcome::Out(0))
+            .effect(Effect::EtherEncap {
+                ethertype: self.ethertype,
+                src: self.src,
+                dst: self.dst,
+            })]))
     }
     fn as_any(&self) -> &dyn Any {
         self

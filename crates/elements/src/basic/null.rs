@@ -29,6 +29,9 @@ impl Element for Null {
     fn push(&mut self, _port: usize, packet: Packet, _cx: &mut Context) -> Verdict {
         Verdict::Out(0, packet)
     }
+    fn model(&self) -> Option<crate::model::Model> {
+        Some(crate::model::Model::pass())
+    }
     fn as_any(&self) -> &dyn Any {
         self
     }

@@ -5,6 +5,7 @@
 //! annotation, so `ANNO` is accepted when it is `PAINT`.
 
 use super::{check_paint_anno, parse_color};
+use crate::model::{Case, Effect, Field, Filter, Model, Op, Outcome};
 use crate::{Args, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
 use std::any::Any;
@@ -36,6 +37,13 @@ impl Element for Paint {
     fn push(&mut self, _port: usize, mut packet: Packet, _cx: &mut Context) -> Verdict {
         packet.meta.paint = self.color;
         Verdict::Out(0, packet)
+    }
+    fn model(&self) -> Option<Model> {
+        Some(Model::new(vec![Case::new(Filter::any(), Outcome::Out(0))
+            .effect(Effect::Write(
+                Field::Paint,
+                Op::Set(u128::from(self.color)),
+            ))]))
     }
     fn as_any(&self) -> &dyn Any {
         self

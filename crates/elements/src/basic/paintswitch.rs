@@ -8,6 +8,7 @@
 //! `no-output`.
 
 use super::{check_paint_anno, NO_OUTPUT};
+use crate::model::{Case, Field, FieldSet, Filter, Model, Outcome};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
 use std::any::Any;
@@ -51,6 +52,20 @@ impl Element for PaintSwitch {
         } else {
             Verdict::Drop(packet, NO_OUTPUT)
         }
+    }
+    /// Paint 255 (with outputs) is copied to every output: run time. Paint `i` below the
+    /// number of outputs goes to output `i`; any other paint is dropped (`no-output`).
+    fn model(&self) -> Option<Model> {
+        let paint = |v: u128| Filter::any().with(Field::Paint, FieldSet::single(v));
+        let mut cases = Vec::new();
+        if self.noutputs > 0 {
+            cases.push(Case::new(paint(0xff), Outcome::Runtime));
+        }
+        for i in 0..self.noutputs.min(0xff) {
+            cases.push(Case::new(paint(i as u128), Outcome::Out(i)));
+        }
+        cases.push(Case::new(Filter::any(), Outcome::Drop(NO_OUTPUT)));
+        Some(Model::new(cases))
     }
     fn as_any(&self) -> &dyn Any {
         self

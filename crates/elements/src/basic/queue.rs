@@ -59,6 +59,10 @@ impl Element for Queue {
     fn push(&mut self, _port: usize, packet: Packet, _cx: &mut Context) -> Verdict {
         Verdict::Out(0, packet)
     }
+    /// Run to completion, a queue passes every packet straight through.
+    fn model(&self) -> Option<crate::model::Model> {
+        Some(crate::model::Model::pass())
+    }
     fn as_any(&self) -> &dyn Any {
         self
     }
@@ -104,6 +108,10 @@ impl Element for Unqueue {
     }
     fn push(&mut self, _port: usize, packet: Packet, _cx: &mut Context) -> Verdict {
         Verdict::Out(0, packet)
+    }
+    /// Run to completion, a queue passes every packet straight through.
+    fn model(&self) -> Option<crate::model::Model> {
+        Some(crate::model::Model::pass())
     }
     fn as_any(&self) -> &dyn Any {
         self

@@ -6,6 +6,7 @@
 //! offset counts from the start of the data. Drops are counted as `too-short`.
 
 use crate::args::parse_uint;
+use crate::model::{Case, Effect, Field, FieldSet, Filter, Model, Op, Outcome};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
 use std::any::Any;
@@ -65,6 +66,31 @@ impl Element for StoreEtherAddress {
         } else {
             Verdict::Drop(packet, "too-short")
         }
+    }
+    /// Frames holding OFFSET + 6 bytes get the address written (`eth_dst` at 0, `eth_src`
+    /// at 6, raw bytes elsewhere) and leave on output 0; shorter ones go to output 1 or are
+    /// dropped (`too-short`). Opaque when OFFSET + 6 is beyond what `frame_len` tells.
+    fn model(&self) -> Option<Model> {
+        let end = u16::try_from(self.offset.checked_add(6)?).ok()?;
+        let field = match self.offset {
+            0 => Field::EthDst,
+            6 => Field::EthSrc,
+            o => Field::raw(u16::try_from(o).ok()?, 6)?,
+        };
+        let addr = self
+            .addr
+            .iter()
+            .fold(0u128, |a, b| (a << 8) | u128::from(*b));
+        let long = Filter::any().with(Field::FrameLen, FieldSet::range(u128::from(end), 0xffff));
+        let short = if self.has_reject_output {
+            Outcome::Out(1)
+        } else {
+            Outcome::Drop("too-short")
+        };
+        Some(Model::new(vec![
+            Case::new(long, Outcome::Out(0)).effect(Effect::Write(field, Op::Set(addr))),
+            Case::new(Filter::any(), short),
+        ]))
     }
     fn as_any(&self) -> &dyn Any {
         self

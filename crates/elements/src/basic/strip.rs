@@ -7,6 +7,7 @@
 //! and do not move.
 
 use crate::args::parse_uint;
+use crate::model::{Case, Effect, Filter, Model, Outcome};
 use crate::{Args, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
 use std::any::Any;
@@ -47,6 +48,13 @@ impl Element for Strip {
         let n = self.length.min(packet.len());
         packet.pull(n);
         Verdict::Out(0, packet)
+    }
+    /// `Pull(LENGTH)`; opaque for a LENGTH beyond 65535 (the effect's range).
+    fn model(&self) -> Option<Model> {
+        let n = u16::try_from(self.length).ok()?;
+        Some(Model::new(vec![
+            Case::new(Filter::any(), Outcome::Out(0)).effect(Effect::Pull(n))
+        ]))
     }
     fn as_any(&self) -> &dyn Any {
         self

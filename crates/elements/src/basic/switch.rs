@@ -7,6 +7,7 @@
 //! `1/1-` for both. Drops are counted as `no-output`.
 
 use super::NO_OUTPUT;
+use crate::model::{Case, Filter, Model, Outcome};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
 use std::any::Any;
@@ -28,6 +29,15 @@ fn output_arg(
         (None, None) => return Err(ConfigError::new("missing argument K (output number)")),
     };
     Ok(usize::try_from(k).ok().filter(|&k| k < bcx.noutputs))
+}
+
+/// Every packet to `output`, or dropped (`no-output`) when there is none.
+fn send_model(output: Option<usize>) -> Model {
+    let outcome = match output {
+        Some(k) => Outcome::Out(k),
+        None => Outcome::Drop(NO_OUTPUT),
+    };
+    Model::new(vec![Case::new(Filter::any(), outcome)])
 }
 
 fn send(output: Option<usize>, packet: Packet) -> Verdict {
@@ -63,6 +73,9 @@ impl Element for StaticSwitch {
     fn push(&mut self, _port: usize, packet: Packet, _cx: &mut Context) -> Verdict {
         send(self.output, packet)
     }
+    fn model(&self) -> Option<Model> {
+        Some(send_model(self.output))
+    }
     fn as_any(&self) -> &dyn Any {
         self
     }
@@ -93,6 +106,9 @@ impl Element for Switch {
     }
     fn push(&mut self, _port: usize, packet: Packet, _cx: &mut Context) -> Verdict {
         send(self.output, packet)
+    }
+    fn model(&self) -> Option<Model> {
+        Some(send_model(self.output))
     }
     fn as_any(&self) -> &dyn Any {
         self

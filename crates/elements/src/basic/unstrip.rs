@@ -8,6 +8,7 @@
 //! exhausted) come back as zeros.
 
 use super::strip::length_arg;
+use crate::model::{Case, Effect, Filter, Model, Outcome};
 use crate::{Args, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
 use std::any::Any;
@@ -38,6 +39,13 @@ impl Element for Unstrip {
     fn push(&mut self, _port: usize, mut packet: Packet, _cx: &mut Context) -> Verdict {
         packet.unpull(self.length);
         Verdict::Out(0, packet)
+    }
+    /// `Unpull(LENGTH)`; opaque for a LENGTH beyond 65535 (the effect's range).
+    fn model(&self) -> Option<Model> {
+        let n = u16::try_from(self.length).ok()?;
+        Some(Model::new(vec![
+            Case::new(Filter::any(), Outcome::Out(0)).effect(Effect::Unpull(n))
+        ]))
     }
     fn as_any(&self) -> &dyn Any {
         self

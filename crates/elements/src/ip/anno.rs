@@ -2,6 +2,9 @@
 
 use super::{fill_ip_checksum, ip_header, rd_ip, NO_IP_HEADER};
 use crate::args::parse_uint;
+use crate::model::{
+    packet_type_value, Case, Effect, Field, FieldSet, Filter, IpAnchor, Model, Op, Outcome,
+};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::{Meta, Packet, PacketType};
 use std::any::Any;
@@ -90,6 +93,22 @@ impl Element for GetIPAddress {
         p.meta.dst_ip = a;
         Verdict::Out(0, p)
     }
+    /// `GetIPAddress(16)` only: the address at data offset 16 is the destination of an IPv4
+    /// header at data offset 0 ([`Effect::DstAnnoFromIpDst`]), present when the data holds
+    /// 20 bytes (`ip_avail` ≥ 20); shorter packets are `short-packet`. Other forms are opaque.
+    fn model(&self) -> Option<Model> {
+        if self.source != Source::Offset(16) {
+            return None;
+        }
+        let short = Filter::any().with(Field::IpAvail, FieldSet::range(0, 19));
+        Some(Model {
+            ip_at: IpAnchor::Data(0),
+            cases: vec![
+                Case::new(short, Outcome::Drop("short-packet")),
+                Case::new(Filter::any(), Outcome::Out(0)).effect(Effect::DstAnnoFromIpDst),
+            ],
+        })
+    }
     fn as_any(&self) -> &dyn Any {
         self
     }
@@ -120,6 +139,11 @@ impl Element for SetIPAddress {
     fn push(&mut self, _port: usize, mut p: Packet, _cx: &mut Context) -> Verdict {
         p.meta.dst_ip = self.addr;
         Verdict::Out(0, p)
+    }
+    fn model(&self) -> Option<Model> {
+        let a = u128::from(u32::from(self.addr));
+        Some(Model::new(vec![Case::new(Filter::any(), Outcome::Out(0))
+            .effect(Effect::Write(Field::DstIpAnno, Op::Set(a)))]))
     }
     fn as_any(&self) -> &dyn Any {
         self
@@ -160,6 +184,18 @@ impl Element for DropBroadcasts {
     }
     fn stats(&self) -> Vec<(&'static str, u64)> {
         vec![("drops", self.drops)]
+    }
+    fn model(&self) -> Option<Model> {
+        let t = |t| (packet_type_value(t), packet_type_value(t));
+        let bcast = FieldSet::from_intervals([t(PacketType::Broadcast), t(PacketType::Multicast)]);
+        Some(Model::new(vec![
+            Case::new(
+                Filter::any().with(Field::PacketType, bcast),
+                Outcome::Drop("broadcast"),
+            )
+            .stat("drops"),
+            Case::new(Filter::any(), Outcome::Out(0)),
+        ]))
     }
     fn as_any(&self) -> &dyn Any {
         self

@@ -1,8 +1,9 @@
 //! `CheckIPHeader`, `CheckIPHeader2`, `MarkIPHeader`, and `CheckTCPHeader` /
 //! `CheckUDPHeader` / `CheckICMPHeader`.
 
-use super::{bad_out, ihl, ip_header, ip_list, rd16, rd_ip};
+use super::{bad_out, bad_outcome, ihl, ip_header, ip_list, rd16, rd_ip};
 use crate::args::{parse_bool, parse_uint};
+use crate::model::{Case, Effect, Field, FieldSet, Filter, IpAnchor, Model, Outcome};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
 use std::any::Any;
@@ -184,6 +185,53 @@ impl Element for CheckIPHeader {
         v.extend(IP_REASONS.iter().zip(self.reasons).map(|(r, n)| (*r, n)));
         v
     }
+    /// The checks of `validate` in its order, over the header at OFFSET; good packets are
+    /// marked, trimmed and get their destination annotation. Opaque for OFFSET > 65535.
+    fn model(&self) -> Option<Model> {
+        let offset = u16::try_from(self.offset).ok()?;
+        let bad = |f: Filter, i: usize| {
+            Case::new(f, bad_outcome(self.has_out1, IP_REASONS[i]))
+                .stat("drops")
+                .stat(IP_REASONS[i])
+        };
+        let any = Filter::any;
+        let mut cases = vec![
+            bad(any().with(Field::IpAvail, FieldSet::range(0, 19)), 0),
+            bad(
+                any().with(Field::IpVersion, FieldSet::single(4).complement(4)),
+                1,
+            ),
+            bad(any().with(Field::IpIhl, FieldSet::range(0, 4)), 2),
+            bad(any().with(Field::IpLenOk, FieldSet::single(0)), 3),
+        ];
+        if self.checksum {
+            cases.push(bad(any().with(Field::IpChecksumOk, FieldSet::single(0)), 4));
+        }
+        if !self.bad_src.is_empty() {
+            let set = |v: &[Ipv4Addr]| {
+                FieldSet::from_intervals(v.iter().map(|a| {
+                    let a = u128::from(u32::from(*a));
+                    (a, a)
+                }))
+            };
+            cases.push(bad(
+                any()
+                    .with(Field::IpSrc, set(&self.bad_src))
+                    .with(Field::IpDst, set(&self.good_dst).complement(32)),
+                5,
+            ));
+        }
+        cases.push(
+            Case::new(any(), Outcome::Out(0))
+                .effect(Effect::MarkIp)
+                .effect(Effect::TrimToIpLen)
+                .effect(Effect::DstAnnoFromIpDst),
+        );
+        Some(Model {
+            ip_at: IpAnchor::Data(offset),
+            cases,
+        })
+    }
     fn as_any(&self) -> &dyn Any {
         self
     }
@@ -221,6 +269,13 @@ impl Element for MarkIPHeader {
         p.set_network_header(off);
         p.set_transport_header((off + hl).min(p.len()));
         Verdict::Out(0, p)
+    }
+    /// [`Effect::MarkIp`] at OFFSET (which clamps as `push` does). Opaque for OFFSET > 65535.
+    fn model(&self) -> Option<Model> {
+        Some(Model {
+            ip_at: IpAnchor::Data(u16::try_from(self.offset).ok()?),
+            cases: vec![Case::new(Filter::any(), Outcome::Out(0)).effect(Effect::MarkIp)],
+        })
     }
     fn as_any(&self) -> &dyn Any {
         self

@@ -2,6 +2,7 @@
 
 use super::{fill_ip_checksum, ihl, rd16, wr16, NO_IP_HEADER};
 use crate::args::parse_bool;
+use crate::model::{Case, Effect, Filter, Model, Outcome};
 use crate::{Args, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
 use std::any::Any;
@@ -45,6 +46,13 @@ impl Element for SetIPChecksum {
         }
         fill_ip_checksum(ip, hl);
         Verdict::Out(0, p)
+    }
+    /// Bad headers as `push` finds them (`ip_header_cases` in the module), then
+    /// [`Effect::SetIpChecksum`].
+    fn model(&self) -> Option<Model> {
+        let mut cases = super::ip_header_cases();
+        cases.push(Case::new(Filter::any(), Outcome::Out(0)).effect(Effect::SetIpChecksum));
+        Some(Model::new(cases))
     }
     fn as_any(&self) -> &dyn Any {
         self

@@ -1,7 +1,8 @@
 //! `IPFragmenter`.
 
-use super::{bad_out, fill_ip_checksum, ihl, rd16, wr16, NO_IP_HEADER};
+use super::{bad_out, bad_outcome, df_flags, fill_ip_checksum, ihl, rd16, wr16, NO_IP_HEADER};
 use crate::args::{parse_bool, parse_uint};
+use crate::model::{Case, Effect, Field, FieldSet, Filter, Model, Outcome};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
 use std::any::Any;
@@ -202,6 +203,63 @@ impl Element for IPFragmenter {
     }
     fn stats(&self) -> Vec<(&'static str, u64)> {
         vec![("drops", self.drops), ("fragments", self.fragments)]
+    }
+    /// `push`'s tests in its order. Packets that fit the MTU pass untouched; longer ones
+    /// with bad lengths are `bad-ip-header`, with DF (and HONOR_DF) `fragment-df`, with a
+    /// header leaving fewer than 8 data bytes `header-exceeds-mtu`; those longer only
+    /// because of padding are trimmed to the IP length and pass (one case per IHL); the
+    /// rest are fragmented at run time. As for `DecIPTTL`, `ip_avail` 0 (no network header:
+    /// `no-ip-header`, or one at the end of the data: passes) is left to the element, and so
+    /// is everything longer than 65534 bytes when the MTU is that large (`ip_avail` stops
+    /// at 65535).
+    fn model(&self) -> Option<Model> {
+        let any = Filter::any;
+        let avail = |lo: u128, hi: u128| any().with(Field::IpAvail, FieldSet::range(lo, hi));
+        let ihl = |set: FieldSet| any().with(Field::IpIhl, set);
+        let mut cases = vec![Case::new(avail(0, 0), Outcome::Runtime)];
+        if self.mtu >= 0xffff {
+            cases.push(Case::new(avail(1, 0xfffe), Outcome::Out(0)));
+            cases.push(Case::new(any(), Outcome::Runtime));
+            return Some(Model::new(cases));
+        }
+        let mtu = self.mtu as u128;
+        cases.push(Case::new(avail(1, mtu), Outcome::Out(0)));
+        // From here on the packet is longer than the MTU.
+        let bad = |f: Filter| Case::new(f, Outcome::Drop("bad-ip-header"));
+        cases.push(bad(avail(0, 19)));
+        cases.push(bad(ihl(FieldSet::range(0, 4))));
+        cases.push(bad(any().with(Field::IpLenOk, FieldSet::single(0))));
+        if self.honor_df {
+            cases.push(
+                Case::new(
+                    any().with(Field::IpFlags, df_flags()),
+                    bad_outcome(self.has_out1, "fragment-df"),
+                )
+                .stat("drops"),
+            );
+        }
+        // Data bytes in the first fragment for a header of `k` words.
+        let first_dlen = |k: u128| mtu.checked_sub(4 * k).map_or(0, |d| d & !7);
+        let small =
+            FieldSet::from_intervals((5..=15).filter(|&k| first_dlen(k) < 8).map(|k| (k, k)));
+        if !small.is_empty() {
+            cases.push(
+                Case::new(ihl(small), bad_outcome(self.has_out1, "header-exceeds-mtu"))
+                    .stat("drops"),
+            );
+        }
+        for k in (5..=15).filter(|&k| first_dlen(k) >= 8) {
+            let fits = FieldSet::range(0, (4 * k + first_dlen(k)).min(0xffff));
+            cases.push(
+                Case::new(
+                    ihl(FieldSet::single(k)).with(Field::IpLen, fits),
+                    Outcome::Out(0),
+                )
+                .effect(Effect::TrimToIpLen),
+            );
+        }
+        cases.push(Case::new(any(), Outcome::Runtime));
+        Some(Model::new(cases))
     }
     fn as_any(&self) -> &dyn Any {
         self

@@ -2,6 +2,7 @@
 //! the old `LookupIPRoute`, all one element over one longest-prefix-match table ([`Lpm`]).
 
 use crate::args::parse_uint;
+use crate::model::{Case, Effect, Field, FieldSet, Filter, Model, Op, Outcome};
 use crate::net::mask;
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
@@ -287,6 +288,37 @@ impl Element for IPLookup {
     }
     fn stats(&self) -> Vec<(&'static str, u64)> {
         vec![("no-route", self.no_route)]
+    }
+    /// Longest-prefix match on the destination annotation as first-match cases: routes by
+    /// prefix length, longest first, and among equal prefixes the first configured (later
+    /// duplicates can never match and are left out). A gateway is written into the
+    /// annotation. No route: `no-route`.
+    fn model(&self) -> Option<Model> {
+        let mut order: Vec<&Route> = self.routes.iter().collect();
+        order.sort_by_key(|r| std::cmp::Reverse(r.len.min(32))); // stable: first of equals first
+        let mut seen = std::collections::HashSet::new();
+        let mut cases = Vec::new();
+        for r in order {
+            let len = r.len.min(32);
+            let net = u32::from(r.addr) & mask(len);
+            if !seen.insert((net, len)) {
+                continue;
+            }
+            let f = Filter::any().with(
+                Field::DstIpAnno,
+                FieldSet::prefix(u128::from(net), u32::from(len), 32),
+            );
+            let mut c = Case::new(f, Outcome::Out(r.port));
+            if let Some(gw) = r.gw.filter(|g| u32::from(*g) != 0) {
+                c = c.effect(Effect::Write(
+                    Field::DstIpAnno,
+                    Op::Set(u128::from(u32::from(gw))),
+                ));
+            }
+            cases.push(c);
+        }
+        cases.push(Case::new(Filter::any(), Outcome::Drop("no-route")).stat("no-route"));
+        Some(Model::new(cases))
     }
     fn as_any(&self) -> &dyn Any {
         self

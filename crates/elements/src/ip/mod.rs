@@ -28,6 +28,7 @@ pub use options::IPGWOptions;
 pub use print::IPPrint;
 pub use ttl::DecIPTTL;
 
+use crate::model::{Case, Field, FieldSet, Filter, Outcome};
 use crate::{Args, BuildCtx, ConfigError, Element, Verdict};
 use packet::Packet;
 use std::net::Ipv4Addr;
@@ -125,6 +126,44 @@ pub(crate) fn bad_out(has_out1: bool, p: Packet, reason: &'static str) -> Verdic
     } else {
         Verdict::Drop(p, reason)
     }
+}
+
+/// The model outcome of [`bad_out`]: output 1 when connected, else a drop under `reason`.
+pub(crate) fn bad_outcome(has_out1: bool, reason: &'static str) -> Outcome {
+    if has_out1 {
+        Outcome::Out(1)
+    } else {
+        Outcome::Drop(reason)
+    }
+}
+
+/// The first model cases of an element that reads the header at the network header
+/// annotation and needs all of it ([`ip_header`]), dropping the rest under `no-ip-header`
+/// and `bad-ip-header`.
+///
+/// No annotation and an annotation at the very end of the data both read as `ip_avail` 0
+/// (no field tells them apart), yet one is `no-ip-header` and the other `bad-ip-header`:
+/// those packets are left to the element. Then fewer than 20 bytes, IHL < 5, and a header
+/// longer than the bytes there (one case per IHL) are `bad-ip-header`.
+pub(crate) fn ip_header_cases() -> Vec<Case> {
+    let avail = |lo: u128, hi: u128| Filter::any().with(Field::IpAvail, FieldSet::range(lo, hi));
+    let bad = |f: Filter| Case::new(f, Outcome::Drop("bad-ip-header"));
+    let mut cases = vec![
+        Case::new(avail(0, 0), Outcome::Runtime),
+        bad(avail(1, 19)),
+        bad(Filter::any().with(Field::IpIhl, FieldSet::range(0, 4))),
+    ];
+    for ihl in 6..=15u128 {
+        cases.push(bad(
+            avail(0, 4 * ihl - 1).with(Field::IpIhl, FieldSet::single(ihl))
+        ));
+    }
+    cases
+}
+
+/// The IPv4 flags values with DF (0x4000 of the flags/offset word, flag bit 1) set.
+pub(crate) fn df_flags() -> FieldSet {
+    FieldSet::from_intervals([(2, 3), (6, 7)])
 }
 
 /// Parses a space-separated list of IPv4 addresses.

@@ -1,6 +1,7 @@
 //! `IPGWOptions`: Record Route and Timestamp option processing.
 
-use super::{bad_out, fill_ip_checksum, ip_header, ip_list, NO_IP_HEADER};
+use super::{bad_out, fill_ip_checksum, ip_header, ip_header_cases, ip_list, NO_IP_HEADER};
+use crate::model::{Case, Field, FieldSet, Filter, Model, Outcome};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
 use std::any::Any;
@@ -180,6 +181,17 @@ impl Element for IPGWOptions {
     }
     fn stats(&self) -> Vec<(&'static str, u64)> {
         vec![("drops", self.drops)]
+    }
+    /// Bad headers as `push` finds them (`ip_header_cases` in the module); a 20-byte header (no
+    /// options) passes untouched; packets with options are processed at run time.
+    fn model(&self) -> Option<Model> {
+        let mut cases = ip_header_cases();
+        cases.push(Case::new(
+            Filter::any().with(Field::IpIhl, FieldSet::single(5)),
+            Outcome::Out(0),
+        ));
+        cases.push(Case::new(Filter::any(), Outcome::Runtime));
+        Some(Model::new(cases))
     }
     fn as_any(&self) -> &dyn Any {
         self

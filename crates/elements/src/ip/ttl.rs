@@ -1,7 +1,8 @@
 //! `DecIPTTL`.
 
-use super::{bad_out, rd16, wr16, NO_IP_HEADER};
+use super::{bad_out, bad_outcome, rd16, wr16, NO_IP_HEADER};
 use crate::args::parse_bool;
+use crate::model::{Case, Effect, Field, FieldSet, Filter, Model, Outcome};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
 use std::any::Any;
@@ -70,6 +71,40 @@ impl Element for DecIPTTL {
     }
     fn stats(&self) -> Vec<(&'static str, u64)> {
         vec![("drops", self.drops)]
+    }
+    /// `push`'s tests in its order. No network header (`no-ip-header`) and a network header
+    /// at the very end of the data (`bad-ip-header`) both read as `ip_avail` 0: those packets
+    /// are left to the element.
+    fn model(&self) -> Option<Model> {
+        if !self.active {
+            return Some(Model::pass());
+        }
+        let any = Filter::any;
+        let mut cases = vec![
+            Case::new(
+                any().with(Field::IpAvail, FieldSet::single(0)),
+                Outcome::Runtime,
+            ),
+            Case::new(
+                any().with(Field::IpAvail, FieldSet::range(1, 19)),
+                Outcome::Drop("bad-ip-header"),
+            ),
+        ];
+        if !self.multicast {
+            cases.push(Case::new(
+                any().with(Field::IpDst, FieldSet::prefix(0xe000_0000, 4, 32)),
+                Outcome::Out(0),
+            ));
+        }
+        cases.push(
+            Case::new(
+                any().with(Field::IpTtl, FieldSet::range(0, 1)),
+                bad_outcome(self.has_out1, "ttl-expired"),
+            )
+            .stat("drops"),
+        );
+        cases.push(Case::new(any(), Outcome::Out(0)).effect(Effect::DecTtl));
+        Some(Model::new(cases))
     }
     fn as_any(&self) -> &dyn Any {
         self
