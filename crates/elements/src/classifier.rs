@@ -9,11 +9,24 @@
 //!
 //! A clause whose checked bytes (those with a nonzero mask) reach past the end of the packet
 //! does not hold, so its `!` form does.
+//!
+//! The semantic model ([`Element::model`]) is exact: a clause reading checked bytes up to
+//! `offset + n` needs [`Field::FrameLen`] ≥ `offset + n`, and its checked bytes are
+//! [`Field::Raw`] reads from the start of the data. The raw fields of one `Classifier` never
+//! overlap: the checked byte runs of all its clauses are cut at every run's start and end (and
+//! every 16 bytes), so `12/0800` next to `12/08` reads `raw[12:1]` and `raw[13:1]`. Were a
+//! value/mask set to need too many intervals, every checked byte becomes its own field.
 
 use crate::args::{unquote, Args};
+use crate::model::{Case, Field, FieldSet, Filter, FilterSet, Model, Outcome};
 use crate::{BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
+use ::space::MAX_RAW_LEN;
 use packet::Packet;
 use std::any::Any;
+use std::collections::BTreeSet;
+
+/// The most disjoint boxes one pattern's model may need before the element stays opaque.
+const MAX_BOXES: usize = 1024;
 
 /// Builds `Classifier`, or `None` for other classes.
 pub fn build(
@@ -42,10 +55,31 @@ pub struct Clause {
 }
 
 impl Clause {
+    /// How many bytes from `offset` the clause needs: up to its last checked byte.
+    fn needed(&self) -> usize {
+        self.mask.iter().rposition(|m| *m != 0).map_or(0, |i| i + 1)
+    }
+
+    /// The runs `[start, end)` (packet offsets) of consecutive checked bytes.
+    fn runs(&self) -> Vec<(usize, usize)> {
+        let mut out: Vec<(usize, usize)> = Vec::new();
+        for (i, m) in self.mask.iter().enumerate() {
+            if *m == 0 {
+                continue;
+            }
+            let at = self.offset + i;
+            match out.last_mut() {
+                Some(last) if last.1 == at => last.1 = at + 1,
+                _ => out.push((at, at + 1)),
+            }
+        }
+        out
+    }
+
     /// Whether the clause's bytes match `data` (ignoring negation); false if the checked bytes
     /// are not all present.
     fn bytes_match(&self, data: &[u8]) -> bool {
-        let needed = self.mask.iter().rposition(|m| *m != 0).map_or(0, |i| i + 1);
+        let needed = self.needed();
         let Some(window) = data.get(self.offset..).and_then(|d| d.get(..needed)) else {
             return false;
         };
@@ -208,6 +242,110 @@ impl Classifier {
     pub fn classify(&self, data: &[u8]) -> Option<usize> {
         self.patterns.iter().position(|p| p.matches(data))
     }
+
+    /// The raw fields the model reads: the checked byte runs of every clause, cut wherever a
+    /// run starts or ends (or, with `per_byte`, at every byte) and every 16 bytes, so that no
+    /// two fields overlap. Sorted by offset.
+    fn raw_fields(&self, per_byte: bool) -> Vec<(usize, usize)> {
+        let runs: Vec<(usize, usize)> = self
+            .patterns
+            .iter()
+            .flat_map(|p| &p.clauses)
+            .flat_map(Clause::runs)
+            .collect();
+        let mut cuts = BTreeSet::new();
+        for (a, b) in &runs {
+            cuts.insert(*a);
+            cuts.insert(*b);
+            if per_byte {
+                cuts.extend(*a..*b);
+            }
+        }
+        let cuts: Vec<usize> = cuts.into_iter().collect();
+        let max = usize::from(MAX_RAW_LEN);
+        let mut out = Vec::new();
+        for w in cuts.windows(2) {
+            let (a, b) = (w[0], w[1]);
+            if runs.iter().any(|(s, e)| *s <= a && a < *e) {
+                let mut at = a;
+                while at < b {
+                    let len = (b - at).min(max);
+                    out.push((at, len));
+                    at += len;
+                }
+            }
+        }
+        out
+    }
+
+    /// The packets on which `c` holds, with the raw fields `fields` (`Err` when a value/mask
+    /// set needs too many intervals, `Ok(None)` when the clause cannot be modelled).
+    fn clause_set(c: &Clause, fields: &[(usize, usize)]) -> Result<Option<FilterSet>, ()> {
+        let needed = c.offset + c.needed();
+        if needed > 0xffff {
+            return Ok(None); // FrameLen saturates at 65535
+        }
+        let mut hit = Filter::any().with(Field::FrameLen, FieldSet::range(needed as u128, 0xffff));
+        for &(at, len) in fields {
+            let end = at + len;
+            if end <= c.offset || at >= c.offset + c.mask.len() {
+                continue;
+            }
+            let (mut m, mut v) = (0u128, 0u128);
+            for i in at..end {
+                let (mb, vb) = match i.checked_sub(c.offset) {
+                    Some(k) => (
+                        c.mask.get(k).copied().unwrap_or(0),
+                        c.value.get(k).copied().unwrap_or(0),
+                    ),
+                    None => (0, 0),
+                };
+                m = (m << 8) | u128::from(mb);
+                v = (v << 8) | u128::from(mb & vb);
+            }
+            if m == 0 {
+                continue;
+            }
+            let raw = u16::try_from(at).ok().zip(u8::try_from(len).ok());
+            let Some(field) = raw.and_then(|(o, l)| Field::raw(o, l)) else {
+                return Ok(None);
+            };
+            let set = FieldSet::from_mask(v, m, field.width()).map_err(|_| ())?;
+            hit = hit.with(field, set);
+        }
+        let hit = FilterSet::from(hit);
+        Ok(Some(if c.negated {
+            FilterSet::any().difference(&hit)
+        } else {
+            hit
+        }))
+    }
+
+    /// The model with the raw fields cut as `raw_fields(per_byte)` says.
+    fn model_with(&self, per_byte: bool) -> Result<Option<Model>, ()> {
+        let fields = self.raw_fields(per_byte);
+        let mut cases = Vec::new();
+        for (i, p) in self.patterns.iter().enumerate() {
+            let mut set = FilterSet::any();
+            for c in &p.clauses {
+                let Some(cs) = Classifier::clause_set(c, &fields)? else {
+                    return Ok(None);
+                };
+                set = set.intersection(&cs);
+                if set.len() > MAX_BOXES {
+                    return Ok(None);
+                }
+            }
+            for m in set.members() {
+                cases.push(Case::new(m.clone(), Outcome::Out(i)));
+                if m.is_any() {
+                    return Ok(Some(Model::new(cases)));
+                }
+            }
+        }
+        cases.push(Case::new(Filter::any(), Outcome::Drop("no-match")));
+        Ok(Some(Model::new(cases)))
+    }
 }
 
 impl Element for Classifier {
@@ -222,6 +360,12 @@ impl Element for Classifier {
             Some(o) => Verdict::Out(o, packet),
             None => Verdict::Drop(packet, "no-match"),
         }
+    }
+    fn model(&self) -> Option<Model> {
+        self.model_with(false)
+            .or_else(|()| self.model_with(true))
+            .ok()
+            .flatten()
     }
     fn as_any(&self) -> &dyn Any {
         self

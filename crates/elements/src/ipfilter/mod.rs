@@ -14,16 +14,24 @@
 //!   "short packet" rule); `not`/`!` is a plain logical negation of what it applies to.
 //! * Port, `tcp opt`, `tcp win`, `icmp type` and `transp[...]` tests only match first
 //!   fragments (fragment offset 0), as in Click.
+//!
+//! For synthesis, [`space::compile`] turns a pattern into the exact set of packets it matches
+//! over the model's header fields, and both elements' models ([`Element::model`]) are their
+//! rules in order, one case per box of each rule's set. A rule that cannot be compiled
+//! exactly (`ether host`, `tcp win`, ...) ends the model with an [`Outcome::Runtime`] case:
+//! the element classifies the packets no earlier rule took.
 
 mod eval;
 mod lexer;
 mod parser;
+pub mod space;
 
 pub use eval::{full_mask, Base, CmpOp, Expr, Test, View};
 pub use lexer::{tokenize, Token};
 pub use parser::parse_pattern;
 
 use crate::args::{unquote, Args};
+use crate::model::{Case, Filter, Model, Outcome};
 use crate::{BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
 use std::any::Any;
@@ -105,9 +113,48 @@ impl Element for IPClassifier {
             None => Verdict::Drop(packet, "no-match"),
         }
     }
+    fn model(&self) -> Option<Model> {
+        rules_model(
+            self.patterns
+                .iter()
+                .enumerate()
+                .map(|(i, e)| (e, Outcome::Out(i))),
+            Outcome::Drop("no-match"),
+        )
+    }
     fn as_any(&self) -> &dyn Any {
         self
     }
+}
+
+/// The model of a first-match rule list: one case per box of each rule's pattern, in order,
+/// then `otherwise` for packets matching no rule.
+///
+/// A pattern that cannot be compiled exactly ([`space::compile`] gives `None`) ends the
+/// model with a [`Outcome::Runtime`] case for every packet no earlier rule took: the element
+/// itself classifies those. If that happens before any case is made, the element is opaque.
+fn rules_model<'a>(
+    rules: impl Iterator<Item = (&'a Expr, Outcome)>,
+    otherwise: Outcome,
+) -> Option<Model> {
+    let mut cases = Vec::new();
+    for (expr, outcome) in rules {
+        let Some(set) = space::compile(expr) else {
+            if cases.is_empty() {
+                return None;
+            }
+            cases.push(Case::new(Filter::any(), Outcome::Runtime));
+            return Some(Model::new(cases));
+        };
+        for m in set.members() {
+            cases.push(Case::new(m.clone(), outcome.clone()));
+            if m.is_any() {
+                return Some(Model::new(cases)); // nothing reaches the later rules
+            }
+        }
+    }
+    cases.push(Case::new(Filter::any(), otherwise));
+    Some(Model::new(cases))
 }
 
 /// What an `IPFilter` rule does with the packets it matches.
@@ -204,6 +251,18 @@ impl Element for IPFilter {
             FilterAction::Output(o) => Verdict::Out(o, packet),
             FilterAction::Drop => Verdict::Drop(packet, "filter-deny"),
         }
+    }
+    fn model(&self) -> Option<Model> {
+        rules_model(
+            self.rules.iter().map(|(a, e)| {
+                let o = match a {
+                    FilterAction::Output(n) => Outcome::Out(*n),
+                    FilterAction::Drop => Outcome::Drop("filter-deny"),
+                };
+                (e, o)
+            }),
+            Outcome::Drop("filter-deny"),
+        )
     }
     fn as_any(&self) -> &dyn Any {
         self
