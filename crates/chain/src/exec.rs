@@ -944,6 +944,14 @@ impl Executor {
                     }
                 },
                 Node::Drop => return None,
+                Node::Check { tests, yes, no } => {
+                    let data = p.data();
+                    let ok = tests.iter().all(|(v, iv)| {
+                        let x = value(v, data, &self.regs);
+                        iv.iter().any(|&(lo, hi)| lo <= x && x <= hi)
+                    });
+                    node = if ok { *yes } else { *no };
+                }
                 Node::Exit { element, finish } => {
                     finish_packet(p, finish, &self.regs);
                     let q = std::mem::replace(p, Packet::from_bytes(&[]));

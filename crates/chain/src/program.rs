@@ -132,6 +132,16 @@ pub enum Node {
         /// How the packet is made what that element would see.
         finish: Finish,
     },
+    /// A read of values run-time state decided (SNF limitation 2, kept inside the class):
+    /// `yes` when every value lies in its intervals, else `no`.
+    Check {
+        /// The values and their allowed closed intervals.
+        tests: Vec<(Val, Vec<(u128, u128)>)>,
+        /// Next node when all tests pass.
+        yes: NodeId,
+        /// Next node otherwise.
+        no: NodeId,
+    },
     /// A stateful rewriter decides; its decision picks the next node.
     Rewrite {
         /// The (global) rewriter element.

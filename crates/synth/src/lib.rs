@@ -4,18 +4,20 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod show;
+mod walk;
+
 use chain::Executor;
+pub use walk::{synthesize, ClassReport, Synthesis};
 
 /// What synthesis made of a chain (for `fusebox synth` and `explain`).
-#[derive(Debug, Clone, Default)]
-pub struct Report {
-    /// One line per traffic class.
-    pub classes: Vec<String>,
-}
+pub type Report = Synthesis;
 
 /// Synthesizes the chain `ex` runs and installs the result in it, so that `ex` then runs in
-/// `synth` mode. Work in progress: installs nothing yet (the chain runs naive).
+/// `synth` mode: entries whose traffic classes could be derived run their program, the rest
+/// (and packets handed to opaque elements) run naive.
 pub fn install(ex: &mut Executor) -> Result<Report, String> {
-    let _ = ex;
-    Ok(Report::default())
+    let s = synthesize(ex);
+    ex.install(s.program.clone());
+    Ok(s)
 }

@@ -1,0 +1,1313 @@
+//! The walk of the stitched chain graph (SNF Algorithm 1, with Algorithm 2's intersect made
+//! exact): from every entry, follow (filter, composed action) through the element models,
+//! splitting at every read, until the packets leave, are dropped, reach a stateful rewriter
+//! (a run-time decision inside the class) or an element without a model (handed over).
+
+use chain::program::{
+    Annotations, Branch, Class, Event, Finish, IpChecksum, Node, NodeId, Program, Segment, Tuple,
+    Val,
+};
+use chain::{Executor, Place};
+use elements::model::{Action, Effect, Field, FieldSet, Filter, IpAnchor, Model, Op, Outcome};
+use elements::rewriter::{IPRewriter, InputSpec, Pattern, Vary};
+use space::Preimage;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// A link crossed more often than this is a forwarding loop (as the naive executor counts).
+const MAX_HOPS: u32 = chain::exec::MAX_HOPS as u32;
+/// Synthesis of one entry gives up (the entry runs naive) beyond this many nodes.
+const NODE_BUDGET: usize = 200_000;
+/// With run-time checks, an entry's walk tries at most this many nodes before it retries
+/// without them.
+const ENTRY_BUDGET: usize = 20_000;
+/// At most this many elements on a path decide by run-time checks; later ones see the packet.
+const MAX_CHECKED: u32 = 2;
+/// The id of an unknown operation (a field no element keeps track of any more).
+const UNKNOWN: u32 = u32::MAX;
+
+/// One traffic class as `fusebox synth` shows it.
+#[derive(Debug, Clone)]
+pub struct ClassReport {
+    /// The entry (`NF.IFACE`).
+    pub entry: String,
+    /// The packets of the class (fields of the frame as it arrived).
+    pub filter: Filter,
+    /// What is written, field by field (once).
+    pub writes: Vec<(Field, Op)>,
+    /// Stateful elements deciding inside the class, in chain order.
+    pub stateful: Vec<String>,
+    /// Where the class ends: `exit NF.IFACE`, `drop REASON at ELEMENT`, `handoff ELEMENT`.
+    pub end: String,
+    /// The elements the class passes, in order.
+    pub path: Vec<String>,
+}
+
+/// The outcome of synthesizing a chain.
+#[derive(Debug, Clone, Default)]
+pub struct Synthesis {
+    /// The program the executor runs.
+    pub program: Program,
+    /// Every traffic class.
+    pub classes: Vec<ClassReport>,
+    /// Entries that could not be synthesized (they run naive), with the reason.
+    pub naive_entries: Vec<String>,
+    /// Elements packets are handed to (opaque), with how many classes end there.
+    pub handoffs: BTreeMap<String, usize>,
+}
+
+/// Where DstIpAnno's value comes from: an operation on a field of the frame as it arrived.
+#[derive(Debug, Clone, PartialEq)]
+struct Anno {
+    src: Field,
+    op: Op,
+}
+
+#[derive(Debug, Clone)]
+struct St {
+    phi: Filter,
+    w: Action,
+    head: i32,
+    mac: Option<i32>,
+    net: Option<i32>,
+    l4: bool,
+    trimmed: bool,
+    anno: Anno,
+    ttl_decs: u32,
+    recompute: bool,
+    hops: u32,
+    events: Vec<Event>,
+    path: Vec<u32>,
+    stateful: Vec<u32>,
+    next_reg: u8,
+    /// The data is empty (a frame shorter than what `Strip` pulled): every field reads 0.
+    empty: bool,
+    /// Elements on the path whose reads needed run-time checks.
+    checked: u32,
+}
+
+/// Why a walk cannot go on statically at an element (the packet is handed to it).
+#[derive(Debug)]
+struct Bail;
+
+/// The packets of a state that match a read.
+enum Refined {
+    None,
+    Exact(Filter),
+    /// These may match; they do when every value lies in its set at run time.
+    Runtime(Filter, Vec<(Val, FieldSet)>),
+}
+
+struct Giveup(String);
+
+/// The walk of an empty packet (a frame shorter than a `Strip`) needed more than reads and
+/// drops: it is handed to the `Strip` instead.
+const EMPTY: &str = "empty packet";
+
+/// The walker over an executor's stitched graph.
+struct Walker<'a> {
+    ex: &'a Executor,
+    nodes: Vec<Node>,
+    events: Vec<Vec<Event>>,
+    reasons: Vec<&'static str>,
+    interned: HashMap<(Node, Vec<Event>), NodeId>,
+    reports: Vec<ClassReport>,
+    entry: String,
+    /// Protocols that can reach each (rewriter, input); `None` = any.
+    protos: Option<HashMap<(u32, u32), BTreeSet<u8>>>,
+    /// Protocols seen reaching rewriter inputs in this walk.
+    seen: HashMap<(u32, u32), BTreeSet<u8>>,
+    /// Elements packets were handed to, with the protocols they may carry.
+    handed: Vec<(u32, FieldSet)>,
+    budget: usize,
+    report: bool,
+    /// Whether run-time checks may be used (else such reads hand the packet over).
+    checks: bool,
+    /// Classify nodes of the entry being walked, with their classes, to be finished once the
+    /// entry's fields are known.
+    pending: Vec<(NodeId, Vec<(Filter, NodeId)>)>,
+}
+
+fn tuple_of(f: Field) -> Option<Tuple> {
+    Some(match f {
+        Field::IpSrc => Tuple::Saddr,
+        Field::SrcPort => Tuple::Sport,
+        Field::IpDst => Tuple::Daddr,
+        Field::DstPort => Tuple::Dport,
+        _ => return None,
+    })
+}
+
+/// The value a field holds after `op`, for the executor.
+fn val(f: Field, op: &Op) -> Val {
+    match op {
+        Op::Identity => Val::Orig(f, 0),
+        Op::Set(c) => Val::Const(*c),
+        Op::Add(c) => Val::Orig(f, *c),
+        Op::Pool { id, .. } | Op::Stateful { id } => match tuple_of(f) {
+            Some(t) if *id != UNKNOWN => Val::Reg(*id as u8, t, 0),
+            _ => Val::Const(0),
+        },
+        Op::StatefulThen { id, add } => match tuple_of(f) {
+            Some(t) if *id != UNKNOWN => Val::Reg(*id as u8, t, *add),
+            _ => Val::Const(0),
+        },
+    }
+}
+
+fn is_ip_field(f: Field) -> bool {
+    matches!(
+        f,
+        Field::IpVersion
+            | Field::IpIhl
+            | Field::IpOptions
+            | Field::IpTos
+            | Field::IpLen
+            | Field::IpId
+            | Field::IpFlags
+            | Field::IpFragOffset
+            | Field::IpTtl
+            | Field::IpProto
+            | Field::IpChecksumOk
+            | Field::IpSrc
+            | Field::IpDst
+            | Field::IpAvail
+            | Field::IpLenOk
+            | Field::L4Len
+    )
+}
+
+fn is_l4_field(f: Field) -> bool {
+    matches!(
+        f,
+        Field::SrcPort
+            | Field::DstPort
+            | Field::TcpFlags
+            | Field::TcpDataOff
+            | Field::IcmpType
+            | Field::IcmpCode
+            | Field::L4Avail
+    )
+}
+
+fn is_eth_field(f: Field) -> bool {
+    matches!(
+        f,
+        Field::EthDst | Field::EthSrc | Field::EtherType | Field::HasVlan | Field::VlanId
+    )
+}
+
+impl St {
+    fn start() -> St {
+        St {
+            phi: Filter::any(),
+            // A fresh packet's packet-type annotation is "host" until FromDevice sets it.
+            w: Action::identity().with(Field::PacketType, Op::Set(0)),
+            head: 0,
+            mac: None,
+            net: None,
+            l4: false,
+            trimmed: false,
+            anno: Anno {
+                src: Field::DstIpAnno,
+                op: Op::Identity,
+            },
+            ttl_decs: 0,
+            recompute: false,
+            hops: 0,
+            events: Vec::new(),
+            path: Vec::new(),
+            stateful: Vec::new(),
+            next_reg: 0,
+            empty: false,
+            checked: 0,
+        }
+    }
+
+    /// Whether the element's IPv4 header is the frame's at offset 14.
+    fn ip_ok(&self, at: IpAnchor) -> bool {
+        match at {
+            IpAnchor::Annotation => self.net == Some(14),
+            IpAnchor::Data(o) => self.head + i32::from(o) == 14,
+        }
+    }
+
+    /// The read `set` of element-view field `f` as reads of frame fields with the
+    /// operation in force on them: (frame field, op, set); `Ok(None)` when nothing matches.
+    fn translate(
+        &self,
+        f: Field,
+        set: &FieldSet,
+        at: IpAnchor,
+    ) -> Result<Option<(Field, Op, FieldSet)>, Bail> {
+        let plain = |g: Field| Ok(Some((g, self.w.get(g).clone(), set.clone())));
+        match f {
+            Field::DstIpAnno => Ok(Some((self.anno.src, self.anno.op.clone(), set.clone()))),
+            Field::Paint | Field::PacketType | Field::InPort => plain(f),
+            Field::FrameLen => {
+                if self.trimmed {
+                    // data length = 14 + IpLen - head
+                    Ok(Some((
+                        Field::IpLen,
+                        self.w.get(Field::IpLen).clone(),
+                        set.shift(i128::from(self.head - 14), 16),
+                    )))
+                } else {
+                    Ok(Some((
+                        Field::FrameLen,
+                        Op::Identity,
+                        set.shift(i128::from(self.head), 16),
+                    )))
+                }
+            }
+            _ if is_eth_field(f) => {
+                if self.head != 0 {
+                    return Err(Bail);
+                }
+                plain(f)
+            }
+            Field::Raw { offset, len } => {
+                let off = i32::from(offset) + self.head;
+                if off < 0 || off > i32::from(u16::MAX) {
+                    return Err(Bail);
+                }
+                // Raw bytes must not overlap anything written so far.
+                let written = self.w.ops().any(|(g, _)| {
+                    chain::program::frame_location(g, 20).is_some() || matches!(g, Field::Raw { .. })
+                });
+                if written && off < 14 + 60 + 20 {
+                    return Err(Bail);
+                }
+                let _ = len;
+                Ok(Some((
+                    Field::Raw {
+                        offset: off as u16,
+                        len,
+                    },
+                    Op::Identity,
+                    set.clone(),
+                )))
+            }
+            _ if is_ip_field(f) || is_l4_field(f) => {
+                if !self.ip_ok(at) {
+                    return Err(Bail);
+                }
+                if is_l4_field(f) && f != Field::L4Avail && self.w.get(Field::IpIhl) != &Op::Identity
+                {
+                    return Err(Bail);
+                }
+                if self.trimmed {
+                    match f {
+                        Field::IpAvail => {
+                            return Ok(Some((
+                                Field::IpLen,
+                                self.w.get(Field::IpLen).clone(),
+                                set.clone(),
+                            )))
+                        }
+                        Field::L4Avail => {
+                            return Ok(Some((Field::L4Len, Op::Identity, set.clone())))
+                        }
+                        Field::IpLenOk => {
+                            return Ok(set.contains(1).then(|| {
+                                (Field::IpLenOk, Op::Identity, FieldSet::full(1))
+                            }))
+                        }
+                        _ => {}
+                    }
+                }
+                plain(f)
+            }
+            _ => Err(Bail),
+        }
+    }
+
+    /// The packets of `self.phi` that match the element-view filter `read`: `Ok(None)` for
+    /// none; `Err` when the walk cannot tell (the element must see the packet).
+    fn refine(&self, read: &Filter, at: IpAnchor) -> Result<Option<Filter>, Bail> {
+        match self.refine_rt(read, at)? {
+            Refined::None => Ok(None),
+            Refined::Exact(f) => Ok(Some(f)),
+            Refined::Runtime(..) => Err(Bail),
+        }
+    }
+
+    /// Like [`St::refine`], but a read of values run-time state decided gives the packets
+    /// that may match plus the checks to make at run time.
+    fn refine_rt(&self, read: &Filter, at: IpAnchor) -> Result<Refined, Bail> {
+        if read.is_empty() {
+            return Ok(Refined::None);
+        }
+        if self.empty {
+            // No bytes: every field of the packet reads as 0.
+            for (f, set) in read.fields() {
+                let zero = match f {
+                    Field::Paint | Field::PacketType | Field::DstIpAnno | Field::InPort => {
+                        return Err(Bail)
+                    }
+                    _ => set.contains(0),
+                };
+                if !zero {
+                    return Ok(Refined::None);
+                }
+            }
+            return Ok(Refined::Exact(self.phi.clone()));
+        }
+        let mut phi = self.phi.clone();
+        let mut checks = Vec::new();
+        for (f, set) in read.fields() {
+            let Some((g, op, s)) = self.translate(f, set, at)? else {
+                return Ok(Refined::None);
+            };
+            let act = Action::identity().with(g, op.clone());
+            let one = Filter::any().with(g, s);
+            match act.refine(&phi, &one) {
+                Preimage::Exact(x) => {
+                    if x.is_empty() {
+                        return Ok(Refined::None);
+                    }
+                    phi = x;
+                }
+                Preimage::RuntimeDecision { may_match, checks: cs } => {
+                    if may_match.is_empty() {
+                        return Ok(Refined::None);
+                    }
+                    for c in cs {
+                        let v = val(c.field, act.get(c.field));
+                        if matches!(v, Val::Const(_)) || tuple_of(c.field).is_none() {
+                            return Err(Bail);
+                        }
+                        checks.push((v, c.allowed));
+                    }
+                    phi = may_match;
+                }
+            }
+        }
+        Ok(if checks.is_empty() {
+            Refined::Exact(phi)
+        } else {
+            Refined::Runtime(phi, checks)
+        })
+    }
+
+    /// Applies a write of element-view field `f`.
+    fn write(&mut self, f: Field, op: &Op, at: IpAnchor) -> Result<(), Bail> {
+        match f {
+            Field::DstIpAnno => {
+                self.anno = match op {
+                    Op::Set(_) => Anno {
+                        src: Field::DstIpAnno,
+                        op: op.clone(),
+                    },
+                    Op::Identity => return Ok(()),
+                    _ => Anno {
+                        src: self.anno.src,
+                        op: self.anno.op.then(op, 32),
+                    },
+                };
+                Ok(())
+            }
+            Field::Paint | Field::PacketType => {
+                let w = self.w.get(f).then(op, f.width());
+                self.w.set(f, w);
+                Ok(())
+            }
+            Field::EthDst | Field::EthSrc | Field::EtherType if self.head == 0 => {
+                let w = self.w.get(f).then(op, f.width());
+                self.w.set(f, w);
+                Ok(())
+            }
+            _ if (is_ip_field(f) || is_l4_field(f))
+                && chain::program::frame_location(f, 20).is_some()
+                && self.ip_ok(at) =>
+            {
+                let w = self.w.get(f).then(op, f.width());
+                self.w.set(f, w);
+                // Nobody keeps the checksum valid through a plain write.
+                self.w.set(Field::IpChecksumOk, Op::Stateful { id: UNKNOWN });
+                Ok(())
+            }
+            _ => Err(Bail),
+        }
+    }
+
+    /// Applies one effect (the packets are those of `self.phi`).
+    fn effect(&mut self, e: &Effect, at: IpAnchor) -> Result<(), Bail> {
+        if self.empty {
+            return Err(Bail);
+        }
+        match e {
+            Effect::Write(f, op) => self.write(*f, op, at),
+            Effect::DecTtl => {
+                if !self.ip_ok(at) {
+                    return Err(Bail);
+                }
+                let w = self.w.get(Field::IpTtl).then(&Op::Add(-1), 8);
+                self.w.set(Field::IpTtl, w);
+                self.ttl_decs += 1;
+                Ok(())
+            }
+            Effect::Pull(n) => {
+                self.head += i32::from(*n);
+                Ok(())
+            }
+            Effect::Unpull(n) => {
+                if self.head < i32::from(*n) {
+                    return Err(Bail);
+                }
+                self.head -= i32::from(*n);
+                Ok(())
+            }
+            Effect::EtherEncap {
+                ethertype,
+                src,
+                dst,
+            } => {
+                if self.head != 14 {
+                    return Err(Bail);
+                }
+                self.head = 0;
+                let mac = |m: &[u8; 6]| m.iter().fold(0u128, |a, b| (a << 8) | u128::from(*b));
+                self.w.set(Field::EthDst, Op::Set(mac(dst)));
+                self.w.set(Field::EthSrc, Op::Set(mac(src)));
+                self.w.set(Field::EtherType, Op::Set(u128::from(*ethertype)));
+                self.mac = Some(0);
+                self.net = Some(14);
+                Ok(())
+            }
+            Effect::MarkMac => {
+                self.mac = Some(self.head);
+                Ok(())
+            }
+            Effect::PacketTypeFromEth => {
+                if self.head != 0 {
+                    return Err(Bail);
+                }
+                let op = match self.w.get(Field::EthDst) {
+                    Op::Identity => Op::Identity,
+                    Op::Set(m) => {
+                        let b = m.to_be_bytes();
+                        let t = packet::PacketType::from_dst_mac(&b[10..16]);
+                        Op::Set(elements::model::packet_type_value(t))
+                    }
+                    _ => return Err(Bail),
+                };
+                self.w.set(Field::PacketType, op);
+                Ok(())
+            }
+            Effect::MarkIp => {
+                if !self.ip_ok(at) {
+                    return Err(Bail);
+                }
+                self.net = Some(14);
+                self.l4 = true;
+                Ok(())
+            }
+            Effect::TrimToIpLen => {
+                if !self.ip_ok(at) || self.w.get(Field::IpLen) != &Op::Identity {
+                    return Err(Bail);
+                }
+                if !self.trimmed {
+                    if self.phi.get(Field::IpLenOk) != FieldSet::single(1) {
+                        return Err(Bail);
+                    }
+                    self.trimmed = true;
+                    // Consistent lengths and a header of at least 20 bytes: IpLen ≥ 4·IHL ≥ 20.
+                    let ihl = self.phi.get(Field::IpIhl);
+                    if let Some(lo) = ihl.first() {
+                        if self.w.get(Field::IpIhl) == &Op::Identity && lo >= 5 {
+                            self.phi.restrict(Field::IpLen, &FieldSet::range(4 * lo, 0xffff));
+                        }
+                    }
+                }
+                Ok(())
+            }
+            Effect::DstAnnoFromIpDst => {
+                if !self.ip_ok(at) {
+                    return Err(Bail);
+                }
+                self.anno = Anno {
+                    src: Field::IpDst,
+                    op: self.w.get(Field::IpDst).clone(),
+                };
+                Ok(())
+            }
+            Effect::SetIpChecksum => {
+                if !self.ip_ok(at) {
+                    return Err(Bail);
+                }
+                self.recompute = true;
+                self.w.set(Field::IpChecksumOk, Op::Set(1));
+                Ok(())
+            }
+        }
+    }
+
+    fn finish(&self, annos: bool) -> Finish {
+        let writes = self
+            .w
+            .ops()
+            .filter(|(f, _)| chain::program::frame_location(*f, 20).is_some())
+            .filter(|(f, op)| !matches!(op, Op::Identity) && !matches!(f, Field::Raw { .. }))
+            .map(|(f, op)| (f, val(f, op)))
+            .collect();
+        let v16 = |x: Option<i32>| x.and_then(|v| u16::try_from(v).ok());
+        Finish {
+            writes,
+            head: self.head.max(0) as u16,
+            trim: self.trimmed,
+            ip_checksum: if self.recompute {
+                IpChecksum::Recompute
+            } else {
+                IpChecksum::Incremental(self.ttl_decs * 0xFEFF)
+            },
+            annos: annos.then(|| Annotations {
+                mac: v16(self.mac),
+                net: v16(self.net),
+                transport: self.l4 && self.net == Some(14),
+                dst_ip: val(self.anno.src, &self.anno.op),
+                paint: val(Field::Paint, self.w.get(Field::Paint)),
+                packet_type: val(Field::PacketType, self.w.get(Field::PacketType)),
+            }),
+        }
+    }
+}
+
+/// A rewriter output's effect on one field, over all ways a packet can reach that output.
+#[derive(Debug, Clone, PartialEq)]
+enum FOp {
+    Identity,
+    Values(FieldSet),
+    Unknown,
+}
+
+impl FOp {
+    fn union(self, other: FOp) -> FOp {
+        match (self, other) {
+            (FOp::Identity, FOp::Identity) => FOp::Identity,
+            (FOp::Values(a), FOp::Values(b)) => FOp::Values(a.union(&b)),
+            _ => FOp::Unknown,
+        }
+    }
+    fn op(self, reg: u8) -> Op {
+        match self {
+            FOp::Identity => Op::Identity,
+            FOp::Values(s) if s.len() == 1 => Op::Set(s.first().unwrap_or(0)),
+            FOp::Values(s) => Op::Pool {
+                values: s,
+                id: u32::from(reg),
+            },
+            FOp::Unknown => Op::Stateful { id: u32::from(reg) },
+        }
+    }
+}
+
+/// Forward effect of a pattern on (saddr, sport, daddr, dport).
+fn forward_ops(p: &Pattern) -> [FOp; 4] {
+    let addr = |a: Option<std::net::Ipv4Addr>| match a {
+        Some(a) => FOp::Values(FieldSet::single(u128::from(u32::from(a)))),
+        None => FOp::Identity,
+    };
+    let port = |x: Option<u16>| match x {
+        Some(x) => FOp::Values(FieldSet::single(u128::from(x))),
+        None => FOp::Identity,
+    };
+    let mut s = addr(p.saddr);
+    let mut sp = port(p.sport);
+    match p.vary {
+        Vary::None => {}
+        Vary::SourceAddr { base, top } => {
+            let b = u128::from(u32::from(base));
+            s = FOp::Values(FieldSet::range(b, b + u128::from(top)));
+        }
+        Vary::SourcePort { base, top } => {
+            let b = u128::from(base);
+            sp = FOp::Values(FieldSet::range(b, b + u128::from(top)));
+        }
+    }
+    [s, sp, addr(p.daddr), port(p.dport)]
+}
+
+/// Reply effect: a field is kept when the pattern kept its counterpart.
+fn reply_ops(p: &Pattern) -> [FOp; 4] {
+    let f = forward_ops(p);
+    let keep = |x: &FOp| {
+        if *x == FOp::Identity {
+            FOp::Identity
+        } else {
+            FOp::Unknown
+        }
+    };
+    [keep(&f[2]), keep(&f[3]), keep(&f[0]), keep(&f[1])]
+}
+
+impl<'a> Walker<'a> {
+    fn reason(&mut self, r: &'static str) -> u32 {
+        match self.reasons.iter().position(|x| *x == r) {
+            Some(i) => i as u32,
+            None => {
+                self.reasons.push(r);
+                self.reasons.len() as u32 - 1
+            }
+        }
+    }
+
+    fn add(&mut self, n: Node, events: Vec<Event>) -> Result<NodeId, Giveup> {
+        if self.nodes.len() >= self.budget {
+            return Err(Giveup(format!(
+                "more than {} synthesized nodes",
+                self.budget
+            )));
+        }
+        self.nodes.push(n);
+        self.events.push(events);
+        Ok(self.nodes.len() as NodeId - 1)
+    }
+
+    /// A terminal node, shared by every class that ends the same way.
+    fn terminal(&mut self, n: Node, events: Vec<Event>) -> Result<NodeId, Giveup> {
+        let key = (n, events);
+        if let Some(&id) = self.interned.get(&key) {
+            return Ok(id);
+        }
+        let id = self.add(key.0.clone(), key.1.clone())?;
+        self.interned.insert(key, id);
+        Ok(id)
+    }
+
+    fn name(&self, g: u32) -> String {
+        self.ex.element_name(g as usize)
+    }
+
+    fn record(&mut self, st: &St, end: String) {
+        if !self.report {
+            return;
+        }
+        let writes = st
+            .w
+            .ops()
+            .filter(|(f, op)| !(*f == Field::PacketType && **op == Op::Set(0)))
+            .map(|(f, op)| (f, op.clone()))
+            .chain(
+                (st.anno.src != Field::DstIpAnno || st.anno.op != Op::Identity)
+                    .then(|| (Field::DstIpAnno, st.anno.op.clone())),
+            )
+            .collect();
+        let path = st.path.iter().map(|g| self.name(*g)).collect();
+        let stateful = st.stateful.iter().map(|g| self.name(*g)).collect();
+        self.reports.push(ClassReport {
+            entry: self.entry.clone(),
+            filter: st.phi.clone(),
+            writes,
+            stateful,
+            end,
+            path,
+        });
+    }
+
+    fn handoff(&mut self, st: &St, g: u32, port: u32) -> Result<Vec<(Filter, NodeId)>, Giveup> {
+        if st.empty {
+            return Err(Giveup(EMPTY.into()));
+        }
+        self.handed.push((g, st.phi.get(Field::IpProto)));
+        let n = Node::Handoff {
+            element: g,
+            port,
+            finish: st.finish(true),
+        };
+        let id = self.terminal(n, st.events.clone())?;
+        self.record(st, format!("handoff {}", self.name(g)));
+        Ok(vec![(st.phi.clone(), id)])
+    }
+
+    fn drop(&mut self, st: &St, g: u32, reason: &'static str) -> Result<Vec<(Filter, NodeId)>, Giveup> {
+        let mut ev = st.events.clone();
+        let r = self.reason(reason);
+        ev.push(Event::Drop(g, r));
+        let id = self.terminal(Node::Drop, ev)?;
+        self.record(st, format!("drop {reason} at {}", self.name(g)));
+        Ok(vec![(st.phi.clone(), id)])
+    }
+
+    /// Packets of `st` leave element `g` by output `o`.
+    fn follow(&mut self, mut st: St, g: u32, o: usize) -> Result<Vec<(Filter, NodeId)>, Giveup> {
+        let Some((k, t, tp)) = self.ex.edge(g as usize, o) else {
+            return self.drop(&st, g, "unconnected-output");
+        };
+        st.events.push(Event::Edge(k));
+        match self.ex.place(t as usize) {
+            Place::Inner => self.element(st, t, tp),
+            Place::Link(target) => {
+                if st.hops >= MAX_HOPS {
+                    return self.drop(&st, t, "loop");
+                }
+                st.hops += 1;
+                st.events.push(Event::NfOut(self.ex.element_nf(t as usize)));
+                st.events.push(Event::NfIn(self.ex.element_nf(target as usize)));
+                st.events.push(Event::Arrival(target));
+                self.element(st, target, 0)
+            }
+            Place::Exit => {
+                if st.empty {
+                    return Err(Giveup(EMPTY.into()));
+                }
+                st.events.push(Event::NfOut(self.ex.element_nf(t as usize)));
+                let n = Node::Exit {
+                    element: t,
+                    finish: st.finish(false),
+                };
+                let id = self.terminal(n, st.events.clone())?;
+                let exit = self.name(t);
+                self.record(&st, format!("exit {exit}"));
+                Ok(vec![(st.phi.clone(), id)])
+            }
+        }
+    }
+
+    /// Packets of `st` arrive at element `g`, input `port`.
+    fn element(&mut self, mut st: St, g: u32, port: u32) -> Result<Vec<(Filter, NodeId)>, Giveup> {
+        st.path.push(g);
+        let el = self.ex.element(g as usize);
+        if let Some(rw) = el.as_any().downcast_ref::<IPRewriter>() {
+            return self.rewriter(st, g, port, rw);
+        }
+        let Some(model) = el.model() else {
+            return self.handoff(&st, g, port);
+        };
+        self.cases(st, g, port, &model)
+    }
+
+    fn cases(&mut self, st: St, g: u32, port: u32, model: &Model) -> Result<Vec<(Filter, NodeId)>, Giveup> {
+        self.cases_from(st, g, port, model, 0)
+    }
+
+    /// First-match over `model.cases[i..]` for the packets of `st`.
+    fn cases_from(
+        &mut self,
+        st: St,
+        g: u32,
+        port: u32,
+        model: &Model,
+        i: usize,
+    ) -> Result<Vec<(Filter, NodeId)>, Giveup> {
+        let mut leaves = Vec::new();
+        let mut rest = vec![st.phi.clone()];
+        for (ci, case) in model.cases.iter().enumerate().skip(i) {
+            let mut next = Vec::new();
+            for r in rest {
+                let sr = St { phi: r.clone(), ..st.clone() };
+                let m = match sr.refine_rt(&case.filter, model.ip_at) {
+                    Err(Bail) => {
+                        leaves.extend(self.handoff(&sr, g, port)?);
+                        continue;
+                    }
+                    Ok(Refined::None) => {
+                        next.push(r);
+                        continue;
+                    }
+                    Ok(Refined::Exact(m)) => m,
+                    Ok(Refined::Runtime(..))
+                        if !self.checks || (i == 0 && st.checked >= MAX_CHECKED) =>
+                    {
+                        leaves.extend(self.handoff(&sr, g, port)?);
+                        continue;
+                    }
+                    Ok(Refined::Runtime(may, checks)) => {
+                        // Outside `may` the case cannot match; inside, run time decides.
+                        next.extend(r.difference(&may));
+                        let mut sm = St { phi: may.clone(), events: Vec::new(), ..st.clone() };
+                        // The recursive calls (i > 0) are this element's, already counted.
+                        if i == 0 {
+                            sm.checked = st.checked + 1;
+                        }
+                        let yes = self.take_case(sm.clone(), g, port, model, case)?;
+                        let yes = self.classify(yes)?;
+                        let no = self.cases_from(sm, g, port, model, ci + 1)?;
+                        let no = self.classify(no)?;
+                        let tests = checks
+                            .into_iter()
+                            .map(|(v, set)| (v, set.intervals().collect()))
+                            .collect();
+                        let n = Node::Check { tests, yes, no };
+                        let id = self.add(n, st.events.clone())?;
+                        leaves.push((may, id));
+                        continue;
+                    }
+                };
+                next.extend(r.difference(&m));
+                let before = St { phi: m.clone(), ..st.clone() };
+                leaves.extend(self.take_case(before, g, port, model, case)?);
+            }
+            rest = next;
+            if rest.is_empty() {
+                break;
+            }
+        }
+        for r in rest {
+            // The model does not say: let the element decide.
+            let sr = St { phi: r, ..st.clone() };
+            leaves.extend(self.handoff(&sr, g, port)?);
+        }
+        Ok(leaves)
+    }
+
+    fn take_case(
+        &mut self,
+        before: St,
+        g: u32,
+        port: u32,
+        model: &Model,
+        case: &elements::model::Case,
+    ) -> Result<Vec<(Filter, NodeId)>, Giveup> {
+        if case.outcome == Outcome::Runtime {
+            return self.handoff(&before, g, port);
+        }
+        let mut leaves = Vec::new();
+        let mut st = before.clone();
+        for e in &case.effects {
+            if let Effect::Pull(n) = e {
+                // Strip pulls at most what there is: short frames are the element's business.
+                let need = FieldSet::range(u128::from(*n), 0xffff);
+                match st.refine(&Filter::any().with(Field::FrameLen, need), model.ip_at) {
+                    Ok(Some(ok)) => {
+                        for short in st.phi.difference(&ok) {
+                            // Strip pulls what there is: the data is empty afterwards.
+                            let mut s = St { phi: short, ..st.clone() };
+                            if s.trimmed || s.head != 0 || case.effects.len() != 1 {
+                                let b = St { phi: s.phi, ..before.clone() };
+                                leaves.extend(self.handoff(&b, g, port)?);
+                                continue;
+                            }
+                            s.empty = true;
+                            s.head += i32::from(*n);
+                            for name in &case.stats {
+                                let r = self.reason(name);
+                                s.events.push(Event::Stat(g, r));
+                            }
+                            let b = St { phi: s.phi.clone(), ..before.clone() };
+                            let r = match &case.outcome {
+                                Outcome::Out(o) => self.follow(s, g, *o),
+                                _ => Err(Giveup(EMPTY.into())),
+                            };
+                            match r {
+                                Ok(l) => leaves.extend(l),
+                                Err(Giveup(why)) if why == EMPTY => {
+                                    leaves.extend(self.handoff(&b, g, port)?)
+                                }
+                                Err(e) => return Err(e),
+                            }
+                        }
+                        st.phi = ok;
+                    }
+                    Ok(None) => {
+                        st.phi = Filter::none();
+                        let mut s = before.clone();
+                        s.empty = true;
+                        s.head += i32::from(*n);
+                        if case.effects.len() != 1 || s.head != i32::from(*n) {
+                            return self.handoff(&before, g, port);
+                        }
+                        for name in &case.stats {
+                            let r = self.reason(name);
+                            s.events.push(Event::Stat(g, r));
+                        }
+                        let r = match &case.outcome {
+                            Outcome::Out(o) => self.follow(s, g, *o),
+                            _ => Err(Giveup(EMPTY.into())),
+                        };
+                        return match r {
+                            Err(Giveup(why)) if why == EMPTY => self.handoff(&before, g, port),
+                            r => r,
+                        };
+                    }
+                    _ => return self.handoff(&before, g, port),
+                }
+            }
+            if st.effect(e, model.ip_at).is_err() {
+                let b = St { phi: st.phi.clone(), ..before.clone() };
+                leaves.extend(self.handoff(&b, g, port)?);
+                return Ok(leaves);
+            }
+        }
+        for s in &case.stats {
+            let r = self.reason(s);
+            st.events.push(Event::Stat(g, r));
+        }
+        match &case.outcome {
+            Outcome::Out(o) => leaves.extend(self.follow(st, g, *o)?),
+            Outcome::Drop(reason) => leaves.extend(self.drop(&st, g, reason)?),
+            Outcome::Runtime => {}
+        }
+        Ok(leaves)
+    }
+
+    /// A stateful rewriter: a run-time decision inside the class.
+    fn rewriter(&mut self, st: St, g: u32, port: u32, rw: &IPRewriter) -> Result<Vec<(Filter, NodeId)>, Giveup> {
+        if st.empty {
+            return Err(Giveup(EMPTY.into()));
+        }
+        let protos = st.phi.get(Field::IpProto);
+        self.seen
+            .entry((g, port))
+            .or_default()
+            .extend(protos.intervals().flat_map(|(a, b)| a..=b).map(|p| p as u8));
+        if st.next_reg == u8::MAX
+            || [Field::IpProto, Field::IpIhl, Field::IpFragOffset, Field::IpLen, Field::TcpFlags]
+                .iter()
+                .any(|f| st.w.get(*f) != &Op::Identity)
+        {
+            return self.handoff(&st, g, port);
+        }
+        let has_ip = st.net == Some(14);
+        let reg = st.next_reg;
+        let map_ids: BTreeSet<u8> = protos
+            .intervals()
+            .flat_map(|(a, b)| a..=b)
+            .map(|p| rw.map_id(p as u8))
+            .collect();
+        // Which inputs' specifications can have made a mapping this packet may hit.
+        let contributes = |s: usize| -> bool {
+            match &self.protos {
+                None => true,
+                Some(m) => m
+                    .get(&(g, s as u32))
+                    .is_some_and(|ps| ps.iter().any(|p| map_ids.contains(&rw.map_id(*p)))),
+            }
+        };
+        let mut outs: BTreeMap<usize, [FOp; 4]> = BTreeMap::new();
+        let mut add = |o: usize, ops: [FOp; 4]| {
+            let e = outs.remove(&o);
+            let v = match e {
+                None => ops,
+                Some(old) => {
+                    let [a, b, c, d] = old;
+                    let [x, y, z, w] = ops;
+                    [a.union(x), b.union(y), c.union(z), d.union(w)]
+                }
+            };
+            outs.insert(o, v);
+        };
+        let mut pass = BTreeSet::new();
+        for (s, spec) in rw.specs().iter().enumerate() {
+            if s == port as usize {
+                if let InputSpec::Pass(o) = spec {
+                    pass.insert(*o);
+                }
+            }
+            if !contributes(s) {
+                continue;
+            }
+            match spec {
+                InputSpec::Drop | InputSpec::Pass(_) => {}
+                InputSpec::Keep { foutput, routput } => {
+                    add(*foutput, [FOp::Identity, FOp::Identity, FOp::Identity, FOp::Identity]);
+                    add(*routput, [FOp::Identity, FOp::Identity, FOp::Identity, FOp::Identity]);
+                }
+                InputSpec::Pattern {
+                    pattern,
+                    foutput,
+                    routput,
+                } => {
+                    add(*foutput, forward_ops(pattern));
+                    add(*routput, reply_ops(pattern));
+                }
+                InputSpec::Mapper { patterns, .. } => {
+                    for (p, fo, ro) in patterns {
+                        add(*fo, forward_ops(p));
+                        add(*ro, reply_ops(p));
+                    }
+                }
+            }
+        }
+        let tuple = [
+            val(Field::IpSrc, st.w.get(Field::IpSrc)),
+            val(Field::SrcPort, st.w.get(Field::SrcPort)),
+            val(Field::IpDst, st.w.get(Field::IpDst)),
+            val(Field::DstPort, st.w.get(Field::DstPort)),
+        ];
+        let mut branches = Vec::new();
+        let mut base = st.clone();
+        base.stateful.push(g);
+        base.events = Vec::new();
+        base.next_reg = reg + 1;
+        if has_ip {
+            for (o, ops) in outs {
+                let mut b = base.clone();
+                for (f, fop) in [Field::IpSrc, Field::SrcPort, Field::IpDst, Field::DstPort]
+                    .into_iter()
+                    .zip(ops)
+                {
+                    let w = b.w.get(f).then(&fop.op(reg), f.width());
+                    b.w.set(f, w);
+                }
+                if rw.dst_anno() {
+                    b.anno = Anno {
+                        src: Field::IpDst,
+                        op: b.w.get(Field::IpDst).clone(),
+                    };
+                }
+                let leaves = self.follow(b, g, o)?;
+                let child = self.classify(leaves)?;
+                branches.push((Branch::Rewrite(o as u32), child));
+            }
+            for o in pass {
+                let leaves = self.follow(base.clone(), g, o)?;
+                let child = self.classify(leaves)?;
+                branches.push((Branch::Pass(o as u32), child));
+            }
+        } else {
+            for o in pass {
+                let leaves = self.follow(base.clone(), g, o)?;
+                let child = self.classify(leaves)?;
+                branches.push((Branch::Pass(o as u32), child));
+            }
+        }
+        let n = Node::Rewrite {
+            element: g,
+            port,
+            reg,
+            tuple,
+            has_ip,
+            trimmed: st.trimmed,
+            dst_anno: rw.dst_anno(),
+            branches,
+        };
+        let id = self.add(n, st.events.clone())?;
+        Ok(vec![(st.phi.clone(), id)])
+    }
+
+    /// A node choosing among `leaves` (disjoint filters) at run time; merges classes that
+    /// end the same way and differ in one field.
+    fn classify(&mut self, leaves: Vec<(Filter, NodeId)>) -> Result<NodeId, Giveup> {
+        let mut by_node: BTreeMap<NodeId, Vec<Filter>> = BTreeMap::new();
+        for (f, n) in leaves {
+            if !f.is_empty() {
+                by_node.entry(n).or_default().push(f);
+            }
+        }
+        if by_node.len() == 1 {
+            if let Some((&n, _)) = by_node.iter().next() {
+                return Ok(n);
+            }
+        }
+        let mut classes = Vec::new();
+        for (n, fs) in by_node {
+            for f in merge(fs) {
+                classes.push((f, n));
+            }
+        }
+        let id = self.add(Node::Classify(Vec::new()), Vec::new())?;
+        self.pending.push((id, classes));
+        Ok(id)
+    }
+}
+
+/// Merges boxes that differ in exactly one field (their union is a box).
+fn merge(mut fs: Vec<Filter>) -> Vec<Filter> {
+    let mut changed = true;
+    let mut rounds = 0;
+    while changed && rounds < 8 {
+        changed = false;
+        rounds += 1;
+        let mut out: Vec<Filter> = Vec::new();
+        'next: for f in fs {
+            for o in out.iter_mut() {
+                if let Some(m) = union_box(o, &f) {
+                    *o = m;
+                    changed = true;
+                    continue 'next;
+                }
+            }
+            out.push(f);
+        }
+        fs = out;
+    }
+    fs
+}
+
+/// The union of two boxes if it is a box (they differ in at most one field).
+fn union_box(a: &Filter, b: &Filter) -> Option<Filter> {
+    let fields: BTreeSet<Field> = a.fields().map(|(f, _)| f).chain(b.fields().map(|(f, _)| f)).collect();
+    let mut diff = None;
+    for f in fields {
+        let (x, y) = (a.get(f), b.get(f));
+        if x != y {
+            if diff.is_some() {
+                return None;
+            }
+            diff = Some((f, x.union(&y)));
+        }
+    }
+    let mut m = a.clone();
+    if let Some((f, s)) = diff {
+        m = m.without(f).with(f, s);
+    }
+    Some(m)
+}
+
+/// Elements reachable from `g` (outputs and links), as (rewriter element, input port) pairs.
+fn reachable_rewriter_inputs(ex: &Executor, g: u32) -> Vec<(u32, u32)> {
+    let mut seen = BTreeSet::new();
+    let mut stack = vec![g];
+    let mut out = Vec::new();
+    while let Some(e) = stack.pop() {
+        if !seen.insert(e) {
+            continue;
+        }
+        if let Place::Link(t) = ex.place(e as usize) {
+            stack.push(t);
+        }
+        for o in 0..ex.outputs(e as usize) {
+            if let Some((_, t, tp)) = ex.edge(e as usize, o) {
+                if ex.element(t as usize).as_any().is::<IPRewriter>() {
+                    out.push((t, tp));
+                }
+                stack.push(t);
+            }
+        }
+    }
+    out
+}
+
+fn all_protos() -> BTreeSet<u8> {
+    (0..=255u8).collect()
+}
+
+impl Walker<'_> {
+    /// Walks entry element `g` (named `name`); returns its segment.
+    fn entry(&mut self, g: u32, name: &str) -> Result<Segment, Giveup> {
+        let (nodes, reports, interned) = (self.nodes.len(), self.reports.len(), self.interned.clone());
+        self.checks = std::env::var_os("FUSEBOX_SYNTH_NO_CHECKS").is_none();
+        self.budget = nodes + ENTRY_BUDGET;
+        let first = self.entry_once(g, name);
+        if std::env::var_os("FUSEBOX_SYNTH_DEBUG").is_some() {
+            eprintln!("synth {name}: {} nodes, checks {}, ok {}", self.nodes.len() - nodes, self.checks, first.is_ok());
+        }
+        match first {
+            Err(Giveup(_)) => {
+                // Too many run-time checks: hand such reads to their elements instead.
+                self.nodes.truncate(nodes);
+                self.events.truncate(nodes);
+                self.reports.truncate(reports);
+                self.interned = interned;
+                self.checks = false;
+                self.budget = nodes + NODE_BUDGET;
+                self.entry_once(g, name)
+            }
+            ok => ok,
+        }
+    }
+
+    fn entry_once(&mut self, g: u32, name: &str) -> Result<Segment, Giveup> {
+        self.entry = name.to_string();
+        self.pending.clear();
+        let leaves = self.element(St::start(), g, 0)?;
+        let root = self.classify(leaves)?;
+        let mut fields: Vec<Field> = Vec::new();
+        for (_, classes) in &self.pending {
+            for (f, _) in classes {
+                for (x, _) in f.fields() {
+                    if !fields.contains(&x) {
+                        fields.push(x);
+                    }
+                }
+            }
+        }
+        for (id, classes) in std::mem::take(&mut self.pending) {
+            let cs = classes
+                .into_iter()
+                .map(|(f, node)| Class {
+                    tests: f
+                        .fields()
+                        .map(|(x, set)| {
+                            let i = fields.iter().position(|y| *y == x).unwrap_or(0) as u16;
+                            (i, set.intervals().collect())
+                        })
+                        .collect(),
+                    node,
+                })
+                .collect();
+            if let Some(n) = self.nodes.get_mut(id as usize) {
+                *n = Node::Classify(cs);
+            }
+        }
+        Ok(Segment { fields, root })
+    }
+}
+
+/// Synthesizes the chain `ex` runs: a program for every entry element that can be modelled,
+/// plus a report of its traffic classes.
+pub fn synthesize(ex: &Executor) -> Synthesis {
+    let entries = ex.entry_elements();
+    let mk = |protos, report| Walker {
+        ex,
+        nodes: Vec::new(),
+        events: Vec::new(),
+        reasons: Vec::new(),
+        interned: HashMap::new(),
+        reports: Vec::new(),
+        entry: String::new(),
+        protos,
+        seen: HashMap::new(),
+        handed: Vec::new(),
+        budget: NODE_BUDGET,
+        report,
+        checks: true,
+        pending: Vec::new(),
+    };
+    // Pass 1: which protocols reach each rewriter input (sound: no precision needed).
+    let mut w1 = mk(None, false);
+    let mut protos: HashMap<(u32, u32), BTreeSet<u8>> = HashMap::new();
+    let mut naive_from: Vec<u32> = ex.dump_sources().iter().map(|(_, (n, l), _)| ex.global(*n, *l)).collect();
+    for (ep, g) in &entries {
+        if w1.entry(*g, &ep.to_string()).is_err() {
+            naive_from.push(*g);
+        }
+    }
+    for (k, v) in std::mem::take(&mut w1.seen) {
+        protos.entry(k).or_default().extend(v);
+    }
+    for (g, ps) in std::mem::take(&mut w1.handed) {
+        let ps: BTreeSet<u8> = ps.intervals().flat_map(|(a, b)| a..=b).map(|p| p as u8).collect();
+        for k in reachable_rewriter_inputs(ex, g) {
+            protos.entry(k).or_default().extend(ps.iter().copied());
+        }
+    }
+    for g in naive_from {
+        for k in reachable_rewriter_inputs(ex, g) {
+            protos.entry(k).or_default().extend(all_protos());
+        }
+    }
+    // Pass 2: the program.
+    let mut w = mk(Some(protos), true);
+    let mut starts = HashMap::new();
+    let mut naive_entries = Vec::new();
+    for (ep, g) in &entries {
+        let before = w.reports.len();
+        match w.entry(*g, &ep.to_string()) {
+            Ok(seg) => {
+                starts.insert(*g, seg);
+            }
+            Err(Giveup(why)) => {
+                w.reports.truncate(before);
+                naive_entries.push(format!("{ep}: {why}"));
+            }
+        }
+    }
+    let mut handoffs = BTreeMap::new();
+    for r in &w.reports {
+        if let Some(e) = r.end.strip_prefix("handoff ") {
+            *handoffs.entry(e.to_string()).or_default() += 1;
+        }
+    }
+    Synthesis {
+        program: Program {
+            starts,
+            nodes: w.nodes,
+            events: w.events,
+            reasons: w.reasons,
+        },
+        classes: w.reports,
+        naive_entries,
+        handoffs,
+    }
+}
