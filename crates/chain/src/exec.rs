@@ -149,6 +149,8 @@ pub struct Executor {
     /// Scratch: field values of the packet being classified.
     vals: Vec<u128>,
     regs: Regs,
+    /// For each element, its segment in the program when it is a synthesized entry.
+    start_of: Vec<Option<crate::program::Segment>>,
 }
 
 /// What the synthesizer needs to know about one element of the stitched chain graph.
@@ -345,6 +347,7 @@ impl Executor {
             node_counts: Vec::new(),
             vals: Vec::new(),
             regs: Regs::default(),
+            start_of: Vec::new(),
         })
     }
 
@@ -502,9 +505,7 @@ impl Executor {
 
     #[inline]
     fn synthesized(&self, el: u32) -> bool {
-        self.program
-            .as_ref()
-            .is_some_and(|pr| pr.starts.contains_key(&el))
+        self.start_of.get(el as usize).is_some_and(|s| s.is_some())
     }
 
     fn count_drop(&mut self, el: u32, reason: &'static str) {
@@ -773,6 +774,16 @@ impl Executor {
     }
 }
 
+/// How a packet left a program.
+enum Ran {
+    /// Dropped (counted by the node's events or already).
+    Gone,
+    /// Leaves by this exit.
+    Exit(u32),
+    /// Continues naive at this element and input.
+    Naive(u32, u32),
+}
+
 /// One's-complement fold of a 32-bit sum to 16 bits.
 #[inline]
 fn fold(mut s: u32) -> u16 {
@@ -830,6 +841,12 @@ impl Executor {
     /// elements; everything else (and packets a program hands back) runs naive.
     pub fn install(&mut self, program: Program) {
         self.node_counts = vec![0; program.nodes.len()];
+        self.start_of = vec![None; self.elements.len()];
+        for (&g, seg) in &program.starts {
+            if let Some(s) = self.start_of.get_mut(g as usize) {
+                *s = Some(seg.clone());
+            }
+        }
         self.program = Some(Box::new(program));
     }
 
@@ -902,14 +919,18 @@ impl Executor {
     /// Runs one packet through the program of start element `el`. Returns where it
     /// continues naive, if it does.
     fn run_program(&mut self, el: u32, mut p: Packet) -> Option<(u32, u32, Packet)> {
-        let Some(prog) = self.program.take() else {
+        let Some(mut prog) = self.program.take() else {
             return Some((el, 0, p));
         };
-        let r = self.run_program_in(&prog, el, &mut p);
+        let r = self.run_program_in(&mut prog, el, &mut p);
         self.program = Some(prog);
         match r {
-            Some((e, port)) => Some((e, port, p)),
-            None => {
+            Ran::Naive(e, port) => Some((e, port, p)),
+            Ran::Exit(x) => {
+                self.exit(x as usize, p);
+                None
+            }
+            Ran::Gone => {
                 self.recycle(p);
                 None
             }
@@ -918,32 +939,48 @@ impl Executor {
 
     /// Runs `p` through `prog`'s segment of `el`; `Some((element, port))` to continue naive
     /// there, `None` when the packet is gone (left, dropped).
-    fn run_program_in(&mut self, prog: &Program, el: u32, p: &mut Packet) -> Option<(u32, u32)> {
-        let Some(seg) = prog.starts.get(&el) else {
-            return Some((el, 0));
+    fn run_program_in(&mut self, prog: &mut Program, el: u32, p: &mut Packet) -> Ran {
+        let Some(Some(seg)) = self.start_of.get(el as usize) else {
+            return Ran::Naive(el, 0);
         };
         self.vals.clear();
+        let view = crate::program::FrameView::new(p.data());
         for &f in &seg.fields {
-            self.vals.push(crate::program::frame_value(p.data(), f));
+            self.vals.push(view.value(f));
         }
+        let root = seg.root;
         self.regs.flows.clear();
         self.regs.ip_ops = 0;
         self.regs.l4_ops = 0;
         self.regs.rewrote = false;
-        let mut node = seg.root;
+        let mut node = root;
         loop {
             if let Some(c) = self.node_counts.get_mut(node as usize) {
                 *c += 1;
             }
-            match prog.nodes.get(node as usize)? {
-                Node::Classify(classes) => match classes.iter().find(|c| c.contains(&self.vals)) {
-                    Some(c) => node = c.node,
+            if let Some(Node::Classify(classes)) = prog.nodes.get_mut(node as usize) {
+                match classes.iter().position(|c| c.contains(&self.vals)) {
+                    Some(i) => {
+                        node = classes[i].node;
+                        classes[i].hits += 1;
+                        // Move busy classes to the front, one step at a time.
+                        if i > 0 && classes[i].hits > classes[i - 1].hits {
+                            classes.swap(i, i - 1);
+                        }
+                        continue;
+                    }
                     None => {
                         self.count_drop(el, "synthesis-unclassified");
-                        return None;
+                        return Ran::Gone;
                     }
-                },
-                Node::Drop => return None,
+                }
+            }
+            let Some(n) = prog.nodes.get(node as usize) else {
+                return Ran::Gone;
+            };
+            match n {
+                Node::Classify(_) => return Ran::Gone,
+                Node::Drop => return Ran::Gone,
                 Node::Check { tests, yes, no } => {
                     let data = p.data();
                     let ok = tests.iter().all(|(v, iv)| {
@@ -954,11 +991,10 @@ impl Executor {
                 }
                 Node::Exit { element, finish } => {
                     finish_packet(p, finish, &self.regs);
-                    let q = std::mem::replace(p, Packet::from_bytes(&[]));
-                    if let Kind::Exit(x) = self.info[*element as usize].kind {
-                        self.exit(x as usize, q);
-                    }
-                    return None;
+                    return match self.info[*element as usize].kind {
+                        Kind::Exit(x) => Ran::Exit(x),
+                        _ => Ran::Gone,
+                    };
                 }
                 Node::Handoff {
                     element,
@@ -966,7 +1002,7 @@ impl Executor {
                     finish,
                 } => {
                     finish_packet(p, finish, &self.regs);
-                    return Some((*element, *port));
+                    return Ran::Naive(*element, *port);
                 }
                 Node::Rewrite {
                     element,
@@ -992,7 +1028,7 @@ impl Executor {
                     };
                     let now = self.cx.now.0;
                     let Some(rw) = self.elements[*element as usize].rewriter() else {
-                        return Some((*element, *port));
+                        return Ran::Naive(*element, *port);
                     };
                     let d = rw.decide(*port as usize, input.as_ref(), now);
                     let branch = match d {
@@ -1036,14 +1072,14 @@ impl Executor {
                         elements::rewriter::Decision::Pass(out) => Branch::Pass(out as u32),
                         elements::rewriter::Decision::Drop(reason) => {
                             self.count_drop(*element, reason);
-                            return None;
+                            return Ran::Gone;
                         }
                     };
                     match branches.iter().find(|(b, _)| *b == branch) {
                         Some((_, n)) => node = *n,
                         None => {
                             self.count_drop(*element, "synthesis-missed-branch");
-                            return None;
+                            return Ran::Gone;
                         }
                     }
                 }
@@ -1123,16 +1159,6 @@ fn finish_packet(p: &mut Packet, f: &Finish, regs: &Regs) {
     let base = p.data_offset() as usize;
     let data = p.data();
     let hl = usize::from(data.get(14).copied().unwrap_or(0) & 0x0f) * 4;
-    let mut writes: [(usize, usize, u128); 16] = [(0, 0, 0); 16];
-    let mut n = 0;
-    for (field, v) in &f.writes {
-        if let Some((off, len)) = frame_location(*field, hl) {
-            if n < writes.len() {
-                writes[n] = (off, len, value(v, data, regs));
-                n += 1;
-            }
-        }
-    }
     let annos = f.annos.as_ref().map(|a| {
         (
             value(&a.dst_ip, data, regs) as u32,
@@ -1145,8 +1171,18 @@ fn finish_packet(p: &mut Packet, f: &Finish, regs: &Regs) {
         data.get(17).copied().unwrap_or(0),
     ]));
     let d = p.data_mut();
-    for &(off, len, v) in &writes[..n] {
-        store(d, off, len, v);
+    // Each write's value depends only on its own field's old value: write in place.
+    for (field, v) in &f.writes {
+        if let Some((off, len)) = frame_location(*field, hl) {
+            let x = match *v {
+                Val::Const(c) => c,
+                Val::Orig(_, add) => elements::model::load(d, off, len)
+                    .wrapping_add(add as u128)
+                    & field.max_value(),
+                _ => value(v, d, regs),
+            };
+            store(d, off, len, x);
+        }
     }
     if regs.rewrote && d.len() >= 14 + hl {
         let proto = d.get(23).copied().unwrap_or(0);

@@ -180,6 +180,9 @@ pub struct Class {
     pub tests: Vec<(u16, Vec<(u128, u128)>)>,
     /// The class's first node.
     pub node: NodeId,
+    /// Packets classified into it so far (the executor keeps busy classes first; classes
+    /// are disjoint, so their order does not change the result).
+    pub hits: u64,
 }
 
 /// A synthesized chain.
@@ -219,60 +222,84 @@ pub(crate) struct Regs {
 /// The value of `field` in `data`, a frame as it arrived (the same reading as the models'
 /// `point_of` with the IPv4 header at offset 14), for the fields synthesis classifies on.
 pub fn frame_value(data: &[u8], field: Field) -> u128 {
-    use elements::model::load;
-    let ip = data.get(14..).unwrap_or(&[]);
-    let hl = usize::from(ip.first().copied().unwrap_or(0) & 0x0f) * 4;
-    let l4 = ip.get(hl..).unwrap_or(&[]);
-    match field {
-        Field::FrameLen => data.len().min(0xffff) as u128,
-        Field::EthDst => load(data, 0, 6),
-        Field::EthSrc => load(data, 6, 6),
-        Field::EtherType => load(data, 12, 2),
-        Field::HasVlan => u128::from(load(data, 12, 2) == 0x8100),
-        Field::VlanId => {
-            if load(data, 12, 2) == 0x8100 {
-                load(data, 14, 2) & 0xfff
-            } else {
-                0
+    FrameView::new(data).value(field)
+}
+
+/// A frame as it arrived, with its IPv4 and transport headers located once.
+#[derive(Debug, Clone, Copy)]
+pub struct FrameView<'a> {
+    data: &'a [u8],
+    ip: &'a [u8],
+    hl: usize,
+    l4: &'a [u8],
+}
+
+impl<'a> FrameView<'a> {
+    /// Locates the headers of `data`.
+    #[inline]
+    pub fn new(data: &'a [u8]) -> FrameView<'a> {
+        let ip = data.get(14..).unwrap_or(&[]);
+        let hl = usize::from(ip.first().copied().unwrap_or(0) & 0x0f) * 4;
+        let l4 = ip.get(hl..).unwrap_or(&[]);
+        FrameView { data, ip, hl, l4 }
+    }
+
+    /// The value of `field` (see [`frame_value`]).
+    #[inline]
+    pub fn value(&self, field: Field) -> u128 {
+        use elements::model::load;
+        let (data, ip, hl, l4) = (self.data, self.ip, self.hl, self.l4);
+        match field {
+            Field::FrameLen => data.len().min(0xffff) as u128,
+            Field::EthDst => load(data, 0, 6),
+            Field::EthSrc => load(data, 6, 6),
+            Field::EtherType => load(data, 12, 2),
+            Field::HasVlan => u128::from(load(data, 12, 2) == 0x8100),
+            Field::VlanId => {
+                if load(data, 12, 2) == 0x8100 {
+                    load(data, 14, 2) & 0xfff
+                } else {
+                    0
+                }
             }
+            Field::PacketType => {
+                elements::model::packet_type_value(packet::PacketType::from_dst_mac(data))
+            }
+            Field::IpAvail => ip.len().min(0xffff) as u128,
+            Field::IpVersion => load(ip, 0, 1) >> 4,
+            Field::IpIhl => load(ip, 0, 1) & 0x0f,
+            Field::IpOptions => u128::from(load(ip, 0, 1) & 0x0f > 5),
+            Field::IpTos => load(ip, 1, 1),
+            Field::IpLen => load(ip, 2, 2),
+            Field::IpId => load(ip, 4, 2),
+            Field::IpFlags => load(ip, 6, 2) >> 13,
+            Field::IpFragOffset => load(ip, 6, 2) & 0x1fff,
+            Field::IpTtl => load(ip, 8, 1),
+            Field::IpProto => load(ip, 9, 1),
+            Field::IpChecksumOk => u128::from(
+                !ip.is_empty()
+                    && hl >= 20
+                    && hl <= ip.len()
+                    && wire::checksum::data(&ip[..hl]) == 0,
+            ),
+            Field::IpSrc => load(ip, 12, 4),
+            Field::IpDst => load(ip, 16, 4),
+            Field::IpLenOk => {
+                let len = load(ip, 2, 2) as usize;
+                u128::from(!ip.is_empty() && len >= hl && len <= ip.len())
+            }
+            Field::L4Avail => l4.len().min(0xffff) as u128,
+            Field::L4Len => (load(ip, 2, 2) as usize).saturating_sub(hl) as u128,
+            Field::SrcPort => load(l4, 0, 2),
+            Field::DstPort => load(l4, 2, 2),
+            Field::TcpFlags => load(l4, 13, 1),
+            Field::TcpDataOff => load(l4, 12, 1) >> 4,
+            Field::IcmpType => load(l4, 0, 1),
+            Field::IcmpCode => load(l4, 1, 1),
+            Field::Raw { offset, len } => load(data, usize::from(offset), usize::from(len)),
+            // Fresh packets: annotations are zero, the interface is the executor's business.
+            Field::InPort | Field::Paint | Field::DstIpAnno => 0,
         }
-        Field::PacketType => {
-            elements::model::packet_type_value(packet::PacketType::from_dst_mac(data))
-        }
-        Field::IpAvail => ip.len().min(0xffff) as u128,
-        Field::IpVersion => load(ip, 0, 1) >> 4,
-        Field::IpIhl => load(ip, 0, 1) & 0x0f,
-        Field::IpOptions => u128::from(load(ip, 0, 1) & 0x0f > 5),
-        Field::IpTos => load(ip, 1, 1),
-        Field::IpLen => load(ip, 2, 2),
-        Field::IpId => load(ip, 4, 2),
-        Field::IpFlags => load(ip, 6, 2) >> 13,
-        Field::IpFragOffset => load(ip, 6, 2) & 0x1fff,
-        Field::IpTtl => load(ip, 8, 1),
-        Field::IpProto => load(ip, 9, 1),
-        Field::IpChecksumOk => u128::from(
-            !ip.is_empty()
-                && hl >= 20
-                && hl <= ip.len()
-                && wire::checksum::data(&ip[..hl]) == 0,
-        ),
-        Field::IpSrc => load(ip, 12, 4),
-        Field::IpDst => load(ip, 16, 4),
-        Field::IpLenOk => {
-            let len = load(ip, 2, 2) as usize;
-            u128::from(!ip.is_empty() && len >= hl && len <= ip.len())
-        }
-        Field::L4Avail => l4.len().min(0xffff) as u128,
-        Field::L4Len => (load(ip, 2, 2) as usize).saturating_sub(hl) as u128,
-        Field::SrcPort => load(l4, 0, 2),
-        Field::DstPort => load(l4, 2, 2),
-        Field::TcpFlags => load(l4, 13, 1),
-        Field::TcpDataOff => load(l4, 12, 1) >> 4,
-        Field::IcmpType => load(l4, 0, 1),
-        Field::IcmpCode => load(l4, 1, 1),
-        Field::Raw { offset, len } => load(data, usize::from(offset), usize::from(len)),
-        // Fresh packets: annotations are zero, the interface is the executor's business.
-        Field::InPort | Field::Paint | Field::DstIpAnno => 0,
     }
 }
 

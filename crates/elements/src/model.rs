@@ -150,6 +150,7 @@ impl Model {
 }
 
 /// Reads `len` (≤ 16) big-endian bytes at `off`, or 0 when they are not all there.
+#[inline]
 pub fn load(data: &[u8], off: usize, len: usize) -> u128 {
     match data.get(off..off + len) {
         Some(b) => b.iter().fold(0u128, |acc, x| (acc << 8) | u128::from(*x)),
@@ -158,6 +159,7 @@ pub fn load(data: &[u8], off: usize, len: usize) -> u128 {
 }
 
 /// The packet-type annotation value of a [`packet::PacketType`] (its declaration order).
+#[inline]
 pub fn packet_type_value(t: packet::PacketType) -> u128 {
     t as u128
 }

@@ -627,6 +627,24 @@ fn forward_ops(p: &Pattern) -> [FOp; 4] {
     [s, sp, addr(p.daddr), port(p.dport)]
 }
 
+/// Whether a packet of `st` can be a reply to a mapping `p` made: its destination must be
+/// what `p` wrote into the source, and so on.
+fn could_reply(st: &St, p: &Pattern) -> bool {
+    let f = forward_ops(p);
+    let mut read = Filter::any();
+    for (field, op) in [
+        (Field::IpDst, &f[0]),
+        (Field::DstPort, &f[1]),
+        (Field::IpSrc, &f[2]),
+        (Field::SrcPort, &f[3]),
+    ] {
+        if let FOp::Values(v) = op {
+            read = read.with(field, v.clone());
+        }
+    }
+    !matches!(st.refine_rt(&read, IpAnchor::Annotation), Ok(Refined::None))
+}
+
 /// Reply effect: a field is kept when the pattern kept its counterpart.
 fn reply_ops(p: &Pattern) -> [FOp; 4] {
     let f = forward_ops(p);
@@ -950,7 +968,10 @@ impl<'a> Walker<'a> {
             .entry((g, port))
             .or_default()
             .extend(protos.intervals().flat_map(|(a, b)| a..=b).map(|p| p as u8));
+        // A class meets each stateful element at most once: a packet that comes back to one
+        // (a forwarding loop through NATs) runs naive from there.
         if st.next_reg == u8::MAX
+            || st.stateful.contains(&g)
             || [Field::IpProto, Field::IpIhl, Field::IpFragOffset, Field::IpLen, Field::TcpFlags]
                 .iter()
                 .any(|f| st.w.get(*f) != &Op::Identity)
@@ -1008,12 +1029,16 @@ impl<'a> Walker<'a> {
                     routput,
                 } => {
                     add(*foutput, forward_ops(pattern));
-                    add(*routput, reply_ops(pattern));
+                    if could_reply(&st, pattern) {
+                        add(*routput, reply_ops(pattern));
+                    }
                 }
                 InputSpec::Mapper { patterns, .. } => {
                     for (p, fo, ro) in patterns {
                         add(*fo, forward_ops(p));
-                        add(*ro, reply_ops(p));
+                        if could_reply(&st, p) {
+                            add(*ro, reply_ops(p));
+                        }
                     }
                 }
             }
@@ -1224,6 +1249,7 @@ impl Walker<'_> {
                         })
                         .collect(),
                     node,
+                    hits: 0,
                 })
                 .collect();
             if let Some(n) = self.nodes.get_mut(id as usize) {

@@ -166,6 +166,34 @@ impl Hasher for Fnv {
     }
 }
 
+/// The hasher of the mapping table's hash map: FNV-1a with the splitmix64 finaliser, so the
+/// high bits the hash map tags its slots with are well mixed (plain FNV-1a leaves them poor
+/// for short keys, and lookups then compare many keys).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FlowHasher(Fnv);
+
+impl Hasher for FlowHasher {
+    #[inline]
+    fn finish(&self) -> u64 {
+        splitmix64(self.0.finish())
+    }
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.write(bytes);
+    }
+    #[inline]
+    fn write_u128(&mut self, v: u128) {
+        // One folded multiply per half (the keys are packed flow identifiers).
+        let m = |a: u64, b: u64| {
+            let p = u128::from(a) * u128::from(b);
+            (p as u64) ^ ((p >> 64) as u64)
+        };
+        let lo = m(v as u64 ^ 0x243F_6A88_85A3_08D3, 0x1319_8A2E_0370_7344);
+        let hi = m((v >> 64) as u64 ^ 0xA409_3822_299F_31D0, 0x082E_FA98_EC4E_6C89);
+        self.0 .0 = lo ^ hi.rotate_left(23);
+    }
+}
+
 /// The splitmix64 finaliser: spreads an FNV hash's bits.
 pub fn splitmix64(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
@@ -197,7 +225,18 @@ pub struct PatternState {
     pub next: u32,
 }
 
-type Key = (u8, FlowId);
+/// A map key: map id and flow identifier packed in 104 bits.
+type Key = u128;
+
+/// The key of `flow` in map `map_id`.
+#[inline]
+fn key(map_id: u8, flow: &FlowId) -> Key {
+    (u128::from(map_id) << 96)
+        | (u128::from(u32::from(flow.saddr)) << 64)
+        | (u128::from(flow.sport) << 48)
+        | (u128::from(u32::from(flow.daddr)) << 16)
+        | u128::from(flow.dport)
+}
 
 /// The mapping table: flows indexed under (map id, flow identifier) for both directions.
 ///
@@ -206,7 +245,7 @@ type Key = (u8, FlowId);
 /// an expired mapping is removed when a lookup finds it and by [`MappingTable::reap`].
 #[derive(Debug, Clone)]
 pub struct MappingTable {
-    map: HashMap<Key, (u32, Direction), BuildHasherDefault<Fnv>>,
+    map: HashMap<Key, (u32, Direction), BuildHasherDefault<FlowHasher>>,
     flows: Vec<Option<(u8, Flow)>>,
     free: Vec<u32>,
     timeouts: Timeouts,
@@ -275,8 +314,8 @@ impl MappingTable {
 
     fn remove(&mut self, idx: u32) {
         if let Some(Some((map_id, f))) = self.flows.get_mut(idx as usize).map(Option::take) {
-            let fwd = (map_id, f.original);
-            let rep = (map_id, f.rewritten.reverse());
+            let fwd = key(map_id, &f.original);
+            let rep = key(map_id, &f.rewritten.reverse());
             if self.map.get(&fwd).is_some_and(|e| e.0 == idx) {
                 self.map.remove(&fwd);
             }
@@ -298,7 +337,7 @@ impl MappingTable {
     /// Looks up `flow` in map `map_id`: the flow's index and the direction, or `None`.
     /// An expired mapping found here is removed and reported as absent.
     pub fn lookup(&mut self, map_id: u8, flow: &FlowId, now: u64) -> Option<(usize, Direction)> {
-        let (idx, dir) = *self.map.get(&(map_id, *flow))?;
+        let (idx, dir) = *self.map.get(&key(map_id, flow))?;
         if self.expired(idx, now) {
             self.remove(idx);
             return None;
@@ -452,8 +491,8 @@ impl MappingTable {
         input: usize,
         now: u64,
     ) -> Option<usize> {
-        for key in [(map_id, original), (map_id, rewritten.reverse())] {
-            if let Some(&(idx, _)) = self.map.get(&key) {
+        for k in [key(map_id, &original), key(map_id, &rewritten.reverse())] {
+            if let Some(&(idx, _)) = self.map.get(&k) {
                 self.remove(idx);
             }
         }
@@ -506,9 +545,9 @@ impl MappingTable {
             }
         };
         self.map
-            .insert((map_id, original), (idx, Direction::Forward));
+            .insert(key(map_id, &original), (idx, Direction::Forward));
         self.map
-            .insert((map_id, rewritten.reverse()), (idx, Direction::Reply));
+            .insert(key(map_id, &rewritten.reverse()), (idx, Direction::Reply));
         self.active += 1;
         self.created += 1;
         Some(idx as usize)
