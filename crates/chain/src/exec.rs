@@ -3,14 +3,15 @@
 
 use crate::file::{ChainFile, Endpoint};
 use crate::nf::Nf;
-use crate::program::{Branch, Event, Finish, IpChecksum, Node, Program, Regs, Tuple, Val};
+use crate::program::{Branch, Event, Finish, IpChecksum, Node, Program, Regs, Tuple, Val, NO_MAPPING};
+use elements::model::Field;
 use crate::reflect;
 use crate::summary::{ElementSummary, ExitSummary, NfSummary, Summary, Totals};
 use elements::Element;
 use elements::{Context, Role, Verdict};
 use packet::{Packet, Precision, Timestamp};
 use ports::pcap::{PcapError, PcapWriter, Record};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
 /// A packet crossing more links than this is dropped with reason `loop`.
@@ -151,6 +152,11 @@ pub struct Executor {
     regs: Regs,
     /// For each element, its segment in the program when it is a synthesized entry.
     start_of: Vec<Option<crate::program::Segment>>,
+    /// Established flows' rewriter decisions, by (entry element, addresses and ports,
+    /// protocol) of the packet as it arrived: one lookup per packet instead of one per
+    /// rewriter (SNF's shared state table). Every remembered decision is checked against
+    /// the rewriter's table before it is used.
+    flow_cache: HashMap<(u32, u128, u8), Vec<crate::program::Step>>,
 }
 
 /// What the synthesizer needs to know about one element of the stitched chain graph.
@@ -348,6 +354,7 @@ impl Executor {
             vals: Vec::new(),
             regs: Regs::default(),
             start_of: Vec::new(),
+            flow_cache: HashMap::new(),
         })
     }
 
@@ -924,6 +931,14 @@ impl Executor {
         };
         let r = self.run_program_in(&mut prog, el, &mut p);
         self.program = Some(prog);
+        if self.regs.dirty {
+            if let Some(k) = self.regs.key {
+                if self.flow_cache.len() >= 1 << 20 {
+                    self.flow_cache.clear();
+                }
+                self.flow_cache.insert(k, self.regs.record.clone());
+            }
+        }
         match r {
             Ran::Naive(e, port) => Some((e, port, p)),
             Ran::Exit(x) => {
@@ -953,6 +968,10 @@ impl Executor {
         self.regs.ip_ops = 0;
         self.regs.l4_ops = 0;
         self.regs.rewrote = false;
+        self.regs.key = None;
+        self.regs.cached.clear();
+        self.regs.record.clear();
+        self.regs.dirty = false;
         let mut node = root;
         loop {
             if let Some(c) = self.node_counts.get_mut(node as usize) {
@@ -1027,10 +1046,40 @@ impl Executor {
                         None
                     };
                     let now = self.cx.now.0;
+                    if self.regs.key.is_none() {
+                        let v = crate::program::FrameView::new(data);
+                        let k = (v.value(Field::IpSrc) << 64)
+                            | (v.value(Field::SrcPort) << 48)
+                            | (v.value(Field::IpDst) << 16)
+                            | v.value(Field::DstPort);
+                        let key = (el, k, v.value(Field::IpProto) as u8);
+                        if let Some(c) = self.flow_cache.get(&key) {
+                            self.regs.cached.extend_from_slice(c);
+                        }
+                        self.regs.key = Some(key);
+                    }
                     let Some(rw) = self.elements[*element as usize].rewriter() else {
                         return Ran::Naive(*element, *port);
                     };
-                    let d = rw.decide(*port as usize, input.as_ref(), now);
+                    let at = self.regs.record.len();
+                    let step = self.regs.cached.get(at).copied().filter(|s| s.0 == *element);
+                    let (d, got) = match (step, input.as_ref()) {
+                        (Some((_, idx, dir)), Some(inp)) if idx != NO_MAPPING => {
+                            match rw.replay(inp, now, idx, dir) {
+                                Some(d) => (d, Some((idx, dir))),
+                                None => rw.decide_at(*port as usize, input.as_ref(), now),
+                            }
+                        }
+                        _ => rw.decide_at(*port as usize, input.as_ref(), now),
+                    };
+                    let rec = match got {
+                        Some((idx, dir)) => (*element, idx, dir),
+                        None => (*element, NO_MAPPING, elements::rewriter::Direction::Forward),
+                    };
+                    if step != Some(rec) {
+                        self.regs.dirty = true;
+                    }
+                    self.regs.record.push(rec);
                     let branch = match d {
                         elements::rewriter::Decision::Rewrite { out, new } => {
                             let nv = [

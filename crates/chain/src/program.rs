@@ -210,6 +210,13 @@ impl Class {
     }
 }
 
+/// A rewriter decision remembered for a flow: (rewriter element, mapping index or
+/// [`NO_MAPPING`], direction).
+pub(crate) type Step = (u32, u32, elements::rewriter::Direction);
+
+/// A decision that used no mapping (passed or dropped).
+pub(crate) const NO_MAPPING: u32 = u32::MAX;
+
 /// Per-packet registers of the run-time steps.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Regs {
@@ -217,6 +224,14 @@ pub(crate) struct Regs {
     pub(crate) ip_ops: u32,
     pub(crate) l4_ops: u32,
     pub(crate) rewrote: bool,
+    /// The flow-cache key of the packet, once its first rewriter is reached.
+    pub(crate) key: Option<(u32, u128, u8)>,
+    /// The decisions remembered for the key.
+    pub(crate) cached: Vec<Step>,
+    /// The decisions taken for this packet.
+    pub(crate) record: Vec<Step>,
+    /// Whether `record` differs from `cached`.
+    pub(crate) dirty: bool,
 }
 
 /// The value of `field` in `data`, a frame as it arrived (the same reading as the models'

@@ -108,6 +108,8 @@ pub struct IPRewriter {
     /// Allocation state per input spec, one per pattern (mapper specs have several).
     states: Vec<Vec<PatternState>>,
     rr_next: Vec<usize>,
+    /// The mapping that rewrote the last packet decided (see `decide_at`).
+    last: Option<(u32, Direction)>,
     table: MappingTable,
     dst_anno: bool,
     seed: u64,
@@ -226,6 +228,7 @@ impl IPRewriter {
         Ok(IPRewriter {
             kind,
             rr_next: vec![0; specs.len()],
+            last: None,
             specs,
             states,
             table: MappingTable::new(t, capacity, reap),
@@ -486,6 +489,65 @@ impl IPRewriter {
     /// IPv4 header. `push` is this plus the byte rewrite, so synthesis and the element cannot
     /// disagree.
     pub fn decide(&mut self, port: usize, input: Option<&FlowInput>, now: u64) -> Decision {
+        self.decide_at(port, input, now).0
+    }
+
+    /// [`IPRewriter::decide`], also telling which mapping (index, direction) rewrote the
+    /// packet, so that a caller can [`IPRewriter::replay`] the decision for later packets.
+    pub fn decide_at(
+        &mut self,
+        port: usize,
+        input: Option<&FlowInput>,
+        now: u64,
+    ) -> (Decision, Option<(u32, Direction)>) {
+        let d = self.decide_inner(port, input, now);
+        (d, self.last)
+    }
+
+    /// Decides for a packet that an earlier decision says mapping `idx` in direction `dir`
+    /// rewrites: if that mapping is still the one a lookup would find (alive, not expired,
+    /// holding this flow in that direction, and the packet is one the rewriter handles), the
+    /// state is updated exactly as [`IPRewriter::decide`] would and the decision returned;
+    /// otherwise nothing changes and `None` says to call `decide`. Saves the hash lookup.
+    pub fn replay(
+        &mut self,
+        input: &FlowInput,
+        now: u64,
+        idx: u32,
+        dir: Direction,
+    ) -> Option<Decision> {
+        self.table.maybe_reap(now);
+        let i = input;
+        if !self.handles(i.proto) || !i.first_frag || i.tlen < 8 || (i.proto == TCP && i.tlen < 20)
+        {
+            return None;
+        }
+        let map_id = self.map_id(i.proto);
+        if self.table.map_of(idx as usize) != Some(map_id) {
+            return None;
+        }
+        let f = self.table.flow(idx as usize)?;
+        if now >= f.expiry {
+            return None;
+        }
+        let fwd = f.original == i.flow;
+        let rep = f.rewritten.reverse() == i.flow;
+        let ok = match dir {
+            Direction::Forward => fwd && !rep,
+            Direction::Reply => rep,
+        };
+        if !ok {
+            return None;
+        }
+        let new = f.rewrite_for(dir);
+        let out = f.output_for(dir);
+        self.table.touch(idx as usize, dir, i.info, now);
+        self.rewritten += 1;
+        Some(Decision::Rewrite { out, new })
+    }
+
+    fn decide_inner(&mut self, port: usize, input: Option<&FlowInput>, now: u64) -> Decision {
+        self.last = None;
         self.table.maybe_reap(now);
         let Some(i) = input else {
             self.dropped += 1;
@@ -527,6 +589,7 @@ impl IPRewriter {
         let out = f.output_for(dir);
         self.table.touch(idx, dir, i.info, now);
         self.rewritten += 1;
+        self.last = Some((idx as u32, dir));
         Decision::Rewrite { out, new }
     }
 }
@@ -594,7 +657,12 @@ impl Element for IPRewriter {
             })
             .collect();
         v.sort();
-        v.extend(self.rr_next.iter().enumerate().map(|(i, n)| format!("rr input {i} next {n}")));
+        v.extend(
+            self.rr_next
+                .iter()
+                .enumerate()
+                .map(|(i, n)| format!("rr input {i} next {n}")),
+        );
         v
     }
 

@@ -300,6 +300,11 @@ impl MappingTable {
         self.evicted
     }
 
+    /// The map id of the flow with index `idx`, if it is alive.
+    pub fn map_of(&self, idx: usize) -> Option<u8> {
+        self.flows.get(idx).and_then(|f| f.as_ref()).map(|f| f.0)
+    }
+
     /// The flow with index `idx` (as returned by [`MappingTable::lookup`]).
     pub fn flow(&self, idx: usize) -> Option<&Flow> {
         self.flows.get(idx).and_then(|f| f.as_ref()).map(|f| &f.1)
