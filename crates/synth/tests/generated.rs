@@ -1,0 +1,268 @@
+//! The differential harness on random chains: for every seed, a chain from
+//! `synth::testgen::random_chain` and a few hundred packets from `random_trace` (with
+//! expiring TTLs, bad checksums, IP options, ARP and truncated lengths) run in naive and in
+//! synth mode, with the far end reflected; the runs must not differ in anything `compare`
+//! looks at. Every naive run must also balance and repeat exactly.
+//!
+//! `FUSEBOX_GEN_SEEDS=N` runs seeds 0..N (256 by default); `FUSEBOX_GEN_SEED=S` runs seed S
+//! only and keeps its files (the path is printed). The files of failing seeds are kept. A
+//! crash that kills the process (a stack overflow) cannot be reported per seed:
+//! `FUSEBOX_GEN_VERBOSE=1` prints every seed as it starts.
+
+use chain::ChainFile;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use synth::testgen::{random_chain, random_trace, GeneratedChain};
+use synth::verify::{compare, run, Mode, RunResult};
+
+const DEFAULT_SEEDS: u64 = 256;
+const PACKETS: u64 = 300;
+/// Differences shown per failing seed.
+const SHOWN: usize = 10;
+
+fn seeds() -> (Vec<u64>, bool) {
+    if let Some(s) = std::env::var("FUSEBOX_GEN_SEED")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+    {
+        return (vec![s], true);
+    }
+    let n = std::env::var("FUSEBOX_GEN_SEEDS")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(DEFAULT_SEEDS);
+    ((0..n).collect(), false)
+}
+
+fn root(test: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("fusebox-generated-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// Generates seed `seed`'s chain and trace under `root`.
+fn setup(root: &Path, seed: u64) -> Result<(GeneratedChain, ChainFile, PathBuf), String> {
+    let dir = root.join(seed.to_string());
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let g = random_chain(seed, &dir);
+    let trace = dir.join("trace.pcap");
+    random_trace(seed, &g.trace, PACKETS, &trace)?;
+    let chain = ChainFile::load(&g.chain).map_err(|e| e.to_string())?;
+    Ok((g, chain, trace))
+}
+
+fn report(seed: u64, g: &GeneratedChain, trace: &Path, what: &str, details: &str) -> String {
+    format!(
+        "seed {seed}: {what}\n  reproduce: FUSEBOX_GEN_SEED={seed} cargo test --release -p synth --test generated\n  NFs: {}\n  trace ({PACKETS} packets, {}): {:?}\n{details}\n{}",
+        g.nfs.join(" | "),
+        trace.display(),
+        g.trace,
+        g.listing()
+    )
+}
+
+fn differences(a: &RunResult, b: &RunResult) -> Option<String> {
+    let d = compare(a, b);
+    if d.is_empty() {
+        return None;
+    }
+    let mut s = format!(
+        "  {} differences; the first {}:\n",
+        d.len(),
+        d.len().min(SHOWN)
+    );
+    for x in d.iter().take(SHOWN) {
+        s.push_str(&format!("  - {x}\n"));
+    }
+    Some(s)
+}
+
+/// What the naive runs exercised, over all seeds.
+#[derive(Default)]
+struct Tally {
+    chains: u64,
+    nfs: u64,
+    input: u64,
+    created: u64,
+    output: u64,
+    drops: BTreeMap<String, u64>,
+    /// Chains where packets reached the reflected exit.
+    reached_far_end: u64,
+    /// Chains where replies came back out of the entry.
+    came_back: u64,
+}
+
+/// Runs `check` on every seed over a few threads; fails with the reports of the failing
+/// seeds (files of failing seeds are kept).
+fn for_seeds(test: &str, check: impl Fn(u64, &Path, &Mutex<Tally>) -> Result<(), String> + Sync) {
+    let (seeds, keep) = seeds();
+    let verbose = std::env::var("FUSEBOX_GEN_VERBOSE").is_ok_and(|v| v == "1");
+    let root = root(test);
+    let tally = Mutex::new(Tally::default());
+    let failures = Mutex::new(Vec::new());
+    let next = Mutex::new(seeds.iter().copied());
+    let started = std::time::Instant::now();
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get().min(8));
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| {
+                // The guard is dropped inside `map`: seeds run in parallel.
+                let take = || next.lock().map(|mut it| it.next()).unwrap_or(None);
+                while let Some(seed) = take() {
+                    if verbose {
+                        eprintln!("{test}: seed {seed}");
+                    }
+                    match check(seed, &root, &tally) {
+                        Ok(()) if !keep => {
+                            let _ = std::fs::remove_dir_all(root.join(seed.to_string()));
+                        }
+                        Ok(()) => {}
+                        Err(r) => {
+                            if let Ok(mut f) = failures.lock() {
+                                f.push((seed, r));
+                            }
+                        }
+                    }
+                }
+            });
+        }
+    });
+    let t = tally.into_inner().unwrap_or_default();
+    eprintln!(
+        "{test}: {} seeds in {:.1?} ({} chains, {} NFs, {} reaching the far end, {} with replies back; naive totals: {} in, {} created, {} out; drops {:?})",
+        seeds.len(),
+        started.elapsed(),
+        t.chains,
+        t.nfs,
+        t.reached_far_end,
+        t.came_back,
+        t.input,
+        t.created,
+        t.output,
+        t.drops
+    );
+    if keep {
+        eprintln!("files kept in {}", root.display());
+    }
+    let mut failures = failures.into_inner().unwrap_or_default();
+    failures.sort_by_key(|f| f.0);
+    if failures.is_empty() {
+        if !keep {
+            let _ = std::fs::remove_dir_all(&root);
+        }
+        return;
+    }
+    let list: Vec<String> = failures.iter().map(|f| f.0.to_string()).collect();
+    let mut msg = format!(
+        "{} of {} seeds failed: {}\n(files kept under {})\n\n",
+        failures.len(),
+        seeds.len(),
+        list.join(", "),
+        root.display()
+    );
+    for (_, r) in failures.iter().take(3) {
+        msg.push_str(r);
+        msg.push('\n');
+    }
+    panic!("{msg}");
+}
+
+/// Naive mode is the reference: every generated chain balances (per NF and in total), no
+/// input stops early, and a second run gives exactly the same result.
+#[test]
+fn naive_runs_balance_and_repeat() {
+    for_seeds("naive", |seed, root, tally| {
+        let (g, chain, trace) = setup(root, seed).map_err(|e| format!("seed {seed}: {e}"))?;
+        let inputs = g.inputs(&trace);
+        let opts = g.options();
+        let a = run(&chain, &inputs, &opts, Mode::Naive)
+            .map_err(|e| report(seed, &g, &trace, "naive run failed", &e))?;
+        let s = &a.summary;
+        if !s.balanced() {
+            let nfs: Vec<String> = s
+                .nfs
+                .iter()
+                .filter(|n| !n.balanced)
+                .map(|n| {
+                    format!(
+                        "  nf {}: {} in + {} created != {} out + {} dropped + {} held",
+                        n.name, n.input, n.created, n.output, n.dropped, n.held
+                    )
+                })
+                .collect();
+            return Err(report(
+                seed,
+                &g,
+                &trace,
+                "naive run does not balance",
+                &format!("{}\n{}", nfs.join("\n"), s.to_text()),
+            ));
+        }
+        if !a.errors.is_empty() {
+            return Err(report(
+                seed,
+                &g,
+                &trace,
+                "input errors",
+                &a.errors.join("\n"),
+            ));
+        }
+        if s.totals.input != PACKETS {
+            return Err(report(
+                seed,
+                &g,
+                &trace,
+                "not every packet was read",
+                &format!("{} inputs", s.totals.input),
+            ));
+        }
+        let b = run(&chain, &inputs, &opts, Mode::Naive)
+            .map_err(|e| report(seed, &g, &trace, "second naive run failed", &e))?;
+        if let Some(d) = differences(&a, &b) {
+            return Err(report(seed, &g, &trace, "two naive runs differ", &d));
+        }
+        if let Ok(mut t) = tally.lock() {
+            t.chains += 1;
+            t.nfs += s.nfs.len() as u64;
+            t.input += s.totals.input;
+            t.created += s.totals.created;
+            t.output += s.totals.output;
+            for (r, n) in &s.totals.drops {
+                *t.drops.entry(r.clone()).or_default() += n;
+            }
+            let at = |e: &chain::Endpoint| {
+                let name = e.to_string();
+                s.exits.iter().any(|x| x.name == name && x.packets > 0)
+            };
+            t.reached_far_end += u64::from(g.reflect.iter().any(at));
+            t.came_back += u64::from(g.entries.iter().any(at));
+        }
+        Ok(())
+    });
+}
+
+/// Synth mode gives the naive bytes, counters and state on every generated chain.
+#[test]
+fn synth_matches_naive() {
+    for_seeds("synth", |seed, root, tally| {
+        let (g, chain, trace) = setup(root, seed).map_err(|e| format!("seed {seed}: {e}"))?;
+        let inputs = g.inputs(&trace);
+        let opts = g.options();
+        let naive = run(&chain, &inputs, &opts, Mode::Naive)
+            .map_err(|e| report(seed, &g, &trace, "naive run failed", &e))?;
+        let synth = run(&chain, &inputs, &opts, Mode::Synth)
+            .map_err(|e| report(seed, &g, &trace, "synth run failed", &e))?;
+        if let Some(d) = differences(&naive, &synth) {
+            return Err(report(seed, &g, &trace, "synth differs from naive", &d));
+        }
+        if let Ok(mut t) = tally.lock() {
+            t.chains += 1;
+            t.nfs += naive.summary.nfs.len() as u64;
+            t.input += naive.summary.totals.input;
+            t.created += naive.summary.totals.created;
+            t.output += naive.summary.totals.output;
+        }
+        Ok(())
+    });
+}
