@@ -11,7 +11,9 @@ use elements::Element;
 use elements::{Context, Role, Verdict};
 use packet::{Packet, Precision, Timestamp};
 use ports::pcap::{PcapError, PcapWriter, Record};
+use elements::rewriter::FlowHasher;
 use std::collections::{BTreeMap, HashMap};
+use std::hash::BuildHasherDefault;
 use std::path::PathBuf;
 
 /// A packet crossing more links than this is dropped with reason `loop`.
@@ -156,7 +158,7 @@ pub struct Executor {
     /// protocol) of the packet as it arrived: one lookup per packet instead of one per
     /// rewriter (SNF's shared state table). Every remembered decision is checked against
     /// the rewriter's table before it is used.
-    flow_cache: HashMap<(u32, u128, u8), Vec<crate::program::Step>>,
+    flow_cache: HashMap<u128, Vec<crate::program::Step>, BuildHasherDefault<FlowHasher>>,
 }
 
 /// What the synthesizer needs to know about one element of the stitched chain graph.
@@ -354,7 +356,7 @@ impl Executor {
             vals: Vec::new(),
             regs: Regs::default(),
             start_of: Vec::new(),
-            flow_cache: HashMap::new(),
+            flow_cache: HashMap::default(),
         })
     }
 
@@ -1052,7 +1054,10 @@ impl Executor {
                             | (v.value(Field::SrcPort) << 48)
                             | (v.value(Field::IpDst) << 16)
                             | v.value(Field::DstPort);
-                        let key = (el, k, v.value(Field::IpProto) as u8);
+                        // Entry element (24 bits), protocol, addresses and ports.
+                        let key = (u128::from(el & 0xff_ffff) << 104)
+                            | (v.value(Field::IpProto) << 96)
+                            | k;
                         if let Some(c) = self.flow_cache.get(&key) {
                             self.regs.cached.extend_from_slice(c);
                         }

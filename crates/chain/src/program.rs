@@ -225,7 +225,7 @@ pub(crate) struct Regs {
     pub(crate) l4_ops: u32,
     pub(crate) rewrote: bool,
     /// The flow-cache key of the packet, once its first rewriter is reached.
-    pub(crate) key: Option<(u32, u128, u8)>,
+    pub(crate) key: Option<u128>,
     /// The decisions remembered for the key.
     pub(crate) cached: Vec<Step>,
     /// The decisions taken for this packet.

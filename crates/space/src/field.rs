@@ -141,6 +141,7 @@ impl Field {
     }
 
     /// The field's width in bits (1..=128).
+    #[inline]
     pub fn width(self) -> u32 {
         match self {
             Field::HasVlan | Field::IpOptions | Field::IpChecksumOk | Field::IpLenOk => 1,
@@ -172,6 +173,7 @@ impl Field {
     }
 
     /// The largest value of the field, `2^width - 1`.
+    #[inline]
     pub fn max_value(self) -> u128 {
         max_value(self.width())
     }
@@ -232,6 +234,7 @@ impl fmt::Display for Field {
 }
 
 /// The largest value of a `width`-bit field (`width` is capped at 128; width 0 has only 0).
+#[inline]
 pub fn max_value(width: u32) -> u128 {
     if width >= 128 {
         u128::MAX

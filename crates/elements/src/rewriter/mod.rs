@@ -10,7 +10,7 @@ mod table;
 
 pub use pattern::{parse_input_spec, parse_mapper_config, Choice, InputSpec, Pattern, Vary};
 pub use table::{
-    flow_random, name_seed, splitmix64, Direction, Flow, FlowId, MappingTable, PacketInfo,
+    flow_random, name_seed, splitmix64, Direction, Flow, FlowHasher, FlowId, MappingTable, PacketInfo,
     PatternState, Timeouts,
 };
 
