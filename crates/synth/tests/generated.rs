@@ -93,9 +93,31 @@ struct Tally {
     came_back: u64,
 }
 
+/// Adds a naive run's summary to the tally.
+fn add(tally: &Mutex<Tally>, g: &GeneratedChain, s: &chain::Summary) {
+    let Ok(mut t) = tally.lock() else { return };
+    t.chains += 1;
+    t.nfs += s.nfs.len() as u64;
+    t.input += s.totals.input;
+    t.created += s.totals.created;
+    t.output += s.totals.output;
+    for (r, n) in &s.totals.drops {
+        *t.drops.entry(r.clone()).or_default() += n;
+    }
+    let at = |e: &chain::Endpoint| {
+        let name = e.to_string();
+        s.exits.iter().any(|x| x.name == name && x.packets > 0)
+    };
+    t.reached_far_end += u64::from(g.reflect.iter().any(at));
+    t.came_back += u64::from(g.entries.iter().any(at));
+}
+
 /// Runs `check` on every seed over a few threads; fails with the reports of the failing
 /// seeds (files of failing seeds are kept).
-fn for_seeds(test: &str, check: impl Fn(u64, &Path, &Mutex<Tally>) -> Result<(), String> + Sync) {
+fn for_seeds(
+    test: &str,
+    check: impl Fn(u64, &Path, &Mutex<Tally>) -> Result<(), String> + Sync,
+) -> Tally {
     let (seeds, keep) = seeds();
     let verbose = std::env::var("FUSEBOX_GEN_VERBOSE").is_ok_and(|v| v == "1");
     let root = root(test);
@@ -151,7 +173,7 @@ fn for_seeds(test: &str, check: impl Fn(u64, &Path, &Mutex<Tally>) -> Result<(),
         if !keep {
             let _ = std::fs::remove_dir_all(&root);
         }
-        return;
+        return t;
     }
     let list: Vec<String> = failures.iter().map(|f| f.0.to_string()).collect();
     let mut msg = format!(
@@ -172,7 +194,7 @@ fn for_seeds(test: &str, check: impl Fn(u64, &Path, &Mutex<Tally>) -> Result<(),
 /// input stops early, and a second run gives exactly the same result.
 #[test]
 fn naive_runs_balance_and_repeat() {
-    for_seeds("naive", |seed, root, tally| {
+    let t = for_seeds("naive", |seed, root, tally| {
         let (g, chain, trace) = setup(root, seed).map_err(|e| format!("seed {seed}: {e}"))?;
         let inputs = g.inputs(&trace);
         let opts = g.options();
@@ -222,30 +244,45 @@ fn naive_runs_balance_and_repeat() {
         if let Some(d) = differences(&a, &b) {
             return Err(report(seed, &g, &trace, "two naive runs differ", &d));
         }
-        if let Ok(mut t) = tally.lock() {
-            t.chains += 1;
-            t.nfs += s.nfs.len() as u64;
-            t.input += s.totals.input;
-            t.created += s.totals.created;
-            t.output += s.totals.output;
-            for (r, n) in &s.totals.drops {
-                *t.drops.entry(r.clone()).or_default() += n;
-            }
-            let at = |e: &chain::Endpoint| {
-                let name = e.to_string();
-                s.exits.iter().any(|x| x.name == name && x.packets > 0)
-            };
-            t.reached_far_end += u64::from(g.reflect.iter().any(at));
-            t.came_back += u64::from(g.entries.iter().any(at));
-        }
+        add(tally, &g, s);
         Ok(())
     });
+    // The generator stays useful: traffic gets through most chains, and the anomalies reach
+    // the elements that reject them.
+    if t.chains >= 100 {
+        assert!(
+            t.reached_far_end * 2 >= t.chains,
+            "only {} of {} chains deliver to the far end",
+            t.reached_far_end,
+            t.chains
+        );
+        assert!(t.came_back * 2 >= t.chains);
+        for reason in [
+            "ttl-expired",
+            "bad-ip-checksum",
+            "bad-ip-length",
+            "bad-ip-version",
+            "filter-deny",
+            "not-tcp-udp",
+            "ip-fragment",
+            "no-output",
+            "loop",
+        ] {
+            assert!(
+                t.drops.get(reason).copied().unwrap_or(0) > 0,
+                "no `{reason}` drop in {} chains: {:?}",
+                t.chains,
+                t.drops
+            );
+        }
+        assert!(t.created > 0, "no packet created");
+    }
 }
 
 /// Synth mode gives the naive bytes, counters and state on every generated chain.
 #[test]
 fn synth_matches_naive() {
-    for_seeds("synth", |seed, root, tally| {
+    let _ = for_seeds("synth", |seed, root, tally| {
         let (g, chain, trace) = setup(root, seed).map_err(|e| format!("seed {seed}: {e}"))?;
         let inputs = g.inputs(&trace);
         let opts = g.options();
@@ -256,13 +293,7 @@ fn synth_matches_naive() {
         if let Some(d) = differences(&naive, &synth) {
             return Err(report(seed, &g, &trace, "synth differs from naive", &d));
         }
-        if let Ok(mut t) = tally.lock() {
-            t.chains += 1;
-            t.nfs += naive.summary.nfs.len() as u64;
-            t.input += naive.summary.totals.input;
-            t.created += naive.summary.totals.created;
-            t.output += naive.summary.totals.output;
-        }
+        add(tally, &g, &naive.summary);
         Ok(())
     });
 }
