@@ -7,7 +7,8 @@
 //! `FUSEBOX_GEN_SEEDS=N` runs seeds 0..N (256 by default); `FUSEBOX_GEN_SEED=S` runs seed S
 //! only and keeps its files (the path is printed). The files of failing seeds are kept. A
 //! crash that kills the process (a stack overflow) cannot be reported per seed:
-//! `FUSEBOX_GEN_VERBOSE=1` prints every seed as it starts.
+//! `FUSEBOX_GEN_VERBOSE=1 cargo test --release -p synth --test generated -- --nocapture`
+//! prints every seed as it starts.
 
 use chain::ChainFile;
 use std::collections::BTreeMap;
