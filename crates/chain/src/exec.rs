@@ -1291,5 +1291,6 @@ fn finish_packet(p: &mut Packet, f: &Finish, regs: &Regs) {
         p.meta.dst_ip = std::net::Ipv4Addr::from(dst);
         p.meta.paint = paint;
         p.meta.packet_type = elements::model::packet_type_of_value(pt);
+        p.meta.hops = p.meta.hops.saturating_add(a.hops);
     }
 }

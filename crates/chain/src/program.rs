@@ -96,6 +96,8 @@ pub struct Annotations {
     pub paint: Val,
     /// Packet type.
     pub packet_type: Val,
+    /// Links crossed so far (the `loop` limit counts them).
+    pub hops: u8,
 }
 
 /// What follows a stateful rewriter's decision.

@@ -20,6 +20,9 @@ const NODE_BUDGET: usize = 200_000;
 /// With run-time checks, an entry's walk tries at most this many nodes before it retries
 /// without them.
 const ENTRY_BUDGET: usize = 20_000;
+/// A class follows at most this many links; a packet going further (a forwarding loop) is
+/// handed to the link and runs naive from there (which also bounds the walk's recursion).
+const WALK_HOPS: u32 = 16;
 /// At most this many elements on a path decide by run-time checks; later ones see the packet.
 const MAX_CHECKED: u32 = 2;
 /// The id of an unknown operation (a field no element keeps track of any more).
@@ -567,6 +570,7 @@ impl St {
                 dst_ip: val(self.anno.src, &self.anno.op),
                 paint: val(Field::Paint, self.w.get(Field::Paint)),
                 packet_type: val(Field::PacketType, self.w.get(Field::PacketType)),
+                hops: self.hops.min(255) as u8,
             }),
         }
     }
@@ -757,6 +761,11 @@ impl<'a> Walker<'a> {
             Place::Link(target) => {
                 if st.hops >= MAX_HOPS {
                     return self.drop(&st, t, "loop");
+                }
+                if st.hops >= WALK_HOPS {
+                    // A long way round (a forwarding loop): the rest runs naive, which counts
+                    // the links the packet crossed (its `hops`).
+                    return self.handoff(&st, t, 0);
                 }
                 st.hops += 1;
                 st.events.push(Event::NfOut(self.ex.element_nf(t as usize)));
