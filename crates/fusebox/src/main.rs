@@ -3,6 +3,7 @@
 
 mod gen_cmd;
 mod run_cmd;
+mod verify_cmd;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -19,6 +20,8 @@ use std::process::ExitCode;
   fusebox run examples/fig5/chain.toml --input napt.eth0=trace.pcap
   fusebox run examples/fig5/chain.toml --input napt.eth0=trace.pcap --reflect lb.eth1 --json
   fusebox run examples/routers/chain.toml --input r1.eth0=trace.pcap --replay 20
+  fusebox run examples/fig5/chain.toml --input napt.eth0=trace.pcap --mode synth
+  fusebox verify examples/fig5/chain.toml --input napt.eth0=trace.pcap --reflect lb.eth1
   fusebox run router.click --input eth0=trace.pcap --output eth1=out.pcap"
 )]
 struct Cli {
@@ -34,6 +37,9 @@ enum Command {
     Check(run_cmd::CheckArgs),
     /// Generate a synthetic trace (pcap).
     Gen(gen_cmd::GenArgs),
+    /// Run a chain in several modes (naive, synth) and compare outputs, drops, counters and
+    /// state: exit 0 when identical, 4 when different, 1 on errors.
+    Verify(verify_cmd::VerifyArgs),
 }
 
 fn main() -> ExitCode {
@@ -41,6 +47,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Run(a) => run_cmd::run(a),
         Command::Check(a) => run_cmd::check(a),
+        Command::Verify(a) => verify_cmd::verify(a),
         Command::Gen(a) => gen_cmd::run(a).map(|s| {
             eprintln!("{s}");
             ExitCode::SUCCESS

@@ -14,6 +14,8 @@ use std::time::Instant;
 pub enum Mode {
     /// Every NF as written, one after the other (the reference all modes must match).
     Naive,
+    /// SNF synthesis: one classifier and one write set per traffic class.
+    Synth,
 }
 
 /// Arguments of `fusebox run`.
@@ -63,7 +65,7 @@ pub struct CheckArgs {
     pub defines: Vec<String>,
 }
 
-fn load_chain(path: &Path) -> Result<ChainFile, String> {
+pub(crate) fn load_chain(path: &Path) -> Result<ChainFile, String> {
     if path.extension().is_some_and(|e| e == "click") {
         if !path.exists() {
             return Err(format!("{}: no such file", path.display()));
@@ -74,7 +76,7 @@ fn load_chain(path: &Path) -> Result<ChainFile, String> {
     }
 }
 
-fn parse_defines(d: &[String]) -> Result<Vec<(String, String)>, String> {
+pub(crate) fn parse_defines(d: &[String]) -> Result<Vec<(String, String)>, String> {
     d.iter()
         .map(|s| {
             s.split_once('=')
@@ -84,8 +86,19 @@ fn parse_defines(d: &[String]) -> Result<Vec<(String, String)>, String> {
         .collect()
 }
 
+/// `--reflect NF.IFACE` arguments.
+pub(crate) fn parse_reflect(r: &[String]) -> Result<Vec<Endpoint>, String> {
+    r.iter()
+        .map(|r| Endpoint::parse(r).ok_or_else(|| format!("--reflect {r}: expected NF.IFACE")))
+        .collect()
+}
+
 /// `NF.IFACE=FILE` (or `IFACE=FILE` when the chain has one NF).
-fn parse_binding(s: &str, chain: &ChainFile, flag: &str) -> Result<(Endpoint, PathBuf), String> {
+pub(crate) fn parse_binding(
+    s: &str,
+    chain: &ChainFile,
+    flag: &str,
+) -> Result<(Endpoint, PathBuf), String> {
     let (ep, file) = s
         .split_once('=')
         .ok_or_else(|| format!("{flag} {s}: expected NF.IFACE=FILE"))?;
@@ -135,11 +148,7 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, String> {
     let chain = load_chain(&a.chain)?;
     let opts = RunOptions {
         batch: a.batch,
-        reflect: a
-            .reflect
-            .iter()
-            .map(|r| Endpoint::parse(r).ok_or_else(|| format!("--reflect {r}: expected NF.IFACE")))
-            .collect::<Result<_, _>>()?,
+        reflect: parse_reflect(&a.reflect)?,
         defines: parse_defines(&a.defines)?,
     };
     let inputs: Vec<(Endpoint, PathBuf)> = a
@@ -178,6 +187,10 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, String> {
         precision,
         a.replay.is_some(),
     )?;
+    let synth = match a.mode {
+        Mode::Naive => None,
+        Mode::Synth => Some(synth::install(&mut ex)?),
+    };
     for (e, _) in &outputs {
         if !ex.exit_names().contains(&e.to_string()) {
             return Err(format!(
@@ -237,7 +250,7 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, String> {
         eprintln!("replay: {n} packets in {passes} passes, {secs:.3} s, {:.3} Mpps (one core, in memory, no I/O)", pps / 1e6);
         if a.json {
             let mut s = ex.summary().to_json();
-            s = format!("{{\"replay\": {{\"packets\": {n}, \"passes\": {passes}, \"seconds\": {secs}, \"pps\": {pps}}}, \"summary\": {s}}}");
+            s = format!("{{\"replay\": {{\"packets\": {n}, \"passes\": {passes}, \"seconds\": {secs}, \"pps\": {pps}}},{} \"summary\": {s}}}", synth_json(synth.as_ref()).map(|s| format!(" {s}")).unwrap_or_default());
             println!("{s}");
         }
     } else {
@@ -263,7 +276,16 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, String> {
         }
         ex.finish()?;
         if a.json {
-            println!("{}", ex.summary().to_json());
+            let s = ex.summary().to_json();
+            match s.strip_prefix("{\n") {
+                Some(rest) if synth.is_some() => {
+                    println!(
+                        "{{\n  {}\n{rest}",
+                        synth_json(synth.as_ref()).unwrap_or_default()
+                    )
+                }
+                _ => println!("{s}"),
+            }
         }
     }
     let summary = ex.summary();
@@ -282,6 +304,11 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, String> {
         return Ok(ExitCode::from(3));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `"synth": {"classes": N},` for the JSON outputs of a synth run.
+fn synth_json(report: Option<&synth::Report>) -> Option<String> {
+    report.map(|r| format!("\"synth\": {{\"classes\": {}}},", r.classes.len()))
 }
 
 type Records = Box<dyn Iterator<Item = Result<ports::pcap::Record, ports::pcap::PcapError>>>;

@@ -1,0 +1,163 @@
+//! `fusebox verify`: run a chain in several modes and compare everything the equivalence
+//! contract covers (packets per exit, drops, counters, final state, input errors).
+
+use crate::run_cmd::{load_chain, parse_binding, parse_defines, parse_reflect};
+use chain::{Endpoint, RunOptions};
+use clap::Args;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use synth::verify::{compare, run, Difference, Mode, RunResult};
+
+/// Differences printed at most.
+const SHOWN: usize = 10;
+
+/// Exit status when the modes differ.
+const DIFFERENT: u8 = 4;
+
+/// Arguments of `fusebox verify`.
+#[derive(Args, Debug)]
+pub struct VerifyArgs {
+    /// Chain file (.toml) or a single Click configuration (.click).
+    pub chain: PathBuf,
+    /// Input capture for an entry interface: NF.IFACE=FILE (IFACE=FILE for a single Click file). Repeatable.
+    #[arg(short, long = "input", value_name = "NF.IFACE=FILE")]
+    pub inputs: Vec<String>,
+    /// Packets leaving at this exit come back in at the same interface as replies. Repeatable.
+    #[arg(long, value_name = "NF.IFACE")]
+    pub reflect: Vec<String>,
+    /// Override a `define` of the Click configurations: NAME=VALUE. Repeatable.
+    #[arg(short = 'D', long = "define", value_name = "NAME=VALUE")]
+    pub defines: Vec<String>,
+    /// Modes to run, comma-separated; each is compared with the first.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "naive,synth",
+        value_name = "MODE,MODE"
+    )]
+    pub modes: Vec<String>,
+    /// Print the result as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn json_str(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// `fusebox verify`.
+pub fn verify(a: &VerifyArgs) -> Result<ExitCode, String> {
+    let modes: Vec<Mode> = a
+        .modes
+        .iter()
+        .map(|m| m.parse().map_err(|e| format!("--modes: {e}")))
+        .collect::<Result<_, String>>()?;
+    if modes.len() < 2 {
+        return Err(format!(
+            "--modes {}: give at least two modes to compare (e.g. naive,synth)",
+            a.modes.join(",")
+        ));
+    }
+    let chain = load_chain(&a.chain)?;
+    let opts = RunOptions {
+        reflect: parse_reflect(&a.reflect)?,
+        defines: parse_defines(&a.defines)?,
+        ..RunOptions::default()
+    };
+    let inputs: Vec<(Endpoint, PathBuf)> = a
+        .inputs
+        .iter()
+        .map(|s| parse_binding(s, &chain, "--input"))
+        .collect::<Result<_, _>>()?;
+    let mut results: Vec<RunResult> = Vec::new();
+    for (i, &m) in modes.iter().enumerate() {
+        // Input and configuration errors show in the first run; later ones are the mode's.
+        let r = run(&chain, &inputs, &opts, m);
+        results.push(r.map_err(|e| {
+            if i == 0 {
+                e
+            } else {
+                format!("--mode {m}: {e}")
+            }
+        })?);
+    }
+    let reference = &results[0];
+    // (mode compared with the first, its differences)
+    let diffs: Vec<(Mode, Vec<Difference>)> = modes
+        .iter()
+        .zip(&results)
+        .skip(1)
+        .map(|(m, r)| (*m, compare(reference, r)))
+        .collect();
+    let identical = diffs.iter().all(|(_, d)| d.is_empty());
+    let (packets, exits) = (reference.packets(), reference.exits.len());
+    let drops = reference.summary.totals.dropped;
+    let state = reference.state_lines();
+    if a.json {
+        let mut per_mode = Vec::new();
+        for (m, d) in &diffs {
+            let listed: Vec<String> = d
+                .iter()
+                .take(SHOWN)
+                .map(|d| json_str(&d.to_string()))
+                .collect();
+            per_mode.push(format!(
+                "{{\"mode\": \"{m}\", \"differences\": {}, \"first\": [{}]}}",
+                d.len(),
+                listed.join(", ")
+            ));
+        }
+        let errors: Vec<String> = reference.errors.iter().map(|e| json_str(e)).collect();
+        println!(
+            "{{\"identical\": {identical}, \"reference\": \"{}\", \"packets\": {packets}, \"exits\": {exits}, \"drops\": {drops}, \"state_lines\": {state}, \"compared\": [{}], \"input_errors\": [{}]}}",
+            modes[0],
+            per_mode.join(", "),
+            errors.join(", ")
+        );
+    } else if identical {
+        println!(
+            "identical: {packets} packets on {exits} exits, {drops} drops, {state} state lines"
+        );
+    } else {
+        let mut shown = 0;
+        for (m, d) in diffs.iter().filter(|(_, d)| !d.is_empty()) {
+            println!(
+                "different: {} (a) vs {m} (b): {} differences",
+                modes[0],
+                d.len()
+            );
+            for d in d.iter().take(SHOWN - shown) {
+                println!("{d}");
+                shown += 1;
+            }
+            if shown >= SHOWN {
+                break;
+            }
+        }
+        let total: usize = diffs.iter().map(|(_, d)| d.len()).sum();
+        if total > shown {
+            println!("... and {} more differences", total - shown);
+        }
+    }
+    if !identical {
+        return Ok(ExitCode::from(DIFFERENT));
+    }
+    if !reference.errors.is_empty() {
+        for e in &reference.errors {
+            eprintln!("fusebox: error: {e}");
+        }
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
