@@ -3,15 +3,17 @@
 
 use crate::file::{ChainFile, Endpoint};
 use crate::nf::Nf;
-use crate::program::{Branch, Event, Finish, IpChecksum, Node, Program, Regs, Tuple, Val, NO_MAPPING};
-use elements::model::Field;
+use crate::program::{
+    Branch, Event, Finish, IpChecksum, Node, Program, Regs, Tuple, Val, NO_MAPPING,
+};
 use crate::reflect;
 use crate::summary::{ElementSummary, ExitSummary, NfSummary, Summary, Totals};
+use elements::model::Field;
+use elements::rewriter::FlowHasher;
 use elements::Element;
 use elements::{Context, Role, Verdict};
 use packet::{Packet, Precision, Timestamp};
 use ports::pcap::{PcapError, PcapWriter, Record};
-use elements::rewriter::FlowHasher;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::BuildHasherDefault;
 use std::path::PathBuf;
@@ -658,7 +660,11 @@ impl Executor {
             self.chain_created += 1;
             self.nf_counters[self.nf_of[target as usize] as usize].input += 1;
             self.arrivals[target as usize] += 1;
-            let port = if self.synthesized(target) { SYNTH_PORT } else { 0 };
+            let port = if self.synthesized(target) {
+                SYNTH_PORT
+            } else {
+                0
+            };
             self.stack.push((target, port, r));
         }
         self.recycle(p);
@@ -1067,7 +1073,12 @@ impl Executor {
                         return Ran::Naive(*element, *port);
                     };
                     let at = self.regs.record.len();
-                    let step = self.regs.cached.get(at).copied().filter(|s| s.0 == *element);
+                    let step = self
+                        .regs
+                        .cached
+                        .get(at)
+                        .copied()
+                        .filter(|s| s.0 == *element);
                     let (d, got) = match (step, input.as_ref()) {
                         (Some((_, idx, dir)), Some(inp)) if idx != NO_MAPPING => {
                             match rw.replay(inp, now, idx, dir) {
@@ -1179,7 +1190,9 @@ impl Executor {
                             nfc[self.nf_of[e as usize] as usize].dropped += n;
                             add(&mut drops[e as usize], prog.reasons[r as usize], n);
                         }
-                        Event::Stat(e, r) => add(&mut stats[e as usize], prog.reasons[r as usize], n),
+                        Event::Stat(e, r) => {
+                            add(&mut stats[e as usize], prog.reasons[r as usize], n)
+                        }
                     }
                 }
             }
@@ -1190,7 +1203,11 @@ impl Executor {
 
 /// What a rewriter would read from the packet: the IPv4 header at offset 14 of the frame as
 /// it arrived, with the current addresses and ports `cur`.
-fn flow_input(data: &[u8], trimmed: bool, cur: &[u128; 4]) -> Option<elements::rewriter::FlowInput> {
+fn flow_input(
+    data: &[u8],
+    trimmed: bool,
+    cur: &[u128; 4],
+) -> Option<elements::rewriter::FlowInput> {
     let ip = data.get(14..)?;
     let ip = if trimmed {
         let len = usize::from(u16::from_be_bytes([*ip.get(2)?, *ip.get(3)?]));
@@ -1230,9 +1247,9 @@ fn finish_packet(p: &mut Packet, f: &Finish, regs: &Regs) {
         if let Some((off, len)) = frame_location(*field, hl) {
             let x = match *v {
                 Val::Const(c) => c,
-                Val::Orig(_, add) => elements::model::load(d, off, len)
-                    .wrapping_add(add as u128)
-                    & field.max_value(),
+                Val::Orig(_, add) => {
+                    elements::model::load(d, off, len).wrapping_add(add as u128) & field.max_value()
+                }
                 _ => value(v, d, regs),
             };
             store(d, off, len, x);

@@ -1,8 +1,10 @@
 //! `fusebox`: run chains of network functions written as Click configurations.
 #![forbid(unsafe_code)]
 
+mod explain_cmd;
 mod gen_cmd;
 mod run_cmd;
+mod synth_cmd;
 mod verify_cmd;
 
 use clap::{Parser, Subcommand};
@@ -35,6 +37,10 @@ enum Command {
     Run(run_cmd::RunArgs),
     /// Parse and validate a chain; print it and its NFs' element graphs.
     Check(run_cmd::CheckArgs),
+    /// Synthesize a chain (SNF): print its traffic classes, their writes and where they end.
+    Synth(synth_cmd::SynthArgs),
+    /// Explain which traffic class a packet falls in and what the chain does to it.
+    Explain(explain_cmd::ExplainArgs),
     /// Generate a synthetic trace (pcap).
     Gen(gen_cmd::GenArgs),
     /// Run a chain in several modes (naive, synth) and compare outputs, drops, counters and
@@ -47,6 +53,8 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Run(a) => run_cmd::run(a),
         Command::Check(a) => run_cmd::check(a),
+        Command::Synth(a) => synth_cmd::run(a),
+        Command::Explain(a) => explain_cmd::run(a),
         Command::Verify(a) => verify_cmd::verify(a),
         Command::Gen(a) => gen_cmd::run(a).map(|s| {
             eprintln!("{s}");

@@ -37,7 +37,7 @@ fn interval(f: Field, lo: u128, hi: u128) -> String {
     }
     if is_addr(f) {
         let size = hi - lo + 1;
-        if size.is_power_of_two() && lo % size == 0 {
+        if size.is_power_of_two() && lo.is_multiple_of(size) {
             let len = 32 - size.trailing_zeros();
             return format!("{}/{len}", value(f, lo));
         }
@@ -101,10 +101,12 @@ pub fn writes(c: &ClassReport) -> String {
     if ip {
         v.push("ip_csum once".into());
     }
-    if c.writes
-        .iter()
-        .any(|(f, _)| matches!(f, Field::IpSrc | Field::IpDst | Field::SrcPort | Field::DstPort))
-        || !c.stateful.is_empty()
+    if c.writes.iter().any(|(f, _)| {
+        matches!(
+            f,
+            Field::IpSrc | Field::IpDst | Field::SrcPort | Field::DstPort
+        )
+    }) || !c.stateful.is_empty()
     {
         v.push("l4_csum once".into());
     }

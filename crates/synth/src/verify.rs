@@ -660,7 +660,7 @@ fn decode_ipv4(s: &mut String, b: &[u8]) {
         let _ = write!(
             s,
             " frag off {}{}",
-            u32::from(ip.frag_offset()) * 8,
+            ip.frag_offset(),
             if ip.more_frags() { " MF" } else { "" }
         );
         if ip.frag_offset() != 0 {

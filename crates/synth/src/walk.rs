@@ -275,7 +275,8 @@ impl St {
                 }
                 // Raw bytes must not overlap anything written so far.
                 let written = self.w.ops().any(|(g, _)| {
-                    chain::program::frame_location(g, 20).is_some() || matches!(g, Field::Raw { .. })
+                    chain::program::frame_location(g, 20).is_some()
+                        || matches!(g, Field::Raw { .. })
                 });
                 if written && off < 14 + 60 + 20 {
                     return Err(Bail);
@@ -294,7 +295,9 @@ impl St {
                 if !self.ip_ok(at) {
                     return Err(Bail);
                 }
-                if is_l4_field(f) && f != Field::L4Avail && self.w.get(Field::IpIhl) != &Op::Identity
+                if is_l4_field(f)
+                    && f != Field::L4Avail
+                    && self.w.get(Field::IpIhl) != &Op::Identity
                 {
                     return Err(Bail);
                 }
@@ -311,9 +314,9 @@ impl St {
                             return Ok(Some((Field::L4Len, Op::Identity, set.clone())))
                         }
                         Field::IpLenOk => {
-                            return Ok(set.contains(1).then(|| {
-                                (Field::IpLenOk, Op::Identity, FieldSet::full(1))
-                            }))
+                            return Ok(set
+                                .contains(1)
+                                .then(|| (Field::IpLenOk, Op::Identity, FieldSet::full(1))))
                         }
                         _ => {}
                     }
@@ -370,7 +373,10 @@ impl St {
                     }
                     phi = x;
                 }
-                Preimage::RuntimeDecision { may_match, checks: cs } => {
+                Preimage::RuntimeDecision {
+                    may_match,
+                    checks: cs,
+                } => {
                     if may_match.is_empty() {
                         return Ok(Refined::None);
                     }
@@ -426,7 +432,8 @@ impl St {
                 let w = self.w.get(f).then(op, f.width());
                 self.w.set(f, w);
                 // Nobody keeps the checksum valid through a plain write.
-                self.w.set(Field::IpChecksumOk, Op::Stateful { id: UNKNOWN });
+                self.w
+                    .set(Field::IpChecksumOk, Op::Stateful { id: UNKNOWN });
                 Ok(())
             }
             _ => Err(Bail),
@@ -472,7 +479,8 @@ impl St {
                 let mac = |m: &[u8; 6]| m.iter().fold(0u128, |a, b| (a << 8) | u128::from(*b));
                 self.w.set(Field::EthDst, Op::Set(mac(dst)));
                 self.w.set(Field::EthSrc, Op::Set(mac(src)));
-                self.w.set(Field::EtherType, Op::Set(u128::from(*ethertype)));
+                self.w
+                    .set(Field::EtherType, Op::Set(u128::from(*ethertype)));
                 self.mac = Some(0);
                 self.net = Some(14);
                 Ok(())
@@ -518,7 +526,8 @@ impl St {
                     let ihl = self.phi.get(Field::IpIhl);
                     if let Some(lo) = ihl.first() {
                         if self.w.get(Field::IpIhl) == &Op::Identity && lo >= 5 {
-                            self.phi.restrict(Field::IpLen, &FieldSet::range(4 * lo, 0xffff));
+                            self.phi
+                                .restrict(Field::IpLen, &FieldSet::range(4 * lo, 0xffff));
                         }
                     }
                 }
@@ -704,16 +713,15 @@ impl<'a> Walker<'a> {
         if !self.report {
             return;
         }
-        let writes = st
-            .w
-            .ops()
-            .filter(|(f, op)| !(*f == Field::PacketType && **op == Op::Set(0)))
-            .map(|(f, op)| (f, op.clone()))
-            .chain(
-                (st.anno.src != Field::DstIpAnno || st.anno.op != Op::Identity)
-                    .then(|| (Field::DstIpAnno, st.anno.op.clone())),
-            )
-            .collect();
+        let writes =
+            st.w.ops()
+                .filter(|(f, op)| !(*f == Field::PacketType && **op == Op::Set(0)))
+                .map(|(f, op)| (f, op.clone()))
+                .chain(
+                    (st.anno.src != Field::DstIpAnno || st.anno.op != Op::Identity)
+                        .then(|| (Field::DstIpAnno, st.anno.op.clone())),
+                )
+                .collect();
         let path = st.path.iter().map(|g| self.name(*g)).collect();
         let stateful = st.stateful.iter().map(|g| self.name(*g)).collect();
         self.reports.push(ClassReport {
@@ -741,7 +749,12 @@ impl<'a> Walker<'a> {
         Ok(vec![(st.phi.clone(), id)])
     }
 
-    fn drop(&mut self, st: &St, g: u32, reason: &'static str) -> Result<Vec<(Filter, NodeId)>, Giveup> {
+    fn drop(
+        &mut self,
+        st: &St,
+        g: u32,
+        reason: &'static str,
+    ) -> Result<Vec<(Filter, NodeId)>, Giveup> {
         let mut ev = st.events.clone();
         let r = self.reason(reason);
         ev.push(Event::Drop(g, r));
@@ -769,7 +782,8 @@ impl<'a> Walker<'a> {
                 }
                 st.hops += 1;
                 st.events.push(Event::NfOut(self.ex.element_nf(t as usize)));
-                st.events.push(Event::NfIn(self.ex.element_nf(target as usize)));
+                st.events
+                    .push(Event::NfIn(self.ex.element_nf(target as usize)));
                 st.events.push(Event::Arrival(target));
                 self.element(st, target, 0)
             }
@@ -803,7 +817,13 @@ impl<'a> Walker<'a> {
         self.cases(st, g, port, &model)
     }
 
-    fn cases(&mut self, st: St, g: u32, port: u32, model: &Model) -> Result<Vec<(Filter, NodeId)>, Giveup> {
+    fn cases(
+        &mut self,
+        st: St,
+        g: u32,
+        port: u32,
+        model: &Model,
+    ) -> Result<Vec<(Filter, NodeId)>, Giveup> {
         self.cases_from(st, g, port, model, 0)
     }
 
@@ -821,7 +841,10 @@ impl<'a> Walker<'a> {
         for (ci, case) in model.cases.iter().enumerate().skip(i) {
             let mut next = Vec::new();
             for r in rest {
-                let sr = St { phi: r.clone(), ..st.clone() };
+                let sr = St {
+                    phi: r.clone(),
+                    ..st.clone()
+                };
                 let m = match sr.refine_rt(&case.filter, model.ip_at) {
                     Err(Bail) => {
                         leaves.extend(self.handoff(&sr, g, port)?);
@@ -841,7 +864,11 @@ impl<'a> Walker<'a> {
                     Ok(Refined::Runtime(may, checks)) => {
                         // Outside `may` the case cannot match; inside, run time decides.
                         next.extend(r.difference(&may));
-                        let mut sm = St { phi: may.clone(), events: Vec::new(), ..st.clone() };
+                        let mut sm = St {
+                            phi: may.clone(),
+                            events: Vec::new(),
+                            ..st.clone()
+                        };
                         // The recursive calls (i > 0) are this element's, already counted.
                         if i == 0 {
                             sm.checked = st.checked + 1;
@@ -861,7 +888,10 @@ impl<'a> Walker<'a> {
                     }
                 };
                 next.extend(r.difference(&m));
-                let before = St { phi: m.clone(), ..st.clone() };
+                let before = St {
+                    phi: m.clone(),
+                    ..st.clone()
+                };
                 leaves.extend(self.take_case(before, g, port, model, case)?);
             }
             rest = next;
@@ -871,7 +901,10 @@ impl<'a> Walker<'a> {
         }
         for r in rest {
             // The model does not say: let the element decide.
-            let sr = St { phi: r, ..st.clone() };
+            let sr = St {
+                phi: r,
+                ..st.clone()
+            };
             leaves.extend(self.handoff(&sr, g, port)?);
         }
         Ok(leaves)
@@ -898,9 +931,15 @@ impl<'a> Walker<'a> {
                     Ok(Some(ok)) => {
                         for short in st.phi.difference(&ok) {
                             // Strip pulls what there is: the data is empty afterwards.
-                            let mut s = St { phi: short, ..st.clone() };
+                            let mut s = St {
+                                phi: short,
+                                ..st.clone()
+                            };
                             if s.trimmed || s.head != 0 || case.effects.len() != 1 {
-                                let b = St { phi: s.phi, ..before.clone() };
+                                let b = St {
+                                    phi: s.phi,
+                                    ..before.clone()
+                                };
                                 leaves.extend(self.handoff(&b, g, port)?);
                                 continue;
                             }
@@ -910,7 +949,10 @@ impl<'a> Walker<'a> {
                                 let r = self.reason(name);
                                 s.events.push(Event::Stat(g, r));
                             }
-                            let b = St { phi: s.phi.clone(), ..before.clone() };
+                            let b = St {
+                                phi: s.phi.clone(),
+                                ..before.clone()
+                            };
                             let r = match &case.outcome {
                                 Outcome::Out(o) => self.follow(s, g, *o),
                                 _ => Err(Giveup(EMPTY.into())),
@@ -950,7 +992,10 @@ impl<'a> Walker<'a> {
                 }
             }
             if st.effect(e, model.ip_at).is_err() {
-                let b = St { phi: st.phi.clone(), ..before.clone() };
+                let b = St {
+                    phi: st.phi.clone(),
+                    ..before.clone()
+                };
                 leaves.extend(self.handoff(&b, g, port)?);
                 return Ok(leaves);
             }
@@ -968,7 +1013,13 @@ impl<'a> Walker<'a> {
     }
 
     /// A stateful rewriter: a run-time decision inside the class.
-    fn rewriter(&mut self, st: St, g: u32, port: u32, rw: &IPRewriter) -> Result<Vec<(Filter, NodeId)>, Giveup> {
+    fn rewriter(
+        &mut self,
+        st: St,
+        g: u32,
+        port: u32,
+        rw: &IPRewriter,
+    ) -> Result<Vec<(Filter, NodeId)>, Giveup> {
         if st.empty {
             return Err(Giveup(EMPTY.into()));
         }
@@ -981,9 +1032,15 @@ impl<'a> Walker<'a> {
         // (a forwarding loop through NATs) runs naive from there.
         if st.next_reg == u8::MAX
             || st.stateful.contains(&g)
-            || [Field::IpProto, Field::IpIhl, Field::IpFragOffset, Field::IpLen, Field::TcpFlags]
-                .iter()
-                .any(|f| st.w.get(*f) != &Op::Identity)
+            || [
+                Field::IpProto,
+                Field::IpIhl,
+                Field::IpFragOffset,
+                Field::IpLen,
+                Field::TcpFlags,
+            ]
+            .iter()
+            .any(|f| st.w.get(*f) != &Op::Identity)
         {
             return self.handoff(&st, g, port);
         }
@@ -1029,8 +1086,14 @@ impl<'a> Walker<'a> {
             match spec {
                 InputSpec::Drop | InputSpec::Pass(_) => {}
                 InputSpec::Keep { foutput, routput } => {
-                    add(*foutput, [FOp::Identity, FOp::Identity, FOp::Identity, FOp::Identity]);
-                    add(*routput, [FOp::Identity, FOp::Identity, FOp::Identity, FOp::Identity]);
+                    add(
+                        *foutput,
+                        [FOp::Identity, FOp::Identity, FOp::Identity, FOp::Identity],
+                    );
+                    add(
+                        *routput,
+                        [FOp::Identity, FOp::Identity, FOp::Identity, FOp::Identity],
+                    );
                 }
                 InputSpec::Pattern {
                     pattern,
@@ -1160,7 +1223,11 @@ fn merge(mut fs: Vec<Filter>) -> Vec<Filter> {
 
 /// The union of two boxes if it is a box (they differ in at most one field).
 fn union_box(a: &Filter, b: &Filter) -> Option<Filter> {
-    let fields: BTreeSet<Field> = a.fields().map(|(f, _)| f).chain(b.fields().map(|(f, _)| f)).collect();
+    let fields: BTreeSet<Field> = a
+        .fields()
+        .map(|(f, _)| f)
+        .chain(b.fields().map(|(f, _)| f))
+        .collect();
     let mut diff = None;
     for f in fields {
         let (x, y) = (a.get(f), b.get(f));
@@ -1209,12 +1276,18 @@ fn all_protos() -> BTreeSet<u8> {
 impl Walker<'_> {
     /// Walks entry element `g` (named `name`); returns its segment.
     fn entry(&mut self, g: u32, name: &str) -> Result<Segment, Giveup> {
-        let (nodes, reports, interned) = (self.nodes.len(), self.reports.len(), self.interned.clone());
+        let (nodes, reports, interned) =
+            (self.nodes.len(), self.reports.len(), self.interned.clone());
         self.checks = std::env::var_os("FUSEBOX_SYNTH_NO_CHECKS").is_none();
         self.budget = nodes + ENTRY_BUDGET;
         let first = self.entry_once(g, name);
         if std::env::var_os("FUSEBOX_SYNTH_DEBUG").is_some() {
-            eprintln!("synth {name}: {} nodes, checks {}, ok {}", self.nodes.len() - nodes, self.checks, first.is_ok());
+            eprintln!(
+                "synth {name}: {} nodes, checks {}, ok {}",
+                self.nodes.len() - nodes,
+                self.checks,
+                first.is_ok()
+            );
         }
         match first {
             Err(Giveup(_)) => {
@@ -1292,7 +1365,11 @@ pub fn synthesize(ex: &Executor) -> Synthesis {
     // Pass 1: which protocols reach each rewriter input (sound: no precision needed).
     let mut w1 = mk(None, false);
     let mut protos: HashMap<(u32, u32), BTreeSet<u8>> = HashMap::new();
-    let mut naive_from: Vec<u32> = ex.dump_sources().iter().map(|(_, (n, l), _)| ex.global(*n, *l)).collect();
+    let mut naive_from: Vec<u32> = ex
+        .dump_sources()
+        .iter()
+        .map(|(_, (n, l), _)| ex.global(*n, *l))
+        .collect();
     for (ep, g) in &entries {
         if w1.entry(*g, &ep.to_string()).is_err() {
             naive_from.push(*g);
@@ -1302,7 +1379,11 @@ pub fn synthesize(ex: &Executor) -> Synthesis {
         protos.entry(k).or_default().extend(v);
     }
     for (g, ps) in std::mem::take(&mut w1.handed) {
-        let ps: BTreeSet<u8> = ps.intervals().flat_map(|(a, b)| a..=b).map(|p| p as u8).collect();
+        let ps: BTreeSet<u8> = ps
+            .intervals()
+            .flat_map(|(a, b)| a..=b)
+            .map(|p| p as u8)
+            .collect();
         for k in reachable_rewriter_inputs(ex, g) {
             protos.entry(k).or_default().extend(ps.iter().copied());
         }

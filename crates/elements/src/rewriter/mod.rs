@@ -10,8 +10,8 @@ mod table;
 
 pub use pattern::{parse_input_spec, parse_mapper_config, Choice, InputSpec, Pattern, Vary};
 pub use table::{
-    flow_random, name_seed, splitmix64, Direction, Flow, FlowHasher, FlowId, MappingTable, PacketInfo,
-    PatternState, Timeouts,
+    flow_random, name_seed, splitmix64, Direction, Flow, FlowHasher, FlowId, MappingTable,
+    PacketInfo, PatternState, Timeouts,
 };
 
 use crate::args::{parse_bool, parse_seconds, parse_uint};

@@ -189,7 +189,10 @@ impl Hasher for FlowHasher {
             (p as u64) ^ ((p >> 64) as u64)
         };
         let lo = m(v as u64 ^ 0x243F_6A88_85A3_08D3, 0x1319_8A2E_0370_7344);
-        let hi = m((v >> 64) as u64 ^ 0xA409_3822_299F_31D0, 0x082E_FA98_EC4E_6C89);
+        let hi = m(
+            (v >> 64) as u64 ^ 0xA409_3822_299F_31D0,
+            0x082E_FA98_EC4E_6C89,
+        );
         self.0 .0 = lo ^ hi.rotate_left(23);
     }
 }
