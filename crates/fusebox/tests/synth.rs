@@ -1,0 +1,158 @@
+//! `fusebox synth` and `fusebox explain` on the bundled examples: the classes SNF's Fig. 6
+//! draws, written once, and explanations that agree with what the chain does.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn fusebox(args: &[&str]) -> String {
+    let o = Command::new(env!("CARGO_BIN_EXE_fusebox"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("fusebox runs");
+    assert!(
+        o.status.success(),
+        "fusebox {args:?} failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The classes of `fusebox synth` output: (filter line, full text of the class).
+fn classes(out: &str) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for line in out.lines() {
+        if line.trim_start().starts_with('#') {
+            v.push(line.to_string());
+        } else if line.starts_with("        ") {
+            if let Some(last) = v.last_mut() {
+                last.push('\n');
+                last.push_str(line);
+            }
+        }
+    }
+    v
+}
+
+#[test]
+fn fig5_synthesizes_into_the_classes_of_fig6() {
+    let out = fusebox(&["synth", "examples/fig5/chain.toml", "--entry", "napt.eth0"]);
+    let cs = classes(&out);
+    // UDP to port 1234: one class through all three NFs, every field written once.
+    let udp: Vec<&String> = cs
+        .iter()
+        .filter(|c| c.contains("ip_proto=17") && c.contains("dport=1234"))
+        .filter(|c| c.contains("-> exit lb/"))
+        .collect();
+    assert!(!udp.is_empty(), "no UDP/1234 class leaves the LB:\n{out}");
+    let c = udp[0];
+    for w in [
+        "ip_ttl-=3",
+        "ip_src:=10.0.0.1",
+        "sport:=rw#0{1000-9000}",
+        "ip_dst:=rw#1{10.0.1.1-10.0.1.2}",
+        "eth_src:=02:00:00:00:00:05",
+        "eth_dst:=02:00:00:00:00:06",
+        "ip_csum once",
+        "l4_csum once",
+        "decided at run time by napt/rw, then lb/rw",
+    ] {
+        assert!(c.contains(w), "UDP class lacks `{w}`:\n{c}");
+    }
+    assert_eq!(
+        c.matches("ip_ttl").count(),
+        2,
+        "TTL read once, written once:\n{c}"
+    );
+    // TCP: rewritten to 10.1.1.2 by the NAPT, out of its eth2.
+    assert!(
+        cs.iter().any(|c| c.contains("ip_proto=6")
+            && c.contains("ip_dst:=10.1.1.2")
+            && c.contains("-> exit napt/ToDevice")),
+        "no TCP class to 10.1.1.2:\n{out}"
+    );
+    // Early discard: drops with their reasons and no writes.
+    let drops: Vec<&String> = cs.iter().filter(|c| c.contains("-> drop")).collect();
+    assert!(drops
+        .iter()
+        .any(|c| c.contains("drop bad-ip-checksum at napt/CheckIPHeader")));
+    assert!(drops
+        .iter()
+        .any(|c| c.contains("drop filter-deny at fw/IPFilter")));
+    assert!(drops
+        .iter()
+        .filter(|c| c.contains("at napt/CheckIPHeader"))
+        .all(|c| c.contains("writes -")));
+}
+
+#[test]
+fn ten_routers_are_one_class_per_route_with_ttl_minus_ten() {
+    let out = fusebox(&["synth", "examples/routers/chain.toml", "--entry", "r1.eth0"]);
+    let cs = classes(&out);
+    assert!(
+        cs.iter().any(|c| c.contains("ip_ttl-=10")
+            && c.contains("-> exit r10/")
+            && c.contains("ip_csum once")
+            && !c.contains("decided at run time")),
+        "no class through all ten routers:\n{out}"
+    );
+    // A packet whose TTL runs out in router k is dropped there, without writes.
+    assert!(cs
+        .iter()
+        .any(|c| c.contains("ip_ttl=5") && c.contains("drop ttl-expired at r5/")));
+    assert!(!out.contains("runs naive"), "{out}");
+}
+
+#[test]
+fn dot_draws_both_graphs() {
+    let out = fusebox(&[
+        "synth",
+        "examples/fig5/chain.toml",
+        "--dot",
+        "--entry",
+        "napt.eth0",
+    ]);
+    assert!(out.starts_with("digraph fusebox {"));
+    assert!(out.contains("cluster_original") && out.contains("cluster_synth"));
+    assert!(out.contains("style=dashed, label=\"link\""));
+    assert!(out.trim_end().ends_with('}'));
+}
+
+#[test]
+fn explain_names_the_class_and_agrees_with_both_runs() {
+    let out = fusebox(&[
+        "explain",
+        "examples/fig5/chain.toml",
+        "--packet",
+        "udp 192.168.0.5:4000 > 10.0.2.1:1234 ttl 10",
+    ]);
+    assert!(out.contains("class #"), "{out}");
+    assert!(out.contains("napt/rw") && out.contains("lb/rw"), "{out}");
+    let naive = out
+        .lines()
+        .find_map(|l| l.strip_prefix("naive run: "))
+        .expect("naive line");
+    let synth = out
+        .lines()
+        .find_map(|l| l.strip_prefix("synth run: "))
+        .expect("synth line");
+    assert_eq!(naive, synth);
+    assert!(
+        naive.contains("leaves lb.eth1") && naive.contains("ttl 7"),
+        "{naive}"
+    );
+    assert!(naive.contains("10.0.0.1>10.0.1.1"), "{naive}");
+    // A packet the firewall refuses.
+    let out = fusebox(&[
+        "explain",
+        "examples/fig5/chain.toml",
+        "--packet",
+        "udp 192.168.0.5:4000 > 10.0.2.1:53",
+    ]);
+    assert!(out.contains("naive run: dropped at fw/"), "{out}");
+    assert!(out.contains("synth run: dropped at fw/"), "{out}");
+}
