@@ -1,6 +1,14 @@
 //! `fusebox`: run chains of network functions written as Click configurations.
 #![forbid(unsafe_code)]
 
+/// `println!` that ignores a closed standard output (`fusebox ... | head` is not an error).
+macro_rules! outln {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($t)*);
+    }};
+}
+
 mod explain_cmd;
 mod gen_cmd;
 mod run_cmd;

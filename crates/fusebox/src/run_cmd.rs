@@ -251,7 +251,7 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, String> {
         if a.json {
             let mut s = ex.summary().to_json();
             s = format!("{{\"replay\": {{\"packets\": {n}, \"passes\": {passes}, \"seconds\": {secs}, \"pps\": {pps}}},{} \"summary\": {s}}}", synth_json(synth.as_ref()).map(|s| format!(" {s}")).unwrap_or_default());
-            println!("{s}");
+            outln!("{s}");
         }
     } else {
         let bar = (!a.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr())).then(|| {
@@ -279,12 +279,12 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, String> {
             let s = ex.summary().to_json();
             match s.strip_prefix("{\n") {
                 Some(rest) if synth.is_some() => {
-                    println!(
+                    outln!(
                         "{{\n  {}\n{rest}",
                         synth_json(synth.as_ref()).unwrap_or_default()
                     )
                 }
-                _ => println!("{s}"),
+                _ => outln!("{s}"),
             }
         }
     }
@@ -326,10 +326,10 @@ pub fn check(a: &CheckArgs) -> Result<ExitCode, String> {
         ..RunOptions::default()
     };
     let ex = Executor::new(&chain, &opts, |_, _| Ok(ExitSink::Count))?;
-    println!("chain {}", chain.path.display());
+    outln!("chain {}", chain.path.display());
     for nf in ex.nfs() {
         let spec = chain.nfs.iter().find(|n| n.name == nf.name);
-        println!(
+        outln!(
             "nf {} ({}): interfaces [{}]",
             nf.name,
             spec.map(|s| s.click.display().to_string())
@@ -339,14 +339,14 @@ pub fn check(a: &CheckArgs) -> Result<ExitCode, String> {
         print!("{}", nf.describe());
     }
     for (a, b, _) in &chain.links {
-        println!("link {a} <-> {b}");
+        outln!("link {a} <-> {b}");
     }
     for (e, _) in &chain.entries {
-        println!("entry {e}");
+        outln!("entry {e}");
     }
     for x in ex.exit_names() {
-        println!("exit {x}");
+        outln!("exit {x}");
     }
-    println!("ok");
+    outln!("ok");
     Ok(ExitCode::SUCCESS)
 }

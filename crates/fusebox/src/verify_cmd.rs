@@ -119,26 +119,24 @@ pub fn verify(a: &VerifyArgs) -> Result<ExitCode, String> {
             ));
         }
         let errors: Vec<String> = reference.errors.iter().map(|e| json_str(e)).collect();
-        println!(
+        outln!(
             "{{\"identical\": {identical}, \"reference\": \"{}\", \"packets\": {packets}, \"exits\": {exits}, \"drops\": {drops}, \"state_lines\": {state}, \"compared\": [{}], \"input_errors\": [{}]}}",
             modes[0],
             per_mode.join(", "),
             errors.join(", ")
         );
     } else if identical {
-        println!(
-            "identical: {packets} packets on {exits} exits, {drops} drops, {state} state lines"
-        );
+        outln!("identical: {packets} packets on {exits} exits, {drops} drops, {state} state lines");
     } else {
         let mut shown = 0;
         for (m, d) in diffs.iter().filter(|(_, d)| !d.is_empty()) {
-            println!(
+            outln!(
                 "different: {} (a) vs {m} (b): {} differences",
                 modes[0],
                 d.len()
             );
             for d in d.iter().take(SHOWN - shown) {
-                println!("{d}");
+                outln!("{d}");
                 shown += 1;
             }
             if shown >= SHOWN {
@@ -147,7 +145,7 @@ pub fn verify(a: &VerifyArgs) -> Result<ExitCode, String> {
         }
         let total: usize = diffs.iter().map(|(_, d)| d.len()).sum();
         if total > shown {
-            println!("... and {} more differences", total - shown);
+            outln!("... and {} more differences", total - shown);
         }
     }
     if !identical {
