@@ -854,12 +854,24 @@ fn value(v: &Val, data: &[u8], regs: &Regs) -> u128 {
 impl Executor {
     /// Makes the executor run `program` (synthesized mode) for packets entering its start
     /// elements; everything else (and packets a program hands back) runs naive.
-    pub fn install(&mut self, program: Program) {
+    pub fn install(&mut self, mut program: Program) {
+        for n in &mut program.nodes {
+            match n {
+                Node::Exit { finish, .. } | Node::Handoff { finish, .. } => finish.prepare(),
+                _ => {}
+            }
+        }
         self.node_counts = vec![0; program.nodes.len()];
         self.start_of = vec![None; self.elements.len()];
         for (&g, seg) in &program.starts {
             if let Some(s) = self.start_of.get_mut(g as usize) {
-                *s = Some(seg.clone());
+                let mut seg = seg.clone();
+                seg.getters = seg
+                    .fields
+                    .iter()
+                    .map(|f| crate::program::Getter::of(*f))
+                    .collect();
+                *s = Some(seg);
             }
         }
         self.program = Some(Box::new(program));
@@ -968,8 +980,8 @@ impl Executor {
         };
         self.vals.clear();
         let view = crate::program::FrameView::new(p.data());
-        for &f in &seg.fields {
-            self.vals.push(view.value(f));
+        for g in &seg.getters {
+            self.vals.push(g.get(&view));
         }
         let root = seg.root;
         self.regs.flows.clear();
@@ -1242,6 +1254,12 @@ fn finish_packet(p: &mut Packet, f: &Finish, regs: &Regs) {
         data.get(17).copied().unwrap_or(0),
     ]));
     let d = p.data_mut();
+    for (off, b) in &f.runs {
+        let o = usize::from(*off);
+        if let Some(t) = d.get_mut(o..o + b.len()) {
+            t.copy_from_slice(b);
+        }
+    }
     // Each write's value depends only on its own field's old value: write in place.
     for (field, v) in &f.writes {
         if let Some((off, len)) = frame_location(*field, hl) {

@@ -79,6 +79,43 @@ pub struct Finish {
     pub ip_checksum: IpChecksum,
     /// Annotations to set (only when the packet is handed to an element).
     pub annos: Option<Annotations>,
+    /// The constant writes at fixed offsets, pre-rendered as byte runs (offset, bytes) by
+    /// [`Finish::prepare`]; `writes` then holds only the others.
+    pub runs: Vec<(u16, Vec<u8>)>,
+}
+
+impl Finish {
+    /// Moves the constant writes at fixed offsets (Ethernet and IPv4 fields) into byte runs,
+    /// merging neighbours, so that finishing a packet copies them in one go.
+    pub fn prepare(&mut self) {
+        let mut bytes: Vec<(usize, u8)> = Vec::new();
+        self.writes.retain(|(f, v)| {
+            let fixed = !matches!(
+                f,
+                Field::SrcPort
+                    | Field::DstPort
+                    | Field::TcpFlags
+                    | Field::IcmpType
+                    | Field::IcmpCode
+            );
+            match (v, frame_location(*f, 20)) {
+                (Val::Const(c), Some((off, len))) if fixed => {
+                    for i in 0..len {
+                        bytes.push((off + i, (c >> (8 * (len - 1 - i))) as u8));
+                    }
+                    false
+                }
+                _ => true,
+            }
+        });
+        bytes.sort();
+        for (off, b) in bytes {
+            match self.runs.last_mut() {
+                Some((o, v)) if usize::from(*o) + v.len() == off => v.push(b),
+                _ => self.runs.push((off as u16, vec![b])),
+            }
+        }
+    }
 }
 
 /// Annotations of a packet handed to an element, offsets in frame coordinates.
@@ -171,6 +208,8 @@ pub enum Node {
 pub struct Segment {
     /// The fields the segment's classifiers read, parsed once from the frame as it arrived.
     pub fields: Vec<Field>,
+    /// How each of `fields` is read (same order; filled by [`crate::Executor::install`]).
+    pub getters: Vec<Getter>,
     /// The first node (usually a [`Node::Classify`]).
     pub root: NodeId,
 }
@@ -316,6 +355,90 @@ impl<'a> FrameView<'a> {
             Field::Raw { offset, len } => load(data, usize::from(offset), usize::from(len)),
             // Fresh packets: annotations are zero, the interface is the executor's business.
             Field::InPort | Field::Paint | Field::DstIpAnno => 0,
+        }
+    }
+}
+
+/// How the executor reads one field of a frame as it arrived: most fields are a plain load
+/// (no per-field dispatch on the hot path); the rest are computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Getter {
+    /// `len` (≤ 8) bytes at `off` from the frame (`l4 == false`) or from the transport
+    /// header (`l4 == true`), shifted right and masked; 0 when the bytes are missing.
+    Load {
+        /// From the transport header (IPv4 header + its length) instead of the frame.
+        l4: bool,
+        /// Byte offset.
+        off: u16,
+        /// Bytes.
+        len: u8,
+        /// Right shift.
+        shift: u8,
+        /// Mask after the shift.
+        mask: u64,
+    },
+    /// Computed by [`FrameView::value`].
+    Other(Field),
+}
+
+impl Getter {
+    /// The getter of `field`.
+    pub fn of(field: Field) -> Getter {
+        let ld = |l4, off, len, shift, mask| Getter::Load {
+            l4,
+            off,
+            len,
+            shift,
+            mask,
+        };
+        match field {
+            Field::EthDst => ld(false, 0, 6, 0, u64::MAX),
+            Field::EthSrc => ld(false, 6, 6, 0, u64::MAX),
+            Field::EtherType => ld(false, 12, 2, 0, u64::MAX),
+            Field::IpVersion => ld(false, 14, 1, 4, 0xf),
+            Field::IpIhl => ld(false, 14, 1, 0, 0xf),
+            Field::IpTos => ld(false, 15, 1, 0, u64::MAX),
+            Field::IpLen => ld(false, 16, 2, 0, u64::MAX),
+            Field::IpId => ld(false, 18, 2, 0, u64::MAX),
+            Field::IpFlags => ld(false, 20, 2, 13, 0x7),
+            Field::IpFragOffset => ld(false, 20, 2, 0, 0x1fff),
+            Field::IpTtl => ld(false, 22, 1, 0, u64::MAX),
+            Field::IpProto => ld(false, 23, 1, 0, u64::MAX),
+            Field::IpSrc => ld(false, 26, 4, 0, u64::MAX),
+            Field::IpDst => ld(false, 30, 4, 0, u64::MAX),
+            Field::SrcPort => ld(true, 0, 2, 0, u64::MAX),
+            Field::DstPort => ld(true, 2, 2, 0, u64::MAX),
+            Field::TcpFlags => ld(true, 13, 1, 0, u64::MAX),
+            Field::TcpDataOff => ld(true, 12, 1, 4, 0xf),
+            Field::IcmpType => ld(true, 0, 1, 0, u64::MAX),
+            Field::IcmpCode => ld(true, 1, 1, 0, u64::MAX),
+            Field::Raw { offset, len } if len <= 8 => ld(false, offset, len, 0, u64::MAX),
+            f => Getter::Other(f),
+        }
+    }
+
+    /// The value of the field in the frame `view` looks at.
+    #[inline]
+    pub fn get(&self, view: &FrameView<'_>) -> u128 {
+        match *self {
+            Getter::Load {
+                l4,
+                off,
+                len,
+                shift,
+                mask,
+            } => {
+                let b = if l4 { view.l4 } else { view.data };
+                let (o, n) = (usize::from(off), usize::from(len));
+                match b.get(o..o + n) {
+                    Some(x) => {
+                        let v = x.iter().fold(0u64, |a, y| (a << 8) | u64::from(*y));
+                        u128::from((v >> shift) & mask)
+                    }
+                    None => 0,
+                }
+            }
+            Getter::Other(f) => view.value(f),
         }
     }
 }

@@ -581,6 +581,7 @@ impl St {
                 packet_type: val(Field::PacketType, self.w.get(Field::PacketType)),
                 hops: self.hops.min(255) as u8,
             }),
+            runs: Vec::new(),
         }
     }
 }
@@ -1322,6 +1323,7 @@ impl Walker<'_> {
         for (id, classes) in std::mem::take(&mut self.pending) {
             let cs = classes
                 .into_iter()
+                .map(|(f, node)| (implied_dropped(&f), node))
                 .map(|(f, node)| Class {
                     tests: f
                         .fields()
@@ -1338,7 +1340,11 @@ impl Walker<'_> {
                 *n = Node::Classify(cs);
             }
         }
-        Ok(Segment { fields, root })
+        Ok(Segment {
+            fields,
+            getters: Vec::new(),
+            root,
+        })
     }
 }
 
@@ -1426,4 +1432,43 @@ pub fn synthesize(ex: &Executor) -> Synthesis {
         naive_entries,
         handoffs,
     }
+}
+
+/// `f` without the tests every real frame in it passes anyway (the derived fields are
+/// functions of the bytes: a valid checksum needs a header of 20 bytes or more; consistent
+/// lengths put the IP total length inside the data; 20 bytes of IPv4 need a 34-byte frame).
+/// Classes then overlap only on points no frame has, so their order still does not matter.
+fn implied_dropped(f: &Filter) -> Filter {
+    let at_least = |s: &FieldSet, max: u128| -> Option<u128> {
+        let mut it = s.intervals();
+        match (it.next(), it.next()) {
+            (Some((lo, hi)), None) if hi == max => Some(lo),
+            _ => None,
+        }
+    };
+    let mut out = f.clone();
+    let one = FieldSet::single(1);
+    let csum_ok = f.get(Field::IpChecksumOk) == one;
+    let len_ok = f.get(Field::IpLenOk) == one;
+    if csum_ok && FieldSet::range(5, 15).is_subset(&f.get(Field::IpIhl)) {
+        out = out.without(Field::IpIhl);
+    }
+    let min_len = f.get(Field::IpLen).first().unwrap_or(0);
+    let mut avail_20 = false;
+    if let Some(a) = at_least(&f.get(Field::IpAvail), 0xffff) {
+        if len_ok && a <= min_len {
+            out = out.without(Field::IpAvail);
+            avail_20 = min_len >= 20;
+        } else {
+            avail_20 = a >= 20;
+        }
+    } else if len_ok && min_len >= 20 {
+        avail_20 = true;
+    }
+    if let Some(a) = at_least(&f.get(Field::FrameLen), 0xffff) {
+        if avail_20 && a <= 34 {
+            out = out.without(Field::FrameLen);
+        }
+    }
+    out
 }
