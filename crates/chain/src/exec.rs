@@ -153,6 +153,8 @@ pub struct Executor {
     node_counts: Vec<u64>,
     /// Scratch: field values of the packet being classified.
     vals: Vec<u128>,
+    /// Which of `vals` (the first 64) have been read for the packet being classified.
+    valid: u64,
     regs: Regs,
     /// For each element, its segment in the program when it is a synthesized entry.
     start_of: Vec<Option<crate::program::Segment>>,
@@ -356,6 +358,7 @@ impl Executor {
             program: None,
             node_counts: Vec::new(),
             vals: Vec::new(),
+            valid: 0,
             regs: Regs::default(),
             start_of: Vec::new(),
             flow_cache: HashMap::default(),
@@ -978,11 +981,10 @@ impl Executor {
         let Some(Some(seg)) = self.start_of.get(el as usize) else {
             return Ran::Naive(el, 0);
         };
+        // Field values are read when a class first tests them.
         self.vals.clear();
-        let view = crate::program::FrameView::new(p.data());
-        for g in &seg.getters {
-            self.vals.push(g.get(&view));
-        }
+        self.vals.resize(seg.getters.len(), 0);
+        self.valid = 0;
         let root = seg.root;
         self.regs.flows.clear();
         self.regs.ip_ops = 0;
@@ -998,7 +1000,24 @@ impl Executor {
                 *c += 1;
             }
             if let Some(Node::Classify(classes)) = prog.nodes.get_mut(node as usize) {
-                match classes.iter().position(|c| c.contains(&self.vals)) {
+                let view = crate::program::FrameView::new(p.data());
+                let Some(Some(seg)) = self.start_of.get(el as usize) else {
+                    return Ran::Gone;
+                };
+                let (vals, valid, getters) = (&mut self.vals, &mut self.valid, &seg.getters);
+                let mut get = |i: u16| -> u128 {
+                    let i = usize::from(i);
+                    if i < 64 && (*valid >> i) & 1 == 1 {
+                        return vals[i];
+                    }
+                    let v = getters.get(i).map_or(0, |g| g.get(&view));
+                    if i < 64 {
+                        vals[i] = v;
+                        *valid |= 1 << i;
+                    }
+                    v
+                };
+                match classes.iter().position(|c| c.contains_with(&mut get)) {
                     Some(i) => {
                         node = classes[i].node;
                         classes[i].hits += 1;

@@ -240,6 +240,16 @@ pub struct Program {
 }
 
 impl Class {
+    /// Whether the packet whose field `i` (index into the segment's fields) is `get(i)` is in
+    /// the class; fields are read only as the tests need them.
+    #[inline]
+    pub fn contains_with(&self, get: &mut impl FnMut(u16) -> u128) -> bool {
+        self.tests.iter().all(|(i, iv)| {
+            let v = get(*i);
+            iv.iter().any(|&(lo, hi)| lo <= v && v <= hi)
+        })
+    }
+
     /// Whether a packet with these field values (same order as the segment's fields) is in
     /// the class.
     #[inline]
