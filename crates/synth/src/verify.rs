@@ -276,6 +276,34 @@ impl fmt::Display for Difference {
     }
 }
 
+/// Compares two lists item by item: the first [`LISTED`] differences are made by `make`
+/// (index, left item, right item), the rest counted in one [`Difference::More`] about `what`.
+fn diff_lists<T: Clone + PartialEq>(
+    a: &[T],
+    b: &[T],
+    what: String,
+    out: &mut Vec<Difference>,
+    make: impl Fn(usize, Option<T>, Option<T>) -> Difference,
+) {
+    let mut listed = 0;
+    let mut more = 0;
+    for i in 0..a.len().max(b.len()) {
+        let (x, y) = (a.get(i), b.get(i));
+        if x == y {
+            continue;
+        }
+        if listed < LISTED {
+            listed += 1;
+            out.push(make(i, x.cloned(), y.cloned()));
+        } else {
+            more += 1;
+        }
+    }
+    if more > 0 {
+        out.push(Difference::More { what, count: more });
+    }
+}
+
 /// Compares two runs; empty when they are identical. Order: exits (by name: packet count,
 /// then packets in order), chain totals, per NF (counters, drops by reason, then per element:
 /// input, outputs per port, drops by reason, stats, held), exits' counters when neither run
@@ -306,31 +334,18 @@ pub fn compare(a: &RunResult, b: &RunResult) -> Vec<Difference> {
                 b: pb.len(),
             });
         }
-        let mut listed = 0;
-        let mut more = 0;
-        for i in 0..pa.len().max(pb.len()) {
-            let (x, y) = (pa.get(i), pb.get(i));
-            if x == y {
-                continue;
-            }
-            if listed < LISTED {
-                listed += 1;
-                out.push(Difference::Packet {
-                    exit: name.clone(),
-                    index: i,
-                    a: x.cloned(),
-                    b: y.cloned(),
-                });
-            } else {
-                more += 1;
-            }
-        }
-        if more > 0 {
-            out.push(Difference::More {
-                what: format!("exit {name} packets"),
-                count: more,
-            });
-        }
+        diff_lists(
+            pa,
+            pb,
+            format!("exit {name} packets"),
+            &mut out,
+            |i, a, b| Difference::Packet {
+                exit: name.clone(),
+                index: i,
+                a,
+                b,
+            },
+        );
     }
 
     let (sa, sb) = (&a.summary, &b.summary);
@@ -447,31 +462,18 @@ pub fn compare(a: &RunResult, b: &RunResult) -> Vec<Difference> {
             a.state.get(nf).unwrap_or(&no_lines),
             b.state.get(nf).unwrap_or(&no_lines),
         );
-        let mut listed = 0;
-        let mut more = 0;
-        for i in 0..la.len().max(lb.len()) {
-            let (x, y) = (la.get(i), lb.get(i));
-            if x == y {
-                continue;
-            }
-            if listed < LISTED {
-                listed += 1;
-                out.push(Difference::State {
-                    nf: nf.clone(),
-                    line: i,
-                    a: x.cloned(),
-                    b: y.cloned(),
-                });
-            } else {
-                more += 1;
-            }
-        }
-        if more > 0 {
-            out.push(Difference::More {
-                what: format!("nf {nf} state lines"),
-                count: more,
-            });
-        }
+        diff_lists(
+            la,
+            lb,
+            format!("nf {nf} state lines"),
+            &mut out,
+            |i, a, b| Difference::State {
+                nf: nf.clone(),
+                line: i,
+                a,
+                b,
+            },
+        );
     }
 
     for i in 0..a.errors.len().max(b.errors.len()) {
