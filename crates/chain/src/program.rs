@@ -364,7 +364,7 @@ impl<'a> FrameView<'a> {
             Field::IcmpCode => load(l4, 1, 1),
             Field::Raw { offset, len } => load(data, usize::from(offset), usize::from(len)),
             // Fresh packets: annotations are zero, the interface is the executor's business.
-            Field::InPort | Field::Paint | Field::DstIpAnno => 0,
+            Field::InPort | Field::Paint | Field::DstIpAnno | Field::FixIpSrc => 0,
         }
     }
 }

@@ -191,6 +191,7 @@ pub fn point_of(p: &packet::Packet, ip_at: IpAnchor) -> PacketPoint {
     pt.set(Field::Paint, u128::from(p.meta.paint));
     pt.set(Field::DstIpAnno, u128::from(u32::from(p.meta.dst_ip)));
     pt.set(Field::PacketType, packet_type_value(p.meta.packet_type));
+    pt.set(Field::FixIpSrc, u128::from(p.meta.fix_ip_src));
     if let Some(ip) = ip_offset(p, ip_at).and_then(|o| data.get(o..)) {
         ip_fields(ip, &mut pt);
     }

@@ -335,6 +335,11 @@ const BASIC: &[(&str, &str, usize)] = &[
     ("PaintSwitch", "", 3),
     ("PaintSwitch", "ANNO PAINT", 5),
     ("CheckPaint", "3", 1),
+    ("PaintTee", "3", 2),
+    ("PaintTee", "0", 2),
+    ("Print", "hello", 1),
+    ("IPPrint", "hi", 1),
+    ("FixIPSrc", "10.0.0.1", 1),
     ("CheckPaint", "255", 2),
     ("Strip", "14", 1),
     ("Strip", "0", 1),
@@ -557,7 +562,6 @@ fn opaque_configurations_have_no_model() {
         ("MarkIPHeader", "70000", 1),
         ("StoreEtherAddress", "0:0:0:0:0:9, 65530", 1),
         ("Tee", "2", 2),
-        ("FixIPSrc", "10.0.0.1", 1),
     ] {
         assert!(
             make(class, config, n).model().is_none(),

@@ -80,6 +80,8 @@ pub enum Field {
     L4Len,
     /// TCP data offset in 32-bit words (4 bits).
     TcpDataOff,
+    /// FuseBox's fix-IP-source annotation, which `ICMPError` sets for `FixIPSrc` (1 bit).
+    FixIpSrc,
     /// `len` raw bytes at byte `offset`, as read by Click's `Classifier` (8 × `len` bits).
     ///
     /// Valid lengths are 1..=16 (use [`Field::raw`] to check); a length outside that range
@@ -97,7 +99,7 @@ pub const MAX_RAW_LEN: u8 = 16;
 
 impl Field {
     /// Every named (non-raw) field, in order.
-    pub const ALL: [Field; 33] = [
+    pub const ALL: [Field; 34] = [
         Field::InPort,
         Field::EthDst,
         Field::EthSrc,
@@ -131,6 +133,7 @@ impl Field {
         Field::L4Avail,
         Field::L4Len,
         Field::TcpDataOff,
+        Field::FixIpSrc,
     ];
 
     /// A raw read of `len` bytes at `offset`, or `None` unless `len` is in 1..=16.
@@ -144,7 +147,11 @@ impl Field {
     #[inline]
     pub fn width(self) -> u32 {
         match self {
-            Field::HasVlan | Field::IpOptions | Field::IpChecksumOk | Field::IpLenOk => 1,
+            Field::HasVlan
+            | Field::IpOptions
+            | Field::IpChecksumOk
+            | Field::IpLenOk
+            | Field::FixIpSrc => 1,
             Field::IpFlags | Field::PacketType => 3,
             Field::IpVersion | Field::IpIhl | Field::TcpDataOff => 4,
             Field::IpTos
@@ -214,6 +221,7 @@ impl Field {
             Field::L4Avail => "l4_avail",
             Field::L4Len => "l4_len",
             Field::TcpDataOff => "tcp_doff",
+            Field::FixIpSrc => "fix_ip_src",
             Field::Raw { .. } => "raw",
         }
     }

@@ -25,6 +25,13 @@ const ENTRY_BUDGET: usize = 20_000;
 const WALK_HOPS: u32 = 16;
 /// At most this many elements on a path decide by run-time checks; later ones see the packet.
 const MAX_CHECKED: u32 = 2;
+/// Annotations every fresh packet has at 0 (the executor reads them as 0 from any frame).
+const FRESH_ZERO: [Field; 4] = [
+    Field::Paint,
+    Field::DstIpAnno,
+    Field::InPort,
+    Field::FixIpSrc,
+];
 /// The id of an unknown operation (a field no element keeps track of any more).
 const UNKNOWN: u32 = u32::MAX;
 
@@ -201,8 +208,13 @@ fn is_eth_field(f: Field) -> bool {
 
 impl St {
     fn start() -> St {
+        // Fresh packets carry no annotations: these read 0 in every frame.
+        let mut phi = Filter::any();
+        for f in FRESH_ZERO {
+            phi.restrict(f, &FieldSet::single(0));
+        }
         St {
-            phi: Filter::any(),
+            phi,
             // A fresh packet's packet-type annotation is "host" until FromDevice sets it.
             w: Action::identity().with(Field::PacketType, Op::Set(0)),
             head: 0,
@@ -245,7 +257,7 @@ impl St {
         let plain = |g: Field| Ok(Some((g, self.w.get(g).clone(), set.clone())));
         match f {
             Field::DstIpAnno => Ok(Some((self.anno.src, self.anno.op.clone(), set.clone()))),
-            Field::Paint | Field::PacketType | Field::InPort => plain(f),
+            Field::Paint | Field::PacketType | Field::InPort | Field::FixIpSrc => plain(f),
             Field::FrameLen => {
                 if self.trimmed {
                     // data length = 14 + IpLen - head
@@ -347,9 +359,11 @@ impl St {
             // No bytes: every field of the packet reads as 0.
             for (f, set) in read.fields() {
                 let zero = match f {
-                    Field::Paint | Field::PacketType | Field::DstIpAnno | Field::InPort => {
-                        return Err(Bail)
-                    }
+                    Field::Paint
+                    | Field::PacketType
+                    | Field::DstIpAnno
+                    | Field::InPort
+                    | Field::FixIpSrc => return Err(Bail),
                     _ => set.contains(0),
                 };
                 if !zero {
@@ -725,9 +739,13 @@ impl<'a> Walker<'a> {
                 .collect();
         let path = st.path.iter().map(|g| self.name(*g)).collect();
         let stateful = st.stateful.iter().map(|g| self.name(*g)).collect();
+        let mut filter = st.phi.clone();
+        for z in FRESH_ZERO {
+            filter = filter.without(z);
+        }
         self.reports.push(ClassReport {
             entry: self.entry.clone(),
-            filter: st.phi.clone(),
+            filter,
             writes,
             stateful,
             end,
@@ -1447,6 +1465,10 @@ fn implied_dropped(f: &Filter) -> Filter {
         }
     };
     let mut out = f.clone();
+    for z in FRESH_ZERO {
+        // Constrained to 0 from the start: always true of a real frame.
+        out = out.without(z);
+    }
     let one = FieldSet::single(1);
     let csum_ok = f.get(Field::IpChecksumOk) == one;
     let len_ok = f.get(Field::IpLenOk) == one;

@@ -44,6 +44,15 @@ impl Element for PaintTee {
         cx.emit(1, copy);
         Verdict::Done
     }
+    fn model(&self) -> Option<crate::model::Model> {
+        use crate::model::{Case, Field, FieldSet, Filter, Model, Outcome};
+        // Other colors pass unchanged; the element copies its own color at run time.
+        let other = FieldSet::single(u128::from(self.color)).complement(8);
+        Some(Model::new(vec![
+            Case::new(Filter::any().with(Field::Paint, other), Outcome::Out(0)),
+            Case::new(Filter::any(), Outcome::Runtime),
+        ]))
+    }
     fn as_any(&self) -> &dyn Any {
         self
     }

@@ -185,6 +185,12 @@ impl Element for Print {
     fn stats(&self) -> Vec<(&'static str, u64)> {
         vec![("count", self.count)]
     }
+    fn model(&self) -> Option<crate::model::Model> {
+        use crate::model::{Case, Filter, Model, Outcome};
+        // When it prints, it must see every packet.
+        (!self.printing)
+            .then(|| Model::new(vec![Case::new(Filter::any(), Outcome::Out(0)).stat("count")]))
+    }
     fn as_any(&self) -> &dyn Any {
         self
     }

@@ -262,6 +262,17 @@ impl Element for FixIPSrc {
         }
         Verdict::Out(0, p)
     }
+    fn model(&self) -> Option<Model> {
+        // Unflagged packets pass unchanged; flagged ones (from ICMPError) are fixed at run
+        // time.
+        Some(Model::new(vec![
+            Case::new(
+                Filter::any().with(Field::FixIpSrc, FieldSet::single(0)),
+                Outcome::Out(0),
+            ),
+            Case::new(Filter::any(), Outcome::Runtime),
+        ]))
+    }
     fn stats(&self) -> Vec<(&'static str, u64)> {
         vec![("fixed", self.fixed)]
     }

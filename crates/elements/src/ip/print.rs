@@ -141,6 +141,9 @@ impl Element for IPPrint {
         }
         Verdict::Out(0, p)
     }
+    fn model(&self) -> Option<crate::model::Model> {
+        (!self.enabled).then(crate::model::Model::pass)
+    }
     fn as_any(&self) -> &dyn Any {
         self
     }
