@@ -151,6 +151,11 @@ pub struct Executor {
     program: Option<Box<Program>>,
     /// How many packets reached each node of the program.
     node_counts: Vec<u64>,
+    /// For nodes whose events count bytes: the sums of the frames' lengths and of their
+    /// IPv4 total lengths, as they arrived.
+    node_bytes: Vec<(u64, u64)>,
+    /// Which nodes count bytes.
+    byte_nodes: Vec<bool>,
     /// Scratch: field values of the packet being classified.
     vals: Vec<u128>,
     /// Which of `vals` (the first 64) have been read for the packet being classified.
@@ -357,6 +362,8 @@ impl Executor {
             batch: options.batch.max(1),
             program: None,
             node_counts: Vec::new(),
+            node_bytes: Vec::new(),
+            byte_nodes: Vec::new(),
             vals: Vec::new(),
             valid: 0,
             regs: Regs::default(),
@@ -865,6 +872,13 @@ impl Executor {
             }
         }
         self.node_counts = vec![0; program.nodes.len()];
+        self.node_bytes = vec![(0, 0); program.nodes.len()];
+        self.byte_nodes = program
+            .events
+            .iter()
+            .map(|ev| ev.iter().any(|e| matches!(e, Event::StatBytes { .. })))
+            .collect();
+        self.byte_nodes.resize(program.nodes.len(), false);
         self.start_of = vec![None; self.elements.len()];
         for (&g, seg) in &program.starts {
             if let Some(s) = self.start_of.get_mut(g as usize) {
@@ -998,6 +1012,17 @@ impl Executor {
         loop {
             if let Some(c) = self.node_counts.get_mut(node as usize) {
                 *c += 1;
+            }
+            if self.byte_nodes.get(node as usize) == Some(&true) {
+                let d = p.data();
+                let ip_len = u64::from(u16::from_be_bytes([
+                    d.get(16).copied().unwrap_or(0),
+                    d.get(17).copied().unwrap_or(0),
+                ]));
+                if let Some(b) = self.node_bytes.get_mut(node as usize) {
+                    b.0 += d.len() as u64;
+                    b.1 += ip_len;
+                }
             }
             if let Some(Node::Classify(classes)) = prog.nodes.get_mut(node as usize) {
                 let view = crate::program::FrameView::new(p.data());
@@ -1223,6 +1248,21 @@ impl Executor {
                         }
                         Event::Stat(e, r) => {
                             add(&mut stats[e as usize], prog.reasons[r as usize], n)
+                        }
+                        Event::StatBytes {
+                            element,
+                            name,
+                            head,
+                            trimmed,
+                        } => {
+                            let (fb, ib) = self.node_bytes.get(i).copied().unwrap_or((0, 0));
+                            let h = u64::from(head);
+                            let b = if trimmed {
+                                (ib + 14 * n).saturating_sub(h * n)
+                            } else {
+                                fb.saturating_sub(h * n)
+                            };
+                            add(&mut stats[element as usize], prog.reasons[name as usize], b);
                         }
                     }
                 }

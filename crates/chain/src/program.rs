@@ -28,6 +28,19 @@ pub enum Event {
     Drop(u32, u32),
     /// Element `element` added one to its counter named [`Program::reasons`]`[name]`.
     Stat(u32, u32),
+    /// Element `element` added the packet's length there to its counter `name`: the frame's
+    /// length as it arrived minus `head` bytes pulled, or, when the packet was cut at its
+    /// IPv4 length (`trimmed`), 14 + that length minus `head`.
+    StatBytes {
+        /// The (global) element.
+        element: u32,
+        /// Index into [`Program::reasons`].
+        name: u32,
+        /// Bytes pulled off the front.
+        head: u16,
+        /// Whether the packet was cut at its IPv4 total length.
+        trimmed: bool,
+    },
 }
 
 /// Where a value written into the packet comes from.

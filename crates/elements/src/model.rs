@@ -99,6 +99,9 @@ pub struct Case {
     pub outcome: Outcome,
     /// Names of the element's `stats()` counters this case adds one to.
     pub stats: Vec<&'static str>,
+    /// Names of the element's `stats()` counters this case adds the packet's length to (the
+    /// length of the data as the element receives it: `Counter`'s `byte_count`).
+    pub byte_stats: Vec<&'static str>,
 }
 
 impl Case {
@@ -109,7 +112,14 @@ impl Case {
             effects: Vec::new(),
             outcome,
             stats: Vec::new(),
+            byte_stats: Vec::new(),
         }
+    }
+
+    /// Adds a counter this case adds the packet's length to.
+    pub fn byte_stat(mut self, name: &'static str) -> Case {
+        self.byte_stats.push(name);
+        self
     }
 
     /// Adds an effect.
@@ -270,6 +280,8 @@ pub struct Applied {
     pub packet: packet::Packet,
     /// The counters the case adds one to (none for a run-time outcome).
     pub stats: Vec<&'static str>,
+    /// The counters the case adds the packet's length to, with that length.
+    pub bytes: Vec<(&'static str, u64)>,
 }
 
 /// Runs `model` concretely on `p`: finds the first case whose filter matches ([`matches()`]),
@@ -322,6 +334,7 @@ pub fn apply(model: &Model, mut p: packet::Packet) -> Applied {
         outcome: Outcome::Runtime,
         packet: p,
         stats: Vec::new(),
+        bytes: Vec::new(),
     };
     let Some(case) = model
         .cases
@@ -337,6 +350,7 @@ pub fn apply(model: &Model, mut p: packet::Packet) -> Applied {
     if case.outcome == Outcome::Runtime || !deterministic {
         return runtime(p);
     }
+    let len = p.len() as u64;
     for e in &case.effects {
         apply_effect(e, &mut p, model.ip_at);
     }
@@ -344,6 +358,7 @@ pub fn apply(model: &Model, mut p: packet::Packet) -> Applied {
         outcome: case.outcome.clone(),
         packet: p,
         stats: case.stats.clone(),
+        bytes: case.byte_stats.iter().map(|n| (*n, len)).collect(),
     }
 }
 

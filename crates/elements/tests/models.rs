@@ -78,7 +78,11 @@ fn compare(e: &mut dyn Element, m: &Model, p: Packet) -> Result<bool, String> {
         ));
     }
     let after = e.stats();
-    for s in &applied.stats {
+    for s in applied
+        .stats
+        .iter()
+        .chain(applied.bytes.iter().map(|(n, _)| n))
+    {
         if !after.iter().any(|(n, _)| n == s) {
             return Err(format!(
                 "{name}: the model counts `{s}`, not a stat of the element"
@@ -87,7 +91,13 @@ fn compare(e: &mut dyn Element, m: &Model, p: Packet) -> Result<bool, String> {
     }
     for (n, v) in &after {
         let old = before.iter().find(|(b, _)| b == n).map_or(0, |(_, v)| *v);
-        let want = applied.stats.iter().filter(|s| *s == n).count() as u64;
+        let want = applied.stats.iter().filter(|s| *s == n).count() as u64
+            + applied
+                .bytes
+                .iter()
+                .filter(|(s, _)| s == n)
+                .map(|(_, b)| *b)
+                .sum::<u64>();
         if v - old != want {
             return Err(format!(
                 "{name}: stat `{n}` went up by {}, the model says {want}; input {input}",
@@ -335,6 +345,7 @@ const BASIC: &[(&str, &str, usize)] = &[
     ("PaintSwitch", "", 3),
     ("PaintSwitch", "ANNO PAINT", 5),
     ("CheckPaint", "3", 1),
+    ("Counter", "", 1),
     ("PaintTee", "3", 2),
     ("PaintTee", "0", 2),
     ("Print", "hello", 1),

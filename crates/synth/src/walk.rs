@@ -1023,6 +1023,17 @@ impl<'a> Walker<'a> {
             let r = self.reason(s);
             st.events.push(Event::Stat(g, r));
         }
+        for s in case.byte_stats.iter().filter(|_| !before.empty) {
+            // The length as the element received it: before this case's effects (an empty
+            // packet adds nothing).
+            let name = self.reason(s);
+            st.events.push(Event::StatBytes {
+                element: g,
+                name,
+                head: before.head.max(0) as u16,
+                trimmed: before.trimmed,
+            });
+        }
         match &case.outcome {
             Outcome::Out(o) => leaves.extend(self.follow(st, g, *o)?),
             Outcome::Drop(reason) => leaves.extend(self.drop(&st, g, reason)?),

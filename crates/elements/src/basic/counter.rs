@@ -50,6 +50,12 @@ impl Element for Counter {
     fn stats(&self) -> Vec<(&'static str, u64)> {
         vec![("count", self.count), ("byte_count", self.byte_count)]
     }
+    fn model(&self) -> Option<crate::model::Model> {
+        use crate::model::{Case, Filter, Model, Outcome};
+        Some(Model::new(vec![Case::new(Filter::any(), Outcome::Out(0))
+            .stat("count")
+            .byte_stat("byte_count")]))
+    }
     fn as_any(&self) -> &dyn Any {
         self
     }
