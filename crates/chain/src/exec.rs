@@ -1008,6 +1008,7 @@ impl Executor {
         self.regs.cached.clear();
         self.regs.record.clear();
         self.regs.dirty = false;
+        self.regs.parsed = [None, None];
         let mut node = root;
         loop {
             if let Some(c) = self.node_counts.get_mut(node as usize) {
@@ -1098,16 +1099,38 @@ impl Executor {
                     branches,
                 } => {
                     let data = p.data();
-                    let cur: [u128; 4] = [
-                        value(&tuple[0], data, &self.regs),
-                        value(&tuple[1], data, &self.regs),
-                        value(&tuple[2], data, &self.regs),
-                        value(&tuple[3], data, &self.regs),
-                    ];
-                    let input = if *has_ip {
-                        flow_input(data, *trimmed, &cur)
-                    } else {
-                        None
+                    // The packet's own header, parsed once per packet (cut or not).
+                    let slot = usize::from(*trimmed);
+                    if self.regs.parsed[slot].is_none() {
+                        self.regs.parsed[slot] = Some(flow_input(data, *trimmed));
+                    }
+                    let base = self.regs.parsed[slot].flatten();
+                    let orig = base.map(|b| {
+                        [
+                            u128::from(u32::from(b.flow.saddr)),
+                            u128::from(b.flow.sport),
+                            u128::from(u32::from(b.flow.daddr)),
+                            u128::from(b.flow.dport),
+                        ]
+                    });
+                    let mut cur = [0u128; 4];
+                    for (k, v) in tuple.iter().enumerate() {
+                        cur[k] = match (v, orig) {
+                            (Val::Orig(f, add), Some(o)) if tuple_slot(*f) == Some(k) => {
+                                o[k].wrapping_add(*add as u128) & f.max_value()
+                            }
+                            _ => value(v, data, &self.regs),
+                        };
+                    }
+                    let input = match base {
+                        Some(mut i) if *has_ip => {
+                            i.flow.saddr = std::net::Ipv4Addr::from(cur[0] as u32);
+                            i.flow.sport = cur[1] as u16;
+                            i.flow.daddr = std::net::Ipv4Addr::from(cur[2] as u32);
+                            i.flow.dport = cur[3] as u16;
+                            Some(i)
+                        }
+                        _ => None,
                     };
                     let now = self.cx.now.0;
                     if self.regs.key.is_none() {
@@ -1274,11 +1297,7 @@ impl Executor {
 
 /// What a rewriter would read from the packet: the IPv4 header at offset 14 of the frame as
 /// it arrived, with the current addresses and ports `cur`.
-fn flow_input(
-    data: &[u8],
-    trimmed: bool,
-    cur: &[u128; 4],
-) -> Option<elements::rewriter::FlowInput> {
+fn flow_input(data: &[u8], trimmed: bool) -> Option<elements::rewriter::FlowInput> {
     let ip = data.get(14..)?;
     let ip = if trimmed {
         let len = usize::from(u16::from_be_bytes([*ip.get(2)?, *ip.get(3)?]));
@@ -1286,12 +1305,18 @@ fn flow_input(
     } else {
         ip
     };
-    let mut i = elements::rewriter::FlowInput::parse(ip)?;
-    i.flow.saddr = std::net::Ipv4Addr::from(cur[0] as u32);
-    i.flow.sport = cur[1] as u16;
-    i.flow.daddr = std::net::Ipv4Addr::from(cur[2] as u32);
-    i.flow.dport = cur[3] as u16;
-    Some(i)
+    elements::rewriter::FlowInput::parse(ip)
+}
+
+/// The index in a rewriter tuple (saddr, sport, daddr, dport) of field `f`.
+fn tuple_slot(f: Field) -> Option<usize> {
+    match f {
+        Field::IpSrc => Some(0),
+        Field::SrcPort => Some(1),
+        Field::IpDst => Some(2),
+        Field::DstPort => Some(3),
+        _ => None,
+    }
 }
 
 /// Makes `p` (the frame as it arrived) what the original chain holds at the node: every

@@ -296,6 +296,9 @@ pub(crate) struct Regs {
     pub(crate) record: Vec<Step>,
     /// Whether `record` differs from `cached`.
     pub(crate) dirty: bool,
+    /// The packet's own header as a rewriter reads it (as it arrived, and cut at the IPv4
+    /// length), once parsed.
+    pub(crate) parsed: [Option<Option<elements::rewriter::FlowInput>>; 2],
 }
 
 /// The value of `field` in `data`, a frame as it arrived (the same reading as the models'

@@ -102,11 +102,11 @@ pub struct Flow {
     /// What those packets are rewritten to.
     pub rewritten: FlowId,
     /// Output for forward packets.
-    pub foutput: usize,
+    pub foutput: u16,
     /// Output for reply packets.
-    pub routput: usize,
+    pub routput: u16,
     /// The rewriter input whose specification created the mapping.
-    pub input: usize,
+    pub input: u16,
     /// Virtual time (ns) after which the mapping is gone.
     pub expiry: u64,
     /// Virtual time (ns) until which the mapping may not be evicted to make room.
@@ -128,8 +128,8 @@ impl Flow {
     /// The output packets of `dir` are sent to.
     pub fn output_for(&self, dir: Direction) -> usize {
         match dir {
-            Direction::Forward => self.foutput,
-            Direction::Reply => self.routput,
+            Direction::Forward => usize::from(self.foutput),
+            Direction::Reply => usize::from(self.routput),
         }
     }
 }
@@ -528,9 +528,11 @@ impl MappingTable {
             proto,
             original,
             rewritten,
-            foutput,
-            routput,
-            input,
+            // Ports and inputs are small (a rewriter has a handful): kept narrow so that a
+            // mapping fits in one cache line.
+            foutput: foutput.min(usize::from(u16::MAX)) as u16,
+            routput: routput.min(usize::from(u16::MAX)) as u16,
+            input: input.min(usize::from(u16::MAX)) as u16,
             expiry: now,
             guaranteed_until: now,
             tcp_flags: 0,
