@@ -2,6 +2,7 @@
 
 use super::{arp_frame, parse_arp};
 use crate::args::{parse_bool, parse_seconds, parse_uint};
+use crate::model::{Case, Effect, Field, FieldSet, Filter, Model, Outcome};
 use crate::net::mask;
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::{Meta, Packet};
@@ -55,7 +56,9 @@ impl Entry {
 /// unconnected when every next hop is static).
 ///
 /// Input 0 takes IP packets whose destination IP annotation is the next hop. A 14-byte
-/// Ethernet header (type 0x0800, source ETH) is prepended and the destination is:
+/// Ethernet header (type 0x0800, source ETH) is prepended (Click's `push_mac_header`: the MAC
+/// header annotation at it, the network header annotation right after it) and the
+/// destination is:
 /// - a static entry's or a known (ARP-resolved, not expired) entry's address;
 /// - `ff:ff:ff:ff:ff:ff` for 255.255.255.255 and the BROADCAST address (default: the
 ///   broadcast address of IP's prefix if IP is given as a prefix);
@@ -99,6 +102,8 @@ pub struct ARPQuerier {
     poll_timeout: u64,
     broadcast_poll: bool,
     query_port: usize,
+    /// Connected inputs (2: ARP replies may arrive on input 1).
+    ninputs: usize,
     table: HashMap<Ipv4Addr, Entry>,
     /// Entries from oldest to newest `live_at`.
     age: Vec<Ipv4Addr>,
@@ -200,6 +205,7 @@ impl ARPQuerier {
                 .transpose()?
                 .unwrap_or(false),
             query_port: bcx.noutputs.clamp(1, 2) - 1,
+            ninputs: bcx.ninputs,
             table: HashMap::new(),
             age: Vec::new(),
             packets: 0,
@@ -348,8 +354,11 @@ impl ARPQuerier {
     fn handle_ip(&mut self, mut p: Packet, response: bool, cx: &mut Context) {
         let now = cx.now.0;
         if !response {
+            // Click's `push_mac_header(14)`: the MAC header annotation at the new header, the
+            // network header annotation right after it (as `EtherEncap`).
             p.push(14)[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
             p.set_mac_header(0);
+            p.set_network_header(14);
         }
         let dst = p.meta.dst_ip;
         if let Some(e) = self.statics.get(&dst).copied() {
@@ -525,6 +534,68 @@ impl Element for ARPQuerier {
 
     fn held(&self) -> u64 {
         self.packets
+    }
+
+    /// The packets decided without the table, as `handle_ip` tries them: a static next hop
+    /// is encapsulated to its address on output 0 (statics come first, even for 0.0.0.0 or
+    /// a broadcast address); broadcast and multicast next hops are left to the element; a
+    /// next hop of 0.0.0.0 is dropped (`arp-zero-address`, counted in `drops`); any other
+    /// goes to `DEFAULT_ETH` if there is one, else to the element (a query, a held packet).
+    ///
+    /// Only when skipping `push` for the modelled packets changes nothing else: with input 1
+    /// connected, replies make known entries (which come before `DEFAULT_ETH`, and the model
+    /// does not see the input port), so there is no model; and every `push` first expires
+    /// the old entries of the table (dropping their held packets), so there is a model only
+    /// when nothing is ever held (`DEFAULT_ETH`) or nothing expires (`TIMEOUT 0`). Without a
+    /// pre-loaded entry there is nothing to model.
+    fn model(&self) -> Option<Model> {
+        if self.ninputs > 1 || (self.default_eth.is_none() && self.timeout != 0) {
+            return None;
+        }
+        if self.statics.is_empty() && self.default_eth.is_none() {
+            return None;
+        }
+        let hop = |set: FieldSet| Filter::any().with(Field::DstIpAnno, set);
+        let encap = |dst: EthAddr| Effect::EtherEncap {
+            ethertype: 0x0800,
+            src: self.my_eth.0,
+            dst: dst.0,
+        };
+        let mut statics: Vec<(Ipv4Addr, EthAddr)> =
+            self.statics.iter().map(|(ip, e)| (*ip, *e)).collect();
+        statics.sort_by_key(|(ip, _)| u32::from(*ip));
+        let mut cases: Vec<Case> = statics
+            .into_iter()
+            .map(|(ip, e)| {
+                Case::new(
+                    hop(FieldSet::single(u128::from(u32::from(ip)))),
+                    Outcome::Out(0),
+                )
+                .effect(encap(e))
+            })
+            .collect();
+        let bcast = FieldSet::single(u128::from(u32::from(Ipv4Addr::BROADCAST)))
+            .union(&FieldSet::single(u128::from(u32::from(self.bcast))));
+        cases.push(Case::new(hop(bcast), Outcome::Runtime));
+        cases.push(Case::new(
+            hop(FieldSet::range(0xe000_0000, 0xefff_ffff)),
+            Outcome::Runtime,
+        ));
+        cases.push(
+            // Dropped after the header went on, its addresses still zero.
+            Case::new(hop(FieldSet::single(0)), Outcome::Drop("arp-zero-address"))
+                .effect(Effect::EtherEncap {
+                    ethertype: 0x0800,
+                    src: [0; 6],
+                    dst: [0; 6],
+                })
+                .stat("drops"),
+        );
+        cases.push(match self.default_eth {
+            Some(e) => Case::new(Filter::any(), Outcome::Out(0)).effect(encap(e)),
+            None => Case::new(Filter::any(), Outcome::Runtime),
+        });
+        Some(Model::new(cases))
     }
 
     fn as_any(&self) -> &dyn Any {

@@ -1,6 +1,7 @@
 //! `ARPResponder`.
 
-use super::{arp_frame, parse_arp};
+use super::{arp_frame, parse_arp, ARP_FRAME_LEN};
+use crate::model::{Case, Field, FieldSet, Filter, Model, Outcome};
 use crate::net::mask;
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
@@ -140,6 +141,41 @@ impl Element for ARPResponder {
 
     fn stats(&self) -> Vec<(&'static str, u64)> {
         vec![("answered", self.answered)]
+    }
+
+    /// An Ethernet/IPv4 ARP request (what `parse_arp` checks: 42 bytes, EtherType 0x0806,
+    /// hardware type 1, protocol 0x0800; operation 1) whose target is one of the entries'
+    /// addresses is answered with a new packet: left to the element. Every other frame goes
+    /// to output 1, or is dropped (`not-arp-request`) when output 1 is not connected.
+    fn model(&self) -> Option<Model> {
+        let raw = |offset: u16, len: u8| Field::Raw { offset, len };
+        let targets = self
+            .entries
+            .iter()
+            .fold(FieldSet::empty(), |set, (net, len, _)| {
+                let lo = u32::from(*net);
+                let hi = lo | !mask(*len);
+                set.union(&FieldSet::range(u128::from(lo), u128::from(hi)))
+            });
+        let request = Filter::any()
+            .with(
+                Field::FrameLen,
+                FieldSet::range(ARP_FRAME_LEN as u128, 0xffff),
+            )
+            .with(Field::EtherType, FieldSet::single(0x0806))
+            .with(raw(14, 2), FieldSet::single(1))
+            .with(raw(16, 2), FieldSet::single(0x0800))
+            .with(raw(20, 2), FieldSet::single(1))
+            .with(raw(38, 4), targets);
+        let other = if self.has_out1 {
+            Outcome::Out(1)
+        } else {
+            Outcome::Drop("not-arp-request")
+        };
+        Some(Model::new(vec![
+            Case::new(request, Outcome::Runtime),
+            Case::new(Filter::any(), other),
+        ]))
     }
 
     fn as_any(&self) -> &dyn Any {
