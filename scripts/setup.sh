@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what FuseBox needs on a fresh Debian machine (root or sudo), builds it, and runs
-# the SNF Fig. 5 example (NAPT -> firewall -> load balancer) on a generated trace.
+# the SNF Fig. 5 example (NAPT -> firewall -> load balancer) on a generated trace, naive and
+# synthesized.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -26,3 +27,5 @@ echo "--- UDP to port 1234 after NAPT -> FW -> LB (lb.eth1):"
 tcpdump -nn -vv -e -r "$out/lb.eth1.pcap" 2>/dev/null | head -6
 echo "--- TCP after the NAPT (napt.eth2):"
 tcpdump -nn -vv -e -r "$out/napt.eth2.pcap" 2>/dev/null | head -4
+echo "--- the same chain synthesized (SNF), compared with the naive run:"
+$FB verify examples/fig5/chain.toml --input napt.eth0="$out/trace.pcap"
