@@ -24,8 +24,8 @@ $FB gen -o "$out/trace.pcap" --packets 2000 --flows 40 --mix tcp=1,udp=2,icmp=1 
     --src 192.168.0.0/24 --dst 10.0.2.0/24 --dport 1234,53
 $FB run examples/fig5/chain.toml --input napt.eth0="$out/trace.pcap" --out-dir "$out"
 echo "--- UDP to port 1234 after NAPT -> FW -> LB (lb.eth1):"
-tcpdump -nn -vv -e -r "$out/lb.eth1.pcap" 2>/dev/null | head -6
+tcpdump -nn -vv -e -r "$out/lb.eth1.pcap" 2>/dev/null | head -6 || true  # head closes the pipe early
 echo "--- TCP after the NAPT (napt.eth2):"
-tcpdump -nn -vv -e -r "$out/napt.eth2.pcap" 2>/dev/null | head -4
+tcpdump -nn -vv -e -r "$out/napt.eth2.pcap" 2>/dev/null | head -4 || true
 echo "--- the same chain synthesized (SNF), compared with the naive run:"
 $FB verify examples/fig5/chain.toml --input napt.eth0="$out/trace.pcap"
