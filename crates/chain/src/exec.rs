@@ -17,6 +17,7 @@ use ports::pcap::{PcapError, PcapWriter, Record};
 use std::collections::{BTreeMap, HashMap};
 use std::hash::BuildHasherDefault;
 use std::path::PathBuf;
+use wire::checksum::{fold, operands16, operands32};
 
 /// A packet crossing more links than this is dropped with reason `loop`.
 pub const MAX_HOPS: u8 = 64;
@@ -809,27 +810,6 @@ enum Ran {
     Naive(u32, u32),
 }
 
-/// One's-complement fold of a 32-bit sum to 16 bits.
-#[inline]
-fn fold(mut s: u32) -> u16 {
-    while s > 0xffff {
-        s = (s & 0xffff) + (s >> 16);
-    }
-    s as u16
-}
-
-/// The operands RFC 1624 eqn. 3 adds when a 32-bit value changes from `old` to `new`.
-#[inline]
-fn ops32(old: u32, new: u32) -> u32 {
-    u32::from(!((old >> 16) as u16)) + u32::from(!(old as u16)) + (new >> 16) + (new & 0xffff)
-}
-
-/// The operands RFC 1624 eqn. 3 adds when a 16-bit value changes from `old` to `new`.
-#[inline]
-fn ops16(old: u16, new: u16) -> u32 {
-    u32::from(!old) + u32::from(new)
-}
-
 fn tuple_index(t: Tuple) -> usize {
     match t {
         Tuple::Saddr => 0,
@@ -1026,7 +1006,7 @@ impl Executor {
                 }
             }
             if let Some(Node::Classify(classes)) = prog.nodes.get_mut(node as usize) {
-                let view = crate::program::FrameView::new(p.data());
+                let view = crate::program::frame(p.data());
                 let Some(Some(seg)) = self.start_of.get(el as usize) else {
                     return Ran::Gone;
                 };
@@ -1134,7 +1114,7 @@ impl Executor {
                     };
                     let now = self.cx.now.0;
                     if self.regs.key.is_none() {
-                        let v = crate::program::FrameView::new(data);
+                        let v = crate::program::frame(data);
                         let k = (v.value(Field::IpSrc) << 64)
                             | (v.value(Field::SrcPort) << 48)
                             | (v.value(Field::IpDst) << 16)
@@ -1188,18 +1168,18 @@ impl Executor {
                             let (ns, nd) = (nv[0] as u32, nv[2] as u32);
                             let mut l4 = 0u32;
                             if os != ns {
-                                self.regs.ip_ops += ops32(os, ns);
-                                l4 += ops32(os, ns);
+                                self.regs.ip_ops += operands32(os, ns);
+                                l4 += operands32(os, ns);
                             }
                             if od != nd {
-                                self.regs.ip_ops += ops32(od, nd);
-                                l4 += ops32(od, nd);
+                                self.regs.ip_ops += operands32(od, nd);
+                                l4 += operands32(od, nd);
                             }
                             if cur[1] as u16 != new.sport {
-                                l4 += ops16(cur[1] as u16, new.sport);
+                                l4 += operands16(cur[1] as u16, new.sport);
                             }
                             if cur[3] as u16 != new.dport {
-                                l4 += ops16(cur[3] as u16, new.dport);
+                                l4 += operands16(cur[3] as u16, new.dport);
                             }
                             // Fold as we go so the sums never overflow.
                             self.regs.ip_ops = u32::from(fold(self.regs.ip_ops));

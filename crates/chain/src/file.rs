@@ -128,6 +128,19 @@ fn line_col(src: &str, offset: usize) -> (usize, usize) {
 }
 
 impl ChainFile {
+    /// The error for a run given no input: which `--input` it could take.
+    pub fn no_input_error(&self) -> String {
+        let entries: Vec<String> = self.entries.iter().map(|(e, _)| e.to_string()).collect();
+        format!(
+            "no input: give --input NF.IFACE=FILE (entries: {})",
+            if entries.is_empty() {
+                "any interface with a FromDevice".to_string()
+            } else {
+                entries.join(", ")
+            }
+        )
+    }
+
     /// Reads and parses a chain file.
     pub fn load(path: &Path) -> Result<ChainFile, ChainError> {
         let src = std::fs::read_to_string(path).map_err(|e| ChainError {

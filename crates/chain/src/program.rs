@@ -262,16 +262,6 @@ impl Class {
             iv.iter().any(|&(lo, hi)| lo <= v && v <= hi)
         })
     }
-
-    /// Whether a packet with these field values (same order as the segment's fields) is in
-    /// the class.
-    #[inline]
-    pub fn contains(&self, vals: &[u128]) -> bool {
-        self.tests.iter().all(|(i, iv)| {
-            let v = vals.get(usize::from(*i)).copied().unwrap_or(0);
-            iv.iter().any(|&(lo, hi)| lo <= v && v <= hi)
-        })
-    }
 }
 
 /// A rewriter decision remembered for a flow: (rewriter element, mapping index or
@@ -301,88 +291,19 @@ pub(crate) struct Regs {
     pub(crate) parsed: [Option<Option<elements::rewriter::FlowInput>>; 2],
 }
 
-/// The value of `field` in `data`, a frame as it arrived (the same reading as the models'
-/// `point_of` with the IPv4 header at offset 14), for the fields synthesis classifies on.
+/// The value of `field` in `data`, a frame as it arrived (the models' reading with the
+/// IPv4 header at offset 14; fresh packets' annotations read 0).
 pub fn frame_value(data: &[u8], field: Field) -> u128 {
-    FrameView::new(data).value(field)
+    frame(data).value(field)
 }
 
-/// A frame as it arrived, with its IPv4 and transport headers located once.
-#[derive(Debug, Clone, Copy)]
-pub struct FrameView<'a> {
-    data: &'a [u8],
-    ip: &'a [u8],
-    hl: usize,
-    l4: &'a [u8],
-}
+/// A frame as it arrived, its IPv4 header at offset 14.
+pub type FrameView<'a> = elements::model::Headers<'a>;
 
-impl<'a> FrameView<'a> {
-    /// Locates the headers of `data`.
-    #[inline]
-    pub fn new(data: &'a [u8]) -> FrameView<'a> {
-        let ip = data.get(14..).unwrap_or(&[]);
-        let hl = usize::from(ip.first().copied().unwrap_or(0) & 0x0f) * 4;
-        let l4 = ip.get(hl..).unwrap_or(&[]);
-        FrameView { data, ip, hl, l4 }
-    }
-
-    /// The value of `field` (see [`frame_value`]).
-    #[inline]
-    pub fn value(&self, field: Field) -> u128 {
-        use elements::model::load;
-        let (data, ip, hl, l4) = (self.data, self.ip, self.hl, self.l4);
-        match field {
-            Field::FrameLen => data.len().min(0xffff) as u128,
-            Field::EthDst => load(data, 0, 6),
-            Field::EthSrc => load(data, 6, 6),
-            Field::EtherType => load(data, 12, 2),
-            Field::HasVlan => u128::from(load(data, 12, 2) == 0x8100),
-            Field::VlanId => {
-                if load(data, 12, 2) == 0x8100 {
-                    load(data, 14, 2) & 0xfff
-                } else {
-                    0
-                }
-            }
-            Field::PacketType => {
-                elements::model::packet_type_value(packet::PacketType::from_dst_mac(data))
-            }
-            Field::IpAvail => ip.len().min(0xffff) as u128,
-            Field::IpVersion => load(ip, 0, 1) >> 4,
-            Field::IpIhl => load(ip, 0, 1) & 0x0f,
-            Field::IpOptions => u128::from(load(ip, 0, 1) & 0x0f > 5),
-            Field::IpTos => load(ip, 1, 1),
-            Field::IpLen => load(ip, 2, 2),
-            Field::IpId => load(ip, 4, 2),
-            Field::IpFlags => load(ip, 6, 2) >> 13,
-            Field::IpFragOffset => load(ip, 6, 2) & 0x1fff,
-            Field::IpTtl => load(ip, 8, 1),
-            Field::IpProto => load(ip, 9, 1),
-            Field::IpChecksumOk => u128::from(
-                !ip.is_empty()
-                    && hl >= 20
-                    && hl <= ip.len()
-                    && wire::checksum::data(&ip[..hl]) == 0,
-            ),
-            Field::IpSrc => load(ip, 12, 4),
-            Field::IpDst => load(ip, 16, 4),
-            Field::IpLenOk => {
-                let len = load(ip, 2, 2) as usize;
-                u128::from(!ip.is_empty() && len >= hl && len <= ip.len())
-            }
-            Field::L4Avail => l4.len().min(0xffff) as u128,
-            Field::L4Len => (load(ip, 2, 2) as usize).saturating_sub(hl) as u128,
-            Field::SrcPort => load(l4, 0, 2),
-            Field::DstPort => load(l4, 2, 2),
-            Field::TcpFlags => load(l4, 13, 1),
-            Field::TcpDataOff => load(l4, 12, 1) >> 4,
-            Field::IcmpType => load(l4, 0, 1),
-            Field::IcmpCode => load(l4, 1, 1),
-            Field::Raw { offset, len } => load(data, usize::from(offset), usize::from(len)),
-            // Fresh packets: annotations are zero, the interface is the executor's business.
-            Field::InPort | Field::Paint | Field::DstIpAnno | Field::FixIpSrc => 0,
-        }
-    }
+/// The headers of a frame as it arrived.
+#[inline]
+pub fn frame(data: &[u8]) -> FrameView<'_> {
+    FrameView::new(data, Some(14))
 }
 
 /// How the executor reads one field of a frame as it arrived: most fields are a plain load

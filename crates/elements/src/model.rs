@@ -186,66 +186,99 @@ pub fn ip_offset(p: &packet::Packet, ip_at: IpAnchor) -> Option<usize> {
 /// documentation for where each field is); raw fields are left out (see [`raw_value`]).
 /// Missing bytes read as 0; without an IPv4 header every IPv4 and transport field is 0.
 pub fn point_of(p: &packet::Packet, ip_at: IpAnchor) -> PacketPoint {
-    let data = p.data();
+    let h = Headers::new(p.data(), ip_offset(p, ip_at));
     let mut pt = PacketPoint::new();
-    pt.set(Field::InPort, u128::from(p.meta.ingress));
-    pt.set(Field::FrameLen, data.len().min(0xffff) as u128);
-    pt.set(Field::EthDst, load(data, 0, 6));
-    pt.set(Field::EthSrc, load(data, 6, 6));
-    let et = load(data, 12, 2);
-    pt.set(Field::EtherType, et);
-    if et == 0x8100 {
-        pt.set(Field::HasVlan, 1);
-        pt.set(Field::VlanId, load(data, 14, 2) & 0xfff);
+    for f in Field::ALL {
+        pt.set(f, h.value(f));
     }
+    pt.set(Field::InPort, u128::from(p.meta.ingress));
     pt.set(Field::Paint, u128::from(p.meta.paint));
     pt.set(Field::DstIpAnno, u128::from(u32::from(p.meta.dst_ip)));
     pt.set(Field::PacketType, packet_type_value(p.meta.packet_type));
     pt.set(Field::FixIpSrc, u128::from(p.meta.fix_ip_src));
-    if let Some(ip) = ip_offset(p, ip_at).and_then(|o| data.get(o..)) {
-        ip_fields(ip, &mut pt);
-    }
     pt
 }
 
-/// Sets the IPv4 and transport fields of `pt` from `ip`, the bytes from the IPv4 header to
-/// the end of the data.
-pub fn ip_fields(ip: &[u8], pt: &mut PacketPoint) {
-    let avail = ip.len();
-    pt.set(Field::IpAvail, avail.min(0xffff) as u128);
-    if avail == 0 {
-        return;
+/// A packet's data with its IPv4 and transport headers located once: the one reading of the
+/// fields that models ([`point_of`]) and synthesized programs (the frame as it arrived, IPv4
+/// header at 14) share.
+#[derive(Debug, Clone, Copy)]
+pub struct Headers<'a> {
+    /// The data.
+    pub data: &'a [u8],
+    /// From the IPv4 header to the end of the data (empty without one).
+    pub ip: &'a [u8],
+    /// The IPv4 header length in bytes (IHL × 4; 0 without a header).
+    pub hl: usize,
+    /// From the transport header (IPv4 header + `hl`) to the end of the data.
+    pub l4: &'a [u8],
+}
+
+impl<'a> Headers<'a> {
+    /// The headers of `data` with the IPv4 header `ip_off` bytes in, if there is one.
+    #[inline]
+    pub fn new(data: &'a [u8], ip_off: Option<usize>) -> Headers<'a> {
+        let ip = ip_off.and_then(|o| data.get(o..)).unwrap_or(&[]);
+        let hl = usize::from(ip.first().copied().unwrap_or(0) & 0x0f) * 4;
+        let l4 = ip.get(hl..).unwrap_or(&[]);
+        Headers { data, ip, hl, l4 }
     }
-    let b0 = ip[0];
-    let ihl = usize::from(b0 & 0x0f);
-    let hl = ihl * 4;
-    pt.set(Field::IpVersion, u128::from(b0 >> 4));
-    pt.set(Field::IpIhl, ihl as u128);
-    pt.set(Field::IpOptions, u128::from(ihl > 5));
-    pt.set(Field::IpTos, load(ip, 1, 1));
-    let len = load(ip, 2, 2);
-    pt.set(Field::IpLen, len);
-    pt.set(Field::IpId, load(ip, 4, 2));
-    let ff = load(ip, 6, 2);
-    pt.set(Field::IpFlags, ff >> 13);
-    pt.set(Field::IpFragOffset, ff & 0x1fff);
-    pt.set(Field::IpTtl, load(ip, 8, 1));
-    pt.set(Field::IpProto, load(ip, 9, 1));
-    let ck_ok = hl >= 20 && hl <= avail && wire::checksum::data(&ip[..hl]) == 0;
-    pt.set(Field::IpChecksumOk, u128::from(ck_ok));
-    pt.set(Field::IpSrc, load(ip, 12, 4));
-    pt.set(Field::IpDst, load(ip, 16, 4));
-    let len = len as usize;
-    pt.set(Field::IpLenOk, u128::from(len >= hl && len <= avail));
-    let l4 = ip.get(hl..).unwrap_or(&[]);
-    pt.set(Field::L4Avail, l4.len().min(0xffff) as u128);
-    pt.set(Field::SrcPort, load(l4, 0, 2));
-    pt.set(Field::DstPort, load(l4, 2, 2));
-    pt.set(Field::TcpFlags, load(l4, 13, 1));
-    pt.set(Field::TcpDataOff, load(l4, 12, 1) >> 4);
-    pt.set(Field::L4Len, len.saturating_sub(hl) as u128);
-    pt.set(Field::IcmpType, load(l4, 0, 1));
-    pt.set(Field::IcmpCode, load(l4, 1, 1));
+
+    /// The value of `field` (see the module documentation). Annotations read 0, except
+    /// [`Field::PacketType`], which reads what `FromDevice` would set from the destination
+    /// MAC address.
+    #[inline]
+    pub fn value(&self, field: Field) -> u128 {
+        let (data, ip, hl, l4) = (self.data, self.ip, self.hl, self.l4);
+        match field {
+            Field::FrameLen => data.len().min(0xffff) as u128,
+            Field::EthDst => load(data, 0, 6),
+            Field::EthSrc => load(data, 6, 6),
+            Field::EtherType => load(data, 12, 2),
+            Field::HasVlan => u128::from(load(data, 12, 2) == 0x8100),
+            Field::VlanId => {
+                if load(data, 12, 2) == 0x8100 {
+                    load(data, 14, 2) & 0xfff
+                } else {
+                    0
+                }
+            }
+            Field::PacketType => packet_type_value(packet::PacketType::from_dst_mac(data)),
+            Field::IpAvail => ip.len().min(0xffff) as u128,
+            Field::IpVersion => load(ip, 0, 1) >> 4,
+            Field::IpIhl => load(ip, 0, 1) & 0x0f,
+            Field::IpOptions => u128::from(load(ip, 0, 1) & 0x0f > 5),
+            Field::IpTos => load(ip, 1, 1),
+            Field::IpLen => load(ip, 2, 2),
+            Field::IpId => load(ip, 4, 2),
+            Field::IpFlags => load(ip, 6, 2) >> 13,
+            Field::IpFragOffset => load(ip, 6, 2) & 0x1fff,
+            Field::IpTtl => load(ip, 8, 1),
+            Field::IpProto => load(ip, 9, 1),
+            Field::IpChecksumOk => u128::from(
+                !ip.is_empty()
+                    && hl >= 20
+                    && hl <= ip.len()
+                    && wire::checksum::data(&ip[..hl]) == 0,
+            ),
+            Field::IpSrc => load(ip, 12, 4),
+            Field::IpDst => load(ip, 16, 4),
+            Field::IpLenOk => {
+                let len = load(ip, 2, 2) as usize;
+                u128::from(!ip.is_empty() && len >= hl && len <= ip.len())
+            }
+            Field::L4Avail => l4.len().min(0xffff) as u128,
+            Field::L4Len => (load(ip, 2, 2) as usize).saturating_sub(hl) as u128,
+            Field::SrcPort => load(l4, 0, 2),
+            Field::DstPort => load(l4, 2, 2),
+            Field::TcpFlags => load(l4, 13, 1),
+            Field::TcpDataOff => load(l4, 12, 1) >> 4,
+            Field::IcmpType => load(l4, 0, 1),
+            Field::IcmpCode => load(l4, 1, 1),
+            Field::Raw { offset, len } => load(data, usize::from(offset), usize::from(len)),
+            Field::InPort | Field::Paint | Field::DstIpAnno | Field::FixIpSrc => 0,
+        }
+    }
 }
 
 /// The value of a raw field `Raw { offset, len }` of `p` (0 when the bytes are missing, or

@@ -200,15 +200,7 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, String> {
         }
     }
     if inputs.is_empty() && ex.dump_sources().is_empty() {
-        let entries: Vec<String> = chain.entries.iter().map(|(e, _)| e.to_string()).collect();
-        return Err(format!(
-            "no input: give --input NF.IFACE=FILE (entries: {})",
-            if entries.is_empty() {
-                "any interface with a FromDevice".to_string()
-            } else {
-                entries.join(", ")
-            }
-        ));
+        return Err(chain.no_input_error());
     }
     let mut errors = Vec::new();
     let mut sources: Vec<Source> = Vec::new();

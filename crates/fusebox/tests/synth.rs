@@ -1,25 +1,12 @@
 //! `fusebox synth` and `fusebox explain` on the bundled examples: the classes SNF's Fig. 6
 //! draws, written once, and explanations that agree with what the chain does.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use common::{fusebox_ok, root};
 
 fn fusebox(args: &[&str]) -> String {
-    let o = Command::new(env!("CARGO_BIN_EXE_fusebox"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("fusebox runs");
-    assert!(
-        o.status.success(),
-        "fusebox {args:?} failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
+    String::from_utf8_lossy(&fusebox_ok(&root(), args).stdout).into_owned()
 }
 
 /// The classes of `fusebox synth` output: (filter line, full text of the class).

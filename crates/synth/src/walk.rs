@@ -1306,26 +1306,16 @@ fn all_protos() -> BTreeSet<u8> {
 impl Walker<'_> {
     /// Walks entry element `g` (named `name`); returns its segment.
     fn entry(&mut self, g: u32, name: &str) -> Result<Segment, Giveup> {
-        let (nodes, reports, interned) =
-            (self.nodes.len(), self.reports.len(), self.interned.clone());
-        self.checks = std::env::var_os("FUSEBOX_SYNTH_NO_CHECKS").is_none();
+        let (nodes, reports) = (self.nodes.len(), self.reports.len());
+        self.checks = true;
         self.budget = nodes + ENTRY_BUDGET;
-        let first = self.entry_once(g, name);
-        if std::env::var_os("FUSEBOX_SYNTH_DEBUG").is_some() {
-            eprintln!(
-                "synth {name}: {} nodes, checks {}, ok {}",
-                self.nodes.len() - nodes,
-                self.checks,
-                first.is_ok()
-            );
-        }
-        match first {
+        match self.entry_once(g, name) {
             Err(Giveup(_)) => {
                 // Too many run-time checks: hand such reads to their elements instead.
                 self.nodes.truncate(nodes);
                 self.events.truncate(nodes);
                 self.reports.truncate(reports);
-                self.interned = interned;
+                self.interned.retain(|_, id| (*id as usize) < nodes);
                 self.checks = false;
                 self.budget = nodes + NODE_BUDGET;
                 self.entry_once(g, name)

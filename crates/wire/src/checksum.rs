@@ -82,23 +82,32 @@ pub fn pseudo_header_v6(src: [u8; 16], dst: [u8; 16], next_header: u8, length: u
     ])
 }
 
+/// The operands RFC 1624 eqn. 3 adds when a 16-bit word changes from `old` to `new`
+/// (`~m + m'`). Summing the operands of several changes and folding once gives exactly the
+/// checksum the changes made one after the other would give.
+#[inline]
+pub fn operands16(old: u16, new: u16) -> u32 {
+    u32::from(!old) + u32::from(new)
+}
+
+/// The operands of a change of a 32-bit value (two aligned 16-bit words, e.g. an IPv4
+/// address) from `old` to `new` (see [`operands16`]).
+#[inline]
+pub fn operands32(old: u32, new: u32) -> u32 {
+    operands16((old >> 16) as u16, (new >> 16) as u16) + operands16(old as u16, new as u16)
+}
+
 /// Incrementally updates `old_checksum` after a 16-bit word changed from
 /// `old` to `new`, using RFC 1624 eqn. 3: `HC' = ~(~HC + ~m + m')`.
 pub fn update16(old_checksum: u16, old: u16, new: u16) -> u16 {
-    let s = u32::from(!old_checksum) + u32::from(!old) + u32::from(new);
-    !fold(s)
+    !fold(u32::from(!old_checksum) + operands16(old, new))
 }
 
 /// Incrementally updates `old_checksum` after a 32-bit value (two aligned
 /// 16-bit words, e.g. an IPv4 address) changed from `old` to `new`
 /// (RFC 1624 eqn. 3).
 pub fn update32(old_checksum: u16, old: u32, new: u32) -> u16 {
-    let s = u32::from(!old_checksum)
-        + u32::from(!((old >> 16) as u16))
-        + u32::from(!(old as u16))
-        + (new >> 16)
-        + (new & 0xFFFF);
-    !fold(s)
+    !fold(u32::from(!old_checksum) + operands32(old, new))
 }
 
 /// Maps a freshly computed UDP checksum of `0` to `0xFFFF` (RFC 768: a
