@@ -19,6 +19,8 @@ use std::hash::BuildHasherDefault;
 use std::path::PathBuf;
 use wire::checksum::{fold, operands16, operands32};
 
+mod flows;
+
 /// A packet crossing more links than this is dropped with reason `loop`.
 pub const MAX_HOPS: u8 = 64;
 
@@ -164,11 +166,19 @@ pub struct Executor {
     regs: Regs,
     /// For each element, its segment in the program when it is a synthesized entry.
     start_of: Vec<Option<crate::program::Segment>>,
-    /// Established flows' rewriter decisions, by (entry element, addresses and ports,
-    /// protocol) of the packet as it arrived: one lookup per packet instead of one per
-    /// rewriter (SNF's shared state table). Every remembered decision is checked against
-    /// the rewriter's table before it is used.
-    flow_cache: HashMap<u128, Vec<crate::program::Step>, BuildHasherDefault<FlowHasher>>,
+    /// Established flows, by (entry element, protocol, addresses and ports) of the packet
+    /// as it arrived: their rewriter decisions and, while it is sure to repeat, their whole
+    /// path (see the `flows` module).
+    flows: HashMap<u128, flows::FlowEntry, BuildHasherDefault<FlowHasher>>,
+    /// Keys of the entries that owe the rewriters packets.
+    flows_dirty: Vec<u128>,
+    /// What holds for every remembered path while rewriters are left alone: the earliest
+    /// time one reaps and the sum of their mapping changes (`None`: to be recomputed).
+    guards: Option<(u64, u64)>,
+    /// The rewriters the program decides through (global indices).
+    rewriters: Vec<u32>,
+    /// Per element: whether it is a stateful rewriter.
+    is_rewriter: Vec<bool>,
 }
 
 /// What the synthesizer needs to know about one element of the stitched chain graph.
@@ -369,7 +379,11 @@ impl Executor {
             valid: 0,
             regs: Regs::default(),
             start_of: Vec::new(),
-            flow_cache: HashMap::default(),
+            flows: HashMap::default(),
+            flows_dirty: Vec::new(),
+            guards: None,
+            rewriters: Vec::new(),
+            is_rewriter: Vec::new(),
         })
     }
 
@@ -451,8 +465,9 @@ impl Executor {
                 break;
             }
             for (entry, p) in entries.drain(..).zip(batch.drain()) {
-                self.inject(entry, p);
+                self.push_in(entry, p);
             }
+            self.flush_flows();
             progress(self.chain_in);
         }
         errors
@@ -487,10 +502,11 @@ impl Executor {
                 let (entry, recs) = &inputs[i];
                 let r = &recs[j];
                 let p = self.packet_from(&r.data, ts.add_nanos(off), r.precision);
-                self.inject(*entry, p);
+                self.push_in(*entry, p);
                 n += 1;
             }
         }
+        self.flush_flows();
         n
     }
 
@@ -510,8 +526,15 @@ impl Executor {
     }
 
     /// Pushes one chain input packet in at `entry` (NF index, element index) and runs it, and
-    /// everything it causes, to completion.
-    pub fn inject(&mut self, entry: (usize, usize), mut p: Packet) {
+    /// everything it causes, to completion; counters and state are up to date afterwards.
+    pub fn inject(&mut self, entry: (usize, usize), p: Packet) {
+        self.push_in(entry, p);
+        self.flush_flows();
+    }
+
+    /// [`Executor::inject`] without paying the established flows' debts (a run or replay
+    /// pays them at the end of each batch).
+    fn push_in(&mut self, entry: (usize, usize), mut p: Packet) {
         p.meta.input_index = self.next_input;
         self.next_input += 1;
         self.chain_in += 1;
@@ -564,6 +587,11 @@ impl Executor {
             };
             match info.kind {
                 Kind::Inner => {
+                    if self.is_rewriter.get(e) == Some(&true) {
+                        // A rewriter's table is about to be read: pay what it is owed.
+                        self.flush_flows();
+                        self.guards = None;
+                    }
                     let v = self.elements[e].push(port as usize, p, &mut self.cx);
                     if self.cx.has_pending() {
                         self.settle(el);
@@ -871,6 +899,24 @@ impl Executor {
                 *s = Some(seg);
             }
         }
+        self.rewriters = program
+            .nodes
+            .iter()
+            .filter_map(|n| match n {
+                Node::Rewrite { element, .. } => Some(*element),
+                _ => None,
+            })
+            .collect();
+        self.rewriters.sort_unstable();
+        self.rewriters.dedup();
+        self.is_rewriter = self
+            .elements
+            .iter_mut()
+            .map(|e| e.rewriter().is_some())
+            .collect();
+        self.flows.clear();
+        self.flows_dirty.clear();
+        self.guards = None;
         self.program = Some(Box::new(program));
     }
 
@@ -948,13 +994,8 @@ impl Executor {
         };
         let r = self.run_program_in(&mut prog, el, &mut p);
         self.program = Some(prog);
-        if self.regs.dirty {
-            if let Some(k) = self.regs.key {
-                if self.flow_cache.len() >= 1 << 20 {
-                    self.flow_cache.clear();
-                }
-                self.flow_cache.insert(k, self.regs.record.clone());
-            }
+        if let Some(k) = self.regs.key.filter(|_| !self.regs.record.is_empty()) {
+            self.remember(k);
         }
         match r {
             Ran::Naive(e, port) => Some((e, port, p)),
@@ -989,10 +1030,30 @@ impl Executor {
         self.regs.record.clear();
         self.regs.dirty = false;
         self.regs.parsed = [None, None];
+        self.regs.path.clear();
+        self.regs.end = None;
+        self.regs.cacheable = true;
+        self.regs.versions.clear();
+        self.regs.life = u64::MAX;
+        self.regs.info = None;
+        self.regs.region.clear();
+        // Paths are remembered for flows through rewriters only (the rest is one
+        // classification and its writes already).
+        let track = !self.rewriters.is_empty();
+        if track {
+            // An established flow: one lookup, then its class's writes.
+            let key = flows::flow_key(el, p.data());
+            if let Some(r) = self.run_fast(prog, el, key, p) {
+                return r;
+            }
+        }
         let mut node = root;
         loop {
             if let Some(c) = self.node_counts.get_mut(node as usize) {
                 *c += 1;
+            }
+            if track {
+                self.regs.path.push(node);
             }
             if self.byte_nodes.get(node as usize) == Some(&true) {
                 let d = p.data();
@@ -1026,10 +1087,20 @@ impl Executor {
                 match classes.iter().position(|c| c.contains_with(&mut get)) {
                     Some(i) => {
                         node = classes[i].node;
+                        if track {
+                            flows::narrow(&mut self.regs.region, &classes[i].tests);
+                        }
                         classes[i].hits += 1;
                         // Move busy classes to the front, one step at a time.
                         if i > 0 && classes[i].hits > classes[i - 1].hits {
                             classes.swap(i, i - 1);
+                        }
+                        if track && self.regs.path.len() == 1 {
+                            let key = flows::flow_key(el, p.data());
+                            self.regs.key = Some(key);
+                            if let Some(e) = self.flows.get(&key) {
+                                self.regs.cached.extend_from_slice(&e.steps);
+                            }
                         }
                         continue;
                     }
@@ -1044,8 +1115,12 @@ impl Executor {
             };
             match n {
                 Node::Classify(_) => return Ran::Gone,
-                Node::Drop => return Ran::Gone,
+                Node::Drop => {
+                    self.regs.end = Some(node);
+                    return Ran::Gone;
+                }
                 Node::Check { tests, yes, no } => {
+                    self.regs.cacheable &= flows::flow_determined(tests);
                     let data = p.data();
                     let ok = tests.iter().all(|(v, iv)| {
                         let x = value(v, data, &self.regs);
@@ -1054,6 +1129,7 @@ impl Executor {
                     node = if ok { *yes } else { *no };
                 }
                 Node::Exit { element, finish } => {
+                    self.regs.end = Some(node);
                     finish_packet(p, finish, &self.regs);
                     return match self.info[*element as usize].kind {
                         Kind::Exit(x) => Ran::Exit(x),
@@ -1065,6 +1141,7 @@ impl Executor {
                     port,
                     finish,
                 } => {
+                    self.regs.end = Some(node);
                     finish_packet(p, finish, &self.regs);
                     return Ran::Naive(*element, *port);
                 }
@@ -1078,6 +1155,12 @@ impl Executor {
                     dst_anno,
                     branches,
                 } => {
+                    // Everything the rewriters owe is paid before one decides.
+                    if !self.flows_dirty.is_empty() {
+                        self.flush_flows();
+                    }
+                    self.guards = None;
+                    self.regs.cacheable &= flows::tuple_determined(tuple);
                     let data = p.data();
                     // The packet's own header, parsed once per packet (cut or not).
                     let slot = usize::from(*trimmed);
@@ -1114,17 +1197,9 @@ impl Executor {
                     };
                     let now = self.cx.now.0;
                     if self.regs.key.is_none() {
-                        let v = crate::program::frame(data);
-                        let k = (v.value(Field::IpSrc) << 64)
-                            | (v.value(Field::SrcPort) << 48)
-                            | (v.value(Field::IpDst) << 16)
-                            | v.value(Field::DstPort);
-                        // Entry element (24 bits), protocol, addresses and ports.
-                        let key = (u128::from(el & 0xff_ffff) << 104)
-                            | (v.value(Field::IpProto) << 96)
-                            | k;
-                        if let Some(c) = self.flow_cache.get(&key) {
-                            self.regs.cached.extend_from_slice(c);
+                        let key = flows::flow_key(el, data);
+                        if let Some(e) = self.flows.get(&key) {
+                            self.regs.cached.extend_from_slice(&e.steps);
                         }
                         self.regs.key = Some(key);
                     }
@@ -1153,6 +1228,17 @@ impl Executor {
                     };
                     if step != Some(rec) {
                         self.regs.dirty = true;
+                    }
+                    match (got, input.as_ref()) {
+                        (Some((idx, dir)), Some(inp)) => {
+                            self.regs.versions.push(rw.version(idx));
+                            self.regs.info = Some(inp.info);
+                            match rw.steady(idx, dir, inp.info) {
+                                Some(life) => self.regs.life = self.regs.life.min(life),
+                                None => self.regs.cacheable = false,
+                            }
+                        }
+                        _ => self.regs.cacheable = false,
                     }
                     self.regs.record.push(rec);
                     let branch = match d {

@@ -289,6 +289,21 @@ pub(crate) struct Regs {
     /// The packet's own header as a rewriter reads it (as it arrived, and cut at the IPv4
     /// length), once parsed.
     pub(crate) parsed: [Option<Option<elements::rewriter::FlowInput>>; 2],
+    /// The packets that take the same classes as this one: the intersection of the boxes
+    /// of the classes it fell in (tests on the segment's fields).
+    pub(crate) region: Vec<(u16, Vec<(u128, u128)>)>,
+    /// The nodes visited, from the root.
+    pub(crate) path: Vec<NodeId>,
+    /// The last node (exit, hand-off, drop), once reached.
+    pub(crate) end: Option<NodeId>,
+    /// Whether the path is sure to repeat for the flow's packets like this one.
+    pub(crate) cacheable: bool,
+    /// The version of each decision's mapping (same order as `record`).
+    pub(crate) versions: Vec<u32>,
+    /// The shortest lifetime this packet gave a mapping.
+    pub(crate) life: u64,
+    /// What the packet told the rewriters (TCP flags, payload).
+    pub(crate) info: Option<elements::rewriter::PacketInfo>,
 }
 
 /// The value of `field` in `data`, a frame as it arrived (the models' reading with the

@@ -546,6 +546,38 @@ impl IPRewriter {
         Some(Decision::Rewrite { out, new })
     }
 
+    /// What `n` successful [`IPRewriter::replay`]s of mapping `idx` in direction `dir` by
+    /// packets like `info`, the last at `now`, do to the rewriter's state, in one call. The
+    /// caller knows they would succeed: it remembered (`idx`, [`IPRewriter::version`]) and
+    /// [`IPRewriter::steady`] from a replay or decision, the version is unchanged, no reap
+    /// was due and no mapping expired in between.
+    pub fn replay_n(&mut self, idx: u32, dir: Direction, info: PacketInfo, now: u64, n: u32) {
+        self.rewritten += u64::from(n);
+        self.table.touch_n(idx as usize, dir, info, now, n);
+    }
+
+    /// The version of mapping `idx` (see [`MappingTable::version`]).
+    pub fn version(&self, idx: u32) -> u32 {
+        self.table.version(idx as usize)
+    }
+
+    /// How many times a mapping's version has changed (see [`MappingTable::changes`]).
+    pub fn changes(&self) -> u64 {
+        self.table.changes()
+    }
+
+    /// The lifetime a packet like `info` gives mapping `idx` in direction `dir`, if such
+    /// packets leave it steady (see [`MappingTable::steady`]).
+    pub fn steady(&self, idx: u32, dir: Direction, info: PacketInfo) -> Option<u64> {
+        self.table.steady(idx as usize, dir, info)
+    }
+
+    /// When the next packet through this rewriter reaps its table (see
+    /// [`MappingTable::next_reap`]).
+    pub fn next_reap(&self) -> Option<u64> {
+        self.table.next_reap()
+    }
+
     fn decide_inner(&mut self, port: usize, input: Option<&FlowInput>, now: u64) -> Decision {
         self.last = None;
         self.table.maybe_reap(now);

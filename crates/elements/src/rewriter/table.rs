@@ -250,6 +250,11 @@ fn key(map_id: u8, flow: &FlowId) -> Key {
 pub struct MappingTable {
     map: HashMap<Key, (u32, Direction), BuildHasherDefault<FlowHasher>>,
     flows: Vec<Option<(u8, Flow)>>,
+    /// Per slot: bumped whenever the slot's flow goes away or changes in anything but its
+    /// packet count and expiry (see [`MappingTable::version`]).
+    versions: Vec<u32>,
+    /// Version bumps so far, over all slots.
+    changes: u64,
     free: Vec<u32>,
     timeouts: Timeouts,
     capacity: usize,
@@ -267,6 +272,8 @@ impl MappingTable {
         MappingTable {
             map: HashMap::default(),
             flows: Vec::new(),
+            versions: Vec::new(),
+            changes: 0,
             free: Vec::new(),
             timeouts,
             capacity: capacity.max(1),
@@ -332,7 +339,39 @@ impl MappingTable {
             }
             self.free.push(idx);
             self.active -= 1;
+            self.bump(idx as usize);
         }
+    }
+
+    fn bump(&mut self, idx: usize) {
+        if let Some(v) = self.versions.get_mut(idx) {
+            *v = v.wrapping_add(1);
+            self.changes += 1;
+        }
+    }
+
+    /// How many times a slot's version has changed: while this stays the same, every
+    /// version does.
+    pub fn changes(&self) -> u64 {
+        self.changes
+    }
+
+    /// The version of slot `idx`: it changes whenever the slot's flow is removed or
+    /// replaced, or a packet changes the flow's TCP state, reply flag or timeout. A caller
+    /// that remembers (index, version) knows, while the version is unchanged, that the
+    /// mapping is the same and that packets like the last one change only its packet
+    /// count and expiry (see [`MappingTable::steady`]).
+    pub fn version(&self, idx: usize) -> u32 {
+        self.versions.get(idx).copied().unwrap_or(u32::MAX)
+    }
+
+    /// The next time a packet's [`MappingTable::maybe_reap`] reaps (`None`: not scheduled
+    /// yet; `Some(u64::MAX)`: never).
+    pub fn next_reap(&self) -> Option<u64> {
+        if self.reap_interval == 0 {
+            return Some(u64::MAX);
+        }
+        self.next_reap
     }
 
     fn expired(&self, idx: u32, now: u64) -> bool {
@@ -551,6 +590,7 @@ impl MappingTable {
             }
             None => {
                 self.flows.push(Some((map_id, f)));
+                self.versions.push(0);
                 (self.flows.len() - 1) as u32
             }
         };
@@ -568,9 +608,31 @@ impl MappingTable {
     /// data seen) or the UDP packet count, and pushes the expiry to `now` plus the flow's
     /// timeout (never less than its guarantee).
     pub fn touch(&mut self, idx: usize, dir: Direction, info: PacketInfo, now: u64) {
-        let Some(Some((_, mut f))) = self.flows.get(idx).cloned() else {
+        self.touch_n(idx, dir, info, now, 1);
+    }
+
+    /// `n` packets like `info` of flow `idx` in direction `dir`, the last at `now`: what
+    /// `n` calls of [`MappingTable::touch`] do when the flow is steady for such packets
+    /// (see [`MappingTable::steady`]) and time does not go back, in one call.
+    pub fn touch_n(&mut self, idx: usize, dir: Direction, info: PacketInfo, now: u64, n: u32) {
+        let Some(Some((_, f0))) = self.flows.get(idx) else {
             return;
         };
+        let f = self.touched(f0, dir, info, now, n);
+        let changed = f.tcp_flags != f0.tcp_flags
+            || f.reply_seen != f0.reply_seen
+            || self.timeout_of(&f) != self.timeout_of(f0);
+        if let Some(Some(slot)) = self.flows.get_mut(idx) {
+            slot.1 = f;
+        }
+        if changed {
+            self.bump(idx);
+        }
+    }
+
+    /// Flow `f` after `n` packets like `info` in direction `dir`, the last at `now`.
+    fn touched(&self, f: &Flow, dir: Direction, info: PacketInfo, now: u64, n: u32) -> Flow {
+        let mut f = f.clone();
         let shift = if dir == Direction::Forward { 0 } else { 1 };
         if f.proto == wire::ipv4::protocol::TCP {
             use wire::tcp::flags::{FIN, RST, SYN};
@@ -585,7 +647,7 @@ impl MappingTable {
                 f.tcp_flags |= TCP_FWD_DATA << shift;
             }
         } else {
-            f.packets = f.packets.saturating_add(1);
+            f.packets = f.packets.saturating_add(n);
             if dir == Direction::Reply {
                 f.reply_seen = true;
             }
@@ -593,9 +655,23 @@ impl MappingTable {
         let (to, g) = self.timeout_of(&f);
         f.expiry = now.saturating_add(to.max(g));
         f.guaranteed_until = now.saturating_add(g);
-        if let Some(Some(slot)) = self.flows.get_mut(idx) {
-            slot.1 = f;
-        }
+        f
+    }
+
+    /// Whether any number of further packets like `info` in direction `dir` change flow
+    /// `idx` only in its packet count and expiry (its TCP state, reply flag and timeout
+    /// stay): then the lifetime one such packet gives the flow, else `None`.
+    pub fn steady(&self, idx: usize, dir: Direction, info: PacketInfo) -> Option<u64> {
+        let f = self.flow(idx)?;
+        // The timeout depends on the packet count only below 3 (UDP streaming).
+        let g = self.touched(f, dir, info, 0, 3);
+        let same = g.tcp_flags == f.tcp_flags
+            && g.reply_seen == f.reply_seen
+            && self.timeout_of(&g) == self.timeout_of(f);
+        same.then(|| {
+            let (to, g) = self.timeout_of(f);
+            to.max(g)
+        })
     }
 }
 

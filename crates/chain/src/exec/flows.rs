@@ -1,0 +1,358 @@
+//! Established flows of a synthesized program: one lookup per packet (SNF's shared state
+//! table, Property 1).
+//!
+//! The first packets of a flow take the program's slow path: classification, then each
+//! stateful rewriter's decision through the rewriter itself. When what follows the root
+//! classification is sure to repeat for the flow's next packets (the same mappings, no
+//! per-packet test on fields the root class leaves open, and packets like this one change
+//! the mappings only in their counts and expiry), the executor remembers the whole path: its
+//! nodes, its end and the register values. A later packet of the flow that falls in the same
+//! root class then costs one table lookup and the class's writes.
+//!
+//! What the skipped rewriters would have done to their state (a packet count, an expiry, a
+//! counter) is owed, not lost: each entry counts the packets it served and the time of the
+//! last, and [`Executor::flush_flows`] pays the debt in one call per mapping
+//! ([`elements::rewriter::IPRewriter::replay_n`]) before anything reads or changes a
+//! rewriter's table: a slow-path decision, a naive packet reaching a rewriter, a state dump
+//! or the end of a run. An entry is used only while
+//! - every mapping it names has the version it had (not removed, replaced, or changed in
+//!   TCP state, reply flag or timeout),
+//! - no mapping can have expired (its own clock, kept per entry, runs out first),
+//! - no rewriter on the path is due to reap its table (the next packet reaping must be a
+//!   slow one), and
+//! - the packet is like the one that made the entry: same root class, same TCP flags that
+//!   matter to the timeouts (FIN, SYN, RST), payload or not, and a header each rewriter
+//!   accepts (first fragment, long enough).
+//!
+//! So every mode still gives the same packets, counters and state dumps.
+
+use super::{finish_packet, Executor, Ran};
+use crate::program::{Node, NodeId, Program, Regs, Step, Val};
+use elements::model::Field;
+use elements::rewriter::PacketInfo;
+use packet::Packet;
+
+/// The TCP flags whose presence changes a mapping's state: FIN, SYN, RST.
+const STATE_FLAGS: u8 = 0x07;
+
+/// What the executor remembers about one flow.
+#[derive(Debug, Clone, Default)]
+pub(super) struct FlowEntry {
+    /// The rewriter decisions of the flow's last slow packet: hints that let a rewriter
+    /// check its mapping by index instead of looking it up.
+    pub(super) steps: Vec<Step>,
+    /// The whole path, while it is sure to repeat.
+    pub(super) fast: Option<Fast>,
+}
+
+/// A remembered path and what its packets owe the rewriters.
+#[derive(Debug, Clone)]
+pub(super) struct Fast {
+    /// The packets it serves fall in this box of the segment's fields: the intersection of
+    /// the classes the path chose, so every classification on the path chooses the same.
+    region: Vec<(u16, Vec<(u128, u128)>)>,
+    /// The packets it serves are like this (state-relevant TCP flags, payload).
+    info: PacketInfo,
+    /// Version of each step's mapping when the path was recorded.
+    versions: Vec<u32>,
+    /// The rewriters' change count when the versions were last checked.
+    epoch: u64,
+    /// The nodes after the root, in order (their counts are owed).
+    path: Vec<NodeId>,
+    /// Whether some node of `path` counts bytes.
+    bytes: bool,
+    /// The last node: an exit, a hand-off or a drop.
+    end: NodeId,
+    /// The register values the path computed (the rewriters' decisions).
+    regs: Regs,
+    /// The shortest lifetime a packet gives the path's mappings.
+    life: u64,
+    /// The path is not used at or after this time (a mapping may have expired).
+    expiry: u64,
+    /// Time of the last packet served.
+    last: u64,
+    /// Packets served since the debt was last paid.
+    pending: u32,
+    /// Their frame and IPv4 lengths, summed (for byte counters on the path).
+    pending_bytes: (u64, u64),
+}
+
+/// What a packet's own headers say to the rewriters, when every rewriter of a remembered
+/// path accepts them as it accepted the packet that made the path: an IPv4 first fragment
+/// whose transport header is long enough, both as it arrived and cut at its IPv4 length.
+fn fast_info(data: &[u8]) -> Option<PacketInfo> {
+    // What `FlowInput::parse` reads, for the frame both whole and cut at the IPv4 length:
+    // the cut one is the shorter, so it decides the length checks.
+    let ip = data.get(14..)?;
+    let hl = usize::from(ip.first()? & 0x0f) * 4;
+    let len = usize::from(u16::from_be_bytes([*ip.get(2)?, *ip.get(3)?]));
+    if hl < 20 || len > ip.len() || hl > len {
+        return None;
+    }
+    if u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff != 0 {
+        return None;
+    }
+    if ip[9] != 6 {
+        return (len - hl >= 8).then_some(PacketInfo::default());
+    }
+    if len - hl < 20 {
+        return None;
+    }
+    let doff = usize::from(ip[hl + 12] >> 4) * 4;
+    Some(PacketInfo {
+        tcp_flags: ip[hl + 13] & STATE_FLAGS,
+        has_payload: len > hl + doff.max(20),
+    })
+}
+
+/// The flow-table key of a frame as it arrived at entry element `el`: the element (24
+/// bits), protocol, addresses and ports.
+pub(super) fn flow_key(el: u32, data: &[u8]) -> u128 {
+    let v = crate::program::frame(data);
+    (u128::from(el & 0xff_ffff) << 104)
+        | (v.value(Field::IpProto) << 96)
+        | (v.value(Field::IpSrc) << 64)
+        | (v.value(Field::SrcPort) << 48)
+        | (v.value(Field::IpDst) << 16)
+        | v.value(Field::DstPort)
+}
+
+/// Narrows `region` (a box: allowed intervals per field) to the packets also in the box
+/// `tests`.
+pub(super) fn narrow(region: &mut Vec<(u16, Vec<(u128, u128)>)>, tests: &[(u16, Vec<(u128, u128)>)]) {
+    for (f, iv) in tests {
+        match region.iter_mut().find(|(g, _)| g == f) {
+            Some((_, have)) => {
+                let mut out = Vec::new();
+                for &(l1, h1) in have.iter() {
+                    for &(l2, h2) in iv {
+                        let (l, h) = (l1.max(l2), h1.min(h2));
+                        if l <= h {
+                            out.push((l, h));
+                        }
+                    }
+                }
+                *have = out;
+            }
+            None => region.push((*f, iv.clone())),
+        }
+    }
+}
+
+/// Whether a run-time check reads only what the flow decides (constants and registers).
+pub(super) fn flow_determined(tests: &[(Val, Vec<(u128, u128)>)]) -> bool {
+    tests
+        .iter()
+        .all(|(v, _)| matches!(v, Val::Const(_) | Val::Reg(..)))
+}
+
+/// Whether a rewriter's view of the packet's addresses and ports depends only on the flow
+/// key and registers.
+pub(super) fn tuple_determined(tuple: &[Val; 4]) -> bool {
+    tuple.iter().all(|v| match v {
+        Val::Orig(f, _) => matches!(
+            f,
+            Field::IpSrc | Field::SrcPort | Field::IpDst | Field::DstPort
+        ),
+        _ => true,
+    })
+}
+
+impl Executor {
+    /// Runs `p`, arriving at entry element `el`, by its flow's remembered path if that path
+    /// still holds for it; `None` when it must take the slow path.
+    pub(super) fn run_fast(
+        &mut self,
+        prog: &Program,
+        el: u32,
+        key: u128,
+        p: &mut Packet,
+    ) -> Option<Ran> {
+        let now = self.cx.now.0;
+        let (deadline, epoch) = match self.guards {
+            Some(g) => g,
+            None => {
+                let g = self.guards_now();
+                self.guards = Some(g);
+                g
+            }
+        };
+        let Executor {
+            flows,
+            flows_dirty,
+            elements,
+            info: einfo,
+            start_of,
+            ..
+        } = self;
+        let e = flows.get_mut(&key)?;
+        let f = e.fast.as_mut()?;
+        if now >= f.expiry || now >= deadline || f.pending == u32::MAX {
+            return None;
+        }
+        let getters = &start_of.get(el as usize)?.as_ref()?.getters;
+        let view = crate::program::frame(p.data());
+        let inside = f.region.iter().all(|(i, iv)| {
+            let v = getters.get(usize::from(*i)).map_or(0, |g| g.get(&view));
+            iv.iter().any(|&(lo, hi)| lo <= v && v <= hi)
+        });
+        if !inside || fast_info(p.data())? != f.info {
+            return None;
+        }
+        if f.epoch != epoch {
+            // Some mapping changed since: are this path's still as they were?
+            for (s, v) in e.steps.iter().zip(&f.versions) {
+                if elements[s.0 as usize].rewriter()?.version(s.1) != *v {
+                    return None;
+                }
+            }
+            f.epoch = epoch;
+        }
+        f.pending += 1;
+        if f.pending == 1 {
+            flows_dirty.push(key);
+        }
+        f.last = now;
+        f.expiry = now.saturating_add(f.life);
+        if f.bytes {
+            let d = p.data();
+            let ip_len = u16::from_be_bytes([
+                d.get(16).copied().unwrap_or(0),
+                d.get(17).copied().unwrap_or(0),
+            ]);
+            f.pending_bytes.0 += d.len() as u64;
+            f.pending_bytes.1 += u64::from(ip_len);
+        }
+        Some(match prog.nodes.get(f.end as usize)? {
+            Node::Exit { element, finish } => {
+                finish_packet(p, finish, &f.regs);
+                match einfo[*element as usize].kind {
+                    super::Kind::Exit(x) => Ran::Exit(x),
+                    _ => Ran::Gone,
+                }
+            }
+            Node::Handoff {
+                element,
+                port,
+                finish,
+            } => {
+                finish_packet(p, finish, &f.regs);
+                Ran::Naive(*element, *port)
+            }
+            _ => Ran::Gone,
+        })
+    }
+
+    /// The earliest time a rewriter of the program reaps (0 when one has not scheduled its
+    /// first reap yet: its next packet takes the slow path and schedules it), and the sum of
+    /// the rewriters' mapping changes.
+    fn guards_now(&mut self) -> (u64, u64) {
+        let (mut t, mut c) = (u64::MAX, 0u64);
+        for &g in &self.rewriters {
+            if let Some(rw) = self.elements[g as usize].rewriter() {
+                t = t.min(rw.next_reap().unwrap_or(0));
+                c = c.wrapping_add(rw.changes());
+            }
+        }
+        (t, c)
+    }
+
+    /// Pays what the packets served by remembered paths owe: the rewriters' state (counts,
+    /// expiries, counters) and the nodes' counts, as if each packet had taken the slow path.
+    pub(super) fn flush_flows(&mut self) {
+        let Executor {
+            flows,
+            flows_dirty,
+            elements,
+            node_counts,
+            node_bytes,
+            byte_nodes,
+            ..
+        } = self;
+        for k in flows_dirty.drain(..) {
+            let Some(e) = flows.get_mut(&k) else { continue };
+            let Some(f) = e.fast.as_mut() else { continue };
+            if f.pending == 0 {
+                continue;
+            }
+            for s in &e.steps {
+                if let Some(rw) = elements[s.0 as usize].rewriter() {
+                    rw.replay_n(s.1, s.2, f.info, f.last, f.pending);
+                }
+            }
+            for &n in &f.path {
+                if let Some(c) = node_counts.get_mut(n as usize) {
+                    *c += u64::from(f.pending);
+                }
+                if f.bytes && byte_nodes.get(n as usize) == Some(&true) {
+                    if let Some(b) = node_bytes.get_mut(n as usize) {
+                        b.0 += f.pending_bytes.0;
+                        b.1 += f.pending_bytes.1;
+                    }
+                }
+            }
+            f.pending = 0;
+            f.pending_bytes = (0, 0);
+        }
+    }
+
+    /// Remembers what the slow path just did for the packet of flow `key`: its path when it
+    /// is sure to repeat, else its decisions as hints. (A packet with decisions went through
+    /// a rewriter's slow path, which paid every debt first: no entry replaced here owes.)
+    pub(super) fn remember(&mut self, key: u128) {
+        if self.flows.len() >= 1 << 20 {
+            self.flush_flows();
+            self.flows.clear();
+        }
+        let r = &self.regs;
+        if r.cacheable && !r.record.is_empty() {
+            if let (Some(info), Some(end)) = (r.info, r.end) {
+                let now = self.cx.now.0;
+                let fast = Fast {
+                    region: r.region.clone(),
+                    info: PacketInfo {
+                        tcp_flags: info.tcp_flags & STATE_FLAGS,
+                        has_payload: info.has_payload,
+                    },
+                    versions: r.versions.clone(),
+                    epoch: u64::MAX,
+                    path: r.path.clone(),
+                    bytes: r
+                        .path
+                        .iter()
+                        .any(|&n| self.byte_nodes.get(n as usize) == Some(&true)),
+                    end,
+                    regs: Regs {
+                        flows: r.flows.clone(),
+                        ip_ops: r.ip_ops,
+                        l4_ops: r.l4_ops,
+                        rewrote: r.rewrote,
+                        ..Regs::default()
+                    },
+                    life: r.life,
+                    expiry: now.saturating_add(r.life),
+                    last: now,
+                    pending: 0,
+                    pending_bytes: (0, 0),
+                };
+                self.flows.insert(
+                    key,
+                    FlowEntry {
+                        steps: r.record.clone(),
+                        fast: Some(fast),
+                    },
+                );
+                return;
+            }
+        }
+        if r.dirty && !r.record.is_empty() {
+            self.flows.insert(
+                key,
+                FlowEntry {
+                    steps: r.record.clone(),
+                    fast: None,
+                },
+            );
+        }
+    }
+}
