@@ -1017,8 +1017,10 @@ impl Executor {
             return Ran::Naive(el, 0);
         };
         // Field values are read when a class first tests them.
-        self.vals.clear();
-        self.vals.resize(seg.getters.len(), 0);
+        // `valid` says which values are read; stale ones are never used.
+        if self.vals.len() < seg.getters.len() {
+            self.vals.resize(seg.getters.len(), 0);
+        }
         self.valid = 0;
         let root = seg.root;
         self.regs.flows.clear();

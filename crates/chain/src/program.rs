@@ -380,7 +380,7 @@ impl Getter {
     }
 
     /// The value of the field in the frame `view` looks at.
-    #[inline]
+    #[inline(always)]
     pub fn get(&self, view: &FrameView<'_>) -> u128 {
         match *self {
             Getter::Load {

@@ -41,8 +41,8 @@ pub(super) struct FlowEntry {
     /// The rewriter decisions of the flow's last slow packet: hints that let a rewriter
     /// check its mapping by index instead of looking it up.
     pub(super) steps: Vec<Step>,
-    /// The whole path, while it is sure to repeat.
-    pub(super) fast: Option<Fast>,
+    /// The whole path, while it is sure to repeat (boxed: the table's slots stay small).
+    pub(super) fast: Option<Box<Fast>>,
 }
 
 /// A remembered path and what its packets owe the rewriters.
@@ -108,13 +108,17 @@ fn fast_info(data: &[u8]) -> Option<PacketInfo> {
 /// The flow-table key of a frame as it arrived at entry element `el`: the element (24
 /// bits), protocol, addresses and ports.
 pub(super) fn flow_key(el: u32, data: &[u8]) -> u128 {
-    let v = crate::program::frame(data);
+    // The addresses and ports a rewriter reads (`FlowInput::parse`), 0 where missing.
+    let b = |i: usize| u128::from(data.get(i).copied().unwrap_or(0));
+    let hl = usize::from(data.get(14).copied().unwrap_or(0) & 0x0f) * 4;
+    let t = 14 + hl;
+    let be = |i: usize, n: usize| (i..i + n).fold(0u128, |a, j| (a << 8) | b(j));
     (u128::from(el & 0xff_ffff) << 104)
-        | (v.value(Field::IpProto) << 96)
-        | (v.value(Field::IpSrc) << 64)
-        | (v.value(Field::SrcPort) << 48)
-        | (v.value(Field::IpDst) << 16)
-        | v.value(Field::DstPort)
+        | (b(23) << 96)
+        | (be(26, 4) << 64)
+        | (be(t, 2) << 48)
+        | (be(30, 4) << 16)
+        | be(t + 2, 2)
 }
 
 /// Narrows `region` (a box: allowed intervals per field) to the packets also in the box
@@ -339,7 +343,7 @@ impl Executor {
                     key,
                     FlowEntry {
                         steps: r.record.clone(),
-                        fast: Some(fast),
+                        fast: Some(Box::new(fast)),
                     },
                 );
                 return;
