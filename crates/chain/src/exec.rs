@@ -876,6 +876,7 @@ impl Executor {
         for n in &mut program.nodes {
             match n {
                 Node::Exit { finish, .. } | Node::Handoff { finish, .. } => finish.prepare(),
+                Node::Classify(classes) => crate::program::order_tests(classes),
                 _ => {}
             }
         }
