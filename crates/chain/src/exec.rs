@@ -206,7 +206,7 @@ impl Executor {
             defines.extend(options.defines.iter().cloned());
             let config = click::parse_file(&spec.click, &defines).map_err(|e| e.to_string())?;
             let base = spec.click.parent().map(PathBuf::from).unwrap_or_default();
-            nfs.push(Nf::build(&spec.name, &config, &base).map_err(|e| e.to_string())?);
+            nfs.push(Nf::build(&spec.name, &config, &base, spec.scoped).map_err(|e| e.to_string())?);
         }
         // Every link and entry must name a real interface.
         let has_iface = |e: &Endpoint, nfs: &[Nf]| {

@@ -105,6 +105,10 @@ pub struct NfSpec {
     pub click: PathBuf,
     /// `define` overrides for this NF.
     pub defines: Vec<(String, String)>,
+    /// Whether its elements' qualified names (which seed their pseudo-random choices) are
+    /// `NF/NAME` (NFs of a chain file) or the names as written (a single configuration run
+    /// on its own, such as one `fusebox synth --click` wrote with the original names).
+    pub scoped: bool,
 }
 
 /// A parsed (not yet validated against the NFs' interfaces) chain file.
@@ -164,6 +168,7 @@ impl ChainFile {
                 name,
                 click: click.to_path_buf(),
                 defines: Vec::new(),
+                scoped: false,
             }],
             links: Vec::new(),
             entries: Vec::new(),
@@ -199,6 +204,7 @@ impl ChainFile {
                 name,
                 click: dir.join(&spec.click),
                 defines: spec.define.into_iter().collect(),
+                scoped: true,
             });
         }
         let endpoint = |s: &Spanned<String>| {

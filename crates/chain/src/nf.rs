@@ -44,6 +44,8 @@ pub struct Nf {
     pub names: Vec<String>,
     /// Where each element was declared (`file:line:col`).
     pub spans: Vec<String>,
+    /// Each element's configuration string as written (variables substituted).
+    pub configs: Vec<String>,
     /// For each element, for each output port, the connection (None if unconnected).
     pub edges: Vec<Vec<Option<Edge>>>,
     /// Number of connected inputs of each element.
@@ -75,7 +77,14 @@ fn declare(names: &mut Names, class: &str, name: &str, config: &str) -> Result<(
 
 impl Nf {
     /// Instantiates `config` as NF `name`; relative file names in it resolve against `base_dir`.
-    pub fn build(name: &str, config: &click::Config, base_dir: &Path) -> Result<Nf, BuildError> {
+    /// Qualified names (which seed elements' pseudo-random choices) are `NAME/ELEMENT` when
+    /// `scoped`, else the element names as written.
+    pub fn build(
+        name: &str,
+        config: &click::Config,
+        base_dir: &Path,
+        scoped: bool,
+    ) -> Result<Nf, BuildError> {
         let n = config.elements.len();
         let mut ninputs = vec![0usize; n];
         let mut noutputs = vec![0usize; n];
@@ -88,7 +97,11 @@ impl Nf {
         };
         let mut names = Names::new();
         for (i, d) in config.elements.iter().enumerate() {
-            let qualified = format!("{name}/{}", d.name);
+            let qualified = if scoped {
+                format!("{name}/{}", d.name)
+            } else {
+                d.name.clone()
+            };
             declare(&mut names, &d.class, &qualified, &d.config)
                 .map_err(|m| err(i, format!("{} `{}`: {m}", d.class, d.name)))?;
             // Mappers are referred to by their local name in rewriter specs.
@@ -98,7 +111,11 @@ impl Nf {
         }
         let mut elements: Vec<Box<dyn Element>> = Vec::with_capacity(n);
         for (i, d) in config.elements.iter().enumerate() {
-            let qualified = format!("{name}/{}", d.name);
+            let qualified = if scoped {
+                format!("{name}/{}", d.name)
+            } else {
+                d.name.clone()
+            };
             let bcx = BuildCtx {
                 name: &qualified,
                 ninputs: ninputs[i],
@@ -187,6 +204,7 @@ impl Nf {
             elements,
             names: config.elements.iter().map(|d| d.name.clone()).collect(),
             spans: config.elements.iter().map(|d| d.span.to_string()).collect(),
+            configs: config.elements.iter().map(|d| d.config.clone()).collect(),
             edges,
             ninputs,
         };

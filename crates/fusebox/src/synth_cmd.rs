@@ -27,6 +27,11 @@ pub struct SynthArgs {
     /// (`fusebox synth chain.toml --dot | dot -Tsvg > chain.svg`).
     #[arg(long)]
     pub dot: bool,
+    /// Print one equivalent configuration made only of stock Click elements (classifier,
+    /// rewriters, DecIPTTL, EtherEncap, ...); check it with `fusebox verify CHAIN --against
+    /// FILE`.
+    #[arg(long, conflicts_with = "dot")]
+    pub click: bool,
 }
 
 fn esc(s: &str) -> String {
@@ -135,6 +140,17 @@ pub fn run(a: &SynthArgs) -> Result<ExitCode, String> {
     };
     let ex = Executor::new(&chain, &opts, |_, _| Ok(ExitSink::Count))?;
     let s = synth::synthesize(&ex);
+    if a.click {
+        let mut prog = s.program.clone();
+        for n in &mut prog.nodes {
+            if let chain::program::Node::Classify(c) = n {
+                c.sort_by_key(|_| 0);
+            }
+        }
+        let text = synth::export::click(&ex, &prog, &a.chain.display().to_string())?;
+        let _ = std::io::stdout().lock().write_all(text.as_bytes());
+        return Ok(ExitCode::SUCCESS);
+    }
     if a.dot {
         let d = dot(&ex, &s, a.entry.as_deref());
         let _ = std::io::stdout().lock().write_all(d.as_bytes());

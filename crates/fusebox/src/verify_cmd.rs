@@ -6,7 +6,7 @@ use chain::{Endpoint, RunOptions};
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use synth::verify::{compare, run, Difference, Mode, RunResult};
+use synth::verify::{compare, compare_export, exported_chain, run, Difference, Mode, RunResult};
 
 /// Differences printed at most.
 const SHOWN: usize = 10;
@@ -39,6 +39,11 @@ pub struct VerifyArgs {
     /// Print the result as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Compare the chain (naive) with this configuration instead of modes: one that
+    /// `fusebox synth --click` wrote for it. Packets per exit, packets in/out/dropped and the
+    /// stateful elements' state must agree.
+    #[arg(long, value_name = "FILE.click", conflicts_with = "modes")]
+    pub against: Option<PathBuf>,
 }
 
 fn json_str(s: &str) -> String {
@@ -80,6 +85,9 @@ pub fn verify(a: &VerifyArgs) -> Result<ExitCode, String> {
         .iter()
         .map(|s| parse_binding(s, &chain, "--input"))
         .collect::<Result<_, _>>()?;
+    if let Some(file) = &a.against {
+        return against(a, &chain, &inputs, &opts, file);
+    }
     let mut results: Vec<RunResult> = Vec::new();
     for (i, &m) in modes.iter().enumerate() {
         // Input and configuration errors show in the first run; later ones are the mode's.
@@ -158,4 +166,61 @@ pub fn verify(a: &VerifyArgs) -> Result<ExitCode, String> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `fusebox verify CHAIN --against FILE`: the chain, naive, against an exported
+/// configuration of it, naive, on the same inputs (endpoints renamed `STEM.NF_IFACE`).
+fn against(
+    a: &VerifyArgs,
+    chain: &chain::ChainFile,
+    inputs: &[(Endpoint, PathBuf)],
+    opts: &RunOptions,
+    file: &std::path::Path,
+) -> Result<ExitCode, String> {
+    let (exported, map) = exported_chain(file);
+    let stem = exported.nfs.first().map(|n| n.name.clone()).unwrap_or_default();
+    let x_inputs: Vec<(Endpoint, PathBuf)> =
+        inputs.iter().map(|(e, f)| (map(e), f.clone())).collect();
+    let x_opts = RunOptions {
+        reflect: opts.reflect.iter().map(&map).collect(),
+        defines: Vec::new(),
+        ..opts.clone()
+    };
+    let ra = run(chain, inputs, opts, Mode::Naive)?;
+    let rb = run(&exported, &x_inputs, &x_opts, Mode::Naive)
+        .map_err(|e| format!("{}: {e}", file.display()))?;
+    let d = compare_export(&ra, &rb, &stem);
+    if a.json {
+        let listed: Vec<String> = d.iter().take(SHOWN).map(|d| json_str(&d.to_string())).collect();
+        outln!(
+            "{{\"identical\": {}, \"against\": {}, \"packets\": {}, \"exits\": {}, \"drops\": {}, \"state_lines\": {}, \"differences\": {}, \"first\": [{}]}}",
+            d.is_empty(),
+            json_str(&file.display().to_string()),
+            ra.packets(),
+            ra.exits.len(),
+            ra.summary.totals.dropped,
+            ra.state_lines(),
+            d.len(),
+            listed.join(", ")
+        );
+    } else if d.is_empty() {
+        outln!(
+            "identical: {} packets on {} exits, {} drops, {} state lines (chain vs {})",
+            ra.packets(),
+            ra.exits.len(),
+            ra.summary.totals.dropped,
+            ra.state_lines(),
+            file.display()
+        );
+    } else {
+        outln!("different: chain (a) vs {} (b): {} differences", file.display(), d.len());
+        for x in d.iter().take(SHOWN) {
+            outln!("{x}");
+        }
+    }
+    Ok(if d.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(DIFFERENT)
+    })
 }

@@ -3,6 +3,7 @@
 //! one write set per traffic class.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+pub mod export;
 pub mod testgen;
 pub mod verify;
 
