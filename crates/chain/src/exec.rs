@@ -179,6 +179,8 @@ pub struct Executor {
     rewriters: Vec<u32>,
     /// Per element: whether it is a stateful rewriter.
     is_rewriter: Vec<bool>,
+    /// Packets served by remembered paths (one lookup each).
+    flow_hits: u64,
 }
 
 /// What the synthesizer needs to know about one element of the stitched chain graph.
@@ -206,7 +208,9 @@ impl Executor {
             defines.extend(options.defines.iter().cloned());
             let config = click::parse_file(&spec.click, &defines).map_err(|e| e.to_string())?;
             let base = spec.click.parent().map(PathBuf::from).unwrap_or_default();
-            nfs.push(Nf::build(&spec.name, &config, &base, spec.scoped).map_err(|e| e.to_string())?);
+            nfs.push(
+                Nf::build(&spec.name, &config, &base, spec.scoped).map_err(|e| e.to_string())?,
+            );
         }
         // Every link and entry must name a real interface.
         let has_iface = |e: &Endpoint, nfs: &[Nf]| {
@@ -384,6 +388,7 @@ impl Executor {
             guards: None,
             rewriters: Vec::new(),
             is_rewriter: Vec::new(),
+            flow_hits: 0,
         })
     }
 
@@ -980,6 +985,13 @@ impl Executor {
             .iter()
             .map(|(e, &(n, l))| (e.clone(), self.base[n] + l as u32))
             .collect()
+    }
+
+    /// Established flows: (paths remembered now, packets served by a remembered path with
+    /// one lookup since the program was installed).
+    pub fn flow_stats(&self) -> (usize, u64) {
+        let paths = self.flows.values().filter(|e| e.fast.is_some()).count();
+        (paths, self.flow_hits)
     }
 
     /// How many packets reached each node of the installed program.

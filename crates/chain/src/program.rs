@@ -256,8 +256,7 @@ pub struct Program {
 /// the fields on which the node's classes differ most (distinct interval lists), then the
 /// rest. Classes are boxes, so the order never changes which class a packet falls in.
 pub fn order_tests(classes: &mut [Class]) {
-    let mut variety: HashMap<u16, std::collections::HashSet<&Vec<(u128, u128)>>> =
-        HashMap::new();
+    let mut variety: HashMap<u16, std::collections::HashSet<&Vec<(u128, u128)>>> = HashMap::new();
     for c in classes.iter() {
         for (f, iv) in &c.tests {
             variety.entry(*f).or_default().insert(iv);

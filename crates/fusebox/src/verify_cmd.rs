@@ -178,7 +178,11 @@ fn against(
     file: &std::path::Path,
 ) -> Result<ExitCode, String> {
     let (exported, map) = exported_chain(file);
-    let stem = exported.nfs.first().map(|n| n.name.clone()).unwrap_or_default();
+    let stem = exported
+        .nfs
+        .first()
+        .map(|n| n.name.clone())
+        .unwrap_or_default();
     let x_inputs: Vec<(Endpoint, PathBuf)> =
         inputs.iter().map(|(e, f)| (map(e), f.clone())).collect();
     let x_opts = RunOptions {
@@ -191,7 +195,11 @@ fn against(
         .map_err(|e| format!("{}: {e}", file.display()))?;
     let d = compare_export(&ra, &rb, &stem);
     if a.json {
-        let listed: Vec<String> = d.iter().take(SHOWN).map(|d| json_str(&d.to_string())).collect();
+        let listed: Vec<String> = d
+            .iter()
+            .take(SHOWN)
+            .map(|d| json_str(&d.to_string()))
+            .collect();
         outln!(
             "{{\"identical\": {}, \"against\": {}, \"packets\": {}, \"exits\": {}, \"drops\": {}, \"state_lines\": {}, \"differences\": {}, \"first\": [{}]}}",
             d.is_empty(),
@@ -213,7 +221,11 @@ fn against(
             file.display()
         );
     } else {
-        outln!("different: chain (a) vs {} (b): {} differences", file.display(), d.len());
+        outln!(
+            "different: chain (a) vs {} (b): {} differences",
+            file.display(),
+            d.len()
+        );
         for x in d.iter().take(SHOWN) {
             outln!("{x}");
         }

@@ -226,10 +226,7 @@ fn behind_front_set(s: &FilterSet) -> FilterSet {
 /// after the IPv4 header (or none: later fragments) to the original elements, where what
 /// the padding a check trimmed held cannot matter.
 fn long() -> Filter {
-    Filter::any().with(
-        Field::L4Len,
-        FieldSet::range(20, Field::L4Len.max_value()),
-    )
+    Filter::any().with(Field::L4Len, FieldSet::range(20, Field::L4Len.max_value()))
 }
 
 /// What the short-packet front sends to the original elements.
@@ -353,7 +350,13 @@ impl<'a> Out<'a> {
     }
 
     /// Emits node `node` reached from `from` in `ctx`.
-    fn node(&mut self, from: (String, u32), node: NodeId, ctx: Ctx, seg: &[Field]) -> Result<(), String> {
+    fn node(
+        &mut self,
+        from: (String, u32),
+        node: NodeId,
+        ctx: Ctx,
+        seg: &[Field],
+    ) -> Result<(), String> {
         let prog = self.prog;
         match prog.nodes.get(node as usize) {
             None => Err(format!("node {node} is missing")),
@@ -412,10 +415,15 @@ impl<'a> Out<'a> {
                     };
                     let k = tuple_index(*t);
                     let _ = r;
-                    let f = Filter::any().with(TUPLE[k], FieldSet::from_intervals(iv.iter().copied()));
+                    let f =
+                        Filter::any().with(TUPLE[k], FieldSet::from_intervals(iv.iter().copied()));
                     parts.push(pattern(&f)?);
                 }
-                let text = if parts.is_empty() { "true".to_string() } else { parts.join(" and ") };
+                let text = if parts.is_empty() {
+                    "true".to_string()
+                } else {
+                    parts.join(" and ")
+                };
                 let cl = self.new_elem("IPClassifier", &format!("{text}, -"));
                 self.connect(&from, &cl, 0);
                 self.node((cl.clone(), 0), *yes, ctx.clone(), seg)?;
@@ -441,7 +449,8 @@ impl<'a> Out<'a> {
                     let mut cells = vec![ctx.region.clone()];
                     for n in later {
                         if let Some(Node::Classify(cs)) = prog.nodes.get(n as usize) {
-                            let boxes: Vec<Filter> = cs.iter().map(|c| box_of(&c.tests, seg)).collect();
+                            let boxes: Vec<Filter> =
+                                cs.iter().map(|c| box_of(&c.tests, seg)).collect();
                             let mut next = Vec::new();
                             for c in &cells {
                                 let mut rest = vec![c.clone()];
@@ -504,7 +513,10 @@ impl<'a> Out<'a> {
                     }
                 }
                 let colour = {
-                    let e = self.rewriters.entry(*element).or_insert((0, BTreeMap::new()));
+                    let e = self
+                        .rewriters
+                        .entry(*element)
+                        .or_insert((0, BTreeMap::new()));
                     e.0 += 1;
                     e.0
                 };
@@ -535,7 +547,8 @@ impl<'a> Out<'a> {
                         c2.prov[k] = Prov::Reg(*reg);
                     }
                     let null = self.new_elem("Null", "");
-                    self.dispatch.insert((*element, out, colour), (null.clone(), 0));
+                    self.dispatch
+                        .insert((*element, out, colour), (null.clone(), 0));
                     let _ = sw;
                     self.node((null, 0), n, c2, seg)?;
                 }
@@ -578,7 +591,11 @@ impl<'a> Out<'a> {
         }
         self.n += 1;
         let name = format!("x{}", self.n);
-        self.rewriters.entry(g).or_insert((0, BTreeMap::new())).1.insert(out, name.clone());
+        self.rewriters
+            .entry(g)
+            .or_insert((0, BTreeMap::new()))
+            .1
+            .insert(out, name.clone());
         name
     }
 
@@ -622,7 +639,9 @@ impl<'a> Out<'a> {
             IpChecksum::Incremental(k) if fold(k) == fold(0xFEFF * ttl) => {}
             IpChecksum::Recompute => at = self.chain(at, "SetIPChecksum", ""),
             IpChecksum::Incremental(k) => {
-                return Err(format!("an IPv4 checksum update ({k:#x}) other than TTL decrements"))
+                return Err(format!(
+                    "an IPv4 checksum update ({k:#x}) other than TTL decrements"
+                ))
             }
         }
         if f.trim && !ctx.trims {
@@ -789,7 +808,12 @@ pub fn click(ex: &Executor, prog: &Program, title: &str) -> Result<String, Strin
             let l = next - ex.global(nf, 0);
             let cfg = ex.nfs()[nf].configs[l as usize].clone();
             match class {
-                "Strip" => head += cfg.trim().parse::<u16>().map_err(|_| format!("Strip({cfg})"))?,
+                "Strip" => {
+                    head += cfg
+                        .trim()
+                        .parse::<u16>()
+                        .map_err(|_| format!("Strip({cfg})"))?
+                }
                 "CheckIPHeader" | "CheckIPHeader2" if head == 14 => trims = true,
                 _ => break,
             }
@@ -871,9 +895,12 @@ pub fn click(ex: &Executor, prog: &Program, title: &str) -> Result<String, Strin
     }
     // Declarations the rewriters' configurations refer to, and the rewriters.
     let mut declared: BTreeSet<u32> = BTreeSet::new();
-    let used_rw: BTreeSet<u32> = o.rewriters.keys().copied().chain(
-        region.iter().copied().filter(|g| is_rewriter(ex, *g)),
-    ).collect();
+    let used_rw: BTreeSet<u32> = o
+        .rewriters
+        .keys()
+        .copied()
+        .chain(region.iter().copied().filter(|g| is_rewriter(ex, *g)))
+        .collect();
     let mut decls = Vec::new();
     for &g in &used_rw {
         let nf = ex.element_nf(g as usize) as usize;
@@ -882,7 +909,10 @@ pub fn click(ex: &Executor, prog: &Program, title: &str) -> Result<String, Strin
         let mut cfg = nfd.configs[l].clone();
         // Mappers and pattern sets are referred to by their local names.
         for (j, class) in nfd.classes.iter().enumerate() {
-            if matches!(*class, "RoundRobinIPMapper" | "IPRewriterPatterns" | "AddressInfo") {
+            if matches!(
+                *class,
+                "RoundRobinIPMapper" | "IPRewriterPatterns" | "AddressInfo"
+            ) {
                 let local = &nfd.names[j];
                 cfg = replace_word(&cfg, local, &format!("{}/{local}", nfd.name));
                 let dg = ex.global(nf, j);
@@ -927,7 +957,9 @@ pub fn click(ex: &Executor, prog: &Program, title: &str) -> Result<String, Strin
         let rw = ex.element_name(g as usize);
         let (colours, switches) = o.rewriters.get(&g).cloned().unwrap_or_default();
         for out in 0..ex.outputs(g as usize) as u32 {
-            let original = ex.edge(g as usize, out as usize).filter(|_| region.contains(&g));
+            let original = ex
+                .edge(g as usize, out as usize)
+                .filter(|_| region.contains(&g));
             let sw = switches.get(&out);
             let from = match sw {
                 Some(sw) => {
@@ -974,13 +1006,27 @@ pub fn click(ex: &Executor, prog: &Program, title: &str) -> Result<String, Strin
             }
             for p in 0..ex.outputs(g as usize) {
                 if let Some((_, t, tp)) = ex.edge(g as usize, p) {
-                    edge_to(format!("{}[{p}]", o_name(ex, g)), t, tp, &mut decls, &mut conns, &mut o.n);
+                    edge_to(
+                        format!("{}[{p}]", o_name(ex, g)),
+                        t,
+                        tp,
+                        &mut decls,
+                        &mut conns,
+                        &mut o.n,
+                    );
                 }
             }
         }
     }
     for (at, (g, port)) in &o.handoffs {
-        edge_to(format!("{}[{}]", at.0, at.1), *g, *port, &mut decls, &mut conns, &mut o.n);
+        edge_to(
+            format!("{}[{}]", at.0, at.1),
+            *g,
+            *port,
+            &mut decls,
+            &mut conns,
+            &mut o.n,
+        );
     }
     let fixed = conns;
     text.push('\n');

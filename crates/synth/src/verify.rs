@@ -737,6 +737,110 @@ fn decode_icmp(s: &mut String, b: &[u8]) {
     }
 }
 
+/// The chain an exported configuration (`fusebox synth --click`) runs as, and the names its
+/// runs use for the original chain's endpoints: `NF.IFACE` becomes `STEM.NF_IFACE`.
+pub fn exported_chain(path: &Path) -> (ChainFile, impl Fn(&Endpoint) -> Endpoint) {
+    let chain = ChainFile::single(path);
+    let stem = chain
+        .nfs
+        .first()
+        .map(|n| n.name.clone())
+        .unwrap_or_default();
+    let map = move |e: &Endpoint| Endpoint {
+        nf: stem.clone(),
+        iface: crate::export::device(&e.nf, &e.iface),
+    };
+    (chain, map)
+}
+
+/// Compares a run of a chain (`a`) with a run of its exported configuration (`b`, see
+/// [`exported_chain`]): packets per exit (`NF.IFACE` ↔ `STEM.NF_IFACE`), packets in, out
+/// and dropped, and the state of every stateful element both have (`NF/NAME` in both).
+/// Element counters and drop reasons are not compared: the configurations have different
+/// elements.
+pub fn compare_export(a: &RunResult, b: &RunResult, stem: &str) -> Vec<Difference> {
+    let mut renamed = a.clone();
+    renamed.exits = a
+        .exits
+        .iter()
+        .map(|(name, p)| {
+            let n = match Endpoint::parse(name) {
+                Some(e) if !name.contains('/') => {
+                    format!("{stem}.{}", crate::export::device(&e.nf, &e.iface))
+                }
+                _ => name.clone(),
+            };
+            (n, p.clone())
+        })
+        .collect();
+    let mut out: Vec<Difference> = compare(&renamed, b)
+        .into_iter()
+        .filter(|d| {
+            matches!(
+                d,
+                Difference::Count { .. } | Difference::Packet { .. } | Difference::More { .. }
+            ) || matches!(d, Difference::Value { what, .. } if what.starts_with("exit "))
+        })
+        .filter(|d| !matches!(d, Difference::More { what, .. } if !what.starts_with("exit ")))
+        .collect();
+    let (ta, tb) = (&a.summary.totals, &b.summary.totals);
+    for (what, x, y) in [
+        ("packets in", ta.input, tb.input),
+        ("packets out", ta.output, tb.output),
+        ("packets dropped", ta.dropped, tb.dropped),
+    ] {
+        if x != y {
+            out.push(Difference::Counter {
+                what: format!("chain {what}"),
+                a: x,
+                b: y,
+            });
+        }
+    }
+    // State per element: `NF/NAME` in both runs.
+    let per_element = |state: &BTreeMap<String, Vec<String>>, scoped: bool| {
+        let mut m: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (nf, lines) in state {
+            for l in lines {
+                let (el, rest) = l.split_once(": ").unwrap_or((l.as_str(), ""));
+                let key = if scoped {
+                    format!("{nf}/{el}")
+                } else {
+                    el.to_string()
+                };
+                m.entry(key).or_default().push(rest.to_string());
+            }
+        }
+        m
+    };
+    let (sa, sb) = (per_element(&a.state, true), per_element(&b.state, false));
+    for (el, la) in &sa {
+        if let Some(lb) = sb.get(el) {
+            let mut listed = Vec::new();
+            diff_lists(
+                la,
+                lb,
+                format!("nf {el} state lines"),
+                &mut listed,
+                |line, x, y| Difference::State {
+                    nf: el.clone(),
+                    line,
+                    a: x,
+                    b: y,
+                },
+            );
+            out.extend(listed);
+        } else {
+            out.push(Difference::Value {
+                what: format!("state of {el}"),
+                a: format!("{} lines", la.len()),
+                b: "absent".to_string(),
+            });
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -998,100 +1102,4 @@ mod tests {
         let e = run(&chain, &[(ep, PathBuf::from("x.pcap"))], &opts, Mode::Naive).unwrap_err();
         assert!(e.contains("has no FromDevice(eth9)"), "{e}");
     }
-}
-
-/// The chain an exported configuration (`fusebox synth --click`) runs as, and the names its
-/// runs use for the original chain's endpoints: `NF.IFACE` becomes `STEM.NF_IFACE`.
-pub fn exported_chain(path: &Path) -> (ChainFile, impl Fn(&Endpoint) -> Endpoint) {
-    let chain = ChainFile::single(path);
-    let stem = chain.nfs.first().map(|n| n.name.clone()).unwrap_or_default();
-    let map = move |e: &Endpoint| Endpoint {
-        nf: stem.clone(),
-        iface: crate::export::device(&e.nf, &e.iface),
-    };
-    (chain, map)
-}
-
-/// Compares a run of a chain (`a`) with a run of its exported configuration (`b`, see
-/// [`exported_chain`]): packets per exit (`NF.IFACE` ↔ `STEM.NF_IFACE`), packets in, out
-/// and dropped, and the state of every stateful element both have (`NF/NAME` in both).
-/// Element counters and drop reasons are not compared: the configurations have different
-/// elements.
-pub fn compare_export(a: &RunResult, b: &RunResult, stem: &str) -> Vec<Difference> {
-    let mut renamed = a.clone();
-    renamed.exits = a
-        .exits
-        .iter()
-        .map(|(name, p)| {
-            let n = match Endpoint::parse(name) {
-                Some(e) if !name.contains('/') => {
-                    format!("{stem}.{}", crate::export::device(&e.nf, &e.iface))
-                }
-                _ => name.clone(),
-            };
-            (n, p.clone())
-        })
-        .collect();
-    let mut out: Vec<Difference> = compare(&renamed, b)
-        .into_iter()
-        .filter(|d| {
-            matches!(
-                d,
-                Difference::Count { .. } | Difference::Packet { .. } | Difference::More { .. }
-            ) || matches!(d, Difference::Value { what, .. } if what.starts_with("exit "))
-        })
-        .filter(|d| !matches!(d, Difference::More { what, .. } if !what.starts_with("exit ")))
-        .collect();
-    let (ta, tb) = (&a.summary.totals, &b.summary.totals);
-    for (what, x, y) in [
-        ("packets in", ta.input, tb.input),
-        ("packets out", ta.output, tb.output),
-        ("packets dropped", ta.dropped, tb.dropped),
-    ] {
-        if x != y {
-            out.push(Difference::Counter {
-                what: format!("chain {what}"),
-                a: x,
-                b: y,
-            });
-        }
-    }
-    // State per element: `NF/NAME` in both runs.
-    let per_element = |state: &BTreeMap<String, Vec<String>>, scoped: bool| {
-        let mut m: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for (nf, lines) in state {
-            for l in lines {
-                let (el, rest) = l.split_once(": ").unwrap_or((l.as_str(), ""));
-                let key = if scoped {
-                    format!("{nf}/{el}")
-                } else {
-                    el.to_string()
-                };
-                m.entry(key).or_default().push(rest.to_string());
-            }
-        }
-        m
-    };
-    let (sa, sb) = (per_element(&a.state, true), per_element(&b.state, false));
-    for (el, la) in &sa {
-        if let Some(lb) = sb.get(el) {
-            let mut listed = Vec::new();
-            diff_lists(la, lb, format!("nf {el} state lines"), &mut listed, |line, x, y| {
-                Difference::State {
-                    nf: el.clone(),
-                    line,
-                    a: x,
-                    b: y,
-                }
-            });
-            out.extend(listed);
-        } else {
-            out.push(Difference::Value {
-                what: format!("state of {el}"),
-                a: format!("{} lines", la.len()),
-                b: "absent".to_string(),
-            });
-        }
-    }
-    out
 }
