@@ -843,15 +843,6 @@ enum Ran {
     Naive(u32, u32),
 }
 
-fn tuple_index(t: Tuple) -> usize {
-    match t {
-        Tuple::Saddr => 0,
-        Tuple::Sport => 1,
-        Tuple::Daddr => 2,
-        Tuple::Dport => 3,
-    }
-}
-
 /// The value `v` describes, for a packet whose bytes (as it arrived) are `data`.
 #[inline]
 fn value(v: &Val, data: &[u8], regs: &Regs) -> u128 {
@@ -861,10 +852,7 @@ fn value(v: &Val, data: &[u8], regs: &Regs) -> u128 {
             crate::program::frame_value(data, f).wrapping_add(add as u128) & f.max_value()
         }
         Val::Reg(r, t, add) => {
-            let base = regs
-                .flows
-                .get(usize::from(r))
-                .map_or(0, |fl| fl[tuple_index(t)]);
+            let base = regs.flows.get(usize::from(r)).map_or(0, |fl| fl[t.index()]);
             let w = match t {
                 Tuple::Saddr | Tuple::Daddr => u32::MAX as u128,
                 Tuple::Sport | Tuple::Dport => 0xffff,
@@ -1143,22 +1131,9 @@ impl Executor {
                     });
                     node = if ok { *yes } else { *no };
                 }
-                Node::Exit { element, finish } => {
+                Node::Exit { .. } | Node::Handoff { .. } => {
                     self.regs.end = Some(node);
-                    finish_packet(p, finish, &self.regs);
-                    return match self.info[*element as usize].kind {
-                        Kind::Exit(x) => Ran::Exit(x),
-                        _ => Ran::Gone,
-                    };
-                }
-                Node::Handoff {
-                    element,
-                    port,
-                    finish,
-                } => {
-                    self.regs.end = Some(node);
-                    finish_packet(p, finish, &self.regs);
-                    return Ran::Naive(*element, *port);
+                    return leave(n, p, &self.regs, &self.info);
                 }
                 Node::Rewrite {
                     element,
@@ -1397,6 +1372,29 @@ fn tuple_slot(f: Field) -> Option<usize> {
         Field::IpDst => Some(2),
         Field::DstPort => Some(3),
         _ => None,
+    }
+}
+
+/// Finishes `p` at an end node (exit, hand-off; anything else drops it) and says where it
+/// goes.
+fn leave(n: &Node, p: &mut Packet, regs: &Regs, info: &[Info]) -> Ran {
+    match n {
+        Node::Exit { element, finish } => {
+            finish_packet(p, finish, regs);
+            match info[*element as usize].kind {
+                Kind::Exit(x) => Ran::Exit(x),
+                _ => Ran::Gone,
+            }
+        }
+        Node::Handoff {
+            element,
+            port,
+            finish,
+        } => {
+            finish_packet(p, finish, regs);
+            Ran::Naive(*element, *port)
+        }
+        _ => Ran::Gone,
     }
 }
 

@@ -67,6 +67,18 @@ pub enum Tuple {
     Dport,
 }
 
+impl Tuple {
+    /// The component's position in (saddr, sport, daddr, dport).
+    pub fn index(self) -> usize {
+        match self {
+            Tuple::Saddr => 0,
+            Tuple::Sport => 1,
+            Tuple::Daddr => 2,
+            Tuple::Dport => 3,
+        }
+    }
+}
+
 /// How the IPv4 header checksum is finished.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum IpChecksum {

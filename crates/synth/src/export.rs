@@ -413,7 +413,7 @@ impl<'a> Out<'a> {
                     let Val::Reg(r, t, 0) = v else {
                         return Err(format!("a run-time check on {v:?}"));
                     };
-                    let k = tuple_index(*t);
+                    let k = t.index();
                     let _ = r;
                     let f =
                         Filter::any().with(TUPLE[k], FieldSet::from_intervals(iv.iter().copied()));
@@ -499,7 +499,7 @@ impl<'a> Out<'a> {
                     // export would make later).
                     let ok = match v {
                         Val::Orig(f, 0) => *f == TUPLE[k],
-                        Val::Reg(_, t, 0) => tuple_index(*t) == k,
+                        Val::Reg(_, t, 0) => t.index() == k,
                         // A constant an earlier rewriter's pattern wrote.
                         Val::Const(_) => ctx.prov[k] != Prov::Orig,
                         _ => false,
@@ -619,7 +619,7 @@ impl<'a> Out<'a> {
                 (t, v) if TUPLE.contains(t) => {
                     let k = TUPLE.iter().position(|x| x == t).unwrap_or(0);
                     let ok = match (v, ctx.prov[k]) {
-                        (Val::Reg(_, tt, 0), _) => tuple_index(*tt) == k,
+                        (Val::Reg(_, tt, 0), _) => tt.index() == k,
                         (Val::Const(_), Prov::Reg(_)) => true,
                         (Val::Orig(o, 0), _) => o == t,
                         _ => false,
@@ -733,15 +733,6 @@ fn fold(x: u32) -> u32 {
         x = (x & 0xffff) + (x >> 16);
     }
     x
-}
-
-fn tuple_index(t: Tuple) -> usize {
-    match t {
-        Tuple::Saddr => 0,
-        Tuple::Sport => 1,
-        Tuple::Daddr => 2,
-        Tuple::Dport => 3,
-    }
 }
 
 fn box_of(tests: &[(u16, Vec<(u128, u128)>)], fields: &[Field]) -> Filter {

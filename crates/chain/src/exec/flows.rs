@@ -26,8 +26,8 @@
 //!
 //! So every mode still gives the same packets, counters and state dumps.
 
-use super::{finish_packet, Executor, Ran};
-use crate::program::{Node, NodeId, Program, Regs, Step, Val};
+use super::{Executor, Ran};
+use crate::program::{NodeId, Program, Regs, Step, Val};
 use elements::model::Field;
 use elements::rewriter::PacketInfo;
 use packet::Packet;
@@ -232,24 +232,12 @@ impl Executor {
             f.pending_bytes.0 += d.len() as u64;
             f.pending_bytes.1 += u64::from(ip_len);
         }
-        Some(match prog.nodes.get(f.end as usize)? {
-            Node::Exit { element, finish } => {
-                finish_packet(p, finish, &f.regs);
-                match einfo[*element as usize].kind {
-                    super::Kind::Exit(x) => Ran::Exit(x),
-                    _ => Ran::Gone,
-                }
-            }
-            Node::Handoff {
-                element,
-                port,
-                finish,
-            } => {
-                finish_packet(p, finish, &f.regs);
-                Ran::Naive(*element, *port)
-            }
-            _ => Ran::Gone,
-        })
+        Some(super::leave(
+            prog.nodes.get(f.end as usize)?,
+            p,
+            &f.regs,
+            einfo,
+        ))
     }
 
     /// The earliest time a rewriter of the program reaps (0 when one has not scheduled its
