@@ -19,6 +19,7 @@ use std::hash::BuildHasherDefault;
 use std::path::PathBuf;
 use wire::checksum::{fold, operands16, operands32};
 
+mod classify;
 mod flows;
 
 /// A packet crossing more links than this is dropped with reason `loop`.
@@ -179,6 +180,8 @@ pub struct Executor {
     rewriters: Vec<u32>,
     /// Per element: whether it is a stateful rewriter.
     is_rewriter: Vec<bool>,
+    /// Per node of the program: its classes laid out for evaluation (classification nodes).
+    compiled: Vec<Option<classify::Classes>>,
     /// Packets served by remembered paths (one lookup each).
     flow_hits: u64,
 }
@@ -388,6 +391,7 @@ impl Executor {
             guards: None,
             rewriters: Vec::new(),
             is_rewriter: Vec::new(),
+            compiled: Vec::new(),
             flow_hits: 0,
         })
     }
@@ -893,6 +897,14 @@ impl Executor {
                 *s = Some(seg);
             }
         }
+        self.compiled = program
+            .nodes
+            .iter()
+            .map(|n| match n {
+                Node::Classify(cs) => Some(classify::Classes::new(cs)),
+                _ => None,
+            })
+            .collect();
         self.rewriters = program
             .nodes
             .iter()
@@ -1069,13 +1081,13 @@ impl Executor {
                     b.1 += ip_len;
                 }
             }
-            if let Some(Node::Classify(classes)) = prog.nodes.get_mut(node as usize) {
+            if let Some(Some(classes)) = self.compiled.get_mut(node as usize) {
                 let view = crate::program::frame(p.data());
                 let Some(Some(seg)) = self.start_of.get(el as usize) else {
                     return Ran::Gone;
                 };
                 let (vals, valid, getters) = (&mut self.vals, &mut self.valid, &seg.getters);
-                let mut get = |i: u16| -> u128 {
+                let get = |i: u16| -> u128 {
                     let i = usize::from(i);
                     if i < 64 && (*valid >> i) & 1 == 1 {
                         return vals[i];
@@ -1087,17 +1099,16 @@ impl Executor {
                     }
                     v
                 };
-                match classes.iter().position(|c| c.contains_with(&mut get)) {
-                    Some(i) => {
-                        node = classes[i].node;
+                match classes.classify(get) {
+                    Some((next, index)) => {
                         if track {
-                            flows::narrow(&mut self.regs.region, &classes[i].tests);
+                            if let Some(Node::Classify(cs)) = prog.nodes.get(node as usize) {
+                                if let Some(c) = cs.get(index as usize) {
+                                    flows::narrow(&mut self.regs.region, &c.tests);
+                                }
+                            }
                         }
-                        classes[i].hits += 1;
-                        // Move busy classes to the front, one step at a time.
-                        if i > 0 && classes[i].hits > classes[i - 1].hits {
-                            classes.swap(i, i - 1);
-                        }
+                        node = next;
                         if track && self.regs.path.len() == 1 {
                             let key = flows::flow_key(el, p.data());
                             self.regs.key = Some(key);

@@ -367,6 +367,9 @@ pub enum Getter {
         shift: u8,
         /// Mask after the shift.
         mask: u64,
+        /// The right shift that gives the value from the 8 bytes at `off` read big-endian
+        /// (`(8 - len) * 8 + shift`): one load when those bytes are there.
+        wide: u8,
     },
     /// Computed by [`FrameView::value`].
     Other(Field),
@@ -375,12 +378,13 @@ pub enum Getter {
 impl Getter {
     /// The getter of `field`.
     pub fn of(field: Field) -> Getter {
-        let ld = |l4, off, len, shift, mask| Getter::Load {
+        let ld = |l4, off, len: u8, shift: u8, mask| Getter::Load {
             l4,
             off,
             len,
             shift,
             mask,
+            wide: (8 - len.min(8)) * 8 + shift,
         };
         match field {
             Field::EthDst => ld(false, 0, 6, 0, u64::MAX),
@@ -418,9 +422,15 @@ impl Getter {
                 len,
                 shift,
                 mask,
+                wide,
             } => {
                 let b = if l4 { view.l4 } else { view.data };
                 let (o, n) = (usize::from(off), usize::from(len));
+                if let Some(w) = b.get(o..o + 8) {
+                    let mut x = [0u8; 8];
+                    x.copy_from_slice(w);
+                    return u128::from((u64::from_be_bytes(x) >> wide) & mask);
+                }
                 match b.get(o..o + n) {
                     Some(x) => {
                         let v = x.iter().fold(0u64, |a, y| (a << 8) | u64::from(*y));
