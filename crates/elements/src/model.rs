@@ -71,6 +71,16 @@ pub enum Effect {
         /// Destination address.
         dst: [u8; 6],
     },
+    /// `EtherRewrite`: the destination and source addresses are written over the 12 bytes
+    /// at the MAC-header annotation (the start of the data without one). A packet with
+    /// fewer than 14 bytes from there is left to the element ([`apply`] says
+    /// [`Outcome::Runtime`]).
+    EtherRewrite {
+        /// Source address.
+        src: [u8; 6],
+        /// Destination address.
+        dst: [u8; 6],
+    },
     /// The MAC-header annotation is set to the start of the data (`FromDevice`).
     MarkMac,
     /// The packet-type annotation is set from the destination MAC address (`FromDevice`).
@@ -385,6 +395,14 @@ pub fn apply(model: &Model, mut p: packet::Packet) -> Applied {
     }
     let len = p.len() as u64;
     for e in &case.effects {
+        if let Effect::EtherRewrite { src, dst } = e {
+            let mut q = p.duplicate();
+            if !crate::basic::etherrewrite::rewrite_at_mac(&mut q, src, dst) {
+                return runtime(p);
+            }
+        }
+    }
+    for e in &case.effects {
         apply_effect(e, &mut p, model.ip_at);
     }
     Applied {
@@ -552,6 +570,9 @@ fn apply_effect(e: &Effect, p: &mut packet::Packet, ip_at: IpAnchor) {
             h[12..].copy_from_slice(&ethertype.to_be_bytes());
             p.set_mac_header(0);
             p.set_network_header(14);
+        }
+        Effect::EtherRewrite { src, dst } => {
+            crate::basic::etherrewrite::rewrite_at_mac(p, src, dst);
         }
         Effect::MarkMac => p.set_mac_header(0),
         Effect::PacketTypeFromEth => {

@@ -383,6 +383,7 @@ const BASIC: &[(&str, &str, usize)] = &[
         "ETHERTYPE 0x86dd, SRC 2:0:0:0:0:1, DST 1:0:5e:0:0:1",
         1,
     ),
+    ("EtherRewrite", "0:1:2:3:4:5, 6:7:8:9:a:b", 1),
     ("StoreEtherAddress", "0:0:0:0:0:9, src", 1),
     ("StoreEtherAddress", "0:0:0:0:0:9, dst", 2),
     ("StoreEtherAddress", "a:b:c:d:e:f, 30", 1),
@@ -861,7 +862,6 @@ fn arp_responder_model_leaves_answered_requests() {
 #[test]
 fn opaque_configurations_have_no_model() {
     for (class, config, n) in [
-        ("EtherRewrite", "0:0:0:0:0:1, 0:0:0:0:0:2", 1),
         ("GetIPAddress", "30", 1),
         ("GetIPAddress", "IP dst", 1),
         ("Strip", "70000", 1),

@@ -143,3 +143,57 @@ fn explain_names_the_class_and_agrees_with_both_runs() {
     assert!(out.contains("naive run: dropped at fw/"), "{out}");
     assert!(out.contains("synth run: dropped at fw/"), "{out}");
 }
+
+#[test]
+fn ether_rewrite_is_written_once_and_verifies() {
+    // A bridge-like NF that rewrites the MAC addresses after checking the IPv4 header and
+    // decrementing the TTL: EtherRewrite is synthesized (its writes are the class's), in
+    // both directions.
+    let d = common::scratch("synth-etherrewrite");
+    std::fs::write(
+        d.join("mac.click"),
+        "FromDevice(eth0) -> Strip(14) -> CheckIPHeader -> DecIPTTL -> Unstrip(14)\n\
+         -> EtherRewrite(2:0:0:0:0:aa, 2:0:0:0:0:bb) -> ToDevice(eth1);\n\
+         FromDevice(eth1) -> EtherRewrite(2:0:0:0:0:cc, 2:0:0:0:0:dd) -> Strip(14)\n\
+         -> CheckIPHeader -> Unstrip(14) -> ToDevice(eth0);\n",
+    )
+    .unwrap();
+    let out = String::from_utf8(fusebox_ok(&d, &["synth", "mac.click"]).stdout).unwrap();
+    // Left to the element: only frames too short for a MAC header, and IPv4 lengths whose
+    // frame would not fit 16 bits.
+    assert!(out.matches("handoff").count() <= 2, "{out}");
+    assert!(
+        out.contains("eth_dst:=02:00:00:00:00:bb eth_src:=02:00:00:00:00:aa"),
+        "{out}"
+    );
+    assert!(
+        out.contains("eth_dst:=02:00:00:00:00:dd eth_src:=02:00:00:00:00:cc"),
+        "{out}"
+    );
+    fusebox_ok(
+        &d,
+        &[
+            "gen",
+            "-o",
+            "t.pcap",
+            "--packets",
+            "3000",
+            "--ttl",
+            "1-4",
+            "--bad-ip-checksum",
+            "0.05",
+            "--truncate",
+            "0.05",
+            "--seed",
+            "4",
+        ],
+    );
+    for entry in ["eth0", "eth1"] {
+        let o = fusebox_ok(
+            &d,
+            &["verify", "mac.click", "--input", &format!("{entry}=t.pcap")],
+        );
+        let s = String::from_utf8_lossy(&o.stdout);
+        assert!(s.starts_with("identical: "), "{entry}: {s}");
+    }
+}

@@ -499,6 +499,19 @@ impl St {
                 self.net = Some(14);
                 Ok(())
             }
+            Effect::EtherRewrite { src, dst } => {
+                // Known only where the MAC header is the frame's first byte and at least 14
+                // bytes follow it (cut at the IPv4 length: 14 + that length; else the frame
+                // as it arrived).
+                let long = self.trimmed || self.phi.get(Field::FrameLen).first().unwrap_or(0) >= 14;
+                if self.mac != Some(0) || !long {
+                    return Err(Bail);
+                }
+                let mac = |m: &[u8; 6]| m.iter().fold(0u128, |a, b| (a << 8) | u128::from(*b));
+                self.w.set(Field::EthDst, Op::Set(mac(dst)));
+                self.w.set(Field::EthSrc, Op::Set(mac(src)));
+                Ok(())
+            }
             Effect::MarkMac => {
                 self.mac = Some(self.head);
                 Ok(())

@@ -8,9 +8,39 @@
 //! the data. A packet with fewer than 14 bytes from the MAC header on is dropped as
 //! `too-short` (Click would write past it).
 
+use crate::model::{Case, Effect, Field, FieldSet, Filter, Model, Outcome};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::{Packet, NO_OFFSET};
 use std::any::Any;
+
+/// Writes `dst` and `src` over the 12 address bytes at `p`'s MAC-header annotation (the
+/// start of the data without one; bytes in the headroom are written there). False, with
+/// nothing written, when fewer than 14 bytes follow the MAC header.
+pub fn rewrite_at_mac(p: &mut Packet, src: &[u8; 6], dst: &[u8; 6]) -> bool {
+    let head = p.data_offset();
+    let mac = p.meta.mac_offset;
+    // Bytes of headroom the MAC header starts before the data (0 if inside the data).
+    let back = if mac == NO_OFFSET || mac >= head {
+        0
+    } else {
+        (head - mac) as usize
+    };
+    let at = if mac == NO_OFFSET || mac < head {
+        0
+    } else {
+        (mac - head) as usize
+    };
+    p.unpull(back);
+    let ok = at.checked_add(14).is_some_and(|end| end <= p.len());
+    if ok {
+        if let Some(h) = p.data_mut().get_mut(at..at + 12) {
+            h[..6].copy_from_slice(dst);
+            h[6..].copy_from_slice(src);
+        }
+    }
+    p.pull(back);
+    ok
+}
 
 /// `EtherRewrite(SRC, DST)`: overwrites the MAC addresses of the existing header.
 #[derive(Debug, Clone)]
@@ -45,33 +75,25 @@ impl Element for EtherRewrite {
         PortCount::exact(1, 1)
     }
     fn push(&mut self, _port: usize, mut packet: Packet, _cx: &mut Context) -> Verdict {
-        let head = packet.data_offset();
-        let mac = packet.meta.mac_offset;
-        // Bytes of headroom the MAC header starts before the data (0 if inside the data).
-        let back = if mac == NO_OFFSET || mac >= head {
-            0
-        } else {
-            (head - mac) as usize
-        };
-        let at = if mac == NO_OFFSET || mac < head {
-            0
-        } else {
-            (mac - head) as usize
-        };
-        packet.unpull(back);
-        let ok = at.checked_add(14).is_some_and(|end| end <= packet.len());
-        if ok {
-            if let Some(h) = packet.data_mut().get_mut(at..at + 12) {
-                h[..6].copy_from_slice(&self.dst);
-                h[6..].copy_from_slice(&self.src);
-            }
-        }
-        packet.pull(back);
-        if ok {
+        if rewrite_at_mac(&mut packet, &self.src, &self.dst) {
             Verdict::Out(0, packet)
         } else {
             Verdict::Drop(packet, "too-short")
         }
+    }
+    /// A packet with 14 bytes or more of data leaves on output 0 with the addresses written
+    /// at its MAC header; the rest (and one with fewer than 14 bytes from the MAC header
+    /// on) is left to the element. Synthesis writes the addresses only where it knows the
+    /// MAC header is the frame's first byte.
+    fn model(&self) -> Option<Model> {
+        let long = Filter::any().with(Field::FrameLen, FieldSet::range(14, 0xffff));
+        Some(Model::new(vec![
+            Case::new(long, Outcome::Out(0)).effect(Effect::EtherRewrite {
+                src: self.src,
+                dst: self.dst,
+            }),
+            Case::new(Filter::any(), Outcome::Runtime),
+        ]))
     }
     fn as_any(&self) -> &dyn Any {
         self

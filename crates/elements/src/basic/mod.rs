@@ -13,7 +13,7 @@ mod declarative;
 mod device;
 mod discard;
 mod etherencap;
-mod etherrewrite;
+pub(crate) mod etherrewrite;
 mod hashswitch;
 mod null;
 mod paint;
