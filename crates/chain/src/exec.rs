@@ -1036,26 +1036,27 @@ impl Executor {
         }
         self.valid = 0;
         let root = seg.root;
-        self.regs.flows.clear();
-        self.regs.ip_ops = 0;
-        self.regs.l4_ops = 0;
-        self.regs.rewrote = false;
-        self.regs.key = None;
-        self.regs.cached.clear();
-        self.regs.record.clear();
-        self.regs.dirty = false;
-        self.regs.parsed = [None, None];
-        self.regs.path.clear();
-        self.regs.end = None;
-        self.regs.cacheable = true;
-        self.regs.versions.clear();
-        self.regs.life = u64::MAX;
-        self.regs.info = None;
-        self.regs.region.clear();
         // Paths are remembered for flows through rewriters only (the rest is one
-        // classification and its writes already).
+        // classification and its writes already); without rewriters the registers stay
+        // as they are (empty).
         let track = !self.rewriters.is_empty();
         if track {
+            self.regs.flows.clear();
+            self.regs.ip_ops = 0;
+            self.regs.l4_ops = 0;
+            self.regs.rewrote = false;
+            self.regs.key = None;
+            self.regs.cached.clear();
+            self.regs.record.clear();
+            self.regs.dirty = false;
+            self.regs.parsed = [None, None];
+            self.regs.path.clear();
+            self.regs.end = None;
+            self.regs.cacheable = true;
+            self.regs.versions.clear();
+            self.regs.life = u64::MAX;
+            self.regs.info = None;
+            self.regs.region.clear();
             // An established flow: one lookup, then its class's writes.
             let key = flows::flow_key(el, p.data());
             if let Some(r) = self.run_fast(prog, el, key, p) {
@@ -1087,17 +1088,25 @@ impl Executor {
                     return Ran::Gone;
                 };
                 let (vals, valid, getters) = (&mut self.vals, &mut self.valid, &seg.getters);
+                // Plain loads are read again when several classes test them; computed
+                // fields (a checksum) once per packet.
                 let get = |i: u16| -> u128 {
                     let i = usize::from(i);
-                    if i < 64 && (*valid >> i) & 1 == 1 {
-                        return vals[i];
+                    match getters.get(i) {
+                        Some(g @ crate::program::Getter::Load { .. }) => g.get(&view),
+                        Some(g) => {
+                            if i < 64 && (*valid >> i) & 1 == 1 {
+                                return vals[i];
+                            }
+                            let v = g.get(&view);
+                            if i < 64 {
+                                vals[i] = v;
+                                *valid |= 1 << i;
+                            }
+                            v
+                        }
+                        None => 0,
                     }
-                    let v = getters.get(i).map_or(0, |g| g.get(&view));
-                    if i < 64 {
-                        vals[i] = v;
-                        *valid |= 1 << i;
-                    }
-                    v
                 };
                 match classes.classify(get) {
                     Some((next, index)) => {

@@ -9,6 +9,7 @@ macro_rules! outln {
     }};
 }
 
+mod bench_cmd;
 mod explain_cmd;
 mod gen_cmd;
 mod run_cmd;
@@ -54,6 +55,9 @@ enum Command {
     /// Run a chain in several modes (naive, synth) and compare outputs, drops, counters and
     /// state: exit 0 when identical, 4 when different, 1 on errors.
     Verify(verify_cmd::VerifyArgs),
+    /// Replay SNF Fig. 7's chains (1 and 10 routers, 1 and 10 NAPTs) in memory, naive and
+    /// synthesized, and print rates and same-run ratios.
+    Bench(bench_cmd::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -64,6 +68,7 @@ fn main() -> ExitCode {
         Command::Synth(a) => synth_cmd::run(a),
         Command::Explain(a) => explain_cmd::run(a),
         Command::Verify(a) => verify_cmd::verify(a),
+        Command::Bench(a) => bench_cmd::run(a),
         Command::Gen(a) => gen_cmd::run(a).map(|s| {
             eprintln!("{s}");
             ExitCode::SUCCESS
