@@ -173,6 +173,8 @@ pub struct Executor {
     flows: HashMap<u128, flows::FlowEntry, BuildHasherDefault<FlowHasher>>,
     /// Keys of the entries that owe the rewriters packets.
     flows_dirty: Vec<u128>,
+    /// The regions remembered paths check.
+    regions: flows::Regions,
     /// What holds for every remembered path while rewriters are left alone: the earliest
     /// time one reaps and the sum of their mapping changes (`None`: to be recomputed).
     guards: Option<(u64, u64)>,
@@ -388,6 +390,7 @@ impl Executor {
             start_of: Vec::new(),
             flows: HashMap::default(),
             flows_dirty: Vec::new(),
+            regions: flows::Regions::default(),
             guards: None,
             rewriters: Vec::new(),
             is_rewriter: Vec::new(),
@@ -922,6 +925,7 @@ impl Executor {
             .collect();
         self.flows.clear();
         self.flows_dirty.clear();
+        self.regions.clear();
         self.guards = None;
         self.program = Some(Box::new(program));
     }

@@ -105,9 +105,7 @@ pub fn run(a: &BenchArgs) -> Result<ExitCode, String> {
         ] {
             let path = a.examples.join(dir).join(file);
             let chain = ChainFile::load(&path).map_err(|e| e.to_string())?;
-            let mut ex = Executor::new(&chain, &RunOptions::default(), |_, _| {
-                Ok(ExitSink::Count)
-            })?;
+            let mut ex = Executor::new(&chain, &RunOptions::default(), |_, _| Ok(ExitSink::Count))?;
             if synth {
                 synth::install(&mut ex)?;
             }
@@ -140,7 +138,11 @@ pub fn run(a: &BenchArgs) -> Result<ExitCode, String> {
             format!(
                 "{} {}{}",
                 c.nfs,
-                if c.nfs == 1 { dir.trim_end_matches('s') } else { dir },
+                if c.nfs == 1 {
+                    dir.trim_end_matches('s')
+                } else {
+                    dir
+                },
                 if c.synth { " synth" } else { " naive" }
             )
         };

@@ -35,22 +35,54 @@ use packet::Packet;
 /// The TCP flags whose presence changes a mapping's state: FIN, SYN, RST.
 const STATE_FLAGS: u8 = 0x07;
 
+/// The boxes remembered paths check packets against, each kept once (many flows share
+/// one; kept together, they stay in cache).
+#[derive(Debug, Clone, Default)]
+pub(super) struct Regions {
+    boxes: Vec<Region>,
+    ids: std::collections::HashMap<Region, u32>,
+}
+
+/// A box: allowed intervals per field (index into the segment's fields).
+type Region = Vec<(u16, Vec<(u128, u128)>)>;
+
+impl Regions {
+    /// The index of `region`, added if new.
+    fn id(&mut self, region: &[(u16, Vec<(u128, u128)>)]) -> u32 {
+        if let Some(&i) = self.ids.get(region) {
+            return i;
+        }
+        let i = self.boxes.len() as u32;
+        self.boxes.push(region.to_vec());
+        self.ids.insert(region.to_vec(), i);
+        i
+    }
+
+    /// Forgets every region.
+    pub(super) fn clear(&mut self) {
+        self.boxes.clear();
+        self.ids.clear();
+    }
+}
+
 /// What the executor remembers about one flow.
 #[derive(Debug, Clone, Default)]
 pub(super) struct FlowEntry {
     /// The rewriter decisions of the flow's last slow packet: hints that let a rewriter
     /// check its mapping by index instead of looking it up.
     pub(super) steps: Vec<Step>,
-    /// The whole path, while it is sure to repeat (boxed: the table's slots stay small).
-    pub(super) fast: Option<Box<Fast>>,
+    /// The whole path, while it is sure to repeat (in the slot: one memory access finds
+    /// the flow and its path).
+    pub(super) fast: Option<Fast>,
 }
 
 /// A remembered path and what its packets owe the rewriters.
 #[derive(Debug, Clone)]
 pub(super) struct Fast {
-    /// The packets it serves fall in this box of the segment's fields: the intersection of
-    /// the classes the path chose, so every classification on the path chooses the same.
-    region: Vec<(u16, Vec<(u128, u128)>)>,
+    /// The packets it serves fall in this box of the segment's fields (index into
+    /// [`Regions`]): the intersection of the classes the path chose, so every
+    /// classification on the path chooses the same.
+    region: u32,
     /// The packets it serves are like this (state-relevant TCP flags, payload).
     info: PacketInfo,
     /// Version of each step's mapping when the path was recorded.
@@ -191,6 +223,7 @@ impl Executor {
             info: einfo,
             start_of,
             flow_hits,
+            regions,
             ..
         } = self;
         let e = flows.get_mut(&key)?;
@@ -200,7 +233,8 @@ impl Executor {
         }
         let getters = &start_of.get(el as usize)?.as_ref()?.getters;
         let view = crate::program::frame(p.data());
-        let inside = f.region.iter().all(|(i, iv)| {
+        let region = regions.boxes.get(f.region as usize)?;
+        let inside = region.iter().all(|(i, iv)| {
             let v = getters.get(usize::from(*i)).map_or(0, |g| g.get(&view));
             iv.iter().any(|&(lo, hi)| lo <= v && v <= hi)
         });
@@ -305,8 +339,10 @@ impl Executor {
         if r.cacheable && !r.record.is_empty() {
             if let (Some(info), Some(end)) = (r.info, r.end) {
                 let now = self.cx.now.0;
+                let region = self.regions.id(&r.region);
+                let r = &self.regs;
                 let fast = Fast {
-                    region: r.region.clone(),
+                    region,
                     info: PacketInfo {
                         tcp_flags: info.tcp_flags & STATE_FLAGS,
                         has_payload: info.has_payload,
@@ -336,7 +372,7 @@ impl Executor {
                     key,
                     FlowEntry {
                         steps: r.record.clone(),
-                        fast: Some(Box::new(fast)),
+                        fast: Some(fast),
                     },
                 );
                 return;
