@@ -900,14 +900,32 @@ impl Executor {
                 *s = Some(seg);
             }
         }
-        self.compiled = program
-            .nodes
-            .iter()
-            .map(|n| match n {
-                Node::Classify(cs) => Some(classify::Classes::new(cs)),
-                _ => None,
-            })
-            .collect();
+        // Each classification node, laid out with the getters of the segment it is in.
+        self.compiled = vec![None; program.nodes.len()];
+        for seg in program.starts.values() {
+            let getters: Vec<crate::program::Getter> = seg
+                .fields
+                .iter()
+                .map(|f| crate::program::Getter::of(*f))
+                .collect();
+            let mut todo = vec![seg.root];
+            while let Some(n) = todo.pop() {
+                let Some(slot) = self.compiled.get_mut(n as usize) else {
+                    continue;
+                };
+                match program.nodes.get(n as usize) {
+                    Some(Node::Classify(cs)) if slot.is_none() => {
+                        *slot = Some(classify::Classes::new(cs, &getters));
+                        todo.extend(cs.iter().map(|c| c.node));
+                    }
+                    Some(Node::Rewrite { branches, .. }) => {
+                        todo.extend(branches.iter().map(|b| b.1));
+                    }
+                    Some(Node::Check { yes, no, .. }) => todo.extend([*yes, *no]),
+                    _ => {}
+                }
+            }
+        }
         self.rewriters = program
             .nodes
             .iter()
@@ -1091,28 +1109,9 @@ impl Executor {
                 let Some(Some(seg)) = self.start_of.get(el as usize) else {
                     return Ran::Gone;
                 };
-                let (vals, valid, getters) = (&mut self.vals, &mut self.valid, &seg.getters);
-                // Plain loads are read again when several classes test them; computed
-                // fields (a checksum) once per packet.
-                let get = |i: u16| -> u128 {
-                    let i = usize::from(i);
-                    match getters.get(i) {
-                        Some(g @ crate::program::Getter::Load { .. }) => g.get(&view),
-                        Some(g) => {
-                            if i < 64 && (*valid >> i) & 1 == 1 {
-                                return vals[i];
-                            }
-                            let v = g.get(&view);
-                            if i < 64 {
-                                vals[i] = v;
-                                *valid |= 1 << i;
-                            }
-                            v
-                        }
-                        None => 0,
-                    }
-                };
-                match classes.classify(get) {
+                let _ = seg;
+                let (vals, valid) = (&mut self.vals, &mut self.valid);
+                match classes.classify(&view, vals, valid) {
                     Some((next, index)) => {
                         if track {
                             if let Some(Node::Classify(cs)) = prog.nodes.get(node as usize) {
