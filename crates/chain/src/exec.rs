@@ -4,7 +4,7 @@
 use crate::file::{ChainFile, Endpoint};
 use crate::nf::Nf;
 use crate::program::{
-    Branch, Event, Finish, IpChecksum, Node, Program, Regs, Tuple, Val, NO_MAPPING,
+    Branch, Event, Finish, IpChecksum, Node, NodeId, Program, Regs, Tuple, Val, NO_MAPPING,
 };
 use crate::reflect;
 use crate::summary::{ElementSummary, ExitSummary, NfSummary, Summary, Totals};
@@ -27,6 +27,10 @@ pub const MAX_HOPS: u8 = 64;
 
 /// Marks a work-stack entry whose packet enters a synthesized segment.
 const SYNTH_PORT: u32 = u32::MAX;
+
+/// Marks a work-stack entry whose packet is a copy continuing a synthesized program at a
+/// fork's branch (the continuation is the last of `Executor::forks`).
+const FORK_PORT: u32 = u32::MAX - 1;
 
 /// Options of a run.
 #[derive(Debug, Clone)]
@@ -182,6 +186,9 @@ pub struct Executor {
     rewriters: Vec<u32>,
     /// Per element: whether it is a stateful rewriter.
     is_rewriter: Vec<bool>,
+    /// Continuations of the copies forks made, waiting on the work stack: (start element
+    /// of the segment, branch node, registers).
+    forks: Vec<(u32, NodeId, Regs)>,
     /// Per node of the program: its classes laid out for evaluation (classification nodes).
     compiled: Vec<Option<classify::Classes>>,
     /// Packets served by remembered paths (one lookup each).
@@ -395,6 +402,7 @@ impl Executor {
             rewriters: Vec::new(),
             is_rewriter: Vec::new(),
             compiled: Vec::new(),
+            forks: Vec::new(),
             flow_hits: 0,
         })
     }
@@ -578,8 +586,13 @@ impl Executor {
     /// then continues with the work stack (copies and other emissions), depth first.
     fn run_from(&mut self, mut el: u32, mut port: u32, mut p: Packet) {
         loop {
-            if port == SYNTH_PORT {
-                match self.run_program(el, p) {
+            if port == SYNTH_PORT || port == FORK_PORT {
+                let r = if port == SYNTH_PORT {
+                    self.run_program(el, p)
+                } else {
+                    self.run_fork(p)
+                };
+                match r {
                     Some((e2, p2, q)) => {
                         (el, port, p) = (e2, p2, q);
                         continue;
@@ -922,6 +935,7 @@ impl Executor {
                         todo.extend(branches.iter().map(|b| b.1));
                     }
                     Some(Node::Check { yes, no, .. }) => todo.extend([*yes, *no]),
+                    Some(Node::Fork { branches }) => todo.extend(branches.iter().copied()),
                     _ => {}
                 }
             }
@@ -1027,11 +1041,30 @@ impl Executor {
         let Some(mut prog) = self.program.take() else {
             return Some((el, 0, p));
         };
-        let r = self.run_program_in(&mut prog, el, &mut p);
+        let r = self.run_program_in(&mut prog, el, None, &mut p);
         self.program = Some(prog);
         if let Some(k) = self.regs.key.filter(|_| !self.regs.record.is_empty()) {
             self.remember(k);
         }
+        self.ran(r, p)
+    }
+
+    /// Runs a copy a fork made from the fork's branch, with the registers the packet had
+    /// there.
+    fn run_fork(&mut self, mut p: Packet) -> Option<(u32, u32, Packet)> {
+        let (Some((el, node, regs)), Some(mut prog)) = (self.forks.pop(), self.program.take())
+        else {
+            self.recycle(p);
+            return None;
+        };
+        self.regs = regs;
+        let r = self.run_program_in(&mut prog, el, Some(node), &mut p);
+        self.program = Some(prog);
+        self.ran(r, p)
+    }
+
+    /// Where a packet a program ran continues.
+    fn ran(&mut self, r: Ran, p: Packet) -> Option<(u32, u32, Packet)> {
         match r {
             Ran::Naive(e, port) => Some((e, port, p)),
             Ran::Exit(x) => {
@@ -1047,7 +1080,13 @@ impl Executor {
 
     /// Runs `p` through `prog`'s segment of `el`; `Some((element, port))` to continue naive
     /// there, `None` when the packet is gone (left, dropped).
-    fn run_program_in(&mut self, prog: &mut Program, el: u32, p: &mut Packet) -> Ran {
+    fn run_program_in(
+        &mut self,
+        prog: &mut Program,
+        el: u32,
+        from: Option<NodeId>,
+        p: &mut Packet,
+    ) -> Ran {
         let Some(Some(seg)) = self.start_of.get(el as usize) else {
             return Ran::Naive(el, 0);
         };
@@ -1061,7 +1100,7 @@ impl Executor {
         // Paths are remembered for flows through rewriters only (the rest is one
         // classification and its writes already); without rewriters the registers stay
         // as they are (empty).
-        let track = !self.rewriters.is_empty();
+        let track = !self.rewriters.is_empty() && from.is_none();
         if track {
             self.regs.flows.clear();
             self.regs.ip_ops = 0;
@@ -1085,7 +1124,7 @@ impl Executor {
                 return r;
             }
         }
-        let mut node = root;
+        let mut node = from.unwrap_or(root);
         loop {
             if let Some(c) = self.node_counts.get_mut(node as usize) {
                 *c += 1;
@@ -1141,6 +1180,19 @@ impl Executor {
             };
             match n {
                 Node::Classify(_) => return Ran::Gone,
+                Node::Fork { branches } => {
+                    // Copies for the other branches wait on the work stack, in order, with
+                    // the registers the packet has here; this packet takes branch 0.
+                    self.regs.cacheable = false;
+                    for &b in branches.iter().skip(1).rev() {
+                        self.forks.push((el, b, self.regs.clone()));
+                        self.stack.push((0, FORK_PORT, p.duplicate()));
+                    }
+                    match branches.first() {
+                        Some(&b) => node = b,
+                        None => return Ran::Gone,
+                    }
+                }
                 Node::Drop => {
                     self.regs.end = Some(node);
                     return Ran::Gone;
@@ -1348,6 +1400,7 @@ impl Executor {
                             nfc[self.nf_of[e as usize] as usize].dropped += n;
                             add(&mut drops[e as usize], prog.reasons[r as usize], n);
                         }
+                        Event::Created(f) => nfc[f as usize].created += n,
                         Event::Stat(e, r) => {
                             add(&mut stats[e as usize], prog.reasons[r as usize], n)
                         }

@@ -28,6 +28,8 @@ pub enum Event {
     Drop(u32, u32),
     /// Element `element` added one to its counter named [`Program::reasons`]`[name]`.
     Stat(u32, u32),
+    /// NF `nf` created a packet (a `Tee`'s copy).
+    Created(u32),
     /// Element `element` added the packet's length there to its counter `name`: the frame's
     /// length as it arrived minus `head` bytes pulled, or, when the packet was cut at its
     /// IPv4 length (`trimmed`), 14 + that length minus `head`.
@@ -205,6 +207,12 @@ pub enum Node {
         yes: NodeId,
         /// Next node otherwise.
         no: NodeId,
+    },
+    /// The packet is copied (`Tee`): a copy takes each branch, branch 0 first and to
+    /// completion, then branch 1, and so on (the copies are the node's `Created` events).
+    Fork {
+        /// The first node of each branch.
+        branches: Vec<NodeId>,
     },
     /// A stateful rewriter decides; its decision picks the next node.
     Rewrite {

@@ -45,6 +45,9 @@ pub enum Outcome {
     /// The element must run on these packets (it copies, creates or reshapes them in ways the
     /// model does not describe). Synthesis hands the packet to the element itself.
     Runtime,
+    /// The packet leaves on every output `0..n`, the first `n − 1` as copies the element
+    /// creates (`Tee`); output 0 runs to completion first, then 1, and so on.
+    Copies(usize),
 }
 
 /// One thing an element does to a packet, in the order given.

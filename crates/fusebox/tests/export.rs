@@ -32,6 +32,8 @@ const STOCK: &[&str] = &[
     "GetIPAddress",
     "SetIPChecksum",
     "IPFragmenter",
+    "Tee",
+    "Counter",
     "RadixIPLookup",
     "StaticIPLookup",
     "LinearIPLookup",

@@ -197,3 +197,93 @@ fn ether_rewrite_is_written_once_and_verifies() {
         assert!(s.starts_with("identical: "), "{entry}: {s}");
     }
 }
+
+#[test]
+fn tee_copies_are_synthesized_and_verify() {
+    // A Tee copies every checked packet to a router-like arm, a UDP-only monitor arm and a
+    // discard: synthesis forks the class (no hand-over), counts the copies as created, and
+    // both the synthesized run and the stock Click export give the naive packets.
+    let d = common::scratch("synth-tee");
+    std::fs::write(
+        d.join("tee.click"),
+        "FromDevice(eth0) -> Strip(14) -> CheckIPHeader -> Counter -> t :: Tee(3);\n\
+         t[0] -> DecIPTTL -> EtherEncap(0x0800, 2:0:0:0:0:1, 2:0:0:0:0:2) -> ToDevice(eth1);\n\
+         t[1] -> IPFilter(allow udp, deny all)\n\
+         -> EtherEncap(0x0800, 2:0:0:0:0:3, 2:0:0:0:0:4) -> ToDevice(eth2);\n\
+         t[2] -> Discard;\n\
+         FromDevice(eth1) -> Discard;\nFromDevice(eth2) -> Discard;\n",
+    )
+    .unwrap();
+    let out = String::from_utf8(fusebox_ok(&d, &["synth", "tee.click"]).stdout).unwrap();
+    assert!(
+        out.contains("entry tee.eth0:") && out.contains("0 handed to opaque elements"),
+        "{out}"
+    );
+    fusebox_ok(
+        &d,
+        &[
+            "gen",
+            "-o",
+            "t.pcap",
+            "--packets",
+            "4000",
+            "--mix",
+            "udp=1,tcp=1",
+            "--ttl",
+            "1-4",
+            "--bad-ip-checksum",
+            "0.05",
+            "--seed",
+            "9",
+        ],
+    );
+    let o = fusebox_ok(
+        &d,
+        &["verify", "tee.click", "--input", "eth0=t.pcap", "--json"],
+    );
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["identical"], true, "{j}");
+    // 4000 in; every checked packet copied twice.
+    let run = fusebox_ok(
+        &d,
+        &[
+            "run",
+            "tee.click",
+            "--input",
+            "eth0=t.pcap",
+            "--mode",
+            "synth",
+            "--json",
+            "--out-dir",
+            ".",
+        ],
+    );
+    let s: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    let created = s["totals"]["created"].as_u64().unwrap();
+    let checked = s["nfs"][0]["elements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["class"] == "Counter")
+        .unwrap()["input"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(created, 2 * checked, "{s}");
+    assert_eq!(s["totals"]["balanced"], true);
+    let text =
+        String::from_utf8(fusebox_ok(&d, &["synth", "tee.click", "--click"]).stdout).unwrap();
+    std::fs::write(d.join("x.click"), &text).unwrap();
+    assert!(text.contains(":: Tee(3)"), "{text}");
+    let o = fusebox_ok(
+        &d,
+        &[
+            "verify",
+            "tee.click",
+            "--against",
+            "x.click",
+            "--input",
+            "tee.eth0=t.pcap",
+        ],
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("identical: "));
+}

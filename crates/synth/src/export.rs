@@ -364,6 +364,14 @@ impl<'a> Out<'a> {
                 self.chain(from, "Discard", "");
                 Ok(())
             }
+            Some(Node::Fork { branches }) => {
+                let tee = self.new_elem("Tee", &branches.len().to_string());
+                self.connect(&from, &tee, 0);
+                for (k, b) in branches.iter().enumerate() {
+                    self.node((tee.clone(), k as u32), *b, ctx.clone(), seg)?;
+                }
+                Ok(())
+            }
             Some(Node::Classify(classes)) if ctx.cell.is_some() => {
                 // Decided before the first rewriter: the cell lies in one class.
                 let cell = ctx.cell.clone().unwrap_or_else(Filter::any);
@@ -722,6 +730,11 @@ fn later_classifies(prog: &Program, n: NodeId, out: &mut Vec<NodeId>, seen: &mut
         Some(Node::Check { yes, no, .. }) => {
             later_classifies(prog, *yes, out, seen);
             later_classifies(prog, *no, out, seen);
+        }
+        Some(Node::Fork { branches }) => {
+            for b in branches {
+                later_classifies(prog, *b, out, seen);
+            }
         }
         _ => {}
     }

@@ -24,7 +24,8 @@
 //! * **TTL and encapsulation changes**: extra `DecIPTTL`s, `Strip`/`Unstrip` pairs,
 //!   `EtherRewrite`, `EtherEncap`, or a pure layer-2 path that lets anything through;
 //! * **branches**: an `IPClassifier` splitting TCP / UDP / the rest to `eth1`, an extra
-//!   exit `eth2` or `Discard`, directly or through `Paint` / `PaintSwitch`;
+//!   exit `eth2` or `Discard`, directly (sometimes one class copied by a `Tee` to `eth2`
+//!   too) or through `Paint` / `PaintSwitch`;
 //!
 //! and `Counter`s dropped in anywhere. What an NF does to addresses is tracked along the line
 //! (a NAPT's public address becomes the source, a load balancer's backends the
@@ -848,8 +849,21 @@ fn branch(rng: &mut Rng, i: usize, v: &View) -> NfOut {
             let _ = writeln!(c, "cl[{k}] -> Paint({color}) -> ps;");
         }
     } else {
+        // Sometimes one class is copied by a Tee: to its destination and to eth2 (or
+        // Discard).
+        let copied = rng.pct(30).then(|| rng.below(dest.len() as u64) as usize);
         for (k, d) in dest.iter().enumerate() {
-            let _ = writeln!(c, "cl[{k}]{} -> {};", counter(rng), target(*d));
+            if copied == Some(k) {
+                let _ = writeln!(
+                    c,
+                    "cl[{k}] -> t{k} :: Tee(2);\nt{k}[0]{} -> {};\nt{k}[1] -> {};",
+                    counter(rng),
+                    target(*d),
+                    if uses_eth2 { "out2" } else { "Discard" }
+                );
+            } else {
+                let _ = writeln!(c, "cl[{k}]{} -> {};", counter(rng), target(*d));
+            }
         }
     }
     let _ = writeln!(

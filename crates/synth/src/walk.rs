@@ -1050,9 +1050,37 @@ impl<'a> Walker<'a> {
         match &case.outcome {
             Outcome::Out(o) => leaves.extend(self.follow(st, g, *o)?),
             Outcome::Drop(reason) => leaves.extend(self.drop(&st, g, reason)?),
+            Outcome::Copies(n) => leaves.extend(self.fork(st, g, port, *n)?),
             Outcome::Runtime => {}
         }
         Ok(leaves)
+    }
+
+    /// A `Tee`: a copy of the packets of `st` takes each of the `n` outputs, output 0 first.
+    fn fork(
+        &mut self,
+        st: St,
+        g: u32,
+        port: u32,
+        n: usize,
+    ) -> Result<Vec<(Filter, NodeId)>, Giveup> {
+        if st.empty || n == 0 {
+            return self.handoff(&st, g, port);
+        }
+        let mut branches = Vec::with_capacity(n);
+        for o in 0..n {
+            let s = St {
+                events: Vec::new(),
+                ..st.clone()
+            };
+            let leaves = self.follow(s, g, o)?;
+            branches.push(self.classify(leaves)?);
+        }
+        let mut events = st.events.clone();
+        let nf = self.ex.element_nf(g as usize);
+        events.extend(std::iter::repeat_n(Event::Created(nf), n - 1));
+        let id = self.add(Node::Fork { branches }, events)?;
+        Ok(vec![(st.phi.clone(), id)])
     }
 
     /// A stateful rewriter: a run-time decision inside the class.

@@ -10,6 +10,7 @@
 //! [`Context::copy_packet`] (a deep copy, so which output gets the original is invisible).
 
 use crate::args::parse_uint;
+use crate::model::{Case, Filter, Model, Outcome};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
 use std::any::Any;
@@ -83,6 +84,14 @@ impl Element for Tee {
         }
         cx.emit(self.arms - 1, packet);
         Verdict::Done
+    }
+    /// Every packet leaves on every arm, copied.
+    fn model(&self) -> Option<Model> {
+        let out = match self.arms {
+            1 => Outcome::Out(0),
+            n => Outcome::Copies(n),
+        };
+        Some(Model::new(vec![Case::new(Filter::any(), out)]))
     }
     fn as_any(&self) -> &dyn Any {
         self
