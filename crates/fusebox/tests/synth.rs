@@ -170,12 +170,10 @@ fn ether_rewrite_is_written_once_and_verifies() {
         out.contains("eth_dst:=02:00:00:00:00:dd eth_src:=02:00:00:00:00:cc"),
         "{out}"
     );
-    fusebox_ok(
+    common::gen_trace(
         &d,
+        "t.pcap",
         &[
-            "gen",
-            "-o",
-            "t.pcap",
             "--packets",
             "3000",
             "--ttl",
@@ -219,12 +217,10 @@ fn tee_copies_are_synthesized_and_verify() {
         out.contains("entry tee.eth0:") && out.contains("0 handed to opaque elements"),
         "{out}"
     );
-    fusebox_ok(
+    common::gen_trace(
         &d,
+        "t.pcap",
         &[
-            "gen",
-            "-o",
-            "t.pcap",
             "--packets",
             "4000",
             "--mix",

@@ -133,3 +133,11 @@ pub fn v4(f: &[u8]) -> V4 {
         l4_ok,
     }
 }
+
+/// `fusebox gen -o FILE ARGS` in `dir`.
+#[allow(dead_code)]
+pub fn gen_trace(dir: &Path, file: &str, args: &[&str]) {
+    let mut all = vec!["gen", "-o", file];
+    all.extend_from_slice(args);
+    fusebox_ok(dir, &all);
+}
