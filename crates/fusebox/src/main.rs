@@ -10,6 +10,7 @@ macro_rules! outln {
 }
 
 mod bench_cmd;
+mod classify_cmd;
 mod explain_cmd;
 mod gen_cmd;
 mod run_cmd;
@@ -58,6 +59,9 @@ enum Command {
     /// Replay SNF Fig. 7's chains (1 and 10 routers, 1 and 10 NAPTs) in memory, naive and
     /// synthesized, and print rates and same-run ratios.
     Bench(bench_cmd::BenchArgs),
+    /// Classify a ClassBench header trace against a ClassBench filter set: one line per
+    /// header with the first matching rule (0-based, -1 for none); the rate on stderr.
+    Classify(classify_cmd::ClassifyArgs),
 }
 
 fn main() -> ExitCode {
@@ -69,6 +73,7 @@ fn main() -> ExitCode {
         Command::Explain(a) => explain_cmd::run(a),
         Command::Verify(a) => verify_cmd::verify(a),
         Command::Bench(a) => bench_cmd::run(a),
+        Command::Classify(a) => classify_cmd::run(a),
         Command::Gen(a) => gen_cmd::run(a).map(|s| {
             eprintln!("{s}");
             ExitCode::SUCCESS
