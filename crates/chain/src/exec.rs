@@ -1051,6 +1051,7 @@ impl Executor {
 
     /// Runs a copy a fork made from the fork's branch, with the registers the packet had
     /// there.
+    #[cold]
     fn run_fork(&mut self, mut p: Packet) -> Option<(u32, u32, Packet)> {
         let (Some((el, node, regs)), Some(mut prog)) = (self.forks.pop(), self.program.take())
         else {
@@ -1064,6 +1065,7 @@ impl Executor {
     }
 
     /// Where a packet a program ran continues.
+    #[inline(always)]
     fn ran(&mut self, r: Ran, p: Packet) -> Option<(u32, u32, Packet)> {
         match r {
             Ran::Naive(e, port) => Some((e, port, p)),

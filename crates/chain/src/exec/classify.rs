@@ -1,5 +1,8 @@
 //! A classification node as the executor evaluates it: the program's classes laid out flat
 //! (one interval per test inline, the rare lists of intervals aside), busy classes first.
+//! A node with many classes also gets a decision tree over them (the `classify` crate): the
+//! busiest class is checked first, then the tree finds the class in a few dozen
+//! comparisons instead of a scan.
 //!
 //! The program's own class list is never reordered, so a class keeps its index there (the
 //! remembered paths of `flows` read its tests by that index).
@@ -27,10 +30,30 @@ struct Entry {
     tests: Box<[Test]>,
 }
 
+/// Nodes with more classes than this get a decision tree.
+const TREE_AT: usize = 48;
+
+/// A decision tree over a node's classes: each class expanded into rules (one per
+/// combination of its fields' intervals).
+#[derive(Debug, Clone)]
+struct Tree {
+    tree: classify::Classifier,
+    /// The fields the rules test, as (field index, getter): the key's dimensions.
+    dims: Vec<(u16, Getter)>,
+    /// For each rule, its class (index in the program's node).
+    class_of: Vec<u32>,
+    /// For each class (index in the program's node), its place in `entries`.
+    pos: Vec<u32>,
+}
+
+/// The busiest classes (the first entries) are checked before the tree.
+const HOT: usize = 4;
+
 /// The classes of one node, ready to evaluate.
 #[derive(Debug, Clone)]
 pub(super) struct Classes {
     entries: Vec<Entry>,
+    tree: Option<Tree>,
 }
 
 impl Classes {
@@ -79,7 +102,86 @@ impl Classes {
                     .collect(),
             })
             .collect();
-        Classes { entries }
+        let mut c = Classes {
+            entries,
+            tree: None,
+        };
+        if c.entries.len() > TREE_AT {
+            c.tree = Self::tree(&c.entries);
+        }
+        c
+    }
+
+    /// The decision tree over `entries`, unless a field is wider than 64 bits or the
+    /// classes expand into too many rules.
+    fn tree(entries: &[Entry]) -> Option<Tree> {
+        let mut dims: Vec<(u16, Getter)> = Vec::new();
+        for e in entries {
+            for t in e.tests.iter() {
+                if let Getter::Other(f) = t.getter {
+                    if f.width() > 64 {
+                        return None;
+                    }
+                }
+                if !dims.iter().any(|(f, _)| *f == t.field) {
+                    dims.push((t.field, t.getter));
+                }
+            }
+        }
+        let cap = 8 * entries.len() + 1024;
+        let mut rules = Vec::new();
+        let mut class_of = Vec::new();
+        for (k, e) in entries.iter().enumerate() {
+            // Per dimension, the class's intervals (everything when it does not test it).
+            let mut per_dim: Vec<Vec<(u64, u64)>> = vec![vec![(0, u64::MAX)]; dims.len()];
+            for t in e.tests.iter() {
+                let d = dims.iter().position(|(f, _)| *f == t.field)?;
+                let iv: Vec<(u128, u128)> = if t.more.is_empty() {
+                    vec![(t.lo, t.hi)]
+                } else {
+                    t.more.to_vec()
+                };
+                let narrow: Option<Vec<(u64, u64)>> = iv
+                    .iter()
+                    .map(|&(lo, hi)| Some((u64::try_from(lo).ok()?, u64::try_from(hi).ok()?)))
+                    .collect();
+                per_dim[d] = narrow?;
+            }
+            // The product of the intervals.
+            let mut combos: Vec<Vec<(u64, u64)>> = vec![Vec::new()];
+            for ivs in &per_dim {
+                let mut next = Vec::with_capacity(combos.len() * ivs.len());
+                for c in &combos {
+                    for &iv in ivs {
+                        let mut c2 = c.clone();
+                        c2.push(iv);
+                        next.push(c2);
+                    }
+                }
+                combos = next;
+                if rules.len() + combos.len() > cap {
+                    return None;
+                }
+            }
+            for ranges in combos {
+                rules.push(classify::Rule { ranges });
+                class_of.push(e.index);
+            }
+            let _ = k;
+        }
+        let tree = classify::Classifier::new(rules, dims.len()).ok()?;
+        let mut pos = vec![0u32; entries.len()];
+        for (k, e) in entries.iter().enumerate() {
+            if let Some(p) = pos.get_mut(e.index as usize) {
+                *p = k as u32;
+            }
+        }
+        Some(Tree {
+            tree,
+            dims,
+            class_of,
+            pos,
+        })
     }
 
     /// The class the packet `view` shows falls in: (its first node, its index in the
@@ -111,7 +213,7 @@ impl Classes {
             }
             v
         };
-        let i = self.entries.iter().position(|c| {
+        let inside = |c: &Entry, get: &mut dyn FnMut(&Test) -> u128| {
             c.tests.iter().all(|t| {
                 let v = get(t);
                 if t.more.is_empty() {
@@ -120,12 +222,49 @@ impl Classes {
                     t.more.iter().any(|&(lo, hi)| lo <= v && v <= hi)
                 }
             })
-        })?;
+        };
+        let i = match &self.tree {
+            Some(t) => {
+                // The busiest classes first, then the tree (classes are disjoint: the rule
+                // found is the packet's class).
+                match self.entries.iter().take(HOT).position(|c| inside(c, &mut get)) {
+                    Some(i) => i,
+                    None => {
+                        let key: Vec<u64> = t
+                            .dims
+                            .iter()
+                            .map(|(f, g)| {
+                                let probe = Test {
+                                    getter: *g,
+                                    field: *f,
+                                    lo: 0,
+                                    hi: 0,
+                                    more: Box::new([]),
+                                };
+                                u64::try_from(get(&probe)).unwrap_or(u64::MAX)
+                            })
+                            .collect();
+                        let r = t.tree.classify(&key)?;
+                        let class = *t.class_of.get(r)? as usize;
+                        *t.pos.get(class)? as usize
+                    }
+                }
+            }
+            None => self.entries.iter().position(|c| inside(c, &mut get))?,
+        };
         let e = &mut self.entries[i];
         e.hits += 1;
         let found = (e.node, e.index);
         if i > 0 && self.entries[i].hits > self.entries[i - 1].hits {
             self.entries.swap(i, i - 1);
+            if let Some(t) = &mut self.tree {
+                for k in [i - 1, i] {
+                    let idx = self.entries[k].index as usize;
+                    if let Some(p) = t.pos.get_mut(idx) {
+                        *p = k as u32;
+                    }
+                }
+            }
         }
         Some(found)
     }
@@ -170,5 +309,56 @@ mod tests {
         assert_eq!(run(&frame(25, 5)), None);
         assert_eq!(run(&frame(35, 6)), None);
         assert_eq!(c.entries[0].node, 11, "the busy class moved up");
+    }
+
+    #[test]
+    fn the_tree_finds_the_same_class_as_the_scan() {
+        use elements::model::Field;
+        // 120 disjoint classes over TTL x protocol (some with two TTL intervals), plus a
+        // catch-all for the rest: more than TREE_AT, so the node gets a tree.
+        let getters = [Getter::of(Field::IpTtl), Getter::of(Field::IpProto)];
+        let mut classes = Vec::new();
+        for k in 0..120u128 {
+            let (ttl, proto) = (k % 60, k / 60);
+            let ttl_iv = if ttl == 59 {
+                vec![(59 * 4, 59 * 4 + 3), (250, 255)]
+            } else {
+                vec![(ttl * 4, ttl * 4 + 3)]
+            };
+            classes.push(Class {
+                tests: vec![(0, ttl_iv), (1, vec![(proto * 6, proto * 6)])],
+                node: k as u32,
+                hits: 0,
+            });
+        }
+        classes.push(Class {
+            tests: vec![(1, vec![(1, 5), (7, 255)])],
+            node: 1000,
+            hits: 0,
+        });
+        let mut tree = Classes::new(&classes, &getters);
+        assert!(tree.tree.is_some());
+        let mut scan = Classes::new(&classes, &getters);
+        scan.tree = None;
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..5000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let mut f = vec![0u8; 40];
+            f[14] = 0x45;
+            f[22] = x as u8;
+            f[23] = [0u8, 6, 17, 1, 200][(x >> 8) as usize % 5];
+            let view = crate::program::frame(&f);
+            let (mut v1, mut v2) = ([0u128; 2], [0u128; 2]);
+            let (mut ok1, mut ok2) = (0, 0);
+            assert_eq!(
+                tree.classify(&view, &mut v1, &mut ok1),
+                scan.classify(&view, &mut v2, &mut ok2),
+                "ttl {} proto {}",
+                f[22],
+                f[23]
+            );
+        }
     }
 }
