@@ -104,6 +104,9 @@ struct Tree {
 pub struct Classifier {
     dims: usize,
     rules: Vec<Rule>,
+    /// Every rule's ranges, rule after rule (`dims` each): leaves check them without
+    /// following a pointer per rule.
+    flat: Vec<Range>,
     trees: Vec<Tree>,
 }
 
@@ -124,6 +127,8 @@ pub struct Stats {
     pub depth: usize,
     /// Trees (rule groups).
     pub trees: usize,
+    /// Bytes the compiled trees and the flat rule ranges take.
+    pub memory: usize,
 }
 
 impl Classifier {
@@ -148,9 +153,14 @@ impl Classifier {
             let wide = |d: usize| r.ranges.get(d).is_some_and(|&(lo, hi)| hi - lo >= NARROW);
             groups[usize::from(wide(0)) | (usize::from(wide(1)) << 1)].push(i as u32);
         }
+        let flat = rules
+            .iter()
+            .flat_map(|r| r.ranges.iter().copied())
+            .collect();
         let mut c = Classifier {
             dims,
             rules,
+            flat,
             trees: Vec::new(),
         };
         for g in groups.into_iter().filter(|g| !g.is_empty()) {
@@ -293,10 +303,12 @@ impl Classifier {
                 }
                 Node::Leaf { from, to } => {
                     let ids = t.leaf_rules.get(*from as usize..*to as usize)?;
-                    return ids
-                        .iter()
-                        .map(|&r| r as usize)
-                        .find(|&r| self.rules[r].matches(key));
+                    let d = self.dims;
+                    return ids.iter().map(|&r| r as usize).find(|&r| {
+                        self.flat.get(r * d..r * d + d).is_some_and(|rs| {
+                            rs.iter().zip(key).all(|(&(lo, hi), &v)| lo <= v && v <= hi)
+                        })
+                    });
                 }
             }
         }
@@ -326,10 +338,12 @@ impl Classifier {
             leaf_rules: 0,
             depth: 0,
             trees: self.trees.len(),
+            memory: self.flat.len() * std::mem::size_of::<Range>(),
         };
         for t in &self.trees {
             st.nodes += t.nodes.len();
             st.leaf_rules += t.leaf_rules.len();
+            st.memory += t.nodes.len() * std::mem::size_of::<Node>() + t.leaf_rules.len() * 4;
             let mut todo = vec![(0u32, 1usize)];
             while let Some((n, d)) = todo.pop() {
                 st.depth = st.depth.max(d);

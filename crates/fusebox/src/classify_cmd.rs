@@ -47,12 +47,13 @@ pub fn run(a: &ClassifyArgs) -> Result<ExitCode, String> {
     let _ = std::io::stdout().lock().write_all(out.as_bytes());
     let s = c.stats();
     eprintln!(
-        "classify: {} rules in {} trees ({} nodes, {} leaf rule references, depth {}) built in {:.3} s; {} headers in {:.4} s, {:.2} M lookups/s (one core)",
+        "classify: {} rules in {} trees ({} nodes, {} leaf rule references, depth {}, {:.1} MB) built in {:.3} s; {} headers in {:.4} s, {:.2} M lookups/s (one core)",
         s.rules,
         s.trees,
         s.nodes,
         s.leaf_rules,
         s.depth,
+        s.memory as f64 / 1e6,
         build,
         answers.len(),
         secs,

@@ -227,7 +227,12 @@ impl Classes {
             Some(t) => {
                 // The busiest classes first, then the tree (classes are disjoint: the rule
                 // found is the packet's class).
-                match self.entries.iter().take(HOT).position(|c| inside(c, &mut get)) {
+                match self
+                    .entries
+                    .iter()
+                    .take(HOT)
+                    .position(|c| inside(c, &mut get))
+                {
                     Some(i) => i,
                     None => {
                         let key: Vec<u64> = t
