@@ -49,6 +49,19 @@ struct Tree {
 /// The busiest classes (the first entries) are checked before the tree.
 const HOT: usize = 4;
 
+/// Whether the packet whose field values `get` reads is in class `c`.
+#[inline(always)]
+fn inside(c: &Entry, get: &mut impl FnMut(&Test) -> u128) -> bool {
+    c.tests.iter().all(|t| {
+        let v = get(t);
+        if t.more.is_empty() {
+            t.lo <= v && v <= t.hi
+        } else {
+            t.more.iter().any(|&(lo, hi)| lo <= v && v <= hi)
+        }
+    })
+}
+
 /// The classes of one node, ready to evaluate.
 #[derive(Debug, Clone)]
 pub(super) struct Classes {
@@ -212,16 +225,6 @@ impl Classes {
                 }
             }
             v
-        };
-        let inside = |c: &Entry, get: &mut dyn FnMut(&Test) -> u128| {
-            c.tests.iter().all(|t| {
-                let v = get(t);
-                if t.more.is_empty() {
-                    t.lo <= v && v <= t.hi
-                } else {
-                    t.more.iter().any(|&(lo, hi)| lo <= v && v <= hi)
-                }
-            })
         };
         let i = match &self.tree {
             Some(t) => {
