@@ -164,6 +164,8 @@ pub struct Executor {
     node_bytes: Vec<(u64, u64)>,
     /// Which nodes count bytes.
     byte_nodes: Vec<bool>,
+    /// Whether any does.
+    any_bytes: bool,
     /// Scratch: field values of the packet being classified.
     vals: Vec<u128>,
     /// Which of `vals` (the first 64) have been read for the packet being classified.
@@ -391,6 +393,7 @@ impl Executor {
             node_counts: Vec::new(),
             node_bytes: Vec::new(),
             byte_nodes: Vec::new(),
+            any_bytes: false,
             vals: Vec::new(),
             valid: 0,
             regs: Regs::default(),
@@ -901,6 +904,7 @@ impl Executor {
             .map(|ev| ev.iter().any(|e| matches!(e, Event::StatBytes { .. })))
             .collect();
         self.byte_nodes.resize(program.nodes.len(), false);
+        self.any_bytes = self.byte_nodes.iter().any(|b| *b);
         self.start_of = vec![None; self.elements.len()];
         for (&g, seg) in &program.starts {
             if let Some(s) = self.start_of.get_mut(g as usize) {
@@ -1134,7 +1138,7 @@ impl Executor {
             if track {
                 self.regs.path.push(node);
             }
-            if self.byte_nodes.get(node as usize) == Some(&true) {
+            if self.any_bytes && self.byte_nodes.get(node as usize) == Some(&true) {
                 let d = p.data();
                 let ip_len = u64::from(u16::from_be_bytes([
                     d.get(16).copied().unwrap_or(0),

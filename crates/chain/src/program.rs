@@ -379,6 +379,12 @@ pub enum Getter {
         /// (`(8 - len) * 8 + shift`): one load when those bytes are there.
         wide: u8,
     },
+    /// Whether the IPv4 header checksum verifies (computed over the header).
+    IpChecksumOk,
+    /// Whether the IPv4 total length is at least the header's and within the data.
+    IpLenOk,
+    /// The bytes from the IPv4 header on (`FrameView::value(Field::IpAvail)`).
+    IpAvail,
     /// Computed by [`FrameView::value`].
     Other(Field),
 }
@@ -416,6 +422,9 @@ impl Getter {
             Field::IcmpType => ld(true, 0, 1, 0, u64::MAX),
             Field::IcmpCode => ld(true, 1, 1, 0, u64::MAX),
             Field::Raw { offset, len } if len <= 8 => ld(false, offset, len, 0, u64::MAX),
+            Field::IpChecksumOk => Getter::IpChecksumOk,
+            Field::IpLenOk => Getter::IpLenOk,
+            Field::IpAvail => Getter::IpAvail,
             f => Getter::Other(f),
         }
     }
@@ -447,6 +456,23 @@ impl Getter {
                     None => 0,
                 }
             }
+            Getter::IpChecksumOk => {
+                let (ip, hl) = (view.ip, view.hl);
+                u128::from(
+                    hl >= 20
+                        && hl <= ip.len()
+                        && wire::checksum::data(&ip[..hl]) == 0,
+                )
+            }
+            Getter::IpLenOk => {
+                let ip = view.ip;
+                let len = match ip.get(2..4) {
+                    Some(b) => usize::from(u16::from_be_bytes([b[0], b[1]])),
+                    None => 0,
+                };
+                u128::from(!ip.is_empty() && len >= view.hl && len <= ip.len())
+            }
+            Getter::IpAvail => view.ip.len().min(0xffff) as u128,
             Getter::Other(f) => view.value(f),
         }
     }
