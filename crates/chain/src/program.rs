@@ -458,11 +458,7 @@ impl Getter {
             }
             Getter::IpChecksumOk => {
                 let (ip, hl) = (view.ip, view.hl);
-                u128::from(
-                    hl >= 20
-                        && hl <= ip.len()
-                        && wire::checksum::data(&ip[..hl]) == 0,
-                )
+                u128::from(hl >= 20 && hl <= ip.len() && wire::checksum::data(&ip[..hl]) == 0)
             }
             Getter::IpLenOk => {
                 let ip = view.ip;
