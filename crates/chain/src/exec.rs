@@ -1151,10 +1151,6 @@ impl Executor {
             }
             if let Some(Some(classes)) = self.compiled.get_mut(node as usize) {
                 let view = crate::program::frame(p.data());
-                let Some(Some(seg)) = self.start_of.get(el as usize) else {
-                    return Ran::Gone;
-                };
-                let _ = seg;
                 let (vals, valid) = (&mut self.vals, &mut self.valid);
                 match classes.classify(&view, vals, valid) {
                     Some((next, index)) => {

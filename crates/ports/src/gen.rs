@@ -323,12 +323,14 @@ impl GenConfig {
     }
 }
 
-/// SplitMix64: a tiny, fast, well-distributed 64-bit generator.
+/// SplitMix64: a tiny, fast, well-distributed 64-bit generator (the trace generator's, and
+/// the random chain generator's; the same seed gives the same draws on every platform).
 #[derive(Debug, Clone)]
-struct SplitMix64(u64);
+pub struct SplitMix64(pub u64);
 
 impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -336,14 +338,14 @@ impl SplitMix64 {
         z ^ (z >> 31)
     }
 
-    /// Uniform in `0..n` (`n > 0`), by Lemire's multiply-shift (bias below 2^-32 for the
-    /// small ranges used here).
-    fn below(&mut self, n: u64) -> u64 {
+    /// Uniform in `0..n` (0 when `n` is 0), by Lemire's multiply-shift (bias below 2^-32
+    /// for the small ranges used here).
+    pub fn below(&mut self, n: u64) -> u64 {
         ((u128::from(self.next_u64()) * u128::from(n.max(1))) >> 64) as u64
     }
 
-    /// Uniform in `lo..=hi`.
-    fn range(&mut self, lo: u64, hi: u64) -> u64 {
+    /// Uniform in `lo..=hi` (the bounds in either order).
+    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
         let (lo, hi) = if lo <= hi { (lo, hi) } else { (hi, lo) };
         lo + self.below(hi - lo + 1)
     }

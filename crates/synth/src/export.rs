@@ -29,6 +29,7 @@ use elements::model::{Field, FieldSet, Filter, FilterSet};
 use elements::{Names, Role};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
+use wire::checksum::fold;
 
 /// The device name an interface `iface` of NF `nf` gets in the exported configuration.
 pub fn device(nf: &str, iface: &str) -> String {
@@ -329,6 +330,18 @@ impl<'a> Out<'a> {
         self.conns.push(format!("{f}[{p}] -> [{port}]{to};"));
     }
 
+    /// An `IPClassifier` fed from `from` whose outputs are `patterns` in order, and one
+    /// more, to `Discard`, for everything else; returns its name.
+    fn classifier(&mut self, from: &(String, u32), patterns: &[String]) -> String {
+        let mut cfg = patterns.to_vec();
+        cfg.push("-".to_string());
+        let cl = self.new_elem("IPClassifier", &cfg.join(",\n    "));
+        self.connect(from, &cl, 0);
+        let rest = self.new_elem("Discard", "");
+        self.connect(&(cl.clone(), patterns.len() as u32), &rest, 0);
+        cl
+    }
+
     fn chain(&mut self, from: (String, u32), class: &str, config: &str) -> (String, u32) {
         let e = self.new_elem(class, config);
         self.connect(&from, &e, 0);
@@ -402,12 +415,7 @@ impl<'a> Out<'a> {
                 });
                 let others: Vec<Filter> = drops.into_iter().map(|(_, f)| f).collect();
                 let texts = patterns(&kept, &others, &ctx.region, "a later")?;
-                let mut cfg: Vec<String> = texts.clone();
-                cfg.push("-".to_string());
-                let cl = self.new_elem("IPClassifier", &cfg.join(",\n    "));
-                self.connect(&from, &cl, 0);
-                let rest = self.new_elem("Discard", "");
-                self.connect(&(cl.clone(), texts.len() as u32), &rest, 0);
+                let cl = self.classifier(&from, &texts);
                 for (k, (i, f)) in kept.iter().enumerate() {
                     let mut c2 = ctx.clone();
                     c2.region = ctx.region.intersection(f);
@@ -418,11 +426,10 @@ impl<'a> Out<'a> {
             Some(Node::Check { tests, yes, no }) => {
                 let mut parts = Vec::new();
                 for (v, iv) in tests {
-                    let Val::Reg(r, t, 0) = v else {
+                    let Val::Reg(_, t, 0) = v else {
                         return Err(format!("a run-time check on {v:?}"));
                     };
                     let k = t.index();
-                    let _ = r;
                     let f =
                         Filter::any().with(TUPLE[k], FieldSet::from_intervals(iv.iter().copied()));
                     parts.push(pattern(&f)?);
@@ -487,12 +494,7 @@ impl<'a> Out<'a> {
                     }
                     let list: Vec<(usize, Filter)> = cells.iter().cloned().enumerate().collect();
                     let texts = patterns(&list, &[], &ctx.region, "a cell")?;
-                    let mut cfg = texts.clone();
-                    cfg.push("-".to_string());
-                    let cl = self.new_elem("IPClassifier", &cfg.join(",\n    "));
-                    self.connect(&from, &cl, 0);
-                    let rest = self.new_elem("Discard", "");
-                    self.connect(&(cl.clone(), texts.len() as u32), &rest, 0);
+                    let cl = self.classifier(&from, &texts);
                     for (k, c) in cells.into_iter().enumerate() {
                         let mut c2 = ctx.clone();
                         c2.region = ctx.region.intersection(&c);
@@ -549,15 +551,12 @@ impl<'a> Out<'a> {
                     }
                 }
                 for (out, n) in seen {
-                    let sw = self.switch(*element, out);
+                    self.switch(*element, out);
                     let mut c2 = ctx.clone();
-                    for k in 0..4 {
-                        c2.prov[k] = Prov::Reg(*reg);
-                    }
+                    c2.prov = [Prov::Reg(*reg); 4];
                     let null = self.new_elem("Null", "");
                     self.dispatch
                         .insert((*element, out, colour), (null.clone(), 0));
-                    let _ = sw;
                     self.node((null, 0), n, c2, seg)?;
                 }
                 Ok(())
@@ -643,7 +642,6 @@ impl<'a> Out<'a> {
             at = self.chain(at, "DecIPTTL", "");
         }
         match f.ip_checksum {
-            IpChecksum::Incremental(k) if k == 0xFEFF * ttl => {}
             IpChecksum::Incremental(k) if fold(k) == fold(0xFEFF * ttl) => {}
             IpChecksum::Recompute => at = self.chain(at, "SetIPChecksum", ""),
             IpChecksum::Incremental(k) => {
@@ -738,14 +736,6 @@ fn later_classifies(prog: &Program, n: NodeId, out: &mut Vec<NodeId>, seen: &mut
         }
         _ => {}
     }
-}
-
-fn fold(x: u32) -> u32 {
-    let mut x = x;
-    while x > 0xffff {
-        x = (x & 0xffff) + (x >> 16);
-    }
-    x
 }
 
 fn box_of(tests: &[(u16, Vec<(u128, u128)>)], fields: &[Field]) -> Filter {
@@ -868,12 +858,7 @@ pub fn click(ex: &Executor, prog: &Program, title: &str) -> Result<String, Strin
         kept.sort_by_key(|k| k.0);
         let list: Vec<(usize, Filter)> = kept.iter().map(|(i, f, _)| (*i, f.clone())).collect();
         let texts = patterns(&list, &others, &Filter::any(), &what)?;
-        let mut cfg: Vec<String> = texts.clone();
-        cfg.push("-".to_string());
-        let cl = o.new_elem("IPClassifier", &cfg.join(",\n    "));
-        o.connect(&at, &cl, 0);
-        let rest = o.new_elem("Discard", "");
-        o.connect(&(cl.clone(), texts.len() as u32), &rest, 0);
+        let cl = o.classifier(&at, &texts);
         for (k, (_, f, node)) in kept.iter().enumerate() {
             let mut c2 = ctx.clone();
             c2.region = f.clone();

@@ -170,26 +170,22 @@ pub fn random_trace(
     Ok(gen.anomaly_counts())
 }
 
-/// SplitMix64, as the trace generator uses.
-struct Rng(u64);
+/// The trace generator's SplitMix64, with the draws the chain generator needs.
+struct Rng(ports::gen::SplitMix64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// Uniform in `0..n` (0 when `n` is 0).
     fn below(&mut self, n: u64) -> u64 {
-        ((u128::from(self.next()) * u128::from(n)) >> 64) as u64
+        self.0.below(n)
     }
 
     /// Uniform in `lo..=hi`.
     fn range(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.below(hi.saturating_sub(lo) + 1)
+        self.0.range(lo, hi)
     }
 
     /// True with probability `percent` / 100.
@@ -997,7 +993,7 @@ pub fn random_chain(seed: u64, dir: &Path) -> GeneratedChain {
 
 /// [`random_chain`], returning I/O errors instead of panicking.
 pub fn try_random_chain(seed: u64, dir: &Path) -> Result<GeneratedChain, String> {
-    let mut rng = Rng(seed ^ 0x7e57_c4a1_2000_0000);
+    let mut rng = Rng(ports::gen::SplitMix64(seed ^ 0x7e57_c4a1_2000_0000));
     let trace = trace_spec(&mut rng);
     let mut view = View {
         src: vec![Prefix::new(u32::from(trace.src.0), trace.src.1)],

@@ -51,9 +51,9 @@ const HOT: usize = 4;
 
 /// Whether the packet whose field values `get` reads is in class `c`.
 #[inline(always)]
-fn inside(c: &Entry, get: &mut impl FnMut(&Test) -> u128) -> bool {
+fn inside(c: &Entry, get: &mut impl FnMut(u16, &Getter) -> u128) -> bool {
     c.tests.iter().all(|t| {
-        let v = get(t);
+        let v = get(t.field, &t.getter);
         if t.more.is_empty() {
             t.lo <= v && v <= t.hi
         } else {
@@ -144,7 +144,7 @@ impl Classes {
         let cap = 8 * entries.len() + 1024;
         let mut rules = Vec::new();
         let mut class_of = Vec::new();
-        for (k, e) in entries.iter().enumerate() {
+        for e in entries {
             // Per dimension, the class's intervals (everything when it does not test it).
             let mut per_dim: Vec<Vec<(u64, u64)>> = vec![vec![(0, u64::MAX)]; dims.len()];
             for t in e.tests.iter() {
@@ -180,7 +180,6 @@ impl Classes {
                 rules.push(classify::Rule { ranges });
                 class_of.push(e.index);
             }
-            let _ = k;
         }
         let tree = classify::Classifier::new(rules, dims.len()).ok()?;
         let mut pos = vec![0u32; entries.len()];
@@ -209,15 +208,16 @@ impl Classes {
         vals: &mut [u128],
         valid: &mut u64,
     ) -> Option<(NodeId, u32)> {
-        let mut get = |t: &Test| -> u128 {
-            if let Getter::Load { .. } = t.getter {
-                return t.getter.get(view);
+        // Field `field` read with `g`.
+        let mut get = |field: u16, g: &Getter| -> u128 {
+            if let Getter::Load { .. } = g {
+                return g.get(view);
             }
-            let i = usize::from(t.field);
+            let i = usize::from(field);
             if i < 64 && (*valid >> i) & 1 == 1 {
                 return vals.get(i).copied().unwrap_or(0);
             }
-            let v = t.getter.get(view);
+            let v = g.get(view);
             if i < 64 {
                 if let Some(x) = vals.get_mut(i) {
                     *x = v;
@@ -241,16 +241,7 @@ impl Classes {
                         let key: Vec<u64> = t
                             .dims
                             .iter()
-                            .map(|(f, g)| {
-                                let probe = Test {
-                                    getter: *g,
-                                    field: *f,
-                                    lo: 0,
-                                    hi: 0,
-                                    more: Box::new([]),
-                                };
-                                u64::try_from(get(&probe)).unwrap_or(u64::MAX)
-                            })
+                            .map(|(f, g)| u64::try_from(get(*f, g)).unwrap_or(u64::MAX))
                             .collect();
                         let r = t.tree.classify(&key)?;
                         let class = *t.class_of.get(r)? as usize;
