@@ -1502,14 +1502,12 @@ fn finish_packet(p: &mut Packet, f: &Finish, regs: &Regs) {
         }
     }
     // Each write's value depends only on its own field's old value: write in place.
-    for (field, v) in &f.writes {
-        if let (Field::IpTtl, Val::Orig(Field::IpTtl, add)) = (field, v) {
-            // The common case (a TTL decrement of k), one byte.
-            if let Some(b) = d.get_mut(22) {
-                *b = b.wrapping_add(*add as u8);
-            }
-            continue;
+    for &(off, a) in &f.adds {
+        if let Some(b) = d.get_mut(usize::from(off)) {
+            *b = b.wrapping_add(a);
         }
+    }
+    for (field, v) in &f.writes {
         if let Some((off, len)) = frame_location(*field, hl) {
             let x = match *v {
                 Val::Const(c) => c,

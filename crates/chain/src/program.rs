@@ -109,13 +109,18 @@ pub struct Finish {
     /// The constant writes at fixed offsets, pre-rendered as byte runs (offset, bytes) by
     /// [`Finish::prepare`]; `writes` then holds only the others.
     pub runs: Vec<(u16, Vec<u8>)>,
+    /// The 8-bit fields at fixed offsets whose value is the old one plus a constant (a TTL
+    /// decrement), as (offset, byte added) by [`Finish::prepare`].
+    pub adds: Vec<(u16, u8)>,
 }
 
 impl Finish {
     /// Moves the constant writes at fixed offsets (Ethernet and IPv4 fields) into byte runs,
-    /// merging neighbours, so that finishing a packet copies them in one go.
+    /// merging neighbours, so that finishing a packet copies them in one go, and the 8-bit
+    /// ones that add a constant into byte additions.
     pub fn prepare(&mut self) {
         let mut bytes: Vec<(usize, u8)> = Vec::new();
+        let mut adds: Vec<(u16, u8)> = Vec::new();
         self.writes.retain(|(f, v)| {
             let fixed = !matches!(
                 f,
@@ -132,9 +137,14 @@ impl Finish {
                     }
                     false
                 }
+                (Val::Orig(g, add), Some((off, 1))) if fixed && g == f && f.width() == 8 => {
+                    adds.push((off as u16, *add as u8));
+                    false
+                }
                 _ => true,
             }
         });
+        self.adds.extend(adds);
         bytes.sort();
         for (off, b) in bytes {
             match self.runs.last_mut() {
@@ -456,18 +466,8 @@ impl Getter {
                     None => 0,
                 }
             }
-            Getter::IpChecksumOk => {
-                let (ip, hl) = (view.ip, view.hl);
-                u128::from(hl >= 20 && hl <= ip.len() && wire::checksum::data(&ip[..hl]) == 0)
-            }
-            Getter::IpLenOk => {
-                let ip = view.ip;
-                let len = match ip.get(2..4) {
-                    Some(b) => usize::from(u16::from_be_bytes([b[0], b[1]])),
-                    None => 0,
-                };
-                u128::from(!ip.is_empty() && len >= view.hl && len <= ip.len())
-            }
+            Getter::IpChecksumOk => u128::from(view.ip_checksum_ok()),
+            Getter::IpLenOk => u128::from(view.ip_len_ok()),
             Getter::IpAvail => view.ip.len().min(0xffff) as u128,
             Getter::Other(f) => view.value(f),
         }

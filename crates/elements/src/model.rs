@@ -237,6 +237,21 @@ impl<'a> Headers<'a> {
         Headers { data, ip, hl, l4 }
     }
 
+    /// Whether the IPv4 header checksum verifies ([`Field::IpChecksumOk`]).
+    #[inline]
+    pub fn ip_checksum_ok(&self) -> bool {
+        let (ip, hl) = (self.ip, self.hl);
+        hl >= 20 && hl <= ip.len() && wire::checksum::data(&ip[..hl]) == 0
+    }
+
+    /// Whether the IPv4 total length is at least the header's and within the data
+    /// ([`Field::IpLenOk`]).
+    #[inline]
+    pub fn ip_len_ok(&self) -> bool {
+        let len = load(self.ip, 2, 2) as usize;
+        !self.ip.is_empty() && len >= self.hl && len <= self.ip.len()
+    }
+
     /// The value of `field` (see the module documentation). Annotations read 0, except
     /// [`Field::PacketType`], which reads what `FromDevice` would set from the destination
     /// MAC address.
@@ -268,18 +283,10 @@ impl<'a> Headers<'a> {
             Field::IpFragOffset => load(ip, 6, 2) & 0x1fff,
             Field::IpTtl => load(ip, 8, 1),
             Field::IpProto => load(ip, 9, 1),
-            Field::IpChecksumOk => u128::from(
-                !ip.is_empty()
-                    && hl >= 20
-                    && hl <= ip.len()
-                    && wire::checksum::data(&ip[..hl]) == 0,
-            ),
+            Field::IpChecksumOk => u128::from(self.ip_checksum_ok()),
             Field::IpSrc => load(ip, 12, 4),
             Field::IpDst => load(ip, 16, 4),
-            Field::IpLenOk => {
-                let len = load(ip, 2, 2) as usize;
-                u128::from(!ip.is_empty() && len >= hl && len <= ip.len())
-            }
+            Field::IpLenOk => u128::from(self.ip_len_ok()),
             Field::L4Avail => l4.len().min(0xffff) as u128,
             Field::L4Len => (load(ip, 2, 2) as usize).saturating_sub(hl) as u128,
             Field::SrcPort => load(l4, 0, 2),

@@ -609,6 +609,7 @@ impl St {
                 hops: self.hops.min(255) as u8,
             }),
             runs: Vec::new(),
+            adds: Vec::new(),
         }
     }
 }
