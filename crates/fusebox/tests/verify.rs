@@ -7,12 +7,6 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-fn gen(dir: &Path, file: &str, args: &[&str]) {
-    let mut all = vec!["gen", "-o", file];
-    all.extend_from_slice(args);
-    fusebox_ok(dir, &all);
-}
-
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).to_string()
 }
@@ -85,7 +79,7 @@ fn numbers(line: &str) -> (u64, u64, u64, u64) {
 }
 
 fn fig5_trace(dir: &Path) {
-    gen(
+    gen_trace(
         dir,
         "trace.pcap",
         &[
@@ -160,7 +154,7 @@ fn fig5_is_identical_in_every_mode() {
 #[test]
 fn routers_are_identical() {
     let d = scratch("verify-routers");
-    gen(
+    gen_trace(
         &d,
         "trace.pcap",
         &[
@@ -188,7 +182,7 @@ fn routers_are_identical() {
 #[test]
 fn napts_with_replies_are_identical() {
     let d = scratch("verify-napts");
-    gen(
+    gen_trace(
         &d,
         "trace.pcap",
         &[
@@ -219,7 +213,7 @@ fn napts_with_replies_are_identical() {
 #[test]
 fn isp_is_identical() {
     let d = scratch("verify-isp");
-    gen(
+    gen_trace(
         &d,
         "trace.pcap",
         &[
@@ -254,7 +248,7 @@ fn isp_is_identical() {
 #[test]
 fn click_router_with_arp_is_identical() {
     let d = scratch("verify-click-router");
-    gen(
+    gen_trace(
         &d,
         "fwd.pcap",
         &[
