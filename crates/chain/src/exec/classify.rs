@@ -9,16 +9,181 @@
 
 use crate::program::{Class, FrameView, Getter, NodeId};
 
-/// One test: the field (index into the segment's fields) lies in `lo..=hi`, or, when `more`
-/// is not empty, in one of those intervals.
+/// One test: the field (index into the segment's fields) lies in `lo..=lo + span`, or,
+/// when `more` is not empty, in one of those intervals. Single intervals are kept as 64-bit
+/// offset and span (one comparison: `v - lo <= span`, wrapping); a field wider than 64
+/// bits always uses `more`.
 #[derive(Debug, Clone)]
 struct Test {
     /// How the field is read (kept with the test: no lookup per read).
     getter: Getter,
     field: u16,
-    lo: u128,
-    hi: u128,
+    lo: u64,
+    span: u64,
     more: Box<[(u128, u128)]>,
+}
+
+impl Test {
+    fn new(getter: Getter, field: u16, iv: &[(u128, u128)]) -> Test {
+        let narrow = match getter {
+            Getter::Other(f) => f.width() <= 64,
+            _ => true,
+        };
+        match iv {
+            [(lo, hi)] if narrow && *hi <= u128::from(u64::MAX) && lo <= hi => Test {
+                getter,
+                field,
+                lo: *lo as u64,
+                span: (*hi - *lo) as u64,
+                more: Box::new([]),
+            },
+            _ => Test {
+                getter,
+                field,
+                lo: 1,
+                span: 0,
+                more: iv.to_vec().into_boxed_slice(),
+            },
+        }
+    }
+
+    /// The single interval this test checks, if it is one.
+    fn single(&self) -> Option<(u64, u64)> {
+        self.more
+            .is_empty()
+            .then(|| (self.lo, self.lo.wrapping_add(self.span)))
+    }
+
+    #[inline(always)]
+    fn holds(&self, v: u128) -> bool {
+        if self.more.is_empty() {
+            (v as u64).wrapping_sub(self.lo) <= self.span
+        } else {
+            self.more.iter().any(|&(lo, hi)| lo <= v && v <= hi)
+        }
+    }
+}
+
+/// Fewer tests for the same class, so that the busy classes cost less per packet:
+/// - two fields of one load whose upper one is tested for a single value and whose lower
+///   one lies right below it become one test (IPv4 version 4 and header length 5–15 are
+///   the byte 0x45–0x4f; flags and fragment offset likewise);
+/// - a test implied by the class's other tests goes: the frame length when the bytes from
+///   the IPv4 header on are tested nonzero (the frame then holds 14 more), and those bytes
+///   when the total length is tested valid (within the data) and at least as large.
+fn simplify(mut tests: Vec<Test>) -> Vec<Test> {
+    // Bits a contiguous low mask covers (`None` if the mask is not of that form).
+    let bits = |len: u8, mask: u64| -> Option<u32> {
+        let m = if len >= 8 {
+            mask
+        } else {
+            mask & ((1u64 << (u32::from(len) * 8)) - 1)
+        };
+        (m & m.wrapping_add(1) == 0).then(|| 64 - m.leading_zeros())
+    };
+    let mut k = 0;
+    while k < tests.len() {
+        let mut merged = false;
+        for j in 0..tests.len() {
+            if j == k {
+                continue;
+            }
+            let (
+                Getter::Load {
+                    l4: l4a,
+                    off: offa,
+                    len: lena,
+                    shift: sa,
+                    mask: ma,
+                    ..
+                },
+                Getter::Load {
+                    l4: l4b,
+                    off: offb,
+                    len: lenb,
+                    shift: sb,
+                    mask: mb,
+                    ..
+                },
+            ) = (tests[k].getter, tests[j].getter)
+            else {
+                continue;
+            };
+            if (l4a, offa, lena) != (l4b, offb, lenb) {
+                continue;
+            }
+            let (Some((a, a2)), Some((blo, bhi))) = (tests[k].single(), tests[j].single()) else {
+                continue;
+            };
+            let (Some(wa), Some(wb)) = (bits(lena, ma), bits(lenb, mb)) else {
+                continue;
+            };
+            // `k`, exact, sits right above `j`.
+            if a != a2 || u32::from(sa) != u32::from(sb) + wb || wa + wb > 63 {
+                continue;
+            }
+            let w = wa + wb;
+            let mask = (1u64 << w) - 1;
+            let (lo, hi) = ((a << wb) | blo, (a << wb) | bhi);
+            tests[j] = Test {
+                getter: Getter::Load {
+                    l4: l4b,
+                    off: offb,
+                    len: lenb,
+                    shift: sb,
+                    mask,
+                    wide: (8 - lenb.min(8)) * 8 + sb,
+                },
+                field: tests[j].field,
+                lo,
+                span: hi - lo,
+                more: Box::new([]),
+            };
+            tests.remove(k);
+            merged = true;
+            break;
+        }
+        if !merged {
+            k += 1;
+        }
+    }
+    let find = |tests: &[Test], g: Getter| tests.iter().position(|t| t.getter == g);
+    let ip_len = Getter::of(elements::model::Field::IpLen);
+    let max16 = 0xffffu64;
+    // The bytes from the IPv4 header on, implied by a valid total length.
+    if let (Some(a), Some(ok), Some(l)) = (
+        find(&tests, Getter::IpAvail),
+        find(&tests, Getter::IpLenOk),
+        find(&tests, ip_len),
+    ) {
+        if let (Some((alo, ahi)), Some((1, 1)), Some((llo, _))) =
+            (tests[a].single(), tests[ok].single(), tests[l].single())
+        {
+            if ahi >= max16 && llo >= alo {
+                tests.remove(a);
+            }
+        }
+    }
+    // The frame length, implied by the bytes after the Ethernet header.
+    let frame_len = Getter::Other(elements::model::Field::FrameLen);
+    if let Some(f) = find(&tests, frame_len) {
+        let avail_lo = match find(&tests, Getter::IpAvail) {
+            Some(a) => tests[a].single().map(|(lo, _)| lo),
+            // Dropped above: implied by the total length, at least that many.
+            None => match (find(&tests, Getter::IpLenOk), find(&tests, ip_len)) {
+                (Some(ok), Some(l)) if tests[ok].single() == Some((1, 1)) => {
+                    tests[l].single().map(|(lo, _)| lo)
+                }
+                _ => None,
+            },
+        };
+        if let (Some((flo, fhi)), Some(alo)) = (tests[f].single(), avail_lo) {
+            if fhi >= max16 && alo >= 1 && flo <= 14 + alo {
+                tests.remove(f);
+            }
+        }
+    }
+    tests
 }
 
 #[derive(Debug, Clone)]
@@ -52,14 +217,7 @@ const HOT: usize = 4;
 /// Whether the packet whose field values `get` reads is in class `c`.
 #[inline(always)]
 fn inside(c: &Entry, get: &mut impl FnMut(u16, &Getter) -> u128) -> bool {
-    c.tests.iter().all(|t| {
-        let v = get(t.field, &t.getter);
-        if t.more.is_empty() {
-            t.lo <= v && v <= t.hi
-        } else {
-            t.more.iter().any(|&(lo, hi)| lo <= v && v <= hi)
-        }
-    })
+    c.tests.iter().all(|t| t.holds(get(t.field, &t.getter)))
 }
 
 /// The classes of one node, ready to evaluate.
@@ -93,26 +251,13 @@ impl Classes {
                 node: c.node,
                 index: i as u32,
                 hits: 0,
-                tests: c
-                    .tests
-                    .iter()
-                    .map(|(f, iv)| match iv.as_slice() {
-                        [(lo, hi)] => Test {
-                            getter: getter(*f),
-                            field: *f,
-                            lo: *lo,
-                            hi: *hi,
-                            more: Box::new([]),
-                        },
-                        _ => Test {
-                            getter: getter(*f),
-                            field: *f,
-                            lo: 1,
-                            hi: 0,
-                            more: iv.clone().into_boxed_slice(),
-                        },
-                    })
-                    .collect(),
+                tests: simplify(
+                    c.tests
+                        .iter()
+                        .map(|(f, iv)| Test::new(getter(*f), *f, iv))
+                        .collect(),
+                )
+                .into_boxed_slice(),
             })
             .collect();
         let mut c = Classes {
@@ -136,7 +281,8 @@ impl Classes {
                         return None;
                     }
                 }
-                if !dims.iter().any(|(f, _)| *f == t.field) {
+                // A merged test reads its own load: dimensions are (field, getter).
+                if !dims.contains(&(t.field, t.getter)) {
                     dims.push((t.field, t.getter));
                 }
             }
@@ -148,9 +294,9 @@ impl Classes {
             // Per dimension, the class's intervals (everything when it does not test it).
             let mut per_dim: Vec<Vec<(u64, u64)>> = vec![vec![(0, u64::MAX)]; dims.len()];
             for t in e.tests.iter() {
-                let d = dims.iter().position(|(f, _)| *f == t.field)?;
-                let iv: Vec<(u128, u128)> = if t.more.is_empty() {
-                    vec![(t.lo, t.hi)]
+                let d = dims.iter().position(|d| *d == (t.field, t.getter))?;
+                let iv: Vec<(u128, u128)> = if let Some((lo, hi)) = t.single() {
+                    vec![(u128::from(lo), u128::from(hi))]
                 } else {
                     t.more.to_vec()
                 };
@@ -359,5 +505,89 @@ mod tests {
                 f[23]
             );
         }
+    }
+
+    #[test]
+    fn merged_and_implied_tests_decide_as_the_originals() {
+        use elements::model::Field;
+        // The fields of the synthesized routers' busy class, plus flags and fragment offset.
+        let fields = [
+            Field::IpVersion,
+            Field::IpIhl,
+            Field::FrameLen,
+            Field::IpAvail,
+            Field::IpLenOk,
+            Field::IpLen,
+            Field::IpFlags,
+            Field::IpFragOffset,
+        ];
+        let getters: Vec<Getter> = fields.iter().map(|f| Getter::of(*f)).collect();
+        let class = |tests: Vec<(u16, Vec<(u128, u128)>)>| Class {
+            tests,
+            node: 7,
+            hits: 0,
+        };
+        let busy = class(vec![
+            (0, vec![(4, 4)]),
+            (1, vec![(5, 15)]),
+            (2, vec![(14, 65535)]),
+            (3, vec![(20, 65535)]),
+            (4, vec![(1, 1)]),
+            (5, vec![(20, 65521)]),
+            (6, vec![(2, 2)]),
+            (7, vec![(0, 0)]),
+        ]);
+        let c = Classes::new(std::slice::from_ref(&busy), &getters);
+        assert_eq!(
+            c.entries[0].tests.len(),
+            4,
+            "version+length and flags+offset merge, frame length and IPv4 bytes are implied"
+        );
+        let mut c = c;
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut seen = [0usize; 2];
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let len = [10usize, 20, 33, 34, 60, 64, 80][(x % 7) as usize];
+            let mut f = vec![0u8; len];
+            let pick = |k: u32| (x >> k) as u8;
+            let set = |f: &mut Vec<u8>, i: usize, b: u8| {
+                if let Some(y) = f.get_mut(i) {
+                    *y = b;
+                }
+            };
+            set(
+                &mut f,
+                14,
+                [0x45, 0x46, 0x44, 0x55, 0x4f, pick(8)][(x >> 16) as usize % 6],
+            );
+            set(&mut f, 16, 0);
+            set(
+                &mut f,
+                17,
+                [20, 46, 50, 66, pick(24)][(x >> 32) as usize % 5],
+            );
+            set(
+                &mut f,
+                20,
+                [0x40, 0x00, 0x20, pick(40)][(x >> 44) as usize % 4],
+            );
+            set(&mut f, 21, [0, 0, 1][(x >> 50) as usize % 3]);
+            let view = crate::program::frame(&f);
+            let want = busy.tests.iter().all(|(i, iv)| {
+                let v = getters[usize::from(*i)].get(&view);
+                iv.iter().any(|&(lo, hi)| lo <= v && v <= hi)
+            });
+            let (mut vals, mut valid) = ([0u128; 8], 0);
+            let got = c.classify(&view, &mut vals, &mut valid).is_some();
+            assert_eq!(got, want, "frame {f:02x?}");
+            seen[usize::from(got)] += 1;
+        }
+        assert!(
+            seen[0] > 100 && seen[1] > 100,
+            "both outcomes drawn: {seen:?}"
+        );
     }
 }
