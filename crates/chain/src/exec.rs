@@ -932,7 +932,7 @@ impl Executor {
                 };
                 match program.nodes.get(n as usize) {
                     Some(Node::Classify(cs)) if slot.is_none() => {
-                        *slot = Some(classify::Classes::new(cs, &getters));
+                        *slot = Some(classify::Classes::new(cs, &getters, seg.ordered));
                         todo.extend(cs.iter().map(|c| c.node));
                     }
                     Some(Node::Rewrite { branches, .. }) => {
@@ -1154,6 +1154,9 @@ impl Executor {
                 let (vals, valid) = (&mut self.vals, &mut self.valid);
                 match classes.classify(&view, vals, valid) {
                     Some((next, index)) => {
+                        // A flow's box of classes does not account for classes of higher
+                        // priority overlapping it: ordered classes are not remembered.
+                        self.regs.cacheable &= !classes.ordered();
                         if track {
                             if let Some(Node::Classify(cs)) = prog.nodes.get(node as usize) {
                                 if let Some(c) = cs.get(index as usize) {

@@ -255,6 +255,11 @@ pub struct Segment {
     pub getters: Vec<Getter>,
     /// The first node (usually a [`Node::Classify`]).
     pub root: NodeId,
+    /// Whether the classes of this segment's [`Node::Classify`] nodes are in priority order
+    /// and may overlap (a packet's class is the first that contains it): synthesis keeps
+    /// long first-match rule lists that way instead of subtracting every earlier rule from
+    /// each later one (HSA's lazy subtraction). Otherwise classes are disjoint.
+    pub ordered: bool,
 }
 
 /// One traffic class of a [`Node::Classify`].
@@ -264,8 +269,8 @@ pub struct Class {
     pub tests: Vec<(u16, Vec<(u128, u128)>)>,
     /// The class's first node.
     pub node: NodeId,
-    /// Packets classified into it so far (the executor keeps busy classes first; classes
-    /// are disjoint, so their order does not change the result).
+    /// Packets classified into it so far (the executor keeps busy classes first when
+    /// classes are disjoint: their order then does not change the result).
     pub hits: u64,
 }
 

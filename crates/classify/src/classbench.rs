@@ -61,6 +61,20 @@ fn proto(s: &str) -> Option<(u64, u64)> {
     }
 }
 
+/// Whether rule `index` of a filter set is an `allow` rule in FuseBox's firewalls: a seeded
+/// draw, `percent` % of rules allowed (ClassBench sets carry no actions). The draw is
+/// SplitMix64 of `seed * 2^32 + index`, allowed when its value modulo 100 is below
+/// `percent`: the same rule file, seed and percentage give the same actions everywhere.
+pub fn allowed(seed: u64, index: usize, percent: u32) -> bool {
+    let mut z = (seed << 32)
+        .wrapping_add(index as u64)
+        .wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    z % 100 < u64::from(percent)
+}
+
 /// Parses a filter set; `file` names it in errors (`file:line:column: what was expected`).
 pub fn parse_rules(text: &str, file: &str) -> Result<Vec<Rule>, Error> {
     let mut rules = Vec::new();

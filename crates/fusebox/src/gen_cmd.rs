@@ -2,8 +2,8 @@
 
 use packet::{Precision, Timestamp};
 use ports::gen::{
-    generate, parse_mac, parse_mix, parse_ports, parse_prefix, parse_rate, parse_size, parse_ttl,
-    Anomalies, GenConfig, Mix, PortSpec, Rate, SizeDist, TtlSpec,
+    generate, generate_tuples, parse_mac, parse_mix, parse_ports, parse_prefix, parse_rate,
+    parse_size, parse_ttl, Anomalies, GenConfig, Mix, PortSpec, Rate, SizeDist, TtlSpec,
 };
 use ports::pcap::{PcapWriter, DLT_EN10MB};
 use std::net::Ipv4Addr;
@@ -20,6 +20,18 @@ pub struct GenArgs {
     /// Number of packets.
     #[arg(short = 'n', long, default_value_t = 1000)]
     pub packets: u64,
+
+    /// Take the flows' 5-tuples from a ClassBench header trace (one flow per line, in
+    /// order, up to --flows) instead of drawing them; --mix, --src, --dst, --sport and
+    /// --dport are then not used.
+    #[arg(long, value_name = "FILE", conflicts_with = "rules")]
+    pub headers: Option<PathBuf>,
+
+    /// Draw the flows' 5-tuples as random corners of random rules of a ClassBench filter
+    /// set (each field at its rule's low or high end, seeded by --seed), as ClassBench's
+    /// trace generator does for sets without a trace.
+    #[arg(long, value_name = "FILE")]
+    pub rules: Option<PathBuf>,
 
     /// Number of distinct flows (5-tuples); fewer when there are fewer packets.
     #[arg(long, default_value_t = 10)]
@@ -135,6 +147,46 @@ impl GenArgs {
     }
 }
 
+/// The 5-tuples `--headers` or `--rules` give, if either is set.
+fn classbench_tuples(args: &GenArgs) -> Result<Option<Vec<ports::gen::Tuple>>, String> {
+    let read = |p: &PathBuf| {
+        std::fs::read_to_string(p).map_err(|e| format!("{}: cannot read it: {e}", p.display()))
+    };
+    let tuple = |k: [u64; 5]| -> ports::gen::Tuple {
+        (
+            k[4] as u8,
+            Ipv4Addr::from(k[0] as u32),
+            Ipv4Addr::from(k[1] as u32),
+            k[2] as u16,
+            k[3] as u16,
+        )
+    };
+    if let Some(p) = &args.headers {
+        let keys = classify::classbench::parse_trace(&read(p)?, &p.display().to_string())
+            .map_err(|e| e.to_string())?;
+        return Ok(Some(keys.into_iter().map(tuple).collect()));
+    }
+    let Some(p) = &args.rules else {
+        return Ok(None);
+    };
+    let rules = classify::classbench::parse_rules(&read(p)?, &p.display().to_string())
+        .map_err(|e| e.to_string())?;
+    if rules.is_empty() {
+        return Err(format!("{}: no rules", p.display()));
+    }
+    let mut rng = ports::gen::SplitMix64(args.seed ^ 0x00c1_a55b_e2c4);
+    let mut out = Vec::with_capacity(args.flows as usize);
+    for _ in 0..args.flows {
+        let r = &rules[rng.below(rules.len() as u64) as usize];
+        let mut k = [0u64; 5];
+        for (v, &(lo, hi)) in k.iter_mut().zip(&r.ranges) {
+            *v = if rng.below(2) == 0 { lo } else { hi };
+        }
+        out.push(tuple(k));
+    }
+    Ok(Some(out))
+}
+
 /// Writes the trace; returns a one-line summary, or what went wrong.
 pub fn run(args: &GenArgs) -> Result<String, String> {
     let cfg = args.config();
@@ -146,7 +198,10 @@ pub fn run(args: &GenArgs) -> Result<String, String> {
     };
     let mut writer =
         PcapWriter::create(&args.output, precision, DLT_EN10MB).map_err(|e| e.to_string())?;
-    let mut gen = generate(&cfg);
+    let mut gen = match classbench_tuples(args)? {
+        Some(t) => generate_tuples(&cfg, &t),
+        None => generate(&cfg),
+    };
     let flows = gen.flow_count();
     let mut bytes = 0u64;
     for (ts, frame) in gen.by_ref() {

@@ -397,6 +397,8 @@ enum Proto {
     Tcp,
     Udp,
     Icmp,
+    /// Any other protocol: 4 bytes standing for the ports, then the payload.
+    Other(u8),
 }
 
 impl Proto {
@@ -405,6 +407,7 @@ impl Proto {
             Proto::Tcp => ipv4::protocol::TCP,
             Proto::Udp => ipv4::protocol::UDP,
             Proto::Icmp => ipv4::protocol::ICMP,
+            Proto::Other(p) => p,
         }
     }
 
@@ -413,6 +416,7 @@ impl Proto {
             Proto::Tcp => tcp::HEADER_LEN,
             Proto::Udp => udp::HEADER_LEN,
             Proto::Icmp => icmpv4::HEADER_LEN,
+            Proto::Other(_) => 4,
         }
     }
 }
@@ -554,6 +558,51 @@ pub fn generate(cfg: &GenConfig) -> Generator {
             ident: rng.next_u64() as u16,
         });
     }
+    spread(cfg, rng, flows)
+}
+
+/// A 5-tuple: protocol number, source, destination, source port, destination port (the
+/// ICMP echo identifier is the source port).
+pub type Tuple = (u8, Ipv4Addr, Ipv4Addr, u16, u16);
+
+/// Like [`generate`], with the flows' 5-tuples given (a ClassBench header trace, say): flow
+/// `i` is `tuples[i]`, for `cfg.flows` flows (at most one per tuple); the protocol mix and
+/// address and port ranges of `cfg` are not used. TCP, UDP and ICMP get their headers;
+/// other protocols carry the two ports as the first four bytes after the IPv4 header.
+pub fn generate_tuples(cfg: &GenConfig, tuples: &[Tuple]) -> Generator {
+    let mut rng = SplitMix64(cfg.seed);
+    let nflows = u64::from(cfg.flows.max(1))
+        .min(cfg.packets)
+        .min(tuples.len() as u64);
+    let flows = tuples
+        .iter()
+        .take(nflows as usize)
+        .map(|&(p, src, dst, sport, dport)| Flow {
+            proto: match p {
+                6 => Proto::Tcp,
+                17 => Proto::Udp,
+                1 => Proto::Icmp,
+                p => Proto::Other(p),
+            },
+            src,
+            dst,
+            sport,
+            dport,
+            left: 1,
+            sent: 0,
+            seq: rng.next_u64() as u32,
+            ack: (rng.next_u64() as u32).wrapping_add(1),
+            ident: rng.next_u64() as u16,
+        })
+        .collect();
+    spread(cfg, rng, flows)
+}
+
+/// The generator over `flows` (one packet each so far): the rest of the packets spread
+/// over them at random.
+fn spread(cfg: &GenConfig, mut rng: SplitMix64, mut flows: Vec<Flow>) -> Generator {
+    let nflows = flows.len() as u64;
+    let remaining = if nflows == 0 { 0 } else { cfg.packets };
     // Spread the packets beyond one a flow.
     if nflows > 0 {
         for _ in nflows..cfg.packets {
@@ -574,7 +623,7 @@ pub fn generate(cfg: &GenConfig) -> Generator {
         ttl: cfg.ttl,
         next_ts: cfg.start,
         gap_ns: cfg.gap_ns,
-        remaining: cfg.packets,
+        remaining,
         anomalies: cfg.anomalies,
         arng: SplitMix64(cfg.seed ^ ANOMALY_SEED),
         counts: AnomalyCounts::default(),
@@ -736,6 +785,15 @@ impl Generator {
                 let mut msg = icmpv4::Packet::new_unchecked(&mut l4[..]);
                 fill(msg.data_mut(), flow.sent);
                 repr.emit(&mut msg);
+            }
+            Proto::Other(_) => {
+                if let Some(h) = l4.get_mut(..4) {
+                    h[..2].copy_from_slice(&flow.sport.to_be_bytes());
+                    h[2..].copy_from_slice(&flow.dport.to_be_bytes());
+                }
+                if let Some(rest) = l4.get_mut(4..) {
+                    fill(rest, flow.sent);
+                }
             }
         }
         flow.sent += 1;

@@ -225,12 +225,16 @@ fn inside(c: &Entry, get: &mut impl FnMut(u16, &Getter) -> u128) -> bool {
 pub(super) struct Classes {
     entries: Vec<Entry>,
     tree: Option<Tree>,
+    /// Classes in priority order, possibly overlapping: never reordered, and the tree
+    /// alone (no busy classes first) when there is one.
+    ordered: bool,
 }
 
 impl Classes {
     /// Lays out `classes` (tests already in the order they should run), reading field `i`
-    /// with `getters[i]`.
-    pub(super) fn new(classes: &[Class], getters: &[Getter]) -> Classes {
+    /// with `getters[i]`; `ordered` when the first class containing a packet is its class
+    /// (classes may overlap).
+    pub(super) fn new(classes: &[Class], getters: &[Getter], ordered: bool) -> Classes {
         let getter = |f: u16| {
             getters
                 .get(usize::from(f))
@@ -263,6 +267,7 @@ impl Classes {
         let mut c = Classes {
             entries,
             tree: None,
+            ordered,
         };
         if c.entries.len() > TREE_AT {
             c.tree = Self::tree(&c.entries);
@@ -342,6 +347,11 @@ impl Classes {
         })
     }
 
+    /// Whether the classes are in priority order (and may overlap).
+    pub(super) fn ordered(&self) -> bool {
+        self.ordered
+    }
+
     /// The class the packet `view` shows falls in: (its first node, its index in the
     /// program's node). Plain loads are read again when several classes test them; computed
     /// fields (a checksum) once per packet, kept in `vals` (`valid` says which, for the
@@ -373,6 +383,16 @@ impl Classes {
             v
         };
         let i = match &self.tree {
+            Some(t) if self.ordered => {
+                let key: Vec<u64> = t
+                    .dims
+                    .iter()
+                    .map(|(f, g)| u64::try_from(get(*f, g)).unwrap_or(u64::MAX))
+                    .collect();
+                let r = t.tree.classify(&key)?;
+                let class = *t.class_of.get(r)? as usize;
+                *t.pos.get(class)? as usize
+            }
             Some(t) => {
                 // The busiest classes first, then the tree (classes are disjoint: the rule
                 // found is the packet's class).
@@ -400,7 +420,7 @@ impl Classes {
         let e = &mut self.entries[i];
         e.hits += 1;
         let found = (e.node, e.index);
-        if i > 0 && self.entries[i].hits > self.entries[i - 1].hits {
+        if !self.ordered && i > 0 && self.entries[i].hits > self.entries[i - 1].hits {
             self.entries.swap(i, i - 1);
             if let Some(t) = &mut self.tree {
                 for k in [i - 1, i] {
@@ -436,7 +456,7 @@ mod tests {
                 hits: 0,
             },
         ];
-        let mut c = Classes::new(&classes, &getters);
+        let mut c = Classes::new(&classes, &getters, false);
         let frame = |ttl: u8, proto: u8| {
             let mut f = vec![0u8; 64];
             f[14] = 0x45;
@@ -481,9 +501,9 @@ mod tests {
             node: 1000,
             hits: 0,
         });
-        let mut tree = Classes::new(&classes, &getters);
+        let mut tree = Classes::new(&classes, &getters, false);
         assert!(tree.tree.is_some());
-        let mut scan = Classes::new(&classes, &getters);
+        let mut scan = Classes::new(&classes, &getters, false);
         scan.tree = None;
         let mut x = 0x2545_f491_4f6c_dd1du64;
         for _ in 0..5000 {
@@ -537,7 +557,7 @@ mod tests {
             (6, vec![(2, 2)]),
             (7, vec![(0, 0)]),
         ]);
-        let c = Classes::new(std::slice::from_ref(&busy), &getters);
+        let c = Classes::new(std::slice::from_ref(&busy), &getters, false);
         assert_eq!(
             c.entries[0].tests.len(),
             4,

@@ -24,6 +24,7 @@
 mod eval;
 mod lexer;
 mod parser;
+pub mod rules;
 pub mod space;
 
 pub use eval::{full_mask, Base, CmpOp, Expr, Test, View};
@@ -172,20 +173,59 @@ pub enum FilterAction {
 pub struct IPFilter {
     rules: Vec<(FilterAction, Expr)>,
     noutputs: usize,
+    /// The first-match tree, for long rule lists.
+    index: Option<rules::FirstMatch>,
 }
 
 impl IPFilter {
-    /// Parses the rules of an `IPFilter` configuration.
+    /// Parses the rules of an `IPFilter` configuration (`FILE path` arguments read rules
+    /// from a file: see [`rules`]).
     pub fn new(args: &Args, bcx: &BuildCtx) -> Result<IPFilter, ConfigError> {
-        let raw = raw_args(args);
-        if raw.is_empty() {
+        let number = |k: &str, default: u64| -> Result<u64, ConfigError> {
+            args.keyword(k).map_or(Ok(default), |v| {
+                v.trim().parse().map_err(|_| {
+                    ConfigError::new(format!("{k}: expected a whole number, found `{v}`"))
+                })
+            })
+        };
+        let cb = rules::ClassBenchActions {
+            allow_percent: number("ALLOW_PERCENT", 85)?.min(100) as u32,
+            seed: number("SEED", 1)?,
+            first: match args.keyword("FIRST").map(str::trim) {
+                None | Some("all") => None,
+                Some(_) => Some(number("FIRST", 0)? as usize),
+            },
+        };
+        let mut texts: Vec<(String, String)> = Vec::new();
+        for (a, text) in args.all().iter().zip(raw_args(args)) {
+            match a.keyword.as_deref() {
+                Some("FILE") => {
+                    // The configuration's folder first; a path given with `--define`
+                    // may be relative to the working directory instead.
+                    let written = std::path::PathBuf::from(unquote(&a.value));
+                    let path = match bcx.base_dir.join(&written) {
+                        p if p.exists() || !written.exists() => p,
+                        _ => written,
+                    };
+                    for r in rules::load(&path, &cb)? {
+                        texts.push((r.text, r.origin));
+                    }
+                }
+                Some("ALLOW_PERCENT" | "SEED" | "FIRST") => {}
+                _ => {
+                    let i = texts.len();
+                    texts.push((text, format!("rule {i}")));
+                }
+            }
+        }
+        if texts.is_empty() {
             return Err(ConfigError::new(
                 "expected at least one `ACTION PATTERN` rule",
             ));
         }
-        let mut rules = Vec::with_capacity(raw.len());
-        for (i, text) in raw.iter().enumerate() {
-            let ctx = |m: String| ConfigError::new(format!("rule {i}: {m}"));
+        let mut rules = Vec::with_capacity(texts.len());
+        for (text, origin) in &texts {
+            let ctx = |m: String| ConfigError::new(format!("{origin}: {m}"));
             let toks = tokenize(text);
             let Some(first) = toks.first() else {
                 return Err(ctx(
@@ -221,7 +261,12 @@ impl IPFilter {
             .max()
             .unwrap_or(1)
             .max(1);
-        Ok(IPFilter { rules, noutputs })
+        let index = rules::FirstMatch::new(&rules);
+        Ok(IPFilter {
+            rules,
+            noutputs,
+            index,
+        })
     }
 
     /// The parsed rules, in order.
@@ -231,11 +276,28 @@ impl IPFilter {
 
     /// What the filter does with `packet`: the action of the first matching rule, or drop.
     pub fn decide(&self, packet: &Packet) -> FilterAction {
+        let from = match self.index.as_ref().map(|t| (t.find(packet), t.covered())) {
+            Some((Some(Some(i)), _)) => return self.rules[i].0,
+            Some((Some(None), covered)) => covered,
+            _ => 0,
+        };
+        self.decide_from(packet, from)
+    }
+
+    /// The action of the first rule from `from` on that `packet` matches, or drop (a plain
+    /// scan: what [`IPFilter::decide`] must agree with).
+    pub fn decide_from(&self, packet: &Packet, from: usize) -> FilterAction {
         let view = View::of(packet);
         self.rules
             .iter()
+            .skip(from)
             .find(|(_, e)| e.matches(&view))
             .map_or(FilterAction::Drop, |(a, _)| *a)
+    }
+
+    /// The first-match tree, when the filter has one.
+    pub fn index(&self) -> Option<&rules::FirstMatch> {
+        self.index.as_ref()
     }
 }
 
