@@ -1157,7 +1157,7 @@ impl Executor {
                         // A flow's box of classes does not account for classes of higher
                         // priority overlapping it: ordered classes are not remembered.
                         self.regs.cacheable &= !classes.ordered();
-                        if track {
+                        if track && self.regs.cacheable {
                             if let Some(Node::Classify(cs)) = prog.nodes.get(node as usize) {
                                 if let Some(c) = cs.get(index as usize) {
                                     flows::narrow(&mut self.regs.region, &c.tests);

@@ -292,6 +292,9 @@ impl Classes {
                 }
             }
         }
+        if dims.len() > 32 {
+            return None;
+        }
         let cap = 8 * entries.len() + 1024;
         let mut rules = Vec::new();
         let mut class_of = Vec::new();
@@ -384,12 +387,12 @@ impl Classes {
         };
         let i = match &self.tree {
             Some(t) if self.ordered => {
-                let key: Vec<u64> = t
-                    .dims
-                    .iter()
-                    .map(|(f, g)| u64::try_from(get(*f, g)).unwrap_or(u64::MAX))
-                    .collect();
-                let r = t.tree.classify(&key)?;
+                let mut buf = [0u64; 32];
+                let key = buf.get_mut(..t.dims.len())?;
+                for (k, (f, g)) in key.iter_mut().zip(&t.dims) {
+                    *k = u64::try_from(get(*f, g)).unwrap_or(u64::MAX);
+                }
+                let r = t.tree.classify(key)?;
                 let class = *t.class_of.get(r)? as usize;
                 *t.pos.get(class)? as usize
             }
@@ -404,12 +407,12 @@ impl Classes {
                 {
                     Some(i) => i,
                     None => {
-                        let key: Vec<u64> = t
-                            .dims
-                            .iter()
-                            .map(|(f, g)| u64::try_from(get(*f, g)).unwrap_or(u64::MAX))
-                            .collect();
-                        let r = t.tree.classify(&key)?;
+                        let mut buf = [0u64; 32];
+                        let key = buf.get_mut(..t.dims.len())?;
+                        for (k, (f, g)) in key.iter_mut().zip(&t.dims) {
+                            *k = u64::try_from(get(*f, g)).unwrap_or(u64::MAX);
+                        }
+                        let r = t.tree.classify(key)?;
                         let class = *t.class_of.get(r)? as usize;
                         *t.pos.get(class)? as usize
                     }
