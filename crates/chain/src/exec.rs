@@ -932,7 +932,8 @@ impl Executor {
                 };
                 match program.nodes.get(n as usize) {
                     Some(Node::Classify(cs)) if slot.is_none() => {
-                        *slot = Some(classify::Classes::new(cs, &getters, seg.ordered));
+                        let ordered = seg.ordered.contains(&n);
+                        *slot = Some(classify::Classes::new(cs, &getters, ordered));
                         todo.extend(cs.iter().map(|c| c.node));
                     }
                     Some(Node::Rewrite { branches, .. }) => {

@@ -255,11 +255,11 @@ pub struct Segment {
     pub getters: Vec<Getter>,
     /// The first node (usually a [`Node::Classify`]).
     pub root: NodeId,
-    /// Whether the classes of this segment's [`Node::Classify`] nodes are in priority order
-    /// and may overlap (a packet's class is the first that contains it): synthesis keeps
-    /// long first-match rule lists that way instead of subtracting every earlier rule from
-    /// each later one (HSA's lazy subtraction). Otherwise classes are disjoint.
-    pub ordered: bool,
+    /// The [`Node::Classify`] nodes whose classes are in priority order and may overlap (a
+    /// packet's class is the first that contains it): synthesis keeps long first-match rule
+    /// lists that way instead of subtracting every earlier rule from each later one (HSA's
+    /// lazy subtraction). Other nodes' classes are disjoint.
+    pub ordered: Vec<NodeId>,
 }
 
 /// One traffic class of a [`Node::Classify`].

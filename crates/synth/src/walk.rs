@@ -11,7 +11,7 @@ use chain::{Executor, Place};
 use elements::model::{Action, Effect, Field, FieldSet, Filter, IpAnchor, Model, Op, Outcome};
 use elements::rewriter::{IPRewriter, InputSpec, Pattern, Vary};
 use space::Preimage;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// A link crossed more often than this is a forwarding loop (as the naive executor counts).
 const MAX_HOPS: u32 = chain::exec::MAX_HOPS as u32;
@@ -139,6 +139,11 @@ struct Walker<'a> {
     /// [`chain::program::Segment::ordered`]); a first-match case no longer has every earlier
     /// case subtracted from it.
     ordered: bool,
+    /// The nodes that lazily walked cases lead to: a list of leaves with one of them is
+    /// classified in order.
+    lazy_ids: HashSet<NodeId>,
+    /// The ordered Classify nodes of the entry being walked.
+    ordered_nodes: Vec<NodeId>,
 }
 
 /// A chain with an element whose model has more cases than this is synthesized with
@@ -943,6 +948,19 @@ impl<'a> Walker<'a> {
                     phi: m.clone(),
                     ..st.clone()
                 };
+                if lazy {
+                    // One class per case here, the case's own classes in a node of their
+                    // own: the classifier stays the size of the rule list, not of its
+                    // product with everything after it.
+                    let sub = self.take_case(before, g, port, model, case)?;
+                    // Packets get here only from this case's class: what it already says
+                    // need not be tested again.
+                    let sub = sub.into_iter().map(|(f, n)| (beyond(&f, &m), n)).collect();
+                    let id = self.classify(sub)?;
+                    self.lazy_ids.insert(id);
+                    leaves.push((m, id));
+                    continue;
+                }
                 leaves.extend(self.take_case(before, g, port, model, case)?);
             }
             rest = next;
@@ -1265,7 +1283,7 @@ impl<'a> Walker<'a> {
     /// A node choosing among `leaves` (disjoint filters) at run time; merges classes that
     /// end the same way and differ in one field.
     fn classify(&mut self, leaves: Vec<(Filter, NodeId)>) -> Result<NodeId, Giveup> {
-        if self.ordered {
+        if leaves.iter().any(|(_, n)| self.lazy_ids.contains(n)) {
             return self.classify_ordered(leaves);
         }
         let mut by_node: BTreeMap<NodeId, Vec<Filter>> = BTreeMap::new();
@@ -1321,8 +1339,20 @@ impl Walker<'_> {
         }
         let id = self.add(Node::Classify(Vec::new()), Vec::new())?;
         self.pending.push((id, classes));
+        self.ordered_nodes.push(id);
         Ok(id)
     }
+}
+
+/// `f` without the fields whose sets hold all of `given`'s: for packets known to be in
+/// `given`, the same set of packets.
+fn beyond(f: &Filter, given: &Filter) -> Filter {
+    let implied: Vec<Field> = f
+        .fields()
+        .filter(|(x, set)| given.get(*x).is_subset(set))
+        .map(|(x, _)| x)
+        .collect();
+    implied.into_iter().fold(f.clone(), |acc, x| acc.without(x))
 }
 
 /// Merges boxes that differ in exactly one field (their union is a box).
@@ -1424,6 +1454,7 @@ impl Walker<'_> {
     fn entry_once(&mut self, g: u32, name: &str) -> Result<Segment, Giveup> {
         self.entry = name.to_string();
         self.pending.clear();
+        self.ordered_nodes.clear();
         let leaves = self.element(St::start(), g, 0)?;
         let root = self.classify(leaves)?;
         let mut fields: Vec<Field> = Vec::new();
@@ -1460,7 +1491,7 @@ impl Walker<'_> {
             fields,
             getters: Vec::new(),
             root,
-            ordered: self.ordered,
+            ordered: std::mem::take(&mut self.ordered_nodes),
         })
     }
 }
@@ -1490,6 +1521,8 @@ pub fn synthesize(ex: &Executor) -> Synthesis {
         checks: true,
         pending: Vec::new(),
         ordered,
+        lazy_ids: HashSet::new(),
+        ordered_nodes: Vec::new(),
     };
     // Pass 1: which protocols reach each rewriter input (sound: no precision needed).
     let mut w1 = mk(None, false);

@@ -295,7 +295,7 @@ impl Classes {
         if dims.len() > 32 {
             return None;
         }
-        let cap = 8 * entries.len() + 1024;
+        let cap = 64 * entries.len() + 1024;
         let mut rules = Vec::new();
         let mut class_of = Vec::new();
         for e in entries {
