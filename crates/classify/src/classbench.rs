@@ -66,13 +66,40 @@ fn proto(s: &str) -> Option<(u64, u64)> {
 /// SplitMix64 of `seed * 2^32 + index`, allowed when its value modulo 100 is below
 /// `percent`: the same rule file, seed and percentage give the same actions everywhere.
 pub fn allowed(seed: u64, index: usize, percent: u32) -> bool {
-    let mut z = (seed << 32)
-        .wrapping_add(index as u64)
-        .wrapping_add(0x9e37_79b9_7f4a_7c15);
+    mix((seed << 32).wrapping_add(index as u64)) % 100 < u64::from(percent)
+}
+
+/// SplitMix64's output function of state `x` (after its increment).
+fn mix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^= z >> 31;
-    z % 100 < u64::from(percent)
+    z ^ (z >> 31)
+}
+
+/// `n` headers for a filter set without a trace, as ClassBench's trace generator makes
+/// them: each a random corner of a random rule (every field at its rule's low or high end),
+/// drawn by SplitMix64 from `seed`. Empty when there are no rules.
+pub fn corners(rules: &[Rule], n: usize, seed: u64) -> Vec<[u64; 5]> {
+    let mut state = seed;
+    let mut next = move || {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        mix(state.wrapping_sub(0x9e37_79b9_7f4a_7c15))
+    };
+    if rules.is_empty() {
+        return Vec::new();
+    }
+    (0..n)
+        .map(|_| {
+            let r = &rules[(next() % rules.len() as u64) as usize];
+            let mut k = [0u64; 5];
+            let bits = next();
+            for (i, (v, &(lo, hi))) in k.iter_mut().zip(&r.ranges).enumerate() {
+                *v = if (bits >> i) & 1 == 0 { lo } else { hi };
+            }
+            k
+        })
+        .collect()
 }
 
 /// Parses a filter set; `file` names it in errors (`file:line:column: what was expected`).

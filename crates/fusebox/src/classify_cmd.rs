@@ -16,8 +16,22 @@ pub struct ClassifyArgs {
     #[arg(long, value_name = "FILE")]
     pub rules: PathBuf,
     /// ClassBench header trace (src dst sport dport proto [flags rule]).
-    #[arg(long, value_name = "FILE")]
-    pub trace: PathBuf,
+    #[arg(long, value_name = "FILE", required_unless_present = "draw")]
+    pub trace: Option<PathBuf>,
+    /// Instead of a trace, draw this many headers as random corners of random rules (each
+    /// field at its rule's low or high end), as ClassBench's trace generator does.
+    #[arg(long, value_name = "N", conflicts_with = "trace")]
+    pub draw: Option<usize>,
+    /// Seed of --draw.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Also answer every header by a linear scan of the rules: report its rate, the ratio,
+    /// and the headers where the two differ (exit status 1 if any).
+    #[arg(long)]
+    pub check: bool,
+    /// Classify the headers this many times (the rate is over all passes).
+    #[arg(long, default_value_t = 1)]
+    pub passes: usize,
 }
 
 fn read(p: &PathBuf) -> Result<String, String> {
@@ -29,14 +43,24 @@ fn read(p: &PathBuf) -> Result<String, String> {
 pub fn run(a: &ClassifyArgs) -> Result<ExitCode, String> {
     let rules =
         parse_rules(&read(&a.rules)?, &a.rules.display().to_string()).map_err(|e| e.to_string())?;
-    let trace =
-        parse_trace(&read(&a.trace)?, &a.trace.display().to_string()).map_err(|e| e.to_string())?;
+    let trace = match (&a.trace, a.draw) {
+        (Some(t), _) => {
+            parse_trace(&read(t)?, &t.display().to_string()).map_err(|e| e.to_string())?
+        }
+        (None, Some(n)) => classify::classbench::corners(&rules, n, a.seed),
+        (None, None) => return Err("expected --trace FILE or --draw N".into()),
+    };
     let t0 = Instant::now();
     let c = Classifier::new(rules, 5).map_err(|e| e.to_string())?;
     let build = t0.elapsed().as_secs_f64();
+    let passes = a.passes.max(1);
     let t1 = Instant::now();
-    let answers: Vec<Option<usize>> = trace.iter().map(|k| c.classify(&k[..])).collect();
+    let mut answers: Vec<Option<usize>> = Vec::new();
+    for _ in 0..passes {
+        answers = trace.iter().map(|k| c.classify(&k[..])).collect();
+    }
     let secs = t1.elapsed().as_secs_f64().max(1e-9);
+    let rate = (answers.len() * passes) as f64 / secs / 1e6;
     let mut out = String::with_capacity(answers.len() * 6);
     for x in &answers {
         let _ = match x {
@@ -55,9 +79,30 @@ pub fn run(a: &ClassifyArgs) -> Result<ExitCode, String> {
         s.depth,
         s.memory as f64 / 1e6,
         build,
-        answers.len(),
+        answers.len() * passes,
         secs,
-        answers.len() as f64 / secs / 1e6
+        rate
     );
+    if a.check {
+        let t2 = Instant::now();
+        let linear: Vec<Option<usize>> = trace.iter().map(|k| c.classify_linear(&k[..])).collect();
+        let lsecs = t2.elapsed().as_secs_f64().max(1e-9);
+        let lrate = linear.len() as f64 / lsecs / 1e6;
+        let wrong: Vec<usize> = (0..linear.len())
+            .filter(|&i| linear[i] != answers[i])
+            .collect();
+        eprintln!(
+            "check: linear scan {lrate:.3} M lookups/s (tree / scan {:.0}x); {} of {} headers differ{}",
+            rate / lrate.max(1e-9),
+            wrong.len(),
+            linear.len(),
+            wrong
+                .first()
+                .map_or(String::new(), |i| format!(" (first: header {i})"))
+        );
+        if !wrong.is_empty() {
+            return Ok(ExitCode::from(1));
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }

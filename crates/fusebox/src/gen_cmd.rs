@@ -174,17 +174,8 @@ fn classbench_tuples(args: &GenArgs) -> Result<Option<Vec<ports::gen::Tuple>>, S
     if rules.is_empty() {
         return Err(format!("{}: no rules", p.display()));
     }
-    let mut rng = ports::gen::SplitMix64(args.seed ^ 0x00c1_a55b_e2c4);
-    let mut out = Vec::with_capacity(args.flows as usize);
-    for _ in 0..args.flows {
-        let r = &rules[rng.below(rules.len() as u64) as usize];
-        let mut k = [0u64; 5];
-        for (v, &(lo, hi)) in k.iter_mut().zip(&r.ranges) {
-            *v = if rng.below(2) == 0 { lo } else { hi };
-        }
-        out.push(tuple(k));
-    }
-    Ok(Some(out))
+    let keys = classify::classbench::corners(&rules, args.flows as usize, args.seed);
+    Ok(Some(keys.into_iter().map(tuple).collect()))
 }
 
 /// Writes the trace; returns a one-line summary, or what went wrong.

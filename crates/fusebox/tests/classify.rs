@@ -38,6 +38,19 @@ fn fixture_headers_get_their_first_match() {
         err.contains("3 rules") && err.contains("lookups/s"),
         "{err}"
     );
+    // Headers drawn from the rules' corners, checked against a linear scan: every drawn
+    // header matches its rule or an earlier one, so none is -1.
+    let o = fusebox_ok(
+        &d,
+        &[
+            "classify", "--rules", "rules", "--draw", "2000", "--seed", "4", "--check",
+        ],
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(out.lines().count(), 2000);
+    assert!(out.lines().all(|l| ["0", "1", "2"].contains(&l)), "{out}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("0 of 2000 headers differ"), "{err}");
 
     std::fs::write(
         d.join("bad"),
