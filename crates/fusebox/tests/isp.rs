@@ -47,6 +47,32 @@ fn rule_set(n: usize, seed: u64) -> String {
     out
 }
 
+/// `t.pcap` in `dir`: `packets` packets of `flows` flows drawn from the corners of the
+/// rules in `rules`, with expiring TTLs and some bad checksums and IP options.
+fn gen_from_rules(dir: &Path, rules: &str, packets: u64, flows: u32) {
+    let (packets, flows) = (packets.to_string(), flows.to_string());
+    fusebox_ok(
+        dir,
+        &[
+            "gen",
+            "-o",
+            "t.pcap",
+            "--packets",
+            &packets,
+            "--flows",
+            &flows,
+            "--rules",
+            rules,
+            "--ttl",
+            "1-10",
+            "--bad-ip-checksum",
+            "0.01",
+            "--ip-options",
+            "0.01",
+        ],
+    );
+}
+
 /// The number of traffic classes `fusebox synth` reports for the firewall's entry.
 fn classes(dir: &Path, chain: &str, defines: &[String]) -> usize {
     let mut args = vec!["synth", chain];
@@ -84,26 +110,7 @@ fn long_generated_access_lists_synthesize_to_ordered_classes_and_verify() {
     let chain = root().join("examples/isp/chain.toml");
     let chain = chain.to_str().unwrap();
     std::fs::write(dir.join("acl.cb"), rule_set(300, 3)).unwrap();
-    fusebox_ok(
-        &dir,
-        &[
-            "gen",
-            "-o",
-            "t.pcap",
-            "--packets",
-            "20000",
-            "--flows",
-            "600",
-            "--rules",
-            "acl.cb",
-            "--ttl",
-            "1-10",
-            "--bad-ip-checksum",
-            "0.01",
-            "--ip-options",
-            "0.01",
-        ],
-    );
+    gen_from_rules(&dir, "acl.cb", 20_000, 600);
     let rules = format!("RULES={}", dir.join("acl.cb").display());
     let text = verify(&dir, chain, "t.pcap", std::slice::from_ref(&rules));
     // Some packets leave (85 % of the rules allow), some are denied.
@@ -168,24 +175,7 @@ fn the_shared_fw1_1k_list_verifies() {
     let chain = root().join("examples/isp/chain.toml");
     let chain = chain.to_str().unwrap();
     let cbs = cb.to_str().unwrap();
-    fusebox_ok(
-        &dir,
-        &[
-            "gen",
-            "-o",
-            "t.pcap",
-            "--packets",
-            "30000",
-            "--flows",
-            "1000",
-            "--rules",
-            cbs,
-            "--ttl",
-            "1-10",
-            "--bad-ip-checksum",
-            "0.01",
-        ],
-    );
+    gen_from_rules(&dir, cbs, 30_000, 1000);
     let rules = format!("RULES={cbs}");
     let first = "FIRST=250".to_string();
     verify(&dir, chain, "t.pcap", &[rules.clone(), first.clone()]);
