@@ -1155,10 +1155,26 @@ impl Executor {
                 let (vals, valid) = (&mut self.vals, &mut self.valid);
                 match classes.classify(&view, vals, valid) {
                     Some((next, index)) => {
-                        // A flow's box of classes does not account for classes of higher
-                        // priority overlapping it: ordered classes are not remembered.
-                        self.regs.cacheable &= !classes.ordered();
-                        if track && self.regs.cacheable {
+                        if track && classes.ordered() {
+                            // A class's box does not account for the classes before it
+                            // that overlap it: a later packet of the flow is sure to land
+                            // in the same class only if every field the node tests is as
+                            // this packet's.
+                            let getters = self
+                                .start_of
+                                .get(el as usize)
+                                .and_then(|s| s.as_ref())
+                                .map_or(&[][..], |s| s.getters.as_slice());
+                            let pins: Vec<(u16, Vec<(u128, u128)>)> = classes
+                                .fields()
+                                .iter()
+                                .map(|&i| {
+                                    let v = getters.get(usize::from(i)).map_or(0, |g| g.get(&view));
+                                    (i, vec![(v, v)])
+                                })
+                                .collect();
+                            flows::narrow(&mut self.regs.region, &pins);
+                        } else if track {
                             if let Some(Node::Classify(cs)) = prog.nodes.get(node as usize) {
                                 if let Some(c) = cs.get(index as usize) {
                                     flows::narrow(&mut self.regs.region, &c.tests);

@@ -240,6 +240,12 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, String> {
         let secs = t0.elapsed().as_secs_f64();
         let pps = n as f64 / secs.max(1e-9);
         eprintln!("replay: {n} packets in {passes} passes, {secs:.3} s, {:.3} Mpps (one core, in memory, no I/O)", pps / 1e6);
+        if synth.is_some() {
+            let (paths, hits) = ex.flow_stats();
+            eprintln!(
+                "synth: {hits} of {n} packets took a remembered flow path (one lookup); {paths} paths remembered"
+            );
+        }
         if a.json {
             let mut s = ex.summary().to_json();
             s = format!("{{\"replay\": {{\"packets\": {n}, \"passes\": {passes}, \"seconds\": {secs}, \"pps\": {pps}}},{} \"summary\": {s}}}", synth_json(synth.as_ref()).map(|s| format!(" {s}")).unwrap_or_default());

@@ -186,3 +186,80 @@ fn the_shared_fw1_1k_list_verifies() {
     );
     assert!(n250 < n1k && n1k < 20 * 1000, "{n250} and {n1k} classes");
 }
+
+#[test]
+fn remembered_flows_through_ordered_classes_respect_earlier_rules() {
+    // Rule 0 denies low TTLs; 80 later rules allow by address. Packets of one flow carry
+    // different TTLs, so a flow's later packet may belong to rule 0 though its first did
+    // not: the remembered path must not serve it.
+    let dir = scratch("isp-ordered-flows");
+    let mut acl = String::from("deny ip ttl < 20\n");
+    for i in 0..80 {
+        acl.push_str(&format!("allow src net 10.0.{i}.0/24 && udp\n"));
+    }
+    acl.push_str("deny all\n");
+    std::fs::write(dir.join("acl.rules"), acl).unwrap();
+    fusebox_ok(
+        &dir,
+        &[
+            "gen",
+            "-o",
+            "t.pcap",
+            "--packets",
+            "20000",
+            "--flows",
+            "300",
+            "--mix",
+            "udp=1",
+            "--src",
+            "10.0.0.0/18",
+            "--ttl",
+            "1-64",
+        ],
+    );
+    let chain = root().join("examples/isp/chain.toml");
+    let chain = chain.to_str().unwrap();
+    let rules = format!("RULES={}", dir.join("acl.rules").display());
+    verify(&dir, chain, "t.pcap", std::slice::from_ref(&rules));
+    // The same trace with one TTL: later packets do take remembered paths.
+    fusebox_ok(
+        &dir,
+        &[
+            "gen",
+            "-o",
+            "one.pcap",
+            "--packets",
+            "20000",
+            "--flows",
+            "300",
+            "--mix",
+            "udp=1",
+            "--src",
+            "10.0.0.0/18",
+        ],
+    );
+    verify(&dir, chain, "one.pcap", std::slice::from_ref(&rules));
+    let out = fusebox_ok(
+        &dir,
+        &[
+            "run",
+            chain,
+            "-D",
+            &rules,
+            "--mode",
+            "synth",
+            "--input",
+            "fw.eth0=one.pcap",
+            "--replay",
+            "1",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    let hits: u64 = err
+        .lines()
+        .find_map(|l| l.strip_prefix("synth: "))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no synth line in {err}"));
+    assert!(hits > 10_000, "{err}");
+}

@@ -228,6 +228,8 @@ pub(super) struct Classes {
     /// Classes in priority order, possibly overlapping: never reordered, and the tree
     /// alone (no busy classes first) when there is one.
     ordered: bool,
+    /// The fields (indices into the segment's) any class tests.
+    fields: Vec<u16>,
 }
 
 impl Classes {
@@ -264,10 +266,17 @@ impl Classes {
                 .into_boxed_slice(),
             })
             .collect();
+        let mut fields: Vec<u16> = classes
+            .iter()
+            .flat_map(|c| c.tests.iter().map(|(f, _)| *f))
+            .collect();
+        fields.sort_unstable();
+        fields.dedup();
         let mut c = Classes {
             entries,
             tree: None,
             ordered,
+            fields,
         };
         if c.entries.len() > TREE_AT {
             c.tree = Self::tree(&c.entries);
@@ -348,6 +357,11 @@ impl Classes {
             class_of,
             pos,
         })
+    }
+
+    /// The fields (indices into the segment's) the classes test.
+    pub(super) fn fields(&self) -> &[u16] {
+        &self.fields
     }
 
     /// Whether the classes are in priority order (and may overlap).
