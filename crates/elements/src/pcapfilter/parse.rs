@@ -962,6 +962,12 @@ impl Parser {
                 head = true;
             }
         }
+        if !head && (w.starts_with(|c: char| c.is_ascii_digit()) || w.contains(':')) {
+            return err(
+                col,
+                format!("`{w}` needs a qualifier (`host`, `net`, `port`, ...) or a comparison"),
+            );
+        }
         if !head {
             return err(
                 col,
