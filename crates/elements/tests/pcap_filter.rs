@@ -71,9 +71,7 @@ impl Spec {
                 f.extend_from_slice(&[64, self.proto, 0, 0]);
                 f.extend_from_slice(&ADDRS[usize::from(self.src) % 5]);
                 f.extend_from_slice(&ADDRS[usize::from(self.dst) % 5]);
-                for _ in 20..hl {
-                    f.push(1);
-                }
+                f.extend(std::iter::repeat_n(1u8, hl.saturating_sub(20)));
                 f.extend_from_slice(&l4);
             }
             2 => {
@@ -86,7 +84,11 @@ impl Spec {
                 a[1] = 0x80;
                 a[15] = self.src;
                 f.extend_from_slice(&a);
-                a[0] = if self.dst % 2 == 0 { 0xff } else { 0x20 };
+                a[0] = if self.dst.is_multiple_of(2) {
+                    0xff
+                } else {
+                    0x20
+                };
                 a[15] = self.dst;
                 f.extend_from_slice(&a);
                 if self.v6_frag_header {

@@ -39,8 +39,11 @@ fn data_dir() -> Option<PathBuf> {
     None
 }
 
+/// Captured bytes and wire length of each packet.
+type Frames = Vec<(Vec<u8>, u32)>;
+
 /// (captured bytes, wire length) of every packet of an Ethernet savefile.
-fn frames(path: &Path) -> Option<Vec<(Vec<u8>, u32)>> {
+fn frames(path: &Path) -> Option<Frames> {
     let mut cap = Capture::from_file(path).ok()?;
     if cap.get_datalink() != Linktype::ETHERNET {
         return None;
@@ -87,7 +90,7 @@ fn generated_table_agrees_with_libpcap_1_10_3() {
     }
     let gz = std::fs::File::open(base.join("filter-oracle.jsonl.gz")).expect("oracle table");
     let reader = std::io::BufReader::new(flate2::read::GzDecoder::new(gz));
-    let mut cache: HashMap<String, Option<Vec<(Vec<u8>, u32)>>> = HashMap::new();
+    let mut cache: HashMap<String, Option<Frames>> = HashMap::new();
     let mut rows = 0usize;
     let mut packets = 0usize;
     let mut bad_rows: HashMap<String, usize> = HashMap::new();

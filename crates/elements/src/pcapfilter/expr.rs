@@ -203,8 +203,8 @@ impl Pred {
         }
     }
 
-    /// `not p`.
-    pub fn not(p: Pred) -> Pred {
+    /// `not p` (a double negation cancels).
+    pub fn negate(p: Pred) -> Pred {
         match p {
             Pred::Not(q) => *q,
             p => Pred::Not(Box::new(p)),
@@ -323,8 +323,8 @@ mod tests {
     fn short_loads_abort_even_under_not() {
         let p = Pred::field(20, 1, CmpOp::Eq, 6);
         assert_eq!(p.eval(&[0; 10], 10), None);
-        assert!(!Pred::not(p.clone()).accepts(&[0; 10], 10));
-        assert!(Pred::not(p).accepts(&[0; 21], 21));
+        assert!(!Pred::negate(p.clone()).accepts(&[0; 10], 10));
+        assert!(Pred::negate(p).accepts(&[0; 21], 21));
         // Short-circuit: a false left side never reaches the short load.
         let q = Pred::and(vec![
             Pred::field(0, 1, CmpOp::Eq, 1),

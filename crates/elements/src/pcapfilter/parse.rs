@@ -821,7 +821,7 @@ impl Parser {
         if self.is_not() {
             self.bump();
             let (p, q) = self.term()?;
-            return Ok((Pred::not(p), q));
+            return Ok((Pred::negate(p), q));
         }
         if matches!(self.peek(), Tok::LParen) {
             let save = (self.pos, self.off_lt, self.off_pl);
@@ -1024,7 +1024,7 @@ impl Parser {
     fn id(&mut self, q: Quals) -> Res<Pred> {
         if self.is_not() {
             self.bump();
-            return Ok(Pred::not(self.id(q)?));
+            return Ok(Pred::negate(self.id(q)?));
         }
         if matches!(self.peek(), Tok::LParen) {
             self.bump();
@@ -1125,7 +1125,7 @@ impl Parser {
                     return err(self.col(), "expected a prefix length after `/`");
                 };
                 if n > 128 {
-                    return err(col, format!("mask length must be <= 128"));
+                    return err(col, "mask length must be <= 128".to_string());
                 }
                 bits = n;
             }
@@ -1164,7 +1164,7 @@ impl Parser {
                     return err(self.col(), "expected a prefix length after `/`");
                 };
                 if n > 32 {
-                    return err(col, format!("mask length must be <= 32"));
+                    return err(col, "mask length must be <= 32".to_string());
                 }
                 bits = n;
                 mask = mask_of(n);
