@@ -179,6 +179,13 @@ const PRIMITIVES: &[&str] = &[
     "tcp[((tcp[12] & 0xf0) >> 2):1] = 0x47",
     "ip[2:2] - (ip[0] & 0xf) * 4 > 20",
     "ether[12:2] > 0x0800",
+    "llc",
+    "llc u",
+    "decnet src 1.1",
+    "pppoed",
+    "pim",
+    "vrrp[0] & 0x0f = 1",
+    "ah or esp",
 ];
 
 fn expression() -> impl Strategy<Value = String> {
@@ -423,7 +430,14 @@ fn errors_name_the_column_and_what_was_expected() {
         ("10.0.0.1", 1, "needs a qualifier"),
         ("host www.example.com", 6, "not resolved"),
         ("geneve", 1, "not supported"),
-        ("mpls 5", 1, "not supported"),
+        ("mpls 5 and ip", 12, "after `mpls` are not supported"),
+        (
+            "pppoes and tcp port 80",
+            12,
+            "after `pppoes` are not supported",
+        ),
+        ("decnet host 64.1", 13, "invalid DECnet address"),
+        ("ip protochain 6", 4, "not supported"),
         ("ip broadcast", 1, "netmask"),
         ("tcp host 10.0.0.1", 10, "not a valid qualifier"),
         ("port 10.0.0.1", 6, "qualifier applied to IPv4 address"),

@@ -222,6 +222,13 @@ enum Proto {
     Icmp,
     Icmp6,
     Igmp,
+    Igrp,
+    Pim,
+    Vrrp,
+    Carp,
+    Ah,
+    Esp,
+    Decnet,
 }
 
 impl Proto {
@@ -239,6 +246,13 @@ impl Proto {
             Proto::Icmp => "icmp",
             Proto::Icmp6 => "icmp6",
             Proto::Igmp => "igmp",
+            Proto::Igrp => "igrp",
+            Proto::Pim => "pim",
+            Proto::Vrrp => "vrrp",
+            Proto::Carp => "carp",
+            Proto::Ah => "ah",
+            Proto::Esp => "esp",
+            Proto::Decnet => "decnet",
         }
     }
 
@@ -255,6 +269,13 @@ impl Proto {
             "icmp" => Proto::Icmp,
             "icmp6" => Proto::Icmp6,
             "igmp" => Proto::Igmp,
+            "igrp" => Proto::Igrp,
+            "pim" => Proto::Pim,
+            "vrrp" => Proto::Vrrp,
+            "carp" => Proto::Carp,
+            "ah" => Proto::Ah,
+            "esp" => Proto::Esp,
+            "decnet" => Proto::Decnet,
             _ => return None,
         })
     }
@@ -268,6 +289,11 @@ impl Proto {
             Proto::Icmp => 1,
             Proto::Icmp6 => 58,
             Proto::Igmp => 2,
+            Proto::Igrp => 9,
+            Proto::Pim => 103,
+            Proto::Vrrp | Proto::Carp => 112,
+            Proto::Ah => 51,
+            Proto::Esp => 50,
             _ => return None,
         })
     }
@@ -317,20 +343,18 @@ fn refused(w: &str) -> Option<&'static str> {
         "gateway" => "`gateway` needs host-name and Ethernet-address lookups, which FuseBox does not do",
         "protochain" => "`protochain` walks IPv6 extension headers in a loop, which is not supported",
         "geneve" | "vxlan" | "vxlan-gpe" => "tunnel primitives (`geneve`, `vxlan`) re-base later offsets on a variable-length header; not supported",
-        "pppoed" | "pppoes" => "PPPoE primitives are not supported",
         "inbound" | "outbound" | "ifname" | "on" | "rnr" | "rulenum" | "reason" | "rset"
         | "srnr" | "subrulenum" | "action" | "ifindex" => {
             "capture-direction and pflog primitives have no meaning for frames in a chain"
         }
-        "atalk" | "aarp" | "decnet" | "lat" | "sca" | "moprc" | "mopdl" | "iso" | "esis"
+        "atalk" | "aarp" | "lat" | "sca" | "moprc" | "mopdl" | "iso" | "esis"
         | "es-is" | "isis" | "is-is" | "clnp" | "stp" | "ipx" | "netbeui" | "l1" | "l2"
         | "iih" | "lsp" | "snp" | "csnp" | "psnp" | "fddi" | "tr" | "wlan" | "radio"
-        | "llc" | "ppp" | "slip" | "atm" | "lane" | "oamf4" | "oamf4ec" | "oamf4sc" | "oam"
+        | "ppp" | "slip" | "atm" | "lane" | "oamf4" | "oamf4ec" | "oamf4sc" | "oam"
         | "metac" | "bcc" | "sc" | "ilmic" | "metaconnect" | "connectmsg" | "vpi" | "vci"
         | "fisu" | "lssu" | "msu" | "hfisu" | "hlssu" | "hmsu" | "sio" | "opc" | "dpc"
-        | "sls" | "hsio" | "hopc" | "hdpc" | "hsls" | "igrp" | "pim" | "vrrp" | "carp"
-        | "ah" | "esp" | "type" | "subtype" | "dir" | "addr1" | "addr2" | "addr3"
-        | "addr4" | "ra" | "ta" | "byte" | "mpls" => {
+        | "sls" | "hsio" | "hopc" | "hdpc" | "hsls" | "type" | "subtype" | "dir" | "addr1"
+        | "addr2" | "addr3" | "addr4" | "ra" | "ta" | "byte" => {
             "this protocol or qualifier is outside the supported subset (Ethernet, VLAN, ARP, IPv4, IPv6, TCP, UDP, SCTP, ICMP, ICMPv6, IGMP)"
         }
         _ => return None,
@@ -482,6 +506,15 @@ struct Parser {
     off_lt: u32,
     /// Offset of the link-layer payload (the IP header).
     off_pl: u32,
+    /// MPLS labels seen so far (`mpls` moves the payload 4 bytes each time).
+    mpls_depth: u32,
+    /// Set after `mpls` or `pppoes`, after which libpcap tests the link type differently
+    /// (MPLS bottom of stack and IP version, PPP protocol): such tests are refused.
+    relinked: Option<&'static str>,
+    /// The first refused link-type test after `relinked` was set.
+    poison: std::cell::Cell<Option<PcapError>>,
+    /// Column of the primitive being parsed.
+    term_col: usize,
 }
 
 type Res<T> = Result<T, PcapError>;
@@ -531,6 +564,15 @@ impl Parser {
     // ---- code generation, as libpcap's gencode.c -------------------------------------
 
     fn linktype(&self, et: u32) -> Pred {
+        if let Some(kind) = self.relinked {
+            let e = self.poison.take().unwrap_or(PcapError {
+                column: self.term_col,
+                message: format!(
+                    "tests of the link type (`ip`, `tcp`, `host`, `port`, ...) after `{kind}` are not supported (libpcap re-bases them on the {kind} payload)"
+                ),
+            });
+            self.poison.set(Some(e));
+        }
         Pred::field(self.off_lt, 2, CmpOp::Eq, et)
     }
 
@@ -561,12 +603,15 @@ impl Parser {
             Proto::Ip => self.linktype(0x0800),
             Proto::Ip6 => self.linktype(0x86dd),
             Proto::Arp => self.linktype(0x0806),
+            Proto::Decnet => self.linktype(0x6003),
             Proto::Rarp => self.linktype(0x8035),
-            Proto::Tcp | Proto::Udp | Proto::Sctp => {
+            Proto::Tcp | Proto::Udp | Proto::Sctp | Proto::Pim | Proto::Ah | Proto::Esp => {
                 let n = p.ip_proto().unwrap_or(0);
                 Pred::or(vec![self.ip4_proto(n), self.ip6_proto(n)])
             }
-            Proto::Icmp | Proto::Igmp => self.ip4_proto(p.ip_proto().unwrap_or(0)),
+            Proto::Icmp | Proto::Igmp | Proto::Igrp | Proto::Vrrp | Proto::Carp => {
+                self.ip4_proto(p.ip_proto().unwrap_or(0))
+            }
             Proto::Icmp6 => self.ip6_proto(58),
         }
     }
@@ -818,6 +863,7 @@ impl Parser {
     }
 
     fn term(&mut self) -> Res<(Pred, Option<Quals>)> {
+        self.term_col = self.col();
         if self.is_not() {
             self.bump();
             let (p, q) = self.term()?;
@@ -901,6 +947,86 @@ impl Parser {
             "broadcast" | "multicast" => {
                 self.bump();
                 return Ok((self.cast(col, Proto::Default, &w)?, None));
+            }
+            "mpls" => {
+                self.bump();
+                let mut p = if self.mpls_depth == 0 {
+                    vec![self.linktype(0x8847)]
+                } else {
+                    // Not the bottom of the stack: the previous label's S bit is clear.
+                    vec![Pred::masked(self.off_pl - 2, 1, 1, CmpOp::Eq, 0)]
+                };
+                if let Tok::Num(n) = self.peek().clone() {
+                    if n > 0xfffff {
+                        return err(
+                            self.col(),
+                            format!("MPLS label {n} greater than maximum 1048575"),
+                        );
+                    }
+                    self.bump();
+                    p.push(Pred::masked(
+                        self.off_pl,
+                        4,
+                        0xffff_f000,
+                        CmpOp::Eq,
+                        n << 12,
+                    ));
+                }
+                self.mpls_depth += 1;
+                self.off_pl += 4;
+                self.relinked = Some("mpls");
+                return Ok((Pred::and(p), None));
+            }
+            "llc" => {
+                self.bump();
+                let mut p = vec![
+                    Pred::field(self.off_lt, 2, CmpOp::Le, 1500),
+                    Pred::field(self.off_pl, 2, CmpOp::Ne, 0xffff),
+                ];
+                let ctl = self.off_pl + 2;
+                let sub = match self.word() {
+                    Some("i") => Some((1, 0)),
+                    Some("s") => Some((3, 1)),
+                    Some("u") => Some((3, 3)),
+                    Some("rr") => Some((0x0f, 0x01)),
+                    Some("rnr") => Some((0x0f, 0x05)),
+                    Some("rej") => Some((0x0f, 0x09)),
+                    Some("ui") => Some((0xef, 0x03)),
+                    Some("ua") => Some((0xef, 0x63)),
+                    Some("disc") => Some((0xef, 0x43)),
+                    Some("dm") => Some((0xef, 0x0f)),
+                    Some("sabme") => Some((0xef, 0x6f)),
+                    Some("test") => Some((0xef, 0xe3)),
+                    Some("xid") => Some((0xef, 0xaf)),
+                    Some("frmr") => Some((0xef, 0x87)),
+                    _ => None,
+                };
+                if let Some((m, v)) = sub {
+                    self.bump();
+                    p.push(Pred::masked(ctl, 1, m, CmpOp::Eq, v));
+                }
+                return Ok((Pred::and(p), None));
+            }
+            "pppoed" => {
+                self.bump();
+                return Ok((self.linktype(0x8863), None));
+            }
+            "pppoes" => {
+                self.bump();
+                let mut p = vec![self.linktype(0x8864)];
+                if let Tok::Num(n) = self.peek().clone() {
+                    if n > 0xffff {
+                        return err(
+                            self.col(),
+                            format!("PPPoE session number {n} greater than maximum 65535"),
+                        );
+                    }
+                    self.bump();
+                    p.push(Pred::masked(self.off_pl, 4, 0xffff, CmpOp::Eq, n));
+                }
+                self.off_pl += 8;
+                self.relinked = Some("pppoes");
+                return Ok((Pred::and(p), None));
             }
             _ => {}
         }
@@ -1094,6 +1220,9 @@ impl Parser {
     }
 
     fn word_id(&mut self, col: usize, q: Quals, w: &str) -> Res<Pred> {
+        if q.proto == Proto::Decnet {
+            return self.decnet_host(col, q, w);
+        }
         if is_mac(w) {
             if !matches!(q.proto, Proto::Link | Proto::Default)
                 || !matches!(q.addr, Addr::Default | Addr::Host)
@@ -1231,6 +1360,66 @@ impl Parser {
             }
         }
         self.name_id(col, q, w)
+    }
+
+    /// `decnet [src|dst] host AREA.NODE`: the four DECnet routing-header layouts.
+    fn decnet_host(&self, col: usize, q: Quals, w: &str) -> Res<Pred> {
+        if !matches!(q.addr, Addr::Default | Addr::Host) {
+            return err(
+                col,
+                format!("'decnet' is not a valid qualifier for '{}'", q.addr.name()),
+            );
+        }
+        let parsed = w.split_once('.').and_then(|(a, n)| {
+            let a = match number(a)? {
+                Ok(a) if a <= 63 => a,
+                _ => return None,
+            };
+            let n = match number(n)? {
+                Ok(n) if n <= 1023 => n,
+                _ => return None,
+            };
+            Some((a << 10) | n)
+        });
+        let Some(addr) = parsed else {
+            return err(
+                col,
+                format!(
+                    "invalid DECnet address `{w}`: expected AREA.NODE (AREA ≤ 63, NODE ≤ 1023)"
+                ),
+            );
+        };
+        let le = ((addr & 0xff) << 8) | (addr >> 8);
+        let b = self.off_pl;
+        let layouts = |offs: [u32; 4]| {
+            Pred::or(vec![
+                Pred::and(vec![
+                    Pred::masked(b + 2, 1, 7, CmpOp::Eq, 2),
+                    Pred::field(b + offs[0], 2, CmpOp::Eq, le),
+                ]),
+                Pred::and(vec![
+                    Pred::masked(b + 2, 2, 0xff07, CmpOp::Eq, 0x8102),
+                    Pred::field(b + offs[1], 2, CmpOp::Eq, le),
+                ]),
+                Pred::and(vec![
+                    Pred::masked(b + 2, 1, 7, CmpOp::Eq, 6),
+                    Pred::field(b + offs[2], 2, CmpOp::Eq, le),
+                ]),
+                Pred::and(vec![
+                    Pred::masked(b + 2, 2, 0xff07, CmpOp::Eq, 0x8106),
+                    Pred::field(b + offs[3], 2, CmpOp::Eq, le),
+                ]),
+            ])
+        };
+        let one = |offs| Pred::and(vec![self.linktype(0x6003), layouts(offs)]);
+        let src = [5, 6, 17, 18];
+        let dst = [3, 4, 9, 10];
+        Ok(match q.dir {
+            Dir::Src => one(src),
+            Dir::Dst => one(dst),
+            Dir::SrcAndDst => Pred::and(vec![one(src), one(dst)]),
+            Dir::Default | Dir::SrcOrDst => Pred::or(vec![one(src), one(dst)]),
+        })
     }
 
     fn name_id(&mut self, col: usize, q: Quals, w: &str) -> Res<Pred> {
@@ -1439,7 +1628,22 @@ impl Parser {
                 ]));
                 fixed(self.off_pl + 40)
             }
-            Proto::Tcp | Proto::Udp | Proto::Sctp | Proto::Icmp | Proto::Igmp => {
+            Proto::Ah | Proto::Esp | Proto::Decnet => err(
+                col,
+                format!(
+                    "`{}[...]` is not supported: libpcap has no header offset for it",
+                    p.name()
+                ),
+            ),
+            Proto::Tcp
+            | Proto::Udp
+            | Proto::Sctp
+            | Proto::Icmp
+            | Proto::Igmp
+            | Proto::Igrp
+            | Proto::Pim
+            | Proto::Vrrp
+            | Proto::Carp => {
                 guards.push(self.abbrev(Proto::Ip));
                 guards.extend(inner);
                 guards.push(self.abbrev(p));
@@ -1486,6 +1690,10 @@ fn is_keyword(w: &str) -> bool {
                 | "broadcast"
                 | "multicast"
                 | "mask"
+                | "mpls"
+                | "pppoed"
+                | "pppoes"
+                | "llc"
         )
 }
 
@@ -1499,6 +1707,10 @@ pub fn parse(text: &str) -> Result<Pred, PcapError> {
         pos: 0,
         off_lt: 12,
         off_pl: 14,
+        mpls_depth: 0,
+        relinked: None,
+        poison: std::cell::Cell::new(None),
+        term_col: 1,
     };
     if matches!(p.peek(), Tok::End) {
         return Ok(Pred::True);
@@ -1506,6 +1718,9 @@ pub fn parse(text: &str) -> Result<Pred, PcapError> {
     let (pred, _) = p.expr()?;
     if !matches!(p.peek(), Tok::End) {
         return p.expected("`and`, `or` or the end of the expression");
+    }
+    if let Some(e) = p.poison.take() {
+        return Err(e);
     }
     Ok(pred)
 }
