@@ -16,9 +16,9 @@
 //!   precedence and associate to the left (`a or b and c` is `(a or b) and c`); `not`/`!`
 //!   binds tighter. A load past the end of the frame (or a division by zero) makes the whole
 //!   filter reject the packet, even under `not` — libpcap's rule, unlike Click's.
-//! * `ip`, `ip6`, `arp`, `rarp`: the Ethertype. `tcp`, `udp`, `sctp`: IPv4 protocol, or the
-//!   IPv6 next header, or an IPv6 fragment header followed by it; `icmp`, `igmp`: IPv4 only;
-//!   `icmp6`: IPv6 only.
+//! * `ip`, `ip6`, `arp`, `rarp`, `decnet`: the Ethertype. `tcp`, `udp`, `sctp`, `pim`, `ah`,
+//!   `esp`: IPv4 protocol, or the IPv6 next header, or an IPv6 fragment header followed by
+//!   it; `icmp`, `igmp`, `igrp`, `vrrp`, `carp`: IPv4 only; `icmp6`: IPv6 only.
 //! * `[ip|arp|rarp] [src|dst|src or dst|src and dst] host A`, `net N/LEN`, `net N mask M`,
 //!   `net 10.1` (the octets given); without a protocol, IPv4, ARP and RARP addresses.
 //!   `ip6 host`/`net` with IPv6 addresses and prefixes. `ether host|src|dst MAC`,
@@ -34,6 +34,10 @@
 //! * `vlan [ID]`: the Ethertype is 0x8100, 0x88a8 or 0x9100 (and the tag's id is ID); as in
 //!   libpcap, every Ethertype and network-layer offset *after* it in the expression moves 4
 //!   bytes further (so `vlan and ip` tests the inner Ethertype, and `ip or vlan` does not).
+//! * `mpls [LABEL]` (Ethertype 0x8847, or for a second `mpls` the previous label not at the
+//!   bottom of the stack) and `pppoes [SESSION]` move the payload offset likewise; `pppoed`;
+//!   `llc [i|s|u|rr|rnr|rej|ui|ua|disc|dm|sabme|test|xid|frmr]` (802.3 frames);
+//!   `decnet [src|dst] host AREA.NODE`.
 //! * Relations `ARITH OP ARITH` with `= == != < <= > >=` (unsigned 32-bit), arithmetic
 //!   `+ - * / % & | ^ << >>` and unary `-`, loads `PROTO[EXPR]` and `PROTO[EXPR:SIZE]`
 //!   (size 1, 2 or 4) for `ether`/`link` (frame start), `ip`, `ip6`, `arp`, `rarp`
@@ -54,12 +58,14 @@
 //!
 //! # Refused, with a message naming the column
 //!
-//! Host, network and Ethernet names (FuseBox does no name lookups); `gateway`; `protochain`;
-//! `ip broadcast` (needs a netmask); `mpls`, `geneve`, `vxlan`, `pppoed`/`pppoes` (they
-//! re-base later offsets on headers this front-end does not model); capture-direction and
-//! pflog primitives (`inbound`, `ifname`, ...); non-IP protocol families (`decnet`, `iso`,
-//! `atalk`, 802.11 qualifiers, ...); `ether proto` values ≤ 1500 (802.3 LLC encapsulation);
-//! load sizes other than 1, 2 and 4; constant division by zero.
+//! Host, network and Ethernet names (FuseBox does no name lookups); `gateway`; `protochain`
+//! (a loop over IPv6 extension headers); `ip broadcast` (needs a netmask); `geneve`,
+//! `vxlan` (they re-base later offsets on a variable-length tunnel header); tests of the link
+//! type after `mpls` or `pppoes` (libpcap then tests the MPLS bottom of stack and IP
+//! version, or the PPP protocol); capture-direction and pflog primitives (`inbound`,
+//! `ifname`, ...); other protocol families (`iso`, `atalk`, IS-IS, 802.11 qualifiers, ...);
+//! `ether proto` values ≤ 1500 (802.3 LLC encapsulation); `ah[...]`, `esp[...]`,
+//! `decnet[...]`; load sizes other than 1, 2 and 4; constant division by zero.
 
 mod expr;
 mod parse;
