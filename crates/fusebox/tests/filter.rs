@@ -145,3 +145,37 @@ fn bad_filter_is_refused_with_its_column() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("--filter `tcp port`: column 9"), "{err}");
 }
+
+#[test]
+fn gen_filter_writes_only_matching_frames() {
+    let d = scratch("pcapfilter-gen");
+    let o = fusebox_ok(
+        &d,
+        &[
+            "gen",
+            "-o",
+            "u.pcap",
+            "--packets",
+            "400",
+            "--flows",
+            "20",
+            "--mix",
+            "tcp=1,udp=1,icmp=1",
+            "--seed",
+            "9",
+            "--filter",
+            "udp",
+        ],
+    );
+    let line = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
+    let got = packets(&d.join("u.pcap"));
+    assert!(!got.is_empty() && got.len() < 400, "{line}");
+    assert!(got.iter().all(|f| is_udp(f)));
+    assert!(
+        line.contains(&format!(
+            "{} generated frames filtered out",
+            400 - got.len()
+        )),
+        "{line}"
+    );
+}
