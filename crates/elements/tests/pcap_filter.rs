@@ -458,6 +458,36 @@ fn errors_name_the_column_and_what_was_expected() {
 }
 
 #[test]
+fn huge_and_deep_inputs_are_refused_or_handled_without_overflow() {
+    let huge = format!("{}ip{}", "(".repeat(100_000), ")".repeat(100_000));
+    assert!(parse(&huge).is_err());
+    let deep = format!("{}ip{}", "(".repeat(2000), ")".repeat(2000));
+    let e = parse(&deep).unwrap_err();
+    assert!(e.message.contains("nested too deeply"), "{e}");
+    let nots = "not ".repeat(3000) + "ip";
+    let e = parse(&nots).unwrap_err();
+    assert!(e.message.contains("nested too deeply"), "{e}");
+    let minus = format!("{}1 = 1", "-".repeat(3000));
+    let e = parse(&minus).unwrap_err();
+    assert!(e.message.contains("nested too deeply"), "{e}");
+    let long = "len + ".repeat(3000) + "1 > 0";
+    let e = parse(&long).unwrap_err();
+    assert!(e.message.contains("too long"), "{e}");
+    // The longest accepted alternation of `and`/`or` builds a deep tree; it still evaluates
+    // and compiles (on a thread with the default test stack).
+    let chain = "udp or tcp and ".repeat(1000) + "ip";
+    let p = parse(&chain).expect("long chain");
+    let frame = [0u8; 60];
+    assert!(!p.accepts(&frame, 60));
+    let _ = regions(&p);
+    let sum = "len + ".repeat(2000) + "1 > 0";
+    assert!(parse(&sum).expect("long sum").accepts(&frame, 60));
+    // `len` beyond the model's 16-bit frame length stays opaque instead of wrong.
+    let m = element("udp or greater 70000", 1).model().expect("a model");
+    assert!(runtime_cases(&m) > 0);
+}
+
+#[test]
 fn element_outputs_and_drops() {
     let frame = Spec {
         dst_mac: 2,

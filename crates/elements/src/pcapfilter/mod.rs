@@ -72,7 +72,7 @@ mod parse;
 pub mod space;
 
 pub use expr::{ArithOp, Pred, Value};
-pub use parse::{parse, PcapError};
+pub use parse::{parse, PcapError, MAX_NESTING, MAX_TOKENS};
 
 use crate::args::{unquote, Args};
 use crate::model::{Case, Filter, IpAnchor, Model, Outcome};

@@ -515,7 +515,16 @@ struct Parser {
     poison: std::cell::Cell<Option<PcapError>>,
     /// Column of the primitive being parsed.
     term_col: usize,
+    /// Current recursion depth of the parser.
+    depth: usize,
 }
+
+/// The deepest nesting of parentheses, `not`s and unary minus accepted.
+pub const MAX_NESTING: usize = 100;
+
+/// The most tokens an expression may have (this bounds the depth of the compiled tree, which
+/// evaluation walks recursively).
+pub const MAX_TOKENS: usize = 4096;
 
 type Res<T> = Result<T, PcapError>;
 
@@ -862,7 +871,26 @@ impl Parser {
         }
     }
 
+    /// Enters one level of recursion, refusing input nested deeper than [`MAX_NESTING`].
+    fn enter(&mut self) -> Res<()> {
+        if self.depth >= MAX_NESTING {
+            return err(
+                self.col(),
+                format!("expression nested too deeply (more than {MAX_NESTING} levels)"),
+            );
+        }
+        self.depth += 1;
+        Ok(())
+    }
+
     fn term(&mut self) -> Res<(Pred, Option<Quals>)> {
+        self.enter()?;
+        let r = self.term_inner();
+        self.depth -= 1;
+        r
+    }
+
+    fn term_inner(&mut self) -> Res<(Pred, Option<Quals>)> {
         self.term_col = self.col();
         if self.is_not() {
             self.bump();
@@ -1148,6 +1176,13 @@ impl Parser {
 
     /// id := not id | ( id ((and|or) id)* ) | name-or-address, with qualifiers `q`.
     fn id(&mut self, q: Quals) -> Res<Pred> {
+        self.enter()?;
+        let r = self.id_inner(q);
+        self.depth -= 1;
+        r
+    }
+
+    fn id_inner(&mut self, q: Quals) -> Res<Pred> {
         if self.is_not() {
             self.bump();
             return Ok(Pred::negate(self.id(q)?));
@@ -1507,6 +1542,13 @@ impl Parser {
     }
 
     fn primary(&mut self, guards: &mut Vec<Pred>) -> Res<Value> {
+        self.enter()?;
+        let r = self.primary_inner(guards);
+        self.depth -= 1;
+        r
+    }
+
+    fn primary_inner(&mut self, guards: &mut Vec<Pred>) -> Res<Value> {
         let col = self.col();
         match self.peek().clone() {
             Tok::Num(n) => {
@@ -1702,6 +1744,12 @@ fn is_keyword(w: &str) -> bool {
 /// An empty expression (only spaces) matches every packet, as in tcpdump.
 pub fn parse(text: &str) -> Result<Pred, PcapError> {
     let toks = tokenize(text)?;
+    if toks.len() > MAX_TOKENS {
+        return err(
+            toks[MAX_TOKENS].1,
+            format!("expression too long: more than {MAX_TOKENS} tokens"),
+        );
+    }
     let mut p = Parser {
         toks,
         pos: 0,
@@ -1711,6 +1759,7 @@ pub fn parse(text: &str) -> Result<Pred, PcapError> {
         relinked: None,
         poison: std::cell::Cell::new(None),
         term_col: 1,
+        depth: 0,
     };
     if matches!(p.peek(), Tok::End) {
         return Ok(Pred::True);

@@ -163,7 +163,8 @@ fn cmp(a: &Value, op: CmpOp, b: &Value) -> Option<(FilterSet, FilterSet)> {
     let (load, shift, mask) = field_form(v)?;
     match load {
         Value::Len => {
-            if shift != 0 || mask != u32::MAX {
+            // The model's frame length saturates at 65535: larger constants stay opaque.
+            if shift != 0 || mask != u32::MAX || c >= 0xffff {
                 return None;
             }
             let yes =
