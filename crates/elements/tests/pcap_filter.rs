@@ -306,10 +306,12 @@ proptest! {
             let got = pred.accepts(&f, f.len() as u32);
             let want = literal.filter(&f);
             let want_opt = optimized.as_ref().map_or(want, |b| b.filter(&f));
-            if s.cut.is_none() {
-                prop_assert!(got == want && got == want_opt, "`{text}` on {f:02x?}: libpcap {want}/{want_opt}, ours {got}");
+            // Where libpcap's literal and optimized programs differ (the optimizer drops or
+            // reorders a load past the end of the frame), either answer is libpcap's.
+            if want == want_opt {
+                prop_assert!(got == want, "`{text}` on {f:02x?}: libpcap {want}, ours {got}");
             } else {
-                prop_assert!(got == want || got == want_opt, "`{text}` on cut {f:02x?}: libpcap {want}/{want_opt}, ours {got}");
+                prop_assert!(got == want || got == want_opt, "`{text}` on {f:02x?}: libpcap {want}/{want_opt}, ours {got}");
             }
         }
     }
