@@ -188,8 +188,49 @@ const PRIMITIVES: &[&str] = &[
     "ah or esp",
 ];
 
+/// Random arithmetic, to check operator precedence (`^` included) against libpcap.
+fn arith() -> impl Strategy<Value = String> {
+    let leaf = prop::sample::select(vec![
+        "ip[0]",
+        "ip[1]",
+        "tcp[13]",
+        "len",
+        "3",
+        "0x10",
+        "ip[2:2]",
+        "ether[12:2]",
+        "udp[0:2]",
+        "1",
+    ])
+    .prop_map(String::from);
+    leaf.prop_recursive(3, 8, 2, |inner| {
+        prop_oneof![
+            (
+                inner.clone(),
+                prop::sample::select(vec!["+", "-", "*", "&", "|", "^", "<<", ">>"]),
+                inner.clone()
+            )
+                .prop_map(|(a, o, b)| format!("{a} {o} {b}")),
+            inner.clone().prop_map(|a| format!("({a})")),
+            inner.prop_map(|a| format!("-{a}")),
+        ]
+    })
+}
+
+fn relation() -> impl Strategy<Value = String> {
+    (
+        arith(),
+        prop::sample::select(vec!["=", "!=", "<", "<=", ">", ">="]),
+        arith(),
+    )
+        .prop_map(|(a, o, b)| format!("{a} {o} {b}"))
+}
+
 fn expression() -> impl Strategy<Value = String> {
-    let leaf = prop::sample::select(PRIMITIVES).prop_map(String::from);
+    let leaf = prop_oneof![
+        4 => prop::sample::select(PRIMITIVES).prop_map(String::from),
+        1 => relation(),
+    ];
     leaf.prop_recursive(3, 12, 3, |inner| {
         prop_oneof![
             inner.clone().prop_map(|a| format!("not {a}")),
@@ -272,7 +313,7 @@ fn check_regions(text: &str, pred: &Pred, frame: &[u8]) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
 
     #[test]
     fn random_text_never_panics(s in "[ -~]{0,60}") {

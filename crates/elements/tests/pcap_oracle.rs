@@ -420,6 +420,18 @@ const EXTRA: &[&str] = &[
     "pppoed or pim or igrp",
     "carp[6:2] > 0xb000",
     "ah or esp",
+    "ip[0] & 1 ^ 3 = 2",
+    "ip[0] ^ 1 | 3 = 0x46",
+    "ip[0] | 1 ^ 3 = 0x47",
+    "ip[0] * 2 ^ 1 + 3 = 0x8e",
+    "-ip[0] ^ 1 = 0xffffffba",
+    "ip[1] - 1 << 2 = 0xfffffffc",
+    "length > 100 and len < 120",
+    "host 10 or dst 80 or net 10",
+    "ip[0] > ip[0] + udp[0:2]",
+    "1 + tcp[13] > 1",
+    "host 10.0.0.1 or (3) = ip[0] or ip",
+    "port 80 or 443 or (1) < ip[8]",
 ];
 
 #[test]

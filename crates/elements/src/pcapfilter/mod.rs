@@ -45,6 +45,9 @@
 //!   (IPv4 transport header at 14 + IHL × 4, guarded by the protocol and fragment offset 0)
 //!   and `icmp6` (40 bytes into the IPv6 header), with libpcap's names `tcpflags`,
 //!   `icmptype`, `icmpcode`, `tcp-syn`…`tcp-cwr`, `icmp-echo`…, `icmp6-echo`….
+//!   libpcap's quirks are kept: a binary operator keeps only its *left* operand's protocol
+//!   checks (`ip[0] + udp[0:2] > 1` also holds on TCP), and `^` has no precedence in its
+//!   grammar, so it groups everything to its right (`a & 1 ^ 3` is `a & (1 ^ 3)`).
 //!
 //! # Synthesis
 //!

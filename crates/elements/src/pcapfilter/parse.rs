@@ -842,7 +842,7 @@ impl Parser {
             };
             self.bump();
             let (rhs, q) = match last {
-                Some(q) if self.bare_id_ahead() => (self.id(q)?, Some(q)),
+                Some(q) if self.bare_id_ahead() => self.bare_id_or_term(q)?,
                 _ => self.term()?,
             };
             last = q;
@@ -851,6 +851,26 @@ impl Parser {
             } else {
                 Pred::or(vec![acc, rhs])
             };
+        }
+    }
+
+    /// An identifier inheriting `q` (`or 443`), unless what follows makes it a term after
+    /// all (`or (3) = ip[0]`): the parse that gets further wins.
+    fn bare_id_or_term(&mut self, q: Quals) -> Res<(Pred, Option<Quals>)> {
+        let save = (self.pos, self.off_lt, self.off_pl);
+        let id_err = match self.id(q) {
+            Ok(p) if !matches!(self.peek(), Tok::Rel(_) | Tok::Op(_)) => return Ok((p, Some(q))),
+            Ok(_) => PcapError {
+                column: self.col(),
+                message: String::new(),
+            },
+            Err(e) => e,
+        };
+        (self.pos, self.off_lt, self.off_pl) = save;
+        match self.term() {
+            Ok(v) => Ok(v),
+            Err(e) if e.column >= id_err.column || id_err.message.is_empty() => Err(e),
+            Err(_) => Err(id_err),
         }
     }
 
@@ -1488,7 +1508,7 @@ impl Parser {
         match self.peek() {
             Tok::Num(_) | Tok::LParen => true,
             Tok::Op(ArithOp::Sub) => true,
-            Tok::Word(w) if w == "len" => true,
+            Tok::Word(w) if w == "len" || w == "length" => true,
             Tok::Word(w) if named_constant(w).is_some() => true,
             Tok::Word(w) => Proto::of(w).is_some() && matches!(self.peek_at(1), Tok::LBrack),
             _ => false,
@@ -1526,7 +1546,10 @@ impl Parser {
             }
             let col = self.col();
             self.bump();
-            let rhs = self.arith(level + 1, guards)?;
+            // libpcap's `gen_arth` keeps only the left operand's protocol checks: the right
+            // operand's are dropped (`ip[0] + udp[0:2]` is not limited to UDP), so its loads
+            // run unguarded.
+            let rhs = self.arith(level + 1, &mut Vec::new())?;
             lhs = match (lhs.constant(), rhs.constant()) {
                 (Some(a), Some(b)) => match op.apply(a, b) {
                     Some(v) => Value::Const(v),
@@ -1541,9 +1564,24 @@ impl Parser {
         Ok(lhs)
     }
 
+    /// A primary, and libpcap's `^`: its grammar gives `^` no precedence, so the parser
+    /// always shifts it — `^` takes the primary before it as its left operand and the whole
+    /// arithmetic expression after it as its right one (`a & 1 ^ 3` is `a & (1 ^ 3)`,
+    /// `a ^ 1 | 3` is `a ^ (1 | 3)`).
     fn primary(&mut self, guards: &mut Vec<Pred>) -> Res<Value> {
         self.enter()?;
-        let r = self.primary_inner(guards);
+        let r = self.primary_inner(guards).and_then(|lhs| {
+            if !matches!(self.peek(), Tok::Op(ArithOp::Xor)) {
+                return Ok(lhs);
+            }
+            self.bump();
+            // As for the other operators, the right operand's protocol checks are dropped.
+            let rhs = self.arith(0, &mut Vec::new())?;
+            Ok(match (lhs.constant(), rhs.constant()) {
+                (Some(a), Some(b)) => Value::Const(a ^ b),
+                _ => Value::Bin(ArithOp::Xor, Box::new(lhs), Box::new(rhs)),
+            })
+        });
         self.depth -= 1;
         r
     }
@@ -1572,7 +1610,7 @@ impl Parser {
                 self.bump();
                 Ok(v)
             }
-            Tok::Word(w) if w == "len" => {
+            Tok::Word(w) if w == "len" || w == "length" => {
                 self.bump();
                 Ok(Value::Len)
             }
@@ -1726,6 +1764,7 @@ fn is_keyword(w: &str) -> bool {
                 | "or"
                 | "not"
                 | "len"
+                | "length"
                 | "greater"
                 | "less"
                 | "vlan"
