@@ -254,7 +254,9 @@ fn bcx(names: &Names, noutputs: usize) -> BuildCtx<'_> {
 
 fn element(expr: &str, noutputs: usize) -> Box<dyn Element> {
     let names = Names::new();
-    build("PcapFilter", &format!("\"{expr}\""), &bcx(&names, noutputs))
+    // Inside Click's double quotes a backslash escapes the next character.
+    let quoted = format!("\"{}\"", expr.replace('\\', "\\\\"));
+    build("PcapFilter", &quoted, &bcx(&names, noutputs))
         .unwrap_or_else(|e| panic!("PcapFilter({expr}): {e}"))
 }
 
@@ -333,6 +335,10 @@ proptest! {
         if let Ok(p) = parse(&s) {
             let _ = p.to_string();
             let _ = regions(&p);
+            // Never accept what libpcap refuses.
+            let dead = Capture::dead(Linktype::ETHERNET).expect("pcap dead handle");
+            let ok = dead.compile(&s, false).is_ok();
+            prop_assert!(ok, "`{}` is accepted but libpcap refuses it", s);
         }
     }
 
@@ -468,6 +474,10 @@ fn errors_name_the_column_and_what_was_expected() {
         ("tcp port", 9, "expected an address, number or name"),
         ("ip[0:3] = 1", 6, "data size must be 1, 2, or 4"),
         ("ip[1/0] = 1", 5, "division by zero"),
+        ("ip[1] % (0) = 1", 7, "modulus by zero"),
+        ("ip[1] << 32 = 1", 7, "shift by more than 31 bits"),
+        ("proto udp", 7, "write `\\udp`"),
+        ("src 00:11:22:33:44:55", 5, "non-ether"),
         ("host 10.0.0.1 and", 18, "expected a primitive"),
         ("tcp and (udp", 13, "expected `)`"),
         ("10.0.0.1", 1, "needs a qualifier"),
@@ -484,7 +494,11 @@ fn errors_name_the_column_and_what_was_expected() {
         ("ip broadcast", 1, "netmask"),
         ("tcp host 10.0.0.1", 10, "not a valid qualifier"),
         ("port 10.0.0.1", 6, "qualifier applied to IPv4 address"),
-        ("host 10.0.0.1/8", 6, "not a valid qualifier"),
+        ("host 10.0.0.1/8", 6, "Mask syntax for networks only"),
+        ("src fe80::/10", 5, "Mask syntax for networks only"),
+        ("net 10/8", 5, "dotted address"),
+        ("net 10.0.0.0 mask 0xff000000", 19, "dotted netmask"),
+        ("net 10.0.0.0/40", 14, "mask length must be <= 32"),
         ("net 10.0.0.1/8", 5, "non-network bits"),
         ("ether proto 100", 13, "≤ 1500"),
         ("ip @ 1", 4, "unexpected character `@`"),
@@ -570,4 +584,131 @@ fn element_outputs_and_drops() {
         .expect("refused");
     assert!(err.to_string().contains("column 9"), "{err}");
     assert!(build("PcapFilter", "", &bcx(&names, 1)).is_err());
+}
+
+/// Mutated valid expressions (a token dropped, duplicated, swapped or replaced): whatever we
+/// accept, libpcap accepts too.
+#[test]
+fn nothing_libpcap_refuses_is_accepted() {
+    let pool = [
+        "ip",
+        "tcp",
+        "host",
+        "net",
+        "port",
+        "src",
+        "dst",
+        "and",
+        "or",
+        "not",
+        "(",
+        ")",
+        "[",
+        "]",
+        ":",
+        "1",
+        "0x10",
+        "10.0.0.1",
+        "fe80::1",
+        "/",
+        "8",
+        "mask",
+        "==",
+        "!=",
+        "<",
+        "&",
+        "|",
+        "^",
+        "-",
+        ">>",
+        "len",
+        "vlan",
+        "portrange",
+        "1-5",
+        "proto",
+        "\\tcp",
+        "ether",
+        "00:11:22:33:44:55",
+        "tcpflags",
+        "tcp-syn",
+        "!",
+        "&&",
+        "||",
+        "greater",
+        "*",
+        "4",
+        "0",
+        "255.255.0.0",
+        "10.1",
+        "mpls",
+        "llc",
+        "decnet",
+        "1.1",
+        "udp",
+        "icmp6",
+        "broadcast",
+        "multicast",
+        "pppoes",
+        "66000",
+    ];
+    let mut s = 0x1234_5678_9abc_def0u64;
+    let mut next = move |n: usize| {
+        s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = s;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        ((z ^ (z >> 31)) % n as u64) as usize
+    };
+    let dead = Capture::dead(Linktype::ETHERNET).expect("pcap dead handle");
+    let (mut accepted, mut total, mut refused_ok) = (0, 0, 0);
+    let mut wrong = Vec::new();
+    let mut samples = Vec::new();
+    for _ in 0..6000 {
+        let a = PRIMITIVES[next(PRIMITIVES.len())];
+        let b = PRIMITIVES[next(PRIMITIVES.len())];
+        let joined = format!("{a} {} {b}", ["and", "or", "and not"][next(3)]);
+        let mut toks: Vec<String> = joined.split_whitespace().map(String::from).collect();
+        let i = next(toks.len());
+        match next(4) {
+            0 => {
+                toks.remove(i);
+            }
+            1 => toks.insert(i, toks[i].clone()),
+            2 => {
+                let j = next(toks.len());
+                toks.swap(i, j);
+            }
+            _ => toks[i] = pool[next(pool.len())].to_string(),
+        }
+        let text = toks.join(" ");
+        total += 1;
+        match parse(&text) {
+            Ok(_) => {
+                accepted += 1;
+                if dead.compile(&text, false).is_err() && wrong.len() < 20 {
+                    wrong.push(text);
+                }
+            }
+            Err(e) => {
+                if dead.compile(&text, false).is_ok() {
+                    refused_ok += 1;
+                    if samples.len() < 30 {
+                        samples.push(format!("{text}  ->  {e}"));
+                    }
+                }
+            }
+        }
+    }
+    println!(
+        "{accepted} of {total} mutated expressions accepted; {refused_ok} refused that libpcap accepts, e.g.:"
+    );
+    for x in &samples {
+        println!("  {x}");
+    }
+    assert!(accepted > total / 10, "only {accepted} of {total} parse");
+    assert!(
+        wrong.is_empty(),
+        "accepted but refused by libpcap:\n{}",
+        wrong.join("\n")
+    );
 }

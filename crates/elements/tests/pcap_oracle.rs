@@ -432,6 +432,10 @@ const EXTRA: &[&str] = &[
     "1 + tcp[13] > 1",
     "host 10.0.0.1 or (3) = ip[0] or ip",
     "port 80 or 443 or (1) < ip[8]",
+    "ip[0] / (1 - 1) = 0 or udp",
+    "ip[0] << (30 + 10) = 0",
+    "ip[0] << -3 = 0 and tcp",
+    "ip[0] >> 31 = 0",
 ];
 
 #[test]

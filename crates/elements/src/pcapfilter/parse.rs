@@ -1259,7 +1259,10 @@ impl Parser {
                     );
                 }
                 if matches!(self.peek(), Tok::Op(ArithOp::Div)) || self.is_word("mask") {
-                    return self.word_id(col, q, &n.to_string());
+                    return err(
+                        col,
+                        format!("a network needs a dotted address before `/` or `mask` (write `{n}.0.0.0/8`, `{n}.0/16`, ...)"),
+                    );
                 }
                 if q.addr == Addr::Net {
                     let (mut v, mut m) = (n, u32::MAX);
@@ -1275,13 +1278,17 @@ impl Parser {
     }
 
     fn word_id(&mut self, col: usize, q: Quals, w: &str) -> Res<Pred> {
+        if is_keyword(w) || named_constant(w).is_some() {
+            return err(
+                col,
+                format!("`{w}` is a keyword, not a name: write `\\{w}` for the protocol name"),
+            );
+        }
         if q.proto == Proto::Decnet {
             return self.decnet_host(col, q, w);
         }
         if is_mac(w) {
-            if !matches!(q.proto, Proto::Link | Proto::Default)
-                || !matches!(q.addr, Addr::Default | Addr::Host)
-            {
+            if q.proto != Proto::Link || !matches!(q.addr, Addr::Default | Addr::Host) {
                 return err(col, "Ethernet address used in non-ether expression");
             }
             let mut mac = [0u8; 6];
@@ -1305,31 +1312,23 @@ impl Parser {
             let cidr = matches!(self.peek(), Tok::Op(ArithOp::Div));
             if cidr {
                 self.bump();
-                let Tok::Num(n) = self.bump() else {
-                    return err(self.col(), "expected a prefix length after `/`");
-                };
-                if n > 128 {
-                    return err(col, "mask length must be <= 128".to_string());
-                }
-                bits = n;
+                bits = self.prefix_len(128)?;
             }
             return match q.addr {
                 Addr::Net => {
                     let a = u128::from(addr);
-                    if bits < 128
-                        && a & !(u128::MAX.checked_shr(bits).map_or(u128::MAX, |m| !m)) != 0
-                        && bits > 0
-                        || bits == 0 && a != 0
-                    {
+                    let mask = if bits == 0 {
+                        0
+                    } else {
+                        u128::MAX << (128 - bits)
+                    };
+                    if a & !mask != 0 {
                         return err(col, format!("non-network bits set in \"{w}/{bits}\""));
                     }
                     self.host6(col, q, a, bits)
                 }
                 Addr::Default | Addr::Host if !cidr => self.host6(col, q, u128::from(addr), 128),
-                Addr::Default | Addr::Host => err(
-                    col,
-                    format!("'host' is not a valid qualifier for '{w}/{bits}'"),
-                ),
+                Addr::Default | Addr::Host => err(col, "Mask syntax for networks only (use `net`)"),
                 a => err(
                     col,
                     format!("'{}' qualifier applied to IPv6 address", a.name()),
@@ -1337,51 +1336,33 @@ impl Parser {
             };
         }
         if w.starts_with(|c: char| c.is_ascii_digit()) && !w.contains('-') {
-            let Some((mut v, mut bits)) = ipv4(w) else {
+            // `10.1` is the network 10.1.0.0/16 (the octets given), as in libpcap.
+            let Some((v, given)) = ipv4(w) else {
                 return err(col, format!("invalid IPv4 address '{w}'"));
             };
-            let mut mask = mask_of(bits);
+            let mut mask = mask_of(given);
             let mut netmask = false;
             if matches!(self.peek(), Tok::Op(ArithOp::Div)) {
                 self.bump();
-                let Tok::Num(n) = self.bump() else {
-                    return err(self.col(), "expected a prefix length after `/`");
-                };
-                if n > 32 {
-                    return err(col, "mask length must be <= 32".to_string());
-                }
-                bits = n;
-                mask = mask_of(n);
+                mask = mask_of(self.prefix_len(32)?);
                 netmask = true;
-                if w.split('.').count() < 4 {
-                    // `10/8`: the dotted part is the address's top octets.
-                } else {
-                    v = ipv4(w).map_or(0, |x| x.0);
-                }
             } else if self.is_word("mask") {
                 self.bump();
                 let mcol = self.col();
                 let m = match self.bump() {
                     Tok::Word(mw) => ipv4(&mw).filter(|x| x.1 == 32).map(|x| x.0),
-                    Tok::Num(n) => Some(n),
                     _ => None,
                 };
                 let Some(m) = m else {
-                    return err(mcol, "expected a dotted netmask after `mask`");
+                    return err(mcol, "expected a dotted netmask (255.255.0.0) after `mask`");
                 };
                 mask = m;
                 netmask = true;
             }
-            let _ = bits;
             return match q.addr {
                 Addr::Net | Addr::Default | Addr::Host => {
                     if netmask && q.addr != Addr::Net {
-                        return err(
-                            col,
-                            format!(
-                                "'host' is not a valid qualifier for '{w}' with a mask (use `net`)"
-                            ),
-                        );
+                        return err(col, "Mask syntax for networks only (use `net`)");
                     }
                     if netmask && v & !mask != 0 {
                         return err(col, format!("non-network bits set in \"{w}\""));
@@ -1415,6 +1396,19 @@ impl Parser {
             }
         }
         self.name_id(col, q, w)
+    }
+
+    /// The prefix length after a `/`, at most `max`.
+    fn prefix_len(&mut self, max: u32) -> Res<u32> {
+        let col = self.col();
+        match self.bump() {
+            Tok::Num(n) if n <= max => Ok(n),
+            Tok::Num(_) => err(col, format!("mask length must be <= {max}")),
+            t => err(
+                col,
+                format!("expected a prefix length after `/`, found {}", t.describe()),
+            ),
+        }
     }
 
     /// `decnet [src|dst] host AREA.NODE`: the four DECnet routing-header layouts.
@@ -1549,19 +1543,43 @@ impl Parser {
             // libpcap's `gen_arth` keeps only the left operand's protocol checks: the right
             // operand's are dropped (`ip[0] + udp[0:2]` is not limited to UDP), so its loads
             // run unguarded.
+            let start = self.pos;
             let rhs = self.arith(level + 1, &mut Vec::new())?;
+            // libpcap checks the divisor and the shift count only when they are a literal
+            // number (`/ 0`, `<< 40`); computed ones are evaluated per packet.
+            if let Some(n) = rhs.constant().filter(|_| self.literal(start)) {
+                match op {
+                    ArithOp::Div if n == 0 => return err(col, "division by zero"),
+                    ArithOp::Mod if n == 0 => return err(col, "modulus by zero"),
+                    ArithOp::Shl | ArithOp::Shr if n > 31 => {
+                        return err(col, "shift by more than 31 bits")
+                    }
+                    _ => {}
+                }
+            }
             lhs = match (lhs.constant(), rhs.constant()) {
                 (Some(a), Some(b)) => match op.apply(a, b) {
                     Some(v) => Value::Const(v),
-                    None if op == ArithOp::Div => return err(col, "division by zero"),
-                    None => return err(col, "modulus by zero"),
+                    None => Value::Bin(op, Box::new(lhs), Box::new(rhs)),
                 },
-                (_, Some(0)) if matches!(op, ArithOp::Div) => return err(col, "division by zero"),
-                (_, Some(0)) if matches!(op, ArithOp::Mod) => return err(col, "modulus by zero"),
                 _ => Value::Bin(op, Box::new(lhs), Box::new(rhs)),
             };
         }
         Ok(lhs)
+    }
+
+    /// Whether the tokens from `start` to the current position are one number, possibly in
+    /// parentheses (what libpcap's code generator sees as an immediate operand).
+    fn literal(&self, start: usize) -> bool {
+        let num = |t: &Tok| {
+            matches!(t, Tok::Num(_)) || matches!(t, Tok::Word(w) if named_constant(w).is_some())
+        };
+        let span: Vec<&Tok> = self.toks[start..self.pos].iter().map(|(t, _)| t).collect();
+        match span.as_slice() {
+            [t] => num(t),
+            [Tok::LParen, t, Tok::RParen] => num(t),
+            _ => false,
+        }
     }
 
     /// A primary, and libpcap's `^`: its grammar gives `^` no precedence, so the parser
