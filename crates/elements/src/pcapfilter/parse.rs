@@ -190,7 +190,12 @@ fn tokenize(text: &str) -> Result<Vec<(Tok, usize)>, PcapError> {
                 chars[i..k].iter().collect()
             };
             let n = word.chars().count();
+            // libpcap's named constants (`tcpflags`, `tcp-syn`, `icmp-echo`) are numbers
+            // wherever a number may stand (`ip proto tcpflags`, `vlan tcpflags`).
             let tok = match number(&word) {
+                _ if named_constant(&word).is_some() => {
+                    Tok::Num(named_constant(&word).unwrap_or(0))
+                }
                 Some(Ok(v)) => Tok::Num(v),
                 Some(Err(())) => {
                     return err(col, format!("number `{word}` is not a valid 32-bit number"))
@@ -884,7 +889,7 @@ impl Parser {
             k += 1;
         }
         match self.peek_at(k) {
-            Tok::Word(w) => !is_keyword(w) && named_constant(w).is_none(),
+            Tok::Word(w) => !is_keyword(w),
             Tok::Escaped(_) => true,
             Tok::Num(_) => !matches!(self.peek_at(k + 1), Tok::Rel(_) | Tok::Op(_)),
             _ => false,
@@ -1278,7 +1283,7 @@ impl Parser {
     }
 
     fn word_id(&mut self, col: usize, q: Quals, w: &str) -> Res<Pred> {
-        if is_keyword(w) || named_constant(w).is_some() {
+        if is_keyword(w) {
             return err(
                 col,
                 format!("`{w}` is a keyword, not a name: write `\\{w}` for the protocol name"),
@@ -1503,7 +1508,6 @@ impl Parser {
             Tok::Num(_) | Tok::LParen => true,
             Tok::Op(ArithOp::Sub) => true,
             Tok::Word(w) if w == "len" || w == "length" => true,
-            Tok::Word(w) if named_constant(w).is_some() => true,
             Tok::Word(w) => Proto::of(w).is_some() && matches!(self.peek_at(1), Tok::LBrack),
             _ => false,
         }
@@ -1571,9 +1575,7 @@ impl Parser {
     /// Whether the tokens from `start` to the current position are one number, possibly in
     /// parentheses (what libpcap's code generator sees as an immediate operand).
     fn literal(&self, start: usize) -> bool {
-        let num = |t: &Tok| {
-            matches!(t, Tok::Num(_)) || matches!(t, Tok::Word(w) if named_constant(w).is_some())
-        };
+        let num = |t: &Tok| matches!(t, Tok::Num(_));
         let span: Vec<&Tok> = self.toks[start..self.pos].iter().map(|(t, _)| t).collect();
         match span.as_slice() {
             [t] => num(t),
@@ -1631,10 +1633,6 @@ impl Parser {
             Tok::Word(w) if w == "len" || w == "length" => {
                 self.bump();
                 Ok(Value::Len)
-            }
-            Tok::Word(w) if named_constant(&w).is_some() => {
-                self.bump();
-                Ok(Value::Const(named_constant(&w).unwrap_or(0)))
             }
             Tok::Word(w) if Proto::of(&w).is_some() && matches!(self.peek_at(1), Tok::LBrack) => {
                 let p = Proto::of(&w).unwrap_or(Proto::Default);
