@@ -584,6 +584,13 @@ fn element_outputs_and_drops() {
         .expect("refused");
     assert!(err.to_string().contains("column 9"), "{err}");
     assert!(build("PcapFilter", "", &bcx(&names, 1)).is_err());
+    assert!(build("PcapFilter", "tcp, udp", &bcx(&names, 1)).is_err());
+    // Unquoted, as long as it has no comma.
+    let mut bare = build("PcapFilter", "net 10.0.0.0/8 and tcp", &bcx(&names, 1)).unwrap();
+    assert_eq!(
+        pushed(&mut bare, Packet::from_bytes(&frame)),
+        Outcome::Out(0)
+    );
 }
 
 /// Mutated valid expressions (a token dropped, duplicated, swapped or replaced): whatever we

@@ -136,6 +136,8 @@ fn generated_table_agrees_with_libpcap_1_10_3() {
         println!("  {x}");
     }
     assert!(rows > 10_000, "only {rows} rows compared");
+    assert_eq!(exprs.len() - parsed.len(), REFUSED.len());
+    assert!(agreeing >= 63, "only {agreeing} expressions agree");
     assert!(
         bad_rows.is_empty(),
         "disagreements with libpcap:\n{}",
