@@ -23,6 +23,7 @@ pub mod classifier;
 pub mod icmp;
 pub mod ip;
 pub mod ipfilter;
+pub mod pcapfilter;
 pub mod rewriter;
 
 pub mod model;
@@ -41,11 +42,12 @@ type Builder = fn(&str, &Args, &BuildCtx) -> Option<Result<Box<dyn Element>, Con
 /// unknown or the configuration is wrong; never panics.
 pub fn build(class: &str, config: &str, bcx: &BuildCtx) -> Result<Box<dyn Element>, ConfigError> {
     let args = Args::parse(config)?;
-    let builders: [Builder; 7] = [
+    let builders: [Builder; 8] = [
         basic::build,
         ip::build,
         classifier::build,
         ipfilter::build,
+        pcapfilter::build,
         rewriter::build,
         arp::build,
         icmp::build,

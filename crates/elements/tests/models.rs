@@ -443,6 +443,17 @@ const CHECKS: &[(&str, &str, usize)] = &[
     ("GetIPAddress", "16", 1),
     ("GetIPAddress", "OFFSET 16, ANNO DST_IP", 1),
     ("SetIPAddress", "10.0.0.9", 1),
+    ("PcapFilter", "\"tcp port 80 or udp\"", 2),
+    (
+        "PcapFilter",
+        "\"vlan or ip[8] < 64 and not host 10.0.0.1\"",
+        1,
+    ),
+    (
+        "PcapFilter",
+        "\"ip and tcp[((tcp[12] & 0xf0) >> 2):1] = 0 or ether multicast\"",
+        2,
+    ),
 ];
 
 const IP: &[(&str, &str, usize)] = &[

@@ -111,6 +111,11 @@ pub struct GenArgs {
     /// whole number of microseconds).
     #[arg(long)]
     pub nano: bool,
+
+    /// Write only the generated frames matching this tcpdump expression (the others are
+    /// generated, so the rest of the trace is the same, and counted as filtered out).
+    #[arg(long, value_name = "EXPR")]
+    pub filter: Option<String>,
 }
 
 impl GenArgs {
@@ -182,6 +187,14 @@ fn classbench_tuples(args: &GenArgs) -> Result<Option<Vec<ports::gen::Tuple>>, S
 pub fn run(args: &GenArgs) -> Result<String, String> {
     let cfg = args.config();
     cfg.validate()?;
+    let filter = match &args.filter {
+        Some(text) => Some(
+            elements::pcapfilter::PcapFilter::from_expr(text)
+                .map_err(|e| format!("--filter `{text}`: {e}"))?,
+        ),
+        None => None,
+    };
+    let mut filtered_out = 0u64;
     let precision = if args.nano || !args.gap_ns.is_multiple_of(1000) {
         Precision::Nano
     } else {
@@ -196,6 +209,10 @@ pub fn run(args: &GenArgs) -> Result<String, String> {
     let flows = gen.flow_count();
     let mut bytes = 0u64;
     for (ts, frame) in gen.by_ref() {
+        if filter.as_ref().is_some_and(|f| !f.matches(&frame)) {
+            filtered_out += 1;
+            continue;
+        }
         bytes += frame.len() as u64;
         writer.write(ts, &frame).map_err(|e| e.to_string())?;
     }
@@ -205,6 +222,9 @@ pub fn run(args: &GenArgs) -> Result<String, String> {
         "wrote {packets} packets ({flows} flows, {bytes} bytes captured) to {}",
         args.output.display()
     );
+    if filter.is_some() {
+        line.push_str(&format!("; {filtered_out} generated frames filtered out"));
+    }
     if !cfg.anomalies.is_none() {
         let c = gen.anomaly_counts();
         line.push_str(&format!(

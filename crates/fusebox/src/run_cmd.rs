@@ -1,12 +1,17 @@
 //! `fusebox run` and `fusebox check`.
 
 use chain::exec::Source;
+use chain::summary::Summary;
 use chain::{ChainFile, Endpoint, Executor, ExitSink, RunOptions};
 use clap::{Args, ValueEnum};
+use elements::pcapfilter::PcapFilter;
 use packet::Precision;
+use ports::pcap::Record;
 use ports::pcap::{PcapReader, PcapWriter};
+use std::cell::Cell;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::rc::Rc;
 use std::time::Instant;
 
 /// Execution mode.
@@ -53,6 +58,10 @@ pub struct RunArgs {
     /// No progress bar.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Only input packets matching this tcpdump expression enter the chain; the others count
+    /// as dropped (`filter-excluded`), so in = out + drops still holds.
+    #[arg(long, value_name = "EXPR")]
+    pub filter: Option<String>,
 }
 
 /// Arguments of `fusebox check`.
@@ -178,6 +187,18 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, String> {
         }
         readers.push((ep.clone(), file.clone(), r));
     }
+    let filter = match &a.filter {
+        Some(text) => Some(Rc::new(
+            PcapFilter::from_expr(text).map_err(|e| format!("--filter `{text}`: {e}"))?,
+        )),
+        None => None,
+    };
+    let excluded = Rc::new(Cell::new(0u64));
+    let keep = |r: &Record| {
+        filter
+            .as_ref()
+            .is_none_or(|f| f.pred().accepts(&r.data, r.orig_len))
+    };
     let started = Instant::now();
     let mut ex = build(
         &chain,
@@ -213,28 +234,38 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, String> {
             )
         })?;
         if a.replay.is_some() {
-            let (recs, err) = ports::pcap::read_all(&file).map_err(|e| e.to_string())?;
+            let (mut recs, err) = ports::pcap::read_all(&file).map_err(|e| e.to_string())?;
             if let Some(e) = err {
                 errors.push(e.to_string());
             }
+            let before = recs.len();
+            recs.retain(keep);
+            excluded.set(excluded.get() + (before - recs.len()) as u64);
             memory.push((entry, recs));
         } else {
-            sources.push(ex.source(format!("{ep}={}", file.display()), entry, records(r)));
+            let recs = filtered(records(r), filter.clone(), excluded.clone());
+            sources.push(ex.source(format!("{ep}={}", file.display()), entry, recs));
         }
     }
     for (name, entry, path) in ex.dump_sources().to_vec() {
         if a.replay.is_some() {
-            let (recs, err) = ports::pcap::read_all(&path).map_err(|e| format!("{name}: {e}"))?;
+            let (mut recs, err) =
+                ports::pcap::read_all(&path).map_err(|e| format!("{name}: {e}"))?;
             if let Some(e) = err {
                 errors.push(e.to_string());
             }
+            let before = recs.len();
+            recs.retain(keep);
+            excluded.set(excluded.get() + (before - recs.len()) as u64);
             memory.push((entry, recs));
         } else {
             let r = PcapReader::open(&path).map_err(|e| format!("{name}: {e}"))?;
-            sources.push(ex.source(format!("{name}={}", path.display()), entry, records(r)));
+            let recs = filtered(records(r), filter.clone(), excluded.clone());
+            sources.push(ex.source(format!("{name}={}", path.display()), entry, recs));
         }
     }
     if let Some(passes) = a.replay {
+        excluded.set(excluded.get() * passes);
         let t0 = Instant::now();
         let n = ex.replay(&memory, passes);
         let secs = t0.elapsed().as_secs_f64();
@@ -247,7 +278,7 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, String> {
             );
         }
         if a.json {
-            let mut s = ex.summary().to_json();
+            let mut s = with_excluded(ex.summary(), excluded.get()).to_json();
             s = format!("{{\"replay\": {{\"packets\": {n}, \"passes\": {passes}, \"seconds\": {secs}, \"pps\": {pps}}},{} \"summary\": {s}}}", synth_json(synth.as_ref()).map(|s| format!(" {s}")).unwrap_or_default());
             outln!("{s}");
         }
@@ -274,7 +305,7 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, String> {
         }
         ex.finish()?;
         if a.json {
-            let s = ex.summary().to_json();
+            let s = with_excluded(ex.summary(), excluded.get()).to_json();
             match s.strip_prefix("{\n") {
                 Some(rest) if synth.is_some() => {
                     outln!(
@@ -286,7 +317,7 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, String> {
             }
         }
     }
-    let summary = ex.summary();
+    let summary = with_excluded(ex.summary(), excluded.get());
     if !a.json {
         eprint!("{}", summary.to_text());
         eprintln!("time: {:.3} s", started.elapsed().as_secs_f64());
@@ -314,6 +345,29 @@ type Records = Box<dyn Iterator<Item = Result<ports::pcap::Record, ports::pcap::
 /// A reader as a stream of records.
 fn records(mut r: PcapReader) -> Records {
     Box::new(std::iter::from_fn(move || r.next_record()))
+}
+
+/// `records` without those `filter` rejects, counted in `excluded`.
+fn filtered(records: Records, filter: Option<Rc<PcapFilter>>, excluded: Rc<Cell<u64>>) -> Records {
+    let Some(f) = filter else { return records };
+    Box::new(records.filter(move |r| match r {
+        Ok(rec) if !f.pred().accepts(&rec.data, rec.orig_len) => {
+            excluded.set(excluded.get() + 1);
+            false
+        }
+        _ => true,
+    }))
+}
+
+/// The summary with the packets `--filter` kept out counted as input dropped for
+/// `filter-excluded` (at chain level: no NF saw them).
+fn with_excluded(mut s: Summary, excluded: u64) -> Summary {
+    if excluded > 0 {
+        s.totals.input += excluded;
+        s.totals.dropped += excluded;
+        *s.totals.drops.entry("filter-excluded".into()).or_default() += excluded;
+    }
+    s
 }
 
 /// `fusebox check`.
