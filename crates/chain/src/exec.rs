@@ -17,6 +17,7 @@ use ports::pcap::{PcapError, PcapWriter, Record};
 use std::collections::{BTreeMap, HashMap};
 use std::hash::BuildHasherDefault;
 use std::path::PathBuf;
+use std::time::Instant;
 use wire::checksum::{fold, operands16, operands32};
 
 mod classify;
@@ -195,6 +196,15 @@ pub struct Executor {
     compiled: Vec<Option<classify::Classes>>,
     /// Packets served by remembered paths (one lookup each).
     flow_hits: u64,
+    /// Latency recording (`Executor::record_latency`), off unless asked for.
+    latency: Option<Box<Latency>>,
+}
+
+/// Latency samples: the instant the current batch entered, and for every packet that left
+/// since recording began, the nanoseconds from its batch's entry to its exit.
+struct Latency {
+    start: Instant,
+    samples: Vec<u64>,
 }
 
 /// What the synthesizer needs to know about one element of the stitched chain graph.
@@ -389,6 +399,7 @@ impl Executor {
             chain_created: 0,
             next_input: 0,
             batch: options.batch.max(1),
+            latency: None,
             program: None,
             node_counts: Vec::new(),
             node_bytes: Vec::new(),
@@ -496,10 +507,32 @@ impl Executor {
         errors
     }
 
+    /// Starts (`true`) or stops recording, for [`Executor::replay`], the time from the
+    /// instant each batch enters to the instant each of its packets leaves by an exit.
+    /// Off by default: then the only cost is one test per exit.
+    pub fn record_latency(&mut self, on: bool) {
+        self.latency = on.then(|| {
+            Box::new(Latency {
+                start: Instant::now(),
+                samples: Vec::new(),
+            })
+        });
+    }
+
+    /// The latency samples recorded so far (nanoseconds, in exit order), emptied.
+    pub fn take_latency(&mut self) -> Vec<u64> {
+        self.latency
+            .as_mut()
+            .map(|l| std::mem::take(&mut l.samples))
+            .unwrap_or_default()
+    }
+
     /// Replays `inputs` (already in memory) `passes` times without I/O. Each pass shifts
     /// timestamps by the trace's span plus one inter-packet gap (1 µs when all packets share
     /// one timestamp), so virtual time keeps moving; every pass restores the original bytes.
-    /// Returns the number of packets pushed.
+    /// Packets go in batches of `RunOptions::batch`, as in [`Executor::run`]: the batch's
+    /// buffers (recycled from a pool) are filled, then run one by one, then the established
+    /// flows' debts are paid. Returns the number of packets pushed.
     pub fn replay(&mut self, inputs: &[((usize, usize), Vec<Record>)], passes: u64) -> u64 {
         // Merge once: (timestamp, input order) gives the canonical order.
         let mut order: Vec<(Timestamp, usize, usize)> = Vec::new();
@@ -519,17 +552,26 @@ impl Executor {
             .unwrap_or(1_000);
         let shift = span + gap;
         let mut n = 0;
+        let mut batch: Vec<((usize, usize), Packet)> = Vec::with_capacity(self.batch);
         for pass in 0..passes {
             let off = shift.saturating_mul(pass);
-            for &(ts, i, j) in &order {
-                let (entry, recs) = &inputs[i];
-                let r = &recs[j];
-                let p = self.packet_from(&r.data, ts.add_nanos(off), r.precision);
-                self.push_in(*entry, p);
-                n += 1;
+            for chunk in order.chunks(self.batch) {
+                for &(ts, i, j) in chunk {
+                    let (entry, recs) = &inputs[i];
+                    let r = &recs[j];
+                    let p = self.packet_from(&r.data, ts.add_nanos(off), r.precision);
+                    batch.push((*entry, p));
+                }
+                if let Some(l) = &mut self.latency {
+                    l.start = Instant::now();
+                }
+                for (entry, p) in batch.drain(..) {
+                    self.push_in(entry, p);
+                    n += 1;
+                }
+                self.flush_flows();
             }
         }
-        self.flush_flows();
         n
     }
 
@@ -706,6 +748,9 @@ impl Executor {
     }
 
     fn exit(&mut self, x: usize, p: Packet) {
+        if let Some(l) = &mut self.latency {
+            l.samples.push(l.start.elapsed().as_nanos() as u64);
+        }
         let exit = &mut self.exits[x];
         exit.packets += 1;
         exit.bytes += p.len() as u64;
