@@ -85,7 +85,11 @@ fn ymax(v: impl Iterator<Item = f64>) -> f64 {
 fn fig7(sc: &str, rows: &[&Measured], file: &Path) -> R<()> {
     let root = BitMapBackend::new(file, (900, 560)).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
-    let top = ymax(rows.iter().map(|r| r.mpps.1));
+    let top = ymax(
+        rows.iter()
+            .filter(|r| r.mode != "reference")
+            .map(|r| r.mpps.1),
+    );
     let mut chart = ChartBuilder::on(&root)
         .caption(
             format!("{sc}: Mpps vs chain length (64-byte frames, one core)"),
@@ -98,6 +102,7 @@ fn fig7(sc: &str, rows: &[&Measured], file: &Path) -> R<()> {
         .map_err(err)?;
     chart
         .configure_mesh()
+        .light_line_style(TRANSPARENT)
         .x_desc("NFs in the chain")
         .y_desc("Mpps (median)")
         .x_labels(10)
@@ -169,6 +174,7 @@ fn fig8(sc: &str, rows: &[&Measured], file: &Path) -> R<()> {
             .map_err(err)?;
         chart
             .configure_mesh()
+            .light_line_style(TRANSPARENT)
             .x_desc("frame size (bytes)")
             .y_desc(if k == 0 {
                 "Mpps (median)"
@@ -248,6 +254,7 @@ fn bars(rows: &[&Measured], file: &Path) -> R<()> {
         .map_err(err)?;
     chart
         .configure_mesh()
+        .light_line_style(TRANSPARENT)
         .disable_x_mesh()
         .y_desc("Mpps (median)")
         .x_labels(n)
