@@ -1620,3 +1620,90 @@ fn finish_packet(p: &mut Packet, f: &Finish, regs: &Regs) {
         p.meta.hops = p.meta.hops.saturating_add(a.hops);
     }
 }
+
+#[cfg(test)]
+mod replay_tests {
+    use super::*;
+    use ports::gen::{generate, Anomalies, GenConfig};
+
+    /// A one-NF router with a NAPT (stateful) and a TTL decrement, replayed from memory.
+    fn executor(dir: &std::path::Path, batch: usize) -> (Executor, (usize, usize)) {
+        let click = dir.join("nf.click");
+        std::fs::write(
+            &click,
+            "rw :: IPRewriter(pattern 10.9.0.1 1024-65535 - - 0 1, drop);\n\
+             FromDevice(eth0) -> Strip(14) -> CheckIPHeader -> [0]rw;\n\
+             FromDevice(eth1) -> Strip(14) -> CheckIPHeader -> [1]rw;\n\
+             rw[0] -> DecIPTTL -> EtherEncap(0x0800, 02:00:00:00:00:01, 02:00:00:00:00:02) -> ToDevice(eth1);\n\
+             rw[1] -> DecIPTTL -> EtherEncap(0x0800, 02:00:00:00:00:01, 02:00:00:00:00:03) -> ToDevice(eth0);\n",
+        )
+        .unwrap();
+        let chain = ChainFile::single(&click);
+        let opts = RunOptions {
+            batch,
+            ..RunOptions::default()
+        };
+        let ex = Executor::new(&chain, &opts, |_, _| Ok(ExitSink::Memory(Vec::new()))).unwrap();
+        let at = ex
+            .entry(&Endpoint::parse("nf.eth0").unwrap())
+            .expect("entry");
+        (ex, at)
+    }
+
+    fn records() -> Vec<Record> {
+        let cfg = GenConfig {
+            packets: 300,
+            flows: 20,
+            anomalies: Anomalies {
+                ttl_range: Some((1, 3)),
+                ..Anomalies::default()
+            },
+            ..GenConfig::default()
+        };
+        generate(&cfg)
+            .map(|(timestamp, data)| Record {
+                timestamp,
+                precision: Precision::Nano,
+                orig_len: data.len() as u32,
+                data,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn replay_results_do_not_depend_on_the_batch_and_latency_counts_exits() {
+        let dir = std::env::temp_dir().join(format!("chain-replay-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let recs = records();
+        type Run = (BTreeMap<String, Captured>, BTreeMap<String, Vec<String>>);
+        let mut first: Option<Run> = None;
+        for batch in [1, 7, 32, 128] {
+            let (mut ex, at) = executor(&dir, batch);
+            let inputs = vec![(at, recs.clone())];
+            assert_eq!(ex.replay(&inputs, 2), 600);
+            // Off: nothing is recorded.
+            assert!(ex.take_latency().is_empty());
+            ex.record_latency(true);
+            assert_eq!(ex.replay(&inputs, 1), 300);
+            let samples = ex.take_latency();
+            ex.record_latency(false);
+            ex.replay(&inputs, 1);
+            assert!(ex.take_latency().is_empty());
+            let state = ex.state_dump();
+            let out = ex.finish().unwrap();
+            let exited: usize = out.values().map(Vec::len).sum();
+            // One sample per packet that left in the recorded pass (a quarter of the
+            // passes), none for the dropped ones (TTL 1 expires).
+            assert_eq!(samples.len() * 4, exited, "batch {batch}");
+            assert!(exited < 1200, "some packets expire");
+            match &first {
+                None => first = Some((out, state)),
+                Some((o, s)) => {
+                    assert!(o == &out, "batch {batch}: outputs differ");
+                    assert_eq!(s, &state, "batch {batch}");
+                }
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
