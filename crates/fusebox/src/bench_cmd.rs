@@ -37,8 +37,8 @@ mod charts;
 /// Arguments of `fusebox bench`.
 #[derive(Args, Debug)]
 pub struct BenchArgs {
-    /// Scenarios to run, comma-separated (see the list in `--help`'s long text): routers,
-    /// napts, frame-sizes, ttl, lpm.
+    /// Scenarios to run, comma-separated: routers, napts (SNF Fig. 7), frame-sizes (SNF
+    /// Fig. 8), ttl, lpm (NetBricks' TTL NF and DIR-24-8 router).
     #[arg(
         long,
         value_delimiter = ',',
