@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Installs what FuseBox needs on a fresh Debian machine (root or sudo), builds it, and runs
+# Installs what FuseBox needs on a fresh Debian machine (root or sudo; fonts-dejavu-core is
+# the font of fusebox bench's charts), builds it, and runs
 # the SNF Fig. 5 example (NAPT -> firewall -> load balancer) on a generated trace, naive and
 # synthesized.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 need=""
-for p in tcpdump libpcap-dev pkg-config build-essential curl; do
+for p in tcpdump libpcap-dev pkg-config build-essential curl fonts-dejavu-core; do
   dpkg -s "$p" >/dev/null 2>&1 || need="$need $p"
 done
 if [ -n "$need" ]; then

@@ -17,6 +17,7 @@ use ports::pcap::{PcapError, PcapWriter, Record};
 use std::collections::{BTreeMap, HashMap};
 use std::hash::BuildHasherDefault;
 use std::path::PathBuf;
+use std::time::Instant;
 use wire::checksum::{fold, operands16, operands32};
 
 mod classify;
@@ -195,6 +196,15 @@ pub struct Executor {
     compiled: Vec<Option<classify::Classes>>,
     /// Packets served by remembered paths (one lookup each).
     flow_hits: u64,
+    /// Latency recording (`Executor::record_latency`), off unless asked for.
+    latency: Option<Box<Latency>>,
+}
+
+/// Latency samples: the instant the current batch entered, and for every packet that left
+/// since recording began, the nanoseconds from its batch's entry to its exit.
+struct Latency {
+    start: Instant,
+    samples: Vec<u64>,
 }
 
 /// What the synthesizer needs to know about one element of the stitched chain graph.
@@ -389,6 +399,7 @@ impl Executor {
             chain_created: 0,
             next_input: 0,
             batch: options.batch.max(1),
+            latency: None,
             program: None,
             node_counts: Vec::new(),
             node_bytes: Vec::new(),
@@ -496,10 +507,32 @@ impl Executor {
         errors
     }
 
+    /// Starts (`true`) or stops recording, for [`Executor::replay`], the time from the
+    /// instant each batch enters to the instant each of its packets leaves by an exit.
+    /// Off by default: then the only cost is one test per exit.
+    pub fn record_latency(&mut self, on: bool) {
+        self.latency = on.then(|| {
+            Box::new(Latency {
+                start: Instant::now(),
+                samples: Vec::new(),
+            })
+        });
+    }
+
+    /// The latency samples recorded so far (nanoseconds, in exit order), emptied.
+    pub fn take_latency(&mut self) -> Vec<u64> {
+        self.latency
+            .as_mut()
+            .map(|l| std::mem::take(&mut l.samples))
+            .unwrap_or_default()
+    }
+
     /// Replays `inputs` (already in memory) `passes` times without I/O. Each pass shifts
     /// timestamps by the trace's span plus one inter-packet gap (1 µs when all packets share
     /// one timestamp), so virtual time keeps moving; every pass restores the original bytes.
-    /// Returns the number of packets pushed.
+    /// Packets go in batches of `RunOptions::batch`, as in [`Executor::run`]: the batch's
+    /// buffers (recycled from a pool) are filled, then run one by one, then the established
+    /// flows' debts are paid. Returns the number of packets pushed.
     pub fn replay(&mut self, inputs: &[((usize, usize), Vec<Record>)], passes: u64) -> u64 {
         // Merge once: (timestamp, input order) gives the canonical order.
         let mut order: Vec<(Timestamp, usize, usize)> = Vec::new();
@@ -519,17 +552,26 @@ impl Executor {
             .unwrap_or(1_000);
         let shift = span + gap;
         let mut n = 0;
+        let mut batch: Vec<((usize, usize), Packet)> = Vec::with_capacity(self.batch);
         for pass in 0..passes {
             let off = shift.saturating_mul(pass);
-            for &(ts, i, j) in &order {
-                let (entry, recs) = &inputs[i];
-                let r = &recs[j];
-                let p = self.packet_from(&r.data, ts.add_nanos(off), r.precision);
-                self.push_in(*entry, p);
-                n += 1;
+            for chunk in order.chunks(self.batch) {
+                for &(ts, i, j) in chunk {
+                    let (entry, recs) = &inputs[i];
+                    let r = &recs[j];
+                    let p = self.packet_from(&r.data, ts.add_nanos(off), r.precision);
+                    batch.push((*entry, p));
+                }
+                if let Some(l) = &mut self.latency {
+                    l.start = Instant::now();
+                }
+                for (entry, p) in batch.drain(..) {
+                    self.push_in(entry, p);
+                    n += 1;
+                }
+                self.flush_flows();
             }
         }
-        self.flush_flows();
         n
     }
 
@@ -706,6 +748,9 @@ impl Executor {
     }
 
     fn exit(&mut self, x: usize, p: Packet) {
+        if let Some(l) = &mut self.latency {
+            l.samples.push(l.start.elapsed().as_nanos() as u64);
+        }
         let exit = &mut self.exits[x];
         exit.packets += 1;
         exit.bytes += p.len() as u64;
@@ -1593,5 +1638,92 @@ fn finish_packet(p: &mut Packet, f: &Finish, regs: &Regs) {
         p.meta.paint = paint;
         p.meta.packet_type = elements::model::packet_type_of_value(pt);
         p.meta.hops = p.meta.hops.saturating_add(a.hops);
+    }
+}
+
+#[cfg(test)]
+mod replay_tests {
+    use super::*;
+    use ports::gen::{generate, Anomalies, GenConfig};
+
+    /// A one-NF router with a NAPT (stateful) and a TTL decrement, replayed from memory.
+    fn executor(dir: &std::path::Path, batch: usize) -> (Executor, (usize, usize)) {
+        let click = dir.join("nf.click");
+        std::fs::write(
+            &click,
+            "rw :: IPRewriter(pattern 10.9.0.1 1024-65535 - - 0 1, drop);\n\
+             FromDevice(eth0) -> Strip(14) -> CheckIPHeader -> [0]rw;\n\
+             FromDevice(eth1) -> Strip(14) -> CheckIPHeader -> [1]rw;\n\
+             rw[0] -> DecIPTTL -> EtherEncap(0x0800, 02:00:00:00:00:01, 02:00:00:00:00:02) -> ToDevice(eth1);\n\
+             rw[1] -> DecIPTTL -> EtherEncap(0x0800, 02:00:00:00:00:01, 02:00:00:00:00:03) -> ToDevice(eth0);\n",
+        )
+        .unwrap();
+        let chain = ChainFile::single(&click);
+        let opts = RunOptions {
+            batch,
+            ..RunOptions::default()
+        };
+        let ex = Executor::new(&chain, &opts, |_, _| Ok(ExitSink::Memory(Vec::new()))).unwrap();
+        let at = ex
+            .entry(&Endpoint::parse("nf.eth0").unwrap())
+            .expect("entry");
+        (ex, at)
+    }
+
+    fn records() -> Vec<Record> {
+        let cfg = GenConfig {
+            packets: 300,
+            flows: 20,
+            anomalies: Anomalies {
+                ttl_range: Some((1, 3)),
+                ..Anomalies::default()
+            },
+            ..GenConfig::default()
+        };
+        generate(&cfg)
+            .map(|(timestamp, data)| Record {
+                timestamp,
+                precision: Precision::Nano,
+                orig_len: data.len() as u32,
+                data,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn replay_results_do_not_depend_on_the_batch_and_latency_counts_exits() {
+        let dir = std::env::temp_dir().join(format!("chain-replay-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let recs = records();
+        type Run = (BTreeMap<String, Captured>, BTreeMap<String, Vec<String>>);
+        let mut first: Option<Run> = None;
+        for batch in [1, 7, 32, 128] {
+            let (mut ex, at) = executor(&dir, batch);
+            let inputs = vec![(at, recs.clone())];
+            assert_eq!(ex.replay(&inputs, 2), 600);
+            // Off: nothing is recorded.
+            assert!(ex.take_latency().is_empty());
+            ex.record_latency(true);
+            assert_eq!(ex.replay(&inputs, 1), 300);
+            let samples = ex.take_latency();
+            ex.record_latency(false);
+            ex.replay(&inputs, 1);
+            assert!(ex.take_latency().is_empty());
+            let state = ex.state_dump();
+            let out = ex.finish().unwrap();
+            let exited: usize = out.values().map(Vec::len).sum();
+            // One sample per packet that left in the recorded pass (a quarter of the
+            // passes), none for the dropped ones (TTL 1 expires).
+            assert_eq!(samples.len() * 4, exited, "batch {batch}");
+            assert!(exited < 1200, "some packets expire");
+            match &first {
+                None => first = Some((out, state)),
+                Some((o, s)) => {
+                    assert!(o == &out, "batch {batch}: outputs differ");
+                    assert_eq!(s, &state, "batch {batch}");
+                }
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

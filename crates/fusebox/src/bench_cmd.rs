@@ -1,26 +1,49 @@
-//! `fusebox bench`: SNF Fig. 7's chains (1 and 10 routers, 1 and 10 NAPTs) replayed in
-//! memory on one core, naive and synthesized; within a repetition the configurations take
-//! turns pass by pass, so that the ratios are taken under the same load.
+//! `fusebox bench`: the papers' experiments replayed in memory on one core, naive and
+//! synthesized, with a reference loop as the practical upper bound; within a repetition the
+//! configurations of a group take turns pass by pass, so that the ratios are taken under the
+//! same load.
 //!
 //! The machines are shared and noisy: absolute rates move from run to run; the ratio of two
 //! configurations measured one right after the other, repetition by repetition, moves much
-//! less. The report gives min / median / max of the rates and the median of the per-rep
-//! ratios.
+//! less. The report gives min / median / max of the rates and the median (and spread) of the
+//! per-repetition ratios.
+//!
+//! Conventions (also printed in the output's header):
+//! * **Gbit/s** counts every frame as its size including the 4-byte FCS (the trace captures
+//!   the frame without it) plus 20 bytes of preamble and inter-frame gap, as line-rate figures
+//!   do: a 64-byte frame is 84 bytes on the wire.
+//! * **cycles/packet** is ns/packet times the nominal frequency `/proc/cpuinfo` reports
+//!   (`cpu MHz`, first CPU): the time-stamp counter is not read, because reading it needs
+//!   `unsafe`, which this crate forbids. Omitted when the file does not say.
+//! * **latency** is measured in one extra pass per configuration, apart from the timed
+//!   passes: from the instant a batch's buffers are filled to the instant each of its packets
+//!   leaves by an exit (so the packets at the end of a batch wait for those before them).
+//! * the **reference loop** copies each frame into a recycled buffer as the executor does,
+//!   reads its Ethernet and IPv4 headers and decrements the TTL (with the checksum update).
 
 use chain::{ChainFile, Endpoint, Executor, ExitSink, RunOptions};
 use clap::Args;
-use packet::Precision;
+use packet::{Packet, Precision};
 use ports::gen::{generate, GenConfig, Mix, SizeDist};
 use ports::pcap::Record;
-use std::path::PathBuf;
+use serde_json::{json, Value};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
+
+mod charts;
 
 /// Arguments of `fusebox bench`.
 #[derive(Args, Debug)]
 pub struct BenchArgs {
-    /// Scenarios to run, comma-separated: routers, napts.
-    #[arg(long, value_delimiter = ',', default_value = "routers,napts")]
+    /// Scenarios to run, comma-separated: routers, napts (SNF Fig. 7), frame-sizes (SNF
+    /// Fig. 8), ttl, lpm (NetBricks' TTL NF and DIR-24-8 router).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "routers,napts,frame-sizes,ttl,lpm"
+    )]
     pub scenario: Vec<String>,
     /// A short run (seconds), to check that the command works; its numbers mean little.
     #[arg(long)]
@@ -31,22 +54,184 @@ pub struct BenchArgs {
     /// Passes over the trace per repetition.
     #[arg(long)]
     pub passes: Option<u64>,
+    /// Batch sizes for routers and napts, comma-separated; the other scenarios use the first.
+    #[arg(long, value_delimiter = ',', default_value = "32,128")]
+    pub batch: Vec<usize>,
     /// Directory of the bundled examples.
     #[arg(long, default_value = "examples")]
     pub examples: PathBuf,
-    /// Print one JSON record per scenario, configuration and ratio on stdout.
+    /// Print one JSON record per scenario, configuration and parameter (and per ratio) on
+    /// stdout, one per line, instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Where the PNG charts, the JSON records (`bench.json`) and generated configurations
+    /// go.
+    #[arg(long, default_value = "bench-out")]
+    pub charts: PathBuf,
+    /// Write no charts (the JSON records and generated configurations are still written).
+    #[arg(long)]
+    pub no_charts: bool,
 }
 
-/// One configuration of a scenario.
+/// A scenario: its name, what it reproduces, and how to run it.
+struct Scenario {
+    name: &'static str,
+    about: &'static str,
+    run: fn(&mut Bench) -> Result<(), String>,
+}
+
+/// Every scenario, in the order they run. Add one here.
+const SCENARIOS: &[Scenario] = &[
+    Scenario {
+        name: "routers",
+        about: "SNF Fig. 7: chains of 1..10 routers, naive and synthesized",
+        run: |b| chains(b, "routers", "r"),
+    },
+    Scenario {
+        name: "napts",
+        about: "SNF Fig. 7: chains of 1..10 NAPTs, naive and synthesized",
+        run: |b| chains(b, "napts", "n"),
+    },
+    Scenario {
+        name: "frame-sizes",
+        about: "SNF Fig. 8: the 10-NF chains over frames of 64..1500 bytes",
+        run: frame_sizes,
+    },
+    Scenario {
+        name: "ttl",
+        about: "NetBricks' TTL NF (examples/ttl/ttl.click)",
+        run: ttl,
+    },
+    Scenario {
+        name: "lpm",
+        about: "NetBricks' DIR-24-8 router with 16k seeded random routes",
+        run: lpm,
+    },
+];
+
+/// Frame sizes of the `frame-sizes` scenario (with the FCS).
+const FRAME_SIZES: [u32; 6] = [64, 128, 256, 512, 1024, 1500];
+
+/// Routes of the `lpm` scenario and the seed they are drawn from.
+const LPM_ROUTES: usize = 16_384;
+const LPM_SEED: u64 = 0x4c50_4d31_3662_6e63;
+
+/// Bytes counted per frame besides the frame itself: FCS (not in the trace), preamble and
+/// start delimiter (8), inter-frame gap (12).
+const WIRE_EXTRA: u64 = 4 + 20;
+
+/// How a configuration runs.
+enum Runner {
+    /// A chain in the executor, over the trace at its entry.
+    Chain {
+        ex: Box<Executor>,
+        inputs: Vec<((usize, usize), Vec<Record>)>,
+    },
+    /// The reference loop over the trace, with one recycled buffer per batch slot.
+    Reference {
+        records: Vec<Record>,
+        bufs: Vec<Packet>,
+    },
+}
+
+impl Runner {
+    fn pass(&mut self) -> u64 {
+        match self {
+            Runner::Chain { ex, inputs } => ex.replay(inputs, 1),
+            Runner::Reference { records, bufs } => reference_pass(records, bufs),
+        }
+    }
+}
+
+/// The reference loop: each batch's frames are copied into recycled buffers (as the
+/// executor's replay does), then every packet's Ethernet and IPv4 headers are read and its
+/// TTL decremented with the checksum updated (RFC 1624). Returns the packets touched.
+fn reference_pass(records: &[Record], bufs: &mut [Packet]) -> u64 {
+    let mut n = 0u64;
+    let mut acc = 0u32;
+    let batch = bufs.len().max(1);
+    for chunk in records.chunks(batch) {
+        for (r, p) in chunk.iter().zip(bufs.iter_mut()) {
+            p.reset(&r.data);
+        }
+        for p in bufs.iter_mut().take(chunk.len()) {
+            let d = p.data_mut();
+            if d.len() >= 34 && d[12] == 0x08 && d[13] == 0 && d[14] >> 4 == 4 && d[22] > 1 {
+                d[22] -= 1;
+                // TTL is the high byte of its 16-bit word: the sum gains 0x0100.
+                let c = u32::from(u16::from_be_bytes([d[24], d[25]])) + 0x0100;
+                let c = (c & 0xffff) + (c >> 16);
+                d[24..26].copy_from_slice(&(c as u16).to_be_bytes());
+                acc = acc.wrapping_add(u32::from_be_bytes([d[30], d[31], d[32], d[33]]));
+            }
+            n += 1;
+        }
+    }
+    std::hint::black_box(acc);
+    n
+}
+
+/// One configuration of a group.
 struct Config {
+    /// `naive`, `synth` or `reference`.
+    mode: &'static str,
+    /// NFs in the chain (0 for the reference loop).
     nfs: usize,
-    synth: bool,
-    ex: Executor,
-    /// The trace, at the entry.
-    inputs: Vec<((usize, usize), Vec<Record>)>,
+    runner: Runner,
+    /// Packets and wire bytes (frames + FCS + preamble + gap) per pass.
+    packets: u64,
+    wire_bytes: u64,
     mpps: Vec<f64>,
+    gbps: Vec<f64>,
+    latency: Option<[f64; 3]>,
+}
+
+impl Config {
+    fn key(&self) -> String {
+        match self.mode {
+            "reference" => "reference".to_string(),
+            m => format!("{m} {}", self.nfs),
+        }
+    }
+}
+
+/// What a group of configurations was measured with.
+#[derive(Clone)]
+struct Params {
+    scenario: &'static str,
+    frame: u32,
+    batch: usize,
+    passes: u64,
+    extra: Option<(&'static str, Value)>,
+}
+
+/// One measured configuration, as reported.
+struct Measured {
+    scenario: &'static str,
+    mode: &'static str,
+    nfs: usize,
+    frame: u32,
+    batch: usize,
+    /// The parameter's value when it is a string (`frame-sizes`: the chain).
+    tag: Option<String>,
+    mpps: (f64, f64, f64),
+    gbps: (f64, f64, f64),
+    ns: (f64, f64, f64),
+}
+
+/// A run of `fusebox bench`: settings and what has been measured so far.
+struct Bench {
+    quick: bool,
+    reps: usize,
+    passes: u64,
+    packets: u64,
+    batches: Vec<usize>,
+    examples: PathBuf,
+    out_dir: PathBuf,
+    mhz: Option<f64>,
+    records: Vec<Value>,
+    measured: Vec<Measured>,
+    lines: Vec<String>,
 }
 
 fn stats(v: &[f64]) -> (f64, f64, f64) {
@@ -58,17 +243,42 @@ fn stats(v: &[f64]) -> (f64, f64, f64) {
     }
 }
 
-/// The trace: 64-byte UDP frames from 10.0.0.0/16 to 10.1.0.0/16 over 1,000 flows.
-fn trace(packets: u64) -> Vec<Record> {
+/// p50, p99 and p99.9 of nanosecond samples (nearest rank).
+fn percentiles(mut v: Vec<u64>) -> Option<[f64; 3]> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_unstable();
+    let at = |p: f64| {
+        let i = ((p / 100.0) * v.len() as f64).ceil() as usize;
+        v[i.clamp(1, v.len()) - 1] as f64
+    };
+    Some([at(50.0), at(99.0), at(99.9)])
+}
+
+/// The nominal frequency, in MHz, of the first CPU `/proc/cpuinfo` lists.
+fn cpu_mhz() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    s.lines()
+        .find(|l| l.starts_with("cpu MHz"))
+        .and_then(|l| l.split(':').nth(1))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|m| *m > 0.0)
+}
+
+/// A trace of UDP frames of `frame` bytes (with the FCS) from 10.0.0.0/16 to `dst` over
+/// `flows` flows.
+fn trace(packets: u64, frame: u32, flows: u32, dst: (std::net::Ipv4Addr, u8)) -> Vec<Record> {
     let cfg = GenConfig {
         packets,
-        flows: 1000,
+        flows,
         mix: Mix {
             tcp: 0,
             udp: 1,
             icmp: 0,
         },
-        size: SizeDist::Fixed(64),
+        size: SizeDist::Fixed(frame),
+        dst_prefix: dst,
         ..GenConfig::default()
     };
     generate(&cfg)
@@ -81,127 +291,536 @@ fn trace(packets: u64) -> Vec<Record> {
         .collect()
 }
 
-/// `fusebox bench`.
-pub fn run(a: &BenchArgs) -> Result<ExitCode, String> {
-    let reps = a.reps.unwrap_or(if a.quick { 2 } else { 7 }).max(1);
-    let passes = a.passes.unwrap_or(if a.quick { 1 } else { 20 }).max(1);
-    let packets = if a.quick { 20_000 } else { 100_000 };
-    let records = trace(packets);
-    let mut out = Vec::new();
-    for sc in &a.scenario {
-        let (dir, nf) = match sc.as_str() {
-            "routers" => ("routers", "r1"),
-            "napts" => ("napts", "n1"),
-            other => return Err(format!("--scenario {other}: expected routers or napts")),
+/// The default trace's destinations (routed out of eth1 by the routers, as in SNF Fig. 7).
+fn default_dst() -> (std::net::Ipv4Addr, u8) {
+    GenConfig::default().dst_prefix
+}
+
+/// The first `k` NFs of a chain file, with the links among them (the k-th NF's far
+/// interface becomes an exit).
+fn first_nfs(chain: &ChainFile, k: usize) -> ChainFile {
+    let mut c = chain.clone();
+    c.nfs.truncate(k);
+    let names: Vec<String> = c.nfs.iter().map(|n| n.name.clone()).collect();
+    let kept = |e: &Endpoint| names.contains(&e.nf);
+    c.links.retain(|(a, b, _)| kept(a) && kept(b));
+    c.entries.retain(|(e, _)| kept(e));
+    c
+}
+
+impl Bench {
+    /// A chain configuration: `chain` built with `batch`, synthesized if `synth`, fed
+    /// `records` at `entry`.
+    fn chain_config(
+        &self,
+        chain: &ChainFile,
+        entry: &Endpoint,
+        synth: bool,
+        batch: usize,
+        records: &[Record],
+    ) -> Result<Config, String> {
+        let opts = RunOptions {
+            batch,
+            ..RunOptions::default()
         };
-        let entry = Endpoint {
-            nf: nf.to_string(),
-            iface: "eth0".to_string(),
-        };
-        let mut configs = Vec::new();
-        for (file, nfs, synth) in [
-            ("one.toml", 1, false),
-            ("chain.toml", 10, false),
-            ("chain.toml", 10, true),
-        ] {
-            let path = a.examples.join(dir).join(file);
-            let chain = ChainFile::load(&path).map_err(|e| e.to_string())?;
-            let mut ex = Executor::new(&chain, &RunOptions::default(), |_, _| Ok(ExitSink::Count))?;
-            if synth {
-                synth::install(&mut ex)?;
-            }
-            let at = ex
-                .entry(&entry)
-                .ok_or_else(|| format!("{}: no entry {entry}", path.display()))?;
-            configs.push(Config {
-                nfs,
-                synth,
-                ex,
-                inputs: vec![(at, records.clone())],
-                mpps: Vec::new(),
-            });
+        let mut ex = Executor::new(chain, &opts, |_, _| Ok(ExitSink::Count))?;
+        if synth {
+            synth::install(&mut ex)?;
         }
-        // Warm-up (caches, flow tables), then the repetitions. Within a repetition the
-        // configurations take turns pass by pass, so that a change in the machine's load
-        // falls on all of them alike.
+        let at = ex
+            .entry(entry)
+            .ok_or_else(|| format!("{}: no entry {entry}", chain.path.display()))?;
+        Ok(Config {
+            mode: if synth { "synth" } else { "naive" },
+            nfs: chain.nfs.len(),
+            runner: Runner::Chain {
+                ex: Box::new(ex),
+                inputs: vec![(at, records.to_vec())],
+            },
+            packets: records.len() as u64,
+            wire_bytes: wire_bytes(records),
+            mpps: Vec::new(),
+            gbps: Vec::new(),
+            latency: None,
+        })
+    }
+
+    /// The reference loop over `records`, `batch` packets at a time.
+    fn reference_config(&self, batch: usize, records: &[Record]) -> Config {
+        Config {
+            mode: "reference",
+            nfs: 0,
+            runner: Runner::Reference {
+                records: records.to_vec(),
+                bufs: (0..batch.max(1)).map(|_| Packet::from_bytes(&[])).collect(),
+            },
+            packets: records.len() as u64,
+            wire_bytes: wire_bytes(records),
+            mpps: Vec::new(),
+            gbps: Vec::new(),
+            latency: None,
+        }
+    }
+
+    /// Measures a group: one warm-up pass each, then `reps` repetitions in which the
+    /// configurations take turns pass by pass; then one latency pass per chain. Records
+    /// every configuration and the `ratios` (name, numerator key, denominator key).
+    fn measure(
+        &mut self,
+        p: &Params,
+        mut configs: Vec<Config>,
+        ratios: &[(&str, &str)],
+    ) -> Result<(), String> {
+        let label = match p.extra.as_ref().and_then(|(_, v)| v.as_str()) {
+            Some(tag) => format!("{} {tag}", p.scenario),
+            None => p.scenario.to_string(),
+        };
+        eprintln!(
+            "fusebox bench: {label}, {}-byte frames, batch {}: {}",
+            p.frame,
+            p.batch,
+            configs
+                .iter()
+                .map(Config::key)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
         for c in &mut configs {
-            c.ex.replay(&c.inputs, 1);
+            c.runner.pass();
         }
-        for _ in 0..reps {
+        for _ in 0..self.reps {
             let mut secs = vec![0f64; configs.len()];
             let mut packets = vec![0u64; configs.len()];
-            for _ in 0..passes {
+            for _ in 0..p.passes {
                 for (k, c) in configs.iter_mut().enumerate() {
                     let t0 = Instant::now();
-                    packets[k] += c.ex.replay(&c.inputs, 1);
+                    packets[k] += c.runner.pass();
                     secs[k] += t0.elapsed().as_secs_f64();
                 }
             }
             for (k, c) in configs.iter_mut().enumerate() {
-                c.mpps.push(packets[k] as f64 / secs[k].max(1e-9) / 1e6);
+                let s = secs[k].max(1e-9);
+                let passes = packets[k] as f64 / c.packets.max(1) as f64;
+                c.mpps.push(packets[k] as f64 / s / 1e6);
+                c.gbps.push(c.wire_bytes as f64 * passes * 8.0 / s / 1e9);
             }
         }
-        let name = |c: &Config| {
-            format!(
-                "{} {}{}",
-                c.nfs,
-                if c.nfs == 1 {
-                    dir.trim_end_matches('s')
-                } else {
-                    dir
-                },
-                if c.synth { " synth" } else { " naive" }
-            )
-        };
+        for c in &mut configs {
+            if let Runner::Chain { ex, inputs } = &mut c.runner {
+                ex.record_latency(true);
+                ex.replay(inputs, 1);
+                c.latency = percentiles(ex.take_latency());
+                ex.record_latency(false);
+            }
+        }
         for c in &configs {
-            let (lo, med, hi) = stats(&c.mpps);
-            if a.json {
-                out.push(format!(
-                    "{{\"scenario\": \"{sc}\", \"nfs\": {}, \"mode\": \"{}\", \"frame\": 64, \"packets\": {packets}, \"passes\": {passes}, \"mpps\": {{\"min\": {lo:.4}, \"median\": {med:.4}, \"max\": {hi:.4}}}, \"gbps_median\": {:.4}}}",
-                    c.nfs,
-                    if c.synth { "synth" } else { "naive" },
-                    med * 64.0 * 8.0 / 1e3
-                ));
-            } else {
-                out.push(format!(
-                    "{:<18} min {lo:6.2}  median {med:6.2}  max {hi:6.2} Mpps",
-                    name(c)
-                ));
+            let m = Measured {
+                scenario: p.scenario,
+                mode: c.mode,
+                nfs: c.nfs,
+                frame: p.frame,
+                batch: p.batch,
+                tag: p
+                    .extra
+                    .as_ref()
+                    .and_then(|(_, v)| v.as_str())
+                    .map(str::to_string),
+                mpps: stats(&c.mpps),
+                gbps: stats(&c.gbps),
+                ns: {
+                    let (lo, med, hi) = stats(&c.mpps);
+                    (1e3 / hi.max(1e-9), 1e3 / med.max(1e-9), 1e3 / lo.max(1e-9))
+                },
+            };
+            let cycles = self.mhz.map(|mhz| m.ns.1 * mhz / 1e3);
+            let mut r = json!({
+                "scenario": p.scenario,
+                "mode": c.mode,
+                "nfs": c.nfs,
+                "frame": p.frame,
+                "batch": p.batch,
+                "packets": c.packets,
+                "passes": p.passes,
+                "reps": self.reps,
+                "mpps": triple(m.mpps),
+                "gbps": triple(m.gbps),
+                "ns_per_packet": triple(m.ns),
+                "cycles_per_packet": cycles,
+                "latency_ns": c.latency.map(|[a, b, c]| json!({"p50": a, "p99": b, "p99_9": c})),
+            });
+            if let (Some((k, v)), Some(o)) = (&p.extra, r.as_object_mut()) {
+                o.insert(k.to_string(), v.clone());
             }
+            self.records.push(r);
+            let mut line = format!(
+                "{label:<19} {:<10} {:>5} {:>5}  {:>7.3} ({:.3}–{:.3})  {:>7.3}  {:>8.1}  {:>8}",
+                c.key(),
+                p.frame,
+                p.batch,
+                m.mpps.1,
+                m.mpps.0,
+                m.mpps.2,
+                m.gbps.1,
+                m.ns.1,
+                cycles.map_or("-".to_string(), |c| format!("{c:.0}")),
+            );
+            match c.latency {
+                Some([a, b, d]) => {
+                    let _ = write!(line, "  {:>8.2} {:>8.2} {:>8.2}", a / 1e3, b / 1e3, d / 1e3);
+                }
+                None => line.push_str("         -        -        -"),
+            }
+            self.lines.push(line);
+            self.measured.push(m);
         }
-        let ratio = |x: usize, y: usize| -> (f64, f64, f64) {
-            let r: Vec<f64> = configs[x]
+        for (num, den) in ratios {
+            let find = |k: &str| configs.iter().find(|c| c.key() == k);
+            let (Some(x), Some(y)) = (find(num), find(den)) else {
+                continue;
+            };
+            let r: Vec<f64> = x
                 .mpps
                 .iter()
-                .zip(&configs[y].mpps)
+                .zip(&y.mpps)
                 .map(|(a, b)| a / b.max(1e-9))
                 .collect();
-            stats(&r)
-        };
-        for (what, x, y) in [
-            ("synth 10 / naive 1", 2, 0),
-            ("naive 10 / naive 1", 1, 0),
-            ("synth 10 / naive 10", 2, 1),
-        ] {
-            let (lo, med, hi) = ratio(x, y);
-            if a.json {
-                out.push(format!(
-                    "{{\"scenario\": \"{sc}\", \"ratio\": \"{what}\", \"median\": {med:.4}, \"min\": {lo:.4}, \"max\": {hi:.4}}}"
-                ));
-            } else {
-                out.push(format!(
-                    "  {sc}: {what}: median {med:.2} (per-rep {lo:.2}–{hi:.2})"
-                ));
+            let (lo, med, hi) = stats(&r);
+            let what = format!("{num} / {den}");
+            let mut rec = json!({
+                "scenario": p.scenario,
+                "ratio": what,
+                "frame": p.frame,
+                "batch": p.batch,
+                "median": med,
+                "min": lo,
+                "max": hi,
+            });
+            if let (Some((k, v)), Some(o)) = (&p.extra, rec.as_object_mut()) {
+                o.insert(k.to_string(), v.clone());
+            }
+            self.records.push(rec);
+            self.lines.push(format!(
+                "  {label}, {}-byte frames, batch {}: {what} = {med:.3} (per-rep {lo:.3}–{hi:.3})",
+                p.frame, p.batch
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn triple((lo, med, hi): (f64, f64, f64)) -> Value {
+    json!({"min": lo, "median": med, "max": hi})
+}
+
+fn wire_bytes(records: &[Record]) -> u64 {
+    records
+        .iter()
+        .map(|r| r.data.len() as u64 + WIRE_EXTRA)
+        .sum()
+}
+
+/// Chain lengths measured in `routers` and `napts`.
+fn lengths(quick: bool) -> Vec<usize> {
+    if quick {
+        vec![1, 2, 5, 10]
+    } else {
+        (1..=10).collect()
+    }
+}
+
+/// `routers`, `napts`: the first k NFs of `examples/DIR/chain.toml`, naive and synthesized,
+/// for every chain length and batch size, with the reference loop.
+fn chains(b: &mut Bench, dir: &'static str, prefix: &str) -> Result<(), String> {
+    let scenario: &'static str = dir;
+    let path = b.examples.join(dir).join("chain.toml");
+    let chain = ChainFile::load(&path).map_err(|e| e.to_string())?;
+    let entry = Endpoint {
+        nf: format!("{prefix}1"),
+        iface: "eth0".to_string(),
+    };
+    let records = trace(b.packets, 64, 1000, default_dst());
+    for batch in b.batches.clone() {
+        let mut configs = vec![b.reference_config(batch, &records)];
+        for synth in [false, true] {
+            for k in lengths(b.quick) {
+                let c = first_nfs(&chain, k.min(chain.nfs.len()));
+                configs.push(b.chain_config(&c, &entry, synth, batch, &records)?);
             }
         }
+        let p = Params {
+            scenario,
+            frame: 64,
+            batch,
+            passes: b.passes,
+            extra: None,
+        };
+        b.measure(
+            &p,
+            configs,
+            &[
+                ("synth 10", "naive 1"),
+                ("naive 10", "naive 1"),
+                ("synth 10", "naive 10"),
+                ("synth 1", "naive 1"),
+                ("naive 1", "reference"),
+                ("synth 10", "reference"),
+            ],
+        )?;
     }
-    if !a.json {
-        outln!(
-            "fusebox bench: {packets} 64-byte frames x {passes} passes, {reps} reps, one core, in memory (shared machine: compare ratios)"
+    Ok(())
+}
+
+/// `frame-sizes`: naive 1, naive 10 and synth 10 routers and NAPTs over frames of every
+/// size in [`FRAME_SIZES`]. Larger frames use a proportionally shorter trace (the same
+/// bytes) and proportionally more passes (the same packets).
+fn frame_sizes(b: &mut Bench) -> Result<(), String> {
+    let batch = b.batches[0];
+    for (dir, prefix) in [("routers", "r"), ("napts", "n")] {
+        let path = b.examples.join(dir).join("chain.toml");
+        let chain = ChainFile::load(&path).map_err(|e| e.to_string())?;
+        let entry = Endpoint {
+            nf: format!("{prefix}1"),
+            iface: "eth0".to_string(),
+        };
+        for frame in FRAME_SIZES {
+            let scale = u64::from(frame.div_ceil(64));
+            let records = trace((b.packets / scale).max(1000), frame, 1000, default_dst());
+            let mut configs = vec![b.reference_config(batch, &records)];
+            for (k, synth) in [(1, false), (10, false), (10, true)] {
+                let c = first_nfs(&chain, k);
+                configs.push(b.chain_config(&c, &entry, synth, batch, &records)?);
+            }
+            let p = Params {
+                scenario: "frame-sizes",
+                frame,
+                batch,
+                passes: b.passes * scale,
+                extra: Some(("chain", json!(dir))),
+            };
+            b.measure(
+                &p,
+                configs,
+                &[
+                    ("synth 10", "naive 1"),
+                    ("synth 10", "naive 10"),
+                    ("synth 10", "reference"),
+                ],
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// A single-NF scenario: `click` run naive and synthesized from `iface`, with the reference
+/// loop.
+fn single(
+    b: &mut Bench,
+    scenario: &'static str,
+    click: &Path,
+    records: &[Record],
+    extra: Option<(&'static str, Value)>,
+) -> Result<(), String> {
+    let batch = b.batches[0];
+    let chain = ChainFile::single(click);
+    let entry = Endpoint {
+        nf: chain.nfs[0].name.clone(),
+        iface: "eth0".to_string(),
+    };
+    let configs = vec![
+        b.reference_config(batch, records),
+        b.chain_config(&chain, &entry, false, batch, records)?,
+        b.chain_config(&chain, &entry, true, batch, records)?,
+    ];
+    let p = Params {
+        scenario,
+        frame: 64,
+        batch,
+        passes: b.passes,
+        extra,
+    };
+    b.measure(
+        &p,
+        configs,
+        &[
+            ("synth 1", "naive 1"),
+            ("naive 1", "reference"),
+            ("synth 1", "reference"),
+        ],
+    )
+}
+
+/// `ttl`: NetBricks' TTL NF, the bundled `examples/ttl/ttl.click`.
+fn ttl(b: &mut Bench) -> Result<(), String> {
+    let records = trace(b.packets, 64, 1000, default_dst());
+    let click = b.examples.join("ttl").join("ttl.click");
+    single(b, "ttl", &click, &records, None)
+}
+
+/// SplitMix64: the seeded stream the `lpm` routes are drawn from.
+fn splitmix(x: &mut u64) -> u64 {
+    *x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *x;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The `lpm` configuration: `FromDevice(eth0)`, Ethernet and IPv4 checks, a
+/// `DirectIPLookup` with `routes` prefixes drawn from `seed` (lengths as in a BGP table:
+/// 60 % /24, 32 % /16–/23, 4 % /8–/15, 4 % /25–/32; addresses uniform; four next hops) plus a
+/// default route, and one `EtherEncap` → `ToDevice` per next hop.
+fn lpm_click(routes: usize, seed: u64) -> String {
+    let mut x = seed;
+    let mut s = format!(
+        "// Generated by `fusebox bench --scenario lpm`: NetBricks' DIR-24-8 router with {routes}\n\
+         // random routes (SplitMix64 seed {seed:#x}; lengths as in a BGP table) and a default.\n\
+         rt :: DirectIPLookup(\n"
+    );
+    for _ in 0..routes {
+        let r = splitmix(&mut x) % 100;
+        let len: u32 = match r {
+            0..=59 => 24,
+            60..=91 => 16 + (splitmix(&mut x) % 8) as u32,
+            92..=95 => 8 + (splitmix(&mut x) % 8) as u32,
+            _ => 25 + (splitmix(&mut x) % 8) as u32,
+        };
+        let addr = (splitmix(&mut x) as u32) & (u32::MAX << (32 - len));
+        let port = splitmix(&mut x) % 4;
+        let _ = writeln!(s, "    {}/{len} {port},", std::net::Ipv4Addr::from(addr));
+    }
+    s.push_str("    0.0.0.0/0 0);\n");
+    s.push_str("FromDevice(eth0) -> Strip(14) -> CheckIPHeader -> rt;\n");
+    for port in 0..4 {
+        let _ = writeln!(
+            s,
+            "rt[{port}] -> EtherEncap(0x0800, 02:00:00:00:00:01, 02:00:00:00:01:0{port}) -> ToDevice(eth{});",
+            port + 1
         );
     }
-    for l in out {
-        outln!("{l}");
+    s
+}
+
+/// `lpm`: the generated DIR-24-8 router (written to the output directory as
+/// `lpm-16k.click`) over a trace whose destinations span the whole address space.
+fn lpm(b: &mut Bench) -> Result<(), String> {
+    std::fs::create_dir_all(&b.out_dir)
+        .map_err(|e| format!("{}: cannot create: {e}", b.out_dir.display()))?;
+    let click = b.out_dir.join("lpm-16k.click");
+    std::fs::write(&click, lpm_click(LPM_ROUTES, LPM_SEED))
+        .map_err(|e| format!("{}: cannot write: {e}", click.display()))?;
+    let records = trace(
+        b.packets,
+        64,
+        16_384,
+        (std::net::Ipv4Addr::new(0, 0, 0, 0), 0),
+    );
+    single(
+        b,
+        "lpm",
+        &click,
+        &records,
+        Some((
+            "routes",
+            json!({"count": LPM_ROUTES, "seed": format!("{LPM_SEED:#x}")}),
+        )),
+    )
+}
+
+/// `fusebox bench`.
+pub fn run(a: &BenchArgs) -> Result<ExitCode, String> {
+    let t0 = Instant::now();
+    for s in &a.scenario {
+        if !SCENARIOS.iter().any(|x| x.name == s) {
+            let names: Vec<&str> = SCENARIOS.iter().map(|x| x.name).collect();
+            return Err(format!(
+                "--scenario {s}: expected one of {}",
+                names.join(", ")
+            ));
+        }
+    }
+    if a.batch.is_empty() || a.batch.iter().any(|&b| b == 0 || b > 4096) {
+        return Err("--batch: expected sizes in 1..=4096".to_string());
+    }
+    let mut b = Bench {
+        quick: a.quick,
+        reps: a.reps.unwrap_or(if a.quick { 2 } else { 7 }).max(1),
+        passes: a.passes.unwrap_or(if a.quick { 1 } else { 10 }).max(1),
+        packets: if a.quick { 10_000 } else { 100_000 },
+        batches: a.batch.clone(),
+        examples: a.examples.clone(),
+        out_dir: a.charts.clone(),
+        mhz: cpu_mhz(),
+        records: Vec::new(),
+        measured: Vec::new(),
+        lines: Vec::new(),
+    };
+    for s in SCENARIOS {
+        if a.scenario.iter().any(|x| x == s.name) {
+            eprintln!("fusebox bench: {} — {}", s.name, s.about);
+            (s.run)(&mut b)?;
+        }
+    }
+    std::fs::create_dir_all(&b.out_dir)
+        .map_err(|e| format!("{}: cannot create: {e}", b.out_dir.display()))?;
+    let json_path = b.out_dir.join("bench.json");
+    let jsonl: String = b.records.iter().map(|r| format!("{r}\n")).collect();
+    std::fs::write(&json_path, &jsonl)
+        .map_err(|e| format!("{}: cannot write: {e}", json_path.display()))?;
+    let charts = if a.no_charts {
+        Vec::new()
+    } else {
+        match charts::draw(&b.measured, &b.out_dir) {
+            Ok(files) => files,
+            Err(e) => {
+                eprintln!("fusebox bench: charts skipped: {e}");
+                Vec::new()
+            }
+        }
+    };
+    if a.json {
+        outln!("{}", jsonl.trim_end());
+    } else {
+        outln!(
+            "fusebox bench: {} packets per trace (64-byte frames; larger frames: the same bytes), {} passes x {} reps after a warm-up, one core, in memory; shared machine: compare the ratios",
+            b.packets,
+            b.passes,
+            b.reps
+        );
+        outln!("Gbit/s: frame with FCS + 20 bytes of preamble and inter-frame gap (64-byte frame = 84 bytes); {}; latency: from a batch's entry to each packet's exit, one extra pass", match b.mhz {
+            Some(m) => format!("cycles = ns x {m:.0} MHz, the nominal frequency /proc/cpuinfo reports (the TSC is not read: no unsafe code)"),
+            None => "cycles omitted (/proc/cpuinfo gives no frequency; the TSC is not read: no unsafe code)".to_string(),
+        });
+        outln!(
+            "{:<19} {:<10} {:>5} {:>5}  {:>23}  {:>7}  {:>8}  {:>8}  {:>8} {:>8} {:>8}",
+            "scenario",
+            "config",
+            "frame",
+            "batch",
+            "Mpps median (min–max)",
+            "Gbit/s",
+            "ns/pkt",
+            "cyc/pkt",
+            "p50 µs",
+            "p99 µs",
+            "p99.9 µs"
+        );
+        for l in &b.lines {
+            outln!("{l}");
+        }
+        outln!(
+            "records: {}; charts: {}; {:.0} s",
+            json_path.display(),
+            if charts.is_empty() {
+                "none".to_string()
+            } else {
+                charts
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            },
+            t0.elapsed().as_secs_f64()
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -56,8 +56,9 @@ enum Command {
     /// Run a chain in several modes (naive, synth) and compare outputs, drops, counters and
     /// state: exit 0 when identical, 4 when different, 1 on errors.
     Verify(verify_cmd::VerifyArgs),
-    /// Replay SNF Fig. 7's chains (1 and 10 routers, 1 and 10 NAPTs) in memory, naive and
-    /// synthesized, and print rates and same-run ratios.
+    /// Replay the papers' experiments in memory on one core (SNF Fig. 7 and 8, NetBricks'
+    /// TTL and LPM NFs), naive and synthesized, against a reference loop: rates, latency
+    /// percentiles, same-run ratios, JSON records and PNG charts.
     Bench(bench_cmd::BenchArgs),
     /// Classify a ClassBench header trace against a ClassBench filter set: one line per
     /// header with the first matching rule (0-based, -1 for none); the rate on stderr.

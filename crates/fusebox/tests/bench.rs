@@ -1,40 +1,222 @@
-//! `fusebox bench --quick` runs and prints well-formed JSON (never a speed threshold: the
-//! machines are shared).
+//! `fusebox bench --quick` runs every scenario, prints well-formed JSON records (also written
+//! to the output directory) with the figures the issue asks for, and draws the charts when
+//! the font exists. Never a speed threshold: the machines are shared.
 
 mod common;
 use common::*;
+use serde_json::Value;
+
+const FONT: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+
+fn parse(text: &str) -> Vec<Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+fn find<'a>(records: &'a [Value], what: &[(&str, Value)]) -> &'a Value {
+    records
+        .iter()
+        .find(|r| what.iter().all(|(k, v)| &r[*k] == v))
+        .unwrap_or_else(|| panic!("no record {what:?}"))
+}
+
+/// min <= median <= max, all positive.
+fn triple(v: &Value) -> f64 {
+    let (lo, med, hi) = (
+        v["min"].as_f64().unwrap(),
+        v["median"].as_f64().unwrap(),
+        v["max"].as_f64().unwrap(),
+    );
+    assert!(lo > 0.0 && lo <= med && med <= hi, "{v}");
+    med
+}
+
+/// A configuration's record: rates consistent with each other and the Gbit/s convention
+/// (frame with FCS + 20 bytes), latency percentiles ordered for chains, none for the
+/// reference loop.
+fn check_config(r: &Value, frame: u64) {
+    let mpps = triple(&r["mpps"]);
+    let gbps = triple(&r["gbps"]);
+    let ns = triple(&r["ns_per_packet"]);
+    let per_bit = gbps / (mpps * (frame + 20) as f64 * 8.0 / 1e3);
+    assert!((per_bit - 1.0).abs() < 0.01, "Gbit/s convention: {r}");
+    assert!((ns * mpps / 1e3 - 1.0).abs() < 1e-6, "ns/packet: {r}");
+    if let Some(c) = r["cycles_per_packet"].as_f64() {
+        assert!(c > 0.0, "{r}");
+    }
+    if r["mode"] == "reference" {
+        assert!(r["latency_ns"].is_null(), "{r}");
+    } else {
+        let l = &r["latency_ns"];
+        let (a, b, c) = (
+            l["p50"].as_f64().unwrap(),
+            l["p99"].as_f64().unwrap(),
+            l["p99_9"].as_f64().unwrap(),
+        );
+        assert!(a > 0.0 && a <= b && b <= c, "{r}");
+    }
+}
 
 #[test]
-fn quick_bench_runs_and_prints_json_records() {
-    let o = fusebox_ok(&root(), &["bench", "--quick", "--json", "--reps", "1"]);
+fn quick_bench_runs_every_scenario_and_prints_json_records() {
+    let dir = scratch("bench");
+    let out = dir.join("out");
+    let o = fusebox_ok(
+        &root(),
+        &[
+            "bench",
+            "--quick",
+            "--json",
+            "--reps",
+            "1",
+            "--charts",
+            out.to_str().unwrap(),
+        ],
+    );
     let text = String::from_utf8(o.stdout).unwrap();
-    let records: Vec<serde_json::Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect();
+    let records = parse(&text);
+    // The same records are in the output directory.
+    let file = std::fs::read_to_string(out.join("bench.json")).unwrap();
+    assert_eq!(parse(&file), records);
     for sc in ["routers", "napts"] {
-        for (nfs, mode) in [(1, "naive"), (10, "naive"), (10, "synth")] {
-            let r = records
-                .iter()
-                .find(|r| r["scenario"] == sc && r["nfs"] == nfs && r["mode"] == mode)
-                .unwrap_or_else(|| panic!("no {sc} {nfs} {mode} record: {text}"));
-            let m = &r["mpps"];
-            let (lo, med, hi) = (
-                m["min"].as_f64().unwrap(),
-                m["median"].as_f64().unwrap(),
-                m["max"].as_f64().unwrap(),
-            );
-            assert!(lo > 0.0 && lo <= med && med <= hi, "{r}");
+        for batch in [32, 128] {
+            for (nfs, mode) in [
+                (0, "reference"),
+                (1, "naive"),
+                (2, "naive"),
+                (5, "naive"),
+                (10, "naive"),
+                (1, "synth"),
+                (10, "synth"),
+            ] {
+                let r = find(
+                    &records,
+                    &[
+                        ("scenario", sc.into()),
+                        ("batch", batch.into()),
+                        ("nfs", nfs.into()),
+                        ("mode", mode.into()),
+                    ],
+                );
+                check_config(r, 64);
+            }
+            for ratio in ["synth 10 / naive 1", "naive 1 / reference"] {
+                let r = find(
+                    &records,
+                    &[
+                        ("scenario", sc.into()),
+                        ("batch", batch.into()),
+                        ("ratio", ratio.into()),
+                    ],
+                );
+                triple(r);
+            }
         }
-        let ratio = records
-            .iter()
-            .find(|r| r["scenario"] == sc && r["ratio"] == "synth 10 / naive 1")
-            .unwrap_or_else(|| panic!("no {sc} ratio: {text}"));
-        assert!(ratio["median"].as_f64().unwrap() > 0.0, "{ratio}");
     }
-    // A scenario it does not know is refused in one line.
-    let o = fusebox(&root(), &["bench", "--scenario", "nope"]);
-    assert_eq!(o.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("--scenario nope"), "{err}");
+    for chain in ["routers", "napts"] {
+        for frame in [64u64, 128, 256, 512, 1024, 1500] {
+            for (nfs, mode) in [(1, "naive"), (10, "naive"), (10, "synth")] {
+                let r = find(
+                    &records,
+                    &[
+                        ("scenario", "frame-sizes".into()),
+                        ("chain", chain.into()),
+                        ("frame", frame.into()),
+                        ("nfs", nfs.into()),
+                        ("mode", mode.into()),
+                    ],
+                );
+                check_config(r, frame);
+            }
+        }
+    }
+    for sc in ["ttl", "lpm"] {
+        for mode in ["reference", "naive", "synth"] {
+            check_config(
+                find(&records, &[("scenario", sc.into()), ("mode", mode.into())]),
+                64,
+            );
+        }
+        triple(find(
+            &records,
+            &[
+                ("scenario", sc.into()),
+                ("ratio", "synth 1 / naive 1".into()),
+            ],
+        ));
+    }
+    assert_eq!(
+        find(
+            &records,
+            &[("scenario", "lpm".into()), ("mode", "naive".into())]
+        )["routes"]["count"],
+        16384
+    );
+    // The generated LPM configuration is kept, with its 16k routes and a default.
+    let lpm = std::fs::read_to_string(out.join("lpm-16k.click")).unwrap();
+    assert!(lpm.contains("DirectIPLookup("), "{lpm}");
+    assert_eq!(
+        lpm.lines().filter(|l| l.trim().ends_with(',')).count(),
+        16384
+    );
+    // Charts, when the font is there (the set-up and CI scripts install it).
+    let charts = [
+        "fig7-routers.png",
+        "fig7-napts.png",
+        "fig8-routers.png",
+        "fig8-napts.png",
+        "ttl-lpm.png",
+    ];
+    let font = std::path::Path::new(FONT).exists();
+    for c in charts {
+        let png = std::fs::read(out.join(c)).ok();
+        if font {
+            let png = png.unwrap_or_else(|| panic!("{c} not written"));
+            assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "{c}");
+        } else {
+            assert!(png.is_none(), "{c} written without the font");
+        }
+    }
+}
+
+#[test]
+fn bench_picks_the_batch_and_refuses_bad_arguments() {
+    let dir = scratch("bench-args");
+    let o = fusebox_ok(
+        &dir,
+        &[
+            "bench",
+            "--quick",
+            "--json",
+            "--reps",
+            "1",
+            "--scenario",
+            "ttl",
+            "--batch",
+            "16",
+            "--no-charts",
+            "--examples",
+            root().join("examples").to_str().unwrap(),
+            "--charts",
+            "o",
+        ],
+    );
+    let records = parse(&String::from_utf8(o.stdout).unwrap());
+    assert!(!records.is_empty());
+    for r in &records {
+        assert_eq!(r["scenario"], "ttl", "{r}");
+        assert_eq!(r["batch"], 16, "{r}");
+    }
+    assert!(dir.join("o/bench.json").exists());
+    assert!(!dir.join("o/ttl-lpm.png").exists(), "--no-charts drew");
+    for (args, expect) in [
+        (&["bench", "--scenario", "nope"][..], "--scenario nope"),
+        (&["bench", "--batch", "0"][..], "--batch"),
+    ] {
+        let o = fusebox(&dir, args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(expect), "{err}");
+    }
 }

@@ -1,0 +1,298 @@
+//! PNG charts of a `fusebox bench` run, laid out like the papers' figures: SNF Fig. 7 (Mpps
+//! against chain length, naive and synthesized), SNF Fig. 8 (Mpps and Gbit/s against frame
+//! size) and the single-NF scenarios against the reference loop.
+//!
+//! Text needs a TrueType font, read at run time from [`FONT`] (Debian's `fonts-dejavu-core`,
+//! which `scripts/setup.sh` and `.ci/run` install); without it no chart is drawn and the
+//! caller says so.
+
+use super::Measured;
+use plotters::coord::ranged1d::SegmentValue;
+use plotters::prelude::*;
+use std::path::{Path, PathBuf};
+
+/// The font the charts' text is drawn with.
+pub const FONT: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+
+const COLORS: [RGBColor; 6] = [
+    RGBColor(0xd6, 0x27, 0x28),
+    RGBColor(0x1f, 0x77, 0xb4),
+    RGBColor(0x2c, 0xa0, 0x2c),
+    RGBColor(0x94, 0x67, 0xbd),
+    RGBColor(0xff, 0x7f, 0x0e),
+    RGBColor(0x7f, 0x7f, 0x7f),
+];
+
+type R<T> = Result<T, String>;
+
+fn err<E: std::fmt::Debug>(e: E) -> String {
+    format!("{e:?}")
+}
+
+/// Registers [`FONT`] as plotters' `sans-serif` (once per process).
+fn font() -> R<()> {
+    static DONE: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    DONE.get_or_init(|| {
+        let bytes = std::fs::read(FONT)
+            .map_err(|e| format!("cannot read the font {FONT} ({e}); install fonts-dejavu-core"))?;
+        let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+        plotters::style::register_font("sans-serif", FontStyle::Normal, bytes)
+            .map_err(|_| format!("{FONT}: not a usable TrueType font"))
+    })
+    .clone()
+}
+
+/// Draws every chart the measurements allow into `dir`; returns the files written.
+pub fn draw(m: &[Measured], dir: &Path) -> R<Vec<PathBuf>> {
+    font()?;
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
+    let mut files = Vec::new();
+    for sc in ["routers", "napts"] {
+        let rows: Vec<&Measured> = m.iter().filter(|x| x.scenario == sc).collect();
+        if !rows.is_empty() {
+            let f = dir.join(format!("fig7-{sc}.png"));
+            fig7(sc, &rows, &f)?;
+            files.push(f);
+        }
+        let rows: Vec<&Measured> = m
+            .iter()
+            .filter(|x| x.scenario == "frame-sizes" && x.tag.as_deref() == Some(sc))
+            .collect();
+        if !rows.is_empty() {
+            let f = dir.join(format!("fig8-{sc}.png"));
+            fig8(sc, &rows, &f)?;
+            files.push(f);
+        }
+    }
+    let rows: Vec<&Measured> = m
+        .iter()
+        .filter(|x| x.scenario == "ttl" || x.scenario == "lpm")
+        .collect();
+    if !rows.is_empty() {
+        let f = dir.join("ttl-lpm.png");
+        bars(&rows, &f)?;
+        files.push(f);
+    }
+    Ok(files)
+}
+
+fn ymax(v: impl Iterator<Item = f64>) -> f64 {
+    (v.fold(0.0f64, f64::max) * 1.15).max(1e-3)
+}
+
+/// SNF Fig. 7: Mpps against the number of NFs, naive and synthesized, per batch size (the
+/// reference loop, far above, is left to the table and the ratios).
+fn fig7(sc: &str, rows: &[&Measured], file: &Path) -> R<()> {
+    let root = BitMapBackend::new(file, (900, 560)).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let top = ymax(
+        rows.iter()
+            .filter(|r| r.mode != "reference")
+            .map(|r| r.mpps.1),
+    );
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            format!("{sc}: Mpps vs chain length (64-byte frames, one core)"),
+            ("sans-serif", 22),
+        )
+        .margin(12)
+        .x_label_area_size(45)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0.5f64..10.5f64, 0f64..top)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .light_line_style(TRANSPARENT)
+        .x_desc("NFs in the chain")
+        .y_desc("Mpps (median)")
+        .x_labels(10)
+        .x_label_formatter(&|x| format!("{x:.0}"))
+        .draw()
+        .map_err(err)?;
+    let mut batches: Vec<usize> = rows.iter().map(|r| r.batch).collect();
+    batches.sort_unstable();
+    batches.dedup();
+    let mut color = 0;
+    for &batch in &batches {
+        for mode in ["naive", "synth"] {
+            let mut pts: Vec<(f64, f64)> = rows
+                .iter()
+                .filter(|r| r.batch == batch && r.mode == mode)
+                .map(|r| (r.nfs as f64, r.mpps.1))
+                .collect();
+            if pts.is_empty() {
+                continue;
+            }
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let c = COLORS[color % COLORS.len()];
+            color += 1;
+            let label = format!("{mode}, batch {batch}");
+            chart
+                .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
+                .map_err(err)?
+                .label(label)
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
+                });
+            chart
+                .draw_series(pts.iter().map(|&p| Circle::new(p, 4, c.filled())))
+                .map_err(err)?;
+        }
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .draw()
+        .map_err(err)?;
+    root.present().map_err(err)?;
+    Ok(())
+}
+
+/// SNF Fig. 8: Mpps (left) and Gbit/s (right) against frame size.
+fn fig8(sc: &str, rows: &[&Measured], file: &Path) -> R<()> {
+    let root = BitMapBackend::new(file, (1200, 520)).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let (title, body) = root.split_vertically(40);
+    title
+        .titled(
+            &format!("{sc}: 10-NF chain over frame sizes (one core; Gbit/s with FCS + 20 B preamble/IFG)"),
+            ("sans-serif", 20),
+        )
+        .map_err(err)?;
+    let panels = body.split_evenly((1, 2));
+    for (k, panel) in panels.iter().enumerate() {
+        let value = |r: &Measured| if k == 0 { r.mpps.1 } else { r.gbps.1 };
+        let top = ymax(rows.iter().map(|r| value(r)));
+        let mut chart = ChartBuilder::on(panel)
+            .margin(12)
+            .x_label_area_size(45)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0f64..1600f64, 0f64..top)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .light_line_style(TRANSPARENT)
+            .x_desc("frame size (bytes)")
+            .y_desc(if k == 0 {
+                "Mpps (median)"
+            } else {
+                "Gbit/s (median)"
+            })
+            .draw()
+            .map_err(err)?;
+        for (i, (mode, nfs, label)) in [
+            ("naive", 1, "naive, 1 NF"),
+            ("naive", 10, "naive, 10 NFs"),
+            ("synth", 10, "synth, 10 NFs"),
+            ("reference", 0, "reference loop"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let mut pts: Vec<(f64, f64)> = rows
+                .iter()
+                .filter(|r| r.mode == mode && r.nfs == nfs)
+                .map(|r| (f64::from(r.frame), value(r)))
+                .collect();
+            if pts.is_empty() {
+                continue;
+            }
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let c = COLORS[i % COLORS.len()];
+            chart
+                .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
+                .map_err(err)?
+                .label(label)
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
+                });
+            chart
+                .draw_series(pts.iter().map(|&p| Circle::new(p, 4, c.filled())))
+                .map_err(err)?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 14))
+            .draw()
+            .map_err(err)?;
+    }
+    root.present().map_err(err)?;
+    Ok(())
+}
+
+/// The single-NF scenarios: one bar per scenario and mode (Mpps), the reference loop first.
+fn bars(rows: &[&Measured], file: &Path) -> R<()> {
+    let mut order: Vec<&Measured> = Vec::new();
+    for sc in ["ttl", "lpm"] {
+        for mode in ["reference", "naive", "synth"] {
+            order.extend(rows.iter().filter(|r| r.scenario == sc && r.mode == mode));
+        }
+    }
+    let names: Vec<String> = order
+        .iter()
+        .map(|r| format!("{} {}", r.scenario, r.mode))
+        .collect();
+    let root = BitMapBackend::new(file, (900, 520)).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let top = ymax(order.iter().map(|r| r.mpps.1));
+    let n = order.len();
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            "ttl and lpm: Mpps, naive and synth vs the reference loop (64-byte frames)",
+            ("sans-serif", 20),
+        )
+        .margin(12)
+        .x_label_area_size(45)
+        .y_label_area_size(60)
+        .build_cartesian_2d((0..n).into_segmented(), 0f64..top)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .light_line_style(TRANSPARENT)
+        .disable_x_mesh()
+        .y_desc("Mpps (median)")
+        .x_labels(n)
+        .x_label_formatter(&|v| match v {
+            SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => {
+                names.get(*i).cloned().unwrap_or_default()
+            }
+            SegmentValue::Last => String::new(),
+        })
+        .draw()
+        .map_err(err)?;
+    for (k, mode) in ["reference", "naive", "synth"].into_iter().enumerate() {
+        let c = COLORS[(k + 3) % COLORS.len()];
+        let data: Vec<(usize, f64)> = order
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.mode == mode)
+            .map(|(i, r)| (i, r.mpps.1))
+            .collect();
+        chart
+            .draw_series(
+                Histogram::vertical(&chart)
+                    .style(c.filled())
+                    .margin(14)
+                    .data(data),
+            )
+            .map_err(err)?
+            .label(mode)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], c.filled()));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .draw()
+        .map_err(err)?;
+    root.present().map_err(err)?;
+    Ok(())
+}
