@@ -501,9 +501,12 @@ impl Executor {
             for (entry, p) in entries.drain(..).zip(batch.drain()) {
                 self.push_in(entry, p);
             }
-            self.flush_flows();
             progress(self.chain_in);
         }
+        // What established flows owe the rewriters is paid when a rewriter is about to
+        // decide or be read, and here: a flow's packets between two such moments cost one
+        // update per mapping, not one each.
+        self.flush_flows();
         errors
     }
 
@@ -569,9 +572,10 @@ impl Executor {
                     self.push_in(entry, p);
                     n += 1;
                 }
-                self.flush_flows();
             }
         }
+        // As in `run`: the flows' debts are paid when needed and at the end.
+        self.flush_flows();
         n
     }
 
@@ -598,7 +602,7 @@ impl Executor {
     }
 
     /// [`Executor::inject`] without paying the established flows' debts (a run or replay
-    /// pays them at the end of each batch).
+    /// pays them when a rewriter is about to decide or be read, and at its end).
     fn push_in(&mut self, entry: (usize, usize), mut p: Packet) {
         p.meta.input_index = self.next_input;
         self.next_input += 1;
