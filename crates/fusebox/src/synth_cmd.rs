@@ -32,6 +32,19 @@ pub struct SynthArgs {
     /// FILE`.
     #[arg(long, conflicts_with = "dot")]
     pub click: bool,
+    /// Print each entry's first classification as OpenFlow 1.3 flows (`ovs-ofctl -O
+    /// OpenFlow13 add-flows BRIDGE FILE`): entry k (in name order) is OpenFlow port k, each
+    /// class is tagged with VLAN id = its number and sent to --of-port.
+    #[arg(long, conflicts_with_all = ["dot", "click"])]
+    pub openflow: bool,
+    /// The OpenFlow port classified frames go to (the FuseBox server's), or LOCAL.
+    #[arg(
+        long,
+        value_name = "PORT",
+        default_value = "LOCAL",
+        requires = "openflow"
+    )]
+    pub of_port: String,
 }
 
 fn esc(s: &str) -> String {
@@ -148,6 +161,11 @@ pub fn run(a: &SynthArgs) -> Result<ExitCode, String> {
             }
         }
         let text = synth::export::click(&ex, &prog, &a.chain.display().to_string())?;
+        let _ = std::io::stdout().lock().write_all(text.as_bytes());
+        return Ok(ExitCode::SUCCESS);
+    }
+    if a.openflow {
+        let text = synth::openflow::openflow(&ex, &s.program, &a.of_port)?;
         let _ = std::io::stdout().lock().write_all(text.as_bytes());
         return Ok(ExitCode::SUCCESS);
     }

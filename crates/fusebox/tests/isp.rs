@@ -9,44 +9,6 @@ mod common;
 use common::*;
 use std::path::Path;
 
-/// xorshift64
-fn next(x: &mut u64) -> u64 {
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    *x
-}
-
-/// A ClassBench-format set of `n` rules over 10.0.0.0/14 (the last a catch-all).
-fn rule_set(n: usize, seed: u64) -> String {
-    let mut x = seed | 1;
-    let mut out = String::new();
-    for _ in 0..n - 1 {
-        let mut r = |m: u64| next(&mut x) % m;
-        let (sl, dl) = (
-            [8, 16, 24, 28, 32][r(5) as usize],
-            [0, 16, 24][r(3) as usize],
-        );
-        let ip = |a: u64| std::net::Ipv4Addr::from((0x0a00_0000 | a) as u32);
-        let (s, d) = (ip(r(1 << 18)), ip(r(1 << 18)));
-        let dp = match r(3) {
-            0 => (0, 65535),
-            1 => {
-                let p = [53, 80, 443, 123, 1234][r(5) as usize];
-                (p, p)
-            }
-            _ => (1024, 65535),
-        };
-        let proto = ["0x06/0xFF", "0x11/0xFF", "0x00/0x00", "0x01/0xFF"][r(4) as usize];
-        out.push_str(&format!(
-            "@{s}/{sl}\t{d}/{dl}\t0 : 65535\t{} : {}\t{proto}\t0x0000/0x0000\t\n",
-            dp.0, dp.1
-        ));
-    }
-    out.push_str("@0.0.0.0/0\t0.0.0.0/0\t0 : 65535\t0 : 65535\t0x00/0x00\t0x0000/0x0000\t\n");
-    out
-}
-
 /// `t.pcap` in `dir`: `packets` packets of `flows` flows drawn from the corners of the
 /// rules in `rules`, with expiring TTLs and some bad checksums and IP options.
 fn gen_from_rules(dir: &Path, rules: &str, packets: u64, flows: u32) {

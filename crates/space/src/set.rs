@@ -134,6 +134,31 @@ impl FieldSet {
         Ok(FieldSet { intervals })
     }
 
+    /// The set as the fewest aligned blocks of a `width`-bit field (at most 127 bits):
+    /// (first value, prefix length), in order; a range of `n` values needs at most
+    /// `2 log2 n` blocks. What a ternary match (an OpenFlow value/mask) can express.
+    pub fn prefixes(&self, width: u32) -> Vec<(u128, u32)> {
+        let width = width.min(127);
+        let mut out = Vec::new();
+        for (lo, hi) in self.clip(width).intervals() {
+            let mut at = lo;
+            loop {
+                // The largest aligned block starting at `at` that ends by `hi`.
+                let mut k = at.trailing_zeros().min(width);
+                while k > 0 && at + ((1u128 << k) - 1) > hi {
+                    k -= 1;
+                }
+                out.push((at, width - k));
+                let next = at + (1u128 << k);
+                if next > hi {
+                    break;
+                }
+                at = next;
+            }
+        }
+        out
+    }
+
     /// Whether the set has no values.
     pub fn is_empty(&self) -> bool {
         self.intervals.is_empty()

@@ -80,6 +80,21 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(CASES))]
 
     #[test]
+    fn prefixes_cover_the_set_exactly(a in arb_set(4095), width in prop_oneof![Just(8u32), Just(12u32)]) {
+        let blocks = a.prefixes(width);
+        let mut covered = FieldSet::empty();
+        for &(v, len) in &blocks {
+            let b = FieldSet::prefix(v, len, width);
+            prop_assert_eq!(b.first(), Some(v), "block {}/{} is aligned", v, len);
+            prop_assert!(covered.intersection(&b).is_empty(), "blocks are disjoint");
+            covered = covered.union(&b);
+        }
+        prop_assert_eq!(covered, a.clip(width));
+        // Few blocks: at most 2 * width per interval.
+        prop_assert!(blocks.len() <= 2 * width as usize * a.clip(width).intervals().len().max(1));
+    }
+
+    #[test]
     fn field_set_ops_match_a_model(
         a in arb_set(4095),
         b in arb_set(4095),

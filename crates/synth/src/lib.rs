@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 pub mod export;
+pub mod openflow;
 pub mod testgen;
 pub mod verify;
 
