@@ -71,6 +71,9 @@ pub struct BenchArgs {
     /// Write no charts (the JSON records and generated configurations are still written).
     #[arg(long)]
     pub no_charts: bool,
+    /// Where the ClassBench filter sets of the `isp` scenario are (`fw1_1k`, `fw1_10k`).
+    #[arg(long, default_value = "../shared/data/classbench/neurocuts")]
+    pub classbench: PathBuf,
 }
 
 /// A scenario: its name, what it reproduces, and how to run it.
@@ -106,6 +109,11 @@ const SCENARIOS: &[Scenario] = &[
         name: "lpm",
         about: "NetBricks' DIR-24-8 router with 16k seeded random routes",
         run: lpm,
+    },
+    Scenario {
+        name: "isp",
+        about: "SNF Fig. 10: examples/isp (firewall -> router -> NAPT) with the 250-, 1k- and 10k-rule ClassBench lists, frames of 64..1500 bytes",
+        run: isp,
     },
 ];
 
@@ -222,6 +230,7 @@ struct Measured {
 /// A run of `fusebox bench`: settings and what has been measured so far.
 struct Bench {
     quick: bool,
+    classbench: PathBuf,
     reps: usize,
     passes: u64,
     packets: u64,
@@ -726,6 +735,122 @@ fn lpm(b: &mut Bench) -> Result<(), String> {
     )
 }
 
+/// `isp`: `examples/isp` with the firewall's rules from a ClassBench list (each rule allowed
+/// by the seeded 85 % draw), over flows drawn from the list's corners; beside it, the same
+/// chain with a firewall that allows everything (`-open`: SNF's "chain without the
+/// firewall's rules"). Skipped, with a message, when the lists are not there.
+fn isp(b: &mut Bench) -> Result<(), String> {
+    let (fw1k, fw10k) = (b.classbench.join("fw1_1k"), b.classbench.join("fw1_10k"));
+    if !fw1k.exists() || !fw10k.exists() {
+        eprintln!(
+            "fusebox bench: isp skipped: no fw1_1k and fw1_10k in {} (--classbench DIR)",
+            b.classbench.display()
+        );
+        return Ok(());
+    }
+    std::fs::create_dir_all(&b.out_dir)
+        .map_err(|e| format!("{}: cannot create: {e}", b.out_dir.display()))?;
+    let open = b.out_dir.join("allow-all.rules");
+    std::fs::write(&open, "allow all\n")
+        .map_err(|e| format!("{}: cannot write: {e}", open.display()))?;
+    let path = b.examples.join("isp").join("chain.toml");
+    let base = ChainFile::load(&path).map_err(|e| e.to_string())?;
+    let with = |rules: &Path, first: &str| {
+        let mut c = base.clone();
+        for nf in c.nfs.iter_mut().filter(|n| n.name == "fw") {
+            nf.defines
+                .push(("RULES".into(), rules.display().to_string()));
+            nf.defines.push(("FIRST".into(), first.to_string()));
+        }
+        c
+    };
+    let entry = Endpoint {
+        nf: "fw".to_string(),
+        iface: "eth0".to_string(),
+    };
+    let lists: &[(&'static str, &Path, Option<usize>)] = if b.quick {
+        &[("250", &fw1k, Some(250))]
+    } else {
+        &[
+            ("250", &fw1k, Some(250)),
+            ("1k", &fw1k, None),
+            ("10k", &fw10k, None),
+        ]
+    };
+    let frames: &[u32] = if b.quick {
+        &[64]
+    } else {
+        &[64, 128, 256, 1500]
+    };
+    let batch = b.batches[0];
+    for &(label, rules, first) in lists {
+        let text = std::fs::read_to_string(rules)
+            .map_err(|e| format!("{}: cannot read: {e}", rules.display()))?;
+        let mut set = classify::classbench::parse_rules(&text, &rules.display().to_string())
+            .map_err(|e| e.to_string())?;
+        set.truncate(first.unwrap_or(usize::MAX));
+        let tuples: Vec<ports::gen::Tuple> = classify::classbench::corners(&set, 2000, 1)
+            .into_iter()
+            .map(|k| {
+                (
+                    k[4] as u8,
+                    std::net::Ipv4Addr::from(k[0] as u32),
+                    std::net::Ipv4Addr::from(k[1] as u32),
+                    k[2] as u16,
+                    k[3] as u16,
+                )
+            })
+            .collect();
+        let first = first.map_or("all".to_string(), |n| n.to_string());
+        let (chain, open_chain) = (with(rules, &first), with(&open, "all"));
+        for &frame in frames {
+            let scale = u64::from(frame.div_ceil(64));
+            let cfg = GenConfig {
+                packets: (b.packets / scale).max(1000),
+                flows: 2000,
+                size: SizeDist::Fixed(frame),
+                ..GenConfig::default()
+            };
+            let records: Vec<Record> = ports::gen::generate_tuples(&cfg, &tuples)
+                .map(|(timestamp, data)| Record {
+                    timestamp,
+                    precision: Precision::Nano,
+                    orig_len: data.len() as u32,
+                    data,
+                })
+                .collect();
+            let mut configs = vec![b.reference_config(batch, &records)];
+            for synth in [false, true] {
+                configs.push(b.chain_config(&chain, &entry, synth, batch, &records)?);
+                let mut c = b.chain_config(&open_chain, &entry, synth, batch, &records)?;
+                c.mode = if synth { "synth-open" } else { "naive-open" };
+                configs.push(c);
+            }
+            let p = Params {
+                scenario: "isp",
+                frame,
+                batch,
+                passes: b.passes * scale,
+                extra: Some((
+                    "rules",
+                    json!({"list": label, "count": set.len(), "allow_percent": 85, "seed": 1}),
+                )),
+            };
+            b.measure(
+                &p,
+                configs,
+                &[
+                    ("synth 3", "naive 3"),
+                    ("synth 3", "synth-open 3"),
+                    ("naive 3", "naive-open 3"),
+                    ("synth 3", "reference"),
+                ],
+            )?;
+        }
+    }
+    Ok(())
+}
+
 /// `fusebox bench`.
 pub fn run(a: &BenchArgs) -> Result<ExitCode, String> {
     let t0 = Instant::now();
@@ -743,6 +868,7 @@ pub fn run(a: &BenchArgs) -> Result<ExitCode, String> {
     }
     let mut b = Bench {
         quick: a.quick,
+        classbench: a.classbench.clone(),
         reps: a.reps.unwrap_or(if a.quick { 2 } else { 7 }).max(1),
         passes: a.passes.unwrap_or(if a.quick { 1 } else { 10 }).max(1),
         packets: if a.quick { 10_000 } else { 100_000 },

@@ -40,7 +40,7 @@ const STATE_FLAGS: u8 = 0x07;
 #[derive(Debug, Clone, Default)]
 pub(super) struct Regions {
     boxes: Vec<Region>,
-    ids: std::collections::HashMap<Region, u32>,
+    ids: foldhash::HashMap<Region, u32>,
 }
 
 /// A box: allowed intervals per field (index into the segment's fields).
@@ -153,27 +153,47 @@ pub(super) fn flow_key(el: u32, data: &[u8]) -> u128 {
         | be(t + 2, 2)
 }
 
-/// Narrows `region` (a box: allowed intervals per field) to the packets also in the box
-/// `tests`.
+/// Narrows `region` (a box: allowed intervals per field, sorted by field) to the packets
+/// also in the box `tests`.
 pub(super) fn narrow(
     region: &mut Vec<(u16, Vec<(u128, u128)>)>,
     tests: &[(u16, Vec<(u128, u128)>)],
 ) {
     for (f, iv) in tests {
-        match region.iter_mut().find(|(g, _)| g == f) {
+        let at = region.binary_search_by_key(f, |(g, _)| *g);
+        match at.ok().and_then(|i| region.get_mut(i)) {
+            // One interval each (the usual case): in place.
+            Some((_, have)) if have.len() == 1 && iv.len() == 1 => {
+                let ((l1, h1), (l2, h2)) = (have[0], iv[0]);
+                let (l, h) = (l1.max(l2), h1.min(h2));
+                if l <= h {
+                    have[0] = (l, h);
+                } else {
+                    have.clear();
+                }
+            }
             Some((_, have)) => {
-                let mut out = Vec::new();
-                for &(l1, h1) in have.iter() {
-                    for &(l2, h2) in iv {
-                        let (l, h) = (l1.max(l2), h1.min(h2));
-                        if l <= h {
-                            out.push((l, h));
-                        }
+                // Both sorted and disjoint: one merge.
+                let mut out = Vec::with_capacity(have.len().max(iv.len()));
+                let (mut i, mut j) = (0, 0);
+                while let (Some(&(l1, h1)), Some(&(l2, h2))) = (have.get(i), iv.get(j)) {
+                    let (l, h) = (l1.max(l2), h1.min(h2));
+                    if l <= h {
+                        out.push((l, h));
+                    }
+                    if h1 < h2 {
+                        i += 1;
+                    } else {
+                        j += 1;
                     }
                 }
                 *have = out;
             }
-            None => region.push((*f, iv.clone())),
+            None => {
+                if let Err(i) = at {
+                    region.insert(i, (*f, iv.clone()));
+                }
+            }
         }
     }
 }
@@ -407,7 +427,49 @@ mod tests {
         })
     }
 
+    /// Sorted disjoint intervals over 0..64 from a bit mask.
+    fn runs(mask: u64) -> Vec<(u128, u128)> {
+        let mut out: Vec<(u128, u128)> = Vec::new();
+        for v in 0..64u128 {
+            if mask >> v & 1 == 1 {
+                match out.last_mut() {
+                    Some((_, h)) if *h + 1 == v => *h = v,
+                    _ => out.push((v, v)),
+                }
+            }
+        }
+        out
+    }
+
     proptest! {
+        #[test]
+        fn narrowing_is_the_intersection_per_field(
+            boxes in proptest::collection::vec(proptest::collection::vec((0u16..6, any::<u64>()), 0..5), 1..5),
+        ) {
+            // Each box: up to 5 (field, value set) tests; the region after narrowing by
+            // all of them holds, per field, the values every test on that field allows.
+            let mut region = Vec::new();
+            let mut want: std::collections::BTreeMap<u16, u64> = std::collections::BTreeMap::new();
+            for b in &boxes {
+                let tests: Vec<(u16, Vec<(u128, u128)>)> =
+                    b.iter().map(|&(f, m)| (f, runs(m))).collect();
+                // One test per field per box, as a class has.
+                let mut seen = std::collections::BTreeSet::new();
+                let tests: Vec<_> = tests.into_iter().filter(|(f, _)| seen.insert(*f)).collect();
+                for (f, iv) in &tests {
+                    let m = iv.iter().fold(0u64, |a, &(l, h)| a | (((1u128 << (h + 1)) - (1u128 << l)) as u64));
+                    *want.entry(*f).or_insert(u64::MAX) &= m;
+                }
+                narrow(&mut region, &tests);
+            }
+            let got: std::collections::BTreeMap<u16, u64> = region
+                .iter()
+                .map(|(f, iv)| (*f, iv.iter().fold(0u64, |a, &(l, h)| a | (((1u128 << (h + 1)) - (1u128 << l)) as u64))))
+                .collect();
+            prop_assert_eq!(got, want);
+            prop_assert!(region.windows(2).all(|w| w[0].0 < w[1].0), "sorted by field");
+        }
+
         #[test]
         fn fast_info_agrees_with_the_rewriters_parse(
             mut data in proptest::collection::vec(any::<u8>(), 0..120),
