@@ -1096,8 +1096,27 @@ impl Executor {
             return Some((el, 0, p));
         };
         let r = self.run_program_in(&mut prog, el, None, &mut p);
+        let key = self.regs.key.filter(|_| !self.regs.record.is_empty());
+        if key.is_some() && self.regs.cacheable {
+            // The box of classes the packet took (what a later packet must be in).
+            let regs = &mut self.regs;
+            regs.region.clear();
+            for &(node, index) in &regs.visits {
+                if let Some(Node::Classify(cs)) = prog.nodes.get(node as usize) {
+                    if let Some(c) = cs.get(index as usize) {
+                        flows::narrow(&mut regs.region, &c.tests);
+                    }
+                }
+            }
+            let pins: Vec<(u16, Vec<(u128, u128)>)> = regs
+                .pinned
+                .iter()
+                .map(|&(i, v)| (i, vec![(v, v)]))
+                .collect();
+            flows::narrow(&mut regs.region, &pins);
+        }
         self.program = Some(prog);
-        if let Some(k) = self.regs.key.filter(|_| !self.regs.record.is_empty()) {
+        if let Some(k) = key {
             self.remember(k);
         }
         self.ran(r, p)
@@ -1174,6 +1193,8 @@ impl Executor {
             self.regs.life = u64::MAX;
             self.regs.info = None;
             self.regs.region.clear();
+            self.regs.visits.clear();
+            self.regs.pinned.clear();
             // An established flow: one lookup, then its class's writes.
             let key = flows::flow_key(el, p.data());
             if let Some(r) = self.run_fast(prog, el, key, p) {
@@ -1214,21 +1235,12 @@ impl Executor {
                                 .get(el as usize)
                                 .and_then(|s| s.as_ref())
                                 .map_or(&[][..], |s| s.getters.as_slice());
-                            let pins: Vec<(u16, Vec<(u128, u128)>)> = classes
-                                .fields()
-                                .iter()
-                                .map(|&i| {
-                                    let v = getters.get(usize::from(i)).map_or(0, |g| g.get(&view));
-                                    (i, vec![(v, v)])
-                                })
-                                .collect();
-                            flows::narrow(&mut self.regs.region, &pins);
-                        } else if track {
-                            if let Some(Node::Classify(cs)) = prog.nodes.get(node as usize) {
-                                if let Some(c) = cs.get(index as usize) {
-                                    flows::narrow(&mut self.regs.region, &c.tests);
-                                }
+                            for &i in classes.fields() {
+                                let v = getters.get(usize::from(i)).map_or(0, |g| g.get(&view));
+                                self.regs.pinned.push((i, v));
                             }
+                        } else if track {
+                            self.regs.visits.push((node, index));
                         }
                         node = next;
                         if track && self.regs.path.len() == 1 {

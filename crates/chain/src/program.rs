@@ -344,6 +344,12 @@ pub(crate) struct Regs {
     /// The packets that take the same classes as this one: the intersection of the boxes
     /// of the classes it fell in (tests on the segment's fields).
     pub(crate) region: Vec<(u16, Vec<(u128, u128)>)>,
+    /// The classes the packet took on the way (node, index), for its region: computed only
+    /// when its path is remembered.
+    pub(crate) visits: Vec<(NodeId, u32)>,
+    /// The values of the fields an ordered classification tested (field index, value), for
+    /// its region likewise.
+    pub(crate) pinned: Vec<(u16, u128)>,
     /// The nodes visited, from the root.
     pub(crate) path: Vec<NodeId>,
     /// The last node (exit, hand-off, drop), once reached.

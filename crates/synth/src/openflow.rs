@@ -309,11 +309,17 @@ fn real(f: &Filter) -> Filter {
     if f.get(Field::IpLenOk) == one {
         if let Some(len) = f.get(Field::IpLen).first() {
             out.restrict(Field::IpAvail, &FieldSet::range(len, 0xffff));
-            out.restrict(Field::FrameLen, &FieldSet::range(14 + len, 0xffff));
+            out.restrict(
+                Field::FrameLen,
+                &FieldSet::range((14 + len).min(0xffff), 0xffff),
+            );
         }
     }
     if let Some(a) = out.get(Field::IpAvail).first().filter(|&a| a >= 1) {
-        out.restrict(Field::FrameLen, &FieldSet::range(14 + a, 0xffff));
+        out.restrict(
+            Field::FrameLen,
+            &FieldSet::range((14 + a).min(0xffff), 0xffff),
+        );
     }
     out
 }

@@ -211,6 +211,64 @@ struct Tree {
     pos: Vec<u32>,
 }
 
+/// Narrows a class's intervals per dimension by what every real frame in it satisfies
+/// (facts synthesis leaves out of its classes: a valid checksum needs a 20-byte header; a
+/// consistent total length lies within the data; the bytes from the IPv4 header on follow
+/// 14 of Ethernet header). The tree's rules then no longer overlap the early drops
+/// (malformed headers) on points no frame has, so those stay out of its leaves.
+fn real_frames(dims: &[(u16, Getter)], per_dim: &mut [Vec<(u64, u64)>]) {
+    use elements::model::Field;
+    let dim = |g: Getter| dims.iter().position(|(_, x)| *x == g);
+    let single = |per_dim: &[Vec<(u64, u64)>], g: Getter| -> Option<(u64, u64)> {
+        match per_dim.get(dim(g)?)?.as_slice() {
+            [one] => Some(*one),
+            _ => None,
+        }
+    };
+    let restrict = |per_dim: &mut [Vec<(u64, u64)>], g: Getter, lo: u64, hi: u64| {
+        if let Some(v) = dim(g).and_then(|d| per_dim.get_mut(d)) {
+            *v = v
+                .iter()
+                .filter_map(|&(a, b)| {
+                    let (a, b) = (a.max(lo), b.min(hi));
+                    (a <= b).then_some((a, b))
+                })
+                .collect();
+        }
+    };
+    if single(per_dim, Getter::IpChecksumOk) == Some((1, 1)) {
+        restrict(per_dim, Getter::of(Field::IpIhl), 5, 15);
+    }
+    if single(per_dim, Getter::IpLenOk) == Some((1, 1)) {
+        if let Some(&(len, _)) = dim(Getter::of(Field::IpLen))
+            .and_then(|d| per_dim.get(d))
+            .and_then(|v| v.first())
+        {
+            restrict(per_dim, Getter::IpAvail, len, u64::MAX);
+            // (Lengths read at most 0xffff.)
+            restrict(
+                per_dim,
+                Getter::Other(Field::FrameLen),
+                (14 + len).min(0xffff),
+                u64::MAX,
+            );
+        }
+    }
+    if let Some(&(a, _)) = dim(Getter::IpAvail)
+        .and_then(|d| per_dim.get(d))
+        .and_then(|v| v.first())
+    {
+        if a >= 1 {
+            restrict(
+                per_dim,
+                Getter::Other(Field::FrameLen),
+                (14 + a).min(0xffff),
+                u64::MAX,
+            );
+        }
+    }
+}
+
 /// The busiest classes (the first entries) are checked before the tree.
 const HOT: usize = 4;
 
@@ -323,6 +381,7 @@ impl Classes {
                     .collect();
                 per_dim[d] = narrow?;
             }
+            real_frames(&dims, &mut per_dim);
             // The product of the intervals.
             let mut combos: Vec<Vec<(u64, u64)>> = vec![Vec::new()];
             for ivs in &per_dim {
@@ -626,5 +685,86 @@ mod tests {
             seen[0] > 100 && seen[1] > 100,
             "both outcomes drawn: {seen:?}"
         );
+    }
+
+    #[test]
+    fn an_ordered_tree_with_real_frame_facts_finds_the_scans_class() {
+        use elements::model::Field;
+        // Early drops (short frames, bad checksums, bad lengths) first, then overlapping
+        // destination prefixes in priority order, then a catch-all.
+        let fields = [
+            Field::FrameLen,
+            Field::IpAvail,
+            Field::IpChecksumOk,
+            Field::IpLenOk,
+            Field::IpLen,
+            Field::IpDst,
+        ];
+        let getters: Vec<Getter> = fields.iter().map(|f| Getter::of(*f)).collect();
+        let class = |tests: Vec<(u16, Vec<(u128, u128)>)>, node| Class {
+            tests,
+            node,
+            hits: 0,
+        };
+        let ok = |extra: Vec<(u16, Vec<(u128, u128)>)>| {
+            let mut t = vec![(2, vec![(1, 1)]), (3, vec![(1, 1)]), (4, vec![(20, 65535)])];
+            t.extend(extra);
+            t
+        };
+        let mut classes = vec![
+            class(vec![(0, vec![(0, 13)])], 0),
+            class(vec![(0, vec![(14, 65535)]), (1, vec![(0, 19)])], 1),
+            class(vec![(1, vec![(20, 65535)]), (2, vec![(0, 0)])], 2),
+            class(vec![(1, vec![(20, 65535)]), (3, vec![(0, 0)])], 3),
+        ];
+        for k in 0..60u128 {
+            // /8, /16 and /24 prefixes under 10.0.0.0/8, overlapping.
+            let (base, size) = match k % 3 {
+                0 => (0x0a00_0000, 1u128 << 24),
+                1 => (0x0a00_0000 | ((k % 7) << 16), 1 << 16),
+                _ => (0x0a00_0000 | ((k % 7) << 16) | ((k % 5) << 8), 1 << 8),
+            };
+            classes.push(class(
+                ok(vec![(5, vec![(base, base + size - 1)])]),
+                10 + k as u32,
+            ));
+        }
+        classes.push(class(ok(vec![]), 99));
+        let mut tree = Classes::new(&classes, &getters, true);
+        assert!(tree.tree.is_some());
+        let mut scan = Classes::new(&classes, &getters, true);
+        scan.tree = None;
+        let mut x = 0x1234_5678_9abc_def1u64;
+        for _ in 0..5000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let len = [12usize, 20, 30, 34, 40, 60][(x % 6) as usize];
+            let mut f = vec![0u8; len];
+            for (i, b) in f.iter_mut().enumerate() {
+                *b = (x >> (i % 8 * 8)) as u8;
+            }
+            if len >= 34 {
+                f[14] = 0x45;
+                let ip_len = [20u16, 26, 200][(x >> 20) as usize % 3];
+                f[16..18].copy_from_slice(&ip_len.to_be_bytes());
+                f[30] = 10;
+                f[31] = (x >> 24) as u8 % 8;
+                f[24] = 0;
+                f[25] = 0;
+                if x >> 40 & 1 == 1 {
+                    let c = wire::checksum::data(&f[14..34]);
+                    f[24..26].copy_from_slice(&c.to_be_bytes());
+                }
+            }
+            let view = crate::program::frame(&f);
+            let (mut v1, mut v2) = ([0u128; 6], [0u128; 6]);
+            let (mut ok1, mut ok2) = (0, 0);
+            assert_eq!(
+                tree.classify(&view, &mut v1, &mut ok1),
+                scan.classify(&view, &mut v2, &mut ok2),
+                "frame {f:02x?}"
+            );
+        }
     }
 }
