@@ -1696,14 +1696,7 @@ mod replay_tests {
             },
             ..GenConfig::default()
         };
-        generate(&cfg)
-            .map(|(timestamp, data)| Record {
-                timestamp,
-                precision: Precision::Nano,
-                orig_len: data.len() as u32,
-                data,
-            })
-            .collect()
+        generate(&cfg).records()
     }
 
     #[test]

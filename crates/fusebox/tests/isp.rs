@@ -161,45 +161,23 @@ fn remembered_flows_through_ordered_classes_respect_earlier_rules() {
     }
     acl.push_str("deny all\n");
     std::fs::write(dir.join("acl.rules"), acl).unwrap();
-    fusebox_ok(
-        &dir,
-        &[
-            "gen",
-            "-o",
-            "t.pcap",
-            "--packets",
-            "20000",
-            "--flows",
-            "300",
-            "--mix",
-            "udp=1",
-            "--src",
-            "10.0.0.0/18",
-            "--ttl",
-            "1-64",
-        ],
-    );
+    let udp = [
+        "--packets",
+        "20000",
+        "--flows",
+        "300",
+        "--mix",
+        "udp=1",
+        "--src",
+        "10.0.0.0/18",
+    ];
+    gen_trace(&dir, "t.pcap", &[&udp[..], &["--ttl", "1-64"]].concat());
     let chain = root().join("examples/isp/chain.toml");
     let chain = chain.to_str().unwrap();
     let rules = format!("RULES={}", dir.join("acl.rules").display());
     verify(&dir, chain, "t.pcap", std::slice::from_ref(&rules));
     // The same trace with one TTL: later packets do take remembered paths.
-    fusebox_ok(
-        &dir,
-        &[
-            "gen",
-            "-o",
-            "one.pcap",
-            "--packets",
-            "20000",
-            "--flows",
-            "300",
-            "--mix",
-            "udp=1",
-            "--src",
-            "10.0.0.0/18",
-        ],
-    );
+    gen_trace(&dir, "one.pcap", &udp);
     verify(&dir, chain, "one.pcap", std::slice::from_ref(&rules));
     let out = fusebox_ok(
         &dir,

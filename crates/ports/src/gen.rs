@@ -631,6 +631,18 @@ fn spread(cfg: &GenConfig, mut rng: SplitMix64, mut flows: Vec<Flow>) -> Generat
 }
 
 impl Generator {
+    /// The whole trace as capture records (nanosecond timestamps): what an in-memory
+    /// replay preloads.
+    pub fn records(self) -> Vec<crate::pcap::Record> {
+        self.map(|(timestamp, data)| crate::pcap::Record {
+            timestamp,
+            precision: packet::Precision::Nano,
+            orig_len: data.len() as u32,
+            data,
+        })
+        .collect()
+    }
+
     /// Number of flows the trace is made of.
     pub fn flow_count(&self) -> usize {
         self.flows.len()

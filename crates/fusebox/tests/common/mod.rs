@@ -46,16 +46,22 @@ pub fn packets(path: &Path) -> Vec<Vec<u8>> {
 
 /// Whether tcpdump is installed (required under CI).
 pub fn have_tcpdump() -> bool {
-    let ok = Command::new("tcpdump")
+    have_tool("tcpdump", "tcpdump", "the tcpdump check")
+}
+
+/// Whether `prog --version` runs; if not, says which `check` is skipped, and fails under
+/// CI, where every tool the tests use is installed.
+pub fn have_tool(prog: &str, name: &str, check: &str) -> bool {
+    let ok = Command::new(prog)
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {
         assert!(
             std::env::var("CI").as_deref() != Ok("true"),
-            "tcpdump is required under CI"
+            "{name} is required under CI"
         );
-        eprintln!("tcpdump not installed: skipping the tcpdump check");
+        eprintln!("{name} not installed: skipping {check}");
     }
     ok
 }
