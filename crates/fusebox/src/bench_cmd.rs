@@ -38,11 +38,11 @@ mod charts;
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     /// Scenarios to run, comma-separated: routers, napts (SNF Fig. 7), frame-sizes (SNF
-    /// Fig. 8), ttl, lpm (NetBricks' TTL NF and DIR-24-8 router).
+    /// Fig. 8), ttl, lpm (NetBricks' TTL NF and DIR-24-8 router), isp (SNF Fig. 10).
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "routers,napts,frame-sizes,ttl,lpm"
+        default_value = "routers,napts,frame-sizes,ttl,lpm,isp"
     )]
     pub scenario: Vec<String>,
     /// A short run (seconds), to check that the command works; its numbers mean little.
