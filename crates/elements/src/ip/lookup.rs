@@ -109,6 +109,11 @@ impl Lpm {
         }
     }
 
+    /// Bytes the table holds: the 64 Ki-entry first level and the 256-entry chunks below.
+    pub fn memory(&self) -> usize {
+        4 * (self.l1.len() + self.l2.len() + self.l3.len())
+    }
+
     /// The index of the longest prefix containing `addr`, if any: one load, plus one per
     /// level below for addresses covered by prefixes longer than 16 (24) bits.
     #[inline]

@@ -73,6 +73,12 @@ pub fn draw(m: &[Measured], dir: &Path) -> R<Vec<PathBuf>> {
         bars(&rows, &f)?;
         files.push(f);
     }
+    let rows: Vec<&Measured> = m.iter().filter(|x| x.scenario == "isp").collect();
+    if !rows.is_empty() {
+        let f = dir.join("fig10-isp.png");
+        fig10(&rows, &f)?;
+        files.push(f);
+    }
     Ok(files)
 }
 
@@ -279,6 +285,82 @@ fn bars(rows: &[&Measured], file: &Path) -> R<()> {
                 Histogram::vertical(&chart)
                     .style(c.filled())
                     .margin(14)
+                    .data(data),
+            )
+            .map_err(err)?
+            .label(mode)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], c.filled()));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .draw()
+        .map_err(err)?;
+    root.present().map_err(err)?;
+    Ok(())
+}
+
+/// SNF Fig. 10: the ISP chain's Mpps per rule list and frame size, naive and synthesized,
+/// with and without the firewall's rules.
+fn fig10(rows: &[&Measured], file: &Path) -> R<()> {
+    const MODES: [&str; 4] = ["naive", "synth", "naive-open", "synth-open"];
+    let mut groups: Vec<(String, u32)> = Vec::new();
+    for r in rows {
+        let g = (r.tag.clone().unwrap_or_default(), r.frame);
+        if !groups.contains(&g) {
+            groups.push(g);
+        }
+    }
+    let n = groups.len() * (MODES.len() + 1);
+    let root = BitMapBackend::new(file, (1400, 560)).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let top = ymax(rows.iter().map(|r| r.mpps.1));
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            "isp (firewall -> router -> NAPT): Mpps per rule list and frame size",
+            ("sans-serif", 20),
+        )
+        .margin(12)
+        .x_label_area_size(45)
+        .y_label_area_size(60)
+        .build_cartesian_2d((0..n).into_segmented(), 0f64..top)
+        .map_err(err)?;
+    let slots = MODES.len() + 1;
+    chart
+        .configure_mesh()
+        .light_line_style(TRANSPARENT)
+        .disable_x_mesh()
+        .y_desc("Mpps (median)")
+        .x_labels(n)
+        .x_label_formatter(&|v| match v {
+            SegmentValue::CenterOf(i) | SegmentValue::Exact(i) if *i % slots == 1 => groups
+                .get(*i / slots)
+                .map(|(list, frame)| format!("{list} rules, {frame} B"))
+                .unwrap_or_default(),
+            _ => String::new(),
+        })
+        .draw()
+        .map_err(err)?;
+    for (k, mode) in MODES.into_iter().enumerate() {
+        let c = COLORS[k % COLORS.len()];
+        let data: Vec<(usize, f64)> = rows
+            .iter()
+            .filter(|r| r.mode == mode)
+            .filter_map(|r| {
+                let g = groups
+                    .iter()
+                    .position(|(l, f)| Some(l) == r.tag.as_ref() && *f == r.frame)?;
+                Some((g * slots + k, r.mpps.1))
+            })
+            .collect();
+        chart
+            .draw_series(
+                Histogram::vertical(&chart)
+                    .style(c.filled())
+                    .margin(2)
                     .data(data),
             )
             .map_err(err)?
