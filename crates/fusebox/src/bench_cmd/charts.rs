@@ -25,6 +25,35 @@ const COLORS: [RGBColor; 6] = [
 
 type R<T> = Result<T, String>;
 
+/// The legend box every chart has, upper right.
+macro_rules! legend {
+    ($chart:expr) => {
+        $chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 14))
+            .draw()
+            .map_err(err)?
+    };
+}
+
+/// A line through `pts` with a dot at each, in colour `c`, labelled in the legend.
+macro_rules! line {
+    ($chart:expr, $pts:expr, $c:expr, $label:expr) => {{
+        let c = $c;
+        $chart
+            .draw_series(LineSeries::new($pts.clone(), c.stroke_width(2)))
+            .map_err(err)?
+            .label($label)
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+        $chart
+            .draw_series($pts.iter().map(|&p| Circle::new(p, 4, c.filled())))
+            .map_err(err)?;
+    }};
+}
+
 fn err<E: std::fmt::Debug>(e: E) -> String {
     format!("{e:?}")
 }
@@ -133,26 +162,10 @@ fn fig7(sc: &str, rows: &[&Measured], file: &Path) -> R<()> {
             let c = COLORS[color % COLORS.len()];
             color += 1;
             let label = format!("{mode}, batch {batch}");
-            chart
-                .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
-                .map_err(err)?
-                .label(label)
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
-                });
-            chart
-                .draw_series(pts.iter().map(|&p| Circle::new(p, 4, c.filled())))
-                .map_err(err)?;
+            line!(chart, pts, c, label);
         }
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 14))
-        .draw()
-        .map_err(err)?;
+    legend!(chart);
     root.present().map_err(err)?;
     Ok(())
 }
@@ -208,25 +221,9 @@ fn fig8(sc: &str, rows: &[&Measured], file: &Path) -> R<()> {
             }
             pts.sort_by(|a, b| a.0.total_cmp(&b.0));
             let c = COLORS[i % COLORS.len()];
-            chart
-                .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
-                .map_err(err)?
-                .label(label)
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
-                });
-            chart
-                .draw_series(pts.iter().map(|&p| Circle::new(p, 4, c.filled())))
-                .map_err(err)?;
+            line!(chart, pts, c, label);
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font(("sans-serif", 14))
-            .draw()
-            .map_err(err)?;
+        legend!(chart);
     }
     root.present().map_err(err)?;
     Ok(())
@@ -291,14 +288,7 @@ fn bars(rows: &[&Measured], file: &Path) -> R<()> {
             .label(mode)
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], c.filled()));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 14))
-        .draw()
-        .map_err(err)?;
+    legend!(chart);
     root.present().map_err(err)?;
     Ok(())
 }
@@ -372,14 +362,7 @@ fn fig10(rows: &[&Measured], file: &Path) -> R<()> {
             .label(mode)
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], c.filled()));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 14))
-        .draw()
-        .map_err(err)?;
+    legend!(chart);
     root.present().map_err(err)?;
     Ok(())
 }
