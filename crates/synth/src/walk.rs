@@ -135,10 +135,6 @@ struct Walker<'a> {
     /// Classify nodes of the entry being walked, with their classes, to be finished once the
     /// entry's fields are known.
     pending: Vec<(NodeId, Vec<(Filter, NodeId)>)>,
-    /// Lazy subtraction: classes are kept in priority order and may overlap (see
-    /// [`chain::program::Segment::ordered`]); a first-match case no longer has every earlier
-    /// case subtracted from it.
-    ordered: bool,
     /// The nodes that lazily walked cases lead to: a list of leaves with one of them is
     /// classified in order.
     lazy_ids: HashSet<NodeId>,
@@ -146,8 +142,10 @@ struct Walker<'a> {
     ordered_nodes: Vec<NodeId>,
 }
 
-/// A chain with an element whose model has more cases than this is synthesized with
-/// ordered classes (lazy subtraction): subtracting each rule of a long access list from
+/// An element whose model has more cases than this is walked with lazy subtraction: a
+/// first-match case no longer has every earlier case subtracted from it, and the classes it
+/// leads to are kept in priority order and may overlap (see
+/// [`chain::program::Segment::ordered`]). Subtracting each rule of a long access list from
 /// every later one multiplies the classes (250 ClassBench rules gave 20,000 classes).
 pub const LAZY_AT: usize = 64;
 
@@ -887,7 +885,7 @@ impl<'a> Walker<'a> {
         let mut rest = vec![st.phi.clone()];
         // Long rule lists only: other elements' cases rely on the earlier ones being
         // subtracted (a valid IPv4 header is what passed the checks before).
-        let lazy = self.ordered && model.cases.len() > LAZY_AT;
+        let lazy = model.cases.len() > LAZY_AT;
         for (ci, case) in model.cases.iter().enumerate().skip(i) {
             let mut next = Vec::new();
             for r in rest {
@@ -1500,11 +1498,6 @@ impl Walker<'_> {
 /// plus a report of its traffic classes.
 pub fn synthesize(ex: &Executor) -> Synthesis {
     let entries = ex.entry_elements();
-    let ordered = (0..ex.element_count()).any(|g| {
-        ex.element(g)
-            .model()
-            .is_some_and(|m| m.cases.len() > LAZY_AT)
-    });
     let mk = |protos, report| Walker {
         ex,
         nodes: Vec::new(),
@@ -1520,7 +1513,6 @@ pub fn synthesize(ex: &Executor) -> Synthesis {
         report,
         checks: true,
         pending: Vec::new(),
-        ordered,
         lazy_ids: HashSet::new(),
         ordered_nodes: Vec::new(),
     };
