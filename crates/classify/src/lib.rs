@@ -47,6 +47,29 @@ pub struct Rule {
 }
 
 impl Rule {
+    /// The rules of a box whose fields allow unions of ranges (`per_field[d]`, one list
+    /// per dimension): one rule per combination of one range from each field. `None` when
+    /// there would be more than `max`.
+    pub fn product(per_field: &[Vec<Range>], max: usize) -> Option<Vec<Rule>> {
+        let mut combos: Vec<Vec<Range>> = vec![Vec::with_capacity(per_field.len())];
+        for ranges in per_field {
+            if combos.len().saturating_mul(ranges.len()) > max {
+                return None;
+            }
+            combos = combos
+                .iter()
+                .flat_map(|c| {
+                    ranges.iter().map(move |&r| {
+                        let mut c2 = c.clone();
+                        c2.push(r);
+                        c2
+                    })
+                })
+                .collect();
+        }
+        Some(combos.into_iter().map(|ranges| Rule { ranges }).collect())
+    }
+
     /// Whether `key` (one value per field) satisfies the rule.
     #[inline]
     pub fn matches(&self, key: &[u64]) -> bool {
@@ -364,6 +387,23 @@ mod tests {
 
     fn rule(r: &[(u64, u64)]) -> Rule {
         Rule { ranges: r.to_vec() }
+    }
+
+    #[test]
+    fn a_product_has_one_rule_per_combination_and_respects_its_limit() {
+        let per = vec![
+            vec![(0, 1), (5, 6)],
+            vec![(7, 7)],
+            vec![(1, 2), (3, 3), (9, 9)],
+        ];
+        let rules = Rule::product(&per, 6).unwrap();
+        assert_eq!(rules.len(), 6);
+        assert_eq!(rules[0].ranges, vec![(0, 1), (7, 7), (1, 2)]);
+        assert_eq!(rules[5].ranges, vec![(5, 6), (7, 7), (9, 9)]);
+        for k in [[0u64, 7, 3], [6, 7, 9]] {
+            assert_eq!(rules.iter().filter(|r| r.matches(&k)).count(), 1);
+        }
+        assert!(Rule::product(&per, 5).is_none());
     }
 
     #[test]

@@ -382,26 +382,9 @@ impl Classes {
                 per_dim[d] = narrow?;
             }
             real_frames(&dims, &mut per_dim);
-            // The product of the intervals.
-            let mut combos: Vec<Vec<(u64, u64)>> = vec![Vec::new()];
-            for ivs in &per_dim {
-                let mut next = Vec::with_capacity(combos.len() * ivs.len());
-                for c in &combos {
-                    for &iv in ivs {
-                        let mut c2 = c.clone();
-                        c2.push(iv);
-                        next.push(c2);
-                    }
-                }
-                combos = next;
-                if rules.len() + combos.len() > cap {
-                    return None;
-                }
-            }
-            for ranges in combos {
-                rules.push(classify::Rule { ranges });
-                class_of.push(e.index);
-            }
+            let boxes = classify::Rule::product(&per_dim, cap.saturating_sub(rules.len()))?;
+            class_of.extend(std::iter::repeat_n(e.index, boxes.len()));
+            rules.extend(boxes);
         }
         let tree = classify::Classifier::new(rules, dims.len()).ok()?;
         let mut pos = vec![0u32; entries.len()];

@@ -224,26 +224,9 @@ impl FirstMatch {
                 let d = dims.iter().position(|x| *x == f)?;
                 per_dim[d] = iv;
             }
-            let mut combos: Vec<Vec<(u64, u64)>> = vec![Vec::new()];
-            for ivs in &per_dim {
-                combos = combos
-                    .iter()
-                    .flat_map(|c| {
-                        ivs.iter().map(move |&iv| {
-                            let mut c2 = c.clone();
-                            c2.push(iv);
-                            c2
-                        })
-                    })
-                    .collect();
-                if tree_rules.len() + combos.len() > cap {
-                    return None;
-                }
-            }
-            for ranges in combos {
-                tree_rules.push(classify::Rule { ranges });
-                rule_of.push(rule);
-            }
+            let boxes = classify::Rule::product(&per_dim, cap.saturating_sub(tree_rules.len()))?;
+            rule_of.extend(std::iter::repeat_n(rule, boxes.len()));
+            tree_rules.extend(boxes);
         }
         let tree = classify::Classifier::new(tree_rules, dims.len()).ok()?;
         Some(FirstMatch {
