@@ -820,15 +820,7 @@ fn isp(b: &mut Bench) -> Result<(), String> {
         set.truncate(first.unwrap_or(usize::MAX));
         let tuples: Vec<ports::gen::Tuple> = classify::classbench::corners(&set, 2000, 1)
             .into_iter()
-            .map(|k| {
-                (
-                    k[4] as u8,
-                    std::net::Ipv4Addr::from(k[0] as u32),
-                    std::net::Ipv4Addr::from(k[1] as u32),
-                    k[2] as u16,
-                    k[3] as u16,
-                )
-            })
+            .map(crate::gen_cmd::tuple)
             .collect();
         let first = first.map_or("all".to_string(), |n| n.to_string());
         let (chain, open_chain) = (with(rules, &first), with(&open, "all"));

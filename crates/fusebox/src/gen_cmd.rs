@@ -152,19 +152,21 @@ impl GenArgs {
     }
 }
 
+/// A ClassBench header (source, destination, ports, protocol) as a generator 5-tuple.
+pub(crate) fn tuple(k: [u64; 5]) -> ports::gen::Tuple {
+    (
+        k[4] as u8,
+        Ipv4Addr::from(k[0] as u32),
+        Ipv4Addr::from(k[1] as u32),
+        k[2] as u16,
+        k[3] as u16,
+    )
+}
+
 /// The 5-tuples `--headers` or `--rules` give, if either is set.
 fn classbench_tuples(args: &GenArgs) -> Result<Option<Vec<ports::gen::Tuple>>, String> {
     let read = |p: &PathBuf| {
         std::fs::read_to_string(p).map_err(|e| format!("{}: cannot read it: {e}", p.display()))
-    };
-    let tuple = |k: [u64; 5]| -> ports::gen::Tuple {
-        (
-            k[4] as u8,
-            Ipv4Addr::from(k[0] as u32),
-            Ipv4Addr::from(k[1] as u32),
-            k[2] as u16,
-            k[3] as u16,
-        )
     };
     if let Some(p) = &args.headers {
         let keys = classify::classbench::parse_trace(&read(p)?, &p.display().to_string())

@@ -229,74 +229,27 @@ fn fig8(sc: &str, rows: &[&Measured], file: &Path) -> R<()> {
     Ok(())
 }
 
-/// The single-NF scenarios: one bar per scenario and mode (Mpps), the reference loop first.
+/// The single-NF scenarios: per scenario, one bar per mode (Mpps), the reference loop first.
 fn bars(rows: &[&Measured], file: &Path) -> R<()> {
-    let mut order: Vec<&Measured> = Vec::new();
-    for sc in ["ttl", "lpm"] {
-        for mode in ["reference", "naive", "synth"] {
-            order.extend(rows.iter().filter(|r| r.scenario == sc && r.mode == mode));
-        }
-    }
-    let names: Vec<String> = order
-        .iter()
-        .map(|r| format!("{} {}", r.scenario, r.mode))
-        .collect();
-    let root = BitMapBackend::new(file, (900, 520)).into_drawing_area();
-    root.fill(&WHITE).map_err(err)?;
-    let top = ymax(order.iter().map(|r| r.mpps.1));
-    let n = order.len();
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            "ttl and lpm: Mpps, naive and synth vs the reference loop (64-byte frames)",
-            ("sans-serif", 20),
-        )
-        .margin(12)
-        .x_label_area_size(45)
-        .y_label_area_size(60)
-        .build_cartesian_2d((0..n).into_segmented(), 0f64..top)
-        .map_err(err)?;
-    chart
-        .configure_mesh()
-        .light_line_style(TRANSPARENT)
-        .disable_x_mesh()
-        .y_desc("Mpps (median)")
-        .x_labels(n)
-        .x_label_formatter(&|v| match v {
-            SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => {
-                names.get(*i).cloned().unwrap_or_default()
-            }
-            SegmentValue::Last => String::new(),
-        })
-        .draw()
-        .map_err(err)?;
-    for (k, mode) in ["reference", "naive", "synth"].into_iter().enumerate() {
-        let c = COLORS[(k + 3) % COLORS.len()];
-        let data: Vec<(usize, f64)> = order
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| r.mode == mode)
-            .map(|(i, r)| (i, r.mpps.1))
-            .collect();
-        chart
-            .draw_series(
-                Histogram::vertical(&chart)
-                    .style(c.filled())
-                    .margin(14)
-                    .data(data),
-            )
-            .map_err(err)?
-            .label(mode)
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], c.filled()));
-    }
-    legend!(chart);
-    root.present().map_err(err)?;
-    Ok(())
+    let groups = ["ttl", "lpm"];
+    grouped(
+        file,
+        (900, 520),
+        "ttl and lpm: Mpps, naive and synth vs the reference loop (64-byte frames)",
+        &groups.map(String::from),
+        &["reference", "naive", "synth"],
+        3,
+        |g, mode| {
+            rows.iter()
+                .find(|r| r.scenario == groups[g] && r.mode == mode)
+                .map(|r| r.mpps.1)
+        },
+    )
 }
 
 /// SNF Fig. 10: the ISP chain's Mpps per rule list and frame size, naive and synthesized,
-/// with and without the firewall's rules.
+/// with and without the firewall's rules (the reference loop, tens of Mpps, left out).
 fn fig10(rows: &[&Measured], file: &Path) -> R<()> {
-    const MODES: [&str; 4] = ["naive", "synth", "naive-open", "synth-open"];
     let mut groups: Vec<(String, u32)> = Vec::new();
     for r in rows {
         let g = (r.tag.clone().unwrap_or_default(), r.frame);
@@ -304,26 +257,50 @@ fn fig10(rows: &[&Measured], file: &Path) -> R<()> {
             groups.push(g);
         }
     }
-    let n = groups.len() * (MODES.len() + 1);
-    let root = BitMapBackend::new(file, (1400, 560)).into_drawing_area();
+    let names: Vec<String> = groups
+        .iter()
+        .map(|(list, frame)| format!("{list} rules, {frame} B"))
+        .collect();
+    grouped(
+        file,
+        (1400, 560),
+        "isp (firewall -> router -> NAPT): Mpps per rule list and frame size",
+        &names,
+        &["naive", "synth", "naive-open", "synth-open"],
+        0,
+        |g, mode| {
+            let (list, frame) = &groups[g];
+            rows.iter()
+                .find(|r| r.tag.as_ref() == Some(list) && r.frame == *frame && r.mode == mode)
+                .map(|r| r.mpps.1)
+        },
+    )
+}
+
+/// A bar chart: per group (labelled), one bar per mode (its own colour, from `color`),
+/// of height `value(group, mode)` when there is one.
+fn grouped(
+    file: &Path,
+    size: (u32, u32),
+    title: &str,
+    groups: &[String],
+    modes: &[&str],
+    color: usize,
+    value: impl Fn(usize, &str) -> Option<f64>,
+) -> R<()> {
+    let slots = modes.len() + 1;
+    let n = groups.len() * slots;
+    let root = BitMapBackend::new(file, size).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
-    // The reference loop (tens of Mpps) would flatten the chain's bars: left out here.
-    let top = ymax(
-        rows.iter()
-            .filter(|r| MODES.contains(&r.mode))
-            .map(|r| r.mpps.1),
-    );
+    let value = &value;
+    let top = ymax((0..groups.len()).flat_map(|g| modes.iter().filter_map(move |m| value(g, m))));
     let mut chart = ChartBuilder::on(&root)
-        .caption(
-            "isp (firewall -> router -> NAPT): Mpps per rule list and frame size",
-            ("sans-serif", 20),
-        )
+        .caption(title, ("sans-serif", 20))
         .margin(12)
         .x_label_area_size(45)
         .y_label_area_size(60)
         .build_cartesian_2d((0..n).into_segmented(), 0f64..top)
         .map_err(err)?;
-    let slots = MODES.len() + 1;
     chart
         .configure_mesh()
         .light_line_style(TRANSPARENT)
@@ -331,25 +308,17 @@ fn fig10(rows: &[&Measured], file: &Path) -> R<()> {
         .y_desc("Mpps (median)")
         .x_labels(n)
         .x_label_formatter(&|v| match v {
-            SegmentValue::CenterOf(i) | SegmentValue::Exact(i) if *i % slots == 1 => groups
-                .get(*i / slots)
-                .map(|(list, frame)| format!("{list} rules, {frame} B"))
-                .unwrap_or_default(),
+            SegmentValue::CenterOf(i) | SegmentValue::Exact(i) if *i % slots == modes.len() / 2 => {
+                groups.get(*i / slots).cloned().unwrap_or_default()
+            }
             _ => String::new(),
         })
         .draw()
         .map_err(err)?;
-    for (k, mode) in MODES.into_iter().enumerate() {
-        let c = COLORS[k % COLORS.len()];
-        let data: Vec<(usize, f64)> = rows
-            .iter()
-            .filter(|r| r.mode == mode)
-            .filter_map(|r| {
-                let g = groups
-                    .iter()
-                    .position(|(l, f)| Some(l) == r.tag.as_ref() && *f == r.frame)?;
-                Some((g * slots + k, r.mpps.1))
-            })
+    for (k, &mode) in modes.iter().enumerate() {
+        let c = COLORS[(k + color) % COLORS.len()];
+        let data: Vec<(usize, f64)> = (0..groups.len())
+            .filter_map(|g| Some((g * slots + k, value(g, mode)?)))
             .collect();
         chart
             .draw_series(
