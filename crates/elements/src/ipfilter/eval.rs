@@ -171,34 +171,30 @@ impl Expr {
 
     /// `a and b`, flattening nested conjunctions and dropping `true`.
     pub fn and(items: Vec<Expr>) -> Expr {
-        let mut out = Vec::with_capacity(items.len());
-        for e in items {
-            match e {
-                Expr::True => {}
-                Expr::And(v) => out.extend(v),
-                e => out.push(e),
-            }
-        }
-        match out.len() {
-            0 => Expr::True,
-            1 => out.pop().unwrap_or(Expr::True),
-            _ => Expr::And(out),
-        }
+        Expr::joined(items, true)
     }
 
     /// `a or b`, flattening nested disjunctions and dropping `false`.
     pub fn or(items: Vec<Expr>) -> Expr {
+        Expr::joined(items, false)
+    }
+
+    /// `and` (`all`) or `or` of `items`: nested ones of the same kind spliced in, the
+    /// neutral constant dropped, a single item returned as is.
+    fn joined(items: Vec<Expr>, all: bool) -> Expr {
         let mut out = Vec::with_capacity(items.len());
         for e in items {
-            match e {
-                Expr::False => {}
-                Expr::Or(v) => out.extend(v),
-                e => out.push(e),
+            match (e, all) {
+                (Expr::True, true) | (Expr::False, false) => {}
+                (Expr::And(v), true) | (Expr::Or(v), false) => out.extend(v),
+                (e, _) => out.push(e),
             }
         }
+        let neutral = if all { Expr::True } else { Expr::False };
         match out.len() {
-            0 => Expr::False,
-            1 => out.pop().unwrap_or(Expr::False),
+            0 => neutral,
+            1 => out.pop().unwrap_or(neutral),
+            _ if all => Expr::And(out),
             _ => Expr::Or(out),
         }
     }

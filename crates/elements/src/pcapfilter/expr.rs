@@ -171,34 +171,30 @@ pub enum Pred {
 impl Pred {
     /// `a and b and ...`, flattened.
     pub fn and(items: Vec<Pred>) -> Pred {
-        let mut out = Vec::with_capacity(items.len());
-        for p in items {
-            match p {
-                Pred::True => {}
-                Pred::And(v) => out.extend(v),
-                p => out.push(p),
-            }
-        }
-        match out.len() {
-            0 => Pred::True,
-            1 => out.pop().unwrap_or(Pred::True),
-            _ => Pred::And(out),
-        }
+        Pred::joined(items, true)
     }
 
     /// `a or b or ...`, flattened.
     pub fn or(items: Vec<Pred>) -> Pred {
+        Pred::joined(items, false)
+    }
+
+    /// `and` (`all`) or `or` of `items`: nested ones of the same kind spliced in, the
+    /// neutral constant dropped, a single item returned as is.
+    fn joined(items: Vec<Pred>, all: bool) -> Pred {
         let mut out = Vec::with_capacity(items.len());
         for p in items {
-            match p {
-                Pred::False => {}
-                Pred::Or(v) => out.extend(v),
-                p => out.push(p),
+            match (p, all) {
+                (Pred::True, true) | (Pred::False, false) => {}
+                (Pred::And(v), true) | (Pred::Or(v), false) => out.extend(v),
+                (p, _) => out.push(p),
             }
         }
+        let neutral = if all { Pred::True } else { Pred::False };
         match out.len() {
-            0 => Pred::False,
-            1 => out.pop().unwrap_or(Pred::False),
+            0 => neutral,
+            1 => out.pop().unwrap_or(neutral),
+            _ if all => Pred::And(out),
             _ => Pred::Or(out),
         }
     }
