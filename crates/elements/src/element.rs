@@ -1,7 +1,9 @@
 //! The element trait and what the executor hands an element.
 
 use crate::net::Names;
+use crate::record::{Access, Recorder, ReplayView};
 use packet::{Meta, Packet, Timestamp};
+use space::{Field, Filter};
 use std::any::Any;
 use std::path::Path;
 
@@ -111,6 +113,8 @@ pub struct Context {
     created: u64,
     pending: bool,
     pool: Vec<Packet>,
+    /// The fast path's recorder (see [`crate::record`]).
+    pub recorder: Recorder,
 }
 
 impl Context {
@@ -191,6 +195,70 @@ impl Context {
         self.dropped.drain(..)
     }
 
+    /// Whether the packet being pushed is being recorded for the fast path (see
+    /// [`crate::record`]). Elements may skip building records when it is false; the
+    /// `record_*` calls do nothing then anyway.
+    #[inline]
+    pub fn recording(&self) -> bool {
+        self.recorder.active
+    }
+
+    /// Records that the element writes `value` into `field` (element view).
+    #[inline]
+    pub fn record_write(&mut self, field: Field, value: u128) {
+        if self.recorder.active {
+            self.recorder.step.touched = true;
+            self.recorder.step.writes.push((field, value));
+        }
+    }
+
+    /// Records a guard: later packets of the flow take the recorded action only if they pass
+    /// `filter` (element view).
+    #[inline]
+    pub fn record_guard(&mut self, filter: Filter) {
+        if self.recorder.active {
+            self.recorder.step.touched = true;
+            self.recorder.step.guards.push(filter);
+        }
+    }
+
+    /// Records a state function: `token` comes back to [`Element::replay`] (and
+    /// [`Element::check`]) for every later packet of the flow.
+    #[inline]
+    pub fn record_state(&mut self, token: u64, payload: Access) {
+        if self.recorder.active {
+            self.recorder.step.touched = true;
+            self.recorder.step.states.push((token, payload));
+        }
+    }
+
+    /// Records that the flow's entry must not be used at or after virtual time `at`.
+    #[inline]
+    pub fn record_expiry(&mut self, at: Timestamp) {
+        if self.recorder.active {
+            self.recorder.step.touched = true;
+            self.recorder.expiry = Some(self.recorder.expiry.map_or(at, |e| e.min(at)));
+        }
+    }
+
+    /// Records that the element's decision cannot be guarded: the flow takes the full chain.
+    #[inline]
+    pub fn record_opaque(&mut self, why: &'static str) {
+        if self.recorder.active {
+            self.recorder.step.touched = true;
+            self.recorder.step.opaque.get_or_insert(why);
+        }
+    }
+
+    /// Records that the element did nothing to the packet but forward or drop it (an element
+    /// without a model that is neither stateful nor writing).
+    #[inline]
+    pub fn record_nothing(&mut self) {
+        if self.recorder.active {
+            self.recorder.step.touched = true;
+        }
+    }
+
     /// Packets created so far, and resets the count (executor use).
     #[inline]
     pub fn take_created(&mut self) -> u64 {
@@ -243,6 +311,23 @@ pub trait Element: Send {
     /// execution mode so runs can be compared. Elements without state return nothing.
     fn state_dump(&self) -> Vec<String> {
         Vec::new()
+    }
+
+    /// Fast path, event check: whether state function `token` (recorded by this element for
+    /// a flow) still stands for one more packet of the flow, given the element's state now.
+    /// It may bring clock- or schedule-driven state up to date but must not change per-flow
+    /// state. `false` sends the packet through the full chain, where the flow is recorded
+    /// again. Asked for every state function of the flow before any of them runs.
+    fn check(&mut self, token: u64, view: &ReplayView<'_>) -> bool {
+        let _ = (token, view);
+        true
+    }
+
+    /// Fast path, state function: does to the element's state what pushing this later packet
+    /// of the flow would have done (counters, timers, payload scans), for the `token` the
+    /// element recorded. Runs only after every [`Element::check`] of the flow said yes.
+    fn replay(&mut self, token: u64, view: &mut ReplayView<'_>, cx: &mut Context) {
+        let _ = (token, view, cx);
     }
 
     /// The element as `Any`, so synthesis can read its configuration.

@@ -27,6 +27,7 @@ pub mod pcapfilter;
 pub mod rewriter;
 
 pub mod model;
+pub mod record;
 
 pub use args::{Args, ConfigError};
 pub use element::{BuildCtx, Context, Element, PortCount, Role, Verdict};

@@ -83,7 +83,8 @@ pub struct Meta {
     pub dst_ip: Ipv4Addr,
     /// Packet type from the destination MAC.
     pub packet_type: PacketType,
-    /// Flow identifier (for example an RSS hash), 0 when unset.
+    /// The fast path's flow identifier, taken once at chain entry from (entry interface,
+    /// VLAN tags, 5-tuple) and kept even after NATs rewrite the tuple; 0 when unset.
     pub flow_id: u32,
     /// Capture timestamp.
     pub timestamp: Timestamp,

@@ -1,0 +1,109 @@
+//! The recording API of the per-flow fast path (SpeedyBox, `--mode fastpath`).
+//!
+//! In fast-path mode the first packet of a flow (or the first after its TCP handshake) walks
+//! the real chain while every element it meets *records* what it did to it; later packets of
+//! the flow get one consolidated action instead of the walk. Recording never changes what an
+//! element does: the calls below only write into the [`Recorder`] the executor lends through
+//! [`Context`](crate::Context), and they do nothing when no packet is being recorded.
+//!
+//! What an element records for the packet it is pushed:
+//!
+//! * **Header actions.** Where the packet goes (an output, or a drop with its reason) is taken
+//!   from the element's [`Verdict`](crate::Verdict): nothing to call. Fields the element
+//!   writes are declared with [`Context::record_write`], in the vocabulary of
+//!   [`crate::model`] (element view: Ethernet fields at the start of the data, IPv4 and
+//!   transport fields at the network-header annotation). Elements with a synthesis model
+//!   need not call anything: the executor records the model case the packet took (its
+//!   effects are the header action, its filter the guard). The executor checks every
+//!   declaration against the bytes the element actually produced; a mismatch makes the flow
+//!   take the full chain, never a wrong packet.
+//! * **Guards.** [`Context::record_guard`]: a filter (element view) that every later packet
+//!   must pass for the recorded action to hold for it (TTL > 1, checksum valid, TCP flags,
+//!   length …). Fields that are part of the flow key never need one.
+//! * **State functions.** [`Context::record_state`]: a token the executor hands back to
+//!   [`Element::replay`](crate::Element::replay) for each later packet of the flow, with what
+//!   it does to the payload ([`Access`]). That is where counters, timers and payload scans
+//!   happen on the fast path.
+//! * **Events.** [`Element::check`](crate::Element::check) is asked, before any state
+//!   function runs, whether the token's recorded decision still holds given the element's
+//!   state now (a Maglev backend still up, a NAT mapping still the same). When one says no,
+//!   the flow's entry is dropped and the packet takes the full chain, where it is recorded
+//!   afresh (re-consolidation).
+//! * **Lifetime.** [`Context::record_expiry`]: the entry must not outlive this virtual time
+//!   (the earliest NF timer it depends on, such as a NAT mapping's expiry).
+//! * **Refusal.** [`Context::record_opaque`]: the element's decision is per packet and cannot
+//!   be guarded (`RoundRobinSwitch`, a `Classifier` on payload bytes): the flow always takes
+//!   the full chain.
+
+use crate::model::Filter;
+use packet::Timestamp;
+use space::Field;
+
+/// What a state function does with the packet's payload (SpeedyBox Table I: which state
+/// functions of different NFs may run in parallel).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Access {
+    /// Does not look at the payload (counters, timers).
+    Ignore,
+    /// Reads it (an IDS scan).
+    Read,
+    /// Writes it.
+    Write,
+}
+
+/// One element's record for the packet being recorded.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Step {
+    /// Declared writes, in order (element view).
+    pub writes: Vec<(Field, u128)>,
+    /// Guards (element view).
+    pub guards: Vec<Filter>,
+    /// State functions: token and payload access.
+    pub states: Vec<(u64, Access)>,
+    /// Why the flow cannot take the fast path, if the element said so.
+    pub opaque: Option<&'static str>,
+    /// Whether the element recorded anything at all (an element that records nothing and
+    /// has no model is opaque).
+    pub touched: bool,
+}
+
+/// What the executor lends an element while a packet is being recorded.
+#[derive(Debug, Clone, Default)]
+pub struct Recorder {
+    /// Whether a packet is being recorded now.
+    pub active: bool,
+    /// The record of the element being pushed.
+    pub step: Step,
+    /// The earliest expiry recorded so far for the flow.
+    pub expiry: Option<Timestamp>,
+}
+
+impl Recorder {
+    /// Starts the record of one element's push (executor use).
+    pub fn begin(&mut self) {
+        self.step = Step::default();
+    }
+
+    /// Takes the record of the element just pushed (executor use).
+    pub fn take(&mut self) -> Step {
+        std::mem::take(&mut self.step)
+    }
+}
+
+/// A later packet of a recorded flow, as a state function sees it.
+///
+/// `data` is the packet from the point where the element saw its data start. Header fields
+/// are as the packet *arrived at the chain* (the consolidated header action is applied after
+/// the state functions): per-flow header values an element needs (addresses and ports after
+/// a NAT) belong in its token. The payload, the lengths and the TCP flags are the element's.
+#[derive(Debug)]
+pub struct ReplayView<'a> {
+    /// The packet data from the element's view start.
+    pub data: &'a mut [u8],
+    /// Offset of the IPv4 header in `data`, when the element saw one.
+    pub ip: Option<usize>,
+    /// Virtual time of the packet.
+    pub now: Timestamp,
+    /// Index of the chain input packet.
+    pub input_index: u64,
+}
