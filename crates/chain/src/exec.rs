@@ -21,7 +21,10 @@ use std::time::Instant;
 use wire::checksum::{fold, operands16, operands32};
 
 mod classify;
+mod fast;
 mod flows;
+
+pub use fast::{FastOptions, FastStats, Initial};
 
 /// A packet crossing more links than this is dropped with reason `loop`.
 pub const MAX_HOPS: u8 = 64;
@@ -32,6 +35,9 @@ const SYNTH_PORT: u32 = u32::MAX;
 /// Marks a work-stack entry whose packet is a copy continuing a synthesized program at a
 /// fork's branch (the continuation is the last of `Executor::forks`).
 const FORK_PORT: u32 = u32::MAX - 1;
+
+/// Marks a work-stack entry whose packet enters the chain through the fast path (a reply).
+const FAST_PORT: u32 = u32::MAX - 2;
 
 /// Options of a run.
 #[derive(Debug, Clone)]
@@ -106,7 +112,7 @@ const UNCONNECTED: Edge = Edge {
     port: 0,
 };
 
-#[derive(Default, Clone, Copy)]
+#[derive(Debug, Default, Clone, Copy)]
 struct NfCounters {
     input: u64,
     output: u64,
@@ -198,6 +204,8 @@ pub struct Executor {
     flow_hits: u64,
     /// Latency recording (`Executor::record_latency`), off unless asked for.
     latency: Option<Box<Latency>>,
+    /// The per-flow fast path, when running in `fastpath` mode.
+    fast: Option<Box<fast::FastPath>>,
 }
 
 /// Latency samples: the instant the current batch entered, and for every packet that left
@@ -418,6 +426,7 @@ impl Executor {
             compiled: Vec::new(),
             forks: Vec::new(),
             flow_hits: 0,
+            fast: None,
         })
     }
 
@@ -613,6 +622,18 @@ impl Executor {
         self.nf_counters[entry.0].input += 1;
         let el = self.base[entry.0] + entry.1 as u32;
         self.arrivals[el as usize] += 1;
+        if self.fast.is_some() {
+            match self.fast_enter(el, p) {
+                Some(q) => p = q,
+                None => {
+                    // Replies of the packet, if any, run now (depth first).
+                    if let Some((e2, port, q)) = self.stack.pop() {
+                        self.run_from(e2, port, q);
+                    }
+                    return;
+                }
+            }
+        }
         let port = if self.synthesized(el) { SYNTH_PORT } else { 0 };
         self.run_from(el, port, p);
     }
@@ -635,6 +656,18 @@ impl Executor {
     /// then continues with the work stack (copies and other emissions), depth first.
     fn run_from(&mut self, mut el: u32, mut port: u32, mut p: Packet) {
         loop {
+            if port == FAST_PORT {
+                match self.fast_enter(el, p) {
+                    Some(q) => (port, p) = (0, q),
+                    None => match self.stack.pop() {
+                        Some((e2, p2, q)) => {
+                            (el, port, p) = (e2, p2, q);
+                            continue;
+                        }
+                        None => return,
+                    },
+                }
+            }
             if port == SYNTH_PORT || port == FORK_PORT {
                 let r = if port == SYNTH_PORT {
                     self.run_program(el, p)
@@ -666,7 +699,14 @@ impl Executor {
                         self.flush_flows();
                         self.guards = None;
                     }
+                    let recording = self.cx.recorder.active;
+                    if recording {
+                        self.fast_pre(el, &p);
+                    }
                     let v = self.elements[e].push(port as usize, p, &mut self.cx);
+                    if recording {
+                        self.fast_post(el, &v);
+                    }
                     if self.cx.has_pending() {
                         self.settle(el);
                     }
@@ -709,9 +749,15 @@ impl Executor {
                     }
                 }
                 Kind::Exit(x) => {
+                    if self.cx.recorder.active {
+                        self.fast_end(Some(el), Some(&p));
+                    }
                     self.nf_counters[info.nf as usize].output += 1;
                     self.exit(x as usize, p);
                 }
+            }
+            if self.cx.recorder.active {
+                self.fast_end(None, None);
             }
             match self.stack.pop() {
                 Some((e2, p2, q)) => (el, port, p) = (e2, p2, q),
@@ -778,6 +824,8 @@ impl Executor {
             self.arrivals[target as usize] += 1;
             let port = if self.synthesized(target) {
                 SYNTH_PORT
+            } else if self.fast.is_some() {
+                FAST_PORT
             } else {
                 0
             };
@@ -1468,6 +1516,13 @@ impl Executor {
             Some((_, m)) => *m += n,
             None => v.push((r, n)),
         };
+        if let Some(fp) = &self.fast {
+            for (g, v) in fp.derived.iter().enumerate() {
+                for (r, n) in v {
+                    add(&mut stats[g], r, *n);
+                }
+            }
+        }
         if let Some(prog) = &self.program {
             for (i, &n) in self.node_counts.iter().enumerate() {
                 if n == 0 {

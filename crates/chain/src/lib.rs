@@ -14,7 +14,7 @@ pub mod program;
 pub mod reflect;
 pub mod summary;
 
-pub use exec::{Executor, ExitSink, Place, RunOptions};
+pub use exec::{Executor, ExitSink, FastOptions, FastStats, Initial, Place, RunOptions};
 pub use file::{ChainError, ChainFile, Endpoint};
 pub use nf::{BuildError, Nf};
 pub use summary::Summary;

@@ -21,6 +21,9 @@ pub enum Mode {
     Naive,
     /// SNF synthesis: one classifier and one write set per traffic class.
     Synth,
+    /// SpeedyBox runtime consolidation: a flow's first packet walks the chain, later ones
+    /// get one consolidated action.
+    Fastpath,
 }
 
 /// Arguments of `fusebox run`.
@@ -62,6 +65,35 @@ pub struct RunArgs {
     /// as dropped (`filter-excluded`), so in = out + drops still holds.
     #[arg(long, value_name = "EXPR")]
     pub filter: Option<String>,
+    /// Fast path: which packet of a flow is recorded (`first`, or `handshake`: for TCP the
+    /// first after the handshake).
+    #[arg(long, value_name = "first|handshake", default_value = "first")]
+    pub initial: String,
+    /// Fast path: most flows in the global table (the oldest is evicted beyond that).
+    #[arg(long, value_name = "N", default_value_t = 1 << 16)]
+    pub max_flows: usize,
+    /// Fast path: seconds (virtual time) after which an unused flow entry is removed.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
+    pub idle: f64,
+}
+
+impl RunArgs {
+    /// The fast-path settings of `--initial`, `--max-flows` and `--idle`.
+    pub fn fast_options(&self) -> Result<chain::FastOptions, String> {
+        let initial = match self.initial.as_str() {
+            "first" => chain::Initial::First,
+            "handshake" => chain::Initial::AfterHandshake,
+            o => return Err(format!("--initial {o}: expected first or handshake")),
+        };
+        if !(self.idle >= 0.0) {
+            return Err(format!("--idle {}: expected seconds >= 0", self.idle));
+        }
+        Ok(chain::FastOptions {
+            max_flows: self.max_flows.max(1),
+            idle_ns: (self.idle * 1e9) as u64,
+            initial,
+        })
+    }
 }
 
 /// Arguments of `fusebox check`.
@@ -211,6 +243,10 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, String> {
     let synth = match a.mode {
         Mode::Naive => None,
         Mode::Synth => Some(synth::install(&mut ex)?),
+        Mode::Fastpath => {
+            ex.enable_fastpath(a.fast_options()?);
+            None
+        }
     };
     for (e, _) in &outputs {
         if !ex.exit_names().contains(&e.to_string()) {
@@ -318,6 +354,9 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, String> {
         }
     }
     let summary = with_excluded(ex.summary(), excluded.get());
+    if let Some(f) = ex.fast_stats() {
+        eprintln!("{}", fast_line(&f));
+    }
     if !a.json {
         eprint!("{}", summary.to_text());
         eprintln!("time: {:.3} s", started.elapsed().as_secs_f64());
@@ -333,6 +372,24 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, String> {
         return Ok(ExitCode::from(3));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One line on what the fast path did.
+pub fn fast_line(f: &chain::FastStats) -> String {
+    let refused: Vec<String> = f.refused.iter().map(|(r, n)| format!("{r} {n}")).collect();
+    format!(
+        "fastpath: {} packets served by consolidated entries, {} recorded, {} entries made ({} in the table), {} guard misses, {} events, {} closed (FIN/RST), {} expired, {} evicted; full chain by reason: {}",
+        f.hits,
+        f.recorded,
+        f.consolidated,
+        f.entries,
+        f.guard_misses,
+        f.events,
+        f.closed,
+        f.expired,
+        f.evictions,
+        if refused.is_empty() { "none".to_string() } else { refused.join(", ") }
+    )
 }
 
 /// `"synth": {"classes": N},` for the JSON outputs of a synth run.

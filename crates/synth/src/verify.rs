@@ -32,6 +32,8 @@ pub enum Mode {
     Naive,
     /// After [`crate::install`].
     Synth,
+    /// With the per-flow fast path on ([`chain::Executor::enable_fastpath`]).
+    Fastpath,
 }
 
 impl Mode {
@@ -40,6 +42,7 @@ impl Mode {
         match self {
             Mode::Naive => "naive",
             Mode::Synth => "synth",
+            Mode::Fastpath => "fastpath",
         }
     }
 }
@@ -50,7 +53,10 @@ impl FromStr for Mode {
         match s.trim() {
             "naive" => Ok(Mode::Naive),
             "synth" => Ok(Mode::Synth),
-            _ => Err(format!("unknown mode `{s}`: expected naive or synth")),
+            "fastpath" => Ok(Mode::Fastpath),
+            _ => Err(format!(
+                "unknown mode `{s}`: expected naive, synth or fastpath"
+            )),
         }
     }
 }
@@ -115,8 +121,12 @@ pub fn run(
     mode: Mode,
 ) -> Result<RunResult, String> {
     let mut ex = Executor::new(chain, options, |_, _| Ok(ExitSink::Memory(Vec::new())))?;
-    if mode == Mode::Synth {
-        crate::install(&mut ex)?;
+    match mode {
+        Mode::Synth => {
+            crate::install(&mut ex)?;
+        }
+        Mode::Fastpath => ex.enable_fastpath(chain::FastOptions::default()),
+        Mode::Naive => {}
     }
     if inputs.is_empty() && ex.dump_sources().is_empty() {
         return Err(chain.no_input_error());

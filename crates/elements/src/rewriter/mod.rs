@@ -516,34 +516,48 @@ impl IPRewriter {
         idx: u32,
         dir: Direction,
     ) -> Option<Decision> {
+        if !self.check_replay(input, now, idx, dir) {
+            return None;
+        }
+        let f = self.table.flow(idx as usize)?;
+        let new = f.rewrite_for(dir);
+        let out = f.output_for(dir);
+        self.table.touch(idx as usize, dir, input.info, now);
+        self.rewritten += 1;
+        Some(Decision::Rewrite { out, new })
+    }
+
+    /// Whether [`IPRewriter::replay`] of mapping `idx` in direction `dir` would succeed for
+    /// `input` at `now`. Reaps the table when due (as any packet reaching the rewriter
+    /// would) but changes no mapping otherwise (the fast path's event check).
+    pub fn check_replay(&mut self, input: &FlowInput, now: u64, idx: u32, dir: Direction) -> bool {
         self.table.maybe_reap(now);
         let i = input;
         if !self.handles(i.proto) || !i.first_frag || i.tlen < 8 || (i.proto == TCP && i.tlen < 20)
         {
-            return None;
+            return false;
         }
         let map_id = self.map_id(i.proto);
         if self.table.map_of(idx as usize) != Some(map_id) {
-            return None;
+            return false;
         }
-        let f = self.table.flow(idx as usize)?;
+        let Some(f) = self.table.flow(idx as usize) else {
+            return false;
+        };
         if now >= f.expiry {
-            return None;
+            return false;
         }
         let fwd = f.original == i.flow;
         let rep = f.rewritten.reverse() == i.flow;
-        let ok = match dir {
+        match dir {
             Direction::Forward => fwd && !rep,
             Direction::Reply => rep,
-        };
-        if !ok {
-            return None;
         }
-        let new = f.rewrite_for(dir);
-        let out = f.output_for(dir);
-        self.table.touch(idx as usize, dir, i.info, now);
-        self.rewritten += 1;
-        Some(Decision::Rewrite { out, new })
+    }
+
+    /// The mapping (index, direction) that rewrote the last packet decided, if one did.
+    pub fn last_mapping(&self) -> Option<(u32, Direction)> {
+        self.last
     }
 
     /// What `n` successful [`IPRewriter::replay`]s of mapping `idx` in direction `dir` by

@@ -1,0 +1,1390 @@
+//! The per-flow fast path (SpeedyBox, `--mode fastpath`): runtime consolidation over the
+//! naive executor.
+//!
+//! A packet entering the chain gets a flow key once, at the entry: (entry element, VLAN tag,
+//! IPv4 protocol, addresses, ports, header length), read from the frame as it arrived, and
+//! the key's table index goes into [`packet::Meta::flow_id`], where it stays whatever NATs do
+//! to the tuple. The first packet of a flow (or, if asked, the first after the TCP
+//! handshake) walks the real chain while every element *records* what it did (see
+//! `elements::record`): elements with a synthesis model by the model case the packet took,
+//! the others through the recording calls, the rewriters by the mapping that rewrote the
+//! packet. The walk ends at an exit or a drop, and the records are *consolidated* into one
+//! entry of the chain's global flow table:
+//!
+//! * **guards**, in the coordinates of the frame as it arrived: each element's case filter
+//!   (and the earlier cases that could match the flow, negated), with what earlier elements
+//!   wrote folded in (a field written with a constant is decided once, at recording; a TTL
+//!   test moves by the decrements before it; fields of the flow key need no test);
+//! * **one header action**: every field written once with its last value, the TTL moved by
+//!   the sum of the decrements, IPv4 and transport checksums fixed once at the end
+//!   (incrementally, or recomputed when an element recomputed it), bytes pulled or pushed at
+//!   the front netted out (an encapsulation and a decapsulation cancel), the packet cut at
+//!   its IPv4 length when an element did that; a drop dominates (nothing is written);
+//! * **state functions**, in path order: each element's recorded tokens
+//!   (`Element::replay`), the rewriters' mapping refreshes (`IPRewriter::replay`), and the
+//!   counters of every element and link on the path;
+//! * **events**: before anything runs, every state function's `check` (and each rewriter's
+//!   `check_replay`); one that fails drops the entry and the packet takes the full chain,
+//!   which records the flow afresh;
+//! * **lifetime**: the earliest timer recorded (a NAT mapping's expiry), an idle timeout
+//!   (virtual time), and FIN/RST, which remove the entry (the NFs keep their own state).
+//!
+//! A later packet of the flow that passes every guard gets the entry: checks, state
+//! functions, counters, the header action, then its exit (or its drop). One that fails a
+//! guard takes the full chain and leaves the entry alone. Before an entry is stored, its
+//! header action is applied to a copy of the recorded packet as it arrived and must give the
+//! bytes the chain gave; any disagreement, an element that neither has a model nor records,
+//! copies or held packets make the flow take the full chain for good (it is counted by
+//! reason), never a wrong packet.
+//!
+//! The table is bounded: when it is full, the oldest entry is evicted (counted).
+
+use super::{finish_packet, Executor, Kind, NfCounters};
+use crate::program::{frame_location, Finish, IpChecksum, Regs, Val};
+use elements::model::{self, Case, Effect, Field, FieldSet, Filter, Headers, Model, Outcome};
+use elements::record::{Access, ReplayView, Step};
+use elements::rewriter::{Direction, FlowInput, PacketInfo};
+use elements::Verdict;
+use packet::Packet;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use wire::checksum::{fold, operands16, operands32};
+
+/// Which packet of a flow is recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Initial {
+    /// The first packet of the flow.
+    #[default]
+    First,
+    /// For TCP, the first packet after the handshake: packets with SYN, or without ACK, take
+    /// the full chain and are not recorded (SpeedyBox's choice). Other protocols: the first.
+    AfterHandshake,
+}
+
+/// Settings of the fast path.
+#[derive(Debug, Clone)]
+pub struct FastOptions {
+    /// Most flows the global table holds; a new flow beyond that evicts the oldest entry.
+    pub max_flows: usize,
+    /// An entry unused for this long (virtual time, ns) is removed.
+    pub idle_ns: u64,
+    /// Which packet of a flow is recorded.
+    pub initial: Initial,
+}
+
+impl Default for FastOptions {
+    fn default() -> Self {
+        FastOptions {
+            max_flows: 1 << 16,
+            idle_ns: 60_000_000_000,
+            initial: Initial::First,
+        }
+    }
+}
+
+/// What the fast path did over a run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FastStats {
+    /// Packets served by a consolidated entry.
+    pub hits: u64,
+    /// Packets recorded (walked the chain to make an entry).
+    pub recorded: u64,
+    /// Entries made.
+    pub consolidated: u64,
+    /// Packets of flows with an entry that failed a guard (took the full chain).
+    pub guard_misses: u64,
+    /// Entries dropped because an event check said the recorded decision no longer holds.
+    pub events: u64,
+    /// Entries removed by FIN or RST.
+    pub closed: u64,
+    /// Entries removed after the idle timeout or their recorded expiry.
+    pub expired: u64,
+    /// Entries evicted because the table was full.
+    pub evictions: u64,
+    /// Packets that took the full chain because their flow cannot be consolidated, by reason.
+    pub refused: BTreeMap<&'static str, u64>,
+    /// Entries in the table at the end.
+    pub entries: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Key {
+    entry: u32,
+    vlan: u32,
+    tuple: u128,
+}
+
+/// A test on one field of the frame as it arrived: allowed intervals.
+type Test = (Field, Vec<(u128, u128)>);
+
+#[derive(Debug)]
+enum End {
+    Exit(u32),
+    Drop,
+}
+
+/// A rewriter's part of an entry.
+#[derive(Debug)]
+struct RwCall {
+    element: u32,
+    idx: u32,
+    dir: Direction,
+    /// The tuple the rewriter saw (saddr, sport, daddr, dport).
+    view: elements::rewriter::FlowId,
+    trimmed: bool,
+}
+
+/// A recorded state function.
+#[derive(Debug)]
+struct StateCall {
+    element: u32,
+    token: u64,
+    head: u16,
+    ip: Option<u16>,
+    trimmed: bool,
+}
+
+/// Counter changes one packet of the flow makes (from the recording's snapshot).
+#[derive(Debug, Default)]
+struct Counts {
+    arrivals: Vec<(u32, u64)>,
+    out: Vec<(u32, u64)>,
+    drops: Vec<(u32, &'static str, u64)>,
+    nfs: Vec<(u32, NfCounters)>,
+    stats: Vec<(u32, &'static str)>,
+    /// (element, counter, head, trimmed): adds the packet's length as the element saw it.
+    byte_stats: Vec<(u32, &'static str, u16, bool)>,
+}
+
+#[derive(Debug)]
+struct Consolidated {
+    tests: Vec<Test>,
+    negatives: Vec<Vec<Test>>,
+    finish: Finish,
+    regs: Regs,
+    rewriters: Vec<RwCall>,
+    states: Vec<StateCall>,
+    counts: Counts,
+    end: End,
+    /// The rewriters' packet info the entry holds for (FIN/SYN/RST, payload or not).
+    info: Option<PacketInfo>,
+    expiry: u64,
+}
+
+#[derive(Debug)]
+enum Entry {
+    Fast(Box<Consolidated>),
+    /// The flow cannot be consolidated (the reason is counted per packet).
+    Refused(&'static str),
+}
+
+#[derive(Debug)]
+struct Slot {
+    entry: Entry,
+    last: u64,
+}
+
+/// What one field looks like at the element being recorded, relative to the frame as it
+/// arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum W {
+    Const(u128),
+    /// The TTL, moved down by this many decrements.
+    Ttl(u32),
+}
+
+/// The symbolic state of the packet being recorded.
+#[derive(Debug, Default)]
+struct Track {
+    w: Vec<(Field, W)>,
+    ttl_decs: u32,
+    recompute: bool,
+    /// A plain write touched the IPv4 header: its checksum's validity is no longer known.
+    csum_unknown: bool,
+    trimmed: bool,
+    ip_ops: u32,
+    l4_ops: u32,
+    rewrote: bool,
+}
+
+impl Track {
+    fn get(&self, f: Field) -> Option<W> {
+        self.w.iter().find(|(g, _)| *g == f).map(|(_, w)| *w)
+    }
+    fn set(&mut self, f: Field, w: W) {
+        match self.w.iter_mut().find(|(g, _)| *g == f) {
+            Some(x) => x.1 = w,
+            None => self.w.push((f, w)),
+        }
+    }
+}
+
+/// The recording in progress.
+struct Recording {
+    key: Key,
+    entry_data: Vec<u8>,
+    entry_offset: u32,
+    depth: usize,
+    created: u64,
+    snap: (
+        Vec<u64>,
+        Vec<u64>,
+        Vec<Vec<(&'static str, u64)>>,
+        Vec<NfCounters>,
+    ),
+    t: Track,
+    tests: Vec<Test>,
+    negatives: Vec<Vec<Test>>,
+    rewriters: Vec<RwCall>,
+    states: Vec<StateCall>,
+    stats: Vec<(u32, &'static str)>,
+    byte_stats: Vec<(u32, &'static str, u16, bool)>,
+    info: Option<PacketInfo>,
+    refused: Option<&'static str>,
+    /// The earliest expiry of what the entry depends on (ns).
+    expiry: u64,
+    /// The element being pushed: its model case, the packet before the push.
+    pre: Option<Pre>,
+}
+
+struct Pre {
+    case: Option<usize>,
+    /// Annotations of the packet as the element got it.
+    annos: [u128; 5],
+    data: Vec<u8>,
+    head: i32,
+    ip: Option<usize>,
+    flow: Option<FlowInput>,
+}
+
+/// The fast path's tables and counters (owned by the executor).
+pub(super) struct FastPath {
+    opts: FastOptions,
+    table: HashMap<Key, Slot, foldhash::fast::FixedState>,
+    order: VecDeque<Key>,
+    models: Vec<Option<Model>>,
+    rec: Option<Box<Recording>>,
+    pub(super) stats: FastStats,
+    /// Element counters the fast path added (as `stats()` names).
+    pub(super) derived: Vec<Vec<(&'static str, u64)>>,
+}
+
+const TCP: u128 = 6;
+
+fn key_of(entry: u32, data: &[u8]) -> Key {
+    let h = Headers::new(data, Some(14));
+    let vlan = if h.value(Field::HasVlan) == 1 {
+        0x1_0000 | h.value(Field::VlanId) as u32
+    } else {
+        0
+    };
+    let tuple = (h.value(Field::IpIhl) << 108)
+        | (h.value(Field::IpProto) << 96)
+        | (h.value(Field::IpSrc) << 64)
+        | (h.value(Field::IpDst) << 32)
+        | (h.value(Field::SrcPort) << 16)
+        | h.value(Field::DstPort);
+    Key { entry, vlan, tuple }
+}
+
+/// Fields every packet of a flow shares (the key is read the same way).
+fn is_key(f: Field) -> bool {
+    matches!(
+        f,
+        Field::IpIhl
+            | Field::IpProto
+            | Field::IpSrc
+            | Field::IpDst
+            | Field::SrcPort
+            | Field::DstPort
+            | Field::HasVlan
+            | Field::VlanId
+    )
+}
+
+fn is_eth(f: Field) -> bool {
+    matches!(
+        f,
+        Field::EthDst | Field::EthSrc | Field::EtherType | Field::HasVlan | Field::VlanId
+    )
+}
+
+fn is_anno(f: Field) -> bool {
+    matches!(
+        f,
+        Field::InPort | Field::Paint | Field::DstIpAnno | Field::FixIpSrc | Field::PacketType
+    )
+}
+
+/// One element-view test, translated.
+enum Tr {
+    True,
+    False,
+    Keep(Field, FieldSet),
+}
+
+fn tcp_flags(data: &[u8]) -> Option<u8> {
+    let h = Headers::new(data, Some(14));
+    (h.value(Field::EtherType) == 0x0800 && h.value(Field::IpProto) == TCP)
+        .then(|| h.value(Field::TcpFlags) as u8)
+}
+
+fn passes(tests: &[Test], h: &Headers) -> bool {
+    tests.iter().all(|(f, iv)| {
+        let v = h.value(*f);
+        iv.iter().any(|&(lo, hi)| lo <= v && v <= hi)
+    })
+}
+
+impl FastPath {
+    pub(super) fn new(opts: FastOptions, models: Vec<Option<Model>>) -> FastPath {
+        let n = models.len();
+        FastPath {
+            opts,
+            table: HashMap::default(),
+            order: VecDeque::new(),
+            models,
+            rec: None,
+            stats: FastStats::default(),
+            derived: vec![Vec::new(); n],
+        }
+    }
+
+    fn refuse(&mut self, why: &'static str) {
+        *self.stats.refused.entry(why).or_default() += 1;
+    }
+}
+
+fn add_stat(v: &mut Vec<(&'static str, u64)>, name: &'static str, n: u64) {
+    match v.iter_mut().find(|(x, _)| *x == name) {
+        Some((_, m)) => *m += n,
+        None => v.push((name, n)),
+    }
+}
+
+/// The checksum operands a rewrite from `cur` to `new` adds to the IPv4 and transport
+/// checksums, in `rewrite_ipv4`'s order, folded.
+pub(super) fn rewrite_ops(cur: [u128; 4], new: &elements::rewriter::FlowId) -> (u32, u32) {
+    let (os, od) = (cur[0] as u32, cur[2] as u32);
+    let (ns, nd) = (u32::from(new.saddr), u32::from(new.daddr));
+    let (mut ip, mut l4) = (0u32, 0u32);
+    if os != ns {
+        ip += operands32(os, ns);
+        l4 += operands32(os, ns);
+    }
+    if od != nd {
+        ip += operands32(od, nd);
+        l4 += operands32(od, nd);
+    }
+    if cur[1] as u16 != new.sport {
+        l4 += operands16(cur[1] as u16, new.sport);
+    }
+    if cur[3] as u16 != new.dport {
+        l4 += operands16(cur[3] as u16, new.dport);
+    }
+    (u32::from(fold(ip)), u32::from(fold(l4)))
+}
+
+impl Executor {
+    /// Turns on the per-flow fast path (`--mode fastpath`): see the `fast` module.
+    pub fn enable_fastpath(&mut self, opts: FastOptions) {
+        let models = self.elements.iter().map(|e| e.model()).collect();
+        self.fast = Some(Box::new(FastPath::new(opts, models)));
+    }
+
+    /// What the fast path did so far (`None` unless it is on).
+    pub fn fast_stats(&self) -> Option<FastStats> {
+        self.fast.as_ref().map(|f| {
+            let mut s = f.stats.clone();
+            s.entries = f.table.len() as u64;
+            s
+        })
+    }
+
+    /// A packet entering the chain at `el`: served by the fast path (`None`), or handed back
+    /// to walk the chain (recorded or not).
+    pub(super) fn fast_enter(&mut self, el: u32, mut p: Packet) -> Option<Packet> {
+        let now = self.cx.now.0;
+        let Some(fp) = self.fast.as_mut() else {
+            return Some(p);
+        };
+        let key = key_of(el, p.data());
+        let flags = tcp_flags(p.data());
+        let closing = flags.is_some_and(|f| f & 0x05 != 0);
+        if let Some(slot) = fp.table.get_mut(&key) {
+            if now.saturating_sub(slot.last) > fp.opts.idle_ns
+                || matches!(&slot.entry, Entry::Fast(c) if now >= c.expiry)
+            {
+                fp.table.remove(&key);
+                fp.stats.expired += 1;
+            } else if closing {
+                fp.table.remove(&key);
+                fp.stats.closed += 1;
+                return Some(p);
+            } else {
+                slot.last = now;
+                match &slot.entry {
+                    Entry::Refused(why) => {
+                        let why = *why;
+                        fp.refuse(why);
+                        return Some(p);
+                    }
+                    Entry::Fast(c) => {
+                        let h = Headers::new(p.data(), Some(14));
+                        let info_ok = c.info.is_none_or(|i| {
+                            let fi = super::flow_input(p.data(), false);
+                            fi.is_some_and(|fi| {
+                                fi.info.tcp_flags & 0x07 == i.tcp_flags
+                                    && fi.info.has_payload == i.has_payload
+                            })
+                        });
+                        if !info_ok
+                            || !passes(&c.tests, &h)
+                            || c.negatives.iter().any(|n| passes(n, &h))
+                        {
+                            // The packet is unlike the recorded one: it walks the chain and
+                            // is recorded in its place (the latest packet defines the entry).
+                            fp.stats.guard_misses += 1;
+                            fp.table.remove(&key);
+                            fp.order.retain(|k| *k != key);
+                            return self.fast_record(key, flags, p);
+                        }
+                        // Events: every check before any state function runs.
+                        let entry = fp.table.remove(&key).map(|s| s.entry);
+                        let Some(Entry::Fast(c)) = entry else {
+                            return Some(p);
+                        };
+                        if self.fast_checks(&c, &mut p) {
+                            self.fast_apply(&c, p);
+                            let fp = self.fast.as_mut().expect("fast path on");
+                            fp.stats.hits += 1;
+                            fp.table.insert(
+                                key,
+                                Slot {
+                                    entry: Entry::Fast(c),
+                                    last: now,
+                                },
+                            );
+                            return None;
+                        }
+                        let fp = self.fast.as_mut().expect("fast path on");
+                        fp.stats.events += 1;
+                        fp.order.retain(|k| *k != key);
+                    }
+                }
+            }
+        }
+        self.fast_record(key, flags, p)
+    }
+
+    /// Records `p` (the packet of flow `key` with TCP flags `flags`) if it may be recorded.
+    fn fast_record(&mut self, key: Key, flags: Option<u8>, mut p: Packet) -> Option<Packet> {
+        let fp = self.fast.as_mut().expect("fast path on");
+        let mut record = flags.is_none_or(|f| f & 0x05 == 0);
+        if fp.opts.initial == Initial::AfterHandshake {
+            if let Some(f) = flags {
+                if f & 0x02 != 0 || f & 0x10 == 0 {
+                    record = false;
+                }
+            }
+        }
+        if !record {
+            return Some(p);
+        }
+        // Start recording.
+        fp.stats.recorded += 1;
+        p.meta.flow_id = (key.tuple as u32) | 1;
+        fp.rec = Some(Box::new(Recording {
+            key,
+            entry_data: p.data().to_vec(),
+            entry_offset: p.data_offset(),
+            depth: self.stack.len(),
+            created: self.chain_created + self.nf_counters.iter().map(|c| c.created).sum::<u64>(),
+            snap: (
+                self.arrivals.clone(),
+                self.out_count.clone(),
+                self.drops.clone(),
+                self.nf_counters.clone(),
+            ),
+            t: Track::default(),
+            tests: Vec::new(),
+            negatives: Vec::new(),
+            rewriters: Vec::new(),
+            states: Vec::new(),
+            stats: Vec::new(),
+            byte_stats: Vec::new(),
+            info: None,
+            refused: None,
+            expiry: u64::MAX,
+            pre: None,
+        }));
+        self.cx.recorder.active = true;
+        self.cx.recorder.expiry = None;
+        Some(p)
+    }
+
+    /// Runs every event check of entry `c` for packet `p` (as it arrived).
+    fn fast_checks(&mut self, c: &Consolidated, p: &mut Packet) -> bool {
+        let now = self.cx.now.0;
+        for r in &c.rewriters {
+            let Some(mut input) = super::flow_input(p.data(), r.trimmed) else {
+                return false;
+            };
+            input.flow = r.view;
+            let Some(rw) = self.elements[r.element as usize].rewriter() else {
+                return false;
+            };
+            if !rw.check_replay(&input, now, r.idx, r.dir) {
+                return false;
+            }
+        }
+        let ts = p.meta.timestamp;
+        let index = p.meta.input_index;
+        for s in &c.states {
+            let (data, ip) = view_of(p, s);
+            let view = ReplayView {
+                data,
+                ip,
+                now: ts,
+                input_index: index,
+            };
+            if !self.elements[s.element as usize].check(s.token, &view) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Serves `p` from entry `c`: state functions, counters, the header action, the end.
+    fn fast_apply(&mut self, c: &Consolidated, mut p: Packet) {
+        let now = self.cx.now.0;
+        for r in &c.rewriters {
+            if let Some(mut input) = super::flow_input(p.data(), r.trimmed) {
+                input.flow = r.view;
+                if let Some(rw) = self.elements[r.element as usize].rewriter() {
+                    rw.replay(&input, now, r.idx, r.dir);
+                }
+            }
+        }
+        let ts = p.meta.timestamp;
+        let index = p.meta.input_index;
+        for s in &c.states {
+            let (data, ip) = view_of(&mut p, s);
+            let mut view = ReplayView {
+                data,
+                ip,
+                now: ts,
+                input_index: index,
+            };
+            self.elements[s.element as usize].replay(s.token, &mut view, &mut self.cx);
+        }
+        let k = &c.counts;
+        for &(e, n) in &k.arrivals {
+            self.arrivals[e as usize] += n;
+        }
+        for &(e, n) in &k.out {
+            self.out_count[e as usize] += n;
+        }
+        for &(e, r, n) in &k.drops {
+            add_stat(&mut self.drops[e as usize], r, n);
+        }
+        for (f, d) in &k.nfs {
+            let t = &mut self.nf_counters[*f as usize];
+            t.input += d.input;
+            t.output += d.output;
+            t.created += d.created;
+            t.dropped += d.dropped;
+        }
+        if !k.stats.is_empty() || !k.byte_stats.is_empty() {
+            let len = p.len() as u64;
+            let ip_len = u64::from(u16::from_be_bytes([
+                p.data().get(16).copied().unwrap_or(0),
+                p.data().get(17).copied().unwrap_or(0),
+            ]));
+            let fp = self.fast.as_mut().expect("fast path on");
+            for &(e, name) in &k.stats {
+                add_stat(&mut fp.derived[e as usize], name, 1);
+            }
+            for &(e, name, head, trimmed) in &k.byte_stats {
+                let b = if trimmed { 14 + ip_len } else { len };
+                add_stat(
+                    &mut fp.derived[e as usize],
+                    name,
+                    b.saturating_sub(u64::from(head)),
+                );
+            }
+        }
+        match c.end {
+            End::Drop => self.recycle(p),
+            End::Exit(el) => {
+                finish_packet(&mut p, &c.finish, &c.regs);
+                let info = self.info[el as usize];
+                if let Kind::Exit(x) = info.kind {
+                    self.nf_counters[info.nf as usize].output += 1;
+                    self.exit(x as usize, p);
+                } else {
+                    self.recycle(p);
+                }
+            }
+        }
+    }
+
+    /// Before element `el` is pushed `p` on `port` while recording.
+    #[cold]
+    pub(super) fn fast_pre(&mut self, el: u32, p: &Packet) {
+        let Some(fp) = self.fast.as_mut() else { return };
+        let Some(rec) = fp.rec.as_mut() else { return };
+        let head = p.data_offset() as i32 - rec.entry_offset as i32;
+        let model = fp.models.get(el as usize).and_then(|m| m.as_ref());
+        let mut ip = p.network_offset_in_data();
+        let case = model.and_then(|m| {
+            ip = model::ip_offset(p, m.ip_at);
+            let mut pt = model::point_of(p, m.ip_at);
+            m.cases.iter().position(|c| {
+                for (f, _) in c.filter.fields() {
+                    if let Field::Raw { .. } = f {
+                        pt.set(f, model::raw_value(p, f));
+                    }
+                }
+                c.filter.contains(&pt)
+            })
+        });
+        let flow = p
+            .network_offset_in_data()
+            .and_then(|o| p.data().get(o..))
+            .and_then(FlowInput::parse);
+        let annos = [
+            u128::from(p.meta.ingress),
+            u128::from(p.meta.paint),
+            u128::from(u32::from(p.meta.dst_ip)),
+            u128::from(p.meta.fix_ip_src),
+            model::packet_type_value(p.meta.packet_type),
+        ];
+        rec.pre = Some(Pre {
+            case,
+            annos,
+            data: p.data().to_vec(),
+            head,
+            ip,
+            flow,
+        });
+        self.cx.recorder.begin();
+    }
+
+    /// After element `el` was pushed while recording, with verdict `v`.
+    #[cold]
+    pub(super) fn fast_post(&mut self, el: u32, v: &Verdict) {
+        let step = self.cx.recorder.take();
+        let now = self.cx.now.0;
+        let Some(pre) = self
+            .fast
+            .as_mut()
+            .and_then(|fp| fp.rec.as_mut())
+            .and_then(|r| r.pre.take())
+        else {
+            return;
+        };
+        let class = self.elements[el as usize].class_name();
+        let rw_last = self.elements[el as usize].rewriter().map(|rw| {
+            let last = rw.last_mapping();
+            let life = match (last, pre.flow) {
+                (Some((i, d)), Some(f)) => rw.steady(i, d, f.info),
+                _ => None,
+            };
+            (last, life)
+        });
+        let Some(fp) = self.fast.as_mut() else { return };
+        let FastPath { rec, models, .. } = &mut **fp;
+        let Some(rec) = rec.as_mut() else { return };
+        if rec.refused.is_some() {
+            return;
+        }
+        if let Err(why) = record_step(rec, el, class, models, &pre, step, v, rw_last, now) {
+            rec.refused = Some(why);
+        }
+    }
+
+    /// The recorded packet leaves the chain at exit element `el` (`Some`) or is dropped or
+    /// kept (`None`), with `out` the packet as it leaves: the entry is consolidated.
+    #[cold]
+    pub(super) fn fast_end(&mut self, el: Option<u32>, out: Option<&Packet>) {
+        self.cx.recorder.active = false;
+        let expiry = self.cx.recorder.expiry.take().map(|t| t.0);
+        let created = self.chain_created + self.nf_counters.iter().map(|c| c.created).sum::<u64>();
+        let depth = self.stack.len();
+        let now = self.cx.now.0;
+        let Some(fp) = self.fast.as_mut() else { return };
+        let Some(rec) = fp.rec.take() else { return };
+        let mut why = rec.refused;
+        if why.is_none() && (created != rec.created || depth != rec.depth) {
+            why = Some("copies");
+        }
+        if why.is_none() && el.is_none() && out.is_some() {
+            why = Some("held");
+        }
+        let rec = *rec;
+        let entry = match why {
+            Some(w) => Entry::Refused(w),
+            None => match consolidate(rec.key, &rec, el, out, expiry, now, self) {
+                Ok(c) => Entry::Fast(Box::new(c)),
+                Err(w) => Entry::Refused(w),
+            },
+        };
+        let fp = self.fast.as_mut().expect("fast path on");
+        match &entry {
+            Entry::Fast(_) => fp.stats.consolidated += 1,
+            Entry::Refused(w) => fp.refuse(w),
+        }
+        if fp.table.len() >= fp.opts.max_flows {
+            while let Some(k) = fp.order.pop_front() {
+                if fp.table.remove(&k).is_some() {
+                    fp.stats.evictions += 1;
+                    break;
+                }
+            }
+        }
+        if fp
+            .table
+            .insert(rec.key, Slot { entry, last: now })
+            .is_none()
+        {
+            fp.order.push_back(rec.key);
+        }
+    }
+}
+
+/// The data a state function sees: from the element's view start, cut at the IPv4 length
+/// where the element saw it cut.
+fn view_of<'a>(p: &'a mut Packet, s: &StateCall) -> (&'a mut [u8], Option<usize>) {
+    let d = p.data_mut();
+    let end = if s.trimmed {
+        let ip_len = usize::from(u16::from_be_bytes([
+            d.get(16).copied().unwrap_or(0),
+            d.get(17).copied().unwrap_or(0),
+        ]));
+        (14 + ip_len).min(d.len())
+    } else {
+        d.len()
+    };
+    let start = usize::from(s.head).min(end);
+    (&mut d[start..end], s.ip.map(usize::from))
+}
+
+/// Translates an element-view filter into tests on the frame as it arrived: `Ok(None)` when
+/// no packet of the flow can match it.
+fn translate(
+    t: &Track,
+    filter: &Filter,
+    head: i32,
+    ip_ok: bool,
+    actual: &dyn Fn(Field) -> u128,
+    entry: &Headers,
+) -> Result<Option<Vec<Test>>, &'static str> {
+    let mut out: Vec<Test> = Vec::new();
+    for (f, s) in filter.fields() {
+        let tr = translate_one(t, f, s, head, ip_ok, actual, entry)?;
+        match tr {
+            Tr::True => {}
+            Tr::False => return Ok(None),
+            Tr::Keep(g, set) => {
+                let iv: Vec<(u128, u128)> = set.intervals().collect();
+                match out.iter_mut().find(|(h, _)| *h == g) {
+                    Some((_, old)) => {
+                        let a = FieldSet::from_intervals(old.iter().copied());
+                        let b = FieldSet::from_intervals(iv);
+                        let c = a.intersection(&b);
+                        if c.is_empty() {
+                            return Ok(None);
+                        }
+                        *old = c.intervals().collect();
+                    }
+                    None => out.push((g, iv)),
+                }
+            }
+        }
+    }
+    Ok(Some(out))
+}
+
+fn translate_one(
+    t: &Track,
+    f: Field,
+    s: &FieldSet,
+    head: i32,
+    ip_ok: bool,
+    actual: &dyn Fn(Field) -> u128,
+    entry: &Headers,
+) -> Result<Tr, &'static str> {
+    let decide = |v: u128| if s.contains(v) { Tr::True } else { Tr::False };
+    if is_anno(f) {
+        // Annotations are set along the path from the flow's constant fields (or, for the
+        // packet type, from the destination MAC, which the caller guards).
+        return Ok(decide(actual(f)));
+    }
+    if f == Field::FrameLen {
+        if t.trimmed {
+            return Err("frame-length-after-trim");
+        }
+        return Ok(Tr::Keep(Field::FrameLen, s.shift(i128::from(head), 16)));
+    }
+    if is_eth(f) {
+        if head != 0 {
+            return Err("ethernet-moved");
+        }
+        if let Some(W::Const(v)) = t.get(f) {
+            return Ok(decide(v));
+        }
+        if is_key(f) {
+            return Ok(decide(entry.value(f)));
+        }
+        return Ok(Tr::Keep(f, s.clone()));
+    }
+    if let Field::Raw { offset, len } = f {
+        let off = i32::from(offset) + head;
+        if off < 0 || off > i32::from(u16::MAX) {
+            return Err("raw-moved");
+        }
+        let (o, l) = (off as usize, usize::from(len));
+        let hl = entry.hl.max(20);
+        for (g, _) in &t.w {
+            if let Some((a, n)) = frame_location(*g, hl) {
+                if a < o + l && o < a + n {
+                    return Err("raw-overlaps-write");
+                }
+            }
+        }
+        if (t.rewrote || t.ttl_decs > 0 || t.recompute) && o < 14 + 60 + 20 {
+            return Err("raw-overlaps-checksum");
+        }
+        return Ok(Tr::Keep(
+            Field::Raw {
+                offset: off as u16,
+                len,
+            },
+            s.clone(),
+        ));
+    }
+    if !ip_ok {
+        return Err("ip-header-moved");
+    }
+    match f {
+        Field::IpChecksumOk => {
+            if t.recompute {
+                return Ok(decide(1));
+            }
+            if t.csum_unknown {
+                return Err("checksum-unknown");
+            }
+            return Ok(Tr::Keep(f, s.clone()));
+        }
+        Field::IpLenOk | Field::IpAvail | Field::L4Avail if t.trimmed => {
+            if t.get(Field::IpLen).is_some() {
+                return Err("length-written");
+            }
+            return Ok(match f {
+                Field::IpLenOk => decide(1),
+                Field::IpAvail => Tr::Keep(Field::IpLen, s.clone()),
+                _ => Tr::Keep(Field::L4Len, s.clone()),
+            });
+        }
+        _ => {}
+    }
+    match t.get(f) {
+        Some(W::Const(v)) => return Ok(decide(v)),
+        Some(W::Ttl(k)) => return Ok(Tr::Keep(f, s.shift(i128::from(k), 8))),
+        None => {}
+    }
+    let derived_from_written = match f {
+        Field::IpLenOk | Field::L4Len | Field::IpAvail | Field::L4Avail => {
+            t.get(Field::IpLen).is_some()
+        }
+        Field::IpOptions => t.get(Field::IpIhl).is_some(),
+        _ => false,
+    };
+    if derived_from_written {
+        return Err("length-written");
+    }
+    if is_key(f) {
+        return Ok(decide(entry.value(f)));
+    }
+    Ok(Tr::Keep(f, s.clone()))
+}
+
+/// Records one element's push into `rec`.
+#[allow(clippy::too_many_arguments)]
+fn record_step(
+    rec: &mut Recording,
+    el: u32,
+    class: &'static str,
+    models: &[Option<Model>],
+    pre: &Pre,
+    step: Step,
+    v: &Verdict,
+    rw_last: Option<(Option<(u32, Direction)>, Option<u64>)>,
+    now: u64,
+) -> Result<(), &'static str> {
+    if let Some(w) = step.opaque {
+        return Err(w);
+    }
+    let entry_data = rec.entry_data.clone();
+    let entry_h = Headers::new(&entry_data, Some(14));
+    let ip_ok = pre.ip.map(|o| o as i32 + pre.head) == Some(14);
+    let pre_h = Headers::new(&pre.data, pre.ip);
+    // What a state function sees: the data from the element's start.
+    let head = u16::try_from(pre.head).map_err(|_| "pushed-front")?;
+    // A rewriter: its mapping is the header action, its refresh the state function.
+    if let Some((last, life)) = rw_last {
+        let Some(life) = life else {
+            return Err("mapping-not-steady");
+        };
+        rec.expiry = rec.expiry.min(now.saturating_add(life));
+        let (Some((idx, dir)), Some(input), Verdict::Out(..)) = (last, pre.flow, v) else {
+            return Err("rewriter-no-mapping");
+        };
+        if !ip_ok {
+            return Err("ip-header-moved");
+        }
+        for f in [
+            Field::IpProto,
+            Field::IpIhl,
+            Field::IpFragOffset,
+            Field::IpLen,
+            Field::TcpFlags,
+        ] {
+            if rec.t.get(f).is_some() {
+                return Err("rewriter-input-written");
+            }
+        }
+        let Verdict::Out(_, q) = v else {
+            unreachable!()
+        };
+        let Some(after) = q
+            .network_offset_in_data()
+            .and_then(|o| q.data().get(o..))
+            .and_then(FlowInput::parse)
+        else {
+            return Err("rewriter-output");
+        };
+        let new = after.flow;
+        let cur = [
+            u128::from(u32::from(input.flow.saddr)),
+            u128::from(input.flow.sport),
+            u128::from(u32::from(input.flow.daddr)),
+            u128::from(input.flow.dport),
+        ];
+        let (ip, l4) = rewrite_ops(cur, &new);
+        rec.t.ip_ops = u32::from(fold(rec.t.ip_ops + ip));
+        rec.t.l4_ops = u32::from(fold(rec.t.l4_ops + l4));
+        rec.t.rewrote = true;
+        let nv = [
+            (Field::IpSrc, u128::from(u32::from(new.saddr))),
+            (Field::SrcPort, u128::from(new.sport)),
+            (Field::IpDst, u128::from(u32::from(new.daddr))),
+            (Field::DstPort, u128::from(new.dport)),
+        ];
+        for (f, x) in nv {
+            rec.t.set(f, W::Const(x));
+        }
+        let info = PacketInfo {
+            tcp_flags: input.info.tcp_flags & 0x07,
+            has_payload: input.info.has_payload,
+        };
+        if rec.info.is_some_and(|i| i != info) {
+            return Err("rewriters-disagree");
+        }
+        rec.info = Some(info);
+        rec.rewriters.push(RwCall {
+            element: el,
+            idx,
+            dir,
+            view: input.flow,
+            trimmed: rec.t.trimmed,
+        });
+        return Ok(());
+    }
+    let model = models.get(el as usize).and_then(|m| m.as_ref());
+    let case: Option<(&Case, usize)> = match (model, pre.case) {
+        (Some(m), Some(i)) => m.cases.get(i).map(|c| (c, i)),
+        _ => None,
+    };
+    match case {
+        Some((c, i)) if c.outcome != Outcome::Runtime => {
+            let m = model.expect("model");
+            let agrees = match (&c.outcome, v) {
+                (Outcome::Out(o), Verdict::Out(o2, _)) => o == o2,
+                (Outcome::Drop(r), Verdict::Drop(_, r2)) => r == r2,
+                _ => false,
+            };
+            if !agrees {
+                return Err("model-disagrees");
+            }
+            let act = |f: Field| -> u128 { pre_value(pre, f) };
+            let Some(tests) = translate(&rec.t, &c.filter, pre.head, ip_ok, &act, &entry_h)? else {
+                return Err("model-disagrees");
+            };
+            if c.filter.fields().any(|(f, _)| f == Field::PacketType) {
+                guard_eth_dst(rec)?;
+            }
+            rec.tests.extend(tests);
+            for earlier in &m.cases[..i] {
+                if let Some(n) =
+                    translate(&rec.t, &earlier.filter, pre.head, ip_ok, &act, &entry_h)?
+                {
+                    if n.is_empty() {
+                        return Err("model-disagrees");
+                    }
+                    if earlier.filter.fields().any(|(f, _)| f == Field::PacketType) {
+                        guard_eth_dst(rec)?;
+                    }
+                    rec.negatives.push(n);
+                }
+            }
+            for s in &c.stats {
+                rec.stats.push((el, s));
+            }
+            for s in &c.byte_stats {
+                rec.byte_stats.push((el, s, head, rec.t.trimmed));
+            }
+            for e in &c.effects {
+                effect(&mut rec.t, e, pre.head, ip_ok)?;
+                if matches!(e, Effect::PacketTypeFromEth) {
+                    guard_eth_dst(rec)?;
+                }
+            }
+            Ok(())
+        }
+        _ => {
+            if !step.touched {
+                return Err(class);
+            }
+            for g in &step.guards {
+                let act = |f: Field| -> u128 { pre_value(pre, f) };
+                let Some(tests) = translate(&rec.t, g, pre.head, ip_ok, &act, &entry_h)? else {
+                    return Err("guard-disagrees");
+                };
+                rec.tests.extend(tests);
+            }
+            // Declared writes: checked against the bytes the element produced.
+            let after = match v {
+                Verdict::Out(_, q) | Verdict::Drop(q, _) => q.data(),
+                Verdict::Done => return Err("held"),
+            };
+            if after.len() != pre.data.len() {
+                return Err("undeclared-length-change");
+            }
+            let hl = pre_h.hl;
+            let mut covered = vec![false; after.len()];
+            let ip0 = pre.ip.unwrap_or(0);
+            for &(f, x) in &step.writes {
+                let loc = if is_eth(f) {
+                    frame_location(f, 20)
+                } else {
+                    frame_location(f, hl).map(|(o, n)| (o - 14 + ip0, n))
+                };
+                let Some((o, n)) = loc else {
+                    return Err("write-unlocatable");
+                };
+                for b in covered.iter_mut().skip(o).take(n) {
+                    *b = true;
+                }
+                let old = model::load(&pre.data, o, n);
+                if !ip_ok && !is_eth(f) {
+                    return Err("ip-header-moved");
+                }
+                if is_eth(f) && head != 0 {
+                    return Err("ethernet-moved");
+                }
+                // IPv4 addresses and ports change the checksums incrementally.
+                match f {
+                    Field::IpSrc | Field::IpDst => {
+                        let d = operands32(old as u32, x as u32);
+                        if old != x {
+                            rec.t.ip_ops = u32::from(fold(rec.t.ip_ops + d));
+                            rec.t.l4_ops = u32::from(fold(rec.t.l4_ops + d));
+                            rec.t.rewrote = true;
+                        }
+                    }
+                    Field::SrcPort | Field::DstPort => {
+                        if old != x {
+                            let d = operands16(old as u16, x as u16);
+                            rec.t.l4_ops = u32::from(fold(rec.t.l4_ops + d));
+                            rec.t.rewrote = true;
+                        }
+                    }
+                    _ if !is_eth(f) => rec.t.csum_unknown = true,
+                    _ => {}
+                }
+                rec.t.set(f, W::Const(x));
+            }
+            if rec.t.rewrote && pre.ip.is_some() {
+                // The checksums the element fixed.
+                for (o, n) in [(ip0 + 10, 2), (ip0 + hl + 16, 2), (ip0 + hl + 6, 2)] {
+                    for b in covered.iter_mut().skip(o).take(n) {
+                        *b = true;
+                    }
+                }
+            }
+            if pre
+                .data
+                .iter()
+                .zip(after)
+                .enumerate()
+                .any(|(i, (a, b))| a != b && !covered[i])
+            {
+                return Err("undeclared-write");
+            }
+            for &(token, _access) in &step.states {
+                rec.states.push(StateCall {
+                    element: el,
+                    token,
+                    head,
+                    ip: pre.ip.map(|o| o as u16),
+                    trimmed: rec.t.trimmed,
+                });
+            }
+            let _: Access = Access::Ignore;
+            Ok(())
+        }
+    }
+}
+
+/// The value of `f` for the element about to be pushed (annotations included).
+fn pre_value(pre: &Pre, f: Field) -> u128 {
+    match f {
+        Field::InPort => pre.annos[0],
+        Field::Paint => pre.annos[1],
+        Field::DstIpAnno => pre.annos[2],
+        Field::FixIpSrc => pre.annos[3],
+        Field::PacketType => pre.annos[4],
+        _ => Headers::new(&pre.data, pre.ip).value(f),
+    }
+}
+
+/// Guards the destination MAC (the packet-type annotation comes from it).
+fn guard_eth_dst(rec: &mut Recording) -> Result<(), &'static str> {
+    if rec.t.get(Field::EthDst).is_some() {
+        return Ok(());
+    }
+    let v = Headers::new(&rec.entry_data, Some(14)).value(Field::EthDst);
+    if !rec
+        .tests
+        .iter()
+        .any(|(f, iv)| *f == Field::EthDst && iv == &[(v, v)])
+    {
+        rec.tests.push((Field::EthDst, vec![(v, v)]));
+    }
+    Ok(())
+}
+
+/// Applies one model effect to the symbolic state (as synthesis does).
+fn effect(t: &mut Track, e: &Effect, head: i32, ip_ok: bool) -> Result<(), &'static str> {
+    let need_ip = || {
+        if ip_ok {
+            Ok(())
+        } else {
+            Err("ip-header-moved")
+        }
+    };
+    match e {
+        Effect::Write(f, op) => {
+            if is_anno(*f) {
+                return Ok(());
+            }
+            let v = match op {
+                model::Op::Identity => return Ok(()),
+                model::Op::Set(v) => *v,
+                _ => return Err("relative-write"),
+            };
+            if is_eth(*f) {
+                if head != 0 {
+                    return Err("ethernet-moved");
+                }
+            } else if frame_location(*f, 20).is_some() {
+                need_ip()?;
+                t.csum_unknown = true;
+            } else {
+                return Err("write-unlocatable");
+            }
+            t.set(*f, W::Const(v));
+        }
+        Effect::DecTtl => {
+            need_ip()?;
+            let w = match t.get(Field::IpTtl) {
+                None => W::Ttl(1),
+                Some(W::Ttl(k)) => W::Ttl(k + 1),
+                Some(W::Const(v)) => W::Const(v.wrapping_sub(1) & 0xff),
+            };
+            t.set(Field::IpTtl, w);
+            t.ttl_decs += 1;
+        }
+        Effect::Pull(_) | Effect::Unpull(_) | Effect::MarkMac | Effect::MarkIp => {}
+        Effect::PacketTypeFromEth | Effect::DstAnnoFromIpDst => {}
+        Effect::EtherEncap {
+            ethertype,
+            src,
+            dst,
+        } => {
+            if head != 14 {
+                return Err("encap-moved");
+            }
+            let mac = |m: &[u8; 6]| m.iter().fold(0u128, |a, b| (a << 8) | u128::from(*b));
+            t.set(Field::EthDst, W::Const(mac(dst)));
+            t.set(Field::EthSrc, W::Const(mac(src)));
+            t.set(Field::EtherType, W::Const(u128::from(*ethertype)));
+        }
+        Effect::EtherRewrite { src, dst } => {
+            if head != 0 {
+                return Err("ethernet-moved");
+            }
+            let mac = |m: &[u8; 6]| m.iter().fold(0u128, |a, b| (a << 8) | u128::from(*b));
+            t.set(Field::EthDst, W::Const(mac(dst)));
+            t.set(Field::EthSrc, W::Const(mac(src)));
+        }
+        Effect::TrimToIpLen => {
+            need_ip()?;
+            if t.get(Field::IpLen).is_some() {
+                return Err("length-written");
+            }
+            t.trimmed = true;
+        }
+        Effect::SetIpChecksum => {
+            need_ip()?;
+            t.recompute = true;
+            t.csum_unknown = false;
+        }
+    }
+    Ok(())
+}
+
+/// Makes the entry from a finished recording; checks its header action on the recorded
+/// packet.
+fn consolidate(
+    _key: Key,
+    rec: &Recording,
+    el: Option<u32>,
+    out: Option<&Packet>,
+    expiry: Option<u64>,
+    now: u64,
+    ex: &Executor,
+) -> Result<Consolidated, &'static str> {
+    let t = &rec.t;
+    let end = match el {
+        Some(e) => End::Exit(e),
+        None => End::Drop,
+    };
+    let writes: Vec<(Field, Val)> =
+        t.w.iter()
+            .filter(|(f, _)| frame_location(*f, 20).is_some())
+            .map(|(f, w)| {
+                (
+                    *f,
+                    match w {
+                        W::Const(v) => Val::Const(*v),
+                        W::Ttl(k) => Val::Orig(*f, -i128::from(*k)),
+                    },
+                )
+            })
+            .collect();
+    let head = match out {
+        Some(q) => q.data_offset() as i64 - i64::from(rec.entry_offset),
+        None => 0,
+    };
+    if head < 0 {
+        return Err("pushed-front");
+    }
+    let mut finish = Finish {
+        writes,
+        head: head as u16,
+        trim: t.trimmed,
+        ip_checksum: if t.recompute {
+            IpChecksum::Recompute
+        } else {
+            IpChecksum::Incremental(t.ttl_decs * 0xFEFF)
+        },
+        annos: None,
+        runs: Vec::new(),
+        adds: Vec::new(),
+    };
+    finish.prepare();
+    let regs = Regs {
+        ip_ops: t.ip_ops,
+        l4_ops: t.l4_ops,
+        rewrote: t.rewrote,
+        ..Regs::default()
+    };
+    if let Some(q) = out {
+        // The header action must give the recorded packet's bytes.
+        let mut copy = Packet::from_bytes(&rec.entry_data);
+        finish_packet(&mut copy, &finish, &regs);
+        if copy.data() != q.data() {
+            return Err("action-differs");
+        }
+    }
+    // Counters: what the recorded packet changed.
+    let (a0, o0, d0, n0) = &rec.snap;
+    let mut counts = Counts::default();
+    for (i, (&x, &y)) in ex.arrivals.iter().zip(a0).enumerate() {
+        if x != y {
+            counts.arrivals.push((i as u32, x - y));
+        }
+    }
+    for (i, (&x, &y)) in ex.out_count.iter().zip(o0).enumerate() {
+        if x != y {
+            counts.out.push((i as u32, x - y));
+        }
+    }
+    for (i, (x, y)) in ex.drops.iter().zip(d0).enumerate() {
+        for (r, n) in x {
+            let before = y.iter().find(|(s, _)| s == r).map_or(0, |(_, m)| *m);
+            if *n != before {
+                counts.drops.push((i as u32, r, n - before));
+            }
+        }
+    }
+    for (i, (x, y)) in ex.nf_counters.iter().zip(n0).enumerate() {
+        let d = NfCounters {
+            input: x.input - y.input,
+            output: x.output - y.output,
+            created: x.created - y.created,
+            dropped: x.dropped - y.dropped,
+        };
+        if d.input + d.output + d.created + d.dropped != 0 {
+            counts.nfs.push((i as u32, d));
+        }
+    }
+    counts.stats = rec.stats.clone();
+    counts.byte_stats = rec.byte_stats.clone();
+    let exp = expiry.unwrap_or(u64::MAX).min(rec.expiry);
+    let _ = now;
+    Ok(Consolidated {
+        tests: rec.tests.clone(),
+        negatives: rec.negatives.clone(),
+        finish,
+        regs,
+        rewriters: rec
+            .rewriters
+            .iter()
+            .map(|r| RwCall {
+                element: r.element,
+                idx: r.idx,
+                dir: r.dir,
+                view: r.view,
+                trimmed: r.trimmed,
+            })
+            .collect(),
+        states: rec
+            .states
+            .iter()
+            .map(|s| StateCall {
+                element: s.element,
+                token: s.token,
+                head: s.head,
+                ip: s.ip,
+                trimmed: s.trimmed,
+            })
+            .collect(),
+        counts,
+        end,
+        info: rec.info,
+        expiry: exp,
+    })
+}
