@@ -47,6 +47,7 @@ use elements::rewriter::{Direction, FlowInput, PacketInfo};
 use elements::Verdict;
 use packet::Packet;
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
 use wire::checksum::{fold, operands16, operands32};
 
 /// Which packet of a flow is recorded.
@@ -172,7 +173,7 @@ struct Consolidated {
 
 #[derive(Debug)]
 enum Entry {
-    Fast(Box<Consolidated>),
+    Fast(Arc<Consolidated>),
     /// The flow cannot be consolidated (the reason is counted per packet).
     Refused(&'static str),
 }
@@ -429,6 +430,7 @@ impl Executor {
                         return Some(p);
                     }
                     Entry::Fast(c) => {
+                        let c = Arc::clone(c);
                         let h = Headers::new(p.data(), Some(14));
                         let info_ok = c.info.is_none_or(|i| {
                             let fi = super::flow_input(p.data(), false);
@@ -445,30 +447,17 @@ impl Executor {
                             // is recorded in its place (the latest packet defines the entry).
                             fp.stats.guard_misses += 1;
                             fp.table.remove(&key);
-                            fp.order.retain(|k| *k != key);
                             return self.fast_record(key, flags, p);
                         }
                         // Events: every check before any state function runs.
-                        let entry = fp.table.remove(&key).map(|s| s.entry);
-                        let Some(Entry::Fast(c)) = entry else {
-                            return Some(p);
-                        };
                         if self.fast_checks(&c, &mut p) {
                             self.fast_apply(&c, p);
-                            let fp = self.fast.as_mut().expect("fast path on");
-                            fp.stats.hits += 1;
-                            fp.table.insert(
-                                key,
-                                Slot {
-                                    entry: Entry::Fast(c),
-                                    last: now,
-                                },
-                            );
+                            self.fast.as_mut().expect("fast path on").stats.hits += 1;
                             return None;
                         }
                         let fp = self.fast.as_mut().expect("fast path on");
                         fp.stats.events += 1;
-                        fp.order.retain(|k| *k != key);
+                        fp.table.remove(&key);
                     }
                 }
             }
@@ -725,7 +714,7 @@ impl Executor {
         let entry = match why {
             Some(w) => Entry::Refused(w),
             None => match consolidate(rec.key, &rec, el, out, expiry, now, self) {
-                Ok(c) => Entry::Fast(Box::new(c)),
+                Ok(c) => Entry::Fast(Arc::new(c)),
                 Err(w) => Entry::Refused(w),
             },
         };
@@ -748,6 +737,20 @@ impl Executor {
             .is_none()
         {
             fp.order.push_back(rec.key);
+            if fp.order.len() > 2 * fp.opts.max_flows {
+                // Keys of removed entries linger in the eviction order: drop them.
+                let table = &fp.table;
+                let mut seen = std::collections::HashSet::new();
+                let mut kept: VecDeque<Key> = fp
+                    .order
+                    .iter()
+                    .rev()
+                    .copied()
+                    .filter(|k| table.contains_key(k) && seen.insert(*k))
+                    .collect();
+                kept.make_contiguous().reverse();
+                fp.order = kept;
+            }
         }
     }
 }
@@ -1355,9 +1358,56 @@ fn consolidate(
     counts.byte_stats = rec.byte_stats.clone();
     let exp = expiry.unwrap_or(u64::MAX).min(rec.expiry);
     let _ = now;
+    // One test per field (the intersection of every step's), and only the negatives that
+    // can hold together with them.
+    let mut merged: Vec<(Field, FieldSet)> = Vec::new();
+    for (f, iv) in &rec.tests {
+        let set = FieldSet::from_intervals(iv.iter().copied());
+        match merged.iter_mut().find(|(g, _)| g == f) {
+            Some((_, old)) => *old = old.intersection(&set),
+            None => merged.push((*f, set)),
+        }
+    }
+    // A negative on one field is a positive on the rest of that field.
+    let mut multi: Vec<&Vec<Test>> = Vec::new();
+    for n in &rec.negatives {
+        if let [(f, iv)] = n.as_slice() {
+            let set = FieldSet::from_intervals(iv.iter().copied()).complement(f.width());
+            match merged.iter_mut().find(|(g, _)| g == f) {
+                Some((_, old)) => *old = old.intersection(&set),
+                None => merged.push((*f, set)),
+            }
+        } else if !multi.contains(&n) {
+            multi.push(n);
+        }
+    }
+    if merged.iter().any(|(_, s)| s.is_empty()) {
+        return Err("guards-contradict");
+    }
+    let negatives: Vec<Vec<Test>> = multi
+        .into_iter()
+        .filter(|n| {
+            n.iter().all(|(f, iv)| {
+                merged.iter().find(|(g, _)| g == f).is_none_or(|(_, s)| {
+                    !s.intersection(&FieldSet::from_intervals(iv.iter().copied()))
+                        .is_empty()
+                })
+            })
+        })
+        .cloned()
+        .collect();
+    // Tests a field's full range passes are no tests.
+    let tests: Vec<Test> = merged
+        .into_iter()
+        .filter(|(f, s)| !s.is_full(f.width()))
+        .map(|(f, s)| (f, s.intervals().collect()))
+        .collect();
+    if std::env::var_os("FUSEBOX_FAST_DEBUG").is_some() {
+        eprintln!("entry: tests {tests:?} negatives {negatives:?}");
+    }
     Ok(Consolidated {
-        tests: rec.tests.clone(),
-        negatives: rec.negatives.clone(),
+        tests,
+        negatives,
         finish,
         regs,
         rewriters: rec
