@@ -903,10 +903,11 @@ mod tests {
     fn modes_parse() {
         assert_eq!("naive".parse::<Mode>(), Ok(Mode::Naive));
         assert_eq!("synth".parse::<Mode>(), Ok(Mode::Synth));
+        assert_eq!("fastpath".parse::<Mode>(), Ok(Mode::Fastpath));
         assert!("fast"
             .parse::<Mode>()
             .unwrap_err()
-            .contains("naive or synth"));
+            .contains("naive, synth or fastpath"));
     }
 
     #[test]

@@ -1,0 +1,168 @@
+//! The per-flow fast path (`--mode fastpath`) gives what the naive chain gives — packets,
+//! drops by reason, every element's counters, NF state — on the bundled chains, with flows
+//! whose TTL varies and that carry bad IPv4 checksums mid-flow (the guards send those
+//! packets through the full chain), with replies (`--reflect`), and while the table is too
+//! small for the flows (evictions). And it does serve most packets from consolidated
+//! entries.
+
+use chain::{ChainFile, Endpoint, Executor, ExitSink, FastOptions, Initial, RunOptions};
+use ports::gen::{generate, Anomalies, GenConfig, Mix, PortSpec, Rate};
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use synth::verify::{compare, run, Mode};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A trace of `flows` flows; TTLs drawn from `ttl` and 2 % bad checksums when `rough`.
+fn trace(name: &str, cfg: GenConfig) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("fastpath-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("t.pcap");
+    let mut w = ports::pcap::PcapWriter::create(&path, packet::Precision::Micro, 1).unwrap();
+    for (ts, frame) in generate(&cfg) {
+        w.write(ts, &frame).unwrap();
+    }
+    w.finish().unwrap();
+    path
+}
+
+fn cfg(src: (Ipv4Addr, u8), dst: (Ipv4Addr, u8), rough: Option<(u8, u8)>) -> GenConfig {
+    GenConfig {
+        packets: 3000,
+        flows: 60,
+        mix: Mix {
+            tcp: 1,
+            udp: 2,
+            icmp: 1,
+        },
+        src_prefix: src,
+        dst_prefix: dst,
+        dst_ports: PortSpec::List(vec![1234, 53, 80]),
+        seed: 11,
+        anomalies: Anomalies {
+            ttl_range: rough,
+            bad_ip_checksum: if rough.is_some() {
+                Rate(20_000)
+            } else {
+                Rate::NEVER
+            },
+            ..Anomalies::default()
+        },
+        ..GenConfig::default()
+    }
+}
+
+/// Runs `chain` naive and fastpath on `input` at `entry`; asserts they are identical and
+/// returns how many packets the fast path served and how many the chain took in.
+fn same(chain: &str, entry: &str, input: &Path, reflect: Option<&str>) -> (u64, u64) {
+    let chain = ChainFile::load(&root().join("examples").join(chain)).unwrap();
+    let opts = RunOptions {
+        reflect: reflect
+            .map(|r| vec![Endpoint::parse(r).unwrap()])
+            .unwrap_or_default(),
+        ..RunOptions::default()
+    };
+    let inputs = [(Endpoint::parse(entry).unwrap(), input.to_path_buf())];
+    let a = run(&chain, &inputs, &opts, Mode::Naive).unwrap();
+    let b = run(&chain, &inputs, &opts, Mode::Fastpath).unwrap();
+    assert!(a.packets() > 0);
+    let d = compare(&a, &b);
+    assert!(d.is_empty(), "{}: {d:?}", chain.path.display());
+    // How much the fast path did, from a run of our own.
+    let mut ex = Executor::new(&chain, &opts, |_, _| Ok(ExitSink::Count)).unwrap();
+    ex.enable_fastpath(FastOptions::default());
+    let at = ex.entry(&Endpoint::parse(entry).unwrap()).unwrap();
+    let records = ports::pcap::read_all(input).unwrap().0;
+    ex.replay(&[(at, records)], 1);
+    let f = ex.fast_stats().unwrap();
+    (f.hits, ex.summary().totals.input)
+}
+
+#[test]
+fn routers_with_varying_ttl_and_bad_checksums() {
+    let t = trace(
+        "routers",
+        cfg(
+            (Ipv4Addr::new(10, 0, 0, 0), 16),
+            (Ipv4Addr::new(10, 1, 0, 0), 16),
+            Some((1, 14)),
+        ),
+    );
+    let (hits, input) = same("routers/chain.toml", "r1.eth0", &t, None);
+    assert!(hits > 0, "some packets take consolidated entries");
+    assert!(hits < input, "packets failing a guard take the full chain");
+    let smooth = trace(
+        "routers-smooth",
+        cfg(
+            (Ipv4Addr::new(10, 0, 0, 0), 16),
+            (Ipv4Addr::new(10, 1, 0, 0), 16),
+            None,
+        ),
+    );
+    let (hits, input) = same("routers/chain.toml", "r1.eth0", &smooth, None);
+    // Handshakes, FIN/RST and first packets take the full chain; most others do not.
+    assert!(hits * 10 > input * 6, "{hits} of {input} packets served");
+}
+
+#[test]
+fn napts_and_fig5_with_replies() {
+    let t = trace(
+        "napts",
+        cfg(
+            (Ipv4Addr::new(10, 0, 0, 0), 16),
+            (Ipv4Addr::new(10, 1, 0, 0), 16),
+            Some((30, 64)),
+        ),
+    );
+    let (hits, _) = same("napts/chain.toml", "n1.eth0", &t, Some("n10.eth1"));
+    assert!(hits > 0);
+    let t = trace(
+        "fig5",
+        cfg(
+            (Ipv4Addr::new(192, 168, 0, 0), 24),
+            (Ipv4Addr::new(10, 0, 2, 0), 24),
+            Some((1, 64)),
+        ),
+    );
+    let (hits, _) = same("fig5/chain.toml", "napt.eth0", &t, Some("lb.eth1"));
+    assert!(hits > 0);
+}
+
+#[test]
+fn a_full_table_evicts_and_stays_exact() {
+    let t = trace(
+        "evict",
+        cfg(
+            (Ipv4Addr::new(192, 168, 0, 0), 24),
+            (Ipv4Addr::new(10, 0, 2, 0), 24),
+            None,
+        ),
+    );
+    let chain = ChainFile::load(&root().join("examples/fig5/chain.toml")).unwrap();
+    let opts = RunOptions::default();
+    let records = ports::pcap::read_all(&t).unwrap().0;
+    let mut outs = Vec::new();
+    for fast in [None, Some(4usize)] {
+        let mut ex = Executor::new(&chain, &opts, |_, _| Ok(ExitSink::Memory(Vec::new()))).unwrap();
+        if let Some(n) = fast {
+            ex.enable_fastpath(FastOptions {
+                max_flows: n,
+                idle_ns: 1_000_000_000,
+                initial: Initial::AfterHandshake,
+            });
+        }
+        let at = ex.entry(&Endpoint::parse("napt.eth0").unwrap()).unwrap();
+        ex.replay(&[(at, records.clone())], 1);
+        if fast.is_some() {
+            let f = ex.fast_stats().unwrap();
+            assert!(f.entries <= 4, "{f:?}");
+            assert!(f.evictions > 0, "{f:?}");
+        }
+        let s = ex.summary();
+        assert!(s.totals.balanced);
+        outs.push((ex.finish().unwrap(), ex.state_dump(), s.to_text()));
+    }
+    assert_eq!(outs[0], outs[1]);
+}
