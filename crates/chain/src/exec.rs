@@ -1516,13 +1516,7 @@ impl Executor {
             Some((_, m)) => *m += n,
             None => v.push((r, n)),
         };
-        if let Some(fp) = &self.fast {
-            for (g, v) in fp.derived.iter().enumerate() {
-                for (r, n) in v {
-                    add(&mut stats[g], r, *n);
-                }
-            }
-        }
+        self.fast_owed(&mut arrivals, &mut out, &mut drops, &mut nfc, &mut stats);
         if let Some(prog) = &self.program {
             for (i, &n) in self.node_counts.iter().enumerate() {
                 if n == 0 {

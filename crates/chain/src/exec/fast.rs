@@ -47,6 +47,7 @@ use elements::rewriter::{Direction, FlowInput, PacketInfo};
 use elements::Verdict;
 use packet::Packet;
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use wire::checksum::{fold, operands16, operands32};
 
@@ -156,6 +157,49 @@ struct Counts {
     byte_stats: Vec<(u32, &'static str, u16, bool)>,
 }
 
+impl Counts {
+    /// Adds `n` packets' worth (with `bytes`: the sums of their frame and IPv4 lengths).
+    #[allow(clippy::too_many_arguments)]
+    fn add(
+        &self,
+        n: u64,
+        bytes: (u64, u64),
+        arrivals: &mut [u64],
+        out: &mut [u64],
+        drops: &mut [Vec<(&'static str, u64)>],
+        nfs: &mut [NfCounters],
+        stats: &mut [Vec<(&'static str, u64)>],
+    ) {
+        for &(e, k) in &self.arrivals {
+            arrivals[e as usize] += k * n;
+        }
+        for &(e, k) in &self.out {
+            out[e as usize] += k * n;
+        }
+        for &(e, r, k) in &self.drops {
+            add_stat(&mut drops[e as usize], r, k * n);
+        }
+        for (f, d) in &self.nfs {
+            let t = &mut nfs[*f as usize];
+            t.input += d.input * n;
+            t.output += d.output * n;
+            t.created += d.created * n;
+            t.dropped += d.dropped * n;
+        }
+        for &(e, name) in &self.stats {
+            add_stat(&mut stats[e as usize], name, n);
+        }
+        for &(e, name, head, trimmed) in &self.byte_stats {
+            let b = if trimmed { bytes.1 + 14 * n } else { bytes.0 };
+            add_stat(
+                &mut stats[e as usize],
+                name,
+                b.saturating_sub(u64::from(head) * n),
+            );
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Consolidated {
     tests: Vec<Test>,
@@ -169,6 +213,11 @@ struct Consolidated {
     /// The rewriters' packet info the entry holds for (FIN/SYN/RST, payload or not).
     info: Option<PacketInfo>,
     expiry: u64,
+    /// Packets served since the counters were last paid, and the sums of their frame
+    /// lengths and IPv4 total lengths (for byte counters).
+    pending: AtomicU64,
+    pending_len: AtomicU64,
+    pending_ip_len: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -415,11 +464,11 @@ impl Executor {
             if now.saturating_sub(slot.last) > fp.opts.idle_ns
                 || matches!(&slot.entry, Entry::Fast(c) if now >= c.expiry)
             {
-                fp.table.remove(&key);
                 fp.stats.expired += 1;
+                self.fast_remove(&key);
             } else if closing {
-                fp.table.remove(&key);
                 fp.stats.closed += 1;
+                self.fast_remove(&key);
                 return Some(p);
             } else {
                 slot.last = now;
@@ -446,7 +495,7 @@ impl Executor {
                             // The packet is unlike the recorded one: it walks the chain and
                             // is recorded in its place (the latest packet defines the entry).
                             fp.stats.guard_misses += 1;
-                            fp.table.remove(&key);
+                            self.fast_remove(&key);
                             return self.fast_record(key, flags, p);
                         }
                         // Events: every check before any state function runs.
@@ -457,7 +506,7 @@ impl Executor {
                         }
                         let fp = self.fast.as_mut().expect("fast path on");
                         fp.stats.events += 1;
-                        fp.table.remove(&key);
+                        self.fast_remove(&key);
                     }
                 }
             }
@@ -509,6 +558,69 @@ impl Executor {
         self.cx.recorder.active = true;
         self.cx.recorder.expiry = None;
         Some(p)
+    }
+
+    /// Removes flow `key`'s entry, paying what it owes; whether there was one.
+    fn fast_remove(&mut self, key: &Key) -> bool {
+        let Some(fp) = self.fast.as_mut() else {
+            return false;
+        };
+        match fp.table.remove(key) {
+            Some(slot) => {
+                if let Entry::Fast(c) = slot.entry {
+                    self.fast_pay(&c);
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Adds to the counters what the packets entry `c` served since the last payment did.
+    fn fast_pay(&mut self, c: &Consolidated) {
+        let n = c.pending.swap(0, Relaxed);
+        let len = c.pending_len.swap(0, Relaxed);
+        let ip_len = c.pending_ip_len.swap(0, Relaxed);
+        if n == 0 {
+            return;
+        }
+        let mut derived = std::mem::take(&mut self.fast.as_mut().expect("fast path on").derived);
+        c.counts.add(
+            n,
+            (len, ip_len),
+            &mut self.arrivals,
+            &mut self.out_count,
+            &mut self.drops,
+            &mut self.nf_counters,
+            &mut derived,
+        );
+        self.fast.as_mut().expect("fast path on").derived = derived;
+    }
+
+    /// Adds what the live entries owe to copies of the counters (for a summary).
+    pub(super) fn fast_owed(
+        &self,
+        arrivals: &mut [u64],
+        out: &mut [u64],
+        drops: &mut [Vec<(&'static str, u64)>],
+        nfs: &mut [NfCounters],
+        stats: &mut [Vec<(&'static str, u64)>],
+    ) {
+        let Some(fp) = self.fast.as_ref() else { return };
+        for (g, v) in fp.derived.iter().enumerate() {
+            for (r, n) in v {
+                add_stat(&mut stats[g], r, *n);
+            }
+        }
+        for slot in fp.table.values() {
+            if let Entry::Fast(c) = &slot.entry {
+                let n = c.pending.load(Relaxed);
+                if n > 0 {
+                    let bytes = (c.pending_len.load(Relaxed), c.pending_ip_len.load(Relaxed));
+                    c.counts.add(n, bytes, arrivals, out, drops, nfs, stats);
+                }
+            }
+        }
     }
 
     /// Runs every event check of entry `c` for packet `p` (as it arrived).
@@ -566,41 +678,16 @@ impl Executor {
             };
             self.elements[s.element as usize].replay(s.token, &mut view, &mut self.cx);
         }
-        let k = &c.counts;
-        for &(e, n) in &k.arrivals {
-            self.arrivals[e as usize] += n;
-        }
-        for &(e, n) in &k.out {
-            self.out_count[e as usize] += n;
-        }
-        for &(e, r, n) in &k.drops {
-            add_stat(&mut self.drops[e as usize], r, n);
-        }
-        for (f, d) in &k.nfs {
-            let t = &mut self.nf_counters[*f as usize];
-            t.input += d.input;
-            t.output += d.output;
-            t.created += d.created;
-            t.dropped += d.dropped;
-        }
-        if !k.stats.is_empty() || !k.byte_stats.is_empty() {
-            let len = p.len() as u64;
-            let ip_len = u64::from(u16::from_be_bytes([
-                p.data().get(16).copied().unwrap_or(0),
-                p.data().get(17).copied().unwrap_or(0),
-            ]));
-            let fp = self.fast.as_mut().expect("fast path on");
-            for &(e, name) in &k.stats {
-                add_stat(&mut fp.derived[e as usize], name, 1);
-            }
-            for &(e, name, head, trimmed) in &k.byte_stats {
-                let b = if trimmed { 14 + ip_len } else { len };
-                add_stat(
-                    &mut fp.derived[e as usize],
-                    name,
-                    b.saturating_sub(u64::from(head)),
-                );
-            }
+        // The counters are owed, and paid in bulk (`fast_pay`).
+        c.pending.fetch_add(1, Relaxed);
+        if !c.counts.byte_stats.is_empty() {
+            let d = p.data();
+            let ip_len = u16::from_be_bytes([
+                d.get(16).copied().unwrap_or(0),
+                d.get(17).copied().unwrap_or(0),
+            ]);
+            c.pending_len.fetch_add(p.len() as u64, Relaxed);
+            c.pending_ip_len.fetch_add(u64::from(ip_len), Relaxed);
         }
         match c.end {
             End::Drop => self.recycle(p),
@@ -625,22 +712,6 @@ impl Executor {
         let head = p.data_offset() as i32 - rec.entry_offset as i32;
         let model = fp.models.get(el as usize).and_then(|m| m.as_ref());
         let mut ip = p.network_offset_in_data();
-        let case = model.and_then(|m| {
-            ip = model::ip_offset(p, m.ip_at);
-            let mut pt = model::point_of(p, m.ip_at);
-            m.cases.iter().position(|c| {
-                for (f, _) in c.filter.fields() {
-                    if let Field::Raw { .. } = f {
-                        pt.set(f, model::raw_value(p, f));
-                    }
-                }
-                c.filter.contains(&pt)
-            })
-        });
-        let flow = p
-            .network_offset_in_data()
-            .and_then(|o| p.data().get(o..))
-            .and_then(FlowInput::parse);
         let annos = [
             u128::from(p.meta.ingress),
             u128::from(p.meta.paint),
@@ -648,6 +719,19 @@ impl Executor {
             u128::from(p.meta.fix_ip_src),
             model::packet_type_value(p.meta.packet_type),
         ];
+        let case = model.and_then(|m| {
+            ip = model::ip_offset(p, m.ip_at);
+            let h = Headers::new(p.data(), ip);
+            m.cases.iter().position(|c| {
+                c.filter
+                    .fields()
+                    .all(|(f, set)| set.contains(value_with(&h, &annos, f)))
+            })
+        });
+        let flow = p
+            .network_offset_in_data()
+            .and_then(|o| p.data().get(o..))
+            .and_then(FlowInput::parse);
         rec.pre = Some(Pre {
             case,
             annos,
@@ -724,13 +808,14 @@ impl Executor {
             Entry::Refused(w) => fp.refuse(w),
         }
         if fp.table.len() >= fp.opts.max_flows {
-            while let Some(k) = fp.order.pop_front() {
-                if fp.table.remove(&k).is_some() {
-                    fp.stats.evictions += 1;
+            while let Some(k) = self.fast.as_mut().and_then(|f| f.order.pop_front()) {
+                if self.fast_remove(&k) {
+                    self.fast.as_mut().expect("fast path on").stats.evictions += 1;
                     break;
                 }
             }
         }
+        let fp = self.fast.as_mut().expect("fast path on");
         if fp
             .table
             .insert(rec.key, Slot { entry, last: now })
@@ -1152,13 +1237,19 @@ fn record_step(
 
 /// The value of `f` for the element about to be pushed (annotations included).
 fn pre_value(pre: &Pre, f: Field) -> u128 {
+    value_with(&Headers::new(&pre.data, pre.ip), &pre.annos, f)
+}
+
+/// The value of `f` in `h`, annotations from `annos` (in-port, paint, destination-IP,
+/// fix-IP-source, packet type).
+fn value_with(h: &Headers, annos: &[u128; 5], f: Field) -> u128 {
     match f {
-        Field::InPort => pre.annos[0],
-        Field::Paint => pre.annos[1],
-        Field::DstIpAnno => pre.annos[2],
-        Field::FixIpSrc => pre.annos[3],
-        Field::PacketType => pre.annos[4],
-        _ => Headers::new(&pre.data, pre.ip).value(f),
+        Field::InPort => annos[0],
+        Field::Paint => annos[1],
+        Field::DstIpAnno => annos[2],
+        Field::FixIpSrc => annos[3],
+        Field::PacketType => annos[4],
+        _ => h.value(f),
     }
 }
 
@@ -1402,9 +1493,6 @@ fn consolidate(
         .filter(|(f, s)| !s.is_full(f.width()))
         .map(|(f, s)| (f, s.intervals().collect()))
         .collect();
-    if std::env::var_os("FUSEBOX_FAST_DEBUG").is_some() {
-        eprintln!("entry: tests {tests:?} negatives {negatives:?}");
-    }
     Ok(Consolidated {
         tests,
         negatives,
@@ -1436,5 +1524,8 @@ fn consolidate(
         end,
         info: rec.info,
         expiry: exp,
+        pending: AtomicU64::new(0),
+        pending_len: AtomicU64::new(0),
+        pending_ip_len: AtomicU64::new(0),
     })
 }
