@@ -31,6 +31,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
+use synth::verify::Mode;
 
 mod charts;
 
@@ -311,29 +312,34 @@ fn first_nfs(chain: &ChainFile, k: usize) -> ChainFile {
 }
 
 impl Bench {
-    /// A chain configuration: `chain` built with `batch`, synthesized if `synth`, fed
-    /// `records` at `entry`.
+    /// A chain configuration: `chain` built with `batch`, run in `mode` (`synth` true: the
+    /// synthesized mode, false: naive), fed `records` at `entry`.
     fn chain_config(
         &self,
         chain: &ChainFile,
         entry: &Endpoint,
-        synth: bool,
+        synth: impl Into<Mode>,
         batch: usize,
         records: &[Record],
     ) -> Result<Config, String> {
+        let mode: Mode = synth.into();
         let opts = RunOptions {
             batch,
             ..RunOptions::default()
         };
         let mut ex = Executor::new(chain, &opts, |_, _| Ok(ExitSink::Count))?;
-        if synth {
-            synth::install(&mut ex)?;
+        match mode {
+            Mode::Synth => {
+                synth::install(&mut ex)?;
+            }
+            Mode::Fastpath => ex.enable_fastpath(chain::FastOptions::default()),
+            Mode::Naive => {}
         }
         let at = ex
             .entry(entry)
             .ok_or_else(|| format!("{}: no entry {entry}", chain.path.display()))?;
         Ok(Config {
-            mode: if synth { "synth" } else { "naive" },
+            mode: mode.name(),
             nfs: chain.nfs.len(),
             runner: Runner::Chain {
                 ex: Box::new(ex),
@@ -543,10 +549,10 @@ fn chains(b: &mut Bench, dir: &'static str, prefix: &str) -> Result<(), String> 
     let records = trace(b.packets, 64, 1000, default_dst());
     for batch in b.batches.clone() {
         let mut configs = vec![b.reference_config(batch, &records)];
-        for synth in [false, true] {
+        for mode in [Mode::Naive, Mode::Synth, Mode::Fastpath] {
             for k in lengths(b.quick) {
                 let c = first_nfs(&chain, k.min(chain.nfs.len()));
-                configs.push(b.chain_config(&c, &entry, synth, batch, &records)?);
+                configs.push(b.chain_config(&c, &entry, mode, batch, &records)?);
             }
         }
         let p = Params {
@@ -566,6 +572,8 @@ fn chains(b: &mut Bench, dir: &'static str, prefix: &str) -> Result<(), String> 
                 ("synth 1", "naive 1"),
                 ("naive 1", "reference"),
                 ("synth 10", "reference"),
+                ("fastpath 10", "naive 10"),
+                ("fastpath 10", "naive 1"),
             ],
         )?;
     }

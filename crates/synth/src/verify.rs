@@ -47,6 +47,17 @@ impl Mode {
     }
 }
 
+impl From<bool> for Mode {
+    /// `true` is [`Mode::Synth`], `false` [`Mode::Naive`].
+    fn from(synth: bool) -> Mode {
+        if synth {
+            Mode::Synth
+        } else {
+            Mode::Naive
+        }
+    }
+}
+
 impl FromStr for Mode {
     type Err = String;
     fn from_str(s: &str) -> Result<Mode, String> {
