@@ -1,7 +1,7 @@
 //! The differential harness on random chains: for every seed, a chain from
 //! `synth::testgen::random_chain` and a few hundred packets from `random_trace` (with
 //! expiring TTLs, bad checksums, IP options, ARP and truncated lengths) run in naive and in
-//! synth mode, with the far end reflected; the runs must not differ in anything `compare`
+//! synth mode, and in fastpath mode, with the far end reflected; the runs must not differ in anything `compare`
 //! looks at. Every naive run must also balance and repeat exactly.
 //!
 //! `FUSEBOX_GEN_SEEDS=N` runs seeds 0..N (256 by default); `FUSEBOX_GEN_SEED=S` runs seed S
@@ -293,6 +293,25 @@ fn synth_matches_naive() {
             .map_err(|e| report(seed, &g, &trace, "synth run failed", &e))?;
         if let Some(d) = differences(&naive, &synth) {
             return Err(report(seed, &g, &trace, "synth differs from naive", &d));
+        }
+        add(tally, &g, &naive.summary);
+        Ok(())
+    });
+}
+
+/// Fastpath mode gives the naive bytes, counters and state on every generated chain.
+#[test]
+fn fastpath_matches_naive() {
+    let _ = for_seeds("fastpath", |seed, root, tally| {
+        let (g, chain, trace) = setup(root, seed).map_err(|e| format!("seed {seed}: {e}"))?;
+        let inputs = g.inputs(&trace);
+        let opts = g.options();
+        let naive = run(&chain, &inputs, &opts, Mode::Naive)
+            .map_err(|e| report(seed, &g, &trace, "naive run failed", &e))?;
+        let fast = run(&chain, &inputs, &opts, Mode::Fastpath)
+            .map_err(|e| report(seed, &g, &trace, "fastpath run failed", &e))?;
+        if let Some(d) = differences(&naive, &fast) {
+            return Err(report(seed, &g, &trace, "fastpath differs from naive", &d));
         }
         add(tally, &g, &naive.summary);
         Ok(())

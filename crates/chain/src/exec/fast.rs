@@ -133,6 +133,8 @@ struct RwCall {
     /// The tuple the rewriter saw (saddr, sport, daddr, dport).
     view: elements::rewriter::FlowId,
     trimmed: bool,
+    /// The mapping's version when recorded (a replaced or changed mapping has another).
+    version: u32,
 }
 
 /// A recorded state function.
@@ -634,7 +636,7 @@ impl Executor {
             let Some(rw) = self.elements[r.element as usize].rewriter() else {
                 return false;
             };
-            if !rw.check_replay(&input, now, r.idx, r.dir) {
+            if !rw.check_replay(&input, now, r.idx, r.dir) || rw.version(r.idx) != r.version {
                 return false;
             }
         }
@@ -763,7 +765,8 @@ impl Executor {
                 (Some((i, d)), Some(f)) => rw.steady(i, d, f.info),
                 _ => None,
             };
-            (last, life)
+            let version = last.map_or(0, |(i, _)| rw.version(i));
+            (last, life, version)
         });
         let Some(fp) = self.fast.as_mut() else { return };
         let FastPath { rec, models, .. } = &mut **fp;
@@ -1007,7 +1010,7 @@ fn record_step(
     pre: &Pre,
     step: Step,
     v: &Verdict,
-    rw_last: Option<(Option<(u32, Direction)>, Option<u64>)>,
+    rw_last: Option<(Option<(u32, Direction)>, Option<u64>, u32)>,
     now: u64,
 ) -> Result<(), &'static str> {
     if let Some(w) = step.opaque {
@@ -1020,7 +1023,7 @@ fn record_step(
     // What a state function sees: the data from the element's start.
     let head = u16::try_from(pre.head).map_err(|_| "pushed-front")?;
     // A rewriter: its mapping is the header action, its refresh the state function.
-    if let Some((last, life)) = rw_last {
+    if let Some((last, life, version)) = rw_last {
         let Some(life) = life else {
             return Err("mapping-not-steady");
         };
@@ -1086,6 +1089,7 @@ fn record_step(
             dir,
             view: input.flow,
             trimmed: rec.t.trimmed,
+            version,
         });
         return Ok(());
     }
@@ -1507,6 +1511,7 @@ fn consolidate(
                 dir: r.dir,
                 view: r.view,
                 trimmed: r.trimmed,
+                version: r.version,
             })
             .collect(),
         states: rec
