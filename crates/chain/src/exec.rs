@@ -206,6 +206,8 @@ pub struct Executor {
     latency: Option<Box<Latency>>,
     /// The per-flow fast path, when running in `fastpath` mode.
     fast: Option<Box<fast::FastPath>>,
+    /// Per-flow processing times (`Executor::record_flow_times`).
+    flow_times: Option<HashMap<u64, u64, BuildHasherDefault<FlowHasher>>>,
 }
 
 /// Latency samples: the instant the current batch entered, and for every packet that left
@@ -427,6 +429,7 @@ impl Executor {
             forks: Vec::new(),
             flow_hits: 0,
             fast: None,
+            flow_times: None,
         })
     }
 
@@ -531,6 +534,21 @@ impl Executor {
         });
     }
 
+    /// Starts (`true`) or stops measuring, per flow of the input (entry and 5-tuple as it
+    /// arrived), the time its packets take to be processed, each from entering the chain to
+    /// the end of everything it caused (replies included). Off by default.
+    pub fn record_flow_times(&mut self, on: bool) {
+        self.flow_times = on.then(HashMap::default);
+    }
+
+    /// The processing time of every flow measured so far (nanoseconds, in no order), emptied.
+    pub fn take_flow_times(&mut self) -> Vec<u64> {
+        self.flow_times
+            .as_mut()
+            .map(|m| m.drain().map(|(_, v)| v).collect())
+            .unwrap_or_default()
+    }
+
     /// The latency samples recorded so far (nanoseconds, in exit order), emptied.
     pub fn take_latency(&mut self) -> Vec<u64> {
         self.latency
@@ -612,7 +630,22 @@ impl Executor {
 
     /// [`Executor::inject`] without paying the established flows' debts (a run or replay
     /// pays them when a rewriter is about to decide or be read, and at its end).
-    fn push_in(&mut self, entry: (usize, usize), mut p: Packet) {
+    fn push_in(&mut self, entry: (usize, usize), p: Packet) {
+        if self.flow_times.is_some() {
+            let el = self.base[entry.0] + entry.1 as u32;
+            let key = fast::flow_hash(el, p.data());
+            let t0 = Instant::now();
+            self.push_in_timed(entry, p);
+            let ns = t0.elapsed().as_nanos() as u64;
+            if let Some(m) = self.flow_times.as_mut() {
+                *m.entry(key).or_default() += ns;
+            }
+        } else {
+            self.push_in_timed(entry, p);
+        }
+    }
+
+    fn push_in_timed(&mut self, entry: (usize, usize), mut p: Packet) {
         p.meta.input_index = self.next_input;
         self.next_input += 1;
         self.chain_in += 1;

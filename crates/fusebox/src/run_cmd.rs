@@ -75,6 +75,9 @@ pub struct RunArgs {
     /// Fast path: seconds (virtual time) after which an unused flow entry is removed.
     #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
     pub idle: f64,
+    /// Fast path: run the state functions of a flow's later NFs on a second core.
+    #[arg(long)]
+    pub parallel_states: bool,
 }
 
 impl RunArgs {
@@ -92,6 +95,7 @@ impl RunArgs {
             max_flows: self.max_flows.max(1),
             idle_ns: (self.idle * 1e9) as u64,
             initial,
+            parallel: self.parallel_states,
         })
     }
 }

@@ -151,6 +151,7 @@ fn a_full_table_evicts_and_stays_exact() {
                 max_flows: n,
                 idle_ns: 1_000_000_000,
                 initial: Initial::AfterHandshake,
+                ..FastOptions::default()
             });
         }
         let at = ex.entry(&Endpoint::parse("napt.eth0").unwrap()).unwrap();

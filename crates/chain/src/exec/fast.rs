@@ -71,6 +71,11 @@ pub struct FastOptions {
     pub idle_ns: u64,
     /// Which packet of a flow is recorded.
     pub initial: Initial,
+    /// Run the state functions of the later NFs of a flow on a second core, beside those of
+    /// the earlier ones (SpeedyBox Table I): only where no earlier NF writes the payload and
+    /// no later one reads what an earlier one writes; a later writer works on its own copy of
+    /// the packet, merged back after both halves are done.
+    pub parallel: bool,
 }
 
 impl Default for FastOptions {
@@ -79,6 +84,7 @@ impl Default for FastOptions {
             max_flows: 1 << 16,
             idle_ns: 60_000_000_000,
             initial: Initial::First,
+            parallel: false,
         }
     }
 }
@@ -141,6 +147,8 @@ struct RwCall {
 #[derive(Debug)]
 struct StateCall {
     element: u32,
+    nf: u32,
+    access: Access,
     token: u64,
     head: u16,
     ip: Option<u16>,
@@ -336,6 +344,14 @@ fn key_of(entry: u32, data: &[u8]) -> Key {
         | (h.value(Field::SrcPort) << 16)
         | h.value(Field::DstPort);
     Key { entry, vlan, tuple }
+}
+
+/// A hash of the flow key of a frame entering at `entry` (for per-flow measurements).
+pub(super) fn flow_hash(entry: u32, data: &[u8]) -> u64 {
+    use std::hash::{BuildHasher, Hash, Hasher};
+    let mut h = foldhash::fast::FixedState::with_seed(0).build_hasher();
+    key_of(entry, data).hash(&mut h);
+    h.finish()
 }
 
 /// Fields every packet of a flow shares (the key is read the same way).
@@ -625,6 +641,72 @@ impl Executor {
         }
     }
 
+    /// Runs the state functions of `c` in two halves on two cores (earlier NFs here, later
+    /// NFs on the pool), when the payload accesses allow it; `false` (nothing run) when they
+    /// do not or when the flow's state functions are all in one NF.
+    fn fast_states_parallel(&mut self, c: &Consolidated, p: &mut Packet) -> bool {
+        let states = &c.states;
+        let (Some(first), Some(last)) = (states.first(), states.last()) else {
+            return false;
+        };
+        if first.nf == last.nf {
+            return false;
+        }
+        // Split at the NF boundary nearest the middle.
+        let mid = states.len() / 2;
+        let cuts = (1..states.len()).filter(|&i| states[i].nf != states[i - 1].nf);
+        let Some(k) = cuts.min_by_key(|&i| i.abs_diff(mid)) else {
+            return false;
+        };
+        let (a, b) = states.split_at(k);
+        let a_writes = a.iter().any(|s| s.access == Access::Write);
+        let b_touches = b.iter().any(|s| s.access != Access::Ignore);
+        let b_writes = b.iter().any(|s| s.access == Access::Write);
+        if a_writes && b_touches {
+            return false;
+        }
+        let mut copy = p.duplicate();
+        let (ts, index) = (p.meta.timestamp, p.meta.input_index);
+        let now = self.cx.now;
+        type Els<'e> = Vec<(u32, &'e mut Box<dyn elements::Element>)>;
+        let mut a_el: Els = Vec::new();
+        let mut b_el: Els = Vec::new();
+        for (g, e) in self.elements.iter_mut().enumerate() {
+            let g = g as u32;
+            if a.iter().any(|s| s.element == g) {
+                a_el.push((g, e));
+            } else if b.iter().any(|s| s.element == g) {
+                b_el.push((g, e));
+            }
+        }
+        let run =
+            |calls: &[StateCall], els: &mut Els, q: &mut Packet, cx: &mut elements::Context| {
+                for s in calls {
+                    let Some((_, el)) = els.iter_mut().find(|(g, _)| *g == s.element) else {
+                        continue;
+                    };
+                    let (data, ip) = view_of(q, s);
+                    let mut view = ReplayView {
+                        data,
+                        ip,
+                        now: ts,
+                        input_index: index,
+                    };
+                    el.replay(s.token, &mut view, cx);
+                }
+            };
+        let cx = &mut self.cx;
+        let mut cx_b = elements::Context::new(now);
+        rayon::join(
+            || run(a, &mut a_el, p, cx),
+            || run(b, &mut b_el, &mut copy, &mut cx_b),
+        );
+        if b_writes {
+            p.data_mut().copy_from_slice(copy.data());
+        }
+        true
+    }
+
     /// Runs every event check of entry `c` for packet `p` (as it arrived).
     fn fast_checks(&mut self, c: &Consolidated, p: &mut Packet) -> bool {
         let now = self.cx.now.0;
@@ -668,17 +750,20 @@ impl Executor {
                 }
             }
         }
-        let ts = p.meta.timestamp;
-        let index = p.meta.input_index;
-        for s in &c.states {
-            let (data, ip) = view_of(&mut p, s);
-            let mut view = ReplayView {
-                data,
-                ip,
-                now: ts,
-                input_index: index,
-            };
-            self.elements[s.element as usize].replay(s.token, &mut view, &mut self.cx);
+        let parallel = self.fast.as_ref().is_some_and(|f| f.opts.parallel);
+        if !(parallel && self.fast_states_parallel(c, &mut p)) {
+            let ts = p.meta.timestamp;
+            let index = p.meta.input_index;
+            for s in &c.states {
+                let (data, ip) = view_of(&mut p, s);
+                let mut view = ReplayView {
+                    data,
+                    ip,
+                    now: ts,
+                    input_index: index,
+                };
+                self.elements[s.element as usize].replay(s.token, &mut view, &mut self.cx);
+            }
         }
         // The counters are owed, and paid in bulk (`fast_pay`).
         c.pending.fetch_add(1, Relaxed);
@@ -1227,6 +1312,8 @@ fn record_step(
             for &(token, _access) in &step.states {
                 rec.states.push(StateCall {
                     element: el,
+                    nf: 0,
+                    access: _access,
                     token,
                     head,
                     ip: pre.ip.map(|o| o as u16),
@@ -1519,6 +1606,8 @@ fn consolidate(
             .iter()
             .map(|s| StateCall {
                 element: s.element,
+                nf: ex.nf_of[s.element as usize],
+                access: s.access,
                 token: s.token,
                 head: s.head,
                 ip: s.ip,
