@@ -206,6 +206,13 @@ pub struct Executor {
     latency: Option<Box<Latency>>,
     /// The per-flow fast path, when running in `fastpath` mode.
     fast: Option<Box<fast::FastPath>>,
+    /// Whether frames entering synthesized entries carry their class in a VLAN tag a switch
+    /// pushed (`Executor::trust_switch_tags`).
+    trust_tags: bool,
+    /// The class the switch tag of the packet being classified names.
+    tag_hint: Option<u32>,
+    /// Tagged frames whose class held, and those classified again.
+    tag_counts: [u64; 2],
     /// Per-flow processing times (`Executor::record_flow_times`).
     flow_times: Option<HashMap<u64, u64, BuildHasherDefault<FlowHasher>>>,
 }
@@ -430,6 +437,9 @@ impl Executor {
             flow_hits: 0,
             fast: None,
             flow_times: None,
+            trust_tags: false,
+            tag_hint: None,
+            tag_counts: [0; 2],
         })
     }
 
@@ -532,6 +542,22 @@ impl Executor {
                 samples: Vec::new(),
             })
         });
+    }
+
+    /// Trusts the class a switch marked (`fusebox synth --openflow`: a VLAN tag whose id is
+    /// 1 + the class's index at the entry's root): a frame entering a synthesized entry with
+    /// a VLAN tag loses the tag, and when the frame is in the class it names, the entry's
+    /// classification is skipped (the switch matched no earlier class, so the frame is in
+    /// that class if it passes that class's tests). A frame outside its tagged class is
+    /// classified as usual. Decision: every tagged frame at a synthesized entry is taken as
+    /// tagged by the switch (the exported flows tag untagged IPv4 frames only).
+    pub fn trust_switch_tags(&mut self, on: bool) {
+        self.trust_tags = on;
+    }
+
+    /// Switch-tagged frames so far: (whose class held, classified again).
+    pub fn switch_tag_counts(&self) -> (u64, u64) {
+        (self.tag_counts[0], self.tag_counts[1])
     }
 
     /// Starts (`true`) or stops measuring, per flow of the input (entry and 5-tuple as it
@@ -1176,7 +1202,11 @@ impl Executor {
         let Some(mut prog) = self.program.take() else {
             return Some((el, 0, p));
         };
+        if self.trust_tags {
+            self.tag_hint = pop_switch_tag(&mut p);
+        }
         let r = self.run_program_in(&mut prog, el, None, &mut p);
+        self.tag_hint = None;
         let key = self.regs.key.filter(|_| !self.regs.record.is_empty());
         if key.is_some() && self.regs.cacheable {
             // The box of classes the packet took (what a later packet must be in).
@@ -1304,7 +1334,15 @@ impl Executor {
             if let Some(Some(classes)) = self.compiled.get_mut(node as usize) {
                 let view = crate::program::frame(p.data());
                 let (vals, valid) = (&mut self.vals, &mut self.valid);
-                match classes.classify(&view, vals, valid) {
+                let hinted = match self.tag_hint.take() {
+                    Some(h) if node == root => {
+                        let r = classes.check(&view, h);
+                        self.tag_counts[usize::from(r.is_none())] += 1;
+                        r
+                    }
+                    _ => None,
+                };
+                match hinted.or_else(|| classes.classify(&view, vals, valid)) {
                     Some((next, index)) => {
                         if track && classes.ordered() {
                             // A class's box does not account for the classes before it
@@ -1590,6 +1628,19 @@ impl Executor {
         }
         (arrivals, out, drops, nfc, stats)
     }
+}
+
+/// Takes off the 802.1Q tag a switch pushed (`fusebox synth --openflow`) and returns the
+/// class index it names (VLAN id − 1), or `None` for an untagged frame or VLAN id 0.
+fn pop_switch_tag(p: &mut Packet) -> Option<u32> {
+    let d = p.data_mut();
+    if d.len() < 18 || d[12..14] != [0x81, 0x00] {
+        return None;
+    }
+    let vid = u16::from_be_bytes([d[14], d[15]]) & 0x0fff;
+    d.copy_within(0..12, 4);
+    p.pull(4);
+    u32::from(vid).checked_sub(1)
 }
 
 /// What a rewriter would read from the packet: the IPv4 header at offset 14 of the frame as

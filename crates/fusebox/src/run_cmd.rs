@@ -78,6 +78,11 @@ pub struct RunArgs {
     /// Fast path: run the state functions of a flow's later NFs on a second core.
     #[arg(long)]
     pub parallel_states: bool,
+    /// Synth mode behind a switch programmed with `fusebox synth --openflow`: frames
+    /// arriving with a VLAN tag carry their class (id = 1 + class index); the tag is taken
+    /// off and, when the frame is in that class, the entry's classification is skipped.
+    #[arg(long)]
+    pub trust_switch_tags: bool,
 }
 
 impl RunArgs {
@@ -244,9 +249,16 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, String> {
         precision,
         a.replay.is_some(),
     )?;
+    if a.trust_switch_tags && a.mode != Mode::Synth {
+        return Err("--trust-switch-tags: only with --mode synth".to_string());
+    }
     let synth = match a.mode {
         Mode::Naive => None,
-        Mode::Synth => Some(synth::install(&mut ex)?),
+        Mode::Synth => {
+            let r = synth::install(&mut ex)?;
+            ex.trust_switch_tags(a.trust_switch_tags);
+            Some(r)
+        }
         Mode::Fastpath => {
             ex.enable_fastpath(a.fast_options()?);
             None
@@ -360,6 +372,10 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, String> {
     let summary = with_excluded(ex.summary(), excluded.get());
     if let Some(f) = ex.fast_stats() {
         eprintln!("{}", fast_line(&f));
+    }
+    if a.trust_switch_tags {
+        let (held, again) = ex.switch_tag_counts();
+        eprintln!("switch tags: {held} frames in their tagged class (classification skipped), {again} classified again");
     }
     if !a.json {
         eprint!("{}", summary.to_text());

@@ -411,6 +411,19 @@ impl Classes {
         self.ordered
     }
 
+    /// Class `hint` (its index in the program's node) if the packet `view` shows is in it:
+    /// what a switch that classified the packet said (see `Executor::trust_switch_tags`).
+    /// The caller knows no earlier class holds the packet.
+    pub(super) fn check(&mut self, view: &FrameView<'_>, hint: u32) -> Option<(NodeId, u32)> {
+        let e = self.entries.iter_mut().find(|e| e.index == hint)?;
+        let mut get = |_: u16, g: &Getter| g.get(view);
+        if !inside(e, &mut get) {
+            return None;
+        }
+        e.hits += 1;
+        Some((e.node, e.index))
+    }
+
     /// The class the packet `view` shows falls in: (its first node, its index in the
     /// program's node). Plain loads are read again when several classes test them; computed
     /// fields (a checksum) once per packet, kept in `vals` (`valid` says which, for the
