@@ -1097,6 +1097,10 @@ impl Executor {
                     }
                     Some(Node::Check { yes, no, .. }) => todo.extend([*yes, *no]),
                     Some(Node::Fork { branches }) => todo.extend(branches.iter().copied()),
+                    Some(Node::Lookup { branches, miss, .. }) => {
+                        todo.extend(branches.iter().copied());
+                        todo.push(*miss);
+                    }
                     _ => {}
                 }
             }
@@ -1398,6 +1402,30 @@ impl Executor {
                 Node::Drop => {
                     self.regs.end = Some(node);
                     return Ran::Gone;
+                }
+                Node::Lookup {
+                    element,
+                    key,
+                    route_branch,
+                    branches,
+                    miss,
+                } => {
+                    // The route is the flow's as long as the address is.
+                    self.regs.cacheable &= matches!(
+                        key,
+                        Val::Const(_) | Val::Reg(..) | Val::Orig(Field::IpDst | Field::IpSrc, _)
+                    );
+                    let addr = value(key, p.data(), &self.regs) as u32;
+                    let route = self
+                        .elements
+                        .get(*element as usize)
+                        .and_then(|e| e.as_any().downcast_ref::<elements::ip::IPLookup>())
+                        .and_then(|l| l.route_index(addr));
+                    node = route
+                        .and_then(|r| route_branch.get(r))
+                        .and_then(|&b| branches.get(b as usize))
+                        .copied()
+                        .unwrap_or(*miss);
                 }
                 Node::Check { tests, yes, no } => {
                     self.regs.cacheable &= flows::flow_determined(tests);

@@ -218,6 +218,22 @@ pub enum Node {
         /// Next node otherwise.
         no: NodeId,
     },
+    /// A route lookup at run time (a long `LookupIPRoute`-family table, one step instead of
+    /// a class per route): `key` (the destination annotation as the element sees it) is
+    /// looked up in element `element`'s table; route `r` continues at
+    /// `branches[route_branch[r]]`, no route at `miss`.
+    Lookup {
+        /// The (global) lookup element (an `elements::ip::IPLookup`).
+        element: u32,
+        /// Where the looked-up address comes from.
+        key: Val,
+        /// Per route (in the element's configuration order): its branch.
+        route_branch: Vec<u32>,
+        /// The first node of each branch (routes with the same output and gateway share one).
+        branches: Vec<NodeId>,
+        /// Where packets with no route go.
+        miss: NodeId,
+    },
     /// The packet is copied (`Tee`): a copy takes each branch, branch 0 first and to
     /// completion, then branch 1, and so on (the copies are the node's `Created` events).
     Fork {

@@ -373,6 +373,9 @@ impl<'a> Out<'a> {
         let prog = self.prog;
         match prog.nodes.get(node as usize) {
             None => Err(format!("node {node} is missing")),
+            Some(Node::Lookup { .. }) => {
+                Err("a long route table synthesized into a run-time lookup (not exported)".into())
+            }
             Some(Node::Drop) => {
                 self.chain(from, "Discard", "");
                 Ok(())

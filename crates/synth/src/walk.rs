@@ -856,10 +856,80 @@ impl<'a> Walker<'a> {
         if let Some(rw) = el.as_any().downcast_ref::<IPRewriter>() {
             return self.rewriter(st, g, port, rw);
         }
+        if let Some(lk) = el.as_any().downcast_ref::<elements::ip::IPLookup>() {
+            if lk.routes().len() > LAZY_AT {
+                if let Some(r) = self.lookup(&st, g, port, lk)? {
+                    return Ok(r);
+                }
+            }
+        }
         let Some(model) = el.model() else {
             return self.handoff(&st, g, port);
         };
         self.cases(st, g, port, &model)
+    }
+
+    /// A long route table becomes one run-time lookup (`Node::Lookup`) instead of a class
+    /// per route: the routes with the same output and gateway share a branch. `None` when
+    /// the looked-up address is known here (the cases then pick the route statically).
+    fn lookup(
+        &mut self,
+        st: &St,
+        g: u32,
+        port: u32,
+        lk: &elements::ip::IPLookup,
+    ) -> Result<Option<Vec<(Filter, NodeId)>>, Giveup> {
+        let key = val(st.anno.src, &st.anno.op);
+        // The destination as it arrived, or as a rewriter before made it.
+        let known = st.anno.src == Field::IpDst
+            && matches!(
+                key,
+                Val::Orig(Field::IpDst, 0) | Val::Reg(_, Tuple::Daddr, 0)
+            );
+        if st.empty || !known {
+            return Ok(None);
+        }
+        let Some(model) = elements::Element::model(lk) else {
+            return Ok(None);
+        };
+        let mut base = st.clone();
+        base.events = Vec::new();
+        let mut groups: Vec<(usize, u32)> = Vec::new();
+        let mut route_branch = Vec::with_capacity(lk.routes().len());
+        for r in lk.routes() {
+            let hop = (r.port, r.gw.map_or(0, u32::from));
+            let b = match groups.iter().position(|h| *h == hop) {
+                Some(b) => b,
+                None => {
+                    groups.push(hop);
+                    groups.len() - 1
+                }
+            };
+            route_branch.push(b as u32);
+        }
+        let mut branches = Vec::with_capacity(groups.len());
+        for &(out, gw) in &groups {
+            let mut case = elements::model::Case::new(Filter::any(), Outcome::Out(out));
+            if gw != 0 {
+                case = case.effect(Effect::Write(Field::DstIpAnno, Op::Set(u128::from(gw))));
+            }
+            let leaves = self.take_case(base.clone(), g, port, &model, &case)?;
+            branches.push(self.classify(leaves)?);
+        }
+        let Some(no_route) = model.cases.last() else {
+            return Ok(None);
+        };
+        let leaves = self.take_case(base, g, port, &model, no_route)?;
+        let miss = self.classify(leaves)?;
+        let n = Node::Lookup {
+            element: g,
+            key,
+            route_branch,
+            branches,
+            miss,
+        };
+        let id = self.add(n, st.events.clone())?;
+        Ok(Some(vec![(st.phi.clone(), id)]))
     }
 
     fn cases(

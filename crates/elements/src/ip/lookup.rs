@@ -261,6 +261,12 @@ impl IPLookup {
         &self.routes
     }
 
+    /// The index (in [`IPLookup::routes`]) of the route for `dst`, if any.
+    #[inline]
+    pub fn route_index(&self, dst: u32) -> Option<usize> {
+        self.lpm.lookup(dst)
+    }
+
     /// The route for `dst`: (output port, gateway if any).
     #[inline]
     pub fn lookup(&self, dst: Ipv4Addr) -> Option<(usize, Option<Ipv4Addr>)> {
