@@ -267,6 +267,21 @@ struct Track {
 }
 
 impl Track {
+    /// A hash of everything translation reads from the state.
+    fn fingerprint(&self) -> u64 {
+        use std::hash::{BuildHasher, Hash, Hasher};
+        let mut h = foldhash::fast::FixedState::with_seed(1).build_hasher();
+        for (f, w) in &self.w {
+            f.hash(&mut h);
+            match w {
+                W::Const(v) => (0u8, *v).hash(&mut h),
+                W::Ttl(k) => (1u8, u128::from(*k)).hash(&mut h),
+            }
+        }
+        (self.recompute, self.csum_unknown, self.trimmed).hash(&mut h);
+        h.finish()
+    }
+
     fn get(&self, f: Field) -> Option<W> {
         self.w.iter().find(|(g, _)| *g == f).map(|(_, w)| *w)
     }
@@ -308,6 +323,9 @@ struct Recording {
 
 struct Pre {
     case: Option<usize>,
+    /// For a long model: the memo key, and what the memo holds for it.
+    memo_key: Option<MemoKey>,
+    memo: Option<Arc<Memo>>,
     /// Annotations of the packet as the element got it.
     annos: [u128; 5],
     data: Vec<u8>,
@@ -316,12 +334,30 @@ struct Pre {
     flow: Option<FlowInput>,
 }
 
+/// What recording a packet through a long model worked out, kept for the next packet with
+/// the same values of the model's fields in the same symbolic state.
+#[derive(Debug)]
+struct Memo {
+    case: Option<usize>,
+    result: Result<(Vec<Test>, Vec<Vec<Test>>, bool), &'static str>,
+}
+
+/// The memo key: element, the model's fields' values, a fingerprint of the symbolic state,
+/// the view's head and whether its IPv4 header is the frame's.
+type MemoKey = (u32, Vec<u128>, u64, i32, bool);
+
+/// Models with more cases than this keep a memo (recording through them scans the cases).
+const MEMO_AT: usize = 64;
+
 /// The fast path's tables and counters (owned by the executor).
 pub(super) struct FastPath {
     opts: FastOptions,
     table: HashMap<Key, Slot, foldhash::fast::FixedState>,
     order: VecDeque<Key>,
     models: Vec<Option<Model>>,
+    /// Per long model: the fields its cases test.
+    model_fields: Vec<Option<Vec<Field>>>,
+    memo: HashMap<MemoKey, Arc<Memo>, foldhash::fast::FixedState>,
     rec: Option<Box<Recording>>,
     pub(super) stats: FastStats,
     /// Element counters the fast path added (as `stats()` names).
@@ -329,6 +365,15 @@ pub(super) struct FastPath {
 }
 
 const TCP: u128 = 6;
+
+/// Reasons a packet is not recorded that say nothing about the flow's next packets (a
+/// rewriter's mapping changing state on this one: a SYN, a first packet): no entry is kept,
+/// the next packet is recorded again.
+const TRANSIENT: &[&str] = &[
+    "mapping-not-steady",
+    "rewriter-no-mapping",
+    "rewriters-disagree",
+];
 
 fn key_of(entry: u32, data: &[u8]) -> Key {
     let h = Headers::new(data, Some(14));
@@ -406,11 +451,29 @@ fn passes(tests: &[Test], h: &Headers) -> bool {
 impl FastPath {
     pub(super) fn new(opts: FastOptions, models: Vec<Option<Model>>) -> FastPath {
         let n = models.len();
+        let model_fields = models
+            .iter()
+            .map(|m| {
+                m.as_ref().filter(|m| m.cases.len() > MEMO_AT).map(|m| {
+                    let mut v: Vec<Field> = Vec::new();
+                    for c in &m.cases {
+                        for (f, _) in c.filter.fields() {
+                            if !v.contains(&f) {
+                                v.push(f);
+                            }
+                        }
+                    }
+                    v
+                })
+            })
+            .collect();
         FastPath {
             opts,
             table: HashMap::default(),
             order: VecDeque::new(),
             models,
+            model_fields,
+            memo: HashMap::default(),
             rec: None,
             stats: FastStats::default(),
             derived: vec![Vec::new(); n],
@@ -806,21 +869,38 @@ impl Executor {
             u128::from(p.meta.fix_ip_src),
             model::packet_type_value(p.meta.packet_type),
         ];
-        let case = model.and_then(|m| {
+        if let Some(m) = model {
             ip = model::ip_offset(p, m.ip_at);
-            let h = Headers::new(p.data(), ip);
-            m.cases.iter().position(|c| {
-                c.filter
-                    .fields()
-                    .all(|(f, set)| set.contains(value_with(&h, &annos, f)))
-            })
-        });
+        }
+        let h = Headers::new(p.data(), ip);
+        let ip_ok = ip.map(|o| o as i32 + head) == Some(14);
+        let memo_key = fp
+            .model_fields
+            .get(el as usize)
+            .and_then(|f| f.as_ref())
+            .map(|fields| {
+                let vals = fields.iter().map(|f| value_with(&h, &annos, *f)).collect();
+                (el, vals, rec.t.fingerprint(), head, ip_ok)
+            });
+        let memo = memo_key.as_ref().and_then(|k| fp.memo.get(k)).cloned();
+        let case = match &memo {
+            Some(m) => m.case,
+            None => model.and_then(|m| {
+                m.cases.iter().position(|c| {
+                    c.filter
+                        .fields()
+                        .all(|(f, set)| set.contains(value_with(&h, &annos, f)))
+                })
+            }),
+        };
         let flow = p
             .network_offset_in_data()
             .and_then(|o| p.data().get(o..))
             .and_then(FlowInput::parse);
         rec.pre = Some(Pre {
             case,
+            memo_key,
+            memo,
             annos,
             data: p.data().to_vec(),
             head,
@@ -854,12 +934,14 @@ impl Executor {
             (last, life, version)
         });
         let Some(fp) = self.fast.as_mut() else { return };
-        let FastPath { rec, models, .. } = &mut **fp;
+        let FastPath {
+            rec, models, memo, ..
+        } = &mut **fp;
         let Some(rec) = rec.as_mut() else { return };
         if rec.refused.is_some() {
             return;
         }
-        if let Err(why) = record_step(rec, el, class, models, &pre, step, v, rw_last, now) {
+        if let Err(why) = record_step(rec, el, class, models, &pre, step, v, rw_last, now, memo) {
             rec.refused = Some(why);
         }
     }
@@ -883,6 +965,12 @@ impl Executor {
             why = Some("held");
         }
         let rec = *rec;
+        if let Some(w) = why.filter(|w| TRANSIENT.contains(w)) {
+            // This packet could not be recorded, the next one of the flow may be.
+            let fp = self.fast.as_mut().expect("fast path on");
+            fp.refuse(w);
+            return;
+        }
         let entry = match why {
             Some(w) => Entry::Refused(w),
             None => match consolidate(rec.key, &rec, el, out, expiry, now, self) {
@@ -955,6 +1043,21 @@ fn translate(
     actual: &dyn Fn(Field) -> u128,
     entry: &Headers,
 ) -> Result<Option<Vec<Test>>, &'static str> {
+    // A quick look first: a test on a field every packet of the flow shares, which the
+    // flow's value fails, rules the filter out (most rules of a long list, for one flow).
+    if ip_ok {
+        for (f, s) in filter.fields() {
+            let fixed = match t.get(f) {
+                Some(W::Const(v)) => Some(v),
+                Some(W::Ttl(_)) => None,
+                None if is_key(f) && !is_eth(f) => Some(entry.value(f)),
+                None => None,
+            };
+            if fixed.is_some_and(|v| !s.contains(v)) {
+                return Ok(None);
+            }
+        }
+    }
     let mut out: Vec<Test> = Vec::new();
     for (f, s) in filter.fields() {
         let tr = translate_one(t, f, s, head, ip_ok, actual, entry)?;
@@ -1085,6 +1188,37 @@ fn translate_one(
     Ok(Tr::Keep(f, s.clone()))
 }
 
+/// The guards of case `i` (`c`) of model `m` for the packet `pre`: the case's tests, the
+/// earlier cases that could match the flow (negated), and whether the destination MAC needs
+/// a guard (a packet-type test).
+#[allow(clippy::type_complexity)]
+fn case_guards(
+    t: &Track,
+    m: &Model,
+    c: &Case,
+    i: usize,
+    pre: &Pre,
+    ip_ok: bool,
+    entry_h: &Headers,
+) -> Result<(Vec<Test>, Vec<Vec<Test>>, bool), &'static str> {
+    let act = |f: Field| -> u128 { pre_value(pre, f) };
+    let Some(tests) = translate(t, &c.filter, pre.head, ip_ok, &act, entry_h)? else {
+        return Err("model-disagrees");
+    };
+    let mut eth = c.filter.fields().any(|(f, _)| f == Field::PacketType);
+    let mut negatives = Vec::new();
+    for earlier in &m.cases[..i] {
+        if let Some(n) = translate(t, &earlier.filter, pre.head, ip_ok, &act, entry_h)? {
+            if n.is_empty() {
+                return Err("model-disagrees");
+            }
+            eth |= earlier.filter.fields().any(|(f, _)| f == Field::PacketType);
+            negatives.push(n);
+        }
+    }
+    Ok((tests, negatives, eth))
+}
+
 /// Records one element's push into `rec`.
 #[allow(clippy::too_many_arguments)]
 fn record_step(
@@ -1097,6 +1231,7 @@ fn record_step(
     v: &Verdict,
     rw_last: Option<(Option<(u32, Direction)>, Option<u64>, u32)>,
     now: u64,
+    memo: &mut HashMap<MemoKey, Arc<Memo>, foldhash::fast::FixedState>,
 ) -> Result<(), &'static str> {
     if let Some(w) = step.opaque {
         return Err(w);
@@ -1194,27 +1329,31 @@ fn record_step(
             if !agrees {
                 return Err("model-disagrees");
             }
-            let act = |f: Field| -> u128 { pre_value(pre, f) };
-            let Some(tests) = translate(&rec.t, &c.filter, pre.head, ip_ok, &act, &entry_h)? else {
-                return Err("model-disagrees");
+            let guards = match &pre.memo {
+                Some(m) => m.result.clone(),
+                None => {
+                    let r = case_guards(&rec.t, m, c, i, pre, ip_ok, &entry_h);
+                    if let Some(k) = &pre.memo_key {
+                        if memo.len() > 1 << 16 {
+                            memo.clear();
+                        }
+                        memo.insert(
+                            k.clone(),
+                            Arc::new(Memo {
+                                case: Some(i),
+                                result: r.clone(),
+                            }),
+                        );
+                    }
+                    r
+                }
             };
-            if c.filter.fields().any(|(f, _)| f == Field::PacketType) {
+            let (tests, negatives, eth) = guards?;
+            if eth {
                 guard_eth_dst(rec)?;
             }
             rec.tests.extend(tests);
-            for earlier in &m.cases[..i] {
-                if let Some(n) =
-                    translate(&rec.t, &earlier.filter, pre.head, ip_ok, &act, &entry_h)?
-                {
-                    if n.is_empty() {
-                        return Err("model-disagrees");
-                    }
-                    if earlier.filter.fields().any(|(f, _)| f == Field::PacketType) {
-                        guard_eth_dst(rec)?;
-                    }
-                    rec.negatives.push(n);
-                }
-            }
+            rec.negatives.extend(negatives);
             for s in &c.stats {
                 rec.stats.push((el, s));
             }
