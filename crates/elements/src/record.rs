@@ -10,17 +10,17 @@
 //!
 //! * **Header actions.** Where the packet goes (an output, or a drop with its reason) is taken
 //!   from the element's [`Verdict`](crate::Verdict): nothing to call. Fields the element
-//!   writes are declared with [`Context::record_write`], in the vocabulary of
+//!   writes are declared with [`Context::record_write`](crate::Context::record_write), in the vocabulary of
 //!   [`crate::model`] (element view: Ethernet fields at the start of the data, IPv4 and
 //!   transport fields at the network-header annotation). Elements with a synthesis model
 //!   need not call anything: the executor records the model case the packet took (its
 //!   effects are the header action, its filter the guard). The executor checks every
 //!   declaration against the bytes the element actually produced; a mismatch makes the flow
 //!   take the full chain, never a wrong packet.
-//! * **Guards.** [`Context::record_guard`]: a filter (element view) that every later packet
+//! * **Guards.** [`Context::record_guard`](crate::Context::record_guard): a filter (element view) that every later packet
 //!   must pass for the recorded action to hold for it (TTL > 1, checksum valid, TCP flags,
 //!   length …). Fields that are part of the flow key never need one.
-//! * **State functions.** [`Context::record_state`]: a token the executor hands back to
+//! * **State functions.** [`Context::record_state`](crate::Context::record_state): a token the executor hands back to
 //!   [`Element::replay`](crate::Element::replay) for each later packet of the flow, with what
 //!   it does to the payload ([`Access`]). That is where counters, timers and payload scans
 //!   happen on the fast path.
@@ -29,9 +29,9 @@
 //!   state now (a Maglev backend still up, a NAT mapping still the same). When one says no,
 //!   the flow's entry is dropped and the packet takes the full chain, where it is recorded
 //!   afresh (re-consolidation).
-//! * **Lifetime.** [`Context::record_expiry`]: the entry must not outlive this virtual time
+//! * **Lifetime.** [`Context::record_expiry`](crate::Context::record_expiry): the entry must not outlive this virtual time
 //!   (the earliest NF timer it depends on, such as a NAT mapping's expiry).
-//! * **Refusal.** [`Context::record_opaque`]: the element's decision is per packet and cannot
+//! * **Refusal.** [`Context::record_opaque`](crate::Context::record_opaque): the element's decision is per packet and cannot
 //!   be guarded (`RoundRobinSwitch`, a `Classifier` on payload bytes): the flow always takes
 //!   the full chain.
 

@@ -93,7 +93,7 @@ impl RunArgs {
             "handshake" => chain::Initial::AfterHandshake,
             o => return Err(format!("--initial {o}: expected first or handshake")),
         };
-        if !(self.idle >= 0.0) {
+        if self.idle.is_nan() || self.idle < 0.0 {
             return Err(format!("--idle {}: expected seconds >= 0", self.idle));
         }
         Ok(chain::FastOptions {

@@ -293,6 +293,22 @@ impl Track {
     }
 }
 
+/// The counters before the recorded packet: arrivals, outputs, drops, NF counters.
+type Snapshot = (
+    Vec<u64>,
+    Vec<u64>,
+    Vec<Vec<(&'static str, u64)>>,
+    Vec<NfCounters>,
+);
+
+/// The guards of one model case: its tests, the negated earlier cases, whether the
+/// destination MAC needs a test.
+type CaseGuards = (Vec<Test>, Vec<Vec<Test>>, bool);
+
+/// What a rewriter said about the packet recorded: the mapping that rewrote it, the
+/// lifetime packets like it give the mapping, and the mapping's version.
+type RwSaid = (Option<(u32, Direction)>, Option<u64>, u32);
+
 /// The recording in progress.
 struct Recording {
     key: Key,
@@ -300,12 +316,7 @@ struct Recording {
     entry_offset: u32,
     depth: usize,
     created: u64,
-    snap: (
-        Vec<u64>,
-        Vec<u64>,
-        Vec<Vec<(&'static str, u64)>>,
-        Vec<NfCounters>,
-    ),
+    snap: Snapshot,
     t: Track,
     tests: Vec<Test>,
     negatives: Vec<Vec<Test>>,
@@ -339,7 +350,7 @@ struct Pre {
 #[derive(Debug)]
 struct Memo {
     case: Option<usize>,
-    result: Result<(Vec<Test>, Vec<Vec<Test>>, bool), &'static str>,
+    result: Result<CaseGuards, &'static str>,
 }
 
 /// The memo key: element, the model's fields' values, a fingerprint of the symbolic state,
@@ -393,10 +404,8 @@ fn key_of(entry: u32, data: &[u8]) -> Key {
 
 /// A hash of the flow key of a frame entering at `entry` (for per-flow measurements).
 pub(super) fn flow_hash(entry: u32, data: &[u8]) -> u64 {
-    use std::hash::{BuildHasher, Hash, Hasher};
-    let mut h = foldhash::fast::FixedState::with_seed(0).build_hasher();
-    key_of(entry, data).hash(&mut h);
-    h.finish()
+    use std::hash::BuildHasher;
+    foldhash::fast::FixedState::with_seed(0).hash_one(key_of(entry, data))
 }
 
 /// Fields every packet of a flow shares (the key is read the same way).
@@ -1191,7 +1200,6 @@ fn translate_one(
 /// The guards of case `i` (`c`) of model `m` for the packet `pre`: the case's tests, the
 /// earlier cases that could match the flow (negated), and whether the destination MAC needs
 /// a guard (a packet-type test).
-#[allow(clippy::type_complexity)]
 fn case_guards(
     t: &Track,
     m: &Model,
@@ -1200,7 +1208,7 @@ fn case_guards(
     pre: &Pre,
     ip_ok: bool,
     entry_h: &Headers,
-) -> Result<(Vec<Test>, Vec<Vec<Test>>, bool), &'static str> {
+) -> Result<CaseGuards, &'static str> {
     let act = |f: Field| -> u128 { pre_value(pre, f) };
     let Some(tests) = translate(t, &c.filter, pre.head, ip_ok, &act, entry_h)? else {
         return Err("model-disagrees");
@@ -1229,7 +1237,7 @@ fn record_step(
     pre: &Pre,
     step: Step,
     v: &Verdict,
-    rw_last: Option<(Option<(u32, Direction)>, Option<u64>, u32)>,
+    rw_last: Option<RwSaid>,
     now: u64,
     memo: &mut HashMap<MemoKey, Arc<Memo>, foldhash::fast::FixedState>,
 ) -> Result<(), &'static str> {
@@ -1419,13 +1427,12 @@ fn record_step(
                             rec.t.rewrote = true;
                         }
                     }
-                    Field::SrcPort | Field::DstPort => {
-                        if old != x {
-                            let d = operands16(old as u16, x as u16);
-                            rec.t.l4_ops = u32::from(fold(rec.t.l4_ops + d));
-                            rec.t.rewrote = true;
-                        }
+                    Field::SrcPort | Field::DstPort if old != x => {
+                        let d = operands16(old as u16, x as u16);
+                        rec.t.l4_ops = u32::from(fold(rec.t.l4_ops + d));
+                        rec.t.rewrote = true;
                     }
+                    Field::SrcPort | Field::DstPort => {}
                     _ if !is_eth(f) => rec.t.csum_unknown = true,
                     _ => {}
                 }
