@@ -64,10 +64,23 @@ impl Node {
 /// type on each lookup, a flat 32-byte node layout with `u32` links, and no new dependency
 /// for a hundred lines of code. A multibit layout like the IPv4 table's does not fit IPv6:
 /// a 16-8-8-… expansion of 500k /48s would take hundreds of megabytes.
+///
+/// Above [`Lpm6::DIRECT_FROM`] prefixes the walk starts from a direct-indexed first stride
+/// (as the IPv4 table's first level): 2^16 entries, one per value of the top 16 address
+/// bits, each holding the best route among the trie's prefixes of 0–15 bits there and the
+/// first node of 16 bits or more to continue from. This skips the top of the trie (about 13
+/// of 14 levels of branching for 16k prefixes in 2000::/3) for 512 KiB, which small tables
+/// do not pay.
 #[derive(Debug, Clone)]
 pub struct Lpm6 {
     nodes: Vec<Node>,
+    /// Per value of the top [`STRIDE`] bits: (node to continue from or [`NONE`], best route
+    /// so far or [`NONE`]). Empty for small tables: the walk starts at the root.
+    direct: Vec<(u32, u32)>,
 }
+
+/// Bits indexed by the direct first stride.
+const STRIDE: u32 = 16;
 
 impl Default for Lpm6 {
     fn default() -> Self {
@@ -79,6 +92,7 @@ impl Default for Lpm6 {
                 route: NONE,
                 len: 0,
             }],
+            direct: Vec::new(),
         }
     }
 }
@@ -88,13 +102,43 @@ impl Lpm6 {
     /// above 128 read as 128); lookups return the index into `prefixes` of the longest
     /// matching prefix. Of identical prefixes the first wins.
     pub fn new(prefixes: &[(Ipv6Addr, u8)]) -> Lpm6 {
+        Self::build(prefixes, prefixes.len() >= Self::DIRECT_FROM)
+    }
+
+    fn build(prefixes: &[(Ipv6Addr, u8)], direct: bool) -> Lpm6 {
         let mut t = Lpm6::default();
         t.nodes.reserve(prefixes.len() * 2);
         for (i, &(a, len)) in prefixes.iter().enumerate() {
             let len = len.min(128);
             t.insert(u128::from(a) & mask6(len), len, i as u32);
         }
+        if direct {
+            t.direct = (0..1u32 << STRIDE).map(|v| t.start(v)).collect();
+        }
         t
+    }
+
+    /// Tables with at least this many prefixes get the direct first stride.
+    pub const DIRECT_FROM: usize = 256;
+
+    /// The direct-stride entry for top bits `v`: the walk over the nodes shorter than
+    /// [`STRIDE`] bits, which the top bits decide entirely.
+    fn start(&self, v: u32) -> (u32, u32) {
+        let a = u128::from(v) << (128 - STRIDE);
+        let (mut n, mut best) = (0u32, NONE);
+        while let Some(node) = self.nodes.get(n as usize) {
+            if u32::from(node.len) >= STRIDE {
+                return (n, best);
+            }
+            if (a ^ node.key()) & mask6(node.len) != 0 {
+                break;
+            }
+            if node.route != NONE {
+                best = node.route;
+            }
+            n = node.child[bit(a, node.len)];
+        }
+        (NONE, best)
     }
 
     fn push(&mut self, key: u128, len: u8, route: u32) -> u32 {
@@ -159,8 +203,10 @@ impl Lpm6 {
     /// [`Lpm6::lookup`] on the address as a big-endian 128-bit number.
     #[inline]
     pub fn lookup_u128(&self, a: u128) -> Option<usize> {
-        let mut best = NONE;
-        let mut n = 0u32;
+        let (mut n, mut best) = match self.direct.get((a >> (128 - STRIDE)) as usize) {
+            Some(&e) => e,
+            None => (0, NONE),
+        };
         while let Some(node) = self.nodes.get(n as usize) {
             if (a ^ node.key()) & mask6(node.len) != 0 {
                 break;
@@ -181,9 +227,9 @@ impl Lpm6 {
         self.nodes.len()
     }
 
-    /// Bytes the nodes take.
+    /// Bytes the nodes and the direct first stride take.
     pub fn memory(&self) -> usize {
-        self.nodes.len() * std::mem::size_of::<Node>()
+        self.nodes.len() * std::mem::size_of::<Node>() + self.direct.len() * 8
     }
 }
 
@@ -509,7 +555,7 @@ mod tests {
         // Compact: a node per prefix plus the branching nodes, 32 bytes each.
         let lpm = Lpm6::new(&t);
         assert!(lpm.nodes() <= 2 * t.len() + 1, "{}", lpm.nodes());
-        assert_eq!(lpm.memory(), 32 * lpm.nodes());
+        assert_eq!(lpm.memory(), 32 * lpm.nodes() + (8 << 16));
     }
 
     #[test]
@@ -522,12 +568,13 @@ mod tests {
             (ip6("2001:db8:1::1"), 128),
             (ip6("2001:db8:1::1"), 200), // read as /128, identical to 4
         ];
-        let lpm = Lpm6::new(&t);
-        assert_eq!(lpm.lookup(ip6("2001:db8:2::1")), Some(0));
-        assert_eq!(lpm.lookup(ip6("2001:db8:1:ffff::")), Some(1));
-        assert_eq!(lpm.lookup(ip6("2001:db8:1::1")), Some(4));
-        assert_eq!(lpm.lookup(ip6("2001:db8:1::2")), Some(1));
-        assert_eq!(lpm.lookup(ip6("3000::")), Some(3));
+        for lpm in [Lpm6::build(&t, false), Lpm6::build(&t, true)] {
+            assert_eq!(lpm.lookup(ip6("2001:db8:2::1")), Some(0));
+            assert_eq!(lpm.lookup(ip6("2001:db8:1:ffff::")), Some(1));
+            assert_eq!(lpm.lookup(ip6("2001:db8:1::1")), Some(4));
+            assert_eq!(lpm.lookup(ip6("2001:db8:1::2")), Some(1));
+            assert_eq!(lpm.lookup(ip6("3000::")), Some(3));
+        }
         assert_eq!(Lpm6::new(&t[..3]).lookup(ip6("3000::")), None);
         assert_eq!(Lpm6::new(&[]).lookup(ip6("::")), None);
     }
@@ -555,7 +602,8 @@ mod tests {
         ) {
             let table: Vec<(Ipv6Addr, u8)> =
                 table.into_iter().map(|(a, l)| (Ipv6Addr::from(a), l)).collect();
-            let lpm = Lpm6::new(&table);
+            let lpm = Lpm6::build(&table, false);
+            let direct = Lpm6::build(&table, true);
             for (x, i, how) in probes {
                 let a = match (table.get(i % table.len().max(1)), how) {
                     (Some(&(p, l)), 0) => u128::from(p) & mask6(l) | (x & !mask6(l)),
@@ -563,6 +611,7 @@ mod tests {
                     _ => x >> 123 << 124 | (x & 0xff),
                 };
                 prop_assert_eq!(lpm.lookup_u128(a), linear(&table, a), "{}", Ipv6Addr::from(a));
+                prop_assert_eq!(direct.lookup_u128(a), linear(&table, a), "{}", Ipv6Addr::from(a));
             }
         }
     }
