@@ -92,17 +92,67 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// A tree node in 16 bytes (four to a cache line). Nodes are laid out in preorder, so an
+/// inner node's left child is the next node and only the right one is stored.
+#[derive(Debug, Clone, Copy)]
+struct Node {
+    /// Inner node: values `<= at` of field `dim` go left (to the next node), the rest to
+    /// `right`. Leaf: the index of its first rule in `leaf_rules`.
+    at: u64,
+    /// Inner node: the right child. Leaf: the number of rules.
+    right: u32,
+    /// The field an inner node cuts, or [`LEAF`].
+    dim: u32,
+}
+
+/// [`Node::dim`] of a leaf.
+const LEAF: u32 = u32::MAX;
+
+/// Every rule's ranges, rule after rule (`dims` each), as `u32` pairs when every bound fits
+/// (ClassBench: addresses, ports and protocols do), which halves the bytes a leaf's rule
+/// checks touch, else as `u64` pairs.
 #[derive(Debug, Clone)]
-enum Node {
-    /// Values `<= at` of field `dim` go left, the rest right.
-    Split {
-        dim: u8,
-        at: u64,
-        left: u32,
-        right: u32,
-    },
-    /// Rules `leaf_rules[from..to]` (indices into the rule list, in priority order).
-    Leaf { from: u32, to: u32 },
+enum Flat {
+    Narrow(Vec<(u32, u32)>),
+    Wide(Vec<Range>),
+}
+
+impl Flat {
+    fn bytes(&self) -> usize {
+        match self {
+            Flat::Narrow(v) => v.len() * 8,
+            Flat::Wide(v) => v.len() * 16,
+        }
+    }
+}
+
+/// The first of `ids` (rule indices in priority order, all below `bound` counted) whose
+/// ranges in `flat` (`d` per rule) contain `key`.
+#[inline(always)]
+fn first_match<T: Copy + Into<u64>>(
+    flat: &[(T, T)],
+    d: usize,
+    ids: &[u32],
+    key: &[u64],
+    bound: usize,
+) -> Option<usize> {
+    for &r in ids {
+        let r = r as usize;
+        if r >= bound {
+            return None;
+        }
+        let Some(rs) = flat.get(r * d..r * d + d) else {
+            continue;
+        };
+        if rs
+            .iter()
+            .zip(key)
+            .all(|(&(lo, hi), &v)| lo.into() <= v && v <= hi.into())
+        {
+            return Some(r);
+        }
+    }
+    None
 }
 
 /// One decision tree over a subset of the rules.
@@ -129,7 +179,7 @@ pub struct Classifier {
     rules: Vec<Rule>,
     /// Every rule's ranges, rule after rule (`dims` each): leaves check them without
     /// following a pointer per rule.
-    flat: Vec<Range>,
+    flat: Flat,
     trees: Vec<Tree>,
 }
 
@@ -176,10 +226,15 @@ impl Classifier {
             let wide = |d: usize| r.ranges.get(d).is_some_and(|&(lo, hi)| hi - lo >= NARROW);
             groups[usize::from(wide(0)) | (usize::from(wide(1)) << 1)].push(i as u32);
         }
-        let flat = rules
+        let narrow = rules
             .iter()
-            .flat_map(|r| r.ranges.iter().copied())
-            .collect();
+            .all(|r| r.ranges.iter().all(|&(_, hi)| hi <= u64::from(u32::MAX)));
+        let ranges = rules.iter().flat_map(|r| r.ranges.iter().copied());
+        let flat = if narrow {
+            Flat::Narrow(ranges.map(|(lo, hi)| (lo as u32, hi as u32)).collect())
+        } else {
+            Flat::Wide(ranges.collect())
+        };
         let mut c = Classifier {
             dims,
             rules,
@@ -219,7 +274,11 @@ impl Classifier {
         let Some((dim, at)) = self.split_point(&rules, &space) else {
             return Self::leaf(t, &rules);
         };
-        t.nodes.push(Node::Leaf { from: 0, to: 0 });
+        t.nodes.push(Node {
+            at: 0,
+            right: 0,
+            dim: LEAF,
+        });
         let side = |lo: u64, hi: u64| -> Vec<u32> {
             rules
                 .iter()
@@ -237,22 +296,23 @@ impl Classifier {
         let mut rs = space;
         rs[dim] = (at + 1, hi);
         let left = self.build(t, lr, ls, depth + 1);
+        debug_assert_eq!(left, id + 1);
         let right = self.build(t, rr, rs, depth + 1);
-        t.nodes[id as usize] = Node::Split {
-            dim: dim as u8,
+        t.nodes[id as usize] = Node {
             at,
-            left,
             right,
+            dim: dim as u32,
         };
         id
     }
 
     fn leaf(t: &mut Tree, rules: &[u32]) -> u32 {
-        let from = t.leaf_rules.len() as u32;
+        let from = t.leaf_rules.len() as u64;
         t.leaf_rules.extend_from_slice(rules);
-        t.nodes.push(Node::Leaf {
-            from,
-            to: t.leaf_rules.len() as u32,
+        t.nodes.push(Node {
+            at: from,
+            right: rules.len() as u32,
+            dim: LEAF,
         });
         (t.nodes.len() - 1) as u32
     }
@@ -298,42 +358,38 @@ impl Classifier {
     /// The index of the first rule `key` (one value per field) matches, if any.
     #[inline]
     pub fn classify(&self, key: &[u64]) -> Option<usize> {
-        let mut best: Option<usize> = None;
+        let mut best = usize::MAX;
         for t in &self.trees {
-            if best.is_some_and(|b| b <= t.first as usize) {
+            if best <= t.first as usize {
                 break; // trees are in order of their best rule
             }
-            if let Some(r) = self.classify_in(t, key) {
-                best = Some(best.map_or(r, |b| b.min(r)));
+            if let Some(r) = self.classify_in(t, key, best) {
+                best = r;
             }
         }
-        best
+        (best != usize::MAX).then_some(best)
     }
 
+    /// The first rule of tree `t` that `key` matches, if it is below `bound`.
     #[inline]
-    fn classify_in(&self, t: &Tree, key: &[u64]) -> Option<usize> {
-        let mut n = 0u32;
+    fn classify_in(&self, t: &Tree, key: &[u64], bound: usize) -> Option<usize> {
+        let mut n = 0usize;
         loop {
-            match t.nodes.get(n as usize)? {
-                Node::Split {
-                    dim,
-                    at,
-                    left,
-                    right,
-                } => {
-                    let v = key.get(usize::from(*dim)).copied().unwrap_or(0);
-                    n = if v <= *at { *left } else { *right };
-                }
-                Node::Leaf { from, to } => {
-                    let ids = t.leaf_rules.get(*from as usize..*to as usize)?;
-                    let d = self.dims;
-                    return ids.iter().map(|&r| r as usize).find(|&r| {
-                        self.flat.get(r * d..r * d + d).is_some_and(|rs| {
-                            rs.iter().zip(key).all(|(&(lo, hi), &v)| lo <= v && v <= hi)
-                        })
-                    });
-                }
+            let node = *t.nodes.get(n)?;
+            if node.dim == LEAF {
+                let from = node.at as usize;
+                let ids = t.leaf_rules.get(from..from + node.right as usize)?;
+                return match &self.flat {
+                    Flat::Narrow(f) => first_match(f, self.dims, ids, key, bound),
+                    Flat::Wide(f) => first_match(f, self.dims, ids, key, bound),
+                };
             }
+            let v = key.get(node.dim as usize).copied().unwrap_or(0);
+            n = if v <= node.at {
+                n + 1
+            } else {
+                node.right as usize
+            };
         }
     }
 
@@ -361,7 +417,7 @@ impl Classifier {
             leaf_rules: 0,
             depth: 0,
             trees: self.trees.len(),
-            memory: self.flat.len() * std::mem::size_of::<Range>(),
+            memory: self.flat.bytes(),
         };
         for t in &self.trees {
             st.nodes += t.nodes.len();
@@ -370,9 +426,9 @@ impl Classifier {
             let mut todo = vec![(0u32, 1usize)];
             while let Some((n, d)) = todo.pop() {
                 st.depth = st.depth.max(d);
-                if let Some(Node::Split { left, right, .. }) = t.nodes.get(n as usize) {
-                    todo.push((*left, d + 1));
-                    todo.push((*right, d + 1));
+                if let Some(node) = t.nodes.get(n as usize).filter(|x| x.dim != LEAF) {
+                    todo.push((n + 1, d + 1));
+                    todo.push((node.right, d + 1));
                 }
             }
         }
@@ -442,6 +498,25 @@ mod tests {
             let c = Classifier::new(rules, 3).unwrap();
             for k in &keys {
                 prop_assert_eq!(c.classify(k), c.classify_linear(k));
+            }
+        }
+
+        /// Bounds beyond `u32` (the ranges stored as `u64` pairs), and keys beyond them.
+        #[test]
+        fn wide_values_agree_with_the_linear_scan(
+            rules in arb_rules(),
+            keys in proptest::collection::vec(proptest::collection::vec(0u64..70, 3), 64),
+        ) {
+            let wide = |v: u64| if v == 63 { u64::MAX } else { v << 34 };
+            let rules: Vec<Rule> = rules
+                .into_iter()
+                .map(|r| Rule { ranges: r.ranges.iter().map(|&(a, b)| (wide(a), wide(b))).collect() })
+                .collect();
+            let c = Classifier::new(rules, 3).unwrap();
+            prop_assert!(matches!(c.flat, Flat::Wide(_)) || c.rules().is_empty() || c.rules().iter().all(|r| r.ranges.iter().all(|x| x.1 <= u64::from(u32::MAX))));
+            for k in &keys {
+                let k: Vec<u64> = k.iter().map(|&v| wide(v)).collect();
+                prop_assert_eq!(c.classify(&k), c.classify_linear(&k));
             }
         }
     }
