@@ -30,7 +30,7 @@ pub mod classbench;
 use std::fmt;
 
 /// At most this many rules in a leaf (checked linearly).
-pub const LEAF_RULES: usize = 8;
+pub const LEAF_RULES: usize = 4;
 
 /// Depth at which splitting stops whatever the leaf size (a guard: rule sets whose rules
 /// cannot be separated by cuts would otherwise recurse deeply).
