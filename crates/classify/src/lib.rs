@@ -108,11 +108,15 @@ struct Node {
 /// [`Node::dim`] of a leaf.
 const LEAF: u32 = u32::MAX;
 
-/// Every rule's ranges, rule after rule (`dims` each), as `u32` pairs when every bound fits
-/// (ClassBench: addresses, ports and protocols do), which halves the bytes a leaf's rule
-/// checks touch, else as `u64` pairs.
+/// The ranges of a tree's leaf rules, in leaf order (`dims` per rule reference, rules
+/// copied into every leaf that holds them), so a leaf's checks read consecutive bytes
+/// instead of one scattered rule after another; as `u32` pairs when every bound of the rule
+/// set fits (ClassBench: addresses, ports and protocols do), which halves those bytes,
+/// else as `u64` pairs.
 #[derive(Debug, Clone)]
 enum Flat {
+    /// No leaf rules (yet).
+    Empty,
     Narrow(Vec<(u32, u32)>),
     Wide(Vec<Range>),
 }
@@ -120,14 +124,15 @@ enum Flat {
 impl Flat {
     fn bytes(&self) -> usize {
         match self {
+            Flat::Empty => 0,
             Flat::Narrow(v) => v.len() * 8,
             Flat::Wide(v) => v.len() * 16,
         }
     }
 }
 
-/// The first of `ids` (rule indices in priority order, all below `bound` counted) whose
-/// ranges in `flat` (`d` per rule) contain `key`.
+/// The first of `ids` (rule indices in priority order; only those below `bound` count)
+/// whose ranges in `flat` (the leaf's, `d` per rule, in the order of `ids`) contain `key`.
 #[inline(always)]
 fn first_match<T: Copy + Into<u64>>(
     flat: &[(T, T)],
@@ -136,14 +141,11 @@ fn first_match<T: Copy + Into<u64>>(
     key: &[u64],
     bound: usize,
 ) -> Option<usize> {
-    for &r in ids {
+    for (&r, rs) in ids.iter().zip(flat.chunks_exact(d)) {
         let r = r as usize;
         if r >= bound {
             return None;
         }
-        let Some(rs) = flat.get(r * d..r * d + d) else {
-            continue;
-        };
         if rs
             .iter()
             .zip(key)
@@ -160,8 +162,16 @@ fn first_match<T: Copy + Into<u64>>(
 struct Tree {
     nodes: Vec<Node>,
     leaf_rules: Vec<u32>,
+    /// The ranges of `leaf_rules`, in the same order.
+    leaf_flat: Flat,
     /// The highest-priority (lowest) rule index in the tree.
     first: u32,
+}
+
+impl Default for Flat {
+    fn default() -> Flat {
+        Flat::Empty
+    }
 }
 
 /// Rules compiled into decision trees; [`Classifier::classify`] gives the index of the
@@ -182,9 +192,8 @@ struct Tree {
 pub struct Classifier {
     dims: usize,
     rules: Vec<Rule>,
-    /// Every rule's ranges, rule after rule (`dims` each): leaves check them without
-    /// following a pointer per rule.
-    flat: Flat,
+    /// Whether every bound fits in `u32` (leaf ranges are stored as `u32` pairs).
+    narrow: bool,
     trees: Vec<Tree>,
 }
 
@@ -205,7 +214,7 @@ pub struct Stats {
     pub depth: usize,
     /// Trees (rule groups).
     pub trees: usize,
-    /// Bytes the compiled trees and the flat rule ranges take.
+    /// Bytes the compiled trees take (nodes, leaf rule indices and their copied ranges).
     pub memory: usize,
 }
 
@@ -234,16 +243,10 @@ impl Classifier {
         let narrow = rules
             .iter()
             .all(|r| r.ranges.iter().all(|&(_, hi)| hi <= u64::from(u32::MAX)));
-        let ranges = rules.iter().flat_map(|r| r.ranges.iter().copied());
-        let flat = if narrow {
-            Flat::Narrow(ranges.map(|(lo, hi)| (lo as u32, hi as u32)).collect())
-        } else {
-            Flat::Wide(ranges.collect())
-        };
         let mut c = Classifier {
             dims,
             rules,
-            flat,
+            narrow,
             trees: Vec::new(),
         };
         for g in groups.into_iter().filter(|g| !g.is_empty()) {
@@ -253,6 +256,15 @@ impl Classifier {
             };
             let space = vec![(0, u64::MAX); dims];
             c.build(&mut t, g, space, 0);
+            let ranges = t
+                .leaf_rules
+                .iter()
+                .flat_map(|&r| c.rules[r as usize].ranges.iter().copied());
+            t.leaf_flat = if narrow {
+                Flat::Narrow(ranges.map(|(lo, hi)| (lo as u32, hi as u32)).collect())
+            } else {
+                Flat::Wide(ranges.collect())
+            };
             c.trees.push(t);
         }
         c.trees.sort_by_key(|t| t.first);
@@ -382,11 +394,13 @@ impl Classifier {
         loop {
             let node = *t.nodes.get(n)?;
             if node.dim == LEAF {
-                let from = node.at as usize;
-                let ids = t.leaf_rules.get(from..from + node.right as usize)?;
-                return match &self.flat {
-                    Flat::Narrow(f) => first_match(f, self.dims, ids, key, bound),
-                    Flat::Wide(f) => first_match(f, self.dims, ids, key, bound),
+                let (from, to) = (node.at as usize, node.at as usize + node.right as usize);
+                let ids = t.leaf_rules.get(from..to)?;
+                let d = self.dims;
+                return match &t.leaf_flat {
+                    Flat::Narrow(f) => first_match(f.get(from * d..to * d)?, d, ids, key, bound),
+                    Flat::Wide(f) => first_match(f.get(from * d..to * d)?, d, ids, key, bound),
+                    Flat::Empty => None,
                 };
             }
             let v = key.get(node.dim as usize).copied().unwrap_or(0);
@@ -422,12 +436,14 @@ impl Classifier {
             leaf_rules: 0,
             depth: 0,
             trees: self.trees.len(),
-            memory: self.flat.bytes(),
+            memory: 0,
         };
         for t in &self.trees {
             st.nodes += t.nodes.len();
             st.leaf_rules += t.leaf_rules.len();
-            st.memory += t.nodes.len() * std::mem::size_of::<Node>() + t.leaf_rules.len() * 4;
+            st.memory += t.nodes.len() * std::mem::size_of::<Node>()
+                + t.leaf_rules.len() * 4
+                + t.leaf_flat.bytes();
             let mut todo = vec![(0u32, 1usize)];
             while let Some((n, d)) = todo.pop() {
                 st.depth = st.depth.max(d);
@@ -518,7 +534,7 @@ mod tests {
                 .map(|r| Rule { ranges: r.ranges.iter().map(|&(a, b)| (wide(a), wide(b))).collect() })
                 .collect();
             let c = Classifier::new(rules, 3).unwrap();
-            prop_assert!(matches!(c.flat, Flat::Wide(_)) || c.rules().is_empty() || c.rules().iter().all(|r| r.ranges.iter().all(|x| x.1 <= u64::from(u32::MAX))));
+            prop_assert!(!c.narrow || c.rules().iter().all(|r| r.ranges.iter().all(|x| x.1 <= u64::from(u32::MAX))));
             for k in &keys {
                 let k: Vec<u64> = k.iter().map(|&v| wide(v)).collect();
                 prop_assert_eq!(c.classify(&k), c.classify_linear(&k));
