@@ -113,9 +113,10 @@ const LEAF: u32 = u32::MAX;
 /// instead of one scattered rule after another; as `u32` pairs when every bound of the rule
 /// set fits (ClassBench: addresses, ports and protocols do), which halves those bytes,
 /// else as `u64` pairs.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 enum Flat {
     /// No leaf rules (yet).
+    #[default]
     Empty,
     Narrow(Vec<(u32, u32)>),
     Wide(Vec<Range>),
@@ -168,12 +169,6 @@ struct Tree {
     first: u32,
 }
 
-impl Default for Flat {
-    fn default() -> Flat {
-        Flat::Empty
-    }
-}
-
 /// Rules compiled into decision trees; [`Classifier::classify`] gives the index of the
 /// first rule (in the order given) that matches.
 ///
@@ -192,8 +187,6 @@ impl Default for Flat {
 pub struct Classifier {
     dims: usize,
     rules: Vec<Rule>,
-    /// Whether every bound fits in `u32` (leaf ranges are stored as `u32` pairs).
-    narrow: bool,
     trees: Vec<Tree>,
 }
 
@@ -246,7 +239,6 @@ impl Classifier {
         let mut c = Classifier {
             dims,
             rules,
-            narrow,
             trees: Vec::new(),
         };
         for g in groups.into_iter().filter(|g| !g.is_empty()) {
@@ -534,7 +526,8 @@ mod tests {
                 .map(|r| Rule { ranges: r.ranges.iter().map(|&(a, b)| (wide(a), wide(b))).collect() })
                 .collect();
             let c = Classifier::new(rules, 3).unwrap();
-            prop_assert!(!c.narrow || c.rules().iter().all(|r| r.ranges.iter().all(|x| x.1 <= u64::from(u32::MAX))));
+            let fits = c.rules().iter().all(|r| r.ranges.iter().all(|x| x.1 <= u64::from(u32::MAX)));
+            prop_assert!(fits || c.trees.iter().all(|t| !matches!(t.leaf_flat, Flat::Narrow(_))));
             for k in &keys {
                 let k: Vec<u64> = k.iter().map(|&v| wide(v)).collect();
                 prop_assert_eq!(c.classify(&k), c.classify_linear(&k));
