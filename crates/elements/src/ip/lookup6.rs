@@ -65,22 +65,22 @@ impl Node {
 /// for a hundred lines of code. A multibit layout like the IPv4 table's does not fit IPv6:
 /// a 16-8-8-… expansion of 500k /48s would take hundreds of megabytes.
 ///
-/// Above [`Lpm6::DIRECT_FROM`] prefixes the walk starts from a direct-indexed first stride
-/// (as the IPv4 table's first level): 2^16 entries, one per value of the top 16 address
-/// bits, each holding the best route among the trie's prefixes of 0–15 bits there and the
-/// first node of 16 bits or more to continue from. This skips the top of the trie (about 13
-/// of 14 levels of branching for 16k prefixes in 2000::/3) for 512 KiB, which small tables
-/// do not pay.
+/// From [`Lpm6::DIRECT_FROM`] prefixes the walk starts from a direct-indexed first stride
+/// (as the IPv4 table's first level): one entry per value of the top 16 address bits (20
+/// bits from [`Lpm6::WIDE_FROM`] prefixes), each holding the best route among the trie's
+/// shorter prefixes there and the first node at least as long to continue from. This skips
+/// the top of the trie (about 13 of 14 levels of branching for 16k prefixes in 2000::/3)
+/// for 512 KiB (8 MiB with 20 bits, next to the 32 MB of nodes of a 500k-prefix table),
+/// which small tables do not pay.
 #[derive(Debug, Clone)]
 pub struct Lpm6 {
     nodes: Vec<Node>,
-    /// Per value of the top [`STRIDE`] bits: (node to continue from or [`NONE`], best route
+    /// Per value of the top `stride` bits: (node to continue from or [`NONE`], best route
     /// so far or [`NONE`]). Empty for small tables: the walk starts at the root.
     direct: Vec<(u32, u32)>,
+    /// Bits indexed by `direct` (1..=24), or 0 without it.
+    stride: u32,
 }
-
-/// Bits indexed by the direct first stride.
-const STRIDE: u32 = 16;
 
 impl Default for Lpm6 {
     fn default() -> Self {
@@ -93,6 +93,7 @@ impl Default for Lpm6 {
                 len: 0,
             }],
             direct: Vec::new(),
+            stride: 0,
         }
     }
 }
@@ -102,32 +103,43 @@ impl Lpm6 {
     /// above 128 read as 128); lookups return the index into `prefixes` of the longest
     /// matching prefix. Of identical prefixes the first wins.
     pub fn new(prefixes: &[(Ipv6Addr, u8)]) -> Lpm6 {
-        Self::build(prefixes, prefixes.len() >= Self::DIRECT_FROM)
+        let stride = match prefixes.len() {
+            n if n >= Self::WIDE_FROM => 20,
+            n if n >= Self::DIRECT_FROM => 16,
+            _ => 0,
+        };
+        Self::build(prefixes, stride)
     }
 
-    fn build(prefixes: &[(Ipv6Addr, u8)], direct: bool) -> Lpm6 {
+    /// The table with a direct first stride of `stride` bits (0: none; at most 24).
+    fn build(prefixes: &[(Ipv6Addr, u8)], stride: u32) -> Lpm6 {
         let mut t = Lpm6::default();
         t.nodes.reserve(prefixes.len() * 2);
         for (i, &(a, len)) in prefixes.iter().enumerate() {
             let len = len.min(128);
             t.insert(u128::from(a) & mask6(len), len, i as u32);
         }
-        if direct {
-            t.direct = (0..1u32 << STRIDE).map(|v| t.start(v)).collect();
+        let stride = stride.min(24);
+        if stride > 0 {
+            t.stride = stride;
+            t.direct = (0..1u32 << stride).map(|v| t.start(v)).collect();
         }
         t
     }
 
-    /// Tables with at least this many prefixes get the direct first stride.
+    /// Tables with at least this many prefixes get a direct first stride of 16 bits.
     pub const DIRECT_FROM: usize = 256;
 
+    /// Tables with at least this many prefixes get a direct first stride of 20 bits.
+    pub const WIDE_FROM: usize = 65_536;
+
     /// The direct-stride entry for top bits `v`: the walk over the nodes shorter than
-    /// [`STRIDE`] bits, which the top bits decide entirely.
+    /// the stride, which the top bits decide entirely.
     fn start(&self, v: u32) -> (u32, u32) {
-        let a = u128::from(v) << (128 - STRIDE);
+        let a = u128::from(v) << (128 - self.stride);
         let (mut n, mut best) = (0u32, NONE);
         while let Some(node) = self.nodes.get(n as usize) {
-            if u32::from(node.len) >= STRIDE {
+            if u32::from(node.len) >= self.stride {
                 return (n, best);
             }
             if (a ^ node.key()) & mask6(node.len) != 0 {
@@ -203,7 +215,10 @@ impl Lpm6 {
     /// [`Lpm6::lookup`] on the address as a big-endian 128-bit number.
     #[inline]
     pub fn lookup_u128(&self, a: u128) -> Option<usize> {
-        let (mut n, mut best) = match self.direct.get((a >> (128 - STRIDE)) as usize) {
+        // Without a stride the shift is 128: no top bits, an empty table, the walk starts at
+        // the root.
+        let top = a.checked_shr(128 - self.stride).unwrap_or(0) as usize;
+        let (mut n, mut best) = match self.direct.get(top) {
             Some(&e) => e,
             None => (0, NONE),
         };
@@ -555,7 +570,7 @@ mod tests {
         // Compact: a node per prefix plus the branching nodes, 32 bytes each.
         let lpm = Lpm6::new(&t);
         assert!(lpm.nodes() <= 2 * t.len() + 1, "{}", lpm.nodes());
-        assert_eq!(lpm.memory(), 32 * lpm.nodes() + (8 << 16));
+        assert_eq!(lpm.memory(), 32 * lpm.nodes() + (8 << 20));
     }
 
     #[test]
@@ -568,7 +583,7 @@ mod tests {
             (ip6("2001:db8:1::1"), 128),
             (ip6("2001:db8:1::1"), 200), // read as /128, identical to 4
         ];
-        for lpm in [Lpm6::build(&t, false), Lpm6::build(&t, true)] {
+        for lpm in [Lpm6::build(&t, 0), Lpm6::build(&t, 16), Lpm6::build(&t, 20)] {
             assert_eq!(lpm.lookup(ip6("2001:db8:2::1")), Some(0));
             assert_eq!(lpm.lookup(ip6("2001:db8:1:ffff::")), Some(1));
             assert_eq!(lpm.lookup(ip6("2001:db8:1::1")), Some(4));
@@ -602,8 +617,9 @@ mod tests {
         ) {
             let table: Vec<(Ipv6Addr, u8)> =
                 table.into_iter().map(|(a, l)| (Ipv6Addr::from(a), l)).collect();
-            let lpm = Lpm6::build(&table, false);
-            let direct = Lpm6::build(&table, true);
+            let lpm = Lpm6::build(&table, 0);
+            let direct = Lpm6::build(&table, 16);
+            let narrow = Lpm6::build(&table, 3);
             for (x, i, how) in probes {
                 let a = match (table.get(i % table.len().max(1)), how) {
                     (Some(&(p, l)), 0) => u128::from(p) & mask6(l) | (x & !mask6(l)),
@@ -612,6 +628,7 @@ mod tests {
                 };
                 prop_assert_eq!(lpm.lookup_u128(a), linear(&table, a), "{}", Ipv6Addr::from(a));
                 prop_assert_eq!(direct.lookup_u128(a), linear(&table, a), "{}", Ipv6Addr::from(a));
+                prop_assert_eq!(narrow.lookup_u128(a), linear(&table, a), "{}", Ipv6Addr::from(a));
             }
         }
     }
