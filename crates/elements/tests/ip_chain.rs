@@ -184,3 +184,74 @@ proptest! {
         }
     }
 }
+
+/// An Ethernet frame carrying an IPv6 header (no payload) to `dst`.
+fn frame6(dst: &str) -> Vec<u8> {
+    let mut f = vec![0u8; 14];
+    f[12] = 0x86;
+    f[13] = 0xdd;
+    let mut ip = vec![0u8; 40];
+    ip[0] = 0x60;
+    ip[6] = 59;
+    ip[7] = 64;
+    ip[8..24].copy_from_slice(
+        &"2001:db8::1"
+            .parse::<std::net::Ipv6Addr>()
+            .unwrap()
+            .octets(),
+    );
+    ip[24..40].copy_from_slice(&dst.parse::<std::net::Ipv6Addr>().unwrap().octets());
+    f.extend(ip);
+    f
+}
+
+#[test]
+fn an_ipv6_router_chain_routes_by_longest_prefix() {
+    // Classifier(12/86dd, -) -> MarkIPHeader(14) -> LookupIP6Route, as a Click IPv6 router
+    // would mark and route (Click marks with its own IPv6 elements).
+    let mut cl = make("Classifier", "12/86dd, -", 2);
+    let mut mark = make("MarkIPHeader", "14", 1);
+    let mut rt = make(
+        "LookupIP6Route",
+        "2001:db8::/32 0, 2001:db8:aa::/48 fe80::1 1, ::/0 2",
+        3,
+    );
+    let mut route = |f: Vec<u8>| -> Result<usize, &'static str> {
+        let (out, drops, _) = run(cl.as_mut(), Packet::from_bytes(&f));
+        let Some((0, p)) = out.into_iter().next() else {
+            return Err(drops.first().copied().unwrap_or("not-ipv6-ethertype"));
+        };
+        let (mut out, _, _) = run(mark.as_mut(), p);
+        let (_, p) = out.remove(0);
+        let (out, drops, _) = run(rt.as_mut(), p);
+        match out.first() {
+            Some((port, q)) => {
+                assert_eq!(q.data(), &f[..], "routing leaves the frame as it was");
+                Ok(*port)
+            }
+            None => Err(drops[0]),
+        }
+    };
+    assert_eq!(route(frame6("2001:db8:1::5")), Ok(0));
+    assert_eq!(route(frame6("2001:db8:aa:1::5")), Ok(1));
+    assert_eq!(route(frame6("2001:db9::5")), Ok(2));
+    assert_eq!(
+        route(frame([10, 0, 0, 1], 64, 10)),
+        Err("not-ipv6-ethertype")
+    );
+    let mut short = frame6("2001:db8::5");
+    short.truncate(14 + 39);
+    assert_eq!(route(short), Err("short-ipv6"));
+    let mut v4 = frame([10, 0, 0, 1], 64, 40);
+    v4[12..14].copy_from_slice(&[0x86, 0xdd]); // an IPv4 packet under the IPv6 ethertype
+    assert_eq!(route(v4), Err("not-ipv6"));
+    assert_eq!(
+        rt.stats(),
+        vec![
+            ("no-ip-header", 0),
+            ("short-ipv6", 1),
+            ("not-ipv6", 1),
+            ("no-route", 0)
+        ]
+    );
+}

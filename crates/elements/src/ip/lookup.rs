@@ -394,34 +394,10 @@ mod tests {
         }
     }
 
-    /// A random table of `n` prefixes whose lengths follow a BGP table: about 60 % /24,
-    /// most of the rest /16–/23, a few /8–/15 and /25–/32.
-    fn bgp_table(n: usize, seed: u64) -> Vec<(Ipv4Addr, u8)> {
-        let mut x = seed | 1;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
-        (0..n)
-            .map(|_| {
-                let r = next() % 100;
-                let len = match r {
-                    0..=59 => 24,
-                    60..=91 => 16 + (next() % 8) as u8,
-                    92..=95 => 8 + (next() % 8) as u8,
-                    _ => 25 + (next() % 8) as u8,
-                };
-                (Ipv4Addr::from(next() as u32 & mask(len)), len)
-            })
-            .collect()
-    }
-
     #[test]
     fn lpm_matches_a_scan_on_bgp_like_tables() {
         for (n, lookups, seed) in [(16_384usize, 20_000usize, 7u64), (500_000, 1_500, 11)] {
-            let table = bgp_table(n, seed);
+            let table = super::super::tables::bgp_v4(n, seed);
             let lpm = Lpm::new(&table);
             let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
             let mut next = move || {

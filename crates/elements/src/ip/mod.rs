@@ -1,5 +1,5 @@
 //! The IP family: header checks and annotations (`CheckIPHeader`, `MarkIPHeader`,
-//! `GetIPAddress`, …), route lookups (`RadixIPLookup` and friends), TTL and options
+//! `GetIPAddress`, …), route lookups (`RadixIPLookup` and friends, `LookupIP6Route`), TTL and options
 //! processing, fragmentation, checksum setters, `IPPrint` and `IPEncap`.
 //!
 //! Every element follows Click's documented behaviour; where FuseBox differs (no wall
@@ -14,8 +14,10 @@ mod cksum;
 mod encap;
 mod frag;
 mod lookup;
+mod lookup6;
 mod options;
 mod print;
+pub mod tables;
 mod ttl;
 
 pub use anno::{DropBroadcasts, FixIPSrc, GetIPAddress, SetIPAddress};
@@ -24,6 +26,7 @@ pub use cksum::{SetIPChecksum, SetTCPChecksum, SetUDPChecksum};
 pub use encap::IPEncap;
 pub use frag::IPFragmenter;
 pub use lookup::{IPLookup, Lpm, Route};
+pub use lookup6::{mask6, LookupIP6Route, Lpm6, Route6, NOT_IPV6, NO_ROUTE, SHORT_IPV6};
 pub use options::IPGWOptions;
 pub use print::IPPrint;
 pub use ttl::DecIPTTL;
@@ -57,6 +60,7 @@ pub fn build(
         "FixIPSrc" => boxed(FixIPSrc::new(args, bcx)),
         "StaticIPLookup" | "LookupIPRoute" | "RadixIPLookup" | "LinearIPLookup"
         | "DirectIPLookup" => boxed(IPLookup::new(class, args, bcx)),
+        "LookupIP6Route" => boxed(LookupIP6Route::new(args, bcx)),
         "DecIPTTL" => boxed(DecIPTTL::new(args, bcx)),
         "IPGWOptions" => boxed(IPGWOptions::new(args, bcx)),
         "IPFragmenter" => boxed(IPFragmenter::new(args, bcx)),
