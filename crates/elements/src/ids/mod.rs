@@ -45,8 +45,9 @@
 //!   then an ACK from the client complete the handshake: from that ACK on (it included) the
 //!   flow is `established`; a RST closes it (not established until a new handshake).
 //!   *Midstream decision:* a TCP flow picked up without its SYN is never `established`
-//!   (as Suricata without `stream.midstream`); its client is the sender of the first packet
-//!   seen, or the receiver when that packet is a SYN+ACK. UDP, ICMP and other protocols:
+//!   (as Suricata without `stream.midstream`); its client is the receiver of the first
+//!   packet seen when that packet is a SYN+ACK or goes from a port below 1024 to one that is
+//!   not (the server spoke first), else its sender. UDP, ICMP and other protocols:
 //!   the client is the first sender; the flow is `established` from the first packet seen in
 //!   the other direction on (as Snort's UDP sessions). `to_server`/`from_client` hold for
 //!   packets sent by the client, `to_client`/`from_server` for the others; `stateless` and
@@ -260,6 +261,17 @@ impl Flow {
         self.proto == 6 && self.ports
     }
 
+    /// The client of a TCP flow picked up midstream by a packet of direction `dir`: its
+    /// sender, unless it comes from a port below 1024 to one that is not (a server's reply).
+    fn midstream_client(&self, dir: usize) -> usize {
+        let (sport, dport) = (self.ep[dir].1, self.ep[1 - dir].1);
+        if sport < 1024 && dport >= 1024 {
+            1 - dir
+        } else {
+            dir
+        }
+    }
+
     /// The state change a packet of direction `dir` with TCP `flags` makes.
     fn update(&mut self, dir: usize, flags: u8) {
         self.seen[dir] = true;
@@ -269,7 +281,8 @@ impl Flow {
         }
         let (syn, ack, rst) = (flags & SYN != 0, flags & ACK != 0, flags & RST != 0);
         if rst {
-            self.client.get_or_insert(dir);
+            let c = self.midstream_client(dir);
+            self.client.get_or_insert(c);
             if self.tcp != Tcp::None {
                 self.tcp = Tcp::Closed;
             }
@@ -288,7 +301,8 @@ impl Flow {
                 }
             }
             (false, _) => {
-                self.client.get_or_insert(dir);
+                let c = self.midstream_client(dir);
+                self.client.get_or_insert(c);
                 if self.tcp == Tcp::SynAck && self.client == Some(dir) && ack {
                     self.tcp = Tcp::Established;
                 }

@@ -8,7 +8,9 @@
 //!
 //! * **Actions:** `alert`, `log`, `pass`, `drop`, `sdrop` (drop without an alert). `reject`,
 //!   `activate`, `dynamic` are refused by name (unsupported).
-//! * **Protocols:** `tcp`, `udp`, `icmp`, `ip` (any IPv4 packet; ports are ignored).
+//! * **Protocols:** `tcp`, `udp`, `icmp`, `ip` (any IPv4 packet; ports are ignored), and
+//!   Suricata's `tcp-pkt` as `tcp` (matching is per packet anyway); `tcp-stream` and
+//!   application protocols are refused (unsupported).
 //! * **Addresses:** `any`, `a.b.c.d`, `a.b.c.d/len`, lists `[x,y,…]` (nested), negation
 //!   `!x` (a list keeps its plain members minus its negated ones; a list of negations only
 //!   means everything but them), variables `$NAME`. IPv6 members are accepted and match
@@ -38,7 +40,8 @@
 //!   unsupported: refused with the option's name, file, line and column, or — with
 //!   `SKIP_UNSUPPORTED true` — skipped and counted. Malformed rules (bad hex, a missing `;`,
 //!   `offset` twice, `depth` with `distance`, `depth` shorter than the pattern, an
-//!   undefined variable, …) are always refused, as Snort refuses them.
+//!   undefined variable, a content that cannot end within the largest `dsize`, …) are always
+//!   refused.
 
 use space::FieldSet;
 use std::collections::HashMap;
@@ -934,12 +937,13 @@ fn parse_rule_at(text: &str, origin: &str, vars: &Vars) -> Result<Rule, At> {
     }
     let (c1, p) = words[1];
     let proto = match p {
-        "tcp" => Proto::Tcp,
+        // Suricata's per-packet TCP is what `tcp` means here (no reassembly).
+        "tcp" | "tcp-pkt" => Proto::Tcp,
         "udp" => Proto::Udp,
         "icmp" => Proto::Icmp,
         "ip" => Proto::Ip,
-        "tcp-pkt" | "tcp-stream" | "http" | "tls" | "dns" | "smb" | "ftp" | "ssh" | "ipv6"
-        | "icmpv6" | "sctp" => return unsupported(c1, format!("protocol `{p}` is not supported")),
+        "tcp-stream" | "http" | "tls" | "dns" | "smb" | "ftp" | "ssh" | "ipv6" | "icmpv6"
+        | "sctp" | "udp-pkt" => return unsupported(c1, format!("protocol `{p}` is not supported")),
         _ => {
             return bad(
                 c1,
@@ -1219,24 +1223,27 @@ fn parse_rule_at(text: &str, origin: &str, vars: &Vars) -> Result<Rule, At> {
         None => return bad(close, "expected a `sid` option"),
     };
     rule.priority = priority.or(rule.class.as_ref().map(|c| c.1)).unwrap_or(0);
-    // Contents that can never fit in the payload sizes dsize allows.
+    // Contents that can never fit in the payload sizes dsize allows: the earliest end of
+    // each positive content (offsets and distances taken at their smallest).
     if let Some((_, max)) = rule.dsize {
+        let mut end = 0i64;
         for t in &rule.tests {
             if let Test::Content(c) = t {
                 if c.negated {
                     continue;
                 }
-                let at = if c.relative() {
-                    0
+                let len = c.pattern.len() as i64;
+                let start = if c.relative() {
+                    end + i64::from(c.distance.unwrap_or(0))
                 } else {
-                    i64::from(c.offset.unwrap_or(0)).max(0)
+                    i64::from(c.offset.unwrap_or(0))
                 };
-                if at + c.pattern.len() as i64 > i64::from(max) {
+                end = start.max(0) + len;
+                if end > i64::from(max) {
                     return bad(
                         open + 1,
                         format!(
-                            "content of {} bytes at offset {at} can never match with dsize at most {max}",
-                            c.pattern.len()
+                            "content of {len} bytes ending at {end} at the earliest can never match with dsize at most {max}"
                         ),
                     );
                 }
@@ -1592,6 +1599,7 @@ mod tests {
             ("alert tcp any any -> any any (content:\"a\"; content:\"b\"; fast_pattern:only; offset:6; sid:1;)", "fast_pattern:only"),
             ("alert udp any any -> any any (dsize:10; content:\"thisstringisgreater\"; sid:1;)", "never match"),
             ("alert udp any any -> any any (dsize:5<>10; content:\"AAAA\"; offset:8; sid:1;)", "never match"),
+            ("alert udp any any -> any any (dsize:6; content:\"boom\"; content:\"loom\"; distance:2; sid:1;)", "never match"),
             ("alert tcp any any -> any any (content:\"a\";)", "sid"),
             ("alert tcp any any -> any 65536 (sid:1;)", "port"),
             ("alert tcp any 5:3 -> any any (sid:1;)", "a <= b"),
