@@ -328,8 +328,11 @@ fn passes(a: &Alert, keys: &[(String, String)]) -> Result<bool, String> {
     Ok(ok)
 }
 
-/// The frames of a pcap and where their IPv4 header is (by link type).
-fn read_pcap(path: &Path) -> Result<Vec<(Vec<u8>, Option<usize>, Timestamp)>, String> {
+/// A frame, where its IPv4 header is (when the link type says), and its time.
+type Frame = (Vec<u8>, Option<usize>, Timestamp);
+
+/// The frames of a pcap.
+fn read_pcap(path: &Path) -> Result<Vec<Frame>, String> {
     let mut cap = Capture::from_file(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let link = cap.get_datalink().0;
     let mut out = Vec::new();

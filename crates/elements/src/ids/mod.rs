@@ -447,6 +447,12 @@ struct Recorded {
     drop: bool,
 }
 
+/// An endpoint: IPv4 address and port (0 without ports).
+type Endpoint = (u32, u16);
+
+/// A flow's key: protocol, ports known, and its two endpoints, smaller first.
+type FlowKey = (u8, bool, Endpoint, Endpoint);
+
 /// Malformed-packet counters, by reason.
 const MALFORMED: [&str; 3] = ["not_ipv4", "bad_ip_header", "truncated_transport"];
 
@@ -455,7 +461,7 @@ const MALFORMED: [&str; 3] = ["not_ipv4", "bad_ip_header", "truncated_transport"
 pub struct SnortIDS {
     engine: Engine,
     skipped: u64,
-    flows: HashMap<(u8, bool, (u32, u16), (u32, u16)), u32>,
+    flows: HashMap<FlowKey, u32>,
     table: Vec<Flow>,
     recorded: HashMap<u64, Recorded>,
     hits: Vec<u64>,
