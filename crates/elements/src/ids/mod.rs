@@ -364,6 +364,8 @@ struct Decision {
 struct Engine {
     rules: Vec<Rule>,
     prefilter: Prefilter,
+    /// Rules grouped by identical headers (a new flow tests each header once).
+    headers: Vec<Vec<u32>>,
     lists: Vec<RuleList>,
     list_ids: HashMap<Vec<u32>, u32>,
 }
@@ -371,9 +373,14 @@ struct Engine {
 impl Engine {
     /// The list of rules whose header takes packets `src:sport -> dst:dport`.
     fn list_for(&mut self, proto: u8, ports: bool, s: (u32, u16), d: (u32, u16)) -> u32 {
-        let rules: Vec<u32> = (0..self.rules.len() as u32)
-            .filter(|&r| self.rules[r as usize].header_matches(proto, s.0, s.1, d.0, d.1, ports))
-            .collect();
+        let mut rules: Vec<u32> = Vec::new();
+        for group in &self.headers {
+            let first = &self.rules[group[0] as usize];
+            if first.header_matches(proto, s.0, s.1, d.0, d.1, ports) {
+                rules.extend_from_slice(group);
+            }
+        }
+        rules.sort_unstable(); // evaluation order
         if let Some(&id) = self.list_ids.get(&rules) {
             return id;
         }
@@ -608,10 +615,22 @@ impl SnortIDS {
         let mut rules = set.rules;
         rules.sort_by_key(|r| rank(r.action)); // stable: file order within an action
         let prefilter = Prefilter::new(&rules).map_err(ConfigError::new)?;
+        let mut groups: HashMap<_, usize> = HashMap::new();
+        let mut headers: Vec<Vec<u32>> = Vec::new();
+        for (i, r) in rules.iter().enumerate() {
+            let key = (r.proto, &r.src, &r.sport, r.bidir, &r.dst, &r.dport);
+            let g = *groups.entry(key).or_insert_with(|| {
+                headers.push(Vec::new());
+                headers.len() - 1
+            });
+            headers[g].push(i as u32);
+        }
+        drop(groups);
         Ok(SnortIDS {
             engine: Engine {
                 rules,
                 prefilter,
+                headers,
                 lists: Vec::new(),
                 list_ids: HashMap::new(),
             },
