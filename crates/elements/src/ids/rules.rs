@@ -1538,6 +1538,15 @@ mod tests {
             rule("alert ip any any -> any any (dsize:<3; sid:1;)").dsize,
             Some((0, 2))
         );
+        // Reachable within dsize thanks to a negative distance.
+        rule(
+            r#"alert udp any any -> any any (dsize:10; content:"boom"; content:"loom"; distance:-10; sid:1;)"#,
+        );
+        // Suricata's per-packet TCP is plain tcp here.
+        assert_eq!(
+            rule("alert tcp-pkt any any -> any any (sid:1;)").proto,
+            Proto::Tcp
+        );
     }
 
     #[test]
@@ -1561,8 +1570,8 @@ mod tests {
             ),
             ("reject tcp any any -> any any (sid:1;)", "action `reject`"),
             (
-                "alert tcp-pkt any any -> any any (sid:1;)",
-                "protocol `tcp-pkt`",
+                "alert tcp-stream any any -> any any (sid:1;)",
+                "protocol `tcp-stream`",
             ),
             (
                 "alert tcp any any -> any any (flow:only_stream; sid:1;)",
