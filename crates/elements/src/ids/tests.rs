@@ -512,3 +512,45 @@ fn timestamps_are_snort_fast_times() {
         "12/31-23:59:59.000001"
     );
 }
+
+proptest::proptest! {
+    /// Arbitrary bytes (raw, after an Ethernet header, or at an arbitrary annotation) never
+    /// make the element panic, and every packet is counted once.
+    #[test]
+    fn arbitrary_packets_never_panic(
+        frames in proptest::collection::vec(proptest::collection::vec(proptest::num::u8::ANY, 0..120), 1..12),
+        anno in proptest::option::of(0usize..140),
+        token in 0u64..64,
+    ) {
+        let mut e = ids(
+            "fuzz",
+            "alert ip any any -> any any (content:\"A\"; isdataat:2,relative; sid:1;)\n\
+             drop tcp any any -> any any (flow:established; content:!\"B\"; sid:2;)\n\
+             alert udp any any -> any any (dsize:1<>9; sid:3;)\n",
+            "",
+        );
+        for (i, f) in frames.iter().enumerate() {
+            let mut data = f.clone();
+            if i % 2 == 1 && data.len() > 14 {
+                data[12] = 0x08;
+                data[13] = 0x00;
+                data[14] = 0x45;
+            }
+            let mut p = pkt(&data, i as u64);
+            if let Some(o) = anno.filter(|o| *o <= data.len()) {
+                p.set_network_header(o);
+            }
+            e.push(0, p, &mut recording());
+            let mut view = ReplayView { data: &mut data, ip: anno, now: Timestamp(0), input_index: 0 };
+            if e.check(token, &view) {
+                e.replay(token, &mut view, &mut Context::default());
+            }
+        }
+        let s = |n: &str| stat(&e, n);
+        proptest::prop_assert!(s("packets") >= frames.len() as u64);
+        proptest::prop_assert_eq!(
+            s("packets"),
+            s("inspected") + s("not_ipv4") + s("bad_ip_header") + s("truncated_transport")
+        );
+    }
+}
