@@ -57,6 +57,7 @@ const CLASSES: &[&str] = &[
     "ARPResponder",
     "ARPQuerier",
     "ICMPError",
+    "SnortIDS",
     "Print",
     "IPPrint",
     "HashSwitch",
