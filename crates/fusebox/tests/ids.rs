@@ -133,3 +133,81 @@ fn alerts_file_and_rule_errors() {
         "{err}"
     );
 }
+
+#[test]
+fn fast_path_replays_the_ids_identically() {
+    let d = scratch("ids-fastpath");
+    fusebox_ok(
+        &d,
+        &[
+            "gen",
+            "-o",
+            "trace.pcap",
+            "--packets",
+            "5000",
+            "--flows",
+            "50",
+            "--mix",
+            "tcp=2,udp=1",
+            "--dport",
+            "53,1234,80",
+            "--dst",
+            "10.0.0.0/24",
+        ],
+    );
+    let rules = root().join("examples/speedybox/ids.rules");
+    // Both directions through one IDS (replies reflected), so handshakes complete.
+    std::fs::write(
+        d.join("two.click"),
+        format!(
+            "ids :: SnortIDS({}, VAR HOME_NET 10.0.0.0/8, VAR HTTP_PORTS [80,8080]);\n\
+             FromDevice(eth0) -> CheckIPHeader(14) -> ids;\n\
+             FromDevice(eth1) -> CheckIPHeader(14) -> ids;\n\
+             ids -> c :: IPClassifier(dst net 10.0.0.0/24, -);\n\
+             c[0] -> ToDevice(eth1);\n\
+             c[1] -> ToDevice(eth0);\n",
+            rules.display()
+        ),
+    )
+    .unwrap();
+    let base = [
+        "two.click",
+        "--input",
+        "two.eth0=trace.pcap",
+        "--reflect",
+        "two.eth1",
+    ];
+    let mut args = vec!["verify"];
+    args.extend_from_slice(&base);
+    args.extend_from_slice(&["--modes", "naive,fastpath,synth"]);
+    let v = fusebox_ok(&d, &args);
+    let line = String::from_utf8_lossy(&v.stdout).to_string();
+    assert!(line.starts_with("identical:"), "{line}");
+    for initial in ["first", "handshake"] {
+        let mut args = vec!["run"];
+        args.extend_from_slice(&base);
+        args.extend_from_slice(&["--mode", "fastpath", "--initial", initial, "--out-dir", "."]);
+        let o = fusebox_ok(&d, &args);
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let fp = text
+            .lines()
+            .find(|l| l.starts_with("fastpath:"))
+            .unwrap_or_else(|| panic!("no fastpath line:\n{text}"));
+        assert!(fp.ends_with("full chain by reason: none"), "{fp}");
+        let served: u64 = fp
+            .trim_start_matches("fastpath: ")
+            .split(' ')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        assert!(
+            served > 9000,
+            "most packets take the consolidated path: {fp}"
+        );
+        assert!(text.contains("drop ids-drop"), "{text}");
+    }
+}

@@ -71,10 +71,11 @@
 //!
 //! When a packet is recorded ([`Context::recording`]), the element records one state
 //! function whose token is the flow's number and the packet's direction (`flow * 2 + dir`),
-//! reading the payload ([`Access::Read`]). While a TCP flow is not established, or when the
-//! packet carries SYN, FIN or RST, its decision depends on the flags: the element records
-//! itself opaque (`tcp-handshake`); an established flow's packet records a guard on
-//! [`Field::TcpFlags`] without SYN, FIN and RST. [`Element::replay`] runs the very code
+//! reading the payload ([`Access::Read`]), and a guard on [`Field::TcpFlags`] for TCP: on an
+//! established flow, no SYN, FIN or RST; during the handshake (or midstream, or with SYN,
+//! FIN or RST), the same SYN, ACK, FIN and RST bits as the recorded packet, so the next
+//! handshake step walks the chain and is recorded in its place (never opaque: the executor
+//! would keep such a flow off the fast path for good). [`Element::replay`] runs the very code
 //! `push` runs after its lookup (flow update, rule evaluation, alerts, counters), with the
 //! flow's addresses and ports taken from the token's flow and the payload and flags from the
 //! view. [`Element::check`] says no when the flow state the packet would see differs from
@@ -876,13 +877,17 @@ impl Element for SnortIDS {
             cx.record_state(token, Access::Read);
             let f = &self.table[flow];
             if is_tcp {
-                if f.tcp != Tcp::Established || flags & (SYN | FIN | RST) != 0 {
-                    cx.record_opaque("tcp-handshake");
+                // Established: any packet without SYN, FIN or RST leaves the state alone.
+                // Otherwise the state moves with SYN, ACK, FIN and RST: later packets must
+                // carry the same ones (a different packet walks the chain and is recorded).
+                let (value, mask) = if f.tcp == Tcp::Established && flags & (SYN | FIN | RST) == 0 {
+                    (0, SYN | FIN | RST)
                 } else {
-                    let calm = FieldSet::from_mask(0, u128::from(SYN | FIN | RST), 8)
-                        .unwrap_or_else(|_| FieldSet::empty());
-                    cx.record_guard(Filter::any().with(Field::TcpFlags, calm));
-                }
+                    (flags & (SYN | ACK | FIN | RST), SYN | ACK | FIN | RST)
+                };
+                let set = FieldSet::from_mask(u128::from(value), u128::from(mask), 8)
+                    .unwrap_or_else(|_| FieldSet::single(u128::from(flags)));
+                cx.record_guard(Filter::any().with(Field::TcpFlags, set));
             }
             self.recorded.insert(
                 token,

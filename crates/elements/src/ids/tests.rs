@@ -377,13 +377,13 @@ fn replay_does_what_push_does() {
                  alert udp any any -> any any (flow:established; content:\"x\"; sid:2;)\n\
                  alert tcp any 80 -> any any (content:\"leak\"; sid:3;)\n";
     let trace: Vec<Vec<u8>> = vec![
-        tcp(C, 4000, S, 80, SYN, b""),
-        tcp(S, 80, C, 4000, SYN | ACK, b""),
-        tcp(C, 4000, S, 80, ACK, b""),
-        tcp(C, 4000, S, 80, ACK | 0x08, b"ATTACK one"), // recorded
+        tcp(C, 4000, S, 80, SYN, b""),                  // recorded (guard: SYN)
+        tcp(S, 80, C, 4000, SYN | ACK, b""),            // recorded (guard: SYN+ACK)
+        tcp(C, 4000, S, 80, ACK, b""),                  // guard miss: recorded, now established
+        tcp(C, 4000, S, 80, ACK | 0x08, b"ATTACK one"), // replayed
         tcp(C, 4000, S, 80, ACK | 0x08, b"no"),
         tcp(C, 4000, S, 80, ACK, b"attack two"),
-        tcp(S, 80, C, 4000, ACK, b"leak"), // recorded (other direction)
+        tcp(S, 80, C, 4000, ACK, b"leak"), // guard miss (other direction): recorded
         tcp(S, 80, C, 4000, ACK, b"leak again"),
         udp(C, 5, S, 6, b"x1"), // recorded: one-way
         udp(C, 5, S, 6, b"x2"),
@@ -397,11 +397,18 @@ fn replay_does_what_push_does() {
     }
     // The same trace where a recorded flow direction's later packets are replayed.
     let mut fast = ids("rp-fast", rules, "");
-    let mut entries: HashMap<(Vec<u8>, Vec<u8>), u64> = HashMap::new();
+    // An executor's entries: token and guards per flow direction.
+    let mut entries: HashMap<(Vec<u8>, Vec<u8>), (u64, Vec<Filter>)> = HashMap::new();
     let mut replayed = 0;
     for (i, f) in trace.iter().enumerate() {
-        let key = (f[26..30].to_vec(), f[30..38].to_vec()); // src address, ports... and dst
-        if let Some(&token) = entries.get(&key) {
+        let key = (f[26..30].to_vec(), f[30..38].to_vec()); // source; destination and ports
+        let flags = if f[23] == 6 { f[47] } else { 0 };
+        let guarded = |g: &[Filter]| {
+            g.iter()
+                .all(|g| g.get(Field::TcpFlags).contains(u128::from(flags)))
+        };
+        if let Some((token, _)) = entries.get(&key).filter(|(_, g)| guarded(g)) {
+            let token = *token;
             let mut data = f.clone();
             let mut view = ReplayView {
                 data: &mut data,
@@ -414,29 +421,32 @@ fn replay_does_what_push_does() {
                 replayed += 1;
                 continue;
             }
-            entries.remove(&key);
         }
+        // No entry, a guard miss or a failed check: the packet walks and is recorded.
         let mut cx = recording();
         let out = fast.push(0, pkt(f, i as u64), &mut cx);
         assert!(matches!(out, Verdict::Out(0, _)));
         let step = cx.recorder.take();
         assert_eq!(step.states.len(), 1);
         assert_eq!(step.states[0].1, Access::Read);
-        if step.opaque.is_none() {
-            entries.insert(key, step.states[0].0);
-            if f[23] == 6 {
-                assert_eq!(
-                    step.guards.len(),
-                    1,
-                    "established TCP records a flags guard"
-                );
-                let g = &step.guards[0];
-                assert!(g.get(Field::TcpFlags).contains(0x18));
-                assert!(!g.get(Field::TcpFlags).contains(0x11));
+        assert_eq!(step.opaque, None);
+        if f[23] == 6 {
+            assert_eq!(step.guards.len(), 1, "TCP records a flags guard");
+            let g = step.guards[0].get(Field::TcpFlags);
+            assert!(g.contains(u128::from(flags)));
+            if i >= 2 {
+                // Established: data packets pass, SYN/FIN/RST do not.
+                assert!(g.contains(0x18) && g.contains(0x10));
+                assert!(!g.contains(0x11) && !g.contains(0x14) && !g.contains(0x12));
+            } else {
+                // Handshake: only the same SYN/ACK bits pass.
+                assert!(!g.contains(u128::from(flags ^ ACK)));
+                assert!(g.contains(u128::from(flags | 0x08)), "PSH does not matter");
             }
         } else {
-            assert_eq!(step.opaque, Some("tcp-handshake"));
+            assert!(step.guards.is_empty());
         }
+        entries.insert(key, (step.states[0].0, step.guards));
     }
     assert_eq!(replayed, 6, "packets 3, 4, 5, 7, 9 and 12 replayed");
     assert_eq!(naive.state_dump(), fast.state_dump());
