@@ -398,7 +398,8 @@ fn replay_does_what_push_does() {
     // The same trace where a recorded flow direction's later packets are replayed.
     let mut fast = ids("rp-fast", rules, "");
     // An executor's entries: token and guards per flow direction.
-    let mut entries: HashMap<(Vec<u8>, Vec<u8>), (u64, Vec<Filter>)> = HashMap::new();
+    type Entries = HashMap<(Vec<u8>, Vec<u8>), (u64, Vec<Filter>)>;
+    let mut entries: Entries = HashMap::new();
     let mut replayed = 0;
     for (i, f) in trace.iter().enumerate() {
         let key = (f[26..30].to_vec(), f[30..38].to_vec()); // source; destination and ports
