@@ -58,6 +58,7 @@ const CLASSES: &[&str] = &[
     "ARPResponder",
     "ARPQuerier",
     "ICMPError",
+    "SnortIDS",
     "Print",
     "IPPrint",
     "HashSwitch",
