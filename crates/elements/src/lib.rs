@@ -23,6 +23,7 @@ pub mod classifier;
 pub mod icmp;
 pub mod ip;
 pub mod ipfilter;
+pub mod nfs;
 pub mod pcapfilter;
 pub mod rewriter;
 
@@ -43,7 +44,7 @@ type Builder = fn(&str, &Args, &BuildCtx) -> Option<Result<Box<dyn Element>, Con
 /// unknown or the configuration is wrong; never panics.
 pub fn build(class: &str, config: &str, bcx: &BuildCtx) -> Result<Box<dyn Element>, ConfigError> {
     let args = Args::parse(config)?;
-    let builders: [Builder; 8] = [
+    let builders: [Builder; 9] = [
         basic::build,
         ip::build,
         classifier::build,
@@ -52,6 +53,7 @@ pub fn build(class: &str, config: &str, bcx: &BuildCtx) -> Result<Box<dyn Elemen
         rewriter::build,
         arp::build,
         icmp::build,
+        nfs::build,
     ];
     for b in builders {
         if let Some(r) = b(class, &args, bcx) {
