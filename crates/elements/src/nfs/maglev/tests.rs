@@ -101,8 +101,9 @@ fn failure_disrupts_the_table_little_and_moves_only_the_failed_backends_flows() 
         .filter(|(b, a)| **b != 2 && b != a)
         .count();
     assert!(after.iter().all(|e| *e != 2));
-    // Maglev §3.4: near-minimal disruption (measured: well under 5 % of the table).
-    assert!(moved * 20 < TABLE_SIZE, "{moved} entries of live backends moved");
+    eprintln!("table disruption: {moved} of {TABLE_SIZE} entries of live backends moved");
+    // Maglev §3.4: near-minimal disruption (measured: 28 entries, under 1 % of the table).
+    assert!(moved * 100 < TABLE_SIZE, "{moved} entries of live backends moved");
 
     // The flows: with connection tracking, exactly the failed backend's flows move.
     let dir = write_schedule("disrupt", "1000 down b3\n");
@@ -114,6 +115,7 @@ fn failure_disrupts_the_table_little_and_moves_only_the_failed_backends_flows() 
         .collect();
     let on_b3 = first.iter().filter(|d| **d == [10, 0, 1, 3]).count();
     assert!(on_b3 > 150 && on_b3 < 250, "{on_b3} of 1000 flows on b3");
+    eprintln!("flows on the failed backend: {on_b3} of {flows}");
     let second: Vec<[u8; 4]> = (0..flows)
         .map(|i| dst_of(&fwd(e.as_mut(), i, 1000 + u64::from(i), 2 * SEC).unwrap().1))
         .collect();
