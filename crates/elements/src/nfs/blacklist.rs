@@ -93,7 +93,9 @@ impl BlacklistFilter {
                 "expected at least one rule (`deny PATTERN`) or `FILE path`",
             ));
         }
-        let exact = rules.iter().all(|e| crate::ipfilter::space::compile(e).is_some());
+        let exact = rules
+            .iter()
+            .all(|e| crate::ipfilter::space::compile(e).is_some());
         Ok(BlacklistFilter {
             rules,
             exact,
@@ -142,9 +144,7 @@ impl Element for BlacklistFilter {
 
     fn model(&self) -> Option<Model> {
         let m = rules_model(
-            self.rules
-                .iter()
-                .map(|e| (e, Outcome::Drop("blacklisted"))),
+            self.rules.iter().map(|e| (e, Outcome::Drop("blacklisted"))),
             Outcome::Out(0),
         )?;
         let cases = m
@@ -258,14 +258,25 @@ mod tests {
             1,
         );
         let m = e.model().unwrap();
-        for (proto, src, dport) in [(6, [10, 1, 1, 1], 80), (6, [11, 1, 1, 1], 80), (17, [11, 0, 0, 1], 53), (6, [11, 0, 0, 1], 53)] {
+        for (proto, src, dport) in [
+            (6, [10, 1, 1, 1], 80),
+            (6, [11, 1, 1, 1], 80),
+            (17, [11, 0, 0, 1], 53),
+            (6, [11, 0, 0, 1], 53),
+        ] {
             let p = frame(proto, src, 1, [20, 0, 0, 1], dport);
             let a = crate::model::apply(&m, p.duplicate());
             let got = push(e.as_mut(), 0, p, 0);
-            assert_eq!(format!("{:?}", a.outcome), format!("{:?}", match got {
-                Ok((o, _)) => Outcome::Out(o),
-                Err(r) => Outcome::Drop(r),
-            }));
+            assert_eq!(
+                format!("{:?}", a.outcome),
+                format!(
+                    "{:?}",
+                    match got {
+                        Ok((o, _)) => Outcome::Out(o),
+                        Err(r) => Outcome::Drop(r),
+                    }
+                )
+            );
         }
     }
 
@@ -273,14 +284,56 @@ mod tests {
     fn rules_from_a_file_and_errors() {
         let dir = std::env::temp_dir().join(format!("fusebox-bl-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("bl.rules"), "# blacklist\ndeny dst port 23\n\nudp && src host 10.0.0.9\n").unwrap();
+        std::fs::write(
+            dir.join("bl.rules"),
+            "# blacklist\ndeny dst port 23\n\nudp && src host 10.0.0.9\n",
+        )
+        .unwrap();
         let mut e = make_in("BlacklistFilter", "FILE bl.rules", 1, &dir).unwrap();
-        assert_eq!(e.as_any().downcast_ref::<BlacklistFilter>().unwrap().rules().len(), 2);
-        assert_eq!(push(e.as_mut(), 0, frame(6, [1, 1, 1, 1], 5, [2, 2, 2, 2], 23), 0).unwrap_err(), "blacklisted");
-        assert_eq!(push(e.as_mut(), 0, frame(17, [10, 0, 0, 9], 5, [2, 2, 2, 2], 24), 0).unwrap_err(), "blacklisted");
-        assert_eq!(push(e.as_mut(), 0, frame(6, [10, 0, 0, 9], 5, [2, 2, 2, 2], 24), 0).unwrap().0, 0);
+        assert_eq!(
+            e.as_any()
+                .downcast_ref::<BlacklistFilter>()
+                .unwrap()
+                .rules()
+                .len(),
+            2
+        );
+        assert_eq!(
+            push(
+                e.as_mut(),
+                0,
+                frame(6, [1, 1, 1, 1], 5, [2, 2, 2, 2], 23),
+                0
+            )
+            .unwrap_err(),
+            "blacklisted"
+        );
+        assert_eq!(
+            push(
+                e.as_mut(),
+                0,
+                frame(17, [10, 0, 0, 9], 5, [2, 2, 2, 2], 24),
+                0
+            )
+            .unwrap_err(),
+            "blacklisted"
+        );
+        assert_eq!(
+            push(
+                e.as_mut(),
+                0,
+                frame(6, [10, 0, 0, 9], 5, [2, 2, 2, 2], 24),
+                0
+            )
+            .unwrap()
+            .0,
+            0
+        );
         std::fs::write(dir.join("bad.rules"), "deny dst port 23\ndeny dst prt 5\n").unwrap();
-        let msg = make_in("BlacklistFilter", "FILE bad.rules", 1, &dir).err().unwrap().message;
+        let msg = make_in("BlacklistFilter", "FILE bad.rules", 1, &dir)
+            .err()
+            .unwrap()
+            .message;
         assert!(msg.contains("bad.rules:2"), "{msg}");
         assert!(err("BlacklistFilter", "").contains("at least one rule"));
         assert!(err("BlacklistFilter", "allow tcp").contains("expected a deny rule"));

@@ -270,10 +270,7 @@ impl Maglev {
             Some(f) => {
                 let path = config_path(bcx, &crate::args::unquote(f));
                 let text = std::fs::read_to_string(&path).map_err(|e| {
-                    ConfigError::new(format!(
-                        "SCHEDULE: cannot read `{}`: {e}",
-                        path.display()
-                    ))
+                    ConfigError::new(format!("SCHEDULE: cannot read `{}`: {e}", path.display()))
                 })?;
                 parse_schedule(&text, &path.display().to_string(), |n| {
                     backends.iter().position(|b| b.name == n)
@@ -307,8 +304,7 @@ impl Maglev {
     }
 
     fn rebuild(&mut self) {
-        let prefs: Vec<(usize, usize)> =
-            self.backends.iter().map(|b| (b.offset, b.skip)).collect();
+        let prefs: Vec<(usize, usize)> = self.backends.iter().map(|b| (b.offset, b.skip)).collect();
         let up: Vec<bool> = self.backends.iter().map(|b| b.up).collect();
         self.table = populate(&prefs, &up, TABLE_SIZE);
         self.rebuilds += 1;
@@ -608,7 +604,9 @@ impl Element for Maglev {
                 Err(r) => return Verdict::Drop(packet, r),
             };
             self.count_forward(slot, now);
-            let b = self.slots[slot].as_ref().map_or(0, |c| usize::from(c.backend));
+            let b = self.slots[slot]
+                .as_ref()
+                .map_or(0, |c| usize::from(c.backend));
             let (ip, mac) = (self.backends[b].ip, self.backends[b].mac);
             let new = FlowId {
                 daddr: ip,

@@ -269,7 +269,11 @@ pub(crate) mod testutil {
         port: usize,
         p: Packet,
         now: u64,
-    ) -> (Result<(usize, Packet), &'static str>, crate::record::Step, Option<Timestamp>) {
+    ) -> (
+        Result<(usize, Packet), &'static str>,
+        crate::record::Step,
+        Option<Timestamp>,
+    ) {
         let mut cx = Context::new(Timestamp(now));
         cx.recorder.active = true;
         cx.recorder.begin();

@@ -164,7 +164,12 @@ mod tests {
         );
         assert_eq!(
             e.stats(),
-            vec![("packets", 5), ("bytes", 192 + 52 + 3), ("flows", 2), ("non_ip", 1)]
+            vec![
+                ("packets", 5),
+                ("bytes", 192 + 52 + 3),
+                ("flows", 2),
+                ("non_ip", 1)
+            ]
         );
     }
 
@@ -180,7 +185,13 @@ mod tests {
         );
         assert_eq!(step.states.len(), 1);
         assert_eq!(step.states[0].1, Access::Ignore);
-        push(naive.as_mut(), 0, frame(17, [10, 0, 0, 3], 3, [10, 0, 0, 4], 4), 0).unwrap();
+        push(
+            naive.as_mut(),
+            0,
+            frame(17, [10, 0, 0, 3], 3, [10, 0, 0, 4], 4),
+            0,
+        )
+        .unwrap();
         for n in 0..5usize {
             let mut p = frame(17, [10, 0, 0, 3], 3, [10, 0, 0, 4], 4);
             p.take(n); // lengths vary; the view is what the element would receive

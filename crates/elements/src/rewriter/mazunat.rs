@@ -96,7 +96,11 @@ impl MazuNAT {
 
     fn token(&self, idx: u32, dir: Direction) -> u64 {
         let v = u64::from(self.rw.version(idx) & 0x7fff_ffff);
-        let d = if dir == Direction::Reply { REPLY_BIT } else { 0 };
+        let d = if dir == Direction::Reply {
+            REPLY_BIT
+        } else {
+            0
+        };
         u64::from(idx) | v << 32 | d
     }
 
@@ -147,10 +151,7 @@ impl Element for MazuNAT {
                             cx.record_write(Field::IpDst, u128::from(u32::from(new.daddr)));
                             cx.record_write(Field::DstPort, u128::from(new.dport));
                             if self.rw.dst_anno {
-                                cx.record_write(
-                                    Field::DstIpAnno,
-                                    u128::from(u32::from(new.daddr)),
-                                );
+                                cx.record_write(Field::DstIpAnno, u128::from(u32::from(new.daddr)));
                             }
                             let min = if i.proto == TCP { 20 } else { 8 };
                             cx.record_guard(crate::nfs::l4_guard(min));
@@ -264,7 +265,11 @@ mod tests {
         assert_eq!(push(e.as_mut(), 0, icmp, SEC).unwrap_err(), "not-tcp-udp");
         assert_eq!(e.stats()[0], ("mappings_created", 2));
         let dump = e.state_dump();
-        assert_eq!(dump.iter().filter(|l| l.starts_with("map ")).count(), 2, "{dump:?}");
+        assert_eq!(
+            dump.iter().filter(|l| l.starts_with("map ")).count(),
+            2,
+            "{dump:?}"
+        );
     }
 
     #[test]
@@ -286,7 +291,10 @@ mod tests {
         let p = || frame(17, [10, 0, 0, 5], 4000, [198, 51, 100, 7], 80);
         let (v, step, expiry) = push_recording(fast.as_mut(), 0, p(), SEC);
         let q = v.unwrap().1;
-        assert_eq!(q.data(), push(naive.as_mut(), 0, p(), SEC).unwrap().1.data());
+        assert_eq!(
+            q.data(),
+            push(naive.as_mut(), 0, p(), SEC).unwrap().1.data()
+        );
         let (s, sp, ..) = addrs(&q);
         assert!(step
             .writes

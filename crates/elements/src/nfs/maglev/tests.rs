@@ -103,7 +103,10 @@ fn failure_disrupts_the_table_little_and_moves_only_the_failed_backends_flows() 
     assert!(after.iter().all(|e| *e != 2));
     eprintln!("table disruption: {moved} of {TABLE_SIZE} entries of live backends moved");
     // Maglev §3.4: near-minimal disruption (measured: 28 entries, under 1 % of the table).
-    assert!(moved * 100 < TABLE_SIZE, "{moved} entries of live backends moved");
+    assert!(
+        moved * 100 < TABLE_SIZE,
+        "{moved} entries of live backends moved"
+    );
 
     // The flows: with connection tracking, exactly the failed backend's flows move.
     let dir = write_schedule("disrupt", "1000 down b3\n");
@@ -156,10 +159,18 @@ fn schedule_events_take_effect_at_their_input_index() {
     assert_ne!(moved, [10, 0, 1, 2]);
     for idx in 11..30 {
         let (_, p) = fwd(e.as_mut(), i, idx, SEC).unwrap();
-        assert_eq!(dst_of(&p), moved, "index {idx}: the flow keeps its new backend");
+        assert_eq!(
+            dst_of(&p),
+            moved,
+            "index {idx}: the flow keeps its new backend"
+        );
     }
     let (_, p) = fwd(e.as_mut(), j, 30, SEC).unwrap();
-    assert_eq!(dst_of(&p), [10, 0, 1, 2], "a new flow reaches the recovered backend");
+    assert_eq!(
+        dst_of(&p),
+        [10, 0, 1, 2],
+        "a new flow reaches the recovered backend"
+    );
     let dump = e.state_dump();
     assert!(dump[0].contains("rebuilds 2"), "{dump:?}");
     assert!(dump.iter().any(|l| l.starts_with("backend b2 10.0.1.2 up")));
@@ -221,10 +232,16 @@ fn rewrites_destination_with_valid_checksums_and_translates_replies() {
     frag.data_mut()[21] = 8;
     assert_eq!(push(e.as_mut(), 0, frag, SEC).unwrap_err(), "ip-fragment");
     let short = Packet::from_bytes(&[0x45, 0, 0]);
-    assert_eq!(push(e.as_mut(), 0, short, SEC).unwrap_err(), "bad-ip-header");
+    assert_eq!(
+        push(e.as_mut(), 0, short, SEC).unwrap_err(),
+        "bad-ip-header"
+    );
     let mut trunc = frame(6, [192, 168, 0, 6], 1, [10, 9, 9, 9], 2);
     trunc.take(25);
-    assert_eq!(push(e.as_mut(), 0, trunc, SEC).unwrap_err(), "short-transport");
+    assert_eq!(
+        push(e.as_mut(), 0, trunc, SEC).unwrap_err(),
+        "short-transport"
+    );
 }
 
 #[test]
@@ -312,13 +329,19 @@ fn configuration_errors_name_what_was_expected() {
         Err(e) => e.message,
         Ok(_) => panic!("accepted"),
     };
-    assert!(msg.contains("sched:2:3: expected `down` or `up`, found `sideways`"), "{msg}");
+    assert!(
+        msg.contains("sched:2:3: expected `down` or `up`, found `sideways`"),
+        "{msg}"
+    );
     let dir = write_schedule("bad2", "1 down nobody\n");
     let msg = match make_in("Maglev", &cfg, 1, &dir) {
         Err(e) => e.message,
         Ok(_) => panic!("accepted"),
     };
-    assert!(msg.contains("sched:1:8: expected the name of a declared BACKEND"), "{msg}");
+    assert!(
+        msg.contains("sched:1:8: expected the name of a declared BACKEND"),
+        "{msg}"
+    );
     let missing = match make_in("Maglev", &cfg, 1, Path::new("/nonexistent")) {
         Err(e) => e.message,
         Ok(_) => panic!("accepted"),
