@@ -143,7 +143,10 @@ fn chain1_balances_and_maglev_fails_over_at_the_scheduled_packet() {
             let ((_, a), (i, b)) = (w[0], w[1]);
             if a != b {
                 assert_eq!(a, WEB3, "flow {flow:?} left a live backend at {i}");
-                assert!(i >= FAIL_AT && i < BACK_AT, "flow {flow:?} moved at {i}");
+                assert!(
+                    (FAIL_AT..BACK_AT).contains(&i),
+                    "flow {flow:?} moved at {i}"
+                );
                 moved += 1;
             }
         }

@@ -26,7 +26,7 @@ fn maglev(n: usize, extra: &str) -> Box<dyn Element> {
 /// A flow's first packet on input 0 with chain input index `index` at `now`.
 fn fwd(e: &mut dyn Element, i: u32, index: u64, now: u64) -> Result<(usize, Packet), &'static str> {
     let mut p = frame(
-        if i % 2 == 0 { 6 } else { 17 },
+        if i.is_multiple_of(2) { 6 } else { 17 },
         [192, 168, (i >> 8) as u8, i as u8],
         1000 + (i % 5000) as u16,
         [10, 9, 9, 9],
@@ -269,7 +269,7 @@ fn fast_path_replay_matches_push_and_check_sees_failures() {
         let now = SEC + idx * 50_000_000;
         let a = fwd(naive.as_mut(), f, idx, now).unwrap().1;
         let mut p = frame(
-            if f % 2 == 0 { 6 } else { 17 },
+            if f.is_multiple_of(2) { 6 } else { 17 },
             [192, 168, 0, f as u8],
             1000 + f as u16,
             [10, 9, 9, 9],
