@@ -231,12 +231,23 @@ mod tests {
         ) {
             let cfg = rules.iter().map(R::text).collect::<Vec<_>>().join(", ");
             let mut e = ok("BlacklistFilter", &cfg, 1);
+            let m = e.model().unwrap();
+            prop_assert!(m.cases.iter().all(|c| !matches!(c.outcome, Outcome::Runtime)));
             let (mut passed, mut dropped) = (0, 0);
             for (tcp, s, d, dport) in pkts {
                 let proto = if tcp { 6 } else { 17 };
                 let (sa, da) = (0x0a00_0000 | s, 0x0a00_0000 | d << 8);
                 let p = frame(proto, Ipv4Addr::from(sa).octets(), 1000, Ipv4Addr::from(da).octets(), dport);
                 let want = rules.iter().any(|r| r.hit(proto, sa, da, dport));
+                // The model gives the same outcome and counters as push.
+                let a = crate::model::apply(&m, p.duplicate());
+                let (outcome, stat) = if want {
+                    (Outcome::Drop("blacklisted"), "blacklisted")
+                } else {
+                    (Outcome::Out(0), "passed")
+                };
+                prop_assert_eq!(&a.outcome, &outcome);
+                prop_assert_eq!(a.stats, vec![stat]);
                 match push(e.as_mut(), 0, p, 0) {
                     Ok((0, _)) => { prop_assert!(!want); passed += 1; }
                     Err("blacklisted") => { prop_assert!(want); dropped += 1; }
@@ -244,9 +255,6 @@ mod tests {
                 }
             }
             prop_assert_eq!(e.stats(), vec![("passed", passed), ("blacklisted", dropped)]);
-            // The model drops exactly what push drops.
-            let m = e.model().unwrap();
-            prop_assert!(m.cases.iter().all(|c| !matches!(c.outcome, Outcome::Runtime)));
         }
     }
 
@@ -278,6 +286,29 @@ mod tests {
                 )
             );
         }
+    }
+
+    #[test]
+    fn fast_path_records_nothing_unless_a_rule_has_no_exact_model() {
+        let mut e = ok("BlacklistFilter", "deny tcp && dst port 23", 1);
+        let (v, step, _) = push_recording(
+            e.as_mut(),
+            0,
+            frame(6, [1, 1, 1, 1], 5, [2, 2, 2, 2], 23),
+            0,
+        );
+        assert_eq!(v.unwrap_err(), "blacklisted");
+        assert_eq!(step, crate::record::Step::default());
+        let mut e = ok("BlacklistFilter", "deny tcp win 512", 1);
+        assert!(e.model().is_none());
+        let (v, step, _) = push_recording(
+            e.as_mut(),
+            0,
+            frame(6, [1, 1, 1, 1], 5, [2, 2, 2, 2], 23),
+            0,
+        );
+        assert_eq!(v.unwrap().0, 0);
+        assert!(step.opaque.is_some());
     }
 
     #[test]
