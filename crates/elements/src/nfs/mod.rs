@@ -286,3 +286,60 @@ pub(crate) mod testutil {
         (v, cx.recorder.take(), expiry)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::testutil::*;
+    use crate::{Context, Verdict};
+    use packet::{Packet, Timestamp};
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Arbitrary bytes at arbitrary header offsets never panic any of the four NFs, and
+        /// every packet is forwarded or dropped with a reason, while recording or not.
+        #[test]
+        fn garbage_is_forwarded_or_dropped(
+            mut data in prop::collection::vec(any::<u8>(), 0..80),
+            ip_off in 0usize..40,
+            plausible in any::<bool>(),
+            port in 0usize..2,
+            recording in any::<bool>(),
+            index in 0u64..10,
+        ) {
+            let mut elements = vec![
+                (ok("Maglev", "BACKEND a 10.0.0.1 02:00:00:00:00:01, BACKEND b 10.0.0.2 02:00:00:00:00:02", 2), 2),
+                (ok("Monitor", "", 1), 1),
+                (ok("BlacklistFilter", "deny tcp && dst port 23, src net 10/8", 1), 1),
+                (ok("MazuNAT", "EXTERNAL 10.9.9.9", 2), 2),
+            ];
+            if plausible && ip_off + 10 <= data.len() {
+                // An IPv4 TCP or UDP header start, so the parsers get further.
+                data[ip_off] = 0x45;
+                data[ip_off + 9] = if data[ip_off + 1] & 1 == 0 { 6 } else { 17 };
+                if let Some(b) = data.get_mut(ip_off + 6) {
+                    *b &= 0xe0;
+                }
+                if let Some(b) = data.get_mut(ip_off + 7) {
+                    *b = 0;
+                }
+            }
+            for (e, inputs) in elements.iter_mut() {
+                for _ in 0..2 {
+                    let mut p = Packet::from_bytes(&data);
+                    if ip_off < data.len() {
+                        p.set_network_header(ip_off);
+                    }
+                    p.meta.input_index = index;
+                    let mut cx = Context::new(Timestamp(index));
+                    cx.recorder.active = recording;
+                    let v = e.push(port % *inputs, p, &mut cx);
+                    prop_assert!(!matches!(v, Verdict::Done), "{}", e.class_name());
+                    if let Verdict::Out(o, _) = v {
+                        prop_assert!(o < *inputs);
+                    }
+                }
+                let _ = e.state_dump();
+            }
+        }
+    }
+}
