@@ -2,24 +2,32 @@
 //! chain), as one element built on [`IPRewriter`].
 //!
 //! ```text
-//! MazuNAT(EXTERNAL ADDR, [PORTS LO-HI], [rewriter timeout keywords ...])
+//! MazuNAT(EXTERNAL ADDR, [PORTS LO-HI], [INTERNAL ADDR, SERVER ADDR],
+//!         [rewriter timeout keywords ...])
 //! ```
 //!
 //! In `mazu-nat.click`, TCP and UDP from the internal network reach an `IPRewriter` whose
-//! input pattern maps each new flow to the gateway's external address and a fresh source
-//! port, and packets from outside reach the same rewriter, which translates replies of
-//! known flows back and drops the rest. FuseBox's `MazuNAT` is exactly that rewriter, built
-//! as `IPRewriter(pattern EXTERNAL LO-HI# - - 0 1, drop, KEYWORDS...)`:
+//! input 0 pattern (`to_world_pat extern 50000-65535 - -`) maps each new flow to the
+//! gateway's external address and a source port from 50000–65535, and the traffic the
+//! firewall lets in from outside reaches its input 1, where replies of known flows are
+//! translated back and other flows are redirected to an internal server
+//! (`to_server_pat intern 50000-65535 intern_server -`). FuseBox's `MazuNAT` is that
+//! rewriter, built as `IPRewriter(pattern EXTERNAL LO-HI - - 0 1, SPEC1, KEYWORDS...)`:
 //!
 //! * input 0 (internal → external): TCP/UDP flows get source `EXTERNAL` and a source port
-//!   from `PORTS` (default 50000–65535, `#`: sequential allocation after the last one, as
-//!   the Mazu configuration does), leaving on output 0;
+//!   from `PORTS` (default 50000–65535; the packet's own port when it is in range and free,
+//!   else the first free one from a pseudo-random point, as Click's pattern does), leaving
+//!   on output 0;
 //! * input 1 (external → internal): replies of a mapping are translated back (destination
-//!   the internal host and port) and leave on output 1; anything else is dropped
-//!   (`rewriter-drop`);
+//!   the internal host and port) and leave on output 1. Other flows are dropped
+//!   (`rewriter-drop`), or, with `INTERNAL` and `SERVER`, redirected as `mazu-nat.click`
+//!   does: `SPEC1` is then `pattern INTERNAL LO-HI SERVER - 1 0` (source the gateway's
+//!   internal address and a port, destination the server, out on output 1; the server's
+//!   replies, arriving on input 0, are translated back and leave on output 0);
 //! * non-TCP/UDP packets, later fragments and short headers are dropped with the
-//!   rewriter's reasons. FTP helpers, ICMP error translation and the configuration's
-//!   firewalling around the rewriter are out of scope (the chain's other NFs do filtering).
+//!   rewriter's reasons. FTP helpers, ICMP (ping rewriting, error translation), ARP and
+//!   the configuration's firewall classifier around the rewriter are out of scope (the
+//!   chain's other NFs do filtering).
 //!
 //! Every `IPRewriter` keyword is accepted (`TCP_TIMEOUT`, `UDP_TIMEOUT`, `MAPPING_CAPACITY`,
 //! ...), with the same defaults; mappings, timeouts, allocation, checksums, `state_dump` and
@@ -58,7 +66,7 @@ const REPLY_BIT: u64 = 1 << 63;
 impl MazuNAT {
     /// Builds the NAT from its arguments (see the module documentation).
     pub fn configure(args: &Args, bcx: &BuildCtx) -> Result<MazuNAT, ConfigError> {
-        let mut allowed: Vec<&str> = vec!["EXTERNAL", "PORTS"];
+        let mut allowed: Vec<&str> = vec!["EXTERNAL", "PORTS", "INTERNAL", "SERVER"];
         allowed.extend(super::REWRITER_KEYWORDS);
         args.check(0, &allowed)?;
         let ext = args
@@ -75,10 +83,23 @@ impl MazuNAT {
                 "expected PORTS as a port range `LO-HI`, found `{ports}`"
             )));
         }
-        let mut config = format!("pattern {ext} {ports}# - - 0 1, drop");
+        let spec1 = match (args.keyword("INTERNAL"), args.keyword("SERVER")) {
+            (None, None) => "drop".to_string(),
+            (Some(i), Some(srv)) => format!(
+                "pattern {} {ports} {} - 1 0",
+                bcx.names.ipv4(i)?,
+                bcx.names.ipv4(srv)?
+            ),
+            _ => {
+                return Err(ConfigError::new(
+                    "expected INTERNAL and SERVER together (the redirection to an internal server), found only one",
+                ))
+            }
+        };
+        let mut config = format!("pattern {ext} {ports} - - 0 1, {spec1}");
         for a in args.all() {
             if let Some(k) = a.keyword.as_deref() {
-                if k != "EXTERNAL" && k != "PORTS" {
+                if !matches!(k, "EXTERNAL" | "PORTS" | "INTERNAL" | "SERVER") {
                     config += &format!(", {k} {}", a.value);
                 }
             }
@@ -273,14 +294,40 @@ mod tests {
     }
 
     #[test]
-    fn ports_run_out_and_sequential_allocation() {
+    fn ports_run_out() {
         let mut e = ok("MazuNAT", "EXTERNAL 203.0.113.1, PORTS 50000-50001", 2);
         let mut got = Vec::new();
         for i in 0..3u16 {
             let p = frame(17, [10, 0, 0, 5], 4000 + i, [198, 51, 100, 7], 80);
             got.push(push(e.as_mut(), 0, p, SEC).map(|(_, q)| addrs(&q).1));
         }
-        assert_eq!(got, vec![Ok(50000), Ok(50001), Err("no-free-port")]);
+        assert_eq!(got[2], Err("no-free-port"));
+        let mut two = vec![got[0].unwrap(), got[1].unwrap()];
+        two.sort();
+        assert_eq!(two, vec![50000, 50001]);
+        // A source port in range and free is kept, as Click's pattern does.
+        let mut e = ok("MazuNAT", "EXTERNAL 203.0.113.1", 2);
+        let p = frame(6, [10, 0, 0, 5], 50123, [198, 51, 100, 7], 80);
+        assert_eq!(addrs(&push(e.as_mut(), 0, p, SEC).unwrap().1).1, 50123);
+    }
+
+    #[test]
+    fn redirects_external_flows_to_the_internal_server() {
+        let cfg = "EXTERNAL 203.0.113.1, INTERNAL 10.0.0.1, SERVER 10.0.0.80";
+        let mut e = ok("MazuNAT", cfg, 2);
+        let x = frame(6, [198, 51, 100, 7], 3333, [203, 0, 113, 1], 80);
+        let (o, q) = push(e.as_mut(), 1, x, SEC).unwrap();
+        assert_eq!(o, 1);
+        let (s, sp, d, dp) = addrs(&q);
+        assert_eq!((s, d, dp), ([10, 0, 0, 1], [10, 0, 0, 80], 80));
+        assert!(checksums_ok(&q));
+        // The server's reply goes back out with the external addresses restored.
+        let r = frame(6, [10, 0, 0, 80], 80, [10, 0, 0, 1], sp);
+        let (o, r) = push(e.as_mut(), 0, r, SEC).unwrap();
+        assert_eq!(o, 0);
+        assert_eq!(addrs(&r), ([203, 0, 113, 1], 80, [198, 51, 100, 7], 3333));
+        assert!(checksums_ok(&r));
+        assert!(err("MazuNAT", "EXTERNAL 1.2.3.4, SERVER 10.0.0.80").contains("together"));
     }
 
     #[test]
