@@ -306,7 +306,7 @@ mod tests {
             recording in any::<bool>(),
             index in 0u64..10,
         ) {
-            let mut elements = vec![
+            let mut elements = [
                 (ok("Maglev", "BACKEND a 10.0.0.1 02:00:00:00:00:01, BACKEND b 10.0.0.2 02:00:00:00:00:02", 2), 2),
                 (ok("Monitor", "", 1), 1),
                 (ok("BlacklistFilter", "deny tcp && dst port 23, src net 10/8", 1), 1),
