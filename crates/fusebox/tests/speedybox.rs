@@ -216,9 +216,88 @@ fn chain1_blacklists_and_verifies_against_synthesis() {
             "--reflect",
             "bl.eth1",
             "--modes",
-            "naive,synth",
+            "naive,synth,fastpath",
         ],
     );
     let line = String::from_utf8_lossy(&o.stdout);
     assert!(line.starts_with("identical:"), "{line}");
+}
+
+/// The fast path serves most packets of chain 1 from consolidated entries and stays
+/// identical to the naive run, also with malformed packets, ICMP, and a short Maglev idle
+/// timeout that makes connection entries expire between a flow's packets.
+#[test]
+fn chain1_fast_path_is_identical_to_naive() {
+    let d = scratch("speedybox-chain1-fast");
+    let ex = root().join("examples/speedybox/chain1.toml");
+    gen_trace(
+        &d,
+        "t.pcap",
+        &[
+            "--packets",
+            "8000",
+            "--flows",
+            "300",
+            "--mix",
+            "tcp=2,udp=2,icmp=1",
+            "--src",
+            "10.0.0.0/16",
+            "--dst",
+            "198.51.100.0/24",
+            "--dport",
+            "80,443,53,23",
+            "--truncate",
+            "0.02",
+            "--bad-ip-checksum",
+            "0.02",
+            "--ip-options",
+            "0.02",
+            "--gap-ns",
+            "2000000",
+            "--seed",
+            "9",
+        ],
+    );
+    for timeout in ["60s", "500ms"] {
+        let define = format!("TIMEOUT={timeout}");
+        let base = [
+            ex.to_str().unwrap(),
+            "--input",
+            "nat.eth0=t.pcap",
+            "--reflect",
+            "bl.eth1",
+            "--define",
+            &define,
+        ];
+        let mut args = vec!["verify"];
+        args.extend(base);
+        args.extend(["--modes", "naive,fastpath"]);
+        let o = fusebox_ok(&d, &args);
+        let line = String::from_utf8_lossy(&o.stdout);
+        assert!(line.starts_with("identical:"), "{timeout}: {line}");
+        let mut args = vec!["run"];
+        args.extend(base);
+        args.extend(["--mode", "fastpath"]);
+        let o = fusebox_ok(&d, &args);
+        let out =
+            String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
+        let fp = out
+            .lines()
+            .find(|l| l.starts_with("fastpath:"))
+            .unwrap_or_else(|| panic!("no fastpath line: {out}"));
+        let served: u64 = fp
+            .split_whitespace()
+            .nth(1)
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{fp}"));
+        let events: u64 = fp
+            .split(", ")
+            .find(|w| w.ends_with(" events"))
+            .and_then(|w| w.split_whitespace().next()?.parse().ok())
+            .unwrap_or_else(|| panic!("{fp}"));
+        assert!(events > 0, "the backend failure re-records flows: {fp}");
+        if timeout == "60s" {
+            assert!(served > 8000, "{fp}");
+        }
+    }
 }

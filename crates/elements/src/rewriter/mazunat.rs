@@ -33,26 +33,21 @@
 //! ...), with the same defaults; mappings, timeouts, allocation, checksums, `state_dump` and
 //! `stats` are the rewriter's.
 //!
-//! *Decision:* an element of its own rather than a compound, so a chain can name it, and
-//! opaque to synthesis (its rewriter is not offered to the synthesizer as an `IPRewriter`);
-//! it runs as it is there.
+//! *Decision:* an element of its own rather than a compound, so a chain can name it. To
+//! synthesis it is opaque (it is not offered as an `IPRewriter` through `as_any`): it runs
+//! as it is there.
 //!
-//! **Fast path.** A rewritten packet records the writes of the four address and port fields
-//! (and the destination annotation), a guard (IPv4 first fragment with a whole transport
-//! header), one state function whose token names the mapping (slot, direction, version) and
-//! the mapping's expiry. [`Element::check`] reaps as a packet would and says no when the
-//! mapping is gone, changed (version) or expired; [`Element::replay`] touches it with the
-//! packet's TCP flags and payload exactly as `push` does. Drops that depend on the table
-//! (no mapping for an external packet, no free port, a full table) are recorded as opaque.
+//! **Fast path.** [`Element::rewriter`] hands the executor the rewriter inside, so a flow is
+//! recorded as any `IPRewriter`'s is: the mapping is the header action (addresses, ports,
+//! checksums), its refresh (timers, TCP state) is replayed per packet through
+//! [`IPRewriter::replay`] after [`IPRewriter::check_replay`] and a version check, and the
+//! entry expires no later than the mapping. `push` records nothing itself; drops (no mapping
+//! for an external packet, no free port, a full table) leave the flow on the full chain.
 
-use super::{
-    rewrite_ipv4, Decision, Direction, FlowInput, IPRewriter, PacketInfo, RewriterKind, TCP,
-};
+use super::{rewrite_ipv4, Decision, FlowInput, IPRewriter, RewriterKind};
 use crate::args::Args;
-use crate::record::{Access, ReplayView};
 use crate::{BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
-use space::Field;
 use std::any::Any;
 
 /// `MazuNAT`: the NAT of `mazu-nat.click` (module docs).
@@ -60,8 +55,6 @@ use std::any::Any;
 pub struct MazuNAT {
     rw: IPRewriter,
 }
-
-const REPLY_BIT: u64 = 1 << 63;
 
 impl MazuNAT {
     /// Builds the NAT from its arguments (see the module documentation).
@@ -114,29 +107,6 @@ impl MazuNAT {
     pub fn rewriter(&self) -> &IPRewriter {
         &self.rw
     }
-
-    fn token(&self, idx: u32, dir: Direction) -> u64 {
-        let v = u64::from(self.rw.version(idx) & 0x7fff_ffff);
-        let d = if dir == Direction::Reply {
-            REPLY_BIT
-        } else {
-            0
-        };
-        u64::from(idx) | v << 32 | d
-    }
-
-    fn untoken(token: u64) -> (u32, Direction, u32) {
-        let dir = if token & REPLY_BIT != 0 {
-            Direction::Reply
-        } else {
-            Direction::Forward
-        };
-        (
-            (token & 0xffff_ffff) as u32,
-            dir,
-            ((token & !REPLY_BIT) >> 32) as u32,
-        )
-    }
 }
 
 impl Element for MazuNAT {
@@ -153,9 +123,9 @@ impl Element for MazuNAT {
             .network_offset_in_data()
             .and_then(|off| packet.data().get(off..).map(|ip| (off, ip)))
             .and_then(|(off, ip)| FlowInput::parse(ip).map(|i| (off, i)));
-        let (d, at) = self
+        let d = self
             .rw
-            .decide_at(port, input.as_ref().map(|(_, i)| i), cx.now.0);
+            .decide(port, input.as_ref().map(|(_, i)| i), cx.now.0);
         match (d, input) {
             (Decision::Rewrite { out, new }, Some((off, i))) => {
                 if let Some(ip) = packet.data_mut().get_mut(off..) {
@@ -164,68 +134,16 @@ impl Element for MazuNAT {
                 if self.rw.dst_anno {
                     packet.meta.dst_ip = new.daddr;
                 }
-                if cx.recording() {
-                    match at {
-                        Some((idx, dir)) => {
-                            cx.record_write(Field::IpSrc, u128::from(u32::from(new.saddr)));
-                            cx.record_write(Field::SrcPort, u128::from(new.sport));
-                            cx.record_write(Field::IpDst, u128::from(u32::from(new.daddr)));
-                            cx.record_write(Field::DstPort, u128::from(new.dport));
-                            if self.rw.dst_anno {
-                                cx.record_write(Field::DstIpAnno, u128::from(u32::from(new.daddr)));
-                            }
-                            let min = if i.proto == TCP { 20 } else { 8 };
-                            cx.record_guard(crate::nfs::l4_guard(min));
-                            cx.record_state(self.token(idx, dir), Access::Ignore);
-                            if let Some(f) = self.rw.table.flow(idx as usize) {
-                                cx.record_expiry(packet::Timestamp(f.expiry));
-                            }
-                        }
-                        None => cx.record_opaque("mazunat: rewrite without a mapping"),
-                    }
-                }
                 Verdict::Out(out, packet)
             }
-            (Decision::Pass(out), _) => {
-                cx.record_opaque("mazunat: pass");
-                Verdict::Out(out, packet)
-            }
-            (Decision::Drop(reason), _) => {
-                if matches!(
-                    reason,
-                    "rewriter-drop" | "no-free-port" | "mapping-table-full"
-                ) {
-                    cx.record_opaque("mazunat: drop decided by the mapping table");
-                } else {
-                    cx.record_nothing();
-                }
-                Verdict::Drop(packet, reason)
-            }
+            (Decision::Pass(out), _) => Verdict::Out(out, packet),
+            (Decision::Drop(reason), _) => Verdict::Drop(packet, reason),
             (Decision::Rewrite { .. }, None) => Verdict::Drop(packet, "bad-ip-header"),
         }
     }
 
-    fn check(&mut self, token: u64, view: &ReplayView<'_>) -> bool {
-        let now = view.now.0;
-        self.rw.table.maybe_reap(now);
-        let (idx, _, version) = MazuNAT::untoken(token);
-        self.rw
-            .table
-            .flow(idx as usize)
-            .is_some_and(|f| now < f.expiry)
-            && self.rw.version(idx) & 0x7fff_ffff == version
-    }
-
-    fn replay(&mut self, token: u64, view: &mut ReplayView<'_>, _cx: &mut Context) {
-        let (idx, dir, _) = MazuNAT::untoken(token);
-        let info = view
-            .ip
-            .and_then(|off| view.data.get(off..))
-            .and_then(FlowInput::parse)
-            .map_or(PacketInfo::default(), |i| i.info);
-        let now = view.now.0;
-        self.rw.table.maybe_reap(now);
-        self.rw.replay_n(idx, dir, info, now, 1);
+    fn rewriter(&mut self) -> Option<&mut IPRewriter> {
+        Some(&mut self.rw)
     }
 
     fn state_dump(&self) -> Vec<String> {
@@ -245,7 +163,6 @@ impl Element for MazuNAT {
 mod tests {
     use super::*;
     use crate::nfs::testutil::*;
-    use packet::Timestamp;
 
     const SEC: u64 = 1_000_000_000;
 
@@ -331,58 +248,23 @@ mod tests {
     }
 
     #[test]
-    fn fast_path_replay_matches_push() {
+    fn the_fast_path_sees_the_rewriter_and_its_last_mapping() {
         let cfg = "EXTERNAL 203.0.113.1, UDP_TIMEOUT 30s";
-        let mut naive = ok("MazuNAT", cfg, 2);
-        let mut fast = ok("MazuNAT", cfg, 2);
-        let p = || frame(17, [10, 0, 0, 5], 4000, [198, 51, 100, 7], 80);
-        let (v, step, expiry) = push_recording(fast.as_mut(), 0, p(), SEC);
-        let q = v.unwrap().1;
-        assert_eq!(
-            q.data(),
-            push(naive.as_mut(), 0, p(), SEC).unwrap().1.data()
-        );
-        let (s, sp, ..) = addrs(&q);
-        assert!(step
-            .writes
-            .contains(&(Field::IpSrc, u128::from(u32::from_be_bytes(s)))));
-        assert!(step.writes.contains(&(Field::SrcPort, u128::from(sp))));
-        assert_eq!(step.guards.len(), 1);
-        assert_eq!(expiry, Some(Timestamp(SEC + 30 * SEC)));
-        let token = step.states[0].0;
-        let mut now = SEC;
-        for _ in 0..5 {
-            now += SEC;
-            let mut data = p().data().to_vec();
-            let mut view = ReplayView {
-                data: &mut data,
-                ip: Some(14),
-                now: Timestamp(now),
-                input_index: 0,
-            };
-            if fast.check(token, &view) {
-                fast.replay(token, &mut view, &mut Context::default());
-            } else {
-                // The mapping changed (UDP streaming after the third packet): record again.
-                push(fast.as_mut(), 0, p(), now).unwrap();
-            }
-            push(naive.as_mut(), 0, p(), now).unwrap();
-        }
-        assert_eq!(naive.state_dump(), fast.state_dump());
-        assert_eq!(naive.stats(), fast.stats());
-        // After the mapping expires, check says no.
-        let view = ReplayView {
-            data: &mut [],
-            ip: None,
-            now: Timestamp(now + 31 * SEC),
-            input_index: 0,
-        };
-        let (_, step2, _) = push_recording(fast.as_mut(), 0, p(), now);
-        assert!(!fast.check(step2.states[0].0, &view));
-        // An unsolicited external packet is opaque to the fast path.
-        let x = frame(17, [198, 51, 100, 9], 80, [203, 0, 113, 1], 1);
-        let (_, step, _) = push_recording(fast.as_mut(), 1, x, now);
-        assert!(step.opaque.is_some());
+        let mut e = ok("MazuNAT", cfg, 2);
+        let p = frame(17, [10, 0, 0, 5], 4000, [198, 51, 100, 7], 80);
+        let (v, step, _) = push_recording(e.as_mut(), 0, p, SEC);
+        assert_eq!(v.unwrap().0, 0);
+        // Nothing recorded by hand: the executor records the rewriter's mapping.
+        assert_eq!(step, crate::record::Step::default());
+        let rw = e.rewriter().expect("the rewriter is offered");
+        let (idx, dir) = rw.last_mapping().expect("a mapping rewrote the packet");
+        assert_eq!(dir, crate::rewriter::Direction::Forward);
+        let f = rw.table().flow(idx as usize).unwrap();
+        assert_eq!(f.rewritten.saddr, std::net::Ipv4Addr::new(203, 0, 113, 1));
+        assert_eq!(f.expiry, SEC + 30 * SEC);
+        // Not an IPRewriter to synthesis: it runs as it is.
+        assert!(e.as_any().downcast_ref::<IPRewriter>().is_none());
+        assert!(e.model().is_none());
     }
 
     #[test]
