@@ -24,6 +24,7 @@ pub mod icmp;
 pub mod ids;
 pub mod ip;
 pub mod ipfilter;
+pub mod nfs;
 pub mod pcapfilter;
 pub mod rewriter;
 
@@ -44,7 +45,7 @@ type Builder = fn(&str, &Args, &BuildCtx) -> Option<Result<Box<dyn Element>, Con
 /// unknown or the configuration is wrong; never panics.
 pub fn build(class: &str, config: &str, bcx: &BuildCtx) -> Result<Box<dyn Element>, ConfigError> {
     let args = Args::parse(config)?;
-    let builders: [Builder; 9] = [
+    let builders: [Builder; 10] = [
         basic::build,
         ip::build,
         classifier::build,
@@ -54,6 +55,7 @@ pub fn build(class: &str, config: &str, bcx: &BuildCtx) -> Result<Box<dyn Elemen
         arp::build,
         icmp::build,
         ids::build,
+        nfs::build,
     ];
     for b in builders {
         if let Some(r) = b(class, &args, bcx) {

@@ -67,6 +67,10 @@ const CLASSES: &[&str] = &[
     "Switch",
     "AddressInfo",
     "ScheduleInfo",
+    "Maglev",
+    "Monitor",
+    "BlacklistFilter",
+    "MazuNAT",
 ];
 
 fn token() -> impl Strategy<Value = String> {
@@ -92,6 +96,10 @@ fn token() -> impl Strategy<Value = String> {
         Just("port".to_string()),
         Just("MTU".to_string()),
         Just("STATIC".to_string()),
+        Just("BACKEND".to_string()),
+        Just("SCHEDULE".to_string()),
+        Just("EXTERNAL".to_string()),
+        Just("deny".to_string()),
         Just("0x0800".to_string()),
         Just("10.0.0.1".to_string()),
         Just("10.0.0.0/8".to_string()),
@@ -213,6 +221,20 @@ const CONFIGS: &[(&str, &str, usize, usize)] = &[
     ("GetIPAddress", "16", 1, 1),
     ("FixIPSrc", "10.0.0.9", 1, 1),
     ("DropBroadcasts", "", 1, 1),
+    (
+        "Maglev",
+        "BACKEND a 10.0.1.1 02:00:00:00:01:01, BACKEND b 10.0.1.2 02:00:00:00:01:02",
+        2,
+        2,
+    ),
+    ("Monitor", "", 1, 1),
+    (
+        "BlacklistFilter",
+        "deny tcp && dst port 23, src net 10/8",
+        1,
+        1,
+    ),
+    ("MazuNAT", "EXTERNAL 203.0.113.1, PORTS 50000-50003", 2, 2),
 ];
 
 proptest! {

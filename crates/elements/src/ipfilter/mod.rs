@@ -134,7 +134,7 @@ impl Element for IPClassifier {
 /// A pattern that cannot be compiled exactly ([`space::compile`] gives `None`) ends the
 /// model with a [`Outcome::Runtime`] case for every packet no earlier rule took: the element
 /// itself classifies those. If that happens before any case is made, the element is opaque.
-fn rules_model<'a>(
+pub(crate) fn rules_model<'a>(
     rules: impl Iterator<Item = (&'a Expr, Outcome)>,
     otherwise: Outcome,
 ) -> Option<Model> {

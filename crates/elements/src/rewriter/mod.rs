@@ -5,8 +5,11 @@
 //! can model a rewriter (through [`Element::as_any`] and [`IPRewriter`]'s accessors) and
 //! share its state.
 
+mod mazunat;
 mod pattern;
 mod table;
+
+pub use mazunat::MazuNAT;
 
 pub use pattern::{parse_input_spec, parse_mapper_config, Choice, InputSpec, Pattern, Vary};
 pub use table::{
@@ -25,8 +28,8 @@ const TCP: u8 = 6;
 const UDP: u8 = 17;
 const DCCP: u8 = 33;
 
-/// Builds `IPRewriter`, `TCPRewriter`, `UDPRewriter` or `RoundRobinIPMapper`; `None` for
-/// other classes.
+/// Builds `IPRewriter`, `TCPRewriter`, `UDPRewriter`, `RoundRobinIPMapper` or `MazuNAT`;
+/// `None` for other classes.
 pub fn build(
     class: &str,
     args: &Args,
@@ -36,6 +39,13 @@ pub fn build(
         "IPRewriter" => RewriterKind::Ip,
         "TCPRewriter" => RewriterKind::Tcp,
         "UDPRewriter" => RewriterKind::Udp,
+        "MazuNAT" => {
+            return Some(
+                MazuNAT::configure(args, bcx)
+                    .map(|e| Box::new(e) as Box<dyn Element>)
+                    .map_err(|e| ConfigError::new(format!("MazuNAT: {}", e.message))),
+            )
+        }
         "RoundRobinIPMapper" => {
             return Some(
                 RoundRobinIPMapper::from_args(args, bcx).map(|e| Box::new(e) as Box<dyn Element>),

@@ -1,0 +1,345 @@
+//! The network functions of SpeedyBox's chains (Jiang et al., §VII) that Click does not ship:
+//! a Maglev load balancer ([`Maglev`]), a per-flow traffic monitor ([`Monitor`]) and a
+//! linear-scan header blacklist ([`BlacklistFilter`]). The fourth NF of the paper's first
+//! chain, the Mazu NAT, is [`crate::rewriter::MazuNAT`], built on the rewriter family.
+//!
+//! Each element works in every execution mode: naive (`push`), synthesis (the blacklist has a
+//! model; the others are run as they are) and the fast path (each records what it does for a
+//! flow's first packet and replays its state functions for later ones; see [`crate::record`]).
+
+mod blacklist;
+pub mod maglev;
+mod monitor;
+
+pub use blacklist::BlacklistFilter;
+pub use maglev::Maglev;
+pub use monitor::Monitor;
+
+use crate::{Args, BuildCtx, ConfigError, Element};
+use std::net::Ipv4Addr;
+
+/// Builds `Maglev`, `Monitor` or `BlacklistFilter`; `None` for other classes. Configuration
+/// errors are prefixed with the class name.
+pub fn build(
+    class: &str,
+    args: &Args,
+    bcx: &BuildCtx,
+) -> Option<Result<Box<dyn Element>, ConfigError>> {
+    let r = match class {
+        "Maglev" => Maglev::configure(args, bcx).map(|e| Box::new(e) as Box<dyn Element>),
+        "Monitor" => Monitor::configure(args).map(|e| Box::new(e) as Box<dyn Element>),
+        "BlacklistFilter" => {
+            BlacklistFilter::configure(args, bcx).map(|e| Box::new(e) as Box<dyn Element>)
+        }
+        _ => return None,
+    };
+    Some(r.map_err(|e| ConfigError::new(format!("{class}: {}", e.message))))
+}
+
+/// IP protocol numbers used here.
+const TCP: u8 = 6;
+const UDP: u8 = 17;
+
+/// A flow as an element sees it: protocol, addresses and ports (0 for protocols without
+/// ports and for later fragments). Orders by protocol, source, destination.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FlowKey {
+    /// IP protocol.
+    pub proto: u8,
+    /// Source address.
+    pub saddr: Ipv4Addr,
+    /// Source port.
+    pub sport: u16,
+    /// Destination address.
+    pub daddr: Ipv4Addr,
+    /// Destination port.
+    pub dport: u16,
+}
+
+impl std::fmt::Display for FlowKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "proto {} {}:{} > {}:{}",
+            self.proto, self.saddr, self.sport, self.daddr, self.dport
+        )
+    }
+}
+
+/// What an element reads of an IPv4 packet's headers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct L4 {
+    /// The flow.
+    pub key: FlowKey,
+    /// IP header length in bytes.
+    pub hl: usize,
+    /// False for a later fragment (fragment offset ≠ 0).
+    pub first_frag: bool,
+    /// Bytes from the transport header to the end of the data.
+    pub tlen: usize,
+}
+
+fn rd16(d: &[u8], off: usize) -> Option<u16> {
+    Some(u16::from_be_bytes([*d.get(off)?, *d.get(off + 1)?]))
+}
+
+fn rd32(d: &[u8], off: usize) -> Option<u32> {
+    Some(u32::from_be_bytes(d.get(off..off + 4)?.try_into().ok()?))
+}
+
+impl L4 {
+    /// Reads the bytes `ip` (from the IPv4 header to the end of the data), or `None` when they
+    /// do not start with an IPv4 header (version 4, header length 20 or more, within the data).
+    /// Ports are read only for TCP and UDP first fragments with at least 4 transport bytes.
+    pub fn parse(ip: &[u8]) -> Option<L4> {
+        let b0 = *ip.first()?;
+        let hl = usize::from(b0 & 0x0f) * 4;
+        if b0 >> 4 != 4 || hl < 20 || ip.len() < hl {
+            return None;
+        }
+        let proto = ip[9];
+        let first_frag = rd16(ip, 6)? & 0x1fff == 0;
+        let ported = first_frag && (proto == TCP || proto == UDP) && ip.len() >= hl + 4;
+        let (sport, dport) = if ported {
+            (rd16(ip, hl)?, rd16(ip, hl + 2)?)
+        } else {
+            (0, 0)
+        };
+        Some(L4 {
+            key: FlowKey {
+                proto,
+                saddr: Ipv4Addr::from(rd32(ip, 12)?),
+                sport,
+                daddr: Ipv4Addr::from(rd32(ip, 16)?),
+                dport,
+            },
+            hl,
+            first_frag,
+            tlen: ip.len() - hl,
+        })
+    }
+}
+
+/// The guard of a recorded TCP/UDP packet whose handling needs its ports and at least
+/// `min_l4` transport bytes: a later packet of the flow takes the recorded action only if
+/// it is an IPv4 first fragment with that many transport bytes (element view).
+pub(crate) fn l4_guard(min_l4: u128) -> crate::model::Filter {
+    use crate::model::{Field, FieldSet, Filter};
+    Filter::any()
+        .with(Field::IpVersion, FieldSet::single(4))
+        .with(Field::IpIhl, FieldSet::range(5, 15))
+        .with(Field::IpFragOffset, FieldSet::single(0))
+        .with(Field::L4Avail, FieldSet::range(min_l4, 0xffff))
+}
+
+/// Resolves a file named in a configuration: relative to the configuration's folder first;
+/// a path that only exists relative to the working directory (given with `--define`) is
+/// taken as it is.
+pub(crate) fn config_path(bcx: &BuildCtx, written: &str) -> std::path::PathBuf {
+    let written = std::path::PathBuf::from(written);
+    match bcx.base_dir.join(&written) {
+        p if p.exists() || !written.exists() => p,
+        _ => written,
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testutil {
+    //! Packets and element plumbing for the unit tests of these NFs (and `MazuNAT`'s).
+    use crate::{BuildCtx, ConfigError, Context, Element, Names, Verdict};
+    use packet::{Packet, Timestamp};
+    use std::path::Path;
+    use wire::checksum;
+
+    /// Builds `class(config)` as element `nf/e` with `n` inputs and outputs, files relative
+    /// to `dir`.
+    pub fn make_in(
+        class: &str,
+        config: &str,
+        n: usize,
+        dir: &Path,
+    ) -> Result<Box<dyn Element>, ConfigError> {
+        let names = Names::new();
+        let bcx = BuildCtx {
+            name: "nf/e",
+            ninputs: n,
+            noutputs: n,
+            names: &names,
+            base_dir: dir,
+        };
+        crate::build(class, config, &bcx)
+    }
+
+    /// Builds, panicking on a configuration error (tests only).
+    pub fn ok(class: &str, config: &str, n: usize) -> Box<dyn Element> {
+        match make_in(class, config, n, Path::new(".")) {
+            Ok(e) => e,
+            Err(err) => panic!("{class}({config}) refused: {err}"),
+        }
+    }
+
+    /// The error message of a configuration that must be refused.
+    pub fn err(class: &str, config: &str) -> String {
+        match make_in(class, config, 2, Path::new(".")) {
+            Ok(_) => panic!("{class}({config}) accepted"),
+            Err(e) => e.message,
+        }
+    }
+
+    /// An Ethernet frame with an IPv4 TCP (proto 6, flags ACK) or UDP header and 10 payload
+    /// bytes, valid checksums; MAC header annotation at 0, network header at 14.
+    pub fn frame(proto: u8, src: [u8; 4], sport: u16, dst: [u8; 4], dport: u16) -> Packet {
+        let thl = if proto == 6 { 20 } else { 8 };
+        let total = 20 + thl + 10;
+        let mut d = vec![0u8; 14 + total];
+        d[..6].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
+        d[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
+        d[12] = 0x08;
+        let ip = &mut d[14..];
+        ip[0] = 0x45;
+        ip[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+        ip[8] = 64;
+        ip[9] = proto;
+        ip[12..16].copy_from_slice(&src);
+        ip[16..20].copy_from_slice(&dst);
+        let ck = checksum::data(&ip[..20]);
+        ip[10..12].copy_from_slice(&ck.to_be_bytes());
+        ip[20..22].copy_from_slice(&sport.to_be_bytes());
+        ip[22..24].copy_from_slice(&dport.to_be_bytes());
+        if proto == 6 {
+            ip[32] = 0x50;
+            ip[33] = 0x10;
+        } else {
+            ip[24..26].copy_from_slice(&((thl + 10) as u16).to_be_bytes());
+        }
+        for (i, b) in ip[20 + thl..].iter_mut().enumerate() {
+            *b = i as u8 + 1;
+        }
+        let s = checksum::combine(&[
+            checksum::pseudo_header_v4(src, dst, proto, (thl + 10) as u16),
+            checksum::sum(&ip[20..]),
+        ]);
+        let mut c = !checksum::fold(s);
+        if proto == 17 {
+            c = checksum::udp_finish(c);
+        }
+        let off = if proto == 6 { 36 } else { 26 };
+        ip[off..off + 2].copy_from_slice(&c.to_be_bytes());
+        let mut p = Packet::from_bytes(&d);
+        p.set_mac_header(0);
+        p.set_network_header(14);
+        p
+    }
+
+    /// True if the IPv4 header checksum and the TCP/UDP checksum of the frame verify.
+    pub fn checksums_ok(p: &Packet) -> bool {
+        let ip = &p.data()[14..];
+        if checksum::data(&ip[..20]) != 0 {
+            return false;
+        }
+        let proto = ip[9];
+        let src: [u8; 4] = ip[12..16].try_into().unwrap_or_default();
+        let dst: [u8; 4] = ip[16..20].try_into().unwrap_or_default();
+        let len = u16::from_be_bytes([ip[2], ip[3]]) as usize;
+        let s = checksum::combine(&[
+            checksum::pseudo_header_v4(src, dst, proto, (len - 20) as u16),
+            checksum::sum(&ip[20..len]),
+        ]);
+        checksum::fold(s) == 0xffff
+    }
+
+    /// What one push did: output port (or the drop reason) and the packet.
+    pub fn push(
+        e: &mut dyn Element,
+        port: usize,
+        p: Packet,
+        now: u64,
+    ) -> Result<(usize, Packet), &'static str> {
+        let mut cx = Context::new(Timestamp(now));
+        match e.push(port, p, &mut cx) {
+            Verdict::Out(o, p) => Ok((o, p)),
+            Verdict::Drop(_, r) => Err(r),
+            Verdict::Done => Err("done"),
+        }
+    }
+
+    /// Pushes while recording for the fast path; the verdict and the element's record.
+    pub fn push_recording(
+        e: &mut dyn Element,
+        port: usize,
+        p: Packet,
+        now: u64,
+    ) -> (
+        Result<(usize, Packet), &'static str>,
+        crate::record::Step,
+        Option<Timestamp>,
+    ) {
+        let mut cx = Context::new(Timestamp(now));
+        cx.recorder.active = true;
+        cx.recorder.begin();
+        let v = match e.push(port, p, &mut cx) {
+            Verdict::Out(o, p) => Ok((o, p)),
+            Verdict::Drop(_, r) => Err(r),
+            Verdict::Done => Err("done"),
+        };
+        let expiry = cx.recorder.expiry;
+        (v, cx.recorder.take(), expiry)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testutil::*;
+    use crate::{Context, Verdict};
+    use packet::{Packet, Timestamp};
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Arbitrary bytes at arbitrary header offsets never panic any of the four NFs, and
+        /// every packet is forwarded or dropped with a reason, while recording or not.
+        #[test]
+        fn garbage_is_forwarded_or_dropped(
+            mut data in prop::collection::vec(any::<u8>(), 0..80),
+            ip_off in 0usize..40,
+            plausible in any::<bool>(),
+            port in 0usize..2,
+            recording in any::<bool>(),
+            index in 0u64..10,
+        ) {
+            let mut elements = [
+                (ok("Maglev", "BACKEND a 10.0.0.1 02:00:00:00:00:01, BACKEND b 10.0.0.2 02:00:00:00:00:02", 2), 2),
+                (ok("Monitor", "", 1), 1),
+                (ok("BlacklistFilter", "deny tcp && dst port 23, src net 10/8", 1), 1),
+                (ok("MazuNAT", "EXTERNAL 10.9.9.9", 2), 2),
+            ];
+            if plausible && ip_off + 10 <= data.len() {
+                // An IPv4 TCP or UDP header start, so the parsers get further.
+                data[ip_off] = 0x45;
+                data[ip_off + 9] = if data[ip_off + 1] & 1 == 0 { 6 } else { 17 };
+                if let Some(b) = data.get_mut(ip_off + 6) {
+                    *b &= 0xe0;
+                }
+                if let Some(b) = data.get_mut(ip_off + 7) {
+                    *b = 0;
+                }
+            }
+            for (e, inputs) in elements.iter_mut() {
+                for _ in 0..2 {
+                    let mut p = Packet::from_bytes(&data);
+                    if ip_off < data.len() {
+                        p.set_network_header(ip_off);
+                    }
+                    p.meta.input_index = index;
+                    let mut cx = Context::new(Timestamp(index));
+                    cx.recorder.active = recording;
+                    let v = e.push(port % *inputs, p, &mut cx);
+                    prop_assert!(!matches!(v, Verdict::Done), "{}", e.class_name());
+                    if let Verdict::Out(o, _) = v {
+                        prop_assert!(o < *inputs);
+                    }
+                }
+                let _ = e.state_dump();
+            }
+        }
+    }
+}

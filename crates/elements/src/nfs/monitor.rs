@@ -1,0 +1,220 @@
+//! `Monitor`: per-flow packet and byte counters (the SpeedyBox paper's traffic monitor).
+//!
+//! ```text
+//! Monitor()
+//! ```
+//!
+//! Forwards every packet unchanged on output 0 and counts it for its flow: the flow is
+//! (protocol, source and destination address and port) of the IPv4 header at the network
+//! header annotation, as the element sees it (ports 0 for protocols without ports, later
+//! fragments and packets too short to hold them); the bytes are the length of the data the
+//! element receives. Packets without an IPv4 header are counted under `non_ip` and forwarded
+//! too. Ports `1/1`.
+//!
+//! `state_dump`: one line per flow, sorted by flow: `flow proto P S:SP > D:DP packets N bytes
+//! B`. `stats`: `packets`, `bytes`, `flows`, `non_ip`.
+//!
+//! **Fast path.** A recorded TCP/UDP packet is guarded to first fragments holding the ports
+//! (others count under another flow). A recorded IPv4 packet records one state function (`Access::Ignore`)
+//! whose token is the flow's counter slot; [`Element::replay`] adds one packet and the view's
+//! length (`view.data.len()`, the data from the element's view start) to it. A packet
+//! without an IPv4 header has no flow to count it in: it is recorded as opaque
+//! (`record_opaque`), so such packets always take the full chain.
+
+use super::{FlowKey, L4};
+use crate::record::{Access, ReplayView};
+use crate::{Args, ConfigError, Context, Element, PortCount, Verdict};
+use packet::Packet;
+use std::any::Any;
+use std::collections::HashMap;
+
+/// `Monitor`: per-flow packet and byte counters (module docs).
+#[derive(Debug, Default)]
+pub struct Monitor {
+    slots: HashMap<FlowKey, usize>,
+    counts: Vec<(FlowKey, u64, u64)>,
+    packets: u64,
+    bytes: u64,
+    non_ip: u64,
+}
+
+impl Monitor {
+    /// Takes no arguments.
+    pub fn configure(args: &Args) -> Result<Monitor, ConfigError> {
+        args.check(0, &[])?;
+        Ok(Monitor::default())
+    }
+
+    /// The packet and byte counts of a flow.
+    pub fn flow(&self, key: &FlowKey) -> Option<(u64, u64)> {
+        let &(_, p, b) = self.counts.get(*self.slots.get(key)?)?;
+        Some((p, b))
+    }
+
+    fn count(&mut self, slot: usize, len: usize) {
+        if let Some(c) = self.counts.get_mut(slot) {
+            c.1 += 1;
+            c.2 += len as u64;
+        }
+        self.packets += 1;
+        self.bytes += len as u64;
+    }
+}
+
+impl Element for Monitor {
+    fn class_name(&self) -> &'static str {
+        "Monitor"
+    }
+
+    fn port_count(&self) -> PortCount {
+        PortCount::exact(1, 1)
+    }
+
+    fn push(&mut self, _port: usize, packet: Packet, cx: &mut Context) -> Verdict {
+        let key = packet
+            .network_offset_in_data()
+            .and_then(|off| packet.data().get(off..))
+            .and_then(L4::parse)
+            .map(|l| l.key);
+        let len = packet.len();
+        match key {
+            Some(key) => {
+                let next = self.counts.len();
+                let slot = *self.slots.entry(key).or_insert(next);
+                if slot == next {
+                    self.counts.push((key, 0, 0));
+                }
+                self.count(slot, len);
+                if cx.recording() && (key.proto == super::TCP || key.proto == super::UDP) {
+                    // Later fragments and packets cut before the ports count elsewhere.
+                    cx.record_guard(super::l4_guard(4));
+                }
+                cx.record_state(slot as u64, Access::Ignore);
+            }
+            None => {
+                self.non_ip += 1;
+                self.packets += 1;
+                self.bytes += len as u64;
+                cx.record_opaque("monitor: packet without an IPv4 header");
+            }
+        }
+        Verdict::Out(0, packet)
+    }
+
+    fn replay(&mut self, token: u64, view: &mut ReplayView<'_>, _cx: &mut Context) {
+        self.count(token as usize, view.data.len());
+    }
+
+    fn state_dump(&self) -> Vec<String> {
+        let mut v: Vec<&(FlowKey, u64, u64)> = self.counts.iter().collect();
+        v.sort_by_key(|c| c.0);
+        v.into_iter()
+            .map(|(k, p, b)| format!("flow {k} packets {p} bytes {b}"))
+            .collect()
+    }
+
+    fn stats(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            ("packets", self.packets),
+            ("bytes", self.bytes),
+            ("flows", self.counts.len() as u64),
+            ("non_ip", self.non_ip),
+        ]
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nfs::testutil::*;
+    use packet::Timestamp;
+    use std::net::Ipv4Addr;
+
+    #[test]
+    fn counts_packets_and_bytes_per_flow() {
+        let mut e = ok("Monitor", "", 1);
+        let a = || frame(6, [10, 0, 0, 1], 1, [10, 0, 0, 2], 2);
+        let b = || frame(17, [10, 0, 0, 3], 3, [10, 0, 0, 4], 4);
+        for _ in 0..3 {
+            assert_eq!(push(e.as_mut(), 0, a(), 0).unwrap().0, 0);
+        }
+        push(e.as_mut(), 0, b(), 0).unwrap();
+        let mut raw = Packet::from_bytes(&[1, 2, 3]);
+        raw.meta.input_index = 9;
+        push(e.as_mut(), 0, raw, 0).unwrap();
+        let m = e.as_any().downcast_ref::<Monitor>().unwrap();
+        let ka = FlowKey {
+            proto: 6,
+            saddr: Ipv4Addr::new(10, 0, 0, 1),
+            sport: 1,
+            daddr: Ipv4Addr::new(10, 0, 0, 2),
+            dport: 2,
+        };
+        assert_eq!(m.flow(&ka), Some((3, 3 * 64)));
+        assert_eq!(
+            e.state_dump(),
+            vec![
+                "flow proto 6 10.0.0.1:1 > 10.0.0.2:2 packets 3 bytes 192",
+                "flow proto 17 10.0.0.3:3 > 10.0.0.4:4 packets 1 bytes 52",
+            ]
+        );
+        assert_eq!(
+            e.stats(),
+            vec![
+                ("packets", 5),
+                ("bytes", 192 + 52 + 3),
+                ("flows", 2),
+                ("non_ip", 1)
+            ]
+        );
+    }
+
+    #[test]
+    fn replay_counts_like_push() {
+        let mut naive = ok("Monitor", "", 1);
+        let mut fast = ok("Monitor", "", 1);
+        let (_, step, _) = push_recording(
+            fast.as_mut(),
+            0,
+            frame(17, [10, 0, 0, 3], 3, [10, 0, 0, 4], 4),
+            0,
+        );
+        assert_eq!(step.states.len(), 1);
+        assert_eq!(step.states[0].1, Access::Ignore);
+        push(
+            naive.as_mut(),
+            0,
+            frame(17, [10, 0, 0, 3], 3, [10, 0, 0, 4], 4),
+            0,
+        )
+        .unwrap();
+        for n in 0..5usize {
+            let mut p = frame(17, [10, 0, 0, 3], 3, [10, 0, 0, 4], 4);
+            p.take(n); // lengths vary; the view is what the element would receive
+            let mut data = p.data().to_vec();
+            let mut view = ReplayView {
+                data: &mut data,
+                ip: Some(14),
+                now: Timestamp(0),
+                input_index: 0,
+            };
+            assert!(fast.check(step.states[0].0, &view));
+            fast.replay(step.states[0].0, &mut view, &mut Context::default());
+            push(naive.as_mut(), 0, p, 0).unwrap();
+        }
+        assert_eq!(naive.state_dump(), fast.state_dump());
+        assert_eq!(naive.stats(), fast.stats());
+        // Non-IP packets cannot be replayed: they are opaque to the fast path.
+        let (_, step, _) = push_recording(fast.as_mut(), 0, Packet::from_bytes(&[1]), 0);
+        assert!(step.opaque.is_some());
+    }
+
+    #[test]
+    fn takes_no_arguments() {
+        assert!(err("Monitor", "5").contains("too many"));
+    }
+}
