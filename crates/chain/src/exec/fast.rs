@@ -393,7 +393,17 @@ fn key_of(entry: u32, data: &[u8]) -> Key {
     } else {
         0
     };
-    let tuple = (h.value(Field::IpIhl) << 108)
+    // TCP packets of one flow with and without payload, or with FIN/SYN/RST, are recorded
+    // apart (a NAT's mapping treats them apart): data and pure ACKs both get an entry.
+    let variant = if h.value(Field::IpProto) == TCP {
+        let payload =
+            h.value(Field::IpLen) > 4 * h.value(Field::IpIhl) + 4 * h.value(Field::TcpDataOff);
+        (h.value(Field::TcpFlags) & 0x07) | (u128::from(payload) << 3)
+    } else {
+        0
+    };
+    let tuple = (variant << 112)
+        | (h.value(Field::IpIhl) << 108)
         | (h.value(Field::IpProto) << 96)
         | (h.value(Field::IpSrc) << 64)
         | (h.value(Field::IpDst) << 32)
@@ -550,16 +560,26 @@ impl Executor {
         let key = key_of(el, p.data());
         let flags = tcp_flags(p.data());
         let closing = flags.is_some_and(|f| f & 0x05 != 0);
+        if closing {
+            // FIN or RST: every entry of the flow goes (the NFs keep their own state).
+            let mut any = false;
+            for v in 0..16u128 {
+                let k = Key {
+                    tuple: (key.tuple & !(0xffff << 112)) | (v << 112),
+                    ..key
+                };
+                any |= self.fast_remove(&k);
+            }
+            let fp = self.fast.as_mut().expect("fast path on");
+            fp.stats.closed += u64::from(any);
+            return Some(p);
+        }
         if let Some(slot) = fp.table.get_mut(&key) {
             if now.saturating_sub(slot.last) > fp.opts.idle_ns
                 || matches!(&slot.entry, Entry::Fast(c) if now >= c.expiry)
             {
                 fp.stats.expired += 1;
                 self.fast_remove(&key);
-            } else if closing {
-                fp.stats.closed += 1;
-                self.fast_remove(&key);
-                return Some(p);
             } else {
                 slot.last = now;
                 match &slot.entry {
