@@ -213,6 +213,8 @@ pub struct Executor {
     tag_hint: Option<u32>,
     /// Tagged frames whose class held, and those classified again.
     tag_counts: [u64; 2],
+    /// Drops while a packet is recorded for the fast path (element, reason).
+    fast_drops: Vec<(u32, &'static str)>,
     /// Per-flow processing times (`Executor::record_flow_times`).
     flow_times: Option<HashMap<u64, u64, BuildHasherDefault<FlowHasher>>>,
 }
@@ -437,6 +439,7 @@ impl Executor {
             flow_hits: 0,
             fast: None,
             flow_times: None,
+            fast_drops: Vec::new(),
             trust_tags: false,
             tag_hint: None,
             tag_counts: [0; 2],
@@ -703,6 +706,9 @@ impl Executor {
     }
 
     fn count_drop(&mut self, el: u32, reason: &'static str) {
+        if self.cx.recorder.active {
+            self.fast_drops.push((el, reason));
+        }
         self.nf_counters[self.nf_of[el as usize] as usize].dropped += 1;
         let d = &mut self.drops[el as usize];
         match d.iter_mut().find(|(r, _)| *r == reason) {

@@ -293,13 +293,9 @@ impl Track {
     }
 }
 
-/// The counters before the recorded packet: arrivals, outputs, drops, NF counters.
-type Snapshot = (
-    Vec<u64>,
-    Vec<u64>,
-    Vec<Vec<(&'static str, u64)>>,
-    Vec<NfCounters>,
-);
+/// The counters before the recorded packet: arrivals, outputs, NF counters (its drops are
+/// kept as they happen: `Executor::fast_drops`).
+type Snapshot = (Vec<u64>, Vec<u64>, Vec<NfCounters>);
 
 /// The guards of one model case: its tests, the negated earlier cases, whether the
 /// destination MAC needs a test.
@@ -415,7 +411,10 @@ fn key_of(entry: u32, data: &[u8]) -> Key {
 /// A hash of the flow key of a frame entering at `entry` (for per-flow measurements).
 pub(super) fn flow_hash(entry: u32, data: &[u8]) -> u64 {
     use std::hash::BuildHasher;
-    foldhash::fast::FixedState::with_seed(0).hash_one(key_of(entry, data))
+    let mut k = key_of(entry, data);
+    // One flow, whatever the packet's TCP flags.
+    k.tuple &= !(0xffff << 112);
+    foldhash::fast::FixedState::with_seed(0).hash_one(k)
 }
 
 /// Fields every packet of a flow shares (the key is read the same way).
@@ -650,7 +649,6 @@ impl Executor {
             snap: (
                 self.arrivals.clone(),
                 self.out_count.clone(),
-                self.drops.clone(),
                 self.nf_counters.clone(),
             ),
             t: Track::default(),
@@ -667,6 +665,7 @@ impl Executor {
         }));
         self.cx.recorder.active = true;
         self.cx.recorder.expiry = None;
+        self.fast_drops.clear();
         Some(p)
     }
 
@@ -1671,7 +1670,7 @@ fn consolidate(
         }
     }
     // Counters: what the recorded packet changed.
-    let (a0, o0, d0, n0) = &rec.snap;
+    let (a0, o0, n0) = &rec.snap;
     let mut counts = Counts::default();
     for (i, (&x, &y)) in ex.arrivals.iter().zip(a0).enumerate() {
         if x != y {
@@ -1683,12 +1682,10 @@ fn consolidate(
             counts.out.push((i as u32, x - y));
         }
     }
-    for (i, (x, y)) in ex.drops.iter().zip(d0).enumerate() {
-        for (r, n) in x {
-            let before = y.iter().find(|(s, _)| s == r).map_or(0, |(_, m)| *m);
-            if *n != before {
-                counts.drops.push((i as u32, r, n - before));
-            }
+    for &(e, r) in &ex.fast_drops {
+        match counts.drops.iter_mut().find(|(x, y, _)| *x == e && *y == r) {
+            Some(d) => d.2 += 1,
+            None => counts.drops.push((e, r, 1)),
         }
     }
     for (i, (x, y)) in ex.nf_counters.iter().zip(n0).enumerate() {
