@@ -472,6 +472,9 @@ pub struct SnortIDS {
     flows: HashMap<FlowKey, u32>,
     table: Vec<Flow>,
     recorded: HashMap<u64, Recorded>,
+    /// The decision `check` made for a packet (flow, direction, input index), which its
+    /// `replay` uses instead of scanning the payload again.
+    checked: Option<(usize, usize, u64, Decision)>,
     hits: Vec<u64>,
     alerts: Vec<String>,
     per_sid: BTreeMap<(u32, u32), u64>,
@@ -639,6 +642,7 @@ impl SnortIDS {
             flows: HashMap::new(),
             table: Vec::new(),
             recorded: HashMap::new(),
+            checked: None,
             hits: Vec::new(),
             alerts: Vec::new(),
             per_sid: BTreeMap::new(),
@@ -707,7 +711,11 @@ impl SnortIDS {
         let fv = f.view(dir);
         let list = f.lists[dir];
         self.inspected += 1;
-        let d = self.engine.decide(list, fv, p.payload, &mut self.hits);
+        let d = match self.checked.take() {
+            // `check` scanned this very packet with this view already.
+            Some((fl, di, i, d)) if fl == flow && di == dir && i == index => d,
+            _ => self.engine.decide(list, fv, p.payload, &mut self.hits),
+        };
         self.exhausted += d.exhausted;
         if d.passed {
             self.passed += 1;
@@ -934,7 +942,9 @@ impl Element for SnortIDS {
         let d = self
             .engine
             .decide(list, rec.view, p.payload, &mut self.hits);
-        d.drop == rec.drop
+        let same = d.drop == rec.drop;
+        self.checked = Some((flow, dir, view.input_index, d));
+        same
     }
 
     fn replay(&mut self, token: u64, view: &mut ReplayView<'_>, _cx: &mut Context) {
