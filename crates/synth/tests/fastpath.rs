@@ -167,3 +167,46 @@ fn a_full_table_evicts_and_stays_exact() {
     }
     assert_eq!(outs[0], outs[1]);
 }
+
+/// State functions of later NFs on a second core (`FastOptions::parallel`) change nothing:
+/// SpeedyBox's chain 2 (BlacklistFilter → SnortIDS → Monitor: the IDS reads payloads, the
+/// monitor counts) gives the naive packets, counters, alerts and state.
+#[test]
+fn state_functions_on_two_cores_change_nothing() {
+    let t = trace(
+        "parallel",
+        cfg(
+            (Ipv4Addr::new(192, 168, 0, 0), 24),
+            (Ipv4Addr::new(10, 0, 0, 0), 24),
+            Some((2, 64)),
+        ),
+    );
+    let chain = ChainFile::load(&root().join("examples/speedybox/chain2.toml")).unwrap();
+    let records = ports::pcap::read_all(&t).unwrap().0;
+    let mut outs = Vec::new();
+    for parallel in [None, Some(true)] {
+        let mut ex = Executor::new(&chain, &RunOptions::default(), |_, _| {
+            Ok(ExitSink::Memory(Vec::new()))
+        })
+        .unwrap();
+        if let Some(p) = parallel {
+            ex.enable_fastpath(FastOptions {
+                parallel: p,
+                ..FastOptions::default()
+            });
+        }
+        let at = ex.entry(&Endpoint::parse("bl.eth0").unwrap()).unwrap();
+        ex.replay(&[(at, records.clone())], 1);
+        if parallel.is_some() {
+            assert!(ex.fast_stats().unwrap().hits > 1000);
+        }
+        let s = ex.summary().to_text();
+        outs.push((ex.finish().unwrap(), ex.state_dump(), s));
+    }
+    assert!(
+        outs[0].1.values().flatten().any(|l| l.contains("alert ")),
+        "{:?}",
+        outs[0].1
+    );
+    assert_eq!(outs[0], outs[1]);
+}

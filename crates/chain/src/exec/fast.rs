@@ -417,6 +417,17 @@ pub(super) fn flow_hash(entry: u32, data: &[u8]) -> u64 {
     foldhash::fast::FixedState::with_seed(0).hash_one(k)
 }
 
+/// The 32-bit flow id of a key (never 0, which means unset), the same for every packet of
+/// the flow whatever its TCP flags.
+fn flow_id(key: &Key) -> u32 {
+    use std::hash::BuildHasher;
+    let k = Key {
+        tuple: key.tuple & !(0xffff << 112),
+        ..*key
+    };
+    (foldhash::fast::FixedState::with_seed(2).hash_one(k) as u32) | 1
+}
+
 /// Fields every packet of a flow shares (the key is read the same way).
 fn is_key(f: Field) -> bool {
     matches!(
@@ -557,6 +568,8 @@ impl Executor {
             return Some(p);
         };
         let key = key_of(el, p.data());
+        // The flow id stays with the packet (and what it becomes) whatever NATs do.
+        p.meta.flow_id = flow_id(&key);
         let flags = tcp_flags(p.data());
         let closing = flags.is_some_and(|f| f & 0x05 != 0);
         if closing {
@@ -624,7 +637,7 @@ impl Executor {
     }
 
     /// Records `p` (the packet of flow `key` with TCP flags `flags`) if it may be recorded.
-    fn fast_record(&mut self, key: Key, flags: Option<u8>, mut p: Packet) -> Option<Packet> {
+    fn fast_record(&mut self, key: Key, flags: Option<u8>, p: Packet) -> Option<Packet> {
         let fp = self.fast.as_mut().expect("fast path on");
         let mut record = flags.is_none_or(|f| f & 0x05 == 0);
         if fp.opts.initial == Initial::AfterHandshake {
@@ -639,7 +652,7 @@ impl Executor {
         }
         // Start recording.
         fp.stats.recorded += 1;
-        p.meta.flow_id = (key.tuple as u32) | 1;
+
         fp.rec = Some(Box::new(Recording {
             key,
             entry_data: p.data().to_vec(),
