@@ -212,6 +212,9 @@ impl Counts {
 
 #[derive(Debug)]
 struct Consolidated {
+    /// Tests of one interval each (most guards), checked first.
+    ranges: Vec<(Field, u128, u128)>,
+    /// Tests of several intervals.
     tests: Vec<Test>,
     negatives: Vec<Vec<Test>>,
     finish: Finish,
@@ -365,6 +368,8 @@ pub(super) struct FastPath {
     /// Per long model: the fields its cases test.
     model_fields: Vec<Option<Vec<Field>>>,
     memo: HashMap<MemoKey, Arc<Memo>, foldhash::fast::FixedState>,
+    /// Buffers for the packet copies recording makes, reused.
+    spare: Vec<Vec<u8>>,
     rec: Option<Box<Recording>>,
     pub(super) stats: FastStats,
     /// Element counters the fast path added (as `stats()` names).
@@ -503,6 +508,7 @@ impl FastPath {
             models,
             model_fields,
             memo: HashMap::default(),
+            spare: Vec::new(),
             rec: None,
             stats: FastStats::default(),
             derived: vec![Vec::new(); n],
@@ -611,6 +617,10 @@ impl Executor {
                             })
                         });
                         if !info_ok
+                            || !c
+                                .ranges
+                                .iter()
+                                .all(|&(f, lo, hi)| (lo..=hi).contains(&h.value(f)))
                             || !passes(&c.tests, &h)
                             || c.negatives.iter().any(|n| passes(n, &h))
                         {
@@ -639,7 +649,9 @@ impl Executor {
     /// Records `p` (the packet of flow `key` with TCP flags `flags`) if it may be recorded.
     fn fast_record(&mut self, key: Key, flags: Option<u8>, p: Packet) -> Option<Packet> {
         let fp = self.fast.as_mut().expect("fast path on");
-        let mut record = flags.is_none_or(|f| f & 0x05 == 0);
+        // FIN and RST end the flow; a SYN does not repeat (its entry would serve only
+        // retransmissions): those packets are never recorded.
+        let mut record = flags.is_none_or(|f| f & 0x07 == 0);
         if fp.opts.initial == Initial::AfterHandshake {
             if let Some(f) = flags {
                 if f & 0x02 != 0 || f & 0x10 == 0 {
@@ -943,7 +955,12 @@ impl Executor {
             memo_key,
             memo,
             annos,
-            data: p.data().to_vec(),
+            data: {
+                let mut d = fp.spare.pop().unwrap_or_default();
+                d.clear();
+                d.extend_from_slice(p.data());
+                d
+            },
             head,
             ip,
             flow,
@@ -976,14 +993,23 @@ impl Executor {
         });
         let Some(fp) = self.fast.as_mut() else { return };
         let FastPath {
-            rec, models, memo, ..
+            rec,
+            models,
+            memo,
+            spare,
+            ..
         } = &mut **fp;
-        let Some(rec) = rec.as_mut() else { return };
-        if rec.refused.is_some() {
-            return;
+        if let Some(rec) = rec.as_mut() {
+            if rec.refused.is_none() {
+                if let Err(why) =
+                    record_step(rec, el, class, models, &pre, step, v, rw_last, now, memo)
+                {
+                    rec.refused = Some(why);
+                }
+            }
         }
-        if let Err(why) = record_step(rec, el, class, models, &pre, step, v, rw_last, now, memo) {
-            rec.refused = Some(why);
+        if spare.len() < 64 {
+            spare.push(pre.data);
         }
     }
 
@@ -1755,12 +1781,17 @@ fn consolidate(
         .cloned()
         .collect();
     // Tests a field's full range passes are no tests.
-    let tests: Vec<Test> = merged
-        .into_iter()
-        .filter(|(f, s)| !s.is_full(f.width()))
-        .map(|(f, s)| (f, s.intervals().collect()))
-        .collect();
+    let mut ranges = Vec::new();
+    let mut tests: Vec<Test> = Vec::new();
+    for (f, s) in merged.into_iter().filter(|(f, s)| !s.is_full(f.width())) {
+        let iv: Vec<(u128, u128)> = s.intervals().collect();
+        match iv.as_slice() {
+            [(lo, hi)] => ranges.push((f, *lo, *hi)),
+            _ => tests.push((f, iv)),
+        }
+    }
     Ok(Consolidated {
+        ranges,
         tests,
         negatives,
         finish,
