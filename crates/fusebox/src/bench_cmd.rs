@@ -248,6 +248,8 @@ struct Bench {
     records: Vec<Value>,
     measured: Vec<Measured>,
     lines: Vec<String>,
+    /// Per-flow processing times of the `speedybox` scenario: (label, sorted ns).
+    flow_cdfs: Vec<(String, Vec<u64>)>,
 }
 
 fn stats(v: &[f64]) -> (f64, f64, f64) {
@@ -904,6 +906,7 @@ pub fn run(a: &BenchArgs) -> Result<ExitCode, String> {
         records: Vec::new(),
         measured: Vec::new(),
         lines: Vec::new(),
+        flow_cdfs: Vec::new(),
     };
     for s in SCENARIOS {
         if a.scenario.iter().any(|x| x == s.name) {
@@ -920,7 +923,14 @@ pub fn run(a: &BenchArgs) -> Result<ExitCode, String> {
     let charts = if a.no_charts {
         Vec::new()
     } else {
-        match charts::draw(&b.measured, &b.out_dir) {
+        match charts::draw(&b.measured, &b.out_dir).and_then(|mut files| {
+            if !b.flow_cdfs.is_empty() {
+                let f = b.out_dir.join("speedybox-flows-cdf.png");
+                charts::cdf(&b.flow_cdfs, &f)?;
+                files.push(f);
+            }
+            Ok(files)
+        }) {
             Ok(files) => files,
             Err(e) => {
                 eprintln!("fusebox bench: charts skipped: {e}");
@@ -1147,6 +1157,8 @@ fn flow_times(b: &mut Bench, batch: usize) -> Result<(), String> {
                 .iter()
                 .map(|(p, v)| format!("p{p} {:.1}", *v as f64 / 1000.0))
                 .collect();
+            let name = file.trim_end_matches(".toml");
+            b.flow_cdfs.push((format!("{name} {label}"), times.clone()));
             b.lines.push(format!(
                 "  speedybox {file} per-flow processing time, {label}: {} µs ({} flow samples)",
                 text.join(", "),

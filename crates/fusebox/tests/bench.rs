@@ -146,6 +146,45 @@ fn quick_bench_runs_every_scenario_and_prints_json_records() {
             ],
         ));
     }
+    // SpeedyBox: blacklists naive and fastpath, the early drop, the real chains' flow times.
+    for (nfs, mode) in [(1, "naive"), (3, "naive"), (1, "fastpath"), (3, "fastpath")] {
+        check_config(
+            find(
+                &records,
+                &[
+                    ("scenario", "blacklist".into()),
+                    ("nfs", nfs.into()),
+                    ("mode", mode.into()),
+                ],
+            ),
+            64,
+        );
+    }
+    triple(find(
+        &records,
+        &[
+            ("scenario", "blacklist-ffd".into()),
+            ("ratio", "fastpath 3 / naive 3".into()),
+        ],
+    ));
+    for chain in ["chain1.toml", "chain2.toml"] {
+        for mode in ["naive", "fastpath", "fastpath-2cores"] {
+            let r = find(
+                &records,
+                &[
+                    ("scenario", "speedybox-flows".into()),
+                    ("chain", chain.into()),
+                    ("mode", mode.into()),
+                ],
+            );
+            let (p10, p99) = (
+                r["ns"]["p10"].as_u64().unwrap(),
+                r["ns"]["p99"].as_u64().unwrap(),
+            );
+            assert!(p10 > 0 && p10 <= p99, "{r}");
+            assert!(r["flows"].as_u64().unwrap() >= 100, "{r}");
+        }
+    }
     assert_eq!(
         find(
             &records,
@@ -167,6 +206,8 @@ fn quick_bench_runs_every_scenario_and_prints_json_records() {
         "fig8-routers.png",
         "fig8-napts.png",
         "ttl-lpm.png",
+        "speedybox-blacklist.png",
+        "speedybox-flows-cdf.png",
     ];
     let font = std::path::Path::new(FONT).exists();
     for c in charts {

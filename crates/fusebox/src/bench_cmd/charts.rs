@@ -76,10 +76,14 @@ pub fn draw(m: &[Measured], dir: &Path) -> R<Vec<PathBuf>> {
     font()?;
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
     let mut files = Vec::new();
-    for sc in ["routers", "napts"] {
+    for sc in ["routers", "napts", "blacklist"] {
         let rows: Vec<&Measured> = m.iter().filter(|x| x.scenario == sc).collect();
         if !rows.is_empty() {
-            let f = dir.join(format!("fig7-{sc}.png"));
+            let f = dir.join(if sc == "blacklist" {
+                "speedybox-blacklist.png".to_string()
+            } else {
+                format!("fig7-{sc}.png")
+            });
             fig7(sc, &rows, &f)?;
             files.push(f);
         }
@@ -149,7 +153,7 @@ fn fig7(sc: &str, rows: &[&Measured], file: &Path) -> R<()> {
     batches.dedup();
     let mut color = 0;
     for &batch in &batches {
-        for mode in ["naive", "synth"] {
+        for mode in ["naive", "synth", "fastpath"] {
             let mut pts: Vec<(f64, f64)> = rows
                 .iter()
                 .filter(|r| r.batch == batch && r.mode == mode)
@@ -332,6 +336,72 @@ fn grouped(
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], c.filled()));
     }
     legend!(chart);
+    root.present().map_err(err)?;
+    Ok(())
+}
+
+/// SpeedyBox's per-flow processing time: the CDF of each (chain, mode) series, time in µs
+/// on a log axis.
+pub fn cdf(series: &[(String, Vec<u64>)], file: &Path) -> R<()> {
+    font()?;
+    let root = BitMapBackend::new(file, (900, 560)).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let lo = series
+        .iter()
+        .filter_map(|(_, v)| v.first())
+        .map(|&x| (x as f64 / 1000.0).max(0.1))
+        .fold(f64::MAX, f64::min)
+        .min(1.0);
+    let hi = series
+        .iter()
+        .filter_map(|(_, v)| v.last())
+        .map(|&x| x as f64 / 1000.0)
+        .fold(1.0f64, f64::max)
+        * 1.2;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            "SpeedyBox chains: per-flow processing time (CDF)",
+            ("sans-serif", 22),
+        )
+        .margin(12)
+        .x_label_area_size(45)
+        .y_label_area_size(60)
+        .build_cartesian_2d((lo..hi).log_scale(), 0f64..1f64)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .light_line_style(TRANSPARENT)
+        .x_desc("µs per flow (log)")
+        .y_desc("fraction of flows")
+        .draw()
+        .map_err(err)?;
+    for (k, (label, v)) in series.iter().enumerate() {
+        if v.is_empty() {
+            continue;
+        }
+        let n = v.len() as f64;
+        let step = (v.len() / 200).max(1);
+        let pts: Vec<(f64, f64)> = v
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % step == 0 || *i + 1 == v.len())
+            .map(|(i, &x)| ((x as f64 / 1000.0).max(lo), (i + 1) as f64 / n))
+            .collect();
+        let c = COLORS[k % COLORS.len()];
+        chart
+            .draw_series(LineSeries::new(pts, c.stroke_width(2)))
+            .map_err(err)?
+            .label(label.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .draw()
+        .map_err(err)?;
     root.present().map_err(err)?;
     Ok(())
 }
