@@ -331,7 +331,7 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, String> {
         }
         if a.json {
             let mut s = with_excluded(ex.summary(), excluded.get()).to_json();
-            s = format!("{{\"replay\": {{\"packets\": {n}, \"passes\": {passes}, \"seconds\": {secs}, \"pps\": {pps}}},{} \"summary\": {s}}}", synth_json(synth.as_ref()).map(|s| format!(" {s}")).unwrap_or_default());
+            s = format!("{{\"replay\": {{\"packets\": {n}, \"passes\": {passes}, \"seconds\": {secs}, \"pps\": {pps}}},{} \"summary\": {s}}}", mode_json(synth.as_ref(), &ex).map(|s| format!(" {s}")).unwrap_or_default());
             outln!("{s}");
         }
     } else {
@@ -358,13 +358,8 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, String> {
         ex.finish()?;
         if a.json {
             let s = with_excluded(ex.summary(), excluded.get()).to_json();
-            match s.strip_prefix("{\n") {
-                Some(rest) if synth.is_some() => {
-                    outln!(
-                        "{{\n  {}\n{rest}",
-                        synth_json(synth.as_ref()).unwrap_or_default()
-                    )
-                }
+            match (s.strip_prefix("{\n"), mode_json(synth.as_ref(), &ex)) {
+                (Some(rest), Some(m)) => outln!("{{\n  {m}\n{rest}"),
                 _ => outln!("{s}"),
             }
         }
@@ -412,9 +407,31 @@ pub fn fast_line(f: &chain::FastStats) -> String {
     )
 }
 
-/// `"synth": {"classes": N},` for the JSON outputs of a synth run.
-fn synth_json(report: Option<&synth::Report>) -> Option<String> {
-    report.map(|r| format!("\"synth\": {{\"classes\": {}}},", r.classes.len()))
+/// `"synth": {"classes": N},` for the JSON outputs of a synth run, or `"fastpath": {...},`
+/// (what the fast path did) for a fastpath run.
+fn mode_json(report: Option<&synth::Report>, ex: &chain::Executor) -> Option<String> {
+    if let Some(r) = report {
+        return Some(format!("\"synth\": {{\"classes\": {}}},", r.classes.len()));
+    }
+    let f = ex.fast_stats()?;
+    let refused: Vec<String> = f
+        .refused
+        .iter()
+        .map(|(r, n)| format!("\"{r}\": {n}"))
+        .collect();
+    Some(format!(
+        "\"fastpath\": {{\"served\": {}, \"recorded\": {}, \"entries_made\": {}, \"entries\": {}, \"guard_misses\": {}, \"events\": {}, \"closed\": {}, \"expired\": {}, \"evicted\": {}, \"full_chain\": {{{}}}}},",
+        f.hits,
+        f.recorded,
+        f.consolidated,
+        f.entries,
+        f.guard_misses,
+        f.events,
+        f.closed,
+        f.expired,
+        f.evictions,
+        refused.join(", ")
+    ))
 }
 
 type Records = Box<dyn Iterator<Item = Result<ports::pcap::Record, ports::pcap::PcapError>>>;

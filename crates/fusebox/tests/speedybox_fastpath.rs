@@ -180,3 +180,36 @@ fn shared_tcp_conversations() {
         );
     }
 }
+
+/// `run --mode fastpath --json` says what the fast path did, in the summary's JSON.
+#[test]
+fn json_summary_tells_what_the_fast_path_did() {
+    let dir = scratch("speedybox-fastpath-json");
+    gen_trace(
+        &dir,
+        "t.pcap",
+        &["--packets", "2000", "--flows", "20", "--mix", "udp=1"],
+    );
+    let chain = root().join("examples/fig5/chain.toml");
+    let out = fusebox_ok(
+        &dir,
+        &[
+            "run",
+            chain.to_str().unwrap(),
+            "--input",
+            "napt.eth0=t.pcap",
+            "--mode",
+            "fastpath",
+            "--json",
+            "--out-dir",
+            ".",
+        ],
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    let f = &v["fastpath"];
+    let served = f["served"].as_u64().unwrap();
+    let recorded = f["recorded"].as_u64().unwrap();
+    assert!(served > 1000, "{f}");
+    assert!(recorded >= 20 && recorded < 200, "{f}");
+    assert_eq!(v["totals"]["input"], 2000, "{v}");
+}
