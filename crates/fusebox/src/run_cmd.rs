@@ -389,21 +389,36 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// What the fast path did, as (JSON name, count, how the text line says it).
+fn fast_counts(f: &chain::FastStats) -> [(&'static str, u64, &'static str); 9] {
+    [
+        ("served", f.hits, "packets served by consolidated entries"),
+        ("recorded", f.recorded, "recorded"),
+        ("entries_made", f.consolidated, "entries made"),
+        ("entries", f.entries, "in the table"),
+        ("guard_misses", f.guard_misses, "guard misses"),
+        ("events", f.events, "events"),
+        ("closed", f.closed, "closed (FIN/RST)"),
+        ("expired", f.expired, "expired"),
+        ("evicted", f.evictions, "evicted"),
+    ]
+}
+
 /// One line on what the fast path did.
 pub fn fast_line(f: &chain::FastStats) -> String {
     let refused: Vec<String> = f.refused.iter().map(|(r, n)| format!("{r} {n}")).collect();
+    let counts: Vec<String> = fast_counts(f)
+        .iter()
+        .map(|(_, n, text)| format!("{n} {text}"))
+        .collect();
     format!(
-        "fastpath: {} packets served by consolidated entries, {} recorded, {} entries made ({} in the table), {} guard misses, {} events, {} closed (FIN/RST), {} expired, {} evicted; full chain by reason: {}",
-        f.hits,
-        f.recorded,
-        f.consolidated,
-        f.entries,
-        f.guard_misses,
-        f.events,
-        f.closed,
-        f.expired,
-        f.evictions,
-        if refused.is_empty() { "none".to_string() } else { refused.join(", ") }
+        "fastpath: {}; full chain by reason: {}",
+        counts.join(", "),
+        if refused.is_empty() {
+            "none".to_string()
+        } else {
+            refused.join(", ")
+        }
     )
 }
 
@@ -414,24 +429,17 @@ fn mode_json(report: Option<&synth::Report>, ex: &chain::Executor) -> Option<Str
         return Some(format!("\"synth\": {{\"classes\": {}}},", r.classes.len()));
     }
     let f = ex.fast_stats()?;
-    let refused: Vec<String> = f
+    let mut m = serde_json::Map::new();
+    for (name, n, _) in fast_counts(&f) {
+        m.insert(name.into(), n.into());
+    }
+    let refused: serde_json::Map<String, serde_json::Value> = f
         .refused
         .iter()
-        .map(|(r, n)| format!("\"{r}\": {n}"))
+        .map(|(r, n)| (r.to_string(), (*n).into()))
         .collect();
-    Some(format!(
-        "\"fastpath\": {{\"served\": {}, \"recorded\": {}, \"entries_made\": {}, \"entries\": {}, \"guard_misses\": {}, \"events\": {}, \"closed\": {}, \"expired\": {}, \"evicted\": {}, \"full_chain\": {{{}}}}},",
-        f.hits,
-        f.recorded,
-        f.consolidated,
-        f.entries,
-        f.guard_misses,
-        f.events,
-        f.closed,
-        f.expired,
-        f.evictions,
-        refused.join(", ")
-    ))
+    m.insert("full_chain".into(), refused.into());
+    Some(format!("\"fastpath\": {},", serde_json::Value::Object(m)))
 }
 
 type Records = Box<dyn Iterator<Item = Result<ports::pcap::Record, ports::pcap::PcapError>>>;
