@@ -1235,6 +1235,24 @@ impl Executor {
                 .map(|&(i, v)| (i, vec![(v, v)]))
                 .collect();
             flows::narrow(&mut regs.region, &pins);
+            // Tests on the bytes the flow key holds (protocol, addresses, ports, and the ICMP
+            // type and code that share the ports' bytes) hold for every packet of the flow.
+            if let Some(Some(seg)) = self.start_of.get(el as usize) {
+                regs.region.retain(|(i, _)| {
+                    !matches!(
+                        seg.fields.get(usize::from(*i)),
+                        Some(
+                            Field::IpProto
+                                | Field::IpSrc
+                                | Field::IpDst
+                                | Field::SrcPort
+                                | Field::DstPort
+                                | Field::IcmpType
+                                | Field::IcmpCode
+                        )
+                    )
+                });
+            }
         }
         self.program = Some(prog);
         if let Some(k) = key {
