@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::hash::BuildHasherDefault;
 use std::path::PathBuf;
 use std::time::Instant;
-use wire::checksum::{fold, operands16, operands32};
+use wire::checksum::fold;
 
 mod classify;
 mod fast;
@@ -1568,26 +1568,10 @@ impl Executor {
                                 u128::from(u32::from(new.daddr)),
                                 u128::from(new.dport),
                             ];
-                            // The checksum operands rewrite_ipv4 adds, in its order.
-                            let (os, od) = (cur[0] as u32, cur[2] as u32);
-                            let (ns, nd) = (nv[0] as u32, nv[2] as u32);
-                            let mut l4 = 0u32;
-                            if os != ns {
-                                self.regs.ip_ops += operands32(os, ns);
-                                l4 += operands32(os, ns);
-                            }
-                            if od != nd {
-                                self.regs.ip_ops += operands32(od, nd);
-                                l4 += operands32(od, nd);
-                            }
-                            if cur[1] as u16 != new.sport {
-                                l4 += operands16(cur[1] as u16, new.sport);
-                            }
-                            if cur[3] as u16 != new.dport {
-                                l4 += operands16(cur[3] as u16, new.dport);
-                            }
-                            // Fold as we go so the sums never overflow.
-                            self.regs.ip_ops = u32::from(fold(self.regs.ip_ops));
+                            // The checksum operands rewrite_ipv4 adds, folded as we go so
+                            // the sums never overflow.
+                            let (ip, l4) = fast::rewrite_ops(cur, &new);
+                            self.regs.ip_ops = u32::from(fold(self.regs.ip_ops + ip));
                             self.regs.l4_ops = u32::from(fold(self.regs.l4_ops + l4));
                             self.regs.rewrote = true;
                             let r = usize::from(*reg);
