@@ -413,24 +413,32 @@ fn key_of(entry: u32, data: &[u8]) -> Key {
     Key { entry, vlan, tuple }
 }
 
+impl Key {
+    /// The key with the packet kind (TCP flags, payload or not) set to `variant`; 0: the
+    /// flow itself, whatever its packets' kinds.
+    fn with_variant(self, variant: u128) -> Key {
+        Key {
+            tuple: (self.tuple & !(0xffff << 112)) | (variant << 112),
+            ..self
+        }
+    }
+
+    /// A hash of the flow (not of the packet kind), seeded with `seed`.
+    fn flow_hash(self, seed: u64) -> u64 {
+        use std::hash::BuildHasher;
+        foldhash::fast::FixedState::with_seed(seed).hash_one(self.with_variant(0))
+    }
+}
+
 /// A hash of the flow key of a frame entering at `entry` (for per-flow measurements).
 pub(super) fn flow_hash(entry: u32, data: &[u8]) -> u64 {
-    use std::hash::BuildHasher;
-    let mut k = key_of(entry, data);
-    // One flow, whatever the packet's TCP flags.
-    k.tuple &= !(0xffff << 112);
-    foldhash::fast::FixedState::with_seed(0).hash_one(k)
+    key_of(entry, data).flow_hash(0)
 }
 
 /// The 32-bit flow id of a key (never 0, which means unset), the same for every packet of
 /// the flow whatever its TCP flags.
 fn flow_id(key: &Key) -> u32 {
-    use std::hash::BuildHasher;
-    let k = Key {
-        tuple: key.tuple & !(0xffff << 112),
-        ..*key
-    };
-    (foldhash::fast::FixedState::with_seed(2).hash_one(k) as u32) | 1
+    (key.flow_hash(2) as u32) | 1
 }
 
 /// Fields every packet of a flow shares (the key is read the same way).
@@ -582,11 +590,7 @@ impl Executor {
             // FIN or RST: every entry of the flow goes (the NFs keep their own state).
             let mut any = false;
             for v in 0..16u128 {
-                let k = Key {
-                    tuple: (key.tuple & !(0xffff << 112)) | (v << 112),
-                    ..key
-                };
-                any |= self.fast_remove(&k);
+                any |= self.fast_remove(&key.with_variant(v));
             }
             let fp = self.fast.as_mut().expect("fast path on");
             fp.stats.closed += u64::from(any);
@@ -1040,7 +1044,7 @@ impl Executor {
         }
         let entry = match why {
             Some(w) => Entry::Refused(w),
-            None => match consolidate(rec.key, &rec, el, out, expiry, now, self) {
+            None => match consolidate(&rec, el, out, expiry, self) {
                 Ok(c) => Entry::Fast(Arc::new(c)),
                 Err(w) => Entry::Refused(w),
             },
@@ -1513,18 +1517,17 @@ fn record_step(
             {
                 return Err("undeclared-write");
             }
-            for &(token, _access) in &step.states {
+            for &(token, access) in &step.states {
                 rec.states.push(StateCall {
                     element: el,
                     nf: 0,
-                    access: _access,
+                    access,
                     token,
                     head,
                     ip: pre.ip.map(|o| o as u16),
                     trimmed: rec.t.trimmed,
                 });
             }
-            let _: Access = Access::Ignore;
             Ok(())
         }
     }
@@ -1647,12 +1650,10 @@ fn effect(t: &mut Track, e: &Effect, head: i32, ip_ok: bool) -> Result<(), &'sta
 /// Makes the entry from a finished recording; checks its header action on the recorded
 /// packet.
 fn consolidate(
-    _key: Key,
     rec: &Recording,
     el: Option<u32>,
     out: Option<&Packet>,
     expiry: Option<u64>,
-    now: u64,
     ex: &Executor,
 ) -> Result<Consolidated, &'static str> {
     let t = &rec.t;
@@ -1741,7 +1742,6 @@ fn consolidate(
     counts.stats = rec.stats.clone();
     counts.byte_stats = rec.byte_stats.clone();
     let exp = expiry.unwrap_or(u64::MAX).min(rec.expiry);
-    let _ = now;
     // One test per field (the intersection of every step's), and only the negatives that
     // can hold together with them.
     let mut merged: Vec<(Field, FieldSet)> = Vec::new();
