@@ -183,7 +183,7 @@ pub struct Executor {
     /// Established flows, by (entry element, protocol, addresses and ports) of the packet
     /// as it arrived: their rewriter decisions and, while it is sure to repeat, their whole
     /// path (see the `flows` module).
-    flows: HashMap<u128, flows::FlowEntry, BuildHasherDefault<FlowHasher>>,
+    flows: flows::FlowTable,
     /// Keys of the entries that owe the rewriters packets.
     flows_dirty: Vec<u128>,
     /// The regions remembered paths check.
@@ -1217,7 +1217,20 @@ impl Executor {
         }
         let r = self.run_program_in(&mut prog, el, None, &mut p);
         self.tag_hint = None;
-        let key = self.regs.key.filter(|_| !self.regs.record.is_empty());
+        // Paths through a rewriter, and paths that end (an exit, a hand-off, a drop) without
+        // one: a denied flow's packets skip the firewall's ordered tree too.
+        let key = self
+            .regs
+            .key
+            .filter(|_| !self.regs.record.is_empty() || self.regs.end.is_some());
+        let fields = match self.start_of.get(el as usize) {
+            Some(Some(seg)) => seg.fields.as_slice(),
+            _ => &[],
+        };
+        // Tests on the bytes the flow key holds (protocol, addresses, ports, and the ICMP
+        // type and code that share the ports' bytes) hold for every packet of the flow:
+        // regions leave them out (they are also the long lists of intervals).
+        let unkeyed = |i: u16| !flows::keyed(fields.get(usize::from(i)));
         if key.is_some() && self.regs.cacheable {
             // The box of classes the packet took (what a later packet must be in).
             let regs = &mut self.regs;
@@ -1225,7 +1238,7 @@ impl Executor {
             for &(node, index) in &regs.visits {
                 if let Some(Node::Classify(cs)) = prog.nodes.get(node as usize) {
                     if let Some(c) = cs.get(index as usize) {
-                        flows::narrow(&mut regs.region, &c.tests);
+                        flows::narrow(&mut regs.region, &c.tests, unkeyed);
                     }
                 }
             }
@@ -1234,25 +1247,20 @@ impl Executor {
                 .iter()
                 .map(|&(i, v)| (i, vec![(v, v)]))
                 .collect();
-            flows::narrow(&mut regs.region, &pins);
-            // Tests on the bytes the flow key holds (protocol, addresses, ports, and the ICMP
-            // type and code that share the ports' bytes) hold for every packet of the flow.
-            if let Some(Some(seg)) = self.start_of.get(el as usize) {
-                regs.region.retain(|(i, _)| {
-                    !matches!(
-                        seg.fields.get(usize::from(*i)),
-                        Some(
-                            Field::IpProto
-                                | Field::IpSrc
-                                | Field::IpDst
-                                | Field::SrcPort
-                                | Field::DstPort
-                                | Field::IcmpType
-                                | Field::IcmpCode
-                        )
-                    )
-                });
-            }
+            flows::narrow(&mut regs.region, &pins, unkeyed);
+        }
+        let root = match self.start_of.get(el as usize) {
+            Some(Some(seg)) => seg.root,
+            _ => 0,
+        };
+        if let (Some(k), Some(choice)) = (self.regs.key, self.regs.root) {
+            let Executor {
+                regs,
+                regions,
+                flows,
+                ..
+            } = self;
+            flows::memo_root(regs, regions, flows, &prog, (root, k), choice, unkeyed);
         }
         self.program = Some(prog);
         if let Some(k) = key {
@@ -1315,6 +1323,8 @@ impl Executor {
         // classification and its writes already); without rewriters the registers stay
         // as they are (empty).
         let track = !self.rewriters.is_empty() && from.is_none();
+        // The root class of a known flow, when the packet is like the one that chose it.
+        let mut memo = None;
         if track {
             self.regs.flows.clear();
             self.regs.ip_ops = 0;
@@ -1334,10 +1344,15 @@ impl Executor {
             self.regs.region.clear();
             self.regs.visits.clear();
             self.regs.pinned.clear();
+            self.regs.drop = None;
+            self.regs.root = None;
             // An established flow: one lookup, then its class's writes.
             let key = flows::flow_key(el, p.data());
             if let Some(r) = self.run_fast(prog, el, key, p) {
                 return r;
+            }
+            if self.tag_hint.is_none() {
+                memo = self.root_memo(el, key, p);
             }
         }
         let mut node = from.unwrap_or(root);
@@ -1370,7 +1385,12 @@ impl Executor {
                     }
                     _ => None,
                 };
-                match hinted.or_else(|| classes.classify(&view, vals, valid)) {
+                let memoed = memo.take().filter(|_| node == root);
+                let fresh = hinted.is_none() && memoed.is_none();
+                match hinted
+                    .or(memoed)
+                    .or_else(|| classes.classify(&view, vals, valid))
+                {
                     Some((next, index)) => {
                         if track && classes.ordered() {
                             // A class's box does not account for the classes before it
@@ -1391,6 +1411,9 @@ impl Executor {
                         }
                         node = next;
                         if track && self.regs.path.len() == 1 {
+                            if fresh {
+                                self.regs.root = Some((next, index, self.regs.pinned.len()));
+                            }
                             let key = flows::flow_key(el, p.data());
                             self.regs.key = Some(key);
                             if let Some(e) = self.flows.get(&key) {
@@ -1557,6 +1580,10 @@ impl Executor {
                                 None => self.regs.cacheable = false,
                             }
                         }
+                        // A drop every packet of the flow gets (its protocol): the path
+                        // ends here for all of them.
+                        _ if matches!(d, elements::rewriter::Decision::Drop(r)
+                                if elements::rewriter::IPRewriter::drop_is_per_flow(r)) => {}
                         _ => self.regs.cacheable = false,
                     }
                     self.regs.record.push(rec);
@@ -1585,6 +1612,10 @@ impl Executor {
                         elements::rewriter::Decision::Pass(out) => Branch::Pass(out as u32),
                         elements::rewriter::Decision::Drop(reason) => {
                             self.count_drop(*element, reason);
+                            if elements::rewriter::IPRewriter::drop_is_per_flow(reason) {
+                                self.regs.end = Some(node);
+                                self.regs.drop = Some((*element, reason));
+                            }
                             return Ran::Gone;
                         }
                     };

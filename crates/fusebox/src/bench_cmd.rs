@@ -76,6 +76,14 @@ pub struct BenchArgs {
     /// Where the ClassBench filter sets of the `isp` scenario are (`fw1_1k`, `fw1_10k`).
     #[arg(long, default_value = "../shared/data/classbench/neurocuts")]
     pub classbench: PathBuf,
+    /// The `isp` scenario's rule lists to run, comma-separated, of `250`, `1k` and `10k`
+    /// (all three by default; `--quick`: `250`).
+    #[arg(long, value_delimiter = ',')]
+    pub isp_lists: Vec<String>,
+    /// The `isp` scenario's frame sizes in bytes, comma-separated (64, 128, 256 and 1500
+    /// by default; `--quick`: 64).
+    #[arg(long, value_delimiter = ',')]
+    pub isp_frames: Vec<u32>,
 }
 
 /// A scenario: its name, what it reproduces, and how to run it.
@@ -238,6 +246,8 @@ struct Measured {
 struct Bench {
     quick: bool,
     classbench: PathBuf,
+    isp_lists: Vec<String>,
+    isp_frames: Vec<u32>,
     reps: usize,
     passes: u64,
     packets: u64,
@@ -813,22 +823,27 @@ fn isp(b: &mut Bench) -> Result<(), String> {
         nf: "fw".to_string(),
         iface: "eth0".to_string(),
     };
-    let lists: &[(&'static str, &Path, Option<usize>)] = if b.quick {
-        &[("250", &fw1k, Some(250))]
-    } else {
-        &[
-            ("250", &fw1k, Some(250)),
-            ("1k", &fw1k, None),
-            ("10k", &fw10k, None),
-        ]
+    let all: [(&'static str, &Path, Option<usize>); 3] = [
+        ("250", &fw1k, Some(250)),
+        ("1k", &fw1k, None),
+        ("10k", &fw10k, None),
+    ];
+    let lists: Vec<_> = match (b.isp_lists.is_empty(), b.quick) {
+        (true, true) => all[..1].to_vec(),
+        (true, false) => all.to_vec(),
+        (false, _) => all
+            .iter()
+            .filter(|(l, ..)| b.isp_lists.iter().any(|x| x == l))
+            .copied()
+            .collect(),
     };
-    let frames: &[u32] = if b.quick {
-        &[64]
-    } else {
-        &[64, 128, 256, 1500]
+    let frames: Vec<u32> = match (b.isp_frames.is_empty(), b.quick) {
+        (true, true) => vec![64],
+        (true, false) => vec![64, 128, 256, 1500],
+        (false, _) => b.isp_frames.clone(),
     };
     let batch = b.batches[0];
-    for &(label, rules, first) in lists {
+    for &(label, rules, first) in &lists {
         let text = std::fs::read_to_string(rules)
             .map_err(|e| format!("{}: cannot read: {e}", rules.display()))?;
         let mut set = classify::classbench::parse_rules(&text, &rules.display().to_string())
@@ -840,7 +855,7 @@ fn isp(b: &mut Bench) -> Result<(), String> {
             .collect();
         let first = first.map_or("all".to_string(), |n| n.to_string());
         let (chain, open_chain) = (with(rules, &first), with(&open, "all"));
-        for &frame in frames {
+        for &frame in &frames {
             let scale = u64::from(frame.div_ceil(64));
             let cfg = GenConfig {
                 packets: (b.packets / scale).max(1000),
@@ -890,12 +905,24 @@ pub fn run(a: &BenchArgs) -> Result<ExitCode, String> {
             ));
         }
     }
+    if let Some(l) = a
+        .isp_lists
+        .iter()
+        .find(|l| !["250", "1k", "10k"].contains(&l.as_str()))
+    {
+        return Err(format!("--isp-lists {l}: expected 250, 1k or 10k"));
+    }
+    if let Some(f) = a.isp_frames.iter().find(|&&f| !(64..=1514).contains(&f)) {
+        return Err(format!("--isp-frames {f}: expected sizes in 64..=1514"));
+    }
     if a.batch.is_empty() || a.batch.iter().any(|&b| b == 0 || b > 4096) {
         return Err("--batch: expected sizes in 1..=4096".to_string());
     }
     let mut b = Bench {
         quick: a.quick,
         classbench: a.classbench.clone(),
+        isp_lists: a.isp_lists.clone(),
+        isp_frames: a.isp_frames.clone(),
         reps: a.reps.unwrap_or(if a.quick { 2 } else { 7 }).max(1),
         passes: a.passes.unwrap_or(if a.quick { 1 } else { 10 }).max(1),
         packets: if a.quick { 10_000 } else { 100_000 },

@@ -27,8 +27,9 @@
 //! So every mode still gives the same packets, counters and state dumps.
 
 use super::{Executor, Ran};
-use crate::program::{NodeId, Program, Regs, Step, Val};
+use crate::program::{NodeId, Program, Regs, Step, Val, NO_MAPPING};
 use elements::model::Field;
+use elements::rewriter::FlowHasher;
 use elements::rewriter::PacketInfo;
 use packet::Packet;
 
@@ -74,6 +75,21 @@ pub(super) struct FlowEntry {
     /// The whole path, while it is sure to repeat (in the slot: one memory access finds
     /// the flow and its path).
     pub(super) fast: Option<Fast>,
+    /// The root classification's choice for the flow's packets, while they are like the
+    /// one that made it: a packet the remembered path cannot serve (a SYN or FIN, a
+    /// mapping that changed) still skips the root classifier.
+    pub(super) root: Option<RootMemo>,
+}
+
+/// A flow's root class: what the root classification chose, and the packets it holds for.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct RootMemo {
+    /// The node after the root, and the class index.
+    choice: (NodeId, u32),
+    /// The packets it holds for fall in this box of the segment's fields outside the flow
+    /// key (index into [`Regions`]): the class's own tests, or, for ordered classes, the
+    /// values of every field the classifier tested.
+    region: u32,
 }
 
 /// A remembered path and what its packets owe the rewriters.
@@ -83,8 +99,10 @@ pub(super) struct Fast {
     /// [`Regions`]): the intersection of the classes the path chose, so every
     /// classification on the path chooses the same.
     region: u32,
-    /// The packets it serves are like this (state-relevant TCP flags, payload).
-    info: PacketInfo,
+    /// The packets it serves are like this (state-relevant TCP flags, payload); `None`
+    /// when no rewriter on the path looks at them (any packet whose header a rewriter would
+    /// accept).
+    info: Option<PacketInfo>,
     /// Version of each step's mapping when the path was recorded.
     versions: Vec<u32>,
     /// The rewriters' change count when the versions were last checked.
@@ -93,8 +111,12 @@ pub(super) struct Fast {
     path: Vec<NodeId>,
     /// Whether some node of `path` counts bytes.
     bytes: bool,
-    /// The last node: an exit, a hand-off or a drop.
+    /// The last node: an exit, a hand-off, a drop, or a rewriter that drops the flow's
+    /// packets (`drop`).
     end: NodeId,
+    /// The rewriter that drops the flow's packets, and why (each packet served owes it a
+    /// drop).
+    drop: Option<(u32, &'static str)>,
     /// The register values the path computed (the rewriters' decisions).
     regs: Regs,
     /// The shortest lifetime a packet gives the path's mappings.
@@ -138,28 +160,49 @@ fn fast_info(data: &[u8]) -> Option<PacketInfo> {
 }
 
 /// The flow-table key of a frame as it arrived at entry element `el`: the element (24
-/// bits), protocol, addresses and ports.
+/// bits), protocol, addresses and ports; for ICMP, the type and code and the echo
+/// identifier (the bytes after the checksum) in place of the ports, so an echo flow keeps
+/// its key while its sequence number (and checksum) changes.
 pub(super) fn flow_key(el: u32, data: &[u8]) -> u128 {
     // The addresses and ports a rewriter reads (`FlowInput::parse`), 0 where missing.
     let b = |i: usize| u128::from(data.get(i).copied().unwrap_or(0));
     let hl = usize::from(data.get(14).copied().unwrap_or(0) & 0x0f) * 4;
     let t = 14 + hl;
     let be = |i: usize, n: usize| (i..i + n).fold(0u128, |a, j| (a << 8) | b(j));
+    let second = if b(23) == 1 { t + 4 } else { t + 2 };
     (u128::from(el & 0xff_ffff) << 104)
         | (b(23) << 96)
         | (be(26, 4) << 64)
         | (be(t, 2) << 48)
         | (be(30, 4) << 16)
-        | be(t + 2, 2)
+        | be(second, 2)
+}
+
+/// Whether the flow key holds field `f` (protocol, addresses, ports, and the ICMP type and
+/// code that share the ports' bytes): a test on it holds for every packet of the flow.
+pub(super) fn keyed(f: Option<&Field>) -> bool {
+    matches!(
+        f,
+        Some(
+            Field::IpProto
+                | Field::IpSrc
+                | Field::IpDst
+                | Field::SrcPort
+                | Field::DstPort
+                | Field::IcmpType
+                | Field::IcmpCode
+        )
+    )
 }
 
 /// Narrows `region` (a box: allowed intervals per field, sorted by field) to the packets
-/// also in the box `tests`.
+/// also in the box `tests`, on the fields `keep` keeps (the others are left open).
 pub(super) fn narrow(
     region: &mut Vec<(u16, Vec<(u128, u128)>)>,
     tests: &[(u16, Vec<(u128, u128)>)],
+    keep: impl Fn(u16) -> bool,
 ) {
-    for (f, iv) in tests {
+    for (f, iv) in tests.iter().filter(|(f, _)| keep(*f)) {
         let at = region.binary_search_by_key(f, |(g, _)| *g);
         match at.ok().and_then(|i| region.get_mut(i)) {
             // One interval each (the usual case): in place.
@@ -217,6 +260,42 @@ pub(super) fn tuple_determined(tuple: &[Val; 4]) -> bool {
     })
 }
 
+/// Remembers the root class the classifier just chose for the flow of `key` (in
+/// `flows`; `root` is the segment's root node): `choice` (next node, class index, pins it made), with the class's tests or its
+/// pinned values outside the flow key (`unkeyed`) as the region.
+pub(super) fn memo_root(
+    regs: &Regs,
+    regions: &mut Regions,
+    flows: &mut FlowTable,
+    prog: &Program,
+    (root, key): (NodeId, u128),
+    (next, index, pins): (NodeId, u32, usize),
+    unkeyed: impl Fn(u16) -> bool + Copy,
+) {
+    let mut region = Vec::new();
+    if let Some(&(n, i)) = regs.visits.first().filter(|(n, _)| *n == root) {
+        if let Some(crate::program::Node::Classify(cs)) = prog.nodes.get(n as usize) {
+            if let Some(c) = cs.get(i as usize).filter(|_| i == index) {
+                narrow(&mut region, &c.tests, unkeyed);
+            }
+        }
+    }
+    let pinned: Vec<(u16, Vec<(u128, u128)>)> = regs.pinned[..pins.min(regs.pinned.len())]
+        .iter()
+        .map(|&(i, v)| (i, vec![(v, v)]))
+        .collect();
+    narrow(&mut region, &pinned, unkeyed);
+    let region = regions.id(&region);
+    flows.entry(key).or_default().root = Some(RootMemo {
+        choice: (next, index),
+        region,
+    });
+}
+
+/// The executor's flow table.
+pub(super) type FlowTable =
+    std::collections::HashMap<u128, FlowEntry, std::hash::BuildHasherDefault<FlowHasher>>;
+
 impl Executor {
     /// Runs `p`, arriving at entry element `el`, by its flow's remembered path if that path
     /// still holds for it; `None` when it must take the slow path.
@@ -258,7 +337,10 @@ impl Executor {
             let v = getters.get(usize::from(*i)).map_or(0, |g| g.get(&view));
             iv.iter().any(|&(lo, hi)| lo <= v && v <= hi)
         });
-        if !inside || fast_info(p.data())? != f.info {
+        // `fast_info` also makes sure the flow key's ports are the packet's (a first
+        // fragment, its transport header all there).
+        let info = fast_info(p.data())?;
+        if !inside || f.info.is_some_and(|i| i != info) {
             return None;
         }
         if f.epoch != epoch {
@@ -294,6 +376,23 @@ impl Executor {
         ))
     }
 
+    /// The root class the flow of `key` chose before, if `p` is in its region.
+    pub(super) fn root_memo(&self, el: u32, key: u128, p: &Packet) -> Option<(NodeId, u32)> {
+        let m = self.flows.get(&key)?.root?;
+        let getters = &self.start_of.get(el as usize)?.as_ref()?.getters;
+        let view = crate::program::frame(p.data());
+        let region = self.regions.boxes.get(m.region as usize)?;
+        // The flow key's fields are the packet's only when its header is all there.
+        fast_info(p.data())?;
+        region
+            .iter()
+            .all(|(i, iv)| {
+                let v = getters.get(usize::from(*i)).map_or(0, |g| g.get(&view));
+                iv.iter().any(|&(lo, hi)| lo <= v && v <= hi)
+            })
+            .then_some(m.choice)
+    }
+
     /// The earliest time a rewriter of the program reaps (0 when one has not scheduled its
     /// first reap yet: its next packet takes the slow path and schedules it), and the sum of
     /// the rewriters' mapping changes.
@@ -318,6 +417,9 @@ impl Executor {
             node_counts,
             node_bytes,
             byte_nodes,
+            nf_of,
+            nf_counters,
+            drops,
             ..
         } = self;
         for k in flows_dirty.drain(..) {
@@ -326,9 +428,29 @@ impl Executor {
             if f.pending == 0 {
                 continue;
             }
-            for s in &e.steps {
-                if let Some(rw) = elements[s.0 as usize].rewriter() {
-                    rw.replay_n(s.1, s.2, f.info, f.last, f.pending);
+            if let Some(info) = f.info {
+                for s in e.steps.iter().filter(|s| s.1 != NO_MAPPING) {
+                    if let Some(rw) = elements[s.0 as usize].rewriter() {
+                        rw.replay_n(s.1, s.2, info, f.last, f.pending);
+                    }
+                }
+            }
+            if let Some((el, reason)) = f.drop {
+                if let Some(rw) = elements[el as usize].rewriter() {
+                    rw.drop_n(f.pending);
+                }
+                let n = u64::from(f.pending);
+                if let Some(c) = nf_of
+                    .get(el as usize)
+                    .and_then(|&i| nf_counters.get_mut(i as usize))
+                {
+                    c.dropped += n;
+                }
+                if let Some(d) = drops.get_mut(el as usize) {
+                    match d.iter_mut().find(|(r, _)| *r == reason) {
+                        Some((_, m)) => *m += n,
+                        None => d.push((reason, n)),
+                    }
                 }
             }
             for &n in &f.path {
@@ -348,25 +470,43 @@ impl Executor {
     }
 
     /// Remembers what the slow path just did for the packet of flow `key`: its path when it
-    /// is sure to repeat, else its decisions as hints. (A packet with decisions went through
-    /// a rewriter's slow path, which paid every debt first: no entry replaced here owes.)
+    /// is sure to repeat, else its decisions as hints. The entry it replaces has paid its
+    /// debt.
     pub(super) fn remember(&mut self, key: u128) {
         if self.flows.len() >= 1 << 20 {
             self.flush_flows();
             self.flows.clear();
         }
+        // A path without a rewriter decision paid nothing on its way: an entry it replaces
+        // may still owe.
+        if self
+            .flows
+            .get(&key)
+            .and_then(|e| e.fast.as_ref())
+            .is_some_and(|f| f.pending > 0)
+        {
+            self.flush_flows();
+        }
         let r = &self.regs;
-        if r.cacheable && !r.record.is_empty() {
-            if let (Some(info), Some(end)) = (r.info, r.end) {
+        // A path through rewriters needs what the packet told them; a path without one
+        // holds for any packet of the flow in its region.
+        let mapped = r.record.iter().any(|s| s.1 != NO_MAPPING);
+        let info = match (mapped, r.info) {
+            (false, _) => Some(None),
+            (true, Some(i)) => Some(Some(i)),
+            (true, None) => None,
+        };
+        if r.cacheable {
+            if let (Some(info), Some(end)) = (info, r.end) {
                 let now = self.cx.now.0;
                 let region = self.regions.id(&r.region);
                 let r = &self.regs;
                 let fast = Fast {
                     region,
-                    info: PacketInfo {
+                    info: info.map(|info| PacketInfo {
                         tcp_flags: info.tcp_flags & STATE_FLAGS,
                         has_payload: info.has_payload,
-                    },
+                    }),
                     versions: r.versions.clone(),
                     epoch: u64::MAX,
                     path: r.path.clone(),
@@ -375,6 +515,7 @@ impl Executor {
                         .iter()
                         .any(|&n| self.byte_nodes.get(n as usize) == Some(&true)),
                     end,
+                    drop: r.drop,
                     regs: Regs {
                         flows: r.flows.clone(),
                         ip_ops: r.ip_ops,
@@ -388,24 +529,16 @@ impl Executor {
                     pending: 0,
                     pending_bytes: (0, 0),
                 };
-                self.flows.insert(
-                    key,
-                    FlowEntry {
-                        steps: r.record.clone(),
-                        fast: Some(fast),
-                    },
-                );
+                let e = self.flows.entry(key).or_default();
+                e.steps.clone_from(&self.regs.record);
+                e.fast = Some(fast);
                 return;
             }
         }
         if r.dirty && !r.record.is_empty() {
-            self.flows.insert(
-                key,
-                FlowEntry {
-                    steps: r.record.clone(),
-                    fast: None,
-                },
-            );
+            let e = self.flows.entry(key).or_default();
+            e.steps.clone_from(&self.regs.record);
+            e.fast = None;
         }
     }
 }
@@ -460,7 +593,7 @@ mod tests {
                     let m = iv.iter().fold(0u64, |a, &(l, h)| a | (((1u128 << (h + 1)) - (1u128 << l)) as u64));
                     *want.entry(*f).or_insert(u64::MAX) &= m;
                 }
-                narrow(&mut region, &tests);
+                narrow(&mut region, &tests, |_| true);
             }
             let got: std::collections::BTreeMap<u16, u64> = region
                 .iter()
@@ -494,8 +627,8 @@ mod tests {
         ) {
             let (a, b) = ((a.0.min(a.1), a.0.max(a.1)), (b.0.min(b.1), b.0.max(b.1)));
             let mut r = Vec::new();
-            narrow(&mut r, &[(3, vec![a])]);
-            narrow(&mut r, &[(3, vec![b])]);
+            narrow(&mut r, &[(3, vec![a])], |_| true);
+            narrow(&mut r, &[(3, vec![b])], |_| true);
             let inside = r[0].1.iter().any(|&(lo, hi)| lo <= v && v <= hi);
             prop_assert_eq!(inside, a.0 <= v && v <= a.1 && b.0 <= v && v <= b.1);
         }

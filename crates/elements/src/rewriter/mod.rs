@@ -580,6 +580,19 @@ impl IPRewriter {
         self.table.touch_n(idx as usize, dir, info, now, n);
     }
 
+    /// Whether a drop for `reason` follows from the packet's protocol alone (and the
+    /// input), so that every packet of its flow arriving at the same input is dropped the
+    /// same way, with no change to the rewriter but its drop count.
+    pub fn drop_is_per_flow(reason: &str) -> bool {
+        reason == "not-tcp-udp"
+    }
+
+    /// What `n` drops for a per-flow reason ([`IPRewriter::drop_is_per_flow`]) do to the
+    /// rewriter's state: its drop count. The caller knows no reap was due in between.
+    pub fn drop_n(&mut self, n: u32) {
+        self.dropped += u64::from(n);
+    }
+
     /// The version of mapping `idx` (see [`MappingTable::version`]).
     pub fn version(&self, idx: u32) -> u32 {
         self.table.version(idx as usize)
