@@ -125,6 +125,9 @@ pub(super) struct Fast {
     expiry: u64,
     /// Time of the last packet served.
     last: u64,
+    /// When it was served, in the order of all packets remembered paths served (debts are
+    /// paid in that order: a mapping's expiry is its latest packet's).
+    seq: u64,
     /// Packets served since the debt was last paid.
     pending: u32,
     /// Their frame and IPv4 lengths, summed (for byte counters on the path).
@@ -353,6 +356,7 @@ impl Executor {
             f.epoch = epoch;
         }
         *flow_hits += 1;
+        f.seq = *flow_hits;
         f.pending += 1;
         if f.pending == 1 {
             flows_dirty.push(key);
@@ -422,6 +426,16 @@ impl Executor {
             drops,
             ..
         } = self;
+        // In the order of each path's last packet: two paths may touch one mapping (a
+        // flow's two directions), and the later packet sets its expiry.
+        if flows_dirty.len() > 1 {
+            flows_dirty.sort_by_cached_key(|k| {
+                flows
+                    .get(k)
+                    .and_then(|e| e.fast.as_ref())
+                    .map_or(0, |f| f.seq)
+            });
+        }
         for k in flows_dirty.drain(..) {
             let Some(e) = flows.get_mut(&k) else { continue };
             let Some(f) = e.fast.as_mut() else { continue };
@@ -526,6 +540,7 @@ impl Executor {
                     life: r.life,
                     expiry: now.saturating_add(r.life),
                     last: now,
+                    seq: 0,
                     pending: 0,
                     pending_bytes: (0, 0),
                 };
