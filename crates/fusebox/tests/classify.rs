@@ -35,9 +35,37 @@ fn fixture_headers_get_their_first_match() {
     assert_eq!(String::from_utf8_lossy(&o.stdout), "0\n1\n2\n-1\n-1\n");
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("3 rules") && err.contains("lookups/s"),
+        err.contains("3 rules") && err.contains("lookups/s") && err.contains("batches of 64"),
         "{err}"
     );
+    // One key at a time, and odd batch sizes: the same answers.
+    for b in ["1", "2", "3"] {
+        let o = fusebox_ok(
+            &d,
+            &[
+                "classify", "--rules", "rules", "--trace", "trace", "--batch", b,
+            ],
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout),
+            "0\n1\n2\n-1\n-1\n",
+            "{b}"
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        let how = if b == "1" {
+            "single-key lookups"
+        } else {
+            "batches of"
+        };
+        assert!(err.contains(how), "{b}: {err}");
+    }
+    let o = fusebox(
+        &d,
+        &[
+            "classify", "--rules", "rules", "--trace", "trace", "--batch", "0",
+        ],
+    );
+    assert_ne!(o.status.code(), Some(0));
     // Headers drawn from the rules' corners, checked against a linear scan: every drawn
     // header matches its rule or an earlier one, so none is -1.
     let o = fusebox_ok(
@@ -82,20 +110,24 @@ fn classbench_traces_match_their_firstmatch_files() {
     for set in ["acl_1k", "fw_1k", "ipc_1k"] {
         let rules = data.join(set);
         let trace = data.join(format!("{set}_trace"));
-        let o = fusebox_ok(
-            &root(),
-            &[
-                "classify",
-                "--rules",
-                rules.to_str().unwrap(),
-                "--trace",
-                trace.to_str().unwrap(),
-            ],
-        );
         let want = std::fs::read(data.join(format!("{set}_trace.firstmatch"))).unwrap();
-        assert!(
-            o.stdout == want,
-            "{set}: answers differ from the .firstmatch file"
-        );
+        for batch in ["64", "1"] {
+            let o = fusebox_ok(
+                &root(),
+                &[
+                    "classify",
+                    "--rules",
+                    rules.to_str().unwrap(),
+                    "--trace",
+                    trace.to_str().unwrap(),
+                    "--batch",
+                    batch,
+                ],
+            );
+            assert!(
+                o.stdout == want,
+                "{set}, batch {batch}: answers differ from the .firstmatch file"
+            );
+        }
     }
 }
