@@ -1,26 +1,35 @@
 //! Single-key against batch lookup rates, alternating in one process (the machine this
 //! project is measured on is shared, so only same-run ratios are meaningful).
 //!
-//! `cargo run --release -p classify --example rates -- [--draw N] [--rounds R] FILE...`:
-//! for each ClassBench filter set, N headers (default 100,000) drawn as random rule
-//! corners (seed 1, as `fusebox classify --draw`), then R rounds (default 20) each timing
-//! one pass of [`Classifier::classify`] per header and one pass of
-//! [`Classifier::classify_batch`] over all of them (order swapped every round). Prints the
-//! fastest pass of each (interference only adds time), the median of the per-round
-//! ratios with its range, and checks that both give the same answers.
+//! `cargo run --release -p classify --example rates -- [--draw N] [--rounds R]
+//! [--updates U] FILE...`: for each ClassBench filter set, N headers (default 100,000)
+//! drawn as random rule corners (seed 1, as `fusebox classify --draw`), then R rounds
+//! (default 20) each timing one pass of [`Classifier::classify`] per header and one pass of
+//! [`Classifier::classify_batch`] over all of them (and, with `--updates`, one batch pass
+//! of a copy of the classifier that has had U random rules removed and put back with
+//! [`Classifier::remove`] and [`Classifier::insert`]), in an order rotated every round.
+//! Prints the fastest pass of each (interference only adds time), the medians of the
+//! per-round ratios with their ranges, and checks that all give the same answers.
 
 use classify::classbench::{corners, parse_rules};
 use classify::Classifier;
 use std::hint::black_box;
 use std::time::Instant;
 
+fn ratio(mut v: Vec<f64>) -> String {
+    v.sort_by(f64::total_cmp);
+    format!("{:.2} ({:.2}-{:.2})", v[v.len() / 2], v[0], v[v.len() - 1])
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
-    let (mut draw, mut rounds, mut files) = (100_000usize, 20usize, Vec::new());
+    let (mut draw, mut rounds, mut updates, mut files) = (100_000usize, 20usize, 0, Vec::new());
     while let Some(a) = args.next() {
+        let mut num = |d: usize| args.next().and_then(|v| v.parse().ok()).unwrap_or(d);
         match a.as_str() {
-            "--draw" => draw = args.next().and_then(|v| v.parse().ok()).unwrap_or(draw),
-            "--rounds" => rounds = args.next().and_then(|v| v.parse().ok()).unwrap_or(rounds),
+            "--draw" => draw = num(draw),
+            "--rounds" => rounds = num(rounds).max(1),
+            "--updates" => updates = num(updates),
             _ => files.push(a),
         }
     }
@@ -47,41 +56,65 @@ fn main() {
                 continue;
             }
         };
-        let mut single = vec![None; keys.len()];
-        let mut batch = vec![None; keys.len()];
-        let (mut ts, mut tb) = (f64::MAX, f64::MAX);
-
-        let mut ratios = Vec::new();
+        let mut u = c.clone();
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..updates {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let at = (x % u.rules().len().max(1) as u64) as usize;
+            if let Ok(r) = u.remove(at) {
+                u.insert(at, r).expect("put back");
+            }
+        }
+        let ways = if updates > 0 { 3 } else { 2 };
+        let mut answers = vec![vec![None; keys.len()]; ways];
+        let mut best = [f64::MAX; 3];
+        let (mut r_batch, mut r_upd) = (Vec::new(), Vec::new());
         for round in 0..rounds {
-            let mut t = [0f64; 2];
-            for k in 0..2 {
-                let which = (k + round) % 2;
+            let mut t = [0f64; 3];
+            for k in 0..ways {
+                let which = (k + round) % ways;
+                let out = &mut answers[which];
                 let t0 = Instant::now();
-                if which == 0 {
-                    for (o, key) in single.iter_mut().zip(&keys) {
-                        *o = c.classify(black_box(&key[..]));
+                match which {
+                    0 => {
+                        for (o, key) in out.iter_mut().zip(&keys) {
+                            *o = c.classify(black_box(&key[..]));
+                        }
                     }
-                } else {
-                    c.classify_batch(black_box(&keys), &mut batch)
-                        .expect("lengths match");
+                    1 => c.classify_batch(black_box(&keys), out).expect("lengths"),
+                    _ => u.classify_batch(black_box(&keys), out).expect("lengths"),
                 }
                 t[which] = t0.elapsed().as_secs_f64();
+                best[which] = best[which].min(t[which]);
             }
-            ts = ts.min(t[0]);
-            tb = tb.min(t[1]);
-            ratios.push(t[0] / t[1]);
+            r_batch.push(t[0] / t[1]);
+            r_upd.push(t[1] / t[2]);
         }
-        ratios.sort_by(f64::total_cmp);
-
         let n = keys.len() as f64;
-        let differ = single.iter().zip(&batch).filter(|(a, b)| a != b).count();
+        let differ = (1..ways)
+            .map(|w| {
+                answers[0]
+                    .iter()
+                    .zip(&answers[w])
+                    .filter(|(a, b)| a != b)
+                    .count()
+            })
+            .sum::<usize>();
         println!(
-            "{f}: single {:.2} M/s, batch {:.2} M/s (fastest passes); batch / single median {:.2} ({:.2}-{:.2}) over {rounds} rounds; {differ} answers differ",
-            n / ts / 1e6,
-            n / tb / 1e6,
-            ratios[ratios.len() / 2],
-            ratios[0],
-            ratios[ratios.len() - 1],
+            "{f}: single {:.2} M/s, batch {:.2} M/s (fastest passes); batch / single median {} over {rounds} rounds; {differ} answers differ",
+            n / best[0] / 1e6,
+            n / best[1] / 1e6,
+            ratio(r_batch),
         );
+        if updates > 0 {
+            println!(
+                "  after {updates} removes and re-inserts ({:?}): batch {:.2} M/s; ÷ fresh batch median {}",
+                u.stats(),
+                n / best[2] / 1e6,
+                ratio(r_upd),
+            );
+        }
     }
 }

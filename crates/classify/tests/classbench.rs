@@ -155,3 +155,99 @@ fn every_set_agrees_with_the_linear_scan() {
         assert!(want.iter().filter(|w| w.is_some()).count() >= draws, "{n}");
     }
 }
+
+/// Updates on the 10k sets: a few hundred rules removed (one at a time, answers checked
+/// against the linear scan of the remaining rules now and then), some inserted at other
+/// places, then all put back where they were: the answers equal the linear scan
+/// throughout and the fresh classifier's at the end (on drawn headers, and on
+/// `.firstmatch` answers where there is a trace).
+#[test]
+fn updates_on_the_10k_sets_agree_with_the_linear_scan() {
+    let Some(d) = data() else { return };
+    for (si, n) in [
+        "cutsplit/acl_10k",
+        "cutsplit/fw_10k",
+        "cutsplit/ipc_10k",
+        "neurocuts/fw1_10k",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let rules = parse_rules(&read(&d.join(n)), n).unwrap();
+        let mut keys = corners(&rules, 1500, si as u64 + 11);
+        let mut x = si as u64 + 0x5eed;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..500 {
+            let rule = &rules[(next() % rules.len() as u64) as usize];
+            let mut k = [0u64; 5];
+            for (v, &(lo, hi)) in k.iter_mut().zip(&rule.ranges) {
+                *v = lo + next() % (hi - lo + 1);
+            }
+            keys.push(k);
+        }
+        let mut model = rules.clone();
+        let mut c = Classifier::new(rules.clone(), 5).unwrap();
+        let check = |c: &Classifier, model: &[classify::Rule], what: &str| {
+            let want: Vec<Option<usize>> = keys
+                .iter()
+                .map(|k| model.iter().position(|r| r.matches(k)))
+                .collect();
+            let single: Vec<Option<usize>> = keys.iter().map(|k| c.classify(k)).collect();
+            assert_eq!(first_wrong(&single, &want), None, "{n} {what}: single");
+            assert_eq!(
+                first_wrong(&batch(c, &keys), &want),
+                None,
+                "{n} {what}: batch"
+            );
+        };
+        // Remove 300 rules, remembering where they were.
+        let mut removed = Vec::new();
+        for i in 0..300 {
+            let at = (next() % model.len() as u64) as usize;
+            let r = c.remove(at).unwrap();
+            assert_eq!(r, model.remove(at));
+            removed.push((at, r));
+            if i % 100 == 99 {
+                check(&c, &model, &format!("after {} removes", i + 1));
+            }
+        }
+        // Insert 100 of them somewhere else, then take them out again.
+        let mut moved = Vec::new();
+        for (_, r) in removed.iter().take(100) {
+            let at = (next() % (model.len() as u64 + 1)) as usize;
+            c.insert(at, r.clone()).unwrap();
+            model.insert(at, r.clone());
+            moved.push(at);
+        }
+        check(&c, &model, "after moved inserts");
+        for &at in moved.iter().rev() {
+            assert_eq!(c.remove(at).unwrap(), model.remove(at));
+        }
+        // Put everything back: the original rule list.
+        for (at, r) in removed.into_iter().rev() {
+            c.insert(at, r.clone()).unwrap();
+            model.insert(at, r);
+        }
+        assert!(model == rules, "{n}: the rules are back");
+        assert!(
+            c.rules() == &rules[..],
+            "{n}: the classifier's rules are back"
+        );
+        check(&c, &model, "after putting everything back");
+        if n.ends_with("fw_10k") {
+            let t = parse_trace(&read(&d.join("cutsplit/fw_10k_trace")), n).unwrap();
+            let a = parse_answers(&read(&d.join("cutsplit/fw_10k_trace.firstmatch")), n).unwrap();
+            assert_eq!(
+                first_wrong(&batch(&c, &t), &a),
+                None,
+                "{n}: trace after updates"
+            );
+        }
+        eprintln!("{n}: {:?}, {} trees recompiled", c.stats(), c.rebuilds());
+    }
+}

@@ -37,6 +37,12 @@ pub struct ClassifyArgs {
     /// its own (`Classifier::classify`).
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..))]
     pub batch: u64,
+    /// Before classifying, remove this many random rules (drawn with --seed) from the
+    /// compiled classifier and insert each back at its place (`Classifier::remove` and
+    /// `insert`, no full rebuild): report the mean and longest time of each against the
+    /// full build's. The rules end as they were, so the answers must not change.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub updates: usize,
 }
 
 fn read(p: &PathBuf) -> Result<String, String> {
@@ -58,6 +64,36 @@ pub fn run(a: &ClassifyArgs) -> Result<ExitCode, String> {
     let t0 = Instant::now();
     let c = Classifier::new(rules, 5).map_err(|e| e.to_string())?;
     let build = t0.elapsed().as_secs_f64();
+    let mut c = c;
+    if a.updates > 0 && !c.rules().is_empty() {
+        let mut x = a.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        let (mut rm, mut ins) = (Vec::with_capacity(a.updates), Vec::with_capacity(a.updates));
+        for _ in 0..a.updates {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let at = (x % c.rules().len() as u64) as usize;
+            let t = Instant::now();
+            let rule = c.remove(at).map_err(|e| e.to_string())?;
+            rm.push(t.elapsed().as_secs_f64());
+            let t = Instant::now();
+            c.insert(at, rule).map_err(|e| e.to_string())?;
+            ins.push(t.elapsed().as_secs_f64());
+        }
+        let us = |v: &[f64]| {
+            let mean = v.iter().sum::<f64>() / v.len() as f64 * 1e6;
+            let max = v.iter().copied().fold(0f64, f64::max) * 1e6;
+            format!("mean {mean:.1} µs, max {max:.0} µs")
+        };
+        eprintln!(
+            "updates: {} removes ({}) and re-inserts ({}); {} trees recompiled on the way; full build {:.0} µs",
+            a.updates,
+            us(&rm),
+            us(&ins),
+            c.rebuilds(),
+            build * 1e6
+        );
+    }
     let passes = a.passes.max(1);
     let t1 = Instant::now();
     let batch = usize::try_from(a.batch).unwrap_or(usize::MAX).max(1);

@@ -79,6 +79,28 @@ fn fixture_headers_get_their_first_match() {
     assert!(out.lines().all(|l| ["0", "1", "2"].contains(&l)), "{out}");
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("0 of 2000 headers differ"), "{err}");
+    // Updates (remove and re-insert) before classifying: same answers, figures reported.
+    let o2 = fusebox_ok(
+        &d,
+        &[
+            "classify",
+            "--rules",
+            "rules",
+            "--draw",
+            "2000",
+            "--seed",
+            "4",
+            "--check",
+            "--updates",
+            "50",
+        ],
+    );
+    assert_eq!(o2.stdout, o.stdout);
+    let err = String::from_utf8_lossy(&o2.stderr);
+    assert!(
+        err.contains("updates: 50 removes (mean") && err.contains("0 of 2000 headers differ"),
+        "{err}"
+    );
 
     std::fs::write(
         d.join("bad"),
@@ -129,5 +151,21 @@ fn classbench_traces_match_their_firstmatch_files() {
                 "{set}, batch {batch}: answers differ from the .firstmatch file"
             );
         }
+        let o = fusebox_ok(
+            &root(),
+            &[
+                "classify",
+                "--rules",
+                rules.to_str().unwrap(),
+                "--trace",
+                trace.to_str().unwrap(),
+                "--updates",
+                "300",
+            ],
+        );
+        assert!(
+            o.stdout == want,
+            "{set}, after 300 updates: answers differ from the .firstmatch file"
+        );
     }
 }
