@@ -282,6 +282,31 @@ fn first_match<T: Copy + Into<u64>>(
     None
 }
 
+/// [`first_match`] with `D` fields per rule, fixed at compile time (so the field checks
+/// unroll).
+#[inline(always)]
+fn first_match_fixed<T: Copy + Into<u64>, const D: usize>(
+    flat: &[[(T, T); D]],
+    ids: &[u32],
+    key: &[u64; D],
+    bound: usize,
+) -> Option<usize> {
+    for (&r, rs) in ids.iter().zip(flat) {
+        let r = r as usize;
+        if r >= bound {
+            return None;
+        }
+        if rs
+            .iter()
+            .zip(key)
+            .all(|(&(lo, hi), &v)| lo.into() <= v && v <= hi.into())
+        {
+            return Some(r);
+        }
+    }
+    None
+}
+
 /// Applies `f` to every rule index tree `t` holds (leaves, members, first).
 fn renumber(t: &mut Tree, f: impl Fn(u32) -> u32) {
     for r in t.leaf_rules.iter_mut().chain(t.members.iter_mut()) {
@@ -849,13 +874,16 @@ impl Classifier {
             )));
         }
         for (ks, os) in keys.chunks(BATCH).zip(out.chunks_mut(BATCH)) {
-            if self.dims < 8 {
-                self.batch_block::<8, K>(ks, os);
-            } else if self.dims < 16 {
-                self.batch_block::<16, K>(ks, os);
-            } else {
-                for (k, o) in ks.iter().zip(os) {
-                    *o = self.classify(k.as_ref());
+            // Leaf checks with the number of fields known at compile time run 4-6 % faster
+            // (ClassBench 10k sets, 5 fields; the others share the generic code).
+            match self.dims {
+                5 => self.batch_block::<8, 5, K>(ks, os),
+                1..8 => self.batch_block::<8, 0, K>(ks, os),
+                8..16 => self.batch_block::<16, 0, K>(ks, os),
+                _ => {
+                    for (k, o) in ks.iter().zip(os) {
+                        *o = self.classify(k.as_ref());
+                    }
                 }
             }
         }
@@ -864,9 +892,14 @@ impl Classifier {
 
     /// [`classify_batch`](Self::classify_batch) of at most [`BATCH`] keys, with `W` (a
     /// power of two above [`dims`](Self::dims)) values per key in the buffer: the fields,
-    /// then `u64::MAX` (the slot leaves and jumps select, see [`Node`]).
+    /// then `u64::MAX` (the slot leaves and jumps select, see [`Node`]). `D` is the number
+    /// of fields when it is fixed at compile time, else 0.
     #[inline(never)]
-    fn batch_block<const W: usize, K: AsRef<[u64]>>(&self, keys: &[K], out: &mut [Option<usize>]) {
+    fn batch_block<const W: usize, const D: usize, K: AsRef<[u64]>>(
+        &self,
+        keys: &[K],
+        out: &mut [Option<usize>],
+    ) {
         let d = self.dims;
         let mut buf = [[u64::MAX; W]; BATCH];
         for (b, k) in buf.iter_mut().zip(keys) {
@@ -888,10 +921,10 @@ impl Classifier {
             }
             let (full, rest) = todo[..m].split_at(m - m % LANES);
             for lanes in full.chunks_exact(LANES) {
-                self.lanes::<W, LANES>(t, &buf, lanes, &mut best);
+                self.lanes::<W, LANES, D>(t, &buf, lanes, &mut best);
             }
             for lanes in rest.chunks(FEW_LANES) {
-                self.lanes::<W, FEW_LANES>(t, &buf, lanes, &mut best);
+                self.lanes::<W, FEW_LANES, D>(t, &buf, lanes, &mut best);
             }
         }
         for (o, &b) in out.iter_mut().zip(&best) {
@@ -900,9 +933,10 @@ impl Classifier {
     }
 
     /// Walks the keys `buf[i]` of `idx` (at most `L`) through tree `t` in lockstep, then
-    /// lowers `best[i]` to the first rule each matches in its leaf, if that is lower.
+    /// lowers `best[i]` to the first rule each matches in its leaf, if that is lower (`D`:
+    /// see [`batch_block`](Self::batch_block)).
     #[inline(always)]
-    fn lanes<const W: usize, const L: usize>(
+    fn lanes<const W: usize, const L: usize, const D: usize>(
         &self,
         t: &Tree,
         buf: &[[u64; W]; BATCH],
@@ -941,7 +975,12 @@ impl Classifier {
         for ((&nl, k), &i) in n.iter().zip(&lk).zip(idx) {
             let i = i as usize % BATCH;
             let node = nodes[(nl as usize).min(top)];
-            if let Some(r) = self.leaf_match(t, node.at, &k[..self.dims.min(W)], best[i]) {
+            let r = if D > 0 && D < W && D == self.dims {
+                self.leaf_match_fixed::<D>(t, node.at, &k[..D], best[i])
+            } else {
+                self.leaf_match(t, node.at, &k[..self.dims.min(W)], best[i])
+            };
+            if let Some(r) = r {
                 best[i] = r;
             }
         }
@@ -955,7 +994,12 @@ impl Classifier {
             let node = *t.nodes.get(n)?;
             if node.dim as usize >= self.dims {
                 if node.dim == LEAF {
-                    return self.leaf_match(t, node.at, key, bound);
+                    return match key.get(..5) {
+                        Some(k5) if self.dims == 5 => {
+                            self.leaf_match_fixed::<5>(t, node.at, k5, bound)
+                        }
+                        _ => self.leaf_match(t, node.at, key, bound),
+                    };
                 }
                 n = node.right as usize; // a jump
                 continue;
@@ -978,6 +1022,29 @@ impl Classifier {
         match &t.leaf_flat {
             Flat::Narrow(f) => first_match(f.get(from * d..to * d)?, d, ids, key, bound),
             Flat::Wide(f) => first_match(f.get(from * d..to * d)?, d, ids, key, bound),
+        }
+    }
+
+    /// [`leaf_match`](Self::leaf_match) with `D` fields (the classifier's, at least
+    /// `key.len()`), fixed at compile time.
+    #[inline(always)]
+    fn leaf_match_fixed<const D: usize>(
+        &self,
+        t: &Tree,
+        at: u64,
+        key: &[u64],
+        bound: usize,
+    ) -> Option<usize> {
+        let key: &[u64; D] = key.try_into().ok()?;
+        let (from, to) = leaf_span(at);
+        let ids = t.leaf_rules.get(from..to)?;
+        match &t.leaf_flat {
+            Flat::Narrow(f) => {
+                first_match_fixed(f.get(from * D..to * D)?.as_chunks().0, ids, key, bound)
+            }
+            Flat::Wide(f) => {
+                first_match_fixed(f.get(from * D..to * D)?.as_chunks().0, ids, key, bound)
+            }
         }
     }
 
@@ -1287,11 +1354,11 @@ mod tests {
         }
 
         /// Batches of every size (1 to 150 keys: partial lane groups and blocks) give the
-        /// linear scan's answers, for 3 fields (8-value key buffers), 9 (16) and 17 (one
-        /// lookup per key).
+        /// linear scan's answers, for 3 fields (8-value key buffers), 5 (leaf checks
+        /// compiled for 5 fields), 9 (16-value buffers) and 17 (one lookup per key).
         #[test]
         fn batches_agree_with_the_linear_scan(
-            (dims, rules) in prop_oneof![Just(3usize), Just(9), Just(17)]
+            (dims, rules) in prop_oneof![Just(3usize), Just(5), Just(9), Just(17)]
                 .prop_flat_map(|d| (Just(d), arb_rules_of(d))),
             keys in proptest::collection::vec(proptest::collection::vec(0u64..70, 17), 1..150),
         ) {
