@@ -42,8 +42,9 @@
 //! [`Classifier::insert`] and [`Classifier::remove`] change the rule list in place (with
 //! `Vec::insert` / `Vec::remove` semantics: rule indices after the change point shift, and
 //! lookups answer positions in the current list) without compiling the classifier again,
-//! which `rte_acl` cannot do. On the ClassBench 10k sets an update takes tens of
-//! microseconds, against 10 to 30 ms for a full build (`docs/benchmarks.md`).
+//! which `rte_acl` cannot do. On the ClassBench 10k sets an update takes 5 to 15
+//! microseconds on average (under a millisecond at worst), against 10 to 35 ms for a full
+//! build (`docs/benchmarks.md`).
 //!
 //! What makes it local: a leaf holds exactly *the rules of its tree's group that overlap
 //! its box, in priority order, up to and including the first one that covers the whole
@@ -62,15 +63,16 @@
 //! into a subtree (with the leaf's box and depth) appended after the tree's nodes, and the
 //! old leaf becomes a *jump* node to it. Jumps keep the preorder layout and the batch walk
 //! unchanged: a jump is a node whose comparison always goes "right", so it costs one
-//! more step on those paths and no test anywhere else. Rule indices in the leaves, the
+//! more step on those paths and no extra test in the batch walk (the single-key walk
+//! already tests for leaves, and jumps share that test). Rule indices in the leaves, the
 //! group lists and each tree's best rule are renumbered by a linear pass over `u32`s.
 //!
 //! *Decision:* rather than re-laying out the tree on every update, the space that updates
 //! leave unused (overwritten leaf entries, jump nodes) is counted, and a tree is compiled
 //! again from its group's rules when that passes half its size, or after as many updates
 //! as it has rules (at least 64), since subtrees compiled leaf by leaf and cuts that
-//! removed rules no longer need are not as good as a fresh tree. Either way the cost of a
-//! rebuild is spread over at least that many updates (amortised; [`Classifier::rebuilds`]
+//! removed rules no longer need are not as good as a fresh tree. Either way a rebuild's
+//! cost is spread over the many updates before it (amortised; [`Classifier::rebuilds`]
 //! counts them). In a test of 3000 random updates on a 200-rule set, memory stayed within
 //! 3.5 times a fresh build's. Only an inserted rule with a bound beyond `u32`, in a
 //! classifier whose leaf ranges are stored as `u32` pairs, recompiles everything.
