@@ -1,6 +1,7 @@
-//! Classification micro-benchmarks: lookups per second of the HyperSplit trees
-//! ([`Classifier::classify`]) against the linear scan of the rules
-//! ([`Classifier::classify_linear`]) on the same 1024 headers.
+//! Classification micro-benchmarks: lookups per second of the HyperSplit trees one key at a
+//! time ([`Classifier::classify`], `hypersplit`) and in batches of 64
+//! ([`Classifier::classify_batch`], `hypersplit-batch64`) against the linear scan of the
+//! rules ([`Classifier::classify_linear`]) on the same 1024 headers.
 //!
 //! Always on a generated 1000-rule 5-tuple set (seeded; headers are random corners of its
 //! rules, as ClassBench's trace generator draws them), and on the ClassBench 10k sets in
@@ -130,6 +131,19 @@ fn lookups(c: &mut Criterion) {
                     .sum::<usize>()
             })
         });
+        let mut out = vec![None; HEADERS];
+        g.bench_with_input(
+            BenchmarkId::new("hypersplit-batch64", &name),
+            &headers,
+            |b, h| {
+                b.iter(|| {
+                    for (ks, os) in h.chunks(64).zip(out.chunks_mut(64)) {
+                        c.classify_batch(black_box(ks), os).expect("lengths match");
+                    }
+                    out.iter().flatten().sum::<usize>()
+                })
+            },
+        );
         g.sample_size(10);
         g.bench_with_input(BenchmarkId::new("linear-scan", &name), &headers, |b, h| {
             b.iter(|| {

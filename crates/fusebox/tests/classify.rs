@@ -35,9 +35,37 @@ fn fixture_headers_get_their_first_match() {
     assert_eq!(String::from_utf8_lossy(&o.stdout), "0\n1\n2\n-1\n-1\n");
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("3 rules") && err.contains("lookups/s"),
+        err.contains("3 rules") && err.contains("lookups/s") && err.contains("batches of 64"),
         "{err}"
     );
+    // One key at a time, and odd batch sizes: the same answers.
+    for b in ["1", "2", "3"] {
+        let o = fusebox_ok(
+            &d,
+            &[
+                "classify", "--rules", "rules", "--trace", "trace", "--batch", b,
+            ],
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout),
+            "0\n1\n2\n-1\n-1\n",
+            "{b}"
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        let how = if b == "1" {
+            "single-key lookups"
+        } else {
+            "batches of"
+        };
+        assert!(err.contains(how), "{b}: {err}");
+    }
+    let o = fusebox(
+        &d,
+        &[
+            "classify", "--rules", "rules", "--trace", "trace", "--batch", "0",
+        ],
+    );
+    assert_ne!(o.status.code(), Some(0));
     // Headers drawn from the rules' corners, checked against a linear scan: every drawn
     // header matches its rule or an earlier one, so none is -1.
     let o = fusebox_ok(
@@ -51,6 +79,28 @@ fn fixture_headers_get_their_first_match() {
     assert!(out.lines().all(|l| ["0", "1", "2"].contains(&l)), "{out}");
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("0 of 2000 headers differ"), "{err}");
+    // Updates (remove and re-insert) before classifying: same answers, figures reported.
+    let o2 = fusebox_ok(
+        &d,
+        &[
+            "classify",
+            "--rules",
+            "rules",
+            "--draw",
+            "2000",
+            "--seed",
+            "4",
+            "--check",
+            "--updates",
+            "50",
+        ],
+    );
+    assert_eq!(o2.stdout, o.stdout);
+    let err = String::from_utf8_lossy(&o2.stderr);
+    assert!(
+        err.contains("updates: 50 removes (mean") && err.contains("0 of 2000 headers differ"),
+        "{err}"
+    );
 
     std::fs::write(
         d.join("bad"),
@@ -82,6 +132,25 @@ fn classbench_traces_match_their_firstmatch_files() {
     for set in ["acl_1k", "fw_1k", "ipc_1k"] {
         let rules = data.join(set);
         let trace = data.join(format!("{set}_trace"));
+        let want = std::fs::read(data.join(format!("{set}_trace.firstmatch"))).unwrap();
+        for batch in ["64", "1"] {
+            let o = fusebox_ok(
+                &root(),
+                &[
+                    "classify",
+                    "--rules",
+                    rules.to_str().unwrap(),
+                    "--trace",
+                    trace.to_str().unwrap(),
+                    "--batch",
+                    batch,
+                ],
+            );
+            assert!(
+                o.stdout == want,
+                "{set}, batch {batch}: answers differ from the .firstmatch file"
+            );
+        }
         let o = fusebox_ok(
             &root(),
             &[
@@ -90,12 +159,13 @@ fn classbench_traces_match_their_firstmatch_files() {
                 rules.to_str().unwrap(),
                 "--trace",
                 trace.to_str().unwrap(),
+                "--updates",
+                "300",
             ],
         );
-        let want = std::fs::read(data.join(format!("{set}_trace.firstmatch"))).unwrap();
         assert!(
             o.stdout == want,
-            "{set}: answers differ from the .firstmatch file"
+            "{set}, after 300 updates: answers differ from the .firstmatch file"
         );
     }
 }
