@@ -158,6 +158,9 @@ pub struct Executor {
     stack: Vec<(u32, u32, Packet)>,
     emitted: Vec<(usize, Packet)>,
     pool: Vec<Packet>,
+    /// The end of the last replay (its last timestamp plus one gap): a later replay starts
+    /// there, so virtual time never goes back between calls.
+    replayed_until: u64,
     chain_in: u64,
     chain_created: u64,
     next_input: u64,
@@ -414,6 +417,7 @@ impl Executor {
             stack: Vec::new(),
             emitted: Vec::new(),
             pool: Vec::new(),
+            replayed_until: 0,
             chain_in: 0,
             chain_created: 0,
             next_input: 0,
@@ -588,7 +592,8 @@ impl Executor {
 
     /// Replays `inputs` (already in memory) `passes` times without I/O. Each pass shifts
     /// timestamps by the trace's span plus one inter-packet gap (1 µs when all packets share
-    /// one timestamp), so virtual time keeps moving; every pass restores the original bytes.
+    /// one timestamp), so virtual time keeps moving, also from one call to the next (a call
+    /// starts where the previous one ended); every pass restores the original bytes.
     /// Packets go in batches of `RunOptions::batch`, as in [`Executor::run`]: the batch's
     /// buffers (recycled from a pool) are filled, then run one by one, then the established
     /// flows' debts are paid. Returns the number of packets pushed.
@@ -610,10 +615,11 @@ impl Executor {
             .min()
             .unwrap_or(1_000);
         let shift = span + gap;
+        let base = self.replayed_until.saturating_sub(first.0 .0);
         let mut n = 0;
         let mut batch: Vec<((usize, usize), Packet)> = Vec::with_capacity(self.batch);
         for pass in 0..passes {
-            let off = shift.saturating_mul(pass);
+            let off = base.saturating_add(shift.saturating_mul(pass));
             for chunk in order.chunks(self.batch) {
                 for &(ts, i, j) in chunk {
                     let (entry, recs) = &inputs[i];
@@ -630,6 +636,10 @@ impl Executor {
                 }
             }
         }
+        self.replayed_until = (last.0 .0)
+            .saturating_add(base)
+            .saturating_add(shift.saturating_mul(passes - 1))
+            .saturating_add(gap);
         // As in `run`: the flows' debts are paid when needed and at the end.
         self.flush_flows();
         n

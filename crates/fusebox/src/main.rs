@@ -9,6 +9,10 @@ macro_rules! outln {
     }};
 }
 
+/// mimalloc instead of the system allocator (see the README's performance section).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod bench_cmd;
 mod classify_cmd;
 mod explain_cmd;

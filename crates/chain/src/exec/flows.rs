@@ -25,6 +25,19 @@
 //!   accepts (first fragment, long enough).
 //!
 //! So every mode still gives the same packets, counters and state dumps.
+//!
+//! Paths without a rewriter decision are remembered the same way: a flow the firewall
+//! denies (its drop), or one that leaves without meeting a rewriter, costs one lookup
+//! instead of the firewall's ordered classifier; so does a flow a rewriter drops for its
+//! protocol alone (`not-tcp-udp`: the drop and the rewriter's drop count are owed like a
+//! mapping's packets). A path's debts are paid in the order of their last packets, so a
+//! mapping touched by both of its flow's directions gets the later packet's expiry.
+//!
+//! A flow also keeps its root class ([`RootMemo`]): a packet its remembered path cannot
+//! serve (a SYN or FIN, a mapping that changed, a packet kind not seen yet) but whose
+//! fields outside the flow key are those the root classification tested for the flow
+//! before, skips the root classifier. ICMP flows are keyed by type, code and echo
+//! identifier, so an echo flow keeps its key as its sequence number changes.
 
 use super::{Executor, Ran};
 use crate::program::{NodeId, Program, Regs, Step, Val, NO_MAPPING};
