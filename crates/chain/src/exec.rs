@@ -1252,12 +1252,9 @@ impl Executor {
                     }
                 }
             }
-            let pins: Vec<(u16, Vec<(u128, u128)>)> = regs
-                .pinned
-                .iter()
-                .map(|&(i, v)| (i, vec![(v, v)]))
-                .collect();
-            flows::narrow(&mut regs.region, &pins, unkeyed);
+            for &(i, v) in regs.pinned.iter().filter(|(i, _)| unkeyed(*i)) {
+                flows::narrow_point(&mut regs.region, i, v);
+            }
         }
         let root = match self.start_of.get(el as usize) {
             Some(Some(seg)) => seg.root,

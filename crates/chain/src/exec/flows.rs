@@ -257,6 +257,22 @@ pub(super) fn narrow(
     }
 }
 
+/// Narrows `region` (as [`narrow`] does) to the packets whose field `f` is `v`, without
+/// building a one-value test.
+pub(super) fn narrow_point(region: &mut Vec<(u16, Vec<(u128, u128)>)>, f: u16, v: u128) {
+    match region.binary_search_by_key(&f, |(g, _)| *g) {
+        Ok(i) => {
+            let have = &mut region[i].1;
+            let inside = have.iter().any(|&(lo, hi)| lo <= v && v <= hi);
+            have.clear();
+            if inside {
+                have.push((v, v));
+            }
+        }
+        Err(i) => region.insert(i, (f, vec![(v, v)])),
+    }
+}
+
 /// Whether a run-time check reads only what the flow decides (constants and registers).
 pub(super) fn flow_determined(tests: &[(Val, Vec<(u128, u128)>)]) -> bool {
     tests
@@ -296,11 +312,12 @@ pub(super) fn memo_root(
             }
         }
     }
-    let pinned: Vec<(u16, Vec<(u128, u128)>)> = regs.pinned[..pins.min(regs.pinned.len())]
+    for &(i, v) in regs.pinned[..pins.min(regs.pinned.len())]
         .iter()
-        .map(|&(i, v)| (i, vec![(v, v)]))
-        .collect();
-    narrow(&mut region, &pinned, unkeyed);
+        .filter(|(i, _)| unkeyed(*i))
+    {
+        narrow_point(&mut region, i, v);
+    }
     let region = regions.id(&region);
     flows.entry(key).or_default().root = Some(RootMemo {
         choice: (next, index),
@@ -647,6 +664,22 @@ mod tests {
                 data[23] = if tcp { 6 } else { 17 };
             }
             prop_assert_eq!(fast_info(&data), reference(&data));
+        }
+
+        #[test]
+        fn narrowing_to_a_point_is_narrowing_by_its_test(
+            tests in proptest::collection::vec((0u16..4, any::<u64>()), 0..4),
+            f in 0u16..5,
+            v in 0u128..64,
+        ) {
+            let mut a = Vec::new();
+            for (g, m) in &tests {
+                narrow(&mut a, &[(*g, runs(*m))], |_| true);
+            }
+            let mut b = a.clone();
+            narrow(&mut a, &[(f, vec![(v, v)])], |_| true);
+            narrow_point(&mut b, f, v);
+            prop_assert_eq!(a, b);
         }
 
         #[test]
