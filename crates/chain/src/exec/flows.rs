@@ -106,7 +106,7 @@ pub(super) struct RootMemo {
 }
 
 /// A remembered path and what its packets owe the rewriters.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub(super) struct Fast {
     /// The packets it serves fall in this box of the segment's fields (index into
     /// [`Regions`]): the intersection of the classes the path chose, so every
@@ -544,39 +544,41 @@ impl Executor {
             if let (Some(info), Some(end)) = (info, r.end) {
                 let now = self.cx.now.0;
                 let region = self.regions.id(&r.region);
-                let r = &self.regs;
-                let fast = Fast {
-                    region,
-                    info: info.map(|info| PacketInfo {
-                        tcp_flags: info.tcp_flags & STATE_FLAGS,
-                        has_payload: info.has_payload,
-                    }),
-                    versions: r.versions.clone(),
-                    epoch: u64::MAX,
-                    path: r.path.clone(),
-                    bytes: r
-                        .path
-                        .iter()
-                        .any(|&n| self.byte_nodes.get(n as usize) == Some(&true)),
-                    end,
-                    drop: r.drop,
-                    regs: Regs {
-                        flows: r.flows.clone(),
-                        ip_ops: r.ip_ops,
-                        l4_ops: r.l4_ops,
-                        rewrote: r.rewrote,
-                        ..Regs::default()
-                    },
-                    life: r.life,
-                    expiry: now.saturating_add(r.life),
-                    last: now,
-                    seq: 0,
-                    pending: 0,
-                    pending_bytes: (0, 0),
-                };
-                let e = self.flows.entry(key).or_default();
-                e.steps.clone_from(&self.regs.record);
-                e.fast = Some(fast);
+                let Executor {
+                    regs: r,
+                    flows,
+                    byte_nodes,
+                    ..
+                } = self;
+                let bytes = r
+                    .path
+                    .iter()
+                    .any(|&n| byte_nodes.get(n as usize) == Some(&true));
+                let e = flows.entry(key).or_default();
+                e.steps.clone_from(&r.record);
+                // In place: the entry's vectors are reused.
+                let f = e.fast.get_or_insert_with(Fast::default);
+                f.region = region;
+                f.info = info.map(|info| PacketInfo {
+                    tcp_flags: info.tcp_flags & STATE_FLAGS,
+                    has_payload: info.has_payload,
+                });
+                f.versions.clone_from(&r.versions);
+                f.epoch = u64::MAX;
+                f.path.clone_from(&r.path);
+                f.bytes = bytes;
+                f.end = end;
+                f.drop = r.drop;
+                f.regs.flows.clone_from(&r.flows);
+                f.regs.ip_ops = r.ip_ops;
+                f.regs.l4_ops = r.l4_ops;
+                f.regs.rewrote = r.rewrote;
+                f.life = r.life;
+                f.expiry = now.saturating_add(r.life);
+                f.last = now;
+                f.seq = 0;
+                f.pending = 0;
+                f.pending_bytes = (0, 0);
                 return;
             }
         }
