@@ -39,7 +39,7 @@ fn denied_and_unnatted_flows_take_one_lookup_and_stay_exact() {
     let dir = std::env::temp_dir().join(format!("isp-flows-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     // A list that denies a third of the flows (by destination port) before allowing the
-    // rest, with overlapping rules so the firewall's classes are ordered.
+    // rest, with overlapping rules.
     let rules = dir.join("acl.rules");
     let mut f = std::fs::File::create(&rules).unwrap();
     writeln!(f, "deny src net 10.3.0.0/16 && dst port 22").unwrap();
