@@ -11,6 +11,8 @@
 //! is cut short matches in Click). First fragments whose TCP/UDP/ICMP header is shorter than
 //! its fixed part are therefore counted but not compared.
 
+mod common;
+
 use elements::{build, BuildCtx, Context, Names, Verdict};
 use packet::Packet;
 use pcap::{Capture, Linktype};
@@ -331,14 +333,7 @@ fn pcap_files(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 fn capture_frames(max_per_file: usize, max_total: usize) -> Option<(usize, Vec<Vec<u8>>)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/pcaps");
-    if !dir.is_dir() {
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("{} is missing (CI=true: not skipping)", dir.display());
-        }
-        println!("SKIP capture files: {} not found", dir.display());
-        return None;
-    }
+    let dir = common::shared_data("pcaps")?;
     let mut files = Vec::new();
     pcap_files(&dir, &mut files);
     let mut frames = Vec::new();

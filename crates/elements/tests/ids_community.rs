@@ -3,22 +3,14 @@
 //! Data is read from `../shared/data` next to the workspace; absent, the tests skip with a
 //! message, except under `CI=true` where they fail.
 
+mod common;
 use elements::ids::SnortIDS;
 use elements::{BuildCtx, Context, Element, Names, Verdict};
 use packet::Packet;
 use std::path::{Path, PathBuf};
 
 fn data_dir() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data/ids/snort-community-rules");
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("{} is missing (CI=true: not skipping)", dir.display());
-    }
-    println!("SKIP: {} not found", dir.display());
-    None
+    common::shared_data("ids/snort-community-rules")
 }
 
 fn build(dir: &Path, config: &str) -> Result<Box<dyn Element>, String> {

@@ -16,6 +16,7 @@
 //! Data is read from `../shared/data` next to the workspace; absent, the test skips with a
 //! message, except under `CI=true` where it fails.
 
+mod common;
 use elements::ids::SnortIDS;
 use elements::{BuildCtx, Context, Element, Names, Verdict};
 use packet::{Packet, Timestamp};
@@ -184,16 +185,7 @@ const LEFT_OUT: &[(&str, &str)] = &[
 ];
 
 fn data_dir() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data/ids/suricata-verify-subset");
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("{} is missing (CI=true: not skipping)", dir.display());
-    }
-    println!("SKIP: {} not found", dir.display());
-    None
+    common::shared_data("ids/suricata-verify-subset")
 }
 
 /// One `filter` check of a `test.yaml`: the count and the `match` keys.

@@ -9,6 +9,8 @@
 //! Data is read from `../shared/data` next to the workspace; absent, the tests skip with a
 //! message, except under `CI=true` where they fail.
 
+mod common;
+
 use elements::pcapfilter::parse;
 use pcap::{Capture, Linktype};
 use std::collections::HashMap;
@@ -22,15 +24,7 @@ const REFUSED: &[(&str, &str)] = &[(
 )];
 
 fn data_dir() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data");
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("{} is missing (CI=true: not skipping)", dir.display());
-    }
-    println!("SKIP: {} not found", dir.display());
-    None
+    common::shared_data("")
 }
 
 /// Captured bytes and wire length of each packet.
