@@ -1332,6 +1332,8 @@ impl Executor {
         let track = !self.rewriters.is_empty() && from.is_none();
         // The root class of a known flow, when the packet is like the one that chose it.
         let mut memo = None;
+        // The flow key, read once (classification writes nothing).
+        let mut flow = None;
         if track {
             self.regs.flows.clear();
             self.regs.ip_ops = 0;
@@ -1355,6 +1357,7 @@ impl Executor {
             self.regs.root = None;
             // An established flow: one lookup, then its class's writes.
             let key = flows::flow_key(el, p.data());
+            flow = Some(key);
             if let Some(r) = self.run_fast(prog, el, key, p) {
                 return r;
             }
@@ -1421,7 +1424,7 @@ impl Executor {
                             if fresh {
                                 self.regs.root = Some((next, index, self.regs.pinned.len()));
                             }
-                            let key = flows::flow_key(el, p.data());
+                            let key = flow.unwrap_or_else(|| flows::flow_key(el, p.data()));
                             self.regs.key = Some(key);
                             if let Some(e) = self.flows.get(&key) {
                                 self.regs.cached.extend_from_slice(&e.steps);
@@ -1546,7 +1549,7 @@ impl Executor {
                     };
                     let now = self.cx.now.0;
                     if self.regs.key.is_none() {
-                        let key = flows::flow_key(el, data);
+                        let key = flow.unwrap_or_else(|| flows::flow_key(el, data));
                         if let Some(e) = self.flows.get(&key) {
                             self.regs.cached.extend_from_slice(&e.steps);
                         }
