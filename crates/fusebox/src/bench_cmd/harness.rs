@@ -1,0 +1,255 @@
+//! The timing harness of `fusebox bench`: how a configuration runs (a chain in the executor,
+//! or the reference loop), how a group of configurations is timed (a warm-up pass, then
+//! repetitions in which they take turns pass by pass, then one latency pass each), and the
+//! summaries of the samples (min / median / max, nearest-rank percentiles).
+
+use super::report::Params;
+use super::Bench;
+use chain::{ChainFile, Endpoint, Executor, ExitSink, RunOptions};
+use packet::Packet;
+use ports::pcap::Record;
+use std::time::Instant;
+use synth::verify::Mode;
+
+/// Bytes counted per frame besides the frame itself: FCS (not in the trace), preamble and
+/// start delimiter (8), inter-frame gap (12).
+const WIRE_EXTRA: u64 = 4 + 20;
+
+/// How a configuration runs.
+pub(super) enum Runner {
+    /// A chain in the executor, over the trace at its entry.
+    Chain {
+        ex: Box<Executor>,
+        inputs: Vec<((usize, usize), Vec<Record>)>,
+    },
+    /// The reference loop over the trace, with one recycled buffer per batch slot.
+    Reference {
+        records: Vec<Record>,
+        bufs: Vec<Packet>,
+    },
+}
+
+impl Runner {
+    pub(super) fn pass(&mut self) -> u64 {
+        match self {
+            Runner::Chain { ex, inputs } => ex.replay(inputs, 1),
+            Runner::Reference { records, bufs } => reference_pass(records, bufs),
+        }
+    }
+}
+
+/// The reference loop: each batch's frames are copied into recycled buffers (as the
+/// executor's replay does), then every packet's Ethernet and IPv4 headers are read and its
+/// TTL decremented with the checksum updated (RFC 1624). Returns the packets touched.
+fn reference_pass(records: &[Record], bufs: &mut [Packet]) -> u64 {
+    let mut n = 0u64;
+    let mut acc = 0u32;
+    let batch = bufs.len().max(1);
+    for chunk in records.chunks(batch) {
+        for (r, p) in chunk.iter().zip(bufs.iter_mut()) {
+            p.reset(&r.data);
+        }
+        for p in bufs.iter_mut().take(chunk.len()) {
+            let d = p.data_mut();
+            if d.len() >= 34 && d[12] == 0x08 && d[13] == 0 && d[14] >> 4 == 4 && d[22] > 1 {
+                d[22] -= 1;
+                // TTL is the high byte of its 16-bit word: the sum gains 0x0100.
+                let c = u32::from(u16::from_be_bytes([d[24], d[25]])) + 0x0100;
+                let c = (c & 0xffff) + (c >> 16);
+                d[24..26].copy_from_slice(&(c as u16).to_be_bytes());
+                acc = acc.wrapping_add(u32::from_be_bytes([d[30], d[31], d[32], d[33]]));
+            }
+            n += 1;
+        }
+    }
+    std::hint::black_box(acc);
+    n
+}
+
+/// One configuration of a group.
+pub(super) struct Config {
+    /// `naive`, `synth` or `reference`.
+    pub(super) mode: &'static str,
+    /// NFs in the chain (0 for the reference loop).
+    pub(super) nfs: usize,
+    pub(super) runner: Runner,
+    /// Packets and wire bytes (frames + FCS + preamble + gap) per pass.
+    pub(super) packets: u64,
+    pub(super) wire_bytes: u64,
+    pub(super) mpps: Vec<f64>,
+    pub(super) gbps: Vec<f64>,
+    pub(super) latency: Option<[f64; 3]>,
+}
+
+impl Config {
+    pub(super) fn key(&self) -> String {
+        match self.mode {
+            "reference" => "reference".to_string(),
+            m => format!("{m} {}", self.nfs),
+        }
+    }
+}
+
+/// Min, median and max of samples (zeros when there are none).
+pub(super) fn stats(v: &[f64]) -> (f64, f64, f64) {
+    let mut s = v.to_vec();
+    s.sort_by(|a, b| a.total_cmp(b));
+    match s.len() {
+        0 => (0.0, 0.0, 0.0),
+        n => (s[0], s[n / 2], s[n - 1]),
+    }
+}
+
+/// p50, p99 and p99.9 of nanosecond samples (nearest rank).
+pub(super) fn percentiles(mut v: Vec<u64>) -> Option<[f64; 3]> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_unstable();
+    Some([50.0, 99.0, 99.9].map(|p| nearest_rank(&v, p) as f64))
+}
+
+/// The `p`-th percentile of sorted samples, nearest rank (0 when there are none).
+pub(super) fn nearest_rank(sorted: &[u64], p: f64) -> u64 {
+    let i = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted
+        .get(i.clamp(1, sorted.len().max(1)) - 1)
+        .copied()
+        .unwrap_or(0)
+}
+
+/// The nominal frequency, in MHz, of the first CPU `/proc/cpuinfo` lists.
+pub(super) fn cpu_mhz() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    s.lines()
+        .find(|l| l.starts_with("cpu MHz"))
+        .and_then(|l| l.split(':').nth(1))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|m| *m > 0.0)
+}
+
+impl Bench {
+    /// A chain configuration: `chain` built with `batch`, run in `mode` (a `bool` stands
+    /// for synthesized (`true`) or naive), fed `records` at `entry`.
+    pub(super) fn chain_config(
+        &self,
+        chain: &ChainFile,
+        entry: &Endpoint,
+        mode: impl Into<Mode>,
+        batch: usize,
+        records: &[Record],
+    ) -> Result<Config, String> {
+        let mode: Mode = mode.into();
+        let opts = RunOptions {
+            batch,
+            ..RunOptions::default()
+        };
+        let mut ex = Executor::new(chain, &opts, |_, _| Ok(ExitSink::Count))?;
+        match mode {
+            Mode::Synth => {
+                synth::install(&mut ex)?;
+            }
+            Mode::Fastpath => ex.enable_fastpath(chain::FastOptions::default()),
+            Mode::Naive => {}
+        }
+        let at = ex
+            .entry(entry)
+            .ok_or_else(|| format!("{}: no entry {entry}", chain.path.display()))?;
+        Ok(Config {
+            mode: mode.name(),
+            nfs: chain.nfs.len(),
+            runner: Runner::Chain {
+                ex: Box::new(ex),
+                inputs: vec![(at, records.to_vec())],
+            },
+            packets: records.len() as u64,
+            wire_bytes: wire_bytes(records),
+            mpps: Vec::new(),
+            gbps: Vec::new(),
+            latency: None,
+        })
+    }
+
+    /// The reference loop over `records`, `batch` packets at a time.
+    pub(super) fn reference_config(&self, batch: usize, records: &[Record]) -> Config {
+        Config {
+            mode: "reference",
+            nfs: 0,
+            runner: Runner::Reference {
+                records: records.to_vec(),
+                bufs: (0..batch.max(1)).map(|_| Packet::from_bytes(&[])).collect(),
+            },
+            packets: records.len() as u64,
+            wire_bytes: wire_bytes(records),
+            mpps: Vec::new(),
+            gbps: Vec::new(),
+            latency: None,
+        }
+    }
+
+    /// Measures a group: one warm-up pass each, then `reps` repetitions in which the
+    /// configurations take turns pass by pass; then one latency pass per chain. Records
+    /// every configuration and the `ratios` (numerator key, denominator key).
+    pub(super) fn measure(
+        &mut self,
+        p: &Params,
+        mut configs: Vec<Config>,
+        ratios: &[(&str, &str)],
+    ) -> Result<(), String> {
+        eprintln!(
+            "fusebox bench: {}, {}-byte frames, batch {}: {}",
+            p.label(),
+            p.frame,
+            p.batch,
+            configs
+                .iter()
+                .map(Config::key)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        time_group(&mut configs, self.reps, p.passes);
+        self.report.group(p, &configs, ratios, self.reps);
+        Ok(())
+    }
+}
+
+/// Times a group of configurations: one warm-up pass each, then `reps` repetitions of
+/// `passes` passes in which they take turns pass by pass (each repetition adds one Mpps and
+/// one Gbit/s sample per configuration); then one latency pass per chain.
+fn time_group(configs: &mut [Config], reps: usize, passes: u64) {
+    for c in configs.iter_mut() {
+        c.runner.pass();
+    }
+    for _ in 0..reps {
+        let mut secs = vec![0f64; configs.len()];
+        let mut packets = vec![0u64; configs.len()];
+        for _ in 0..passes {
+            for (k, c) in configs.iter_mut().enumerate() {
+                let t0 = Instant::now();
+                packets[k] += c.runner.pass();
+                secs[k] += t0.elapsed().as_secs_f64();
+            }
+        }
+        for (k, c) in configs.iter_mut().enumerate() {
+            let s = secs[k].max(1e-9);
+            let passes = packets[k] as f64 / c.packets.max(1) as f64;
+            c.mpps.push(packets[k] as f64 / s / 1e6);
+            c.gbps.push(c.wire_bytes as f64 * passes * 8.0 / s / 1e9);
+        }
+    }
+    for c in configs.iter_mut() {
+        if let Runner::Chain { ex, inputs } = &mut c.runner {
+            ex.record_latency(true);
+            ex.replay(inputs, 1);
+            c.latency = percentiles(ex.take_latency());
+            ex.record_latency(false);
+        }
+    }
+}
+
+fn wire_bytes(records: &[Record]) -> u64 {
+    records
+        .iter()
+        .map(|r| r.data.len() as u64 + WIRE_EXTRA)
+        .sum()
+}

@@ -1,0 +1,639 @@
+//! The scenarios of `fusebox bench`: the configurations each experiment compares (chains of
+//! routers and NAPTs, frame sizes, the TTL NF, the DIR-24-8 router, the ISP chain, the
+//! SpeedyBox chains), the traces they run over and the ratios they report.
+
+use super::harness::{nearest_rank, stats};
+use super::report::Params;
+use super::Bench;
+use chain::{ChainFile, Endpoint, Executor, ExitSink, RunOptions};
+use ports::gen::{generate, GenConfig, Mix, SizeDist};
+use ports::pcap::Record;
+use serde_json::{json, Value};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use synth::verify::Mode;
+
+/// A scenario: its name, what it reproduces, and how to run it.
+pub(super) struct Scenario {
+    /// Its name on the command line.
+    pub(super) name: &'static str,
+    /// What it reproduces.
+    pub(super) about: &'static str,
+    /// Runs it, adding what it measures to the run's report.
+    pub(super) run: fn(&mut Bench) -> Result<(), String>,
+}
+
+/// Every scenario, in the order they run. Add one here.
+pub(super) const SCENARIOS: &[Scenario] = &[
+    Scenario {
+        name: "routers",
+        about: "SNF Fig. 7: chains of 1..10 routers, naive and synthesized",
+        run: |b| chains(b, "routers", "r"),
+    },
+    Scenario {
+        name: "napts",
+        about: "SNF Fig. 7: chains of 1..10 NAPTs, naive and synthesized",
+        run: |b| chains(b, "napts", "n"),
+    },
+    Scenario {
+        name: "frame-sizes",
+        about: "SNF Fig. 8: the 10-NF chains over frames of 64..1500 bytes",
+        run: frame_sizes,
+    },
+    Scenario {
+        name: "ttl",
+        about: "NetBricks' TTL NF (examples/ttl/ttl.click)",
+        run: ttl,
+    },
+    Scenario {
+        name: "lpm",
+        about: "NetBricks' DIR-24-8 router with 16k seeded random routes",
+        run: lpm,
+    },
+    Scenario {
+        name: "speedybox",
+        about: "SpeedyBox: 1..9 BlacklistFilters naive and fastpath (forward/forward/drop too); its two real chains' per-flow processing times, with state functions on one and two cores",
+        run: speedybox,
+    },
+    Scenario {
+        name: "isp",
+        about: "SNF Fig. 10: examples/isp (firewall -> router -> NAPT) with the 250-, 1k- and 10k-rule ClassBench lists, frames of 64..1500 bytes",
+        run: isp,
+    },
+];
+
+/// Frame sizes of the `frame-sizes` scenario (with the FCS).
+const FRAME_SIZES: [u32; 6] = [64, 128, 256, 512, 1024, 1500];
+
+/// Routes of the `lpm` scenario and the seed they are drawn from.
+const LPM_ROUTES: usize = 16_384;
+const LPM_SEED: u64 = 0x4c50_4d31_3662_6e63;
+
+/// A trace of UDP frames of `frame` bytes (with the FCS) from 10.0.0.0/16 to `dst` over
+/// `flows` flows.
+fn trace(packets: u64, frame: u32, flows: u32, dst: (std::net::Ipv4Addr, u8)) -> Vec<Record> {
+    let cfg = GenConfig {
+        packets,
+        flows,
+        mix: Mix {
+            tcp: 0,
+            udp: 1,
+            icmp: 0,
+        },
+        size: SizeDist::Fixed(frame),
+        dst_prefix: dst,
+        ..GenConfig::default()
+    };
+    generate(&cfg).records()
+}
+
+/// The default trace's destinations (routed out of eth1 by the routers, as in SNF Fig. 7).
+fn default_dst() -> (std::net::Ipv4Addr, u8) {
+    GenConfig::default().dst_prefix
+}
+
+/// The first `k` NFs of a chain file, with the links among them (the k-th NF's far
+/// interface becomes an exit).
+fn first_nfs(chain: &ChainFile, k: usize) -> ChainFile {
+    let mut c = chain.clone();
+    c.nfs.truncate(k);
+    let names: Vec<String> = c.nfs.iter().map(|n| n.name.clone()).collect();
+    let kept = |e: &Endpoint| names.contains(&e.nf);
+    c.links.retain(|(a, b, _)| kept(a) && kept(b));
+    c.entries.retain(|(e, _)| kept(e));
+    c
+}
+
+/// Chain lengths measured in `routers` and `napts`.
+fn lengths(quick: bool) -> Vec<usize> {
+    if quick {
+        vec![1, 2, 5, 10]
+    } else {
+        (1..=10).collect()
+    }
+}
+
+/// `routers`, `napts`: the first k NFs of `examples/DIR/chain.toml`, naive and synthesized,
+/// for every chain length and batch size, with the reference loop.
+fn chains(b: &mut Bench, dir: &'static str, prefix: &str) -> Result<(), String> {
+    let scenario: &'static str = dir;
+    let path = b.examples.join(dir).join("chain.toml");
+    let chain = ChainFile::load(&path).map_err(|e| e.to_string())?;
+    let entry = Endpoint {
+        nf: format!("{prefix}1"),
+        iface: "eth0".to_string(),
+    };
+    let records = trace(b.packets, 64, 1000, default_dst());
+    for batch in b.batches.clone() {
+        let mut configs = vec![b.reference_config(batch, &records)];
+        for mode in [Mode::Naive, Mode::Synth, Mode::Fastpath] {
+            for k in lengths(b.quick) {
+                let c = first_nfs(&chain, k.min(chain.nfs.len()));
+                configs.push(b.chain_config(&c, &entry, mode, batch, &records)?);
+            }
+        }
+        let p = Params {
+            scenario,
+            frame: 64,
+            batch,
+            passes: b.passes,
+            extra: None,
+        };
+        b.measure(
+            &p,
+            configs,
+            &[
+                ("synth 10", "naive 1"),
+                ("naive 10", "naive 1"),
+                ("synth 10", "naive 10"),
+                ("synth 1", "naive 1"),
+                ("naive 1", "reference"),
+                ("synth 10", "reference"),
+                ("fastpath 10", "naive 10"),
+                ("fastpath 10", "naive 1"),
+            ],
+        )?;
+    }
+    Ok(())
+}
+
+/// `frame-sizes`: naive 1, naive 10 and synth 10 routers and NAPTs over frames of every
+/// size in [`FRAME_SIZES`]. Larger frames use a proportionally shorter trace (the same
+/// bytes) and proportionally more passes (the same packets).
+fn frame_sizes(b: &mut Bench) -> Result<(), String> {
+    let batch = b.batches[0];
+    for (dir, prefix) in [("routers", "r"), ("napts", "n")] {
+        let path = b.examples.join(dir).join("chain.toml");
+        let chain = ChainFile::load(&path).map_err(|e| e.to_string())?;
+        let entry = Endpoint {
+            nf: format!("{prefix}1"),
+            iface: "eth0".to_string(),
+        };
+        for frame in FRAME_SIZES {
+            let scale = u64::from(frame.div_ceil(64));
+            let records = trace((b.packets / scale).max(1000), frame, 1000, default_dst());
+            let mut configs = vec![b.reference_config(batch, &records)];
+            for (k, synth) in [(1, false), (10, false), (10, true)] {
+                let c = first_nfs(&chain, k);
+                configs.push(b.chain_config(&c, &entry, synth, batch, &records)?);
+            }
+            let p = Params {
+                scenario: "frame-sizes",
+                frame,
+                batch,
+                passes: b.passes * scale,
+                extra: Some(("chain", json!(dir))),
+            };
+            b.measure(
+                &p,
+                configs,
+                &[
+                    ("synth 10", "naive 1"),
+                    ("synth 10", "naive 10"),
+                    ("synth 10", "reference"),
+                ],
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// A single-NF scenario: `click` run naive and synthesized from `iface`, with the reference
+/// loop.
+fn single(
+    b: &mut Bench,
+    scenario: &'static str,
+    click: &Path,
+    records: &[Record],
+    extra: Option<(&'static str, Value)>,
+) -> Result<(), String> {
+    let batch = b.batches[0];
+    let chain = ChainFile::single(click);
+    let entry = Endpoint {
+        nf: chain.nfs[0].name.clone(),
+        iface: "eth0".to_string(),
+    };
+    let configs = vec![
+        b.reference_config(batch, records),
+        b.chain_config(&chain, &entry, false, batch, records)?,
+        b.chain_config(&chain, &entry, true, batch, records)?,
+    ];
+    let p = Params {
+        scenario,
+        frame: 64,
+        batch,
+        passes: b.passes,
+        extra,
+    };
+    b.measure(
+        &p,
+        configs,
+        &[
+            ("synth 1", "naive 1"),
+            ("naive 1", "reference"),
+            ("synth 1", "reference"),
+        ],
+    )
+}
+
+/// `ttl`: NetBricks' TTL NF, the bundled `examples/ttl/ttl.click`.
+fn ttl(b: &mut Bench) -> Result<(), String> {
+    let records = trace(b.packets, 64, 1000, default_dst());
+    let click = b.examples.join("ttl").join("ttl.click");
+    single(b, "ttl", &click, &records, None)
+}
+
+/// `routes` prefixes drawn from `seed` (lengths as in a BGP table: 60 % /24, 32 % /16–/23,
+/// 4 % /8–/15, 4 % /25–/32; addresses uniform) with one of four next hops. The `lpm`
+/// configuration: `FromDevice(eth0)`, Ethernet and IPv4 checks, a `DirectIPLookup` with them
+/// plus a default route, and one `EtherEncap` → `ToDevice` per next hop.
+fn lpm_routes(routes: usize, seed: u64) -> Vec<(std::net::Ipv4Addr, u8, u64)> {
+    let mut x = ports::gen::SplitMix64(seed);
+    (0..routes)
+        .map(|_| {
+            let r = x.next_u64() % 100;
+            let len: u32 = match r {
+                0..=59 => 24,
+                60..=91 => 16 + (x.next_u64() % 8) as u32,
+                92..=95 => 8 + (x.next_u64() % 8) as u32,
+                _ => 25 + (x.next_u64() % 8) as u32,
+            };
+            let addr = (x.next_u64() as u32) & (u32::MAX << (32 - len));
+            let port = x.next_u64() % 4;
+            (std::net::Ipv4Addr::from(addr), len as u8, port)
+        })
+        .collect()
+}
+
+/// The `lpm` configuration (see [`lpm_routes`]).
+fn lpm_click(routes: usize, seed: u64) -> String {
+    let mut s = format!(
+        "// Generated by `fusebox bench --scenario lpm`: NetBricks' DIR-24-8 router with {routes}\n\
+         // random routes (SplitMix64 seed {seed:#x}; lengths as in a BGP table) and a default.\n\
+         rt :: DirectIPLookup(\n"
+    );
+    for (a, len, port) in lpm_routes(routes, seed) {
+        let _ = writeln!(s, "    {a}/{len} {port},");
+    }
+    s.push_str("    0.0.0.0/0 0);\n");
+    s.push_str("FromDevice(eth0) -> Strip(14) -> CheckIPHeader -> rt;\n");
+    for port in 0..4 {
+        let _ = writeln!(
+            s,
+            "rt[{port}] -> EtherEncap(0x0800, 02:00:00:00:00:01, 02:00:00:00:01:0{port}) -> ToDevice(eth{});",
+            port + 1
+        );
+    }
+    s
+}
+
+/// `lpm`: the generated DIR-24-8 router (written to the output directory as
+/// `lpm-16k.click`) over a trace whose destinations span the whole address space.
+fn lpm(b: &mut Bench) -> Result<(), String> {
+    std::fs::create_dir_all(&b.out_dir)
+        .map_err(|e| format!("{}: cannot create: {e}", b.out_dir.display()))?;
+    let click = b.out_dir.join("lpm-16k.click");
+    std::fs::write(&click, lpm_click(LPM_ROUTES, LPM_SEED))
+        .map_err(|e| format!("{}: cannot write: {e}", click.display()))?;
+    let records = trace(
+        b.packets,
+        64,
+        16_384,
+        (std::net::Ipv4Addr::new(0, 0, 0, 0), 0),
+    );
+    single(
+        b,
+        "lpm",
+        &click,
+        &records,
+        Some((
+            "routes",
+            json!({"count": LPM_ROUTES, "seed": format!("{LPM_SEED:#x}")}),
+        )),
+    )?;
+    // The table alone: lookups of the trace's destinations, 16k and 500k routes.
+    let dsts: Vec<u32> = records
+        .iter()
+        .filter_map(|r| r.data.get(30..34))
+        .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    for routes in [LPM_ROUTES, 500_000] {
+        let prefixes: Vec<(std::net::Ipv4Addr, u8)> = lpm_routes(routes, LPM_SEED)
+            .into_iter()
+            .map(|(a, l, _)| (a, l))
+            .collect();
+        let t0 = Instant::now();
+        let table = elements::ip::Lpm::new(&prefixes);
+        let build = t0.elapsed().as_secs_f64();
+        let mut rates = Vec::new();
+        let mut found = 0usize;
+        for _ in 0..b.reps {
+            let t = Instant::now();
+            for _ in 0..b.passes {
+                found += dsts.iter().filter(|&&d| table.lookup(d).is_some()).count();
+            }
+            let secs = t.elapsed().as_secs_f64().max(1e-9);
+            rates.push((dsts.len() as u64 * b.passes) as f64 / secs / 1e6);
+        }
+        let (lo, med, hi) = stats(&rates);
+        b.report.lines.push(format!(
+            "  lpm table alone ({routes} routes, 16-8-8 trie): {:.1} MiB, built in {build:.3} s, {med:.1} M lookups/s (min {lo:.1}, max {hi:.1}); {found} hits",
+            table.memory() as f64 / (1 << 20) as f64
+        ));
+        b.report.records.push(json!({
+            "scenario": "lpm",
+            "table": {"routes": routes, "bytes": table.memory(), "build_s": build,
+                      "mlookups": {"min": lo, "median": med, "max": hi}}
+        }));
+    }
+    Ok(())
+}
+
+/// `isp`: `examples/isp` with the firewall's rules from a ClassBench list (each rule allowed
+/// by the seeded 85 % draw), over flows drawn from the list's corners; beside it, the same
+/// chain with a firewall that allows everything (`-open`: SNF's "chain without the
+/// firewall's rules"). Skipped, with a message, when the lists are not there.
+fn isp(b: &mut Bench) -> Result<(), String> {
+    let (fw1k, fw10k) = (b.classbench.join("fw1_1k"), b.classbench.join("fw1_10k"));
+    if !fw1k.exists() || !fw10k.exists() {
+        eprintln!(
+            "fusebox bench: isp skipped: no fw1_1k and fw1_10k in {} (--classbench DIR)",
+            b.classbench.display()
+        );
+        return Ok(());
+    }
+    std::fs::create_dir_all(&b.out_dir)
+        .map_err(|e| format!("{}: cannot create: {e}", b.out_dir.display()))?;
+    let open = b.out_dir.join("allow-all.rules");
+    std::fs::write(&open, "allow all\n")
+        .map_err(|e| format!("{}: cannot write: {e}", open.display()))?;
+    let path = b.examples.join("isp").join("chain.toml");
+    let base = ChainFile::load(&path).map_err(|e| e.to_string())?;
+    let with = |rules: &Path, first: &str| {
+        let mut c = base.clone();
+        for nf in c.nfs.iter_mut().filter(|n| n.name == "fw") {
+            nf.defines
+                .push(("RULES".into(), rules.display().to_string()));
+            nf.defines.push(("FIRST".into(), first.to_string()));
+        }
+        c
+    };
+    let entry = Endpoint {
+        nf: "fw".to_string(),
+        iface: "eth0".to_string(),
+    };
+    let all: [(&'static str, &Path, Option<usize>); 3] = [
+        ("250", &fw1k, Some(250)),
+        ("1k", &fw1k, None),
+        ("10k", &fw10k, None),
+    ];
+    let lists: Vec<_> = match (b.isp_lists.is_empty(), b.quick) {
+        (true, true) => all[..1].to_vec(),
+        (true, false) => all.to_vec(),
+        (false, _) => all
+            .iter()
+            .filter(|(l, ..)| b.isp_lists.iter().any(|x| x == l))
+            .copied()
+            .collect(),
+    };
+    let frames: Vec<u32> = match (b.isp_frames.is_empty(), b.quick) {
+        (true, true) => vec![64],
+        (true, false) => vec![64, 128, 256, 1500],
+        (false, _) => b.isp_frames.clone(),
+    };
+    let batch = b.batches[0];
+    for &(label, rules, first) in &lists {
+        let text = std::fs::read_to_string(rules)
+            .map_err(|e| format!("{}: cannot read: {e}", rules.display()))?;
+        let mut set = classify::classbench::parse_rules(&text, &rules.display().to_string())
+            .map_err(|e| e.to_string())?;
+        set.truncate(first.unwrap_or(usize::MAX));
+        let tuples: Vec<ports::gen::Tuple> = classify::classbench::corners(&set, 2000, 1)
+            .into_iter()
+            .map(crate::gen_cmd::tuple)
+            .collect();
+        let first = first.map_or("all".to_string(), |n| n.to_string());
+        let (chain, open_chain) = (with(rules, &first), with(&open, "all"));
+        for &frame in &frames {
+            let scale = u64::from(frame.div_ceil(64));
+            let cfg = GenConfig {
+                packets: (b.packets / scale).max(1000),
+                flows: 2000,
+                size: SizeDist::Fixed(frame),
+                ..GenConfig::default()
+            };
+            let records: Vec<Record> = ports::gen::generate_tuples(&cfg, &tuples).records();
+            let mut configs = vec![b.reference_config(batch, &records)];
+            for synth in [false, true] {
+                configs.push(b.chain_config(&chain, &entry, synth, batch, &records)?);
+                let mut c = b.chain_config(&open_chain, &entry, synth, batch, &records)?;
+                c.mode = if synth { "synth-open" } else { "naive-open" };
+                configs.push(c);
+            }
+            let p = Params {
+                scenario: "isp",
+                frame,
+                batch,
+                passes: b.passes * scale,
+                extra: Some(("rules", json!(label))),
+            };
+            b.measure(
+                &p,
+                configs,
+                &[
+                    ("synth 3", "naive 3"),
+                    ("synth 3", "synth-open 3"),
+                    ("naive 3", "naive-open 3"),
+                    ("synth 3", "reference"),
+                ],
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Deny rules for the `speedybox` blacklists: `n` rules the bench trace never matches, so
+/// every packet is checked against all of them (the paper's linear-scan baseline).
+fn blacklist_rules(n: usize) -> String {
+    let mut s = String::from("# Generated by `fusebox bench --scenario speedybox`.\n");
+    for i in 0..n {
+        let _ = writeln!(
+            s,
+            "deny src net 172.{}.{}.0/24 && udp dst port {}",
+            16 + i / 256,
+            i % 256,
+            1000 + i
+        );
+    }
+    s
+}
+
+/// A chain file of `k` blacklist NFs in a row (`bl1` … `blk`), the last one `last`.
+fn blacklist_chain(k: usize, last: &str) -> String {
+    let mut s = String::from("# Generated by `fusebox bench --scenario speedybox`.\n");
+    for i in 1..=k {
+        let click = if i == k { last } else { "bl.click" };
+        let _ = writeln!(s, "[nf.bl{i}]\nclick = \"{click}\"");
+    }
+    for i in 1..k {
+        let _ = writeln!(
+            s,
+            "[[link]]\nbetween = [\"bl{i}.eth1\", \"bl{}.eth0\"]",
+            i + 1
+        );
+    }
+    s.push_str("[[entry]]\nto = \"bl1.eth0\"\n");
+    s
+}
+
+/// `speedybox`: SpeedyBox §VII. Chains of 1..9 `BlacklistFilter`s of 100 rules each, naive
+/// and with the fast path (ns per packet; the paper: −40.9 % at 2, −57.7 % at 3); three of
+/// them forward, forward, drop (early drop; the paper: −65 %); and the two real chains of
+/// `examples/speedybox`, whose per-flow processing times (from a flow's packets entering to
+/// the end of what they cause) are given as percentiles, naive, fastpath, and fastpath
+/// with the state functions of later NFs on a second core.
+fn speedybox(b: &mut Bench) -> Result<(), String> {
+    let dir = b.out_dir.join("speedybox");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
+    let write = |name: &str, text: &str| -> Result<PathBuf, String> {
+        let p = dir.join(name);
+        std::fs::write(&p, text).map_err(|e| format!("{}: cannot write: {e}", p.display()))?;
+        Ok(p)
+    };
+    write("bl100.rules", &blacklist_rules(100))?;
+    write("drop.rules", "deny udp\n")?;
+    let nf = |rules: &str| {
+        format!("FromDevice(eth0) -> CheckIPHeader(14) -> BlacklistFilter(FILE {rules}) -> ToDevice(eth1);\n")
+    };
+    write("bl.click", &nf("bl100.rules"))?;
+    write("drop.click", &nf("drop.rules"))?;
+    let batch = b.batches[0];
+    let records = trace(b.packets, 64, 1000, default_dst());
+    let entry = Endpoint::parse("bl1.eth0").ok_or("bad entry")?;
+    let max = if b.quick { 3 } else { 9 };
+    let mut configs = vec![b.reference_config(batch, &records)];
+    for mode in [Mode::Naive, Mode::Fastpath] {
+        for k in 1..=max {
+            let path = write(
+                &format!("blacklist-{k}.toml"),
+                &blacklist_chain(k, "bl.click"),
+            )?;
+            let chain = ChainFile::load(&path).map_err(|e| e.to_string())?;
+            configs.push(b.chain_config(&chain, &entry, mode, batch, &records)?);
+        }
+    }
+    let p = Params {
+        scenario: "blacklist",
+        frame: 64,
+        batch,
+        passes: b.passes,
+        extra: None,
+    };
+    let top = format!("fastpath {max}");
+    let top_naive = format!("naive {max}");
+    b.measure(
+        &p,
+        configs,
+        &[
+            ("fastpath 1", "naive 1"),
+            ("fastpath 2", "naive 2"),
+            ("fastpath 3", "naive 3"),
+            (top.as_str(), top_naive.as_str()),
+            (top.as_str(), "fastpath 1"),
+            (top_naive.as_str(), "naive 1"),
+        ],
+    )?;
+    let path = write("blacklist-ffd.toml", &blacklist_chain(3, "drop.click"))?;
+    let chain = ChainFile::load(&path).map_err(|e| e.to_string())?;
+    let configs = vec![
+        b.chain_config(&chain, &entry, Mode::Naive, batch, &records)?,
+        b.chain_config(&chain, &entry, Mode::Fastpath, batch, &records)?,
+    ];
+    let p = Params {
+        scenario: "blacklist-ffd",
+        frame: 64,
+        batch,
+        passes: b.passes,
+        extra: None,
+    };
+    b.measure(&p, configs, &[("fastpath 3", "naive 3")])?;
+    flow_times(b, batch)
+}
+
+/// The real chains' per-flow processing times (see [`speedybox`]).
+fn flow_times(b: &mut Bench, batch: usize) -> Result<(), String> {
+    let cfg = GenConfig {
+        packets: b.packets.min(50_000),
+        flows: 500,
+        mix: Mix {
+            tcp: 1,
+            udp: 1,
+            icmp: 0,
+        },
+        size: SizeDist::Fixed(512),
+        dst_prefix: (std::net::Ipv4Addr::new(10, 0, 0, 0), 24),
+        dst_ports: ports::gen::PortSpec::List(vec![53, 80, 443, 1234]),
+        ..GenConfig::default()
+    };
+    let records = generate(&cfg).records();
+    for (file, entry) in [("chain1.toml", "nat.eth0"), ("chain2.toml", "bl.eth0")] {
+        let path = b.examples.join("speedybox").join(file);
+        let chain = ChainFile::load(&path).map_err(|e| e.to_string())?;
+        let at = Endpoint::parse(entry).ok_or("bad entry")?;
+        for (label, fast) in [
+            ("naive", None),
+            ("fastpath", Some(false)),
+            ("fastpath-2cores", Some(true)),
+        ] {
+            let opts = RunOptions {
+                batch,
+                ..RunOptions::default()
+            };
+            let mut ex = Executor::new(&chain, &opts, |_, _| Ok(ExitSink::Count))?;
+            if let Some(parallel) = fast {
+                ex.enable_fastpath(chain::FastOptions {
+                    parallel,
+                    ..chain::FastOptions::default()
+                });
+            }
+            let e = ex
+                .entry(&at)
+                .ok_or_else(|| format!("{}: no entry {entry}", path.display()))?;
+            let inputs = vec![(e, records.clone())];
+            ex.replay(&inputs, 1);
+            ex.record_flow_times(true);
+            let mut times = Vec::new();
+            for _ in 0..b.reps.max(1) {
+                ex.replay(&inputs, 1);
+                times.extend(ex.take_flow_times());
+            }
+            times.sort_unstable();
+            let pct: Vec<(u32, u64)> = [10u32, 25, 50, 75, 90, 99]
+                .iter()
+                .map(|&p| (p, nearest_rank(&times, f64::from(p))))
+                .collect();
+            let text: Vec<String> = pct
+                .iter()
+                .map(|(p, v)| format!("p{p} {:.1}", *v as f64 / 1000.0))
+                .collect();
+            let name = file.trim_end_matches(".toml");
+            b.report
+                .flow_cdfs
+                .push((format!("{name} {label}"), times.clone()));
+            b.report.lines.push(format!(
+                "  speedybox {file} per-flow processing time, {label}: {} µs ({} flow samples)",
+                text.join(", "),
+                times.len()
+            ));
+            b.report.records.push(json!({
+                "scenario": "speedybox-flows",
+                "chain": file,
+                "mode": label,
+                "flows": times.len(),
+                "ns": pct.iter().map(|(p, v)| (format!("p{p}"), json!(v))).collect::<serde_json::Map<_, _>>(),
+            }));
+        }
+    }
+    Ok(())
+}
