@@ -1721,16 +1721,15 @@ fn pop_switch_tag(p: &mut Packet) -> Option<u32> {
 }
 
 /// What a rewriter would read from the packet: the IPv4 header at offset 14 of the frame as
-/// it arrived, with the current addresses and ports `cur`.
+/// it arrived, whole or cut at its IPv4 length (`trimmed`).
 fn flow_input(data: &[u8], trimmed: bool) -> Option<elements::rewriter::FlowInput> {
     let ip = data.get(14..)?;
-    let ip = if trimmed {
-        let len = usize::from(u16::from_be_bytes([*ip.get(2)?, *ip.get(3)?]));
-        ip.get(..len)?
+    let view = if trimmed {
+        packet::Ipv4Flow::parse_trimmed(ip)?
     } else {
-        ip
+        packet::Ipv4Flow::parse(ip)?
     };
-    elements::rewriter::FlowInput::parse(ip)
+    Some(elements::rewriter::FlowInput::of(view))
 }
 
 /// The index in a rewriter tuple (saddr, sport, daddr, dport) of field `f`.

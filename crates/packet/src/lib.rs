@@ -14,6 +14,6 @@ mod rss;
 
 pub use batch::{Batch, DEFAULT_BATCH_SIZE};
 pub use buffer::{Packet, PacketData, DEFAULT_HEADROOM};
-pub use flow::FlowKey;
+pub use flow::{FlowKey, Ipv4Flow, Ipv4FlowKey, Ports};
 pub use meta::{Meta, PacketType, Precision, Timestamp, NO_OFFSET};
 pub use rss::{symmetric_rss, Toeplitz, SYMMETRIC_RSS_KEY};

@@ -3,6 +3,9 @@
 //! Written here rather than taken from a crate because it sits on the hot path of every
 //! packet when work is spread over cores, and the symmetric key (Woo & Park, 2012) must be
 //! used so both directions of a flow land on the same core.
+//!
+//! This is the one flow hash of FuseBox: [`crate::FlowKey::rss_hash`] is
+//! [`symmetric_rss`]. Hash tables keyed by a flow hash the key with their own hasher.
 
 use crate::FlowKey;
 use std::net::IpAddr;

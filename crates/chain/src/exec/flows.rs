@@ -151,47 +151,32 @@ pub(super) struct Fast {
 /// path accepts them as it accepted the packet that made the path: an IPv4 first fragment
 /// whose transport header is long enough, both as it arrived and cut at its IPv4 length.
 fn fast_info(data: &[u8]) -> Option<PacketInfo> {
-    // What `FlowInput::parse` reads, for the frame both whole and cut at the IPv4 length:
-    // the cut one is the shorter, so it decides the length checks.
-    let ip = data.get(14..)?;
-    let hl = usize::from(ip.first()? & 0x0f) * 4;
-    let len = usize::from(u16::from_be_bytes([*ip.get(2)?, *ip.get(3)?]));
-    if hl < 20 || len > ip.len() || hl > len {
+    // The IPv4 header at 14 cut at its IPv4 length: the cut view is the shorter of the two
+    // the rewriters may read (whole, or trimmed), so it decides the length checks.
+    let ip = packet::Ipv4Flow::parse_trimmed(data.get(14..)?)?;
+    if !ip.first_fragment() {
         return None;
     }
-    if u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff != 0 {
+    if ip.protocol() != 6 {
+        return (ip.transport_len() >= 8).then_some(PacketInfo::default());
+    }
+    if ip.transport_len() < 20 {
         return None;
     }
-    if ip[9] != 6 {
-        return (len - hl >= 8).then_some(PacketInfo::default());
-    }
-    if len - hl < 20 {
-        return None;
-    }
-    let doff = usize::from(ip[hl + 12] >> 4) * 4;
     Some(PacketInfo {
-        tcp_flags: ip[hl + 13] & STATE_FLAGS,
-        has_payload: len > hl + doff.max(20),
+        tcp_flags: ip.tcp_flags() & STATE_FLAGS,
+        has_payload: ip.tcp_has_payload(),
     })
 }
 
 /// The flow-table key of a frame as it arrived at entry element `el`: the element (24
-/// bits), protocol, addresses and ports; for ICMP, the type and code and the echo
-/// identifier (the bytes after the checksum) in place of the ports, so an echo flow keeps
-/// its key while its sequence number (and checksum) changes.
+/// bits) above the IPv4 table key of the bytes at 14 ([`packet::Ipv4Flow::table_key`]:
+/// protocol, addresses and ports; for ICMP, the type and code and the echo identifier in
+/// place of the ports, so an echo flow keeps its key while its sequence number changes).
+#[inline]
 pub(super) fn flow_key(el: u32, data: &[u8]) -> u128 {
-    // The addresses and ports a rewriter reads (`FlowInput::parse`), 0 where missing.
-    let b = |i: usize| u128::from(data.get(i).copied().unwrap_or(0));
-    let hl = usize::from(data.get(14).copied().unwrap_or(0) & 0x0f) * 4;
-    let t = 14 + hl;
-    let be = |i: usize, n: usize| (i..i + n).fold(0u128, |a, j| (a << 8) | b(j));
-    let second = if b(23) == 1 { t + 4 } else { t + 2 };
-    (u128::from(el & 0xff_ffff) << 104)
-        | (b(23) << 96)
-        | (be(26, 4) << 64)
-        | (be(t, 2) << 48)
-        | (be(30, 4) << 16)
-        | be(second, 2)
+    let ip = data.get(14..).unwrap_or(&[]);
+    (u128::from(el & 0xff_ffff) << 104) | packet::Ipv4Flow::table_key(ip)
 }
 
 /// Whether the flow key holds field `f` (protocol, addresses, ports, and the ICMP type and

@@ -98,11 +98,11 @@ pub fn backend_hashes(name: &str, seed: u64, m: usize) -> (usize, usize) {
 /// `seed`, modulo `m`.
 pub fn flow_hash(key: &FlowKey, seed: u64, m: usize) -> usize {
     let mut b = [0u8; 13];
-    b[0] = key.proto;
-    b[1..5].copy_from_slice(&key.saddr.octets());
-    b[5..7].copy_from_slice(&key.sport.to_be_bytes());
-    b[7..11].copy_from_slice(&key.daddr.octets());
-    b[11..13].copy_from_slice(&key.dport.to_be_bytes());
+    b[0] = key.protocol;
+    b[1..5].copy_from_slice(&key.src.octets());
+    b[5..7].copy_from_slice(&key.src_port.to_be_bytes());
+    b[7..11].copy_from_slice(&key.dst.octets());
+    b[11..13].copy_from_slice(&key.dst_port.to_be_bytes());
     (splitmix64(fnv1a(FNV_BASIS ^ seed, &b)) % m.max(1) as u64) as usize
 }
 
@@ -391,11 +391,11 @@ impl Maglev {
     fn reply_key(&self, c: &Conn) -> Option<FlowKey> {
         let b = self.backends.get(usize::from(c.backend))?;
         Some(FlowKey {
-            proto: c.key.proto,
-            saddr: b.ip,
-            sport: c.key.dport,
-            daddr: c.key.saddr,
-            dport: c.key.sport,
+            protocol: c.key.protocol,
+            src: b.ip,
+            src_port: c.key.dst_port,
+            dst: c.key.src,
+            dst_port: c.key.src_port,
         })
     }
 
@@ -555,7 +555,7 @@ fn classify(packet: &Packet) -> Result<(usize, L4), &'static str> {
         .get(off..)
         .and_then(L4::parse)
         .ok_or("bad-ip-header")?;
-    let proto = l4.key.proto;
+    let proto = l4.key.protocol;
     if proto != TCP && proto != UDP {
         return Err("not-tcp-udp");
     }
@@ -570,10 +570,10 @@ fn classify(packet: &Packet) -> Result<(usize, L4), &'static str> {
 
 fn flow_id(k: &FlowKey) -> FlowId {
     FlowId {
-        saddr: k.saddr,
-        sport: k.sport,
-        daddr: k.daddr,
-        dport: k.dport,
+        saddr: k.src,
+        sport: k.src_port,
+        daddr: k.dst,
+        dport: k.dst_port,
     }
 }
 
@@ -613,7 +613,7 @@ impl Element for Maglev {
                 ..flow_id(&key)
             };
             if let Some(d) = packet.data_mut().get_mut(off..) {
-                rewrite_ipv4(d, l4.hl, key.proto, &new);
+                rewrite_ipv4(d, l4.hl, key.protocol, &new);
             }
             let eth = off == 14;
             if eth {
@@ -626,7 +626,7 @@ impl Element for Maglev {
                 if eth {
                     cx.record_write(Field::EthDst, mac_value(&mac));
                 }
-                cx.record_guard(super::l4_guard(if key.proto == TCP { 20 } else { 8 }));
+                cx.record_guard(super::l4_guard(if key.protocol == TCP { 20 } else { 8 }));
                 cx.record_state(self.token(slot), Access::Ignore);
             }
             Verdict::Out(0, packet)
@@ -634,7 +634,7 @@ impl Element for Maglev {
             let Some(&slot) = self.replies_of.get(&key) else {
                 return Verdict::Drop(packet, "no-connection");
             };
-            let Some(orig) = self.alive(slot, now).map(|c| c.key.daddr) else {
+            let Some(orig) = self.alive(slot, now).map(|c| c.key.dst) else {
                 self.remove(slot);
                 return Verdict::Drop(packet, "no-connection");
             };
@@ -644,11 +644,11 @@ impl Element for Maglev {
                 ..flow_id(&key)
             };
             if let Some(d) = packet.data_mut().get_mut(off..) {
-                rewrite_ipv4(d, l4.hl, key.proto, &new);
+                rewrite_ipv4(d, l4.hl, key.protocol, &new);
             }
             if cx.recording() {
                 cx.record_write(Field::IpSrc, u128::from(u32::from(orig)));
-                cx.record_guard(super::l4_guard(if key.proto == TCP { 20 } else { 8 }));
+                cx.record_guard(super::l4_guard(if key.protocol == TCP { 20 } else { 8 }));
                 cx.record_state(self.token(slot) | REPLY_BIT, Access::Ignore);
             }
             Verdict::Out(1, packet)

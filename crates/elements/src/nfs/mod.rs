@@ -16,7 +16,6 @@ pub use maglev::Maglev;
 pub use monitor::Monitor;
 
 use crate::{Args, BuildCtx, ConfigError, Element};
-use std::net::Ipv4Addr;
 
 /// Builds `Maglev`, `Monitor` or `BlacklistFilter`; `None` for other classes. Configuration
 /// errors are prefixed with the class name.
@@ -41,30 +40,9 @@ const TCP: u8 = 6;
 const UDP: u8 = 17;
 
 /// A flow as an element sees it: protocol, addresses and ports (0 for protocols without
-/// ports and for later fragments). Orders by protocol, source, destination.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct FlowKey {
-    /// IP protocol.
-    pub proto: u8,
-    /// Source address.
-    pub saddr: Ipv4Addr,
-    /// Source port.
-    pub sport: u16,
-    /// Destination address.
-    pub daddr: Ipv4Addr,
-    /// Destination port.
-    pub dport: u16,
-}
-
-impl std::fmt::Display for FlowKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "proto {} {}:{} > {}:{}",
-            self.proto, self.saddr, self.sport, self.daddr, self.dport
-        )
-    }
-}
+/// ports and for later fragments: [`packet::Ports::TcpUdp`]). Orders by protocol, source,
+/// destination.
+pub type FlowKey = packet::Ipv4FlowKey;
 
 /// What an element reads of an IPv4 packet's headers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,43 +57,18 @@ pub(crate) struct L4 {
     pub tlen: usize,
 }
 
-fn rd16(d: &[u8], off: usize) -> Option<u16> {
-    Some(u16::from_be_bytes([*d.get(off)?, *d.get(off + 1)?]))
-}
-
-fn rd32(d: &[u8], off: usize) -> Option<u32> {
-    Some(u32::from_be_bytes(d.get(off..off + 4)?.try_into().ok()?))
-}
-
 impl L4 {
     /// Reads the bytes `ip` (from the IPv4 header to the end of the data), or `None` when they
     /// do not start with an IPv4 header (version 4, header length 20 or more, within the data).
     /// Ports are read only for TCP and UDP first fragments with at least 4 transport bytes.
+    #[inline]
     pub fn parse(ip: &[u8]) -> Option<L4> {
-        let b0 = *ip.first()?;
-        let hl = usize::from(b0 & 0x0f) * 4;
-        if b0 >> 4 != 4 || hl < 20 || ip.len() < hl {
-            return None;
-        }
-        let proto = ip[9];
-        let first_frag = rd16(ip, 6)? & 0x1fff == 0;
-        let ported = first_frag && (proto == TCP || proto == UDP) && ip.len() >= hl + 4;
-        let (sport, dport) = if ported {
-            (rd16(ip, hl)?, rd16(ip, hl + 2)?)
-        } else {
-            (0, 0)
-        };
+        let v = packet::Ipv4Flow::parse(ip).filter(|v| v.version() == 4)?;
         Some(L4 {
-            key: FlowKey {
-                proto,
-                saddr: Ipv4Addr::from(rd32(ip, 12)?),
-                sport,
-                daddr: Ipv4Addr::from(rd32(ip, 16)?),
-                dport,
-            },
-            hl,
-            first_frag,
-            tlen: ip.len() - hl,
+            key: v.key(packet::Ports::TcpUdp),
+            hl: v.header_len(),
+            first_frag: v.first_fragment(),
+            tlen: v.transport_len(),
         })
     }
 }

@@ -85,7 +85,7 @@ impl Element for Monitor {
                     self.counts.push((key, 0, 0));
                 }
                 self.count(slot, len);
-                if cx.recording() && (key.proto == super::TCP || key.proto == super::UDP) {
+                if cx.recording() && (key.protocol == super::TCP || key.protocol == super::UDP) {
                     // Later fragments and packets cut before the ports count elsewhere.
                     cx.record_guard(super::l4_guard(4));
                 }
@@ -148,11 +148,11 @@ mod tests {
         push(e.as_mut(), 0, raw, 0).unwrap();
         let m = e.as_any().downcast_ref::<Monitor>().unwrap();
         let ka = FlowKey {
-            proto: 6,
-            saddr: Ipv4Addr::new(10, 0, 0, 1),
-            sport: 1,
-            daddr: Ipv4Addr::new(10, 0, 0, 2),
-            dport: 2,
+            protocol: 6,
+            src: Ipv4Addr::new(10, 0, 0, 1),
+            src_port: 1,
+            dst: Ipv4Addr::new(10, 0, 0, 2),
+            dst_port: 2,
         };
         assert_eq!(m.flow(&ka), Some((3, 3 * 64)));
         assert_eq!(

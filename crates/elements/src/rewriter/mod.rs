@@ -21,7 +21,6 @@ use crate::args::{parse_bool, parse_seconds, parse_uint};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
 use std::any::Any;
-use std::net::Ipv4Addr;
 use wire::checksum::{update16, update16_udp, update32, update32_udp};
 
 const TCP: u8 = 6;
@@ -443,36 +442,39 @@ pub struct FlowInput {
 impl FlowInput {
     /// Reads the input from the bytes `ip` from the IPv4 header to the end of the packet,
     /// or `None` if they do not hold an IPv4 header (`bad-ip-header`).
+    #[inline]
     pub fn parse(ip: &[u8]) -> Option<FlowInput> {
-        let hl = usize::from(ip.first().copied().unwrap_or(0) & 0x0f) * 4;
-        if ip.len() < 20 || hl < 20 || hl > ip.len() {
-            return None;
-        }
-        let proto = ip[9];
+        packet::Ipv4Flow::parse(ip).map(FlowInput::of)
+    }
+
+    /// The input of a checked IPv4 view: ports as the two words after the header
+    /// ([`packet::Ports::Raw`], whatever the protocol and fragment), TCP facts for TCP.
+    #[inline]
+    pub fn of(v: packet::Ipv4Flow<'_>) -> FlowInput {
+        let proto = v.protocol();
+        let (sport, dport) = v.ports(packet::Ports::Raw);
         let flow = FlowId {
-            saddr: Ipv4Addr::from(rd32(ip, 12).unwrap_or(0)),
-            sport: rd16(ip, hl).unwrap_or(0),
-            daddr: Ipv4Addr::from(rd32(ip, 16).unwrap_or(0)),
-            dport: rd16(ip, hl + 2).unwrap_or(0),
+            saddr: v.src(),
+            sport,
+            daddr: v.dst(),
+            dport,
         };
         let info = if proto == TCP {
-            let doff = usize::from(ip.get(hl + 12).copied().unwrap_or(0) >> 4) * 4;
-            let total = usize::from(rd16(ip, 2).unwrap_or(0)).min(ip.len());
             PacketInfo {
-                tcp_flags: ip.get(hl + 13).copied().unwrap_or(0),
-                has_payload: total > hl + doff.max(20),
+                tcp_flags: v.tcp_flags(),
+                has_payload: v.tcp_has_payload(),
             }
         } else {
             PacketInfo::default()
         };
-        Some(FlowInput {
+        FlowInput {
             proto,
-            hl,
-            first_frag: rd16(ip, 6).unwrap_or(0) & 0x1fff == 0,
-            tlen: ip.len() - hl,
+            hl: v.header_len(),
+            first_frag: v.first_fragment(),
+            tlen: v.transport_len(),
             flow,
             info,
-        })
+        }
     }
 }
 

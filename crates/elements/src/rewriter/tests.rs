@@ -1,6 +1,7 @@
 use super::*;
 use crate::net::Names;
 use packet::Timestamp;
+use std::net::Ipv4Addr;
 use std::path::Path;
 use wire::checksum;
 
