@@ -19,7 +19,7 @@
 
 use crate::args::{unquote, Args};
 use crate::model::{Case, Field, FieldSet, Filter, FilterSet, Model, Outcome};
-use crate::{BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
+use crate::{ConfigError, Context, Element, PortCount, Verdict};
 use ::space::MAX_RAW_LEN;
 use packet::Packet;
 use std::any::Any;
@@ -27,19 +27,6 @@ use std::collections::BTreeSet;
 
 /// The most disjoint boxes one pattern's model may need before the element stays opaque.
 const MAX_BOXES: usize = 1024;
-
-/// Builds `Classifier`, or `None` for other classes.
-pub fn build(
-    class: &str,
-    args: &Args,
-    bcx: &BuildCtx,
-) -> Option<Result<Box<dyn Element>, ConfigError>> {
-    let _ = bcx;
-    match class {
-        "Classifier" => Some(Classifier::new(args).map(|e| Box::new(e) as Box<dyn Element>)),
-        _ => None,
-    }
-}
 
 /// One `OFFSET/VALUE%MASK` clause.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -216,7 +203,7 @@ pub struct Classifier {
 
 impl Classifier {
     /// Parses a `Classifier` configuration.
-    pub fn new(args: &Args) -> Result<Classifier, ConfigError> {
+    pub fn configure(args: &Args) -> Result<Classifier, ConfigError> {
         let mut patterns = Vec::new();
         for (i, a) in args.all().iter().enumerate() {
             let text = match &a.keyword {

@@ -7,20 +7,6 @@ use std::any::Any;
 use std::net::Ipv4Addr;
 use wire::checksum;
 
-/// Builds `ICMPError`; `None` for other classes.
-pub fn build(
-    class: &str,
-    args: &Args,
-    bcx: &BuildCtx,
-) -> Option<Result<Box<dyn Element>, ConfigError>> {
-    match class {
-        "ICMPError" => {
-            Some(ICMPError::from_args(args, bcx).map(|e| Box::new(e) as Box<dyn Element>))
-        }
-        _ => None,
-    }
-}
-
 const UNREACH: u8 = 3;
 const REDIRECT: u8 = 5;
 
@@ -141,7 +127,7 @@ pub struct ICMPError {
 
 impl ICMPError {
     /// Builds the element from its arguments.
-    pub fn from_args(args: &Args, bcx: &BuildCtx) -> Result<ICMPError, ConfigError> {
+    pub fn configure(args: &Args, bcx: &BuildCtx) -> Result<ICMPError, ConfigError> {
         args.check(
             4,
             &[

@@ -4,7 +4,8 @@
 //! Every element implements [`Element`]: it receives one packet on an input port and
 //! returns a [`Verdict`] (forward on an output, drop with a reason, or done after emitting
 //! through the [`Context`]). Elements are built by [`build`] from a Click class name and its
-//! configuration string.
+//! configuration string; every class, with its constructor and documentation, is one entry
+//! of the [`registry`].
 //!
 //! For synthesis, an element describes what it does in the vocabulary of header fields
 //! through [`Element::model`] (see [`model`]; [`model::apply`] is the reference meaning that
@@ -30,37 +31,22 @@ pub mod rewriter;
 
 pub mod model;
 pub mod record;
+pub mod registry;
 
 pub use args::{Args, ConfigError};
 pub use element::{BuildCtx, Context, Element, PortCount, Role, Verdict};
 pub use model::Model;
 pub use net::Names;
 
-/// A family's builder: `None` when the class is not one of the family's.
-type Builder = fn(&str, &Args, &BuildCtx) -> Option<Result<Box<dyn Element>, ConfigError>>;
-
-/// Builds the element of Click class `class` from its configuration string.
+/// Builds the element of Click class `class` from its configuration string, with the
+/// class's constructor in the [`registry`].
 ///
 /// Returns `Err` with a message naming the class and what was expected when the class is
 /// unknown or the configuration is wrong; never panics.
 pub fn build(class: &str, config: &str, bcx: &BuildCtx) -> Result<Box<dyn Element>, ConfigError> {
     let args = Args::parse(config)?;
-    let builders: [Builder; 10] = [
-        basic::build,
-        ip::build,
-        classifier::build,
-        ipfilter::build,
-        pcapfilter::build,
-        rewriter::build,
-        arp::build,
-        icmp::build,
-        ids::build,
-        nfs::build,
-    ];
-    for b in builders {
-        if let Some(r) = b(class, &args, bcx) {
-            return r;
-        }
+    match registry::class(class) {
+        Some(c) => (c.build)(c.name, &args, bcx),
+        None => Err(ConfigError::new(format!("unknown element class `{class}`"))),
     }
-    Err(ConfigError::new(format!("unknown element class `{class}`")))
 }

@@ -506,6 +506,20 @@ const LOOKUPS: &[(&str, &str, usize)] = &[
     ),
 ];
 
+/// The SpeedyBox network functions with a model.
+const NFS: &[(&str, &str, usize)] = &[
+    (
+        "BlacklistFilter",
+        "deny tcp && dst port 23, src net 10/8",
+        1,
+    ),
+    (
+        "BlacklistFilter",
+        "deny udp, icmp, dst host 10.0.0.1 && tcp dst port 80",
+        1,
+    ),
+];
+
 /// `ARPQuerier` with pre-loaded next hops and input 1 unconnected, and `ARPResponder`.
 const ARP: &[(&str, &str, usize)] = &[
     // STATIC alone has a model when nothing expires (TIMEOUT 0).
@@ -644,6 +658,11 @@ proptest! {
     #[test]
     fn lookup_models_agree_with_push(spec in arb_spec()) {
         check_all(LOOKUPS, &spec)?;
+    }
+
+    #[test]
+    fn nf_models_agree_with_push(spec in arb_spec()) {
+        check_all(NFS, &spec)?;
     }
 
     #[test]
@@ -1078,4 +1097,40 @@ fn apply_interprets_effects() {
         &p,
     );
     assert_eq!(wire::checksum::data(&a.packet.data()[14..34]), 0);
+}
+
+/// Classes whose models are property-tested in another file of this directory, with that
+/// file's text (the check below finds the class named there).
+const TESTED_ELSEWHERE: &[(&str, &str)] = &[
+    ("Classifier", include_str!("filter_models.rs")),
+    ("IPClassifier", include_str!("filter_models.rs")),
+    ("IPFilter", include_str!("filter_models.rs")),
+];
+
+/// Every registered class whose example configuration has a model has property-test cases:
+/// a configuration in one of this file's lists, or cases in the file [`TESTED_ELSEWHERE`]
+/// names. Adding a modelled element without cases fails here.
+#[test]
+fn every_modelled_class_has_property_cases() {
+    let lists: [&[(&str, &str, usize)]; 7] = [BASIC, CHECKS, IP, LOOKUPS, NFS, ARP, ARP_ORDER];
+    let mut missing = Vec::new();
+    for c in elements::registry::CLASSES {
+        let e = c
+            .example()
+            .unwrap_or_else(|err| panic!("{}({}): {err}", c.name, c.doc.example));
+        if e.model().is_none() {
+            continue;
+        }
+        let here = lists.iter().any(|l| l.iter().any(|(n, ..)| *n == c.name));
+        let elsewhere = TESTED_ELSEWHERE
+            .iter()
+            .any(|(n, text)| *n == c.name && text.contains(&format!("\"{n}\"")));
+        if !here && !elsewhere {
+            missing.push(c.name);
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "modelled classes without property-test cases in tests/models.rs: {missing:?}"
+    );
 }

@@ -15,6 +15,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod bench_cmd;
 mod classify_cmd;
+mod elements_cmd;
 mod explain_cmd;
 mod gen_cmd;
 mod run_cmd;
@@ -38,7 +39,8 @@ use std::process::ExitCode;
   fusebox run examples/routers/chain.toml --input r1.eth0=trace.pcap --replay 20
   fusebox run examples/fig5/chain.toml --input napt.eth0=trace.pcap --mode synth
   fusebox verify examples/fig5/chain.toml --input napt.eth0=trace.pcap --reflect lb.eth1
-  fusebox run router.click --input eth0=trace.pcap --output eth1=out.pcap"
+  fusebox run router.click --input eth0=trace.pcap --output eth1=out.pcap
+  fusebox elements DecIPTTL"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -67,6 +69,9 @@ enum Command {
     /// Classify a ClassBench header trace against a ClassBench filter set: one line per
     /// header with the first matching rule (0-based, -1 for none); the rate on stderr.
     Classify(classify_cmd::ClassifyArgs),
+    /// List the element classes (one line each), or describe one: arguments, what it does,
+    /// ports, drop reasons, synthesis model and fast-path handling.
+    Elements(elements_cmd::ElementsArgs),
 }
 
 fn main() -> ExitCode {
@@ -79,6 +84,7 @@ fn main() -> ExitCode {
         Command::Verify(a) => verify_cmd::verify(a),
         Command::Bench(a) => bench_cmd::run(a),
         Command::Classify(a) => classify_cmd::run(a),
+        Command::Elements(a) => elements_cmd::run(a),
         Command::Gen(a) => gen_cmd::run(a).map(|s| {
             eprintln!("{s}");
             ExitCode::SUCCESS

@@ -7,25 +7,6 @@ mod responder;
 pub use querier::ARPQuerier;
 pub use responder::ARPResponder;
 
-use crate::{Args, BuildCtx, ConfigError, Element};
-
-/// Builds `ARPResponder` or `ARPQuerier`; `None` for other classes.
-pub fn build(
-    class: &str,
-    args: &Args,
-    bcx: &BuildCtx,
-) -> Option<Result<Box<dyn Element>, ConfigError>> {
-    match class {
-        "ARPResponder" => {
-            Some(ARPResponder::from_args(args, bcx).map(|e| Box::new(e) as Box<dyn Element>))
-        }
-        "ARPQuerier" => {
-            Some(ARPQuerier::from_args(args, bcx).map(|e| Box::new(e) as Box<dyn Element>))
-        }
-        _ => None,
-    }
-}
-
 /// Length of an Ethernet header plus an Ethernet/IPv4 ARP packet.
 pub(crate) const ARP_FRAME_LEN: usize = 42;
 

@@ -130,7 +130,7 @@ const KEYWORDS: &[&str] = &[
 
 impl ARPQuerier {
     /// Builds the querier from its arguments.
-    pub fn from_args(args: &Args, bcx: &BuildCtx) -> Result<ARPQuerier, ConfigError> {
+    pub fn configure(args: &Args, bcx: &BuildCtx) -> Result<ARPQuerier, ConfigError> {
         if args.keyword("TABLE").is_some() {
             return Err(ConfigError::new(
                 "TABLE (a shared ARPTable) is not supported; expected the ARPQuerier's own table",

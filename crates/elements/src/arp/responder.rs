@@ -31,7 +31,7 @@ pub struct ARPResponder {
 
 impl ARPResponder {
     /// Builds the responder from its arguments.
-    pub fn from_args(args: &Args, bcx: &BuildCtx) -> Result<ARPResponder, ConfigError> {
+    pub fn configure(args: &Args, bcx: &BuildCtx) -> Result<ARPResponder, ConfigError> {
         let mut entries: Vec<(usize, Ipv4Addr, u8, EthAddr)> = Vec::new();
         for (i, a) in args.all().iter().enumerate() {
             let text = match &a.keyword {

@@ -14,22 +14,6 @@ use crate::{Args, ConfigError, Context, Element, Names, PortCount, Verdict};
 use packet::Packet;
 use std::any::Any;
 
-/// Class names built as [`Declarative`].
-pub(super) const CLASSES: &[&str] = &[
-    "AddressInfo",
-    "IPRewriterPatterns",
-    "ScheduleInfo",
-    "ControlSocket",
-    "ChatterSocket",
-    "DriverManager",
-    "Script",
-    "StaticThreadSched",
-    "BalancedThreadSched",
-    "AlignmentInfo",
-    "AnnotationInfo",
-    "Message",
-];
-
 /// A configuration-only element (`AddressInfo`, `DriverManager`, ...): no ports, no effect.
 #[derive(Debug, Clone)]
 pub struct Declarative {
@@ -78,13 +62,25 @@ impl Element for Declarative {
 #[cfg(test)]
 mod tests {
     use super::super::testutil::*;
-    use super::CLASSES;
 
     #[test]
     fn accepted_with_no_ports() {
-        for class in CLASSES {
+        for class in [
+            "AddressInfo",
+            "IPRewriterPatterns",
+            "ScheduleInfo",
+            "ControlSocket",
+            "ChatterSocket",
+            "DriverManager",
+            "Script",
+            "StaticThreadSched",
+            "BalancedThreadSched",
+            "AlignmentInfo",
+            "AnnotationInfo",
+            "Message",
+        ] {
             let e = ok(class, "", 0);
-            assert_eq!(e.class_name(), *class);
+            assert_eq!(e.class_name(), class);
             assert_eq!(e.port_count().describe(), "0/0");
         }
         ok("DriverManager", "pause, stop", 0);

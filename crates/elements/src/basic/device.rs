@@ -27,16 +27,6 @@ use packet::{Packet, PacketType};
 use std::any::Any;
 use std::path::PathBuf;
 
-/// Class names built as [`FromDevice`].
-pub(super) const FROM_DEVICE: &[&str] = &[
-    "FromDevice",
-    "PollDevice",
-    "FromNetmapDevice",
-    "FromDPDKDevice",
-];
-/// Class names built as [`ToDevice`].
-pub(super) const TO_DEVICE: &[&str] = &["ToDevice", "ToNetmapDevice", "ToDPDKDevice"];
-
 /// What a receiving element does to every arriving frame: MAC header at the start, packet
 /// type from the destination MAC.
 fn receive(mut p: Packet) -> Packet {
@@ -360,9 +350,14 @@ mod tests {
 
     #[test]
     fn from_device_sets_mac_header_and_packet_type() {
-        for class in FROM_DEVICE {
+        for class in [
+            "FromDevice",
+            "PollDevice",
+            "FromNetmapDevice",
+            "FromDPDKDevice",
+        ] {
             let mut e = ok(class, "eth0, SNIFFER false, PROMISC true, BURST 32", 1);
-            assert_eq!(e.class_name(), *class);
+            assert_eq!(e.class_name(), class);
             assert_eq!(e.role(), Role::FromDevice("eth0".into()));
             assert_eq!(e.port_count().describe(), "0/1");
             let mut f = frame();

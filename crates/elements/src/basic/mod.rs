@@ -5,7 +5,7 @@
 //! One element (or a small family of synonyms) per file; each file documents the Click
 //! behaviour it follows, its arguments, and carries its unit tests.
 
-use crate::{Args, BuildCtx, ConfigError, Element};
+use crate::{Args, ConfigError};
 
 mod checkpaint;
 mod counter;
@@ -53,66 +53,6 @@ pub use unstrip::Unstrip;
 /// (`PaintSwitch`, `Switch`, `StaticSwitch`, `RoundRobinSwitch` with `MAX`).
 pub const NO_OUTPUT: &str = "no-output";
 
-/// The `'static` spelling of `class` among `names`, so synonyms keep the class name they were
-/// declared with.
-fn static_name(class: &str, names: &[&'static str]) -> Option<&'static str> {
-    names.iter().copied().find(|n| *n == class)
-}
-
-fn boxed<E: Element + 'static>(r: Result<E, ConfigError>) -> Result<Box<dyn Element>, ConfigError> {
-    r.map(|e| Box::new(e) as Box<dyn Element>)
-}
-
-/// Builds an element of this family, or `None` if `class` is not one of them.
-///
-/// Configuration errors are prefixed with the class name (`Strip: expected LENGTH ...`).
-pub fn build(
-    class: &str,
-    args: &Args,
-    bcx: &BuildCtx,
-) -> Option<Result<Box<dyn Element>, ConfigError>> {
-    let r = if let Some(c) = static_name(class, device::FROM_DEVICE) {
-        boxed(FromDevice::configure(c, args))
-    } else if let Some(c) = static_name(class, device::TO_DEVICE) {
-        boxed(ToDevice::configure(c, args))
-    } else if class == "ToHost" {
-        boxed(ToDevice::to_host(args))
-    } else if let Some(c) = static_name(class, queue::QUEUES) {
-        boxed(Queue::configure(c, args))
-    } else if let Some(c) = static_name(class, queue::UNQUEUES) {
-        boxed(Unqueue::configure(c, args))
-    } else if let Some(c) = static_name(class, tee::TEES) {
-        boxed(Tee::configure(c, args, bcx))
-    } else if let Some(c) = static_name(class, declarative::CLASSES) {
-        boxed(Declarative::configure(c, args))
-    } else {
-        match class {
-            "FromDump" => boxed(FromDump::configure(args, bcx)),
-            "ToDump" => boxed(ToDump::configure(args, bcx)),
-            "Discard" => boxed(Discard::configure(args)),
-            "Idle" => boxed(Idle::configure(args)),
-            "Counter" => boxed(Counter::configure(args)),
-            "Null" => boxed(Null::configure(args)),
-            "Paint" => boxed(Paint::configure(args)),
-            "PaintSwitch" => boxed(PaintSwitch::configure(args, bcx)),
-            "CheckPaint" => boxed(CheckPaint::configure(args, bcx)),
-            "PaintTee" => boxed(PaintTee::configure(args)),
-            "Strip" => boxed(Strip::configure(args)),
-            "Unstrip" => boxed(Unstrip::configure(args)),
-            "EtherEncap" => boxed(EtherEncap::configure(args, bcx)),
-            "EtherRewrite" => boxed(EtherRewrite::configure(args, bcx)),
-            "StoreEtherAddress" => boxed(StoreEtherAddress::configure(args, bcx)),
-            "Print" => boxed(Print::configure(args)),
-            "HashSwitch" => boxed(HashSwitch::configure(args, bcx)),
-            "RoundRobinSwitch" => boxed(RoundRobinSwitch::configure(args, bcx)),
-            "StaticSwitch" => boxed(StaticSwitch::configure(args, bcx)),
-            "Switch" => boxed(Switch::configure(args, bcx)),
-            _ => return None,
-        }
-    };
-    Some(r.map_err(|e| ConfigError::new(format!("{class}: {}", e.message))))
-}
-
 /// Click's `AnnoArg` for the paint elements: only the paint annotation itself is modelled, so
 /// `ANNO` is accepted when it names it (`PAINT`), and refused otherwise.
 fn check_paint_anno(args: &Args, pos: usize) -> Result<(), ConfigError> {
@@ -133,7 +73,7 @@ fn parse_color(s: &str) -> Result<u8, ConfigError> {
 #[cfg(test)]
 pub(crate) mod testutil {
     //! Helpers for the unit tests of this family.
-    use crate::{Args, BuildCtx, ConfigError, Context, Element, Names, Verdict};
+    use crate::{BuildCtx, ConfigError, Context, Element, Names, Verdict};
     use packet::Packet;
     use std::path::Path;
 
@@ -151,11 +91,7 @@ pub(crate) mod testutil {
             names: &names,
             base_dir: Path::new("/cases/x"),
         };
-        let args = Args::parse(config)?;
-        match super::build(class, &args, &bcx) {
-            Some(r) => r,
-            None => Err(ConfigError::new(format!("not a basic class: {class}"))),
-        }
+        crate::build(class, config, &bcx)
     }
 
     /// Builds, panicking on a configuration error (tests only).

@@ -17,17 +17,6 @@ use crate::{Args, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
 use std::any::Any;
 
-/// Class names built as [`Queue`].
-pub(super) const QUEUES: &[&str] = &[
-    "Queue",
-    "SimpleQueue",
-    "ThreadSafeQueue",
-    "FullNoteQueue",
-    "NotifierQueue",
-];
-/// Class names built as [`Unqueue`].
-pub(super) const UNQUEUES: &[&str] = &["Unqueue", "Unqueue2"];
-
 /// `Queue([CAPACITY])` and its variants: a FIFO that, run to completion, passes packets
 /// straight through.
 #[derive(Debug, Clone)]
@@ -125,9 +114,17 @@ mod tests {
 
     #[test]
     fn queues_pass_through() {
-        for class in QUEUES.iter().chain(UNQUEUES) {
+        for class in [
+            "Queue",
+            "SimpleQueue",
+            "ThreadSafeQueue",
+            "FullNoteQueue",
+            "NotifierQueue",
+            "Unqueue",
+            "Unqueue2",
+        ] {
             let mut e = ok(class, "", 1);
-            assert_eq!(e.class_name(), *class);
+            assert_eq!(e.class_name(), class);
             assert_eq!(e.port_count().describe(), "1/1");
             let o = run(e.as_mut(), pkt(&frame()));
             assert_eq!(o.ports(), vec![0]);

@@ -15,9 +15,6 @@ use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
 use std::any::Any;
 
-/// Class names built as [`Tee`].
-pub(super) const TEES: &[&str] = &["Tee", "PullTee"];
-
 /// `Tee([N])` / `PullTee([N])`: one packet in, one copy out of every output.
 #[derive(Debug, Clone)]
 pub struct Tee {

@@ -102,18 +102,6 @@ use std::path::{Path, PathBuf};
 /// Drop reason of packets a `drop` or `sdrop` rule matched.
 pub const DROP_REASON: &str = "ids-drop";
 
-/// Builds `SnortIDS`, or `None` for other classes.
-pub fn build(
-    class: &str,
-    args: &Args,
-    bcx: &BuildCtx,
-) -> Option<Result<Box<dyn Element>, ConfigError>> {
-    match class {
-        "SnortIDS" => Some(SnortIDS::new(args, bcx).map(|e| Box::new(e) as Box<dyn Element>)),
-        _ => None,
-    }
-}
-
 const SYN: u8 = 0x02;
 const RST: u8 = 0x04;
 const FIN: u8 = 0x01;
@@ -519,7 +507,7 @@ fn parse_order(s: &str) -> Result<Vec<Action>, ConfigError> {
 
 impl SnortIDS {
     /// Configures the element (see the module documentation for the arguments).
-    pub fn new(args: &Args, bcx: &BuildCtx) -> Result<SnortIDS, ConfigError> {
+    pub fn configure(args: &Args, bcx: &BuildCtx) -> Result<SnortIDS, ConfigError> {
         args.check(
             1,
             &[

@@ -22,7 +22,7 @@ fn make_in(dir: &Path, config: &str) -> Result<SnortIDS, ConfigError> {
         names: &names,
         base_dir: dir,
     };
-    SnortIDS::new(&Args::parse(config)?, &bcx)
+    SnortIDS::configure(&Args::parse(config)?, &bcx)
 }
 
 /// An IDS over `rules` (written to a file in a scratch folder), with extra arguments.

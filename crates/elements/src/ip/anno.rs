@@ -46,7 +46,7 @@ pub struct GetIPAddress {
 
 impl GetIPAddress {
     /// Builds the element.
-    pub fn new(args: &Args) -> Result<GetIPAddress, ConfigError> {
+    pub fn configure(args: &Args) -> Result<GetIPAddress, ConfigError> {
         args.check(2, &["OFFSET", "ANNO", "IP"])?;
         check_anno(args.get(1, "ANNO"))?;
         let off = args.get(0, "OFFSET");
@@ -121,7 +121,7 @@ pub struct SetIPAddress {
 
 impl SetIPAddress {
     /// Builds the element.
-    pub fn new(args: &Args, bcx: &BuildCtx) -> Result<SetIPAddress, ConfigError> {
+    pub fn configure(args: &Args, bcx: &BuildCtx) -> Result<SetIPAddress, ConfigError> {
         args.check(2, &["IP", "ANNO"])?;
         check_anno(args.get(1, "ANNO"))?;
         let addr = bcx.names.ipv4(args.require(0, "IP", "an IP address")?)?;
@@ -158,7 +158,7 @@ pub struct DropBroadcasts {
 
 impl DropBroadcasts {
     /// Builds the element (no arguments).
-    pub fn new(args: &Args) -> Result<DropBroadcasts, ConfigError> {
+    pub fn configure(args: &Args) -> Result<DropBroadcasts, ConfigError> {
         args.check(0, &[])?;
         Ok(DropBroadcasts { drops: 0 })
     }
@@ -215,7 +215,7 @@ pub struct FixIPSrc {
 
 impl FixIPSrc {
     /// Builds the element.
-    pub fn new(args: &Args, bcx: &BuildCtx) -> Result<FixIPSrc, ConfigError> {
+    pub fn configure(args: &Args, bcx: &BuildCtx) -> Result<FixIPSrc, ConfigError> {
         args.check(1, &["IPADDR"])?;
         let addr = bcx
             .names
@@ -337,7 +337,7 @@ mod tests {
         let mut e = build("FixIPSrc", "18.26.4.1", 1).unwrap();
         let o = push(e.as_mut(), pkt(&b));
         assert_eq!(o.out[0].1.data(), &b[..]);
-        let f = FixIPSrc::new(&Args::parse("18.26.4.1").unwrap(), &ctx()).unwrap();
+        let f = FixIPSrc::configure(&Args::parse("18.26.4.1").unwrap(), &ctx()).unwrap();
         let mut p = pkt(&b);
         assert!(f.fix(&mut p));
         assert_eq!(&p.data()[12..16], &[18, 26, 4, 1]);

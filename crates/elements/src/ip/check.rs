@@ -49,7 +49,11 @@ pub struct CheckIPHeader {
 
 impl CheckIPHeader {
     /// Builds the element; `checksum` is false for `CheckIPHeader2`.
-    pub fn new(args: &Args, bcx: &BuildCtx, checksum: bool) -> Result<CheckIPHeader, ConfigError> {
+    pub fn configure(
+        args: &Args,
+        bcx: &BuildCtx,
+        checksum: bool,
+    ) -> Result<CheckIPHeader, ConfigError> {
         args.check(
             2,
             &[
@@ -246,7 +250,7 @@ pub struct MarkIPHeader {
 
 impl MarkIPHeader {
     /// Builds the element.
-    pub fn new(args: &Args) -> Result<MarkIPHeader, ConfigError> {
+    pub fn configure(args: &Args) -> Result<MarkIPHeader, ConfigError> {
         args.check(1, &["OFFSET"])?;
         let offset = match args.get(0, "OFFSET") {
             Some(s) => parse_uint(s, "OFFSET")? as usize,
@@ -330,7 +334,11 @@ pub struct CheckL4Header {
 
 impl CheckL4Header {
     /// Builds the checker of `kind`.
-    pub fn new(kind: L4Kind, args: &Args, bcx: &BuildCtx) -> Result<CheckL4Header, ConfigError> {
+    pub fn configure(
+        kind: L4Kind,
+        args: &Args,
+        bcx: &BuildCtx,
+    ) -> Result<CheckL4Header, ConfigError> {
         args.check(0, &["VERBOSE", "DETAILS"])?;
         for k in ["VERBOSE", "DETAILS"] {
             if let Some(s) = args.keyword(k) {

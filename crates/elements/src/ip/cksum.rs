@@ -23,7 +23,7 @@ pub struct SetIPChecksum;
 
 impl SetIPChecksum {
     /// Builds the element (no arguments).
-    pub fn new(args: &Args) -> Result<SetIPChecksum, ConfigError> {
+    pub fn configure(args: &Args) -> Result<SetIPChecksum, ConfigError> {
         args.check(0, &[])?;
         Ok(SetIPChecksum)
     }
@@ -95,7 +95,7 @@ pub struct SetTCPChecksum {
 
 impl SetTCPChecksum {
     /// Builds the element.
-    pub fn new(args: &Args) -> Result<SetTCPChecksum, ConfigError> {
+    pub fn configure(args: &Args) -> Result<SetTCPChecksum, ConfigError> {
         args.check(1, &["FIXOFF"])?;
         let fixoff = match args.get(0, "FIXOFF") {
             Some(s) => parse_bool(s, "FIXOFF")?,
@@ -148,7 +148,7 @@ pub struct SetUDPChecksum;
 
 impl SetUDPChecksum {
     /// Builds the element (no arguments).
-    pub fn new(args: &Args) -> Result<SetUDPChecksum, ConfigError> {
+    pub fn configure(args: &Args) -> Result<SetUDPChecksum, ConfigError> {
         args.check(0, &[])?;
         Ok(SetUDPChecksum)
     }

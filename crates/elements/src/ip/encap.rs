@@ -45,7 +45,7 @@ pub struct IPEncap {
 
 impl IPEncap {
     /// Builds the element.
-    pub fn new(args: &Args, bcx: &BuildCtx) -> Result<IPEncap, ConfigError> {
+    pub fn configure(args: &Args, bcx: &BuildCtx) -> Result<IPEncap, ConfigError> {
         args.check(
             3,
             &[

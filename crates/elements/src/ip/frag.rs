@@ -73,7 +73,7 @@ pub struct IPFragmenter {
 
 impl IPFragmenter {
     /// Builds the element.
-    pub fn new(args: &Args, bcx: &BuildCtx) -> Result<IPFragmenter, ConfigError> {
+    pub fn configure(args: &Args, bcx: &BuildCtx) -> Result<IPFragmenter, ConfigError> {
         args.check(3, &["MTU", "HONOR_DF", "VERBOSE", "HEADROOM"])?;
         let mtu = parse_uint(args.require(0, "MTU", "the MTU in bytes")?, "MTU")?;
         if mtu < 8 {

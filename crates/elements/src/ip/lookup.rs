@@ -216,7 +216,7 @@ pub struct IPLookup {
 
 impl IPLookup {
     /// Builds a lookup element of Click class `class` from its routes.
-    pub fn new(class: &str, args: &Args, bcx: &BuildCtx) -> Result<IPLookup, ConfigError> {
+    pub fn configure(class: &str, args: &Args, bcx: &BuildCtx) -> Result<IPLookup, ConfigError> {
         let class = match class {
             "RadixIPLookup" => "RadixIPLookup",
             "StaticIPLookup" => "StaticIPLookup",

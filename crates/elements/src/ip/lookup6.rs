@@ -386,7 +386,7 @@ const REASONS: [&str; 4] = [NO_IP_HEADER, SHORT_IPV6, NOT_IPV6, NO_ROUTE];
 impl LookupIP6Route {
     /// Builds the element from its configuration; errors name the argument and what was
     /// expected.
-    pub fn new(args: &Args, _bcx: &BuildCtx) -> Result<LookupIP6Route, ConfigError> {
+    pub fn configure(args: &Args, _bcx: &BuildCtx) -> Result<LookupIP6Route, ConfigError> {
         let mut routes = Vec::new();
         for (i, a) in args.all().iter().enumerate() {
             let text = match &a.keyword {

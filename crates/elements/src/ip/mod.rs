@@ -32,46 +32,9 @@ pub use print::IPPrint;
 pub use ttl::DecIPTTL;
 
 use crate::model::{Case, Field, FieldSet, Filter, Outcome};
-use crate::{Args, BuildCtx, ConfigError, Element, Verdict};
+use crate::{BuildCtx, ConfigError, Verdict};
 use packet::Packet;
 use std::net::Ipv4Addr;
-
-/// Builds an element of this family, or `None` if `class` is not one of them.
-pub fn build(
-    class: &str,
-    args: &Args,
-    bcx: &BuildCtx,
-) -> Option<Result<Box<dyn Element>, ConfigError>> {
-    fn boxed<E: Element + 'static>(
-        r: Result<E, ConfigError>,
-    ) -> Result<Box<dyn Element>, ConfigError> {
-        r.map(|e| Box::new(e) as Box<dyn Element>)
-    }
-    Some(match class {
-        "CheckIPHeader" => boxed(CheckIPHeader::new(args, bcx, true)),
-        "CheckIPHeader2" => boxed(CheckIPHeader::new(args, bcx, false)),
-        "MarkIPHeader" => boxed(MarkIPHeader::new(args)),
-        "CheckTCPHeader" => boxed(CheckL4Header::new(L4Kind::Tcp, args, bcx)),
-        "CheckUDPHeader" => boxed(CheckL4Header::new(L4Kind::Udp, args, bcx)),
-        "CheckICMPHeader" => boxed(CheckL4Header::new(L4Kind::Icmp, args, bcx)),
-        "GetIPAddress" => boxed(GetIPAddress::new(args)),
-        "SetIPAddress" => boxed(SetIPAddress::new(args, bcx)),
-        "DropBroadcasts" => boxed(DropBroadcasts::new(args)),
-        "FixIPSrc" => boxed(FixIPSrc::new(args, bcx)),
-        "StaticIPLookup" | "LookupIPRoute" | "RadixIPLookup" | "LinearIPLookup"
-        | "DirectIPLookup" => boxed(IPLookup::new(class, args, bcx)),
-        "LookupIP6Route" => boxed(LookupIP6Route::new(args, bcx)),
-        "DecIPTTL" => boxed(DecIPTTL::new(args, bcx)),
-        "IPGWOptions" => boxed(IPGWOptions::new(args, bcx)),
-        "IPFragmenter" => boxed(IPFragmenter::new(args, bcx)),
-        "SetIPChecksum" => boxed(SetIPChecksum::new(args)),
-        "SetTCPChecksum" => boxed(SetTCPChecksum::new(args)),
-        "SetUDPChecksum" => boxed(SetUDPChecksum::new(args)),
-        "IPPrint" => boxed(IPPrint::new(args)),
-        "IPEncap" => boxed(IPEncap::new(args, bcx)),
-        _ => return None,
-    })
-}
 
 /// Drop reason for elements that need the network header annotation and find none.
 pub const NO_IP_HEADER: &str = "no-ip-header";
@@ -179,7 +142,7 @@ pub(crate) fn ip_list(s: &str, bcx: &BuildCtx) -> Result<Vec<Ipv4Addr>, ConfigEr
 pub(crate) mod testutil {
     //! Helpers for the family's unit tests: a build context, pushing packets, and small
     //! IPv4/UDP/TCP packet builders.
-    use crate::{Args, BuildCtx, Context, Element, Names, Verdict};
+    use crate::{BuildCtx, Context, Element, Names, Verdict};
     use packet::{Packet, Timestamp};
     use std::path::Path;
 
@@ -197,11 +160,7 @@ pub(crate) mod testutil {
             names: &names,
             base_dir: Path::new("."),
         };
-        let args = Args::parse(config)?;
-        match super::build(class, &args, &bcx) {
-            Some(r) => r,
-            None => Err(crate::ConfigError::new("not an ip element")),
-        }
+        crate::build(class, config, &bcx)
     }
 
     /// What one push produced: (port, packet) outputs and (reason) drops, in order.

@@ -37,7 +37,7 @@ pub struct IPGWOptions {
 
 impl IPGWOptions {
     /// Builds the element.
-    pub fn new(args: &Args, bcx: &BuildCtx) -> Result<IPGWOptions, ConfigError> {
+    pub fn configure(args: &Args, bcx: &BuildCtx) -> Result<IPGWOptions, ConfigError> {
         args.check(2, &["MYADDR", "OTHERADDRS"])?;
         let my = bcx
             .names

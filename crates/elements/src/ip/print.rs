@@ -23,7 +23,7 @@ pub struct IPPrint {
 
 impl IPPrint {
     /// Builds the element.
-    pub fn new(args: &Args) -> Result<IPPrint, ConfigError> {
+    pub fn configure(args: &Args) -> Result<IPPrint, ConfigError> {
         const KW: [&str; 14] = [
             "LABEL",
             "CONTENTS",
@@ -162,7 +162,7 @@ mod tests {
         p.meta.timestamp = packet::Timestamp(1_500_000_000);
         let o = push(e.as_mut(), p);
         assert_eq!(o.out[0].1.data(), &b[..]);
-        let pr = IPPrint::new(&Args::parse("in, TTL true").unwrap()).unwrap();
+        let pr = IPPrint::configure(&Args::parse("in, TTL true").unwrap()).unwrap();
         assert_eq!(
             pr.line(&o.out[0].1),
             "in: 1.500000: 10.0.0.1.1234 > 10.0.0.2.53: udp 3 (ttl 64)"

@@ -27,7 +27,7 @@ pub struct DecIPTTL {
 
 impl DecIPTTL {
     /// Builds the element.
-    pub fn new(args: &Args, bcx: &BuildCtx) -> Result<DecIPTTL, ConfigError> {
+    pub fn configure(args: &Args, bcx: &BuildCtx) -> Result<DecIPTTL, ConfigError> {
         args.check(0, &["ACTIVE", "MULTICAST"])?;
         let flag = |k: &str| args.keyword(k).map_or(Ok(true), |s| parse_bool(s, k));
         Ok(DecIPTTL {

@@ -37,21 +37,6 @@ use crate::{BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
 use std::any::Any;
 
-/// Builds `IPClassifier` or `IPFilter`, or `None` for other classes.
-pub fn build(
-    class: &str,
-    args: &Args,
-    bcx: &BuildCtx,
-) -> Option<Result<Box<dyn Element>, ConfigError>> {
-    match class {
-        "IPClassifier" => {
-            Some(IPClassifier::new(args, bcx).map(|e| Box::new(e) as Box<dyn Element>))
-        }
-        "IPFilter" => Some(IPFilter::new(args, bcx).map(|e| Box::new(e) as Box<dyn Element>)),
-        _ => None,
-    }
-}
-
 /// The configuration arguments as written (a leading upper-case word that `Args` took for a
 /// keyword, such as an `AddressInfo` name, is put back), unquoted.
 fn raw_args(args: &Args) -> Vec<String> {
@@ -73,7 +58,7 @@ pub struct IPClassifier {
 
 impl IPClassifier {
     /// Parses the patterns of an `IPClassifier` configuration.
-    pub fn new(args: &Args, bcx: &BuildCtx) -> Result<IPClassifier, ConfigError> {
+    pub fn configure(args: &Args, bcx: &BuildCtx) -> Result<IPClassifier, ConfigError> {
         let raw = raw_args(args);
         if raw.is_empty() {
             return Err(ConfigError::new("expected at least one pattern"));
@@ -180,7 +165,7 @@ pub struct IPFilter {
 impl IPFilter {
     /// Parses the rules of an `IPFilter` configuration (`FILE path` arguments read rules
     /// from a file: see [`rules`]).
-    pub fn new(args: &Args, bcx: &BuildCtx) -> Result<IPFilter, ConfigError> {
+    pub fn configure(args: &Args, bcx: &BuildCtx) -> Result<IPFilter, ConfigError> {
         let number = |k: &str, default: u64| -> Result<u64, ConfigError> {
             args.keyword(k).map_or(Ok(default), |v| {
                 v.trim().parse().map_err(|_| {

@@ -15,25 +15,7 @@ pub use blacklist::BlacklistFilter;
 pub use maglev::Maglev;
 pub use monitor::Monitor;
 
-use crate::{Args, BuildCtx, ConfigError, Element};
-
-/// Builds `Maglev`, `Monitor` or `BlacklistFilter`; `None` for other classes. Configuration
-/// errors are prefixed with the class name.
-pub fn build(
-    class: &str,
-    args: &Args,
-    bcx: &BuildCtx,
-) -> Option<Result<Box<dyn Element>, ConfigError>> {
-    let r = match class {
-        "Maglev" => Maglev::configure(args, bcx).map(|e| Box::new(e) as Box<dyn Element>),
-        "Monitor" => Monitor::configure(args).map(|e| Box::new(e) as Box<dyn Element>),
-        "BlacklistFilter" => {
-            BlacklistFilter::configure(args, bcx).map(|e| Box::new(e) as Box<dyn Element>)
-        }
-        _ => return None,
-    };
-    Some(r.map_err(|e| ConfigError::new(format!("{class}: {}", e.message))))
-}
+use crate::BuildCtx;
 
 /// IP protocol numbers used here.
 const TCP: u8 = 6;

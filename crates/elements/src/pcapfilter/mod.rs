@@ -83,18 +83,6 @@ use crate::{BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
 use std::any::Any;
 
-/// Builds `PcapFilter`, or `None` for other classes.
-pub fn build(
-    class: &str,
-    args: &Args,
-    bcx: &BuildCtx,
-) -> Option<Result<Box<dyn Element>, ConfigError>> {
-    match class {
-        "PcapFilter" => Some(PcapFilter::new(args, bcx).map(|e| Box::new(e) as Box<dyn Element>)),
-        _ => None,
-    }
-}
-
 /// `PcapFilter(EXPR)`: frames matching the tcpdump expression leave on output 0; the others
 /// leave on output 1 if it is connected, else are dropped (`no-match`).
 #[derive(Debug, Clone)]
@@ -107,7 +95,7 @@ pub struct PcapFilter {
 impl PcapFilter {
     /// Parses the expression of a `PcapFilter` configuration (one argument; commas are not
     /// part of the tcpdump language).
-    pub fn new(args: &Args, bcx: &BuildCtx) -> Result<PcapFilter, ConfigError> {
+    pub fn configure(args: &Args, bcx: &BuildCtx) -> Result<PcapFilter, ConfigError> {
         let all = args.all();
         if all.len() != 1 {
             return Err(ConfigError::new(format!(

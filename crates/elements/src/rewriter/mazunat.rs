@@ -99,7 +99,7 @@ impl MazuNAT {
         }
         let inner = Args::parse(&config)?;
         Ok(MazuNAT {
-            rw: IPRewriter::from_args(RewriterKind::Ip, &inner, bcx)?,
+            rw: IPRewriter::configure(RewriterKind::Ip, &inner, bcx)?,
         })
     }
 

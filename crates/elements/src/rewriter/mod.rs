@@ -27,34 +27,6 @@ const TCP: u8 = 6;
 const UDP: u8 = 17;
 const DCCP: u8 = 33;
 
-/// Builds `IPRewriter`, `TCPRewriter`, `UDPRewriter`, `RoundRobinIPMapper` or `MazuNAT`;
-/// `None` for other classes.
-pub fn build(
-    class: &str,
-    args: &Args,
-    bcx: &BuildCtx,
-) -> Option<Result<Box<dyn Element>, ConfigError>> {
-    let kind = match class {
-        "IPRewriter" => RewriterKind::Ip,
-        "TCPRewriter" => RewriterKind::Tcp,
-        "UDPRewriter" => RewriterKind::Udp,
-        "MazuNAT" => {
-            return Some(
-                MazuNAT::configure(args, bcx)
-                    .map(|e| Box::new(e) as Box<dyn Element>)
-                    .map_err(|e| ConfigError::new(format!("MazuNAT: {}", e.message))),
-            )
-        }
-        "RoundRobinIPMapper" => {
-            return Some(
-                RoundRobinIPMapper::from_args(args, bcx).map(|e| Box::new(e) as Box<dyn Element>),
-            )
-        }
-        _ => return None,
-    };
-    Some(IPRewriter::from_args(kind, args, bcx).map(|e| Box::new(e) as Box<dyn Element>))
-}
-
 /// Which of Click's rewriter classes an [`IPRewriter`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RewriterKind {
@@ -147,7 +119,7 @@ const REWRITER_KEYWORDS: &[&str] = &[
 
 impl IPRewriter {
     /// Builds a rewriter of `kind` from its arguments.
-    pub fn from_args(
+    pub fn configure(
         kind: RewriterKind,
         args: &Args,
         bcx: &BuildCtx,
@@ -762,7 +734,7 @@ pub struct RoundRobinIPMapper {
 
 impl RoundRobinIPMapper {
     /// Builds the mapper from its arguments (one pattern with outputs each).
-    pub fn from_args(args: &Args, bcx: &BuildCtx) -> Result<RoundRobinIPMapper, ConfigError> {
+    pub fn configure(args: &Args, bcx: &BuildCtx) -> Result<RoundRobinIPMapper, ConfigError> {
         let mut patterns = Vec::new();
         for a in args.all() {
             let text = match &a.keyword {
