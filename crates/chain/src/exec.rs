@@ -1,5 +1,49 @@
-//! The naive executor: every NF runs its own element graph, run to completion, one input
-//! packet at a time; packets cross links by move.
+//! The executor: runs a chain of NFs over packets, in one of three modes.
+//!
+//! # Shape
+//!
+//! [`Executor`] holds the chain's elements in one flat table (global indices, NF after
+//! NF) with their edges, counters, exits and the work stack: that is the **naive** mode,
+//! the reference every other mode must match packet for packet, counter for counter and
+//! state line for state line. Each other mode keeps its own state in its own type:
+//!
+//! * `SynthState` (`Executor::synth`, empty until [`Executor::install`]): the
+//!   synthesized program, its per-node counts and compiled classifiers, and the remembered
+//!   flows of the `flows` module;
+//! * `FastState` (`Executor::fast`, `None` until [`Executor::enable_fastpath`]): the
+//!   per-flow fast path of the `fast` module;
+//! * `Measures` (`Executor::measures`): latency and per-flow time sampling, for
+//!   `fusebox bench`.
+//!
+//! The one place a mode is chosen for a command is `synth::Mode::install` (synthesis
+//! lives in the `synth` crate, which builds on this one).
+//!
+//! # Where a packet goes
+//!
+//! Packets enter through [`Executor::run`] (streamed pcap sources), [`Executor::replay`]
+//! (in-memory records) or [`Executor::inject`] (one packet); all reach `push_in`, then
+//! `run_from`. `run_from` is the one dispatch point: every work item names how it resumes
+//! (`Resume`: at an element's input port — naive —, into a synthesized segment, as a
+//! fork's copy, or into the fast path), and the naive loop itself only steps from element to
+//! element. The modes' hooks inside it (a rewriter about to be read, recording for the fast
+//! path, an exit) sit behind one flag per element step.
+//!
+//! # Adding a mode (e.g. the parallel mode)
+//!
+//! 1. its state as a type in a module under `exec/`, held in [`Executor`] (as
+//!    `Option<Box<…>>`, like `FastState`), with an `enable_…`/`install` method that also
+//!    sets `mode_hooks` if it must see naive element steps;
+//! 2. a `Resume` variant if its packets enter somewhere other than an element's input,
+//!    handled in `run_from` (and chosen in `push_in`/`exit` for fresh packets and replies);
+//! 3. its counters folded into [`Executor::summary`] through `folded` if it skips elements;
+//! 4. a `synth::Mode` variant and its arm in `synth::Mode::install`.
+//!
+//! # Adding a port type (e.g. AF_XDP)
+//!
+//! Input: a [`Source`] is any iterator of pcap-style records ([`Executor::source`]); a
+//! live port is another such iterator, or calls [`Executor::inject`] per packet. Output:
+//! an exit's packets go to an [`ExitSink`] (`Executor::exit`): a new port type is a new
+//! `ExitSink` variant written there, and in [`Executor::finish`].
 
 use crate::file::{ChainFile, Endpoint};
 use crate::nf::Nf;
@@ -29,15 +73,20 @@ pub use fast::{FastOptions, FastStats, Initial};
 /// A packet crossing more links than this is dropped with reason `loop`.
 pub const MAX_HOPS: u8 = 64;
 
-/// Marks a work-stack entry whose packet enters a synthesized segment.
-const SYNTH_PORT: u32 = u32::MAX;
-
-/// Marks a work-stack entry whose packet is a copy continuing a synthesized program at a
-/// fork's branch (the continuation is the last of `Executor::forks`).
-const FORK_PORT: u32 = u32::MAX - 1;
-
-/// Marks a work-stack entry whose packet enters the chain through the fast path (a reply).
-const FAST_PORT: u32 = u32::MAX - 2;
+/// How a work item (a packet on the work stack, or one `run_from` follows) resumes: the
+/// one place the modes part ways.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Resume {
+    /// At this input port of the element (naive).
+    Port(u32),
+    /// Into the synthesized segment the element starts.
+    Synth,
+    /// As a copy a fork made, continuing the program at the fork's branch (the
+    /// continuation is the last of `SynthState::forks`).
+    Fork,
+    /// Into the chain through the fast path (a reply).
+    Fast,
+}
 
 /// Options of a run.
 #[derive(Debug, Clone)]
@@ -155,7 +204,7 @@ pub struct Executor {
     entries: BTreeMap<Endpoint, (usize, usize)>,
     dump_sources: Vec<(String, (usize, usize), PathBuf)>,
     cx: Context,
-    stack: Vec<(u32, u32, Packet)>,
+    stack: Vec<(u32, Resume, Packet)>,
     emitted: Vec<(usize, Packet)>,
     pool: Vec<Packet>,
     /// The end of the last replay (its last timestamp plus one gap): a later replay starts
@@ -165,6 +214,22 @@ pub struct Executor {
     chain_created: u64,
     next_input: u64,
     batch: usize,
+    /// The synthesized mode's state (empty until [`Executor::install`]).
+    synth: SynthState,
+    /// The per-flow fast path, when running in `fastpath` mode.
+    fast: Option<Box<fast::FastState>>,
+    /// Whether a mode hooks into the naive element step (a synthesized program with
+    /// rewriters, or the fast path): naive runs test this flag alone.
+    mode_hooks: bool,
+    /// Latency and per-flow time sampling (for `fusebox bench`).
+    measures: Measures,
+}
+
+/// The state of the synthesized mode ([`Executor::install`]): the program, what it
+/// counted, the remembered flows (the `flows` module) and the scratch of the packet being
+/// classified.
+#[derive(Default)]
+struct SynthState {
     /// The synthesized program, when running in `synth` mode.
     program: Option<Box<Program>>,
     /// How many packets reached each node of the program.
@@ -198,17 +263,12 @@ pub struct Executor {
     rewriters: Vec<u32>,
     /// Per element: whether it is a stateful rewriter.
     is_rewriter: Vec<bool>,
-    /// Continuations of the copies forks made, waiting on the work stack: (start element
-    /// of the segment, branch node, registers).
-    forks: Vec<(u32, NodeId, Regs)>,
+    /// Continuations of the copies forks made, waiting on the work stack.
+    forks: Vec<ForkCopy>,
     /// Per node of the program: its classes laid out for evaluation (classification nodes).
     compiled: Vec<Option<classify::Classes>>,
     /// Packets served by remembered paths (one lookup each).
     flow_hits: u64,
-    /// Latency recording (`Executor::record_latency`), off unless asked for.
-    latency: Option<Box<Latency>>,
-    /// The per-flow fast path, when running in `fastpath` mode.
-    fast: Option<Box<fast::FastPath>>,
     /// Whether frames entering synthesized entries carry their class in a VLAN tag a switch
     /// pushed (`Executor::trust_switch_tags`).
     trust_tags: bool,
@@ -216,10 +276,214 @@ pub struct Executor {
     tag_hint: Option<u32>,
     /// Tagged frames whose class held, and those classified again.
     tag_counts: [u64; 2],
-    /// Drops while a packet is recorded for the fast path (element, reason).
-    fast_drops: Vec<(u32, &'static str)>,
+}
+
+/// A copy a fork made, waiting on the work stack: where it continues the program.
+struct ForkCopy {
+    /// The start element of the segment.
+    start: u32,
+    /// The branch node it continues at.
+    node: NodeId,
+    /// The registers the packet had at the fork.
+    regs: Regs,
+}
+
+/// Measurements a benchmark asks for, off by default.
+#[derive(Default)]
+struct Measures {
+    /// Latency recording (`Executor::record_latency`).
+    latency: Option<Box<Latency>>,
     /// Per-flow processing times (`Executor::record_flow_times`).
     flow_times: Option<HashMap<u64, u64, BuildHasherDefault<FlowHasher>>>,
+}
+
+/// Builds every NF of `chain`, with `options`' defines over each NF's own.
+fn build_nfs(chain: &ChainFile, options: &RunOptions) -> Result<Vec<Nf>, String> {
+    let mut nfs = Vec::new();
+    for spec in &chain.nfs {
+        let mut defines = spec.defines.clone();
+        defines.extend(options.defines.iter().cloned());
+        let config = click::parse_file(&spec.click, &defines).map_err(|e| e.to_string())?;
+        let base = spec.click.parent().map(PathBuf::from).unwrap_or_default();
+        nfs.push(Nf::build(&spec.name, &config, &base, spec.scoped).map_err(|e| e.to_string())?);
+    }
+    Ok(nfs)
+}
+
+/// Every link and entry of `chain` must name a real interface of `nfs`.
+fn check_interfaces(chain: &ChainFile, nfs: &[Nf]) -> Result<(), String> {
+    let has_iface = |e: &Endpoint| {
+        nfs.iter()
+            .find(|n| n.name == e.nf)
+            .is_some_and(|n| n.interfaces().contains(&e.iface))
+    };
+    for (a, b, pos) in &chain.links {
+        for e in [a, b] {
+            if !has_iface(e) {
+                let n = nfs.iter().find(|n| n.name == e.nf);
+                let list = n.map(|n| n.interfaces().join(", ")).unwrap_or_default();
+                return Err(format!(
+                    "{pos}: unknown interface `{e}`: NF `{}` has interfaces [{list}] (its FromDevice/ToDevice names)",
+                    e.nf
+                ));
+            }
+        }
+    }
+    for (e, pos) in &chain.entries {
+        if !has_iface(e) {
+            return Err(format!("{pos}: unknown interface `{e}` in entry"));
+        }
+    }
+    Ok(())
+}
+
+/// Where packets come in: every `FromDevice` by endpoint, and every `FromDump` (name,
+/// element, file), as (NF index, element index).
+#[allow(clippy::type_complexity)]
+fn entry_points(
+    nfs: &[Nf],
+) -> (
+    BTreeMap<Endpoint, (usize, usize)>,
+    Vec<(String, (usize, usize), PathBuf)>,
+) {
+    let mut entries = BTreeMap::new();
+    let mut dump_sources = Vec::new();
+    for (ni, nf) in nfs.iter().enumerate() {
+        for (ei, role) in nf.roles.iter().enumerate() {
+            match role {
+                Role::FromDevice(d) => {
+                    entries.insert(
+                        Endpoint {
+                            nf: nf.name.clone(),
+                            iface: d.clone(),
+                        },
+                        (ni, ei),
+                    );
+                }
+                Role::FromDump(p) => dump_sources.push((
+                    format!("{}/{}", nf.name, nf.names[ei]),
+                    (ni, ei),
+                    p.clone(),
+                )),
+                _ => {}
+            }
+        }
+    }
+    (entries, dump_sources)
+}
+
+/// What each element is in the stitched graph (inner, a link to another NF's
+/// `FromDevice`, an exit), and the exits with their sinks (`sink`) and reflection targets.
+fn element_kinds(
+    chain: &ChainFile,
+    options: &RunOptions,
+    nfs: &[Nf],
+    base: &[u32],
+    entries: &BTreeMap<Endpoint, (usize, usize)>,
+    sink: &mut impl FnMut(&str, Option<&PathBuf>) -> Result<ExitSink, String>,
+) -> Result<(Vec<Kind>, Vec<Exit>), String> {
+    let global = |(n, e): (usize, usize)| base[n] + e as u32;
+    let mut exits: Vec<Exit> = Vec::new();
+    let mut kinds = Vec::new();
+    for nf in nfs {
+        for role in &nf.roles {
+            kinds.push(match role {
+                Role::ToDevice(d) => {
+                    let here = Endpoint { nf: nf.name.clone(), iface: d.clone() };
+                    match chain.peer(&here) {
+                        Some(peer) => match entries.get(peer) {
+                            Some(&target) => Kind::Link(global(target)),
+                            None => {
+                                return Err(format!(
+                                    "link `{here}` ↔ `{peer}`: NF `{}` has no FromDevice({}) to receive packets",
+                                    peer.nf, peer.iface
+                                ))
+                            }
+                        },
+                        None => {
+                            let name = here.to_string();
+                            let idx = match exits.iter().position(|x| x.name == name) {
+                                Some(i) => i,
+                                None => {
+                                    let reflect_to = if options.reflect.contains(&here) {
+                                        Some(global(*entries.get(&here).ok_or_else(|| {
+                                            format!(
+                                                "--reflect {here}: NF `{}` has no FromDevice({}) for the replies",
+                                                here.nf, here.iface
+                                            )
+                                        })?))
+                                    } else {
+                                        None
+                                    };
+                                    let sink = sink(&name, None)?;
+                                    exits.push(Exit { name, sink, packets: 0, bytes: 0, reflect_to });
+                                    exits.len() - 1
+                                }
+                            };
+                            Kind::Exit(idx as u32)
+                        }
+                    }
+                }
+                Role::ToDump(p) => {
+                    let name = p.display().to_string();
+                    let sink = sink(&name, Some(p))?;
+                    exits.push(Exit { name, sink, packets: 0, bytes: 0, reflect_to: None });
+                    Kind::Exit(exits.len() as u32 - 1)
+                }
+                _ => Kind::Inner,
+            });
+        }
+    }
+    Ok((kinds, exits))
+}
+
+/// The elements of every NF in one flat table (global indices), with their edges.
+struct Flat {
+    elements: Vec<Box<dyn Element>>,
+    nf_of: Vec<u32>,
+    edge_base: Vec<u32>,
+    edges: Vec<Edge>,
+    info: Vec<Info>,
+}
+
+/// Moves the elements of `nfs` into one flat table and resolves their edges to global
+/// indices (`base`: each NF's first); `kinds`: each element's place.
+fn flatten(nfs: &mut [Nf], base: &[u32], kinds: &[Kind]) -> Flat {
+    let mut elements = Vec::new();
+    let mut nf_of = Vec::new();
+    let mut edge_base = Vec::new();
+    let mut edges = Vec::new();
+    for (ni, nf) in nfs.iter_mut().enumerate() {
+        for outs in &nf.edges {
+            edge_base.push(edges.len() as u32);
+            nf_of.push(ni as u32);
+            edges.extend(outs.iter().map(|e| match e {
+                Some(e) => Edge {
+                    element: base[ni] + e.element as u32,
+                    port: e.port as u32,
+                },
+                None => UNCONNECTED,
+            }));
+        }
+        elements.append(&mut nf.elements);
+    }
+    edge_base.push(edges.len() as u32);
+    let n = elements.len();
+    let info = (0..n)
+        .map(|i| Info {
+            kind: kinds[i],
+            nf: nf_of[i],
+            edge_base: edge_base[i],
+            outputs: edge_base[i + 1] - edge_base[i],
+        })
+        .collect();
+    Flat {
+        elements,
+        nf_of,
+        edge_base,
+        edges,
+        info,
+    }
 }
 
 /// Latency samples: the instant the current batch entered, and for every packet that left
@@ -248,121 +512,17 @@ impl Executor {
         options: &RunOptions,
         mut sink: impl FnMut(&str, Option<&PathBuf>) -> Result<ExitSink, String>,
     ) -> Result<Executor, String> {
-        let mut nfs = Vec::new();
-        for spec in &chain.nfs {
-            let mut defines = spec.defines.clone();
-            defines.extend(options.defines.iter().cloned());
-            let config = click::parse_file(&spec.click, &defines).map_err(|e| e.to_string())?;
-            let base = spec.click.parent().map(PathBuf::from).unwrap_or_default();
-            nfs.push(
-                Nf::build(&spec.name, &config, &base, spec.scoped).map_err(|e| e.to_string())?,
-            );
-        }
-        // Every link and entry must name a real interface.
-        let has_iface = |e: &Endpoint, nfs: &[Nf]| {
-            nfs.iter()
-                .find(|n| n.name == e.nf)
-                .is_some_and(|n| n.interfaces().contains(&e.iface))
-        };
-        for (a, b, pos) in &chain.links {
-            for e in [a, b] {
-                if !has_iface(e, &nfs) {
-                    let n = nfs.iter().find(|n| n.name == e.nf);
-                    let list = n.map(|n| n.interfaces().join(", ")).unwrap_or_default();
-                    return Err(format!(
-                        "{pos}: unknown interface `{e}`: NF `{}` has interfaces [{list}] (its FromDevice/ToDevice names)",
-                        e.nf
-                    ));
-                }
-            }
-        }
-        for (e, pos) in &chain.entries {
-            if !has_iface(e, &nfs) {
-                return Err(format!("{pos}: unknown interface `{e}` in entry"));
-            }
-        }
-        let nf_index = |name: &str| nfs.iter().position(|n| n.name == name);
+        let mut nfs = build_nfs(chain, options)?;
+        check_interfaces(chain, &nfs)?;
         let mut base = Vec::new();
         let mut total = 0u32;
         for nf in &nfs {
             base.push(total);
             total += nf.elements.len() as u32;
         }
-        let mut entries = BTreeMap::new();
-        let mut dump_sources = Vec::new();
-        for (ni, nf) in nfs.iter().enumerate() {
-            for (ei, role) in nf.roles.iter().enumerate() {
-                match role {
-                    Role::FromDevice(d) => {
-                        entries.insert(
-                            Endpoint {
-                                nf: nf.name.clone(),
-                                iface: d.clone(),
-                            },
-                            (ni, ei),
-                        );
-                    }
-                    Role::FromDump(p) => dump_sources.push((
-                        format!("{}/{}", nf.name, nf.names[ei]),
-                        (ni, ei),
-                        p.clone(),
-                    )),
-                    _ => {}
-                }
-            }
-        }
-        let global = |(n, e): (usize, usize)| base[n] + e as u32;
-        let mut exits: Vec<Exit> = Vec::new();
-        let mut kinds = Vec::new();
-        for nf in &nfs {
-            for role in &nf.roles {
-                kinds.push(match role {
-                    Role::ToDevice(d) => {
-                        let here = Endpoint { nf: nf.name.clone(), iface: d.clone() };
-                        match chain.peer(&here) {
-                            Some(peer) => match entries.get(peer) {
-                                Some(&target) => Kind::Link(global(target)),
-                                None => {
-                                    return Err(format!(
-                                        "link `{here}` ↔ `{peer}`: NF `{}` has no FromDevice({}) to receive packets",
-                                        peer.nf, peer.iface
-                                    ))
-                                }
-                            },
-                            None => {
-                                let name = here.to_string();
-                                let idx = match exits.iter().position(|x| x.name == name) {
-                                    Some(i) => i,
-                                    None => {
-                                        let reflect_to = if options.reflect.contains(&here) {
-                                            Some(global(*entries.get(&here).ok_or_else(|| {
-                                                format!(
-                                                    "--reflect {here}: NF `{}` has no FromDevice({}) for the replies",
-                                                    here.nf, here.iface
-                                                )
-                                            })?))
-                                        } else {
-                                            None
-                                        };
-                                        let sink = sink(&name, None)?;
-                                        exits.push(Exit { name, sink, packets: 0, bytes: 0, reflect_to });
-                                        exits.len() - 1
-                                    }
-                                };
-                                Kind::Exit(idx as u32)
-                            }
-                        }
-                    }
-                    Role::ToDump(p) => {
-                        let name = p.display().to_string();
-                        let sink = sink(&name, Some(p))?;
-                        exits.push(Exit { name, sink, packets: 0, bytes: 0, reflect_to: None });
-                        Kind::Exit(exits.len() as u32 - 1)
-                    }
-                    _ => Kind::Inner,
-                });
-            }
-        }
+        let (entries, dump_sources) = entry_points(&nfs);
+        let (kinds, exits) = element_kinds(chain, options, &nfs, &base, &entries, &mut sink)?;
+        let nf_index = |name: &str| nfs.iter().position(|n| n.name == name);
         for r in &options.reflect {
             if nf_index(&r.nf).is_none() || !exits.iter().any(|x| x.name == r.to_string()) {
                 return Err(format!(
@@ -370,46 +530,20 @@ impl Executor {
                 ));
             }
         }
-        let mut elements = Vec::new();
-        let mut nf_of = Vec::new();
-        let mut edge_base = Vec::new();
-        let mut edges = Vec::new();
-        for (ni, nf) in nfs.iter_mut().enumerate() {
-            for outs in &nf.edges {
-                edge_base.push(edges.len() as u32);
-                nf_of.push(ni as u32);
-                edges.extend(outs.iter().map(|e| match e {
-                    Some(e) => Edge {
-                        element: base[ni] + e.element as u32,
-                        port: e.port as u32,
-                    },
-                    None => UNCONNECTED,
-                }));
-            }
-            elements.append(&mut nf.elements);
-        }
-        edge_base.push(edges.len() as u32);
-        let n = elements.len();
-        let info = (0..n)
-            .map(|i| Info {
-                kind: kinds[i],
-                nf: nf_of[i],
-                edge_base: edge_base[i],
-                outputs: edge_base[i + 1] - edge_base[i],
-            })
-            .collect();
+        let g = flatten(&mut nfs, &base, &kinds);
+        let n = g.elements.len();
         Ok(Executor {
             nf_counters: vec![NfCounters::default(); nfs.len()],
             nfs,
             base,
-            elements,
-            nf_of,
+            elements: g.elements,
+            nf_of: g.nf_of,
             arrivals: vec![0; n],
-            out_count: vec![0; edges.len()],
+            out_count: vec![0; g.edges.len()],
             drops: vec![Vec::new(); n],
-            edge_base,
-            info,
-            edges,
+            edge_base: g.edge_base,
+            info: g.info,
+            edges: g.edges,
             exits,
             entries,
             dump_sources,
@@ -422,31 +556,10 @@ impl Executor {
             chain_created: 0,
             next_input: 0,
             batch: options.batch.max(1),
-            latency: None,
-            program: None,
-            node_counts: Vec::new(),
-            node_bytes: Vec::new(),
-            byte_nodes: Vec::new(),
-            any_bytes: false,
-            vals: Vec::new(),
-            valid: 0,
-            regs: Regs::default(),
-            start_of: Vec::new(),
-            flows: HashMap::default(),
-            flows_dirty: Vec::new(),
-            regions: flows::Regions::default(),
-            guards: None,
-            rewriters: Vec::new(),
-            is_rewriter: Vec::new(),
-            compiled: Vec::new(),
-            forks: Vec::new(),
-            flow_hits: 0,
+            synth: SynthState::default(),
             fast: None,
-            flow_times: None,
-            fast_drops: Vec::new(),
-            trust_tags: false,
-            tag_hint: None,
-            tag_counts: [0; 2],
+            mode_hooks: false,
+            measures: Measures::default(),
         })
     }
 
@@ -543,7 +656,7 @@ impl Executor {
     /// instant each batch enters to the instant each of its packets leaves by an exit.
     /// Off by default: then the only cost is one test per exit.
     pub fn record_latency(&mut self, on: bool) {
-        self.latency = on.then(|| {
+        self.measures.latency = on.then(|| {
             Box::new(Latency {
                 start: Instant::now(),
                 samples: Vec::new(),
@@ -559,24 +672,25 @@ impl Executor {
     /// classified as usual. Decision: every tagged frame at a synthesized entry is taken as
     /// tagged by the switch (the exported flows tag untagged IPv4 frames only).
     pub fn trust_switch_tags(&mut self, on: bool) {
-        self.trust_tags = on;
+        self.synth.trust_tags = on;
     }
 
     /// Switch-tagged frames so far: (whose class held, classified again).
     pub fn switch_tag_counts(&self) -> (u64, u64) {
-        (self.tag_counts[0], self.tag_counts[1])
+        (self.synth.tag_counts[0], self.synth.tag_counts[1])
     }
 
     /// Starts (`true`) or stops measuring, per flow of the input (entry and 5-tuple as it
     /// arrived), the time its packets take to be processed, each from entering the chain to
     /// the end of everything it caused (replies included). Off by default.
     pub fn record_flow_times(&mut self, on: bool) {
-        self.flow_times = on.then(HashMap::default);
+        self.measures.flow_times = on.then(HashMap::default);
     }
 
     /// The processing time of every flow measured so far (nanoseconds, in no order), emptied.
     pub fn take_flow_times(&mut self) -> Vec<u64> {
-        self.flow_times
+        self.measures
+            .flow_times
             .as_mut()
             .map(|m| m.drain().map(|(_, v)| v).collect())
             .unwrap_or_default()
@@ -584,7 +698,8 @@ impl Executor {
 
     /// The latency samples recorded so far (nanoseconds, in exit order), emptied.
     pub fn take_latency(&mut self) -> Vec<u64> {
-        self.latency
+        self.measures
+            .latency
             .as_mut()
             .map(|l| std::mem::take(&mut l.samples))
             .unwrap_or_default()
@@ -627,7 +742,7 @@ impl Executor {
                     let p = self.packet_from(&r.data, ts.add_nanos(off), r.precision);
                     batch.push((*entry, p));
                 }
-                if let Some(l) = &mut self.latency {
+                if let Some(l) = &mut self.measures.latency {
                     l.start = Instant::now();
                 }
                 for (entry, p) in batch.drain(..) {
@@ -670,13 +785,13 @@ impl Executor {
     /// [`Executor::inject`] without paying the established flows' debts (a run or replay
     /// pays them when a rewriter is about to decide or be read, and at its end).
     fn push_in(&mut self, entry: (usize, usize), p: Packet) {
-        if self.flow_times.is_some() {
+        if self.measures.flow_times.is_some() {
             let el = self.base[entry.0] + entry.1 as u32;
             let key = fast::flow_hash(el, p.data());
             let t0 = Instant::now();
             self.push_in_timed(entry, p);
             let ns = t0.elapsed().as_nanos() as u64;
-            if let Some(m) = self.flow_times.as_mut() {
+            if let Some(m) = self.measures.flow_times.as_mut() {
                 *m.entry(key).or_default() += ns;
             }
         } else {
@@ -699,25 +814,34 @@ impl Executor {
                 Some(q) => p = q,
                 None => {
                     // Replies of the packet, if any, run now (depth first).
-                    if let Some((e2, port, q)) = self.stack.pop() {
-                        self.run_from(e2, port, q);
+                    if let Some((e2, at, q)) = self.stack.pop() {
+                        self.run_from(e2, at, q);
                     }
                     return;
                 }
             }
         }
-        let port = if self.synthesized(el) { SYNTH_PORT } else { 0 };
-        self.run_from(el, port, p);
+        let at = if self.synthesized(el) {
+            Resume::Synth
+        } else {
+            Resume::Port(0)
+        };
+        self.run_from(el, at, p);
     }
 
     #[inline]
     fn synthesized(&self, el: u32) -> bool {
-        self.start_of.get(el as usize).is_some_and(|s| s.is_some())
+        self.synth
+            .start_of
+            .get(el as usize)
+            .is_some_and(|s| s.is_some())
     }
 
     fn count_drop(&mut self, el: u32, reason: &'static str) {
         if self.cx.recorder.active {
-            self.fast_drops.push((el, reason));
+            if let Some(fp) = self.fast.as_mut() {
+                fp.drops.push((el, reason));
+            }
         }
         self.nf_counters[self.nf_of[el as usize] as usize].dropped += 1;
         let d = &mut self.drops[el as usize];
@@ -729,59 +853,53 @@ impl Executor {
 
     /// Follows a packet from element to element until it leaves, is dropped or is kept;
     /// then continues with the work stack (copies and other emissions), depth first.
-    fn run_from(&mut self, mut el: u32, mut port: u32, mut p: Packet) {
+    ///
+    /// The one dispatch point of the modes: each work item says how it resumes
+    /// (`Resume`); the naive step below it only follows edges, with the modes' hooks
+    /// behind the one `mode_hooks` test.
+    fn run_from(&mut self, mut el: u32, mut at: Resume, mut p: Packet) {
         loop {
-            if port == FAST_PORT {
-                match self.fast_enter(el, p) {
-                    Some(q) => (port, p) = (0, q),
-                    None => match self.stack.pop() {
-                        Some((e2, p2, q)) => {
-                            (el, port, p) = (e2, p2, q);
-                            continue;
-                        }
-                        None => return,
-                    },
-                }
-            }
-            if port == SYNTH_PORT || port == FORK_PORT {
-                let r = if port == SYNTH_PORT {
-                    self.run_program(el, p)
-                } else {
-                    self.run_fork(p)
-                };
-                match r {
-                    Some((e2, p2, q)) => {
-                        (el, port, p) = (e2, p2, q);
-                        continue;
+            let port = match at {
+                Resume::Port(port) => port,
+                Resume::Fast => match self.fast_enter(el, p) {
+                    Some(q) => {
+                        p = q;
+                        0
                     }
                     None => match self.stack.pop() {
-                        Some((e2, p2, q)) => {
-                            (el, port, p) = (e2, p2, q);
+                        Some((e2, a2, q)) => {
+                            (el, at, p) = (e2, a2, q);
                             continue;
                         }
                         None => return,
                     },
+                },
+                Resume::Synth | Resume::Fork => {
+                    let r = if at == Resume::Synth {
+                        self.run_program(el, p)
+                    } else {
+                        self.run_fork(p)
+                    };
+                    match r.or_else(|| self.stack.pop()) {
+                        Some((e2, a2, q)) => {
+                            (el, at, p) = (e2, a2, q);
+                            continue;
+                        }
+                        None => return,
+                    }
                 }
-            }
+            };
             let e = el as usize;
             let Some(&info) = self.info.get(e) else {
                 return;
             };
             match info.kind {
                 Kind::Inner => {
-                    if self.is_rewriter.get(e) == Some(&true) {
-                        // A rewriter's table is about to be read: pay what it is owed.
-                        self.flush_flows();
-                        self.guards = None;
-                    }
-                    let recording = self.cx.recorder.active;
-                    if recording {
-                        self.fast_pre(el, &p);
-                    }
-                    let v = self.elements[e].push(port as usize, p, &mut self.cx);
-                    if recording {
-                        self.fast_post(el, &v);
-                    }
+                    let v = if self.mode_hooks {
+                        self.push_hooked(el, port, p)
+                    } else {
+                        self.elements[e].push(port as usize, p, &mut self.cx)
+                    };
                     if self.cx.has_pending() {
                         self.settle(el);
                     }
@@ -794,7 +912,7 @@ impl Executor {
                                 {
                                     if next.element != u32::MAX {
                                         *c += 1;
-                                        (el, port, p) = (next.element, next.port, q);
+                                        (el, at, p) = (next.element, Resume::Port(next.port), q);
                                         continue;
                                     }
                                 }
@@ -819,7 +937,7 @@ impl Executor {
                         self.nf_counters[nf].output += 1;
                         self.nf_counters[self.nf_of[target as usize] as usize].input += 1;
                         self.arrivals[target as usize] += 1;
-                        (el, port) = (target, 0);
+                        (el, at) = (target, Resume::Port(0));
                         continue;
                     }
                 }
@@ -835,10 +953,30 @@ impl Executor {
                 self.fast_end(None, None);
             }
             match self.stack.pop() {
-                Some((e2, p2, q)) => (el, port, p) = (e2, p2, q),
+                Some((e2, a2, q)) => (el, at, p) = (e2, a2, q),
                 None => return,
             }
         }
+    }
+
+    /// The element step with the modes' hooks: a rewriter's table is about to be read (the
+    /// remembered flows pay what they owe it), or the fast path records the packet.
+    #[inline]
+    fn push_hooked(&mut self, el: u32, port: u32, p: Packet) -> Verdict {
+        let e = el as usize;
+        if self.synth.is_rewriter.get(e) == Some(&true) {
+            self.flush_flows();
+            self.synth.guards = None;
+        }
+        let recording = self.cx.recorder.active;
+        if recording {
+            self.fast_pre(el, &p);
+        }
+        let v = self.elements[e].push(port as usize, p, &mut self.cx);
+        if recording {
+            self.fast_post(el, &v);
+        }
+        v
     }
 
     /// Accounts for what an element did through its context (created, dropped, emitted
@@ -862,7 +1000,7 @@ impl Executor {
             {
                 self.out_count[k] += 1;
                 self.stack
-                    .push((self.edges[k].element, self.edges[k].port, p));
+                    .push((self.edges[k].element, Resume::Port(self.edges[k].port), p));
             } else {
                 self.count_drop(el, "unconnected-output");
                 self.recycle(p);
@@ -873,7 +1011,7 @@ impl Executor {
     }
 
     fn exit(&mut self, x: usize, p: Packet) {
-        if let Some(l) = &mut self.latency {
+        if let Some(l) = &mut self.measures.latency {
             l.samples.push(l.start.elapsed().as_nanos() as u64);
         }
         let exit = &mut self.exits[x];
@@ -897,14 +1035,14 @@ impl Executor {
             self.chain_created += 1;
             self.nf_counters[self.nf_of[target as usize] as usize].input += 1;
             self.arrivals[target as usize] += 1;
-            let port = if self.synthesized(target) {
-                SYNTH_PORT
+            let at = if self.synthesized(target) {
+                Resume::Synth
             } else if self.fast.is_some() {
-                FAST_PORT
+                Resume::Fast
             } else {
-                0
+                Resume::Port(0)
             };
-            self.stack.push((target, port, r));
+            self.stack.push((target, at, r));
         }
         self.recycle(p);
     }
@@ -1028,13 +1166,13 @@ impl Executor {
     }
 }
 
-/// How a packet left a program.
-enum Ran {
+/// How a packet left a synthesized program.
+enum ProgramEnd {
     /// Dropped (counted by the node's events or already).
     Gone,
     /// Leaves by this exit.
     Exit(u32),
-    /// Continues naive at this element and input.
+    /// Continues naive at this element and input port.
     Naive(u32, u32),
 }
 
@@ -1068,18 +1206,18 @@ impl Executor {
                 _ => {}
             }
         }
-        self.node_counts = vec![0; program.nodes.len()];
-        self.node_bytes = vec![(0, 0); program.nodes.len()];
-        self.byte_nodes = program
+        self.synth.node_counts = vec![0; program.nodes.len()];
+        self.synth.node_bytes = vec![(0, 0); program.nodes.len()];
+        self.synth.byte_nodes = program
             .events
             .iter()
             .map(|ev| ev.iter().any(|e| matches!(e, Event::StatBytes { .. })))
             .collect();
-        self.byte_nodes.resize(program.nodes.len(), false);
-        self.any_bytes = self.byte_nodes.iter().any(|b| *b);
-        self.start_of = vec![None; self.elements.len()];
+        self.synth.byte_nodes.resize(program.nodes.len(), false);
+        self.synth.any_bytes = self.synth.byte_nodes.iter().any(|b| *b);
+        self.synth.start_of = vec![None; self.elements.len()];
         for (&g, seg) in &program.starts {
-            if let Some(s) = self.start_of.get_mut(g as usize) {
+            if let Some(s) = self.synth.start_of.get_mut(g as usize) {
                 let mut seg = seg.clone();
                 seg.getters = seg
                     .fields
@@ -1090,7 +1228,7 @@ impl Executor {
             }
         }
         // Each classification node, laid out with the getters of the segment it is in.
-        self.compiled = vec![None; program.nodes.len()];
+        self.synth.compiled = vec![None; program.nodes.len()];
         for seg in program.starts.values() {
             let getters: Vec<crate::program::Getter> = seg
                 .fields
@@ -1099,7 +1237,7 @@ impl Executor {
                 .collect();
             let mut todo = vec![seg.root];
             while let Some(n) = todo.pop() {
-                let Some(slot) = self.compiled.get_mut(n as usize) else {
+                let Some(slot) = self.synth.compiled.get_mut(n as usize) else {
                     continue;
                 };
                 match program.nodes.get(n as usize) {
@@ -1121,7 +1259,7 @@ impl Executor {
                 }
             }
         }
-        self.rewriters = program
+        self.synth.rewriters = program
             .nodes
             .iter()
             .filter_map(|n| match n {
@@ -1129,18 +1267,21 @@ impl Executor {
                 _ => None,
             })
             .collect();
-        self.rewriters.sort_unstable();
-        self.rewriters.dedup();
-        self.is_rewriter = self
+        self.synth.rewriters.sort_unstable();
+        self.synth.rewriters.dedup();
+        self.synth.is_rewriter = self
             .elements
             .iter_mut()
             .map(|e| e.rewriter().is_some())
             .collect();
-        self.flows.clear();
-        self.flows_dirty.clear();
-        self.regions.clear();
-        self.guards = None;
-        self.program = Some(Box::new(program));
+        self.synth.flows.clear();
+        self.synth.flows_dirty.clear();
+        self.synth.regions.clear();
+        self.synth.guards = None;
+        // A rewriter's table is read by the program: naive steps into one pay the
+        // remembered flows' debts first.
+        self.mode_hooks |= self.synth.is_rewriter.iter().any(|&r| r);
+        self.synth.program = Some(Box::new(program));
     }
 
     /// The global index of element `l` of NF `n`.
@@ -1207,33 +1348,39 @@ impl Executor {
     /// Established flows: (paths remembered now, packets served by a remembered path with
     /// one lookup since the program was installed).
     pub fn flow_stats(&self) -> (usize, u64) {
-        let paths = self.flows.values().filter(|e| e.fast.is_some()).count();
-        (paths, self.flow_hits)
+        let paths = self
+            .synth
+            .flows
+            .values()
+            .filter(|e| e.fast.is_some())
+            .count();
+        (paths, self.synth.flow_hits)
     }
 
     /// How many packets reached each node of the installed program.
     pub fn node_counts(&self) -> &[u64] {
-        &self.node_counts
+        &self.synth.node_counts
     }
 
     /// Runs one packet through the program of start element `el`. Returns where it
     /// continues naive, if it does.
-    fn run_program(&mut self, el: u32, mut p: Packet) -> Option<(u32, u32, Packet)> {
-        let Some(mut prog) = self.program.take() else {
-            return Some((el, 0, p));
+    fn run_program(&mut self, el: u32, mut p: Packet) -> Option<(u32, Resume, Packet)> {
+        let Some(mut prog) = self.synth.program.take() else {
+            return Some((el, Resume::Port(0), p));
         };
-        if self.trust_tags {
-            self.tag_hint = pop_switch_tag(&mut p);
+        if self.synth.trust_tags {
+            self.synth.tag_hint = pop_switch_tag(&mut p);
         }
         let r = self.run_program_in(&mut prog, el, None, &mut p);
-        self.tag_hint = None;
+        self.synth.tag_hint = None;
         // Paths through a rewriter, and paths that end (an exit, a hand-off, a drop) without
         // one: a denied flow's packets skip the firewall's ordered tree too.
         let key = self
+            .synth
             .regs
             .key
-            .filter(|_| !self.regs.record.is_empty() || self.regs.end.is_some());
-        let fields = match self.start_of.get(el as usize) {
+            .filter(|_| !self.synth.regs.record.is_empty() || self.synth.regs.end.is_some());
+        let fields = match self.synth.start_of.get(el as usize) {
             Some(Some(seg)) => seg.fields.as_slice(),
             _ => &[],
         };
@@ -1241,9 +1388,9 @@ impl Executor {
         // type and code that share the ports' bytes) hold for every packet of the flow:
         // regions leave them out (they are also the long lists of intervals).
         let unkeyed = |i: u16| !flows::keyed(fields.get(usize::from(i)));
-        if key.is_some() && self.regs.cacheable {
+        if key.is_some() && self.synth.regs.cacheable {
             // The box of classes the packet took (what a later packet must be in).
-            let regs = &mut self.regs;
+            let regs = &mut self.synth.regs;
             regs.region.clear();
             for &(node, index) in &regs.visits {
                 if let Some(Node::Classify(cs)) = prog.nodes.get(node as usize) {
@@ -1256,51 +1403,60 @@ impl Executor {
                 flows::narrow_point(&mut regs.region, i, v);
             }
         }
-        let root = match self.start_of.get(el as usize) {
+        let root = match self.synth.start_of.get(el as usize) {
             Some(Some(seg)) => seg.root,
             _ => 0,
         };
-        if let (Some(k), Some(choice)) = (self.regs.key, self.regs.root) {
+        if let (Some(k), Some(choice)) = (self.synth.regs.key, self.synth.regs.root) {
             let Executor {
-                regs,
-                regions,
-                flows,
+                synth:
+                    SynthState {
+                        regs,
+                        regions,
+                        flows,
+                        ..
+                    },
                 ..
             } = self;
             flows::memo_root(regs, regions, flows, &prog, (root, k), choice, unkeyed);
         }
-        self.program = Some(prog);
+        self.synth.program = Some(prog);
         if let Some(k) = key {
             self.remember(k);
         }
-        self.ran(r, p)
+        self.program_end(r, p)
     }
 
     /// Runs a copy a fork made from the fork's branch, with the registers the packet had
     /// there.
     #[cold]
-    fn run_fork(&mut self, mut p: Packet) -> Option<(u32, u32, Packet)> {
-        let (Some((el, node, regs)), Some(mut prog)) = (self.forks.pop(), self.program.take())
+    fn run_fork(&mut self, mut p: Packet) -> Option<(u32, Resume, Packet)> {
+        let (Some(fork), Some(mut prog)) = (self.synth.forks.pop(), self.synth.program.take())
         else {
             self.recycle(p);
             return None;
         };
-        self.regs = regs;
+        let ForkCopy {
+            start: el,
+            node,
+            regs,
+        } = fork;
+        self.synth.regs = regs;
         let r = self.run_program_in(&mut prog, el, Some(node), &mut p);
-        self.program = Some(prog);
-        self.ran(r, p)
+        self.synth.program = Some(prog);
+        self.program_end(r, p)
     }
 
     /// Where a packet a program ran continues.
     #[inline(always)]
-    fn ran(&mut self, r: Ran, p: Packet) -> Option<(u32, u32, Packet)> {
+    fn program_end(&mut self, r: ProgramEnd, p: Packet) -> Option<(u32, Resume, Packet)> {
         match r {
-            Ran::Naive(e, port) => Some((e, port, p)),
-            Ran::Exit(x) => {
+            ProgramEnd::Naive(e, port) => Some((e, Resume::Port(port), p)),
+            ProgramEnd::Exit(x) => {
                 self.exit(x as usize, p);
                 None
             }
-            Ran::Gone => {
+            ProgramEnd::Gone => {
                 self.recycle(p);
                 None
             }
@@ -1315,82 +1471,55 @@ impl Executor {
         el: u32,
         from: Option<NodeId>,
         p: &mut Packet,
-    ) -> Ran {
-        let Some(Some(seg)) = self.start_of.get(el as usize) else {
-            return Ran::Naive(el, 0);
+    ) -> ProgramEnd {
+        let Some(Some(seg)) = self.synth.start_of.get(el as usize) else {
+            return ProgramEnd::Naive(el, 0);
         };
         // Field values are read when a class first tests them.
         // `valid` says which values are read; stale ones are never used.
-        if self.vals.len() < seg.getters.len() {
-            self.vals.resize(seg.getters.len(), 0);
+        if self.synth.vals.len() < seg.getters.len() {
+            self.synth.vals.resize(seg.getters.len(), 0);
         }
-        self.valid = 0;
+        self.synth.valid = 0;
         let root = seg.root;
         // Paths are remembered for flows through rewriters only (the rest is one
         // classification and its writes already); without rewriters the registers stay
         // as they are (empty).
-        let track = !self.rewriters.is_empty() && from.is_none();
+        let track = !self.synth.rewriters.is_empty() && from.is_none();
         // The root class of a known flow, when the packet is like the one that chose it.
         let mut memo = None;
         // The flow key, read once (classification writes nothing).
         let mut flow = None;
         if track {
-            self.regs.flows.clear();
-            self.regs.ip_ops = 0;
-            self.regs.l4_ops = 0;
-            self.regs.rewrote = false;
-            self.regs.key = None;
-            self.regs.cached.clear();
-            self.regs.record.clear();
-            self.regs.dirty = false;
-            self.regs.parsed = [None, None];
-            self.regs.path.clear();
-            self.regs.end = None;
-            self.regs.cacheable = true;
-            self.regs.versions.clear();
-            self.regs.life = u64::MAX;
-            self.regs.info = None;
-            self.regs.region.clear();
-            self.regs.visits.clear();
-            self.regs.pinned.clear();
-            self.regs.drop = None;
-            self.regs.root = None;
+            fresh_regs(&mut self.synth.regs);
             // An established flow: one lookup, then its class's writes.
             let key = flows::flow_key(el, p.data());
             flow = Some(key);
             if let Some(r) = self.run_fast(prog, el, key, p) {
                 return r;
             }
-            if self.tag_hint.is_none() {
+            if self.synth.tag_hint.is_none() {
                 memo = self.root_memo(el, key, p);
             }
         }
         let mut node = from.unwrap_or(root);
         loop {
-            if let Some(c) = self.node_counts.get_mut(node as usize) {
+            if let Some(c) = self.synth.node_counts.get_mut(node as usize) {
                 *c += 1;
             }
             if track {
-                self.regs.path.push(node);
+                self.synth.regs.path.push(node);
             }
-            if self.any_bytes && self.byte_nodes.get(node as usize) == Some(&true) {
-                let d = p.data();
-                let ip_len = u64::from(u16::from_be_bytes([
-                    d.get(16).copied().unwrap_or(0),
-                    d.get(17).copied().unwrap_or(0),
-                ]));
-                if let Some(b) = self.node_bytes.get_mut(node as usize) {
-                    b.0 += d.len() as u64;
-                    b.1 += ip_len;
-                }
+            if self.synth.any_bytes && self.synth.byte_nodes.get(node as usize) == Some(&true) {
+                self.count_node_bytes(node, p.data());
             }
-            if let Some(Some(classes)) = self.compiled.get_mut(node as usize) {
+            if let Some(Some(classes)) = self.synth.compiled.get_mut(node as usize) {
                 let view = crate::program::frame(p.data());
-                let (vals, valid) = (&mut self.vals, &mut self.valid);
-                let hinted = match self.tag_hint.take() {
+                let (vals, valid) = (&mut self.synth.vals, &mut self.synth.valid);
+                let hinted = match self.synth.tag_hint.take() {
                     Some(h) if node == root => {
                         let r = classes.check(&view, h);
-                        self.tag_counts[usize::from(r.is_none())] += 1;
+                        self.synth.tag_counts[usize::from(r.is_none())] += 1;
                         r
                     }
                     _ => None,
@@ -1408,57 +1537,63 @@ impl Executor {
                             // in the same class only if every field the node tests is as
                             // this packet's.
                             let getters = self
+                                .synth
                                 .start_of
                                 .get(el as usize)
                                 .and_then(|s| s.as_ref())
                                 .map_or(&[][..], |s| s.getters.as_slice());
                             for &i in classes.fields() {
                                 let v = getters.get(usize::from(i)).map_or(0, |g| g.get(&view));
-                                self.regs.pinned.push((i, v));
+                                self.synth.regs.pinned.push((i, v));
                             }
                         } else if track {
-                            self.regs.visits.push((node, index));
+                            self.synth.regs.visits.push((node, index));
                         }
                         node = next;
-                        if track && self.regs.path.len() == 1 {
+                        if track && self.synth.regs.path.len() == 1 {
                             if fresh {
-                                self.regs.root = Some((next, index, self.regs.pinned.len()));
+                                self.synth.regs.root =
+                                    Some((next, index, self.synth.regs.pinned.len()));
                             }
                             let key = flow.unwrap_or_else(|| flows::flow_key(el, p.data()));
-                            self.regs.key = Some(key);
-                            if let Some(e) = self.flows.get(&key) {
-                                self.regs.cached.extend_from_slice(&e.steps);
+                            self.synth.regs.key = Some(key);
+                            if let Some(e) = self.synth.flows.get(&key) {
+                                self.synth.regs.cached.extend_from_slice(&e.steps);
                             }
                         }
                         continue;
                     }
                     None => {
                         self.count_drop(el, "synthesis-unclassified");
-                        return Ran::Gone;
+                        return ProgramEnd::Gone;
                     }
                 }
             }
             let Some(n) = prog.nodes.get(node as usize) else {
-                return Ran::Gone;
+                return ProgramEnd::Gone;
             };
             match n {
-                Node::Classify(_) => return Ran::Gone,
+                Node::Classify(_) => return ProgramEnd::Gone,
                 Node::Fork { branches } => {
                     // Copies for the other branches wait on the work stack, in order, with
                     // the registers the packet has here; this packet takes branch 0.
-                    self.regs.cacheable = false;
+                    self.synth.regs.cacheable = false;
                     for &b in branches.iter().skip(1).rev() {
-                        self.forks.push((el, b, self.regs.clone()));
-                        self.stack.push((0, FORK_PORT, p.duplicate()));
+                        self.synth.forks.push(ForkCopy {
+                            start: el,
+                            node: b,
+                            regs: self.synth.regs.clone(),
+                        });
+                        self.stack.push((0, Resume::Fork, p.duplicate()));
                     }
                     match branches.first() {
                         Some(&b) => node = b,
-                        None => return Ran::Gone,
+                        None => return ProgramEnd::Gone,
                     }
                 }
                 Node::Drop => {
-                    self.regs.end = Some(node);
-                    return Ran::Gone;
+                    self.synth.regs.end = Some(node);
+                    return ProgramEnd::Gone;
                 }
                 Node::Lookup {
                     element,
@@ -1468,11 +1603,11 @@ impl Executor {
                     miss,
                 } => {
                     // The route is the flow's as long as the address is.
-                    self.regs.cacheable &= matches!(
+                    self.synth.regs.cacheable &= matches!(
                         key,
                         Val::Const(_) | Val::Reg(..) | Val::Orig(Field::IpDst | Field::IpSrc, _)
                     );
-                    let addr = value(key, p.data(), &self.regs) as u32;
+                    let addr = value(key, p.data(), &self.synth.regs) as u32;
                     let route = self
                         .elements
                         .get(*element as usize)
@@ -1485,17 +1620,17 @@ impl Executor {
                         .unwrap_or(*miss);
                 }
                 Node::Check { tests, yes, no } => {
-                    self.regs.cacheable &= flows::flow_determined(tests);
+                    self.synth.regs.cacheable &= flows::flow_determined(tests);
                     let data = p.data();
                     let ok = tests.iter().all(|(v, iv)| {
-                        let x = value(v, data, &self.regs);
+                        let x = value(v, data, &self.synth.regs);
                         iv.iter().any(|&(lo, hi)| lo <= x && x <= hi)
                     });
                     node = if ok { *yes } else { *no };
                 }
                 Node::Exit { .. } | Node::Handoff { .. } => {
-                    self.regs.end = Some(node);
-                    return leave(n, p, &self.regs, &self.info);
+                    self.synth.regs.end = Some(node);
+                    return leave(n, p, &self.synth.regs, &self.info);
                 }
                 Node::Rewrite {
                     element,
@@ -1508,18 +1643,18 @@ impl Executor {
                     branches,
                 } => {
                     // Everything the rewriters owe is paid before one decides.
-                    if !self.flows_dirty.is_empty() {
+                    if !self.synth.flows_dirty.is_empty() {
                         self.flush_flows();
                     }
-                    self.guards = None;
-                    self.regs.cacheable &= flows::tuple_determined(tuple);
+                    self.synth.guards = None;
+                    self.synth.regs.cacheable &= flows::tuple_determined(tuple);
                     let data = p.data();
                     // The packet's own header, parsed once per packet (cut or not).
                     let slot = usize::from(*trimmed);
-                    if self.regs.parsed[slot].is_none() {
-                        self.regs.parsed[slot] = Some(flow_input(data, *trimmed));
+                    if self.synth.regs.parsed[slot].is_none() {
+                        self.synth.regs.parsed[slot] = Some(flow_input(data, *trimmed));
                     }
-                    let base = self.regs.parsed[slot].flatten();
+                    let base = self.synth.regs.parsed[slot].flatten();
                     let orig = base.map(|b| {
                         [
                             u128::from(u32::from(b.flow.saddr)),
@@ -1534,7 +1669,7 @@ impl Executor {
                             (Val::Orig(f, add), Some(o)) if tuple_slot(*f) == Some(k) => {
                                 o[k].wrapping_add(*add as u128) & f.max_value()
                             }
-                            _ => value(v, data, &self.regs),
+                            _ => value(v, data, &self.synth.regs),
                         };
                     }
                     let input = match base {
@@ -1548,18 +1683,19 @@ impl Executor {
                         _ => None,
                     };
                     let now = self.cx.now.0;
-                    if self.regs.key.is_none() {
+                    if self.synth.regs.key.is_none() {
                         let key = flow.unwrap_or_else(|| flows::flow_key(el, data));
-                        if let Some(e) = self.flows.get(&key) {
-                            self.regs.cached.extend_from_slice(&e.steps);
+                        if let Some(e) = self.synth.flows.get(&key) {
+                            self.synth.regs.cached.extend_from_slice(&e.steps);
                         }
-                        self.regs.key = Some(key);
+                        self.synth.regs.key = Some(key);
                     }
                     let Some(rw) = self.elements[*element as usize].rewriter() else {
-                        return Ran::Naive(*element, *port);
+                        return ProgramEnd::Naive(*element, *port);
                     };
-                    let at = self.regs.record.len();
+                    let at = self.synth.regs.record.len();
                     let step = self
+                        .synth
                         .regs
                         .cached
                         .get(at)
@@ -1579,24 +1715,24 @@ impl Executor {
                         None => (*element, NO_MAPPING, elements::rewriter::Direction::Forward),
                     };
                     if step != Some(rec) {
-                        self.regs.dirty = true;
+                        self.synth.regs.dirty = true;
                     }
                     match (got, input.as_ref()) {
                         (Some((idx, dir)), Some(inp)) => {
-                            self.regs.versions.push(rw.version(idx));
-                            self.regs.info = Some(inp.info);
+                            self.synth.regs.versions.push(rw.version(idx));
+                            self.synth.regs.info = Some(inp.info);
                             match rw.steady(idx, dir, inp.info) {
-                                Some(life) => self.regs.life = self.regs.life.min(life),
-                                None => self.regs.cacheable = false,
+                                Some(life) => self.synth.regs.life = self.synth.regs.life.min(life),
+                                None => self.synth.regs.cacheable = false,
                             }
                         }
                         // A drop every packet of the flow gets (its protocol): the path
                         // ends here for all of them.
                         _ if matches!(d, elements::rewriter::Decision::Drop(r)
                                 if elements::rewriter::IPRewriter::drop_is_per_flow(r)) => {}
-                        _ => self.regs.cacheable = false,
+                        _ => self.synth.regs.cacheable = false,
                     }
-                    self.regs.record.push(rec);
+                    self.synth.regs.record.push(rec);
                     let branch = match d {
                         elements::rewriter::Decision::Rewrite { out, new } => {
                             let nv = [
@@ -1608,14 +1744,14 @@ impl Executor {
                             // The checksum operands rewrite_ipv4 adds, folded as we go so
                             // the sums never overflow.
                             let (ip, l4) = fast::rewrite_ops(cur, &new);
-                            self.regs.ip_ops = u32::from(fold(self.regs.ip_ops + ip));
-                            self.regs.l4_ops = u32::from(fold(self.regs.l4_ops + l4));
-                            self.regs.rewrote = true;
+                            self.synth.regs.ip_ops = u32::from(fold(self.synth.regs.ip_ops + ip));
+                            self.synth.regs.l4_ops = u32::from(fold(self.synth.regs.l4_ops + l4));
+                            self.synth.regs.rewrote = true;
                             let r = usize::from(*reg);
-                            if self.regs.flows.len() <= r {
-                                self.regs.flows.resize(r + 1, [0; 4]);
+                            if self.synth.regs.flows.len() <= r {
+                                self.synth.regs.flows.resize(r + 1, [0; 4]);
                             }
-                            self.regs.flows[r] = nv;
+                            self.synth.regs.flows[r] = nv;
                             let _ = dst_anno;
                             Branch::Rewrite(out as u32)
                         }
@@ -1623,21 +1759,35 @@ impl Executor {
                         elements::rewriter::Decision::Drop(reason) => {
                             self.count_drop(*element, reason);
                             if elements::rewriter::IPRewriter::drop_is_per_flow(reason) {
-                                self.regs.end = Some(node);
-                                self.regs.drop = Some((*element, reason));
+                                self.synth.regs.end = Some(node);
+                                self.synth.regs.drop = Some((*element, reason));
                             }
-                            return Ran::Gone;
+                            return ProgramEnd::Gone;
                         }
                     };
                     match branches.iter().find(|(b, _)| *b == branch) {
                         Some((_, n)) => node = *n,
                         None => {
                             self.count_drop(*element, "synthesis-missed-branch");
-                            return Ran::Gone;
+                            return ProgramEnd::Gone;
                         }
                     }
                 }
             }
+        }
+    }
+
+    /// Adds a frame's length and its IPv4 total length (`data` as it arrived) to node
+    /// `node`'s byte sums.
+    #[cold]
+    fn count_node_bytes(&mut self, node: NodeId, d: &[u8]) {
+        let ip_len = u64::from(u16::from_be_bytes([
+            d.get(16).copied().unwrap_or(0),
+            d.get(17).copied().unwrap_or(0),
+        ]));
+        if let Some(b) = self.synth.node_bytes.get_mut(node as usize) {
+            b.0 += d.len() as u64;
+            b.1 += ip_len;
         }
     }
 
@@ -1665,8 +1815,8 @@ impl Executor {
             None => v.push((r, n)),
         };
         self.fast_owed(&mut arrivals, &mut out, &mut drops, &mut nfc, &mut stats);
-        if let Some(prog) = &self.program {
-            for (i, &n) in self.node_counts.iter().enumerate() {
+        if let Some(prog) = &self.synth.program {
+            for (i, &n) in self.synth.node_counts.iter().enumerate() {
                 if n == 0 {
                     continue;
                 }
@@ -1690,7 +1840,7 @@ impl Executor {
                             head,
                             trimmed,
                         } => {
-                            let (fb, ib) = self.node_bytes.get(i).copied().unwrap_or((0, 0));
+                            let (fb, ib) = self.synth.node_bytes.get(i).copied().unwrap_or((0, 0));
                             let h = u64::from(head);
                             let b = if trimmed {
                                 (ib + 14 * n).saturating_sub(h * n)
@@ -1705,6 +1855,31 @@ impl Executor {
         }
         (arrivals, out, drops, nfc, stats)
     }
+}
+
+/// Empties the registers for a packet entering a program (the vectors keep their room).
+#[inline]
+fn fresh_regs(regs: &mut Regs) {
+    regs.flows.clear();
+    regs.ip_ops = 0;
+    regs.l4_ops = 0;
+    regs.rewrote = false;
+    regs.key = None;
+    regs.cached.clear();
+    regs.record.clear();
+    regs.dirty = false;
+    regs.parsed = [None, None];
+    regs.path.clear();
+    regs.end = None;
+    regs.cacheable = true;
+    regs.versions.clear();
+    regs.life = u64::MAX;
+    regs.info = None;
+    regs.region.clear();
+    regs.visits.clear();
+    regs.pinned.clear();
+    regs.drop = None;
+    regs.root = None;
 }
 
 /// Takes off the 802.1Q tag a switch pushed (`fusebox synth --openflow`) and returns the
@@ -1745,13 +1920,13 @@ fn tuple_slot(f: Field) -> Option<usize> {
 
 /// Finishes `p` at an end node (exit, hand-off; anything else drops it) and says where it
 /// goes.
-fn leave(n: &Node, p: &mut Packet, regs: &Regs, info: &[Info]) -> Ran {
+fn leave(n: &Node, p: &mut Packet, regs: &Regs, info: &[Info]) -> ProgramEnd {
     match n {
         Node::Exit { element, finish } => {
             finish_packet(p, finish, regs);
             match info[*element as usize].kind {
-                Kind::Exit(x) => Ran::Exit(x),
-                _ => Ran::Gone,
+                Kind::Exit(x) => ProgramEnd::Exit(x),
+                _ => ProgramEnd::Gone,
             }
         }
         Node::Handoff {
@@ -1760,9 +1935,9 @@ fn leave(n: &Node, p: &mut Packet, regs: &Regs, info: &[Info]) -> Ran {
             finish,
         } => {
             finish_packet(p, finish, regs);
-            Ran::Naive(*element, *port)
+            ProgramEnd::Naive(*element, *port)
         }
-        _ => Ran::Gone,
+        _ => ProgramEnd::Gone,
     }
 }
 

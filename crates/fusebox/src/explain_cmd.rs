@@ -129,9 +129,7 @@ fn trace(
     synth: bool,
 ) -> Result<String, String> {
     let mut ex = Executor::new(chain, opts, |_, _| Ok(ExitSink::Memory(Vec::new())))?;
-    if synth {
-        synth::install(&mut ex)?;
-    }
+    synth::Mode::from(synth).install(&mut ex, chain::FastOptions::default())?;
     let at = ex
         .entry(entry)
         .ok_or_else(|| format!("{entry}: no FromDevice for this interface"))?;

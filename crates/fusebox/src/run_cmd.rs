@@ -3,7 +3,7 @@
 use chain::exec::Source;
 use chain::summary::Summary;
 use chain::{ChainFile, Endpoint, Executor, ExitSink, RunOptions};
-use clap::{Args, ValueEnum};
+use clap::Args;
 use elements::pcapfilter::PcapFilter;
 use packet::Precision;
 use ports::pcap::Record;
@@ -14,16 +14,23 @@ use std::process::ExitCode;
 use std::rc::Rc;
 use std::time::Instant;
 
-/// Execution mode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Mode {
-    /// Every NF as written, one after the other (the reference all modes must match).
-    Naive,
-    /// SNF synthesis: one classifier and one write set per traffic class.
-    Synth,
-    /// SpeedyBox runtime consolidation: a flow's first packet walks the chain, later ones
-    /// get one consolidated action.
-    Fastpath,
+/// Execution mode: [`synth::Mode`], the one mode type every command installs.
+pub use synth::Mode;
+
+/// The `--mode` parser: clap's list of possible values (with their help) mapped to
+/// [`Mode`].
+fn mode_parser() -> impl clap::builder::TypedValueParser<Value = Mode> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new([
+        PossibleValue::new("naive")
+            .help("Every NF as written, one after the other (the reference all modes must match)"),
+        PossibleValue::new("synth")
+            .help("SNF synthesis: one classifier and one write set per traffic class"),
+        PossibleValue::new("fastpath").help(
+            "SpeedyBox runtime consolidation: a flow's first packet walks the chain, later ones get one consolidated action",
+        ),
+    ])
+    .map(|s| s.parse::<Mode>().unwrap_or(Mode::Naive))
 }
 
 /// Arguments of `fusebox run`.
@@ -41,7 +48,7 @@ pub struct RunArgs {
     #[arg(long, default_value = ".")]
     pub out_dir: PathBuf,
     /// Execution mode.
-    #[arg(long, value_enum, default_value_t = Mode::Naive)]
+    #[arg(long, default_value_t = Mode::Naive, value_parser = mode_parser())]
     pub mode: Mode,
     /// Packets leaving at this exit come back in at the same interface as replies. Repeatable.
     #[arg(long, value_name = "NF.IFACE")]
@@ -252,18 +259,13 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, String> {
     if a.trust_switch_tags && a.mode != Mode::Synth {
         return Err("--trust-switch-tags: only with --mode synth".to_string());
     }
-    let synth = match a.mode {
-        Mode::Naive => None,
-        Mode::Synth => {
-            let r = synth::install(&mut ex)?;
-            ex.trust_switch_tags(a.trust_switch_tags);
-            Some(r)
-        }
-        Mode::Fastpath => {
-            ex.enable_fastpath(a.fast_options()?);
-            None
-        }
+    // The fast path's options are read (and checked) only in that mode.
+    let fast = match a.mode {
+        Mode::Fastpath => a.fast_options()?,
+        _ => chain::FastOptions::default(),
     };
+    let synth = a.mode.install(&mut ex, fast)?;
+    ex.trust_switch_tags(a.trust_switch_tags);
     for (e, _) in &outputs {
         if !ex.exit_names().contains(&e.to_string()) {
             return Err(format!(

@@ -6,7 +6,8 @@ use chain::{Endpoint, RunOptions};
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use synth::verify::{compare, compare_export, exported_chain, run, Difference, Mode, RunResult};
+use synth::verify::{compare, compare_export, exported_chain, run, Difference, RunResult};
+use synth::Mode;
 
 /// Differences printed at most.
 const SHOWN: usize = 10;

@@ -774,6 +774,36 @@ pub fn click(ex: &Executor, prog: &Program, title: &str) -> Result<String, Strin
     };
     let mut starts: Vec<(&u32, &chain::program::Segment)> = prog.starts.iter().collect();
     starts.sort_by_key(|(g, _)| **g);
+    for (&g, seg) in starts {
+        o.entry(g, seg)?;
+    }
+    let region = original_region(ex, &o.remainder);
+    if reads_paint && !o.rewriters.is_empty() && !region.is_empty() {
+        return Err("the chain reads paint, which the export uses after rewriters".into());
+    }
+    let used_rw: BTreeSet<u32> = o
+        .rewriters
+        .keys()
+        .copied()
+        .chain(region.iter().copied().filter(|g| is_rewriter(ex, *g)))
+        .collect();
+    let mut w = Wiring {
+        ex,
+        shared: o.rewriters.keys().copied().collect(),
+        decls: rewriter_decls(ex, &used_rw),
+        conns: Vec::new(),
+    };
+    o.rewriter_outputs(&mut w, &used_rw, &region);
+    o.original_elements(&mut w, &used_rw, &region);
+    for (at, (g, port)) in &o.handoffs {
+        w.edge_to(format!("{}[{}]", at.0, at.1), *g, *port, &mut o.n);
+    }
+    Ok(assemble(title, &w, &o))
+}
+
+/// The text of an export: its header comment, the declarations (the wiring's first), then
+/// the connections (the synthesized part's first).
+fn assemble(title: &str, w: &Wiring<'_>, o: &Out<'_>) -> String {
     let mut text = String::new();
     let _ = writeln!(
         text,
@@ -787,89 +817,23 @@ pub fn click(ex: &Executor, prog: &Program, title: &str) -> Result<String, Strin
         text,
         "// Check it: fusebox verify CHAIN --against THIS_FILE --input NF.IFACE=PCAP ..."
     );
-    for (&g, seg) in starts {
-        // The front: the entry's first elements that only strip and check headers.
-        let dev = o.iface_name(g);
-        let src = o.new_elem("FromDevice", &dev);
-        let mut at = (src, 0u32);
-        let mut front: Vec<u32> = Vec::new();
-        let mut head = 0u16;
-        let mut trims = false;
-        let mut cur = g;
-        while let Some((_, next, 0)) = ex.edge(cur as usize, 0) {
-            let class = ex.element(next as usize).class_name();
-            if ex.outputs(next as usize) != 1 {
-                break;
-            }
-            let nf = ex.element_nf(next as usize) as usize;
-            let l = next - ex.global(nf, 0);
-            let cfg = ex.nfs()[nf].configs[l as usize].clone();
-            match class {
-                "Strip" => {
-                    head += cfg
-                        .trim()
-                        .parse::<u16>()
-                        .map_err(|_| format!("Strip({cfg})"))?
-                }
-                "CheckIPHeader" | "CheckIPHeader2" if head == 14 => trims = true,
-                _ => break,
-            }
-            at = o.chain(at, class, &cfg);
-            front.push(next);
-            cur = next;
-        }
-        if trims {
-            // Short transport headers and later fragments take the original elements.
-            let sh = o.new_elem("IPClassifier", &format!("{SHORT}, -"));
-            o.connect(&at, &sh, 0);
-            if let Some((_, succ, port)) = ex.edge(cur as usize, 0) {
-                o.remainder.insert(succ);
-                o.handoffs.push(((sh.clone(), 0), (succ, port)));
-            }
-            at = (sh, 1);
-        }
-        let root = seg.root;
-        let what = format!("entry {}", dev);
-        let ctx = Ctx {
-            prov: [Prov::Orig; 4],
-            head,
-            region: Filter::any(),
-            trims,
-            cell: None,
-        };
-        let Some(Node::Classify(classes)) = prog.nodes.get(root as usize) else {
-            o.node(at, root, ctx, &seg.fields)?;
-            continue;
-        };
-        let mut kept: Vec<(usize, Filter, NodeId)> = Vec::new();
-        let mut others: Vec<Filter> = Vec::new();
-        for (i, c) in classes.iter().enumerate() {
-            let f = box_of(&c.tests, &seg.fields);
-            let dropped_by = prog.events.get(c.node as usize).and_then(|ev| {
-                ev.iter().find_map(|e| match e {
-                    chain::program::Event::Drop(el, _) => Some(*el),
-                    _ => None,
-                })
-            });
-            match prog.nodes.get(c.node as usize) {
-                Some(Node::Drop) if dropped_by.is_some_and(|e| front.contains(&e)) => {}
-                Some(Node::Drop) => others.push(f),
-                _ => kept.push((i, f, c.node)),
-            }
-        }
-        // Order classes as the program numbers them (stable output).
-        kept.sort_by_key(|k| k.0);
-        let list: Vec<(usize, Filter)> = kept.iter().map(|(i, f, _)| (*i, f.clone())).collect();
-        let texts = patterns(&list, &others, &Filter::any(), &what)?;
-        let cl = o.classifier(&at, &texts);
-        for (k, (_, f, node)) in kept.iter().enumerate() {
-            let mut c2 = ctx.clone();
-            c2.region = f.clone();
-            o.node((cl.clone(), k as u32), *node, c2, &seg.fields)?;
-        }
+    text.push('\n');
+    for d in w.decls.iter().chain(&o.decls) {
+        text.push_str(d);
+        text.push('\n');
     }
-    // The original elements the synthesized part hands packets to, and what follows them.
-    let mut todo: Vec<u32> = o.remainder.iter().copied().collect();
+    text.push('\n');
+    for c in o.conns.iter().chain(&w.conns) {
+        text.push_str(c);
+        text.push('\n');
+    }
+    text
+}
+
+/// The original elements the synthesized part hands packets to (`remainder`), and what
+/// follows them, resolved through links.
+fn original_region(ex: &Executor, remainder: &BTreeSet<u32>) -> BTreeSet<u32> {
+    let mut todo: Vec<u32> = remainder.iter().copied().collect();
     let mut region: BTreeSet<u32> = BTreeSet::new();
     while let Some(g) = todo.pop() {
         let g = resolve(ex, g);
@@ -882,19 +846,15 @@ pub fn click(ex: &Executor, prog: &Program, title: &str) -> Result<String, Strin
             }
         }
     }
-    if reads_paint && !o.rewriters.is_empty() && !region.is_empty() {
-        return Err("the chain reads paint, which the export uses after rewriters".into());
-    }
-    // Declarations the rewriters' configurations refer to, and the rewriters.
+    region
+}
+
+/// Declarations of the rewriters `used_rw` and of what their configurations refer to
+/// (mappers, pattern sets, address names: by their qualified names).
+fn rewriter_decls(ex: &Executor, used_rw: &BTreeSet<u32>) -> Vec<String> {
     let mut declared: BTreeSet<u32> = BTreeSet::new();
-    let used_rw: BTreeSet<u32> = o
-        .rewriters
-        .keys()
-        .copied()
-        .chain(region.iter().copied().filter(|g| is_rewriter(ex, *g)))
-        .collect();
     let mut decls = Vec::new();
-    for &g in &used_rw {
+    for &g in used_rw {
         let nf = ex.element_nf(g as usize) as usize;
         let nfd = &ex.nfs()[nf];
         let l = (g - ex.global(nf, 0)) as usize;
@@ -922,116 +882,203 @@ pub fn click(ex: &Executor, prog: &Program, title: &str) -> Result<String, Strin
             ex.element(g as usize).class_name()
         ));
     }
-    let shared: BTreeSet<u32> = o.rewriters.keys().copied().collect();
-    let mut conns = Vec::new();
-    // An edge into original element `t` (resolved through links), painted 0 first when `t`
-    // is a rewriter the classes share (its PaintSwitches send colour 0 on as written).
-    let edge_to = |from: String,
-                   t: u32,
-                   tp: u32,
-                   decls: &mut Vec<String>,
-                   conns: &mut Vec<String>,
-                   n: &mut usize| {
+    decls
+}
+
+/// The declarations and connections of an export's original part: rewriters, their
+/// outputs, the original region and the edges into it.
+struct Wiring<'a> {
+    ex: &'a Executor,
+    /// The rewriters the classes share (their PaintSwitches send colour 0 on as written).
+    shared: BTreeSet<u32>,
+    decls: Vec<String>,
+    conns: Vec<String>,
+}
+
+impl Wiring<'_> {
+    /// An edge from `from` into original element `t`, input `tp` (resolved through links),
+    /// painted 0 first when `t` is a rewriter the classes share. `n` numbers new elements.
+    fn edge_to(&mut self, from: String, t: u32, tp: u32, n: &mut usize) {
+        let ex = self.ex;
         let r = resolve(ex, t);
         let tp = if r != t { 0 } else { tp };
-        if shared.contains(&r) {
+        if self.shared.contains(&r) {
             *n += 1;
-            decls.push(format!("x{n} :: Paint(0);"));
-            conns.push(format!("{from} -> x{n};"));
-            conns.push(format!("x{n} -> [{tp}]{};", o_name(ex, r)));
+            self.decls.push(format!("x{n} :: Paint(0);"));
+            self.conns.push(format!("{from} -> x{n};"));
+            self.conns.push(format!("x{n} -> [{tp}]{};", o_name(ex, r)));
         } else {
-            conns.push(format!("{from} -> [{tp}]{};", o_name(ex, r)));
+            self.conns
+                .push(format!("{from} -> [{tp}]{};", o_name(ex, r)));
         }
-    };
-    // Rewriter outputs: a PaintSwitch where classes continue; colour 0 (and outputs no
-    // class uses) continue as the original graph does, when it reaches the rewriter.
-    for &g in &used_rw {
-        let rw = ex.element_name(g as usize);
-        let (colours, switches) = o.rewriters.get(&g).cloned().unwrap_or_default();
-        for out in 0..ex.outputs(g as usize) as u32 {
-            let original = ex
-                .edge(g as usize, out as usize)
-                .filter(|_| region.contains(&g));
-            let sw = switches.get(&out);
-            let from = match sw {
-                Some(sw) => {
-                    decls.push(format!("{sw} :: PaintSwitch;"));
-                    conns.push(format!("{rw}[{out}] -> {sw};"));
-                    for c in 1..=colours {
-                        match o.dispatch.get(&(g, out, c)) {
-                            Some((to, p)) => conns.push(format!("{sw}[{c}] -> [{p}]{to};")),
-                            None => {
-                                o.n += 1;
-                                decls.push(format!("x{} :: Discard;", o.n));
-                                conns.push(format!("{sw}[{c}] -> x{};", o.n));
+    }
+
+    /// A `Discard` for `from` (an output nothing continues). `n` numbers new elements.
+    fn discard(&mut self, from: &str, n: &mut usize) {
+        *n += 1;
+        self.decls.push(format!("x{n} :: Discard;"));
+        self.conns.push(format!("{from} -> x{n};"));
+    }
+}
+
+impl Out<'_> {
+    /// The synthesized part of entry `g` (segment `seg`): a `FromDevice`, the front of
+    /// elements that only strip and check headers, then the root classification and the
+    /// classes it keeps.
+    fn entry(&mut self, g: u32, seg: &chain::program::Segment) -> Result<(), String> {
+        let (ex, prog) = (self.ex, self.prog);
+        // The front: the entry's first elements that only strip and check headers.
+        let dev = self.iface_name(g);
+        let src = self.new_elem("FromDevice", &dev);
+        let mut at = (src, 0u32);
+        let mut front: Vec<u32> = Vec::new();
+        let mut head = 0u16;
+        let mut trims = false;
+        let mut cur = g;
+        while let Some((_, next, 0)) = ex.edge(cur as usize, 0) {
+            let class = ex.element(next as usize).class_name();
+            if ex.outputs(next as usize) != 1 {
+                break;
+            }
+            let nf = ex.element_nf(next as usize) as usize;
+            let l = next - ex.global(nf, 0);
+            let cfg = ex.nfs()[nf].configs[l as usize].clone();
+            match class {
+                "Strip" => {
+                    head += cfg
+                        .trim()
+                        .parse::<u16>()
+                        .map_err(|_| format!("Strip({cfg})"))?
+                }
+                "CheckIPHeader" | "CheckIPHeader2" if head == 14 => trims = true,
+                _ => break,
+            }
+            at = self.chain(at, class, &cfg);
+            front.push(next);
+            cur = next;
+        }
+        if trims {
+            // Short transport headers and later fragments take the original elements.
+            let sh = self.new_elem("IPClassifier", &format!("{SHORT}, -"));
+            self.connect(&at, &sh, 0);
+            if let Some((_, succ, port)) = ex.edge(cur as usize, 0) {
+                self.remainder.insert(succ);
+                self.handoffs.push(((sh.clone(), 0), (succ, port)));
+            }
+            at = (sh, 1);
+        }
+        let root = seg.root;
+        let what = format!("entry {}", dev);
+        let ctx = Ctx {
+            prov: [Prov::Orig; 4],
+            head,
+            region: Filter::any(),
+            trims,
+            cell: None,
+        };
+        let Some(Node::Classify(classes)) = prog.nodes.get(root as usize) else {
+            return self.node(at, root, ctx, &seg.fields);
+        };
+        let mut kept: Vec<(usize, Filter, NodeId)> = Vec::new();
+        let mut others: Vec<Filter> = Vec::new();
+        for (i, c) in classes.iter().enumerate() {
+            let f = box_of(&c.tests, &seg.fields);
+            let dropped_by = prog.events.get(c.node as usize).and_then(|ev| {
+                ev.iter().find_map(|e| match e {
+                    chain::program::Event::Drop(el, _) => Some(*el),
+                    _ => None,
+                })
+            });
+            match prog.nodes.get(c.node as usize) {
+                Some(Node::Drop) if dropped_by.is_some_and(|e| front.contains(&e)) => {}
+                Some(Node::Drop) => others.push(f),
+                _ => kept.push((i, f, c.node)),
+            }
+        }
+        // Order classes as the program numbers them (stable output).
+        kept.sort_by_key(|k| k.0);
+        let list: Vec<(usize, Filter)> = kept.iter().map(|(i, f, _)| (*i, f.clone())).collect();
+        let texts = patterns(&list, &others, &Filter::any(), &what)?;
+        let cl = self.classifier(&at, &texts);
+        for (k, (_, f, node)) in kept.iter().enumerate() {
+            let mut c2 = ctx.clone();
+            c2.region = f.clone();
+            self.node((cl.clone(), k as u32), *node, c2, &seg.fields)?;
+        }
+        Ok(())
+    }
+
+    /// Rewriter outputs: a PaintSwitch where classes continue; colour 0 (and outputs no
+    /// class uses) continue as the original graph does, when it reaches the rewriter.
+    fn rewriter_outputs(
+        &mut self,
+        w: &mut Wiring<'_>,
+        used_rw: &BTreeSet<u32>,
+        region: &BTreeSet<u32>,
+    ) {
+        let ex = self.ex;
+        for &g in used_rw {
+            let rw = ex.element_name(g as usize);
+            let (colours, switches) = self.rewriters.get(&g).cloned().unwrap_or_default();
+            for out in 0..ex.outputs(g as usize) as u32 {
+                let original = ex
+                    .edge(g as usize, out as usize)
+                    .filter(|_| region.contains(&g));
+                let from = match switches.get(&out) {
+                    Some(sw) => {
+                        w.decls.push(format!("{sw} :: PaintSwitch;"));
+                        w.conns.push(format!("{rw}[{out}] -> {sw};"));
+                        for c in 1..=colours {
+                            match self.dispatch.get(&(g, out, c)) {
+                                Some((to, p)) => w.conns.push(format!("{sw}[{c}] -> [{p}]{to};")),
+                                None => w.discard(&format!("{sw}[{c}]"), &mut self.n),
                             }
                         }
+                        format!("{sw}[0]")
                     }
-                    format!("{sw}[0]")
-                }
-                None => format!("{rw}[{out}]"),
-            };
-            match original {
-                Some((_, t, tp)) => edge_to(from, t, tp, &mut decls, &mut conns, &mut o.n),
-                None => {
-                    o.n += 1;
-                    decls.push(format!("x{} :: Discard;", o.n));
-                    conns.push(format!("{from} -> x{};", o.n));
+                    None => format!("{rw}[{out}]"),
+                };
+                match original {
+                    Some((_, t, tp)) => w.edge_to(from, t, tp, &mut self.n),
+                    None => w.discard(&from, &mut self.n),
                 }
             }
         }
     }
-    // The original region, as written.
-    for &g in &region {
-        if !used_rw.contains(&g) {
+
+    /// The original region, as written (its rewriters are declared apart).
+    fn original_elements(
+        &mut self,
+        w: &mut Wiring<'_>,
+        used_rw: &BTreeSet<u32>,
+        region: &BTreeSet<u32>,
+    ) {
+        let ex = self.ex;
+        for &g in region {
+            if used_rw.contains(&g) {
+                continue;
+            }
             let nf = ex.element_nf(g as usize) as usize;
             let l = (g - ex.global(nf, 0)) as usize;
             let cfg = &ex.nfs()[nf].configs[l];
             let class = ex.element(g as usize).class_name();
             match ex.element(g as usize).role() {
-                Role::ToDevice(_) => decls.push(format!(
+                Role::ToDevice(_) => w.decls.push(format!(
                     "{} :: ToDevice({});",
                     o_name(ex, g),
-                    o.iface_name(g)
+                    self.iface_name(g)
                 )),
-                _ => decls.push(format!("{} :: {class}({cfg});", o_name(ex, g))),
+                _ => w
+                    .decls
+                    .push(format!("{} :: {class}({cfg});", o_name(ex, g))),
             }
             for p in 0..ex.outputs(g as usize) {
                 if let Some((_, t, tp)) = ex.edge(g as usize, p) {
-                    edge_to(
-                        format!("{}[{p}]", o_name(ex, g)),
-                        t,
-                        tp,
-                        &mut decls,
-                        &mut conns,
-                        &mut o.n,
-                    );
+                    w.edge_to(format!("{}[{p}]", o_name(ex, g)), t, tp, &mut self.n);
                 }
             }
         }
     }
-    for (at, (g, port)) in &o.handoffs {
-        edge_to(
-            format!("{}[{}]", at.0, at.1),
-            *g,
-            *port,
-            &mut decls,
-            &mut conns,
-            &mut o.n,
-        );
-    }
-    let fixed = conns;
-    text.push('\n');
-    for d in decls.iter().chain(&o.decls) {
-        text.push_str(d);
-        text.push('\n');
-    }
-    text.push('\n');
-    for c in o.conns.iter().chain(&fixed) {
-        text.push_str(c);
-        text.push('\n');
-    }
-    Ok(text)
 }
 
 fn is_rewriter(ex: &Executor, g: u32) -> bool {

@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 pub mod export;
+mod mode;
 pub mod openflow;
 pub mod testgen;
 pub mod verify;
@@ -12,6 +13,7 @@ pub mod show;
 mod walk;
 
 use chain::Executor;
+pub use mode::Mode;
 pub use walk::{synthesize, ClassReport, Synthesis};
 
 /// What synthesis made of a chain (for `fusebox synth` and `explain`).

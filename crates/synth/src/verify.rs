@@ -23,60 +23,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::{self, Write as _};
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 
-/// An execution mode a chain can run in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Mode {
-    /// Every NF as written (the reference).
-    Naive,
-    /// After [`crate::install`].
-    Synth,
-    /// With the per-flow fast path on ([`chain::Executor::enable_fastpath`]).
-    Fastpath,
-}
-
-impl Mode {
-    /// The mode's name as given on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Naive => "naive",
-            Mode::Synth => "synth",
-            Mode::Fastpath => "fastpath",
-        }
-    }
-}
-
-impl From<bool> for Mode {
-    /// `true` is [`Mode::Synth`], `false` [`Mode::Naive`].
-    fn from(synth: bool) -> Mode {
-        if synth {
-            Mode::Synth
-        } else {
-            Mode::Naive
-        }
-    }
-}
-
-impl FromStr for Mode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Mode, String> {
-        match s.trim() {
-            "naive" => Ok(Mode::Naive),
-            "synth" => Ok(Mode::Synth),
-            "fastpath" => Ok(Mode::Fastpath),
-            _ => Err(format!(
-                "unknown mode `{s}`: expected naive, synth or fastpath"
-            )),
-        }
-    }
-}
-
-impl fmt::Display for Mode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+pub use crate::Mode;
 
 /// Everything a run produced that modes must agree on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -132,13 +80,7 @@ pub fn run(
     mode: Mode,
 ) -> Result<RunResult, String> {
     let mut ex = Executor::new(chain, options, |_, _| Ok(ExitSink::Memory(Vec::new())))?;
-    match mode {
-        Mode::Synth => {
-            crate::install(&mut ex)?;
-        }
-        Mode::Fastpath => ex.enable_fastpath(chain::FastOptions::default()),
-        Mode::Naive => {}
-    }
+    mode.install(&mut ex, chain::FastOptions::default())?;
     if inputs.is_empty() && ex.dump_sources().is_empty() {
         return Err(chain.no_input_error());
     }

@@ -296,13 +296,24 @@ impl Track {
     }
 }
 
-/// The counters before the recorded packet: arrivals, outputs, NF counters (its drops are
-/// kept as they happen: `Executor::fast_drops`).
-type Snapshot = (Vec<u64>, Vec<u64>, Vec<NfCounters>);
+/// The counters before the recorded packet (its drops are kept as they happen:
+/// `FastState::drops`).
+struct Snapshot {
+    arrivals: Vec<u64>,
+    out_count: Vec<u64>,
+    nf_counters: Vec<NfCounters>,
+}
 
-/// The guards of one model case: its tests, the negated earlier cases, whether the
-/// destination MAC needs a test.
-type CaseGuards = (Vec<Test>, Vec<Vec<Test>>, bool);
+/// The guards of one model case.
+#[derive(Debug, Clone)]
+struct CaseGuards {
+    /// The case's own tests.
+    tests: Vec<Test>,
+    /// The earlier cases, each negated (the packet is in none of them).
+    negatives: Vec<Vec<Test>>,
+    /// Whether the destination MAC needs a test.
+    eth_dst: bool,
+}
 
 /// What a rewriter said about the packet recorded: the mapping that rewrote it, the
 /// lifetime packets like it give the mapping, and the mapping's version.
@@ -352,15 +363,26 @@ struct Memo {
     result: Result<CaseGuards, &'static str>,
 }
 
-/// The memo key: element, the model's fields' values, a fingerprint of the symbolic state,
-/// the view's head and whether its IPv4 header is the frame's.
-type MemoKey = (u32, Vec<u128>, u64, i32, bool);
+/// What a memo entry holds for: the packet at the same element, with the same values of the
+/// model's fields, in the same symbolic state, seen from the same place.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct MemoKey {
+    element: u32,
+    /// The values of the model's fields.
+    values: Vec<u128>,
+    /// A fingerprint of the symbolic state ([`Track::fingerprint`]).
+    state: u64,
+    /// The view's head.
+    head: i32,
+    /// Whether the view's IPv4 header is the frame's.
+    ip_ok: bool,
+}
 
 /// Models with more cases than this keep a memo (recording through them scans the cases).
 const MEMO_AT: usize = 64;
 
 /// The fast path's tables and counters (owned by the executor).
-pub(super) struct FastPath {
+pub(super) struct FastState {
     opts: FastOptions,
     table: HashMap<Key, Slot, foldhash::fast::FixedState>,
     order: VecDeque<Key>,
@@ -374,6 +396,8 @@ pub(super) struct FastPath {
     pub(super) stats: FastStats,
     /// Element counters the fast path added (as `stats()` names).
     pub(super) derived: Vec<Vec<(&'static str, u64)>>,
+    /// Drops while a packet is recorded (element, reason).
+    pub(super) drops: Vec<(u32, &'static str)>,
 }
 
 const TCP: u128 = 6;
@@ -470,10 +494,13 @@ fn is_anno(f: Field) -> bool {
     )
 }
 
-/// One element-view test, translated.
-enum Tr {
+/// One element-view test, translated to the frame as it arrived.
+enum Translated {
+    /// Holds for every packet of the recorded kind.
     True,
+    /// Holds for none.
     False,
+    /// A test on this field of the frame as it arrived.
     Keep(Field, FieldSet),
 }
 
@@ -490,8 +517,8 @@ fn passes(tests: &[Test], h: &Headers) -> bool {
     })
 }
 
-impl FastPath {
-    pub(super) fn new(opts: FastOptions, models: Vec<Option<Model>>) -> FastPath {
+impl FastState {
+    pub(super) fn new(opts: FastOptions, models: Vec<Option<Model>>) -> FastState {
         let n = models.len();
         let model_fields = models
             .iter()
@@ -509,7 +536,7 @@ impl FastPath {
                 })
             })
             .collect();
-        FastPath {
+        FastState {
             opts,
             table: HashMap::default(),
             order: VecDeque::new(),
@@ -520,6 +547,7 @@ impl FastPath {
             rec: None,
             stats: FastStats::default(),
             derived: vec![Vec::new(); n],
+            drops: Vec::new(),
         }
     }
 
@@ -562,7 +590,8 @@ impl Executor {
     /// Turns on the per-flow fast path (`--mode fastpath`): see the `fast` module.
     pub fn enable_fastpath(&mut self, opts: FastOptions) {
         let models = self.elements.iter().map(|e| e.model()).collect();
-        self.fast = Some(Box::new(FastPath::new(opts, models)));
+        self.fast = Some(Box::new(FastState::new(opts, models)));
+        self.mode_hooks = true;
     }
 
     /// What the fast path did so far (`None` unless it is on).
@@ -592,8 +621,9 @@ impl Executor {
             for v in 0..16u128 {
                 any |= self.fast_remove(&key.with_variant(v));
             }
-            let fp = self.fast.as_mut().expect("fast path on");
-            fp.stats.closed += u64::from(any);
+            if let Some(fp) = self.fast.as_deref_mut() {
+                fp.stats.closed += u64::from(any);
+            }
             return Some(p);
         }
         if let Some(slot) = fp.table.get_mut(&key) {
@@ -637,11 +667,14 @@ impl Executor {
                         // Events: every check before any state function runs.
                         if self.fast_checks(&c, &mut p) {
                             self.fast_apply(&c, p);
-                            self.fast.as_mut().expect("fast path on").stats.hits += 1;
+                            if let Some(fp) = self.fast.as_deref_mut() {
+                                fp.stats.hits += 1;
+                            }
                             return None;
                         }
-                        let fp = self.fast.as_mut().expect("fast path on");
-                        fp.stats.events += 1;
+                        if let Some(fp) = self.fast.as_deref_mut() {
+                            fp.stats.events += 1;
+                        }
                         self.fast_remove(&key);
                     }
                 }
@@ -652,7 +685,9 @@ impl Executor {
 
     /// Records `p` (the packet of flow `key` with TCP flags `flags`) if it may be recorded.
     fn fast_record(&mut self, key: Key, flags: Option<u8>, p: Packet) -> Option<Packet> {
-        let fp = self.fast.as_mut().expect("fast path on");
+        let Some(fp) = self.fast.as_deref_mut() else {
+            return Some(p);
+        };
         // FIN and RST end the flow; a SYN does not repeat (its entry would serve only
         // retransmissions): those packets are never recorded.
         let mut record = flags.is_none_or(|f| f & 0x07 == 0);
@@ -675,11 +710,11 @@ impl Executor {
             entry_offset: p.data_offset(),
             depth: self.stack.len(),
             created: self.chain_created + self.nf_counters.iter().map(|c| c.created).sum::<u64>(),
-            snap: (
-                self.arrivals.clone(),
-                self.out_count.clone(),
-                self.nf_counters.clone(),
-            ),
+            snap: Snapshot {
+                arrivals: self.arrivals.clone(),
+                out_count: self.out_count.clone(),
+                nf_counters: self.nf_counters.clone(),
+            },
             t: Track::default(),
             tests: Vec::new(),
             negatives: Vec::new(),
@@ -694,7 +729,7 @@ impl Executor {
         }));
         self.cx.recorder.active = true;
         self.cx.recorder.expiry = None;
-        self.fast_drops.clear();
+        fp.drops.clear();
         Some(p)
     }
 
@@ -722,17 +757,26 @@ impl Executor {
         if n == 0 {
             return;
         }
-        let mut derived = std::mem::take(&mut self.fast.as_mut().expect("fast path on").derived);
+        let Executor {
+            fast: Some(fp),
+            arrivals,
+            out_count,
+            drops,
+            nf_counters,
+            ..
+        } = self
+        else {
+            return;
+        };
         c.counts.add(
             n,
             (len, ip_len),
-            &mut self.arrivals,
-            &mut self.out_count,
-            &mut self.drops,
-            &mut self.nf_counters,
-            &mut derived,
+            arrivals,
+            out_count,
+            drops,
+            nf_counters,
+            &mut fp.derived,
         );
-        self.fast.as_mut().expect("fast path on").derived = derived;
     }
 
     /// Adds what the live entries owe to copies of the counters (for a summary).
@@ -937,7 +981,13 @@ impl Executor {
             .and_then(|f| f.as_ref())
             .map(|fields| {
                 let vals = fields.iter().map(|f| value_with(&h, &annos, *f)).collect();
-                (el, vals, rec.t.fingerprint(), head, ip_ok)
+                MemoKey {
+                    element: el,
+                    values: vals,
+                    state: rec.t.fingerprint(),
+                    head,
+                    ip_ok,
+                }
             });
         let memo = memo_key.as_ref().and_then(|k| fp.memo.get(k)).cloned();
         let case = match &memo {
@@ -996,7 +1046,7 @@ impl Executor {
             (last, life, version)
         });
         let Some(fp) = self.fast.as_mut() else { return };
-        let FastPath {
+        let FastState {
             rec,
             models,
             memo,
@@ -1038,8 +1088,9 @@ impl Executor {
         let rec = *rec;
         if let Some(w) = why.filter(|w| TRANSIENT.contains(w)) {
             // This packet could not be recorded, the next one of the flow may be.
-            let fp = self.fast.as_mut().expect("fast path on");
-            fp.refuse(w);
+            if let Some(fp) = self.fast.as_deref_mut() {
+                fp.refuse(w);
+            }
             return;
         }
         let entry = match why {
@@ -1049,7 +1100,9 @@ impl Executor {
                 Err(w) => Entry::Refused(w),
             },
         };
-        let fp = self.fast.as_mut().expect("fast path on");
+        let Some(fp) = self.fast.as_deref_mut() else {
+            return;
+        };
         match &entry {
             Entry::Fast(_) => fp.stats.consolidated += 1,
             Entry::Refused(w) => fp.refuse(w),
@@ -1057,12 +1110,16 @@ impl Executor {
         if fp.table.len() >= fp.opts.max_flows {
             while let Some(k) = self.fast.as_mut().and_then(|f| f.order.pop_front()) {
                 if self.fast_remove(&k) {
-                    self.fast.as_mut().expect("fast path on").stats.evictions += 1;
+                    if let Some(fp) = self.fast.as_deref_mut() {
+                        fp.stats.evictions += 1;
+                    }
                     break;
                 }
             }
         }
-        let fp = self.fast.as_mut().expect("fast path on");
+        let Some(fp) = self.fast.as_deref_mut() else {
+            return;
+        };
         if fp
             .table
             .insert(rec.key, Slot { entry, last: now })
@@ -1133,9 +1190,9 @@ fn translate(
     for (f, s) in filter.fields() {
         let tr = translate_one(t, f, s, head, ip_ok, actual, entry)?;
         match tr {
-            Tr::True => {}
-            Tr::False => return Ok(None),
-            Tr::Keep(g, set) => {
+            Translated::True => {}
+            Translated::False => return Ok(None),
+            Translated::Keep(g, set) => {
                 let iv: Vec<(u128, u128)> = set.intervals().collect();
                 match out.iter_mut().find(|(h, _)| *h == g) {
                     Some((_, old)) => {
@@ -1163,8 +1220,14 @@ fn translate_one(
     ip_ok: bool,
     actual: &dyn Fn(Field) -> u128,
     entry: &Headers,
-) -> Result<Tr, &'static str> {
-    let decide = |v: u128| if s.contains(v) { Tr::True } else { Tr::False };
+) -> Result<Translated, &'static str> {
+    let decide = |v: u128| {
+        if s.contains(v) {
+            Translated::True
+        } else {
+            Translated::False
+        }
+    };
     if is_anno(f) {
         // Annotations are set along the path from the flow's constant fields (or, for the
         // packet type, from the destination MAC, which the caller guards).
@@ -1174,7 +1237,10 @@ fn translate_one(
         if t.trimmed {
             return Err("frame-length-after-trim");
         }
-        return Ok(Tr::Keep(Field::FrameLen, s.shift(i128::from(head), 16)));
+        return Ok(Translated::Keep(
+            Field::FrameLen,
+            s.shift(i128::from(head), 16),
+        ));
     }
     if is_eth(f) {
         if head != 0 {
@@ -1186,7 +1252,7 @@ fn translate_one(
         if is_key(f) {
             return Ok(decide(entry.value(f)));
         }
-        return Ok(Tr::Keep(f, s.clone()));
+        return Ok(Translated::Keep(f, s.clone()));
     }
     if let Field::Raw { offset, len } = f {
         let off = i32::from(offset) + head;
@@ -1205,7 +1271,7 @@ fn translate_one(
         if (t.rewrote || t.ttl_decs > 0 || t.recompute) && o < 14 + 60 + 20 {
             return Err("raw-overlaps-checksum");
         }
-        return Ok(Tr::Keep(
+        return Ok(Translated::Keep(
             Field::Raw {
                 offset: off as u16,
                 len,
@@ -1224,7 +1290,7 @@ fn translate_one(
             if t.csum_unknown {
                 return Err("checksum-unknown");
             }
-            return Ok(Tr::Keep(f, s.clone()));
+            return Ok(Translated::Keep(f, s.clone()));
         }
         Field::IpLenOk | Field::IpAvail | Field::L4Avail if t.trimmed => {
             if t.get(Field::IpLen).is_some() {
@@ -1232,15 +1298,15 @@ fn translate_one(
             }
             return Ok(match f {
                 Field::IpLenOk => decide(1),
-                Field::IpAvail => Tr::Keep(Field::IpLen, s.clone()),
-                _ => Tr::Keep(Field::L4Len, s.clone()),
+                Field::IpAvail => Translated::Keep(Field::IpLen, s.clone()),
+                _ => Translated::Keep(Field::L4Len, s.clone()),
             });
         }
         _ => {}
     }
     match t.get(f) {
         Some(W::Const(v)) => return Ok(decide(v)),
-        Some(W::Ttl(k)) => return Ok(Tr::Keep(f, s.shift(i128::from(k), 8))),
+        Some(W::Ttl(k)) => return Ok(Translated::Keep(f, s.shift(i128::from(k), 8))),
         None => {}
     }
     let derived_from_written = match f {
@@ -1256,7 +1322,7 @@ fn translate_one(
     if is_key(f) {
         return Ok(decide(entry.value(f)));
     }
-    Ok(Tr::Keep(f, s.clone()))
+    Ok(Translated::Keep(f, s.clone()))
 }
 
 /// The guards of case `i` (`c`) of model `m` for the packet `pre`: the case's tests, the
@@ -1286,10 +1352,15 @@ fn case_guards(
             negatives.push(n);
         }
     }
-    Ok((tests, negatives, eth))
+    Ok(CaseGuards {
+        tests,
+        negatives,
+        eth_dst: eth,
+    })
 }
 
-/// Records one element's push into `rec`.
+/// Records one element's push into `rec`: a rewriter's decision, a model case, or the
+/// element's own declared step.
 #[allow(clippy::too_many_arguments)]
 fn record_step(
     rec: &mut Recording,
@@ -1306,231 +1377,286 @@ fn record_step(
     if let Some(w) = step.opaque {
         return Err(w);
     }
-    let entry_data = rec.entry_data.clone();
-    let entry_h = Headers::new(&entry_data, Some(14));
     let ip_ok = pre.ip.map(|o| o as i32 + pre.head) == Some(14);
-    let pre_h = Headers::new(&pre.data, pre.ip);
     // What a state function sees: the data from the element's start.
     let head = u16::try_from(pre.head).map_err(|_| "pushed-front")?;
     // A rewriter: its mapping is the header action, its refresh the state function.
-    if let Some((last, life, version)) = rw_last {
-        let Some(life) = life else {
-            return Err("mapping-not-steady");
-        };
-        rec.expiry = rec.expiry.min(now.saturating_add(life));
-        let (Some((idx, dir)), Some(input), Verdict::Out(..)) = (last, pre.flow, v) else {
-            return Err("rewriter-no-mapping");
-        };
-        if !ip_ok {
-            return Err("ip-header-moved");
-        }
-        for f in [
-            Field::IpProto,
-            Field::IpIhl,
-            Field::IpFragOffset,
-            Field::IpLen,
-            Field::TcpFlags,
-        ] {
-            if rec.t.get(f).is_some() {
-                return Err("rewriter-input-written");
-            }
-        }
-        let Verdict::Out(_, q) = v else {
-            unreachable!()
-        };
-        let Some(after) = q
-            .network_offset_in_data()
-            .and_then(|o| q.data().get(o..))
-            .and_then(FlowInput::parse)
-        else {
-            return Err("rewriter-output");
-        };
-        let new = after.flow;
-        let cur = [
-            u128::from(u32::from(input.flow.saddr)),
-            u128::from(input.flow.sport),
-            u128::from(u32::from(input.flow.daddr)),
-            u128::from(input.flow.dport),
-        ];
-        let (ip, l4) = rewrite_ops(cur, &new);
-        rec.t.ip_ops = u32::from(fold(rec.t.ip_ops + ip));
-        rec.t.l4_ops = u32::from(fold(rec.t.l4_ops + l4));
-        rec.t.rewrote = true;
-        let nv = [
-            (Field::IpSrc, u128::from(u32::from(new.saddr))),
-            (Field::SrcPort, u128::from(new.sport)),
-            (Field::IpDst, u128::from(u32::from(new.daddr))),
-            (Field::DstPort, u128::from(new.dport)),
-        ];
-        for (f, x) in nv {
-            rec.t.set(f, W::Const(x));
-        }
-        let info = PacketInfo {
-            tcp_flags: input.info.tcp_flags & 0x07,
-            has_payload: input.info.has_payload,
-        };
-        if rec.info.is_some_and(|i| i != info) {
-            return Err("rewriters-disagree");
-        }
-        rec.info = Some(info);
-        rec.rewriters.push(RwCall {
-            element: el,
-            idx,
-            dir,
-            view: input.flow,
-            trimmed: rec.t.trimmed,
-            version,
-        });
-        return Ok(());
+    if let Some(said) = rw_last {
+        return record_rewriter(rec, el, pre, v, said, ip_ok, now);
     }
     let model = models.get(el as usize).and_then(|m| m.as_ref());
-    let case: Option<(&Case, usize)> = match (model, pre.case) {
-        (Some(m), Some(i)) => m.cases.get(i).map(|c| (c, i)),
+    let case: Option<(&Model, &Case, usize)> = match (model, pre.case) {
+        (Some(m), Some(i)) => m.cases.get(i).map(|c| (m, c, i)),
         _ => None,
     };
+    let at = StepAt { el, ip_ok, head };
     match case {
-        Some((c, i)) if c.outcome != Outcome::Runtime => {
-            let m = model.expect("model");
-            let agrees = match (&c.outcome, v) {
-                (Outcome::Out(o), Verdict::Out(o2, _)) => o == o2,
-                (Outcome::Drop(r), Verdict::Drop(_, r2)) => r == r2,
-                _ => false,
-            };
-            if !agrees {
-                return Err("model-disagrees");
-            }
-            let guards = match &pre.memo {
-                Some(m) => m.result.clone(),
-                None => {
-                    let r = case_guards(&rec.t, m, c, i, pre, ip_ok, &entry_h);
-                    if let Some(k) = &pre.memo_key {
-                        if memo.len() > 1 << 16 {
-                            memo.clear();
-                        }
-                        memo.insert(
-                            k.clone(),
-                            Arc::new(Memo {
-                                case: Some(i),
-                                result: r.clone(),
-                            }),
-                        );
-                    }
-                    r
-                }
-            };
-            let (tests, negatives, eth) = guards?;
-            if eth {
-                guard_eth_dst(rec)?;
-            }
-            rec.tests.extend(tests);
-            rec.negatives.extend(negatives);
-            for s in &c.stats {
-                rec.stats.push((el, s));
-            }
-            for s in &c.byte_stats {
-                rec.byte_stats.push((el, s, head, rec.t.trimmed));
-            }
-            for e in &c.effects {
-                effect(&mut rec.t, e, pre.head, ip_ok)?;
-                if matches!(e, Effect::PacketTypeFromEth) {
-                    guard_eth_dst(rec)?;
-                }
-            }
-            Ok(())
+        Some((m, c, i)) if c.outcome != Outcome::Runtime => {
+            record_case(rec, at, (m, c, i), pre, v, memo)
         }
-        _ => {
-            if !step.touched {
-                return Err(class);
-            }
-            for g in &step.guards {
-                let act = |f: Field| -> u128 { pre_value(pre, f) };
-                let Some(tests) = translate(&rec.t, g, pre.head, ip_ok, &act, &entry_h)? else {
-                    return Err("guard-disagrees");
-                };
-                rec.tests.extend(tests);
-            }
-            // Declared writes: checked against the bytes the element produced.
-            let after = match v {
-                Verdict::Out(_, q) | Verdict::Drop(q, _) => q.data(),
-                Verdict::Done => return Err("held"),
-            };
-            if after.len() != pre.data.len() {
-                return Err("undeclared-length-change");
-            }
-            let hl = pre_h.hl;
-            let mut covered = vec![false; after.len()];
-            let ip0 = pre.ip.unwrap_or(0);
-            for &(f, x) in &step.writes {
-                let loc = if is_eth(f) {
-                    frame_location(f, 20)
-                } else {
-                    frame_location(f, hl).map(|(o, n)| (o - 14 + ip0, n))
-                };
-                let Some((o, n)) = loc else {
-                    return Err("write-unlocatable");
-                };
-                for b in covered.iter_mut().skip(o).take(n) {
-                    *b = true;
-                }
-                let old = model::load(&pre.data, o, n);
-                if !ip_ok && !is_eth(f) {
-                    return Err("ip-header-moved");
-                }
-                if is_eth(f) && head != 0 {
-                    return Err("ethernet-moved");
-                }
-                // IPv4 addresses and ports change the checksums incrementally.
-                match f {
-                    Field::IpSrc | Field::IpDst => {
-                        let d = operands32(old as u32, x as u32);
-                        if old != x {
-                            rec.t.ip_ops = u32::from(fold(rec.t.ip_ops + d));
-                            rec.t.l4_ops = u32::from(fold(rec.t.l4_ops + d));
-                            rec.t.rewrote = true;
-                        }
-                    }
-                    Field::SrcPort | Field::DstPort if old != x => {
-                        let d = operands16(old as u16, x as u16);
-                        rec.t.l4_ops = u32::from(fold(rec.t.l4_ops + d));
-                        rec.t.rewrote = true;
-                    }
-                    Field::SrcPort | Field::DstPort => {}
-                    _ if !is_eth(f) => rec.t.csum_unknown = true,
-                    _ => {}
-                }
-                rec.t.set(f, W::Const(x));
-            }
-            if rec.t.rewrote && pre.ip.is_some() {
-                // The checksums the element fixed.
-                for (o, n) in [(ip0 + 10, 2), (ip0 + hl + 16, 2), (ip0 + hl + 6, 2)] {
-                    for b in covered.iter_mut().skip(o).take(n) {
-                        *b = true;
-                    }
-                }
-            }
-            if pre
-                .data
-                .iter()
-                .zip(after)
-                .enumerate()
-                .any(|(i, (a, b))| a != b && !covered[i])
-            {
-                return Err("undeclared-write");
-            }
-            for &(token, access) in &step.states {
-                rec.states.push(StateCall {
-                    element: el,
-                    nf: 0,
-                    access,
-                    token,
-                    head,
-                    ip: pre.ip.map(|o| o as u16),
-                    trimmed: rec.t.trimmed,
-                });
-            }
-            Ok(())
+        _ => record_declared(rec, at, class, pre, &step, v),
+    }
+}
+
+/// Where a recorded step happens: the element, whether its IPv4 header is the frame's
+/// (at 14), and the start of the data it sees.
+#[derive(Clone, Copy)]
+struct StepAt {
+    el: u32,
+    ip_ok: bool,
+    head: u16,
+}
+
+/// Records a rewriter's push: its mapping is the header action, its refresh the state
+/// function.
+fn record_rewriter(
+    rec: &mut Recording,
+    el: u32,
+    pre: &Pre,
+    v: &Verdict,
+    (last, life, version): RwSaid,
+    ip_ok: bool,
+    now: u64,
+) -> Result<(), &'static str> {
+    let Some(life) = life else {
+        return Err("mapping-not-steady");
+    };
+    rec.expiry = rec.expiry.min(now.saturating_add(life));
+    let (Some((idx, dir)), Some(input), Verdict::Out(..)) = (last, pre.flow, v) else {
+        return Err("rewriter-no-mapping");
+    };
+    if !ip_ok {
+        return Err("ip-header-moved");
+    }
+    for f in [
+        Field::IpProto,
+        Field::IpIhl,
+        Field::IpFragOffset,
+        Field::IpLen,
+        Field::TcpFlags,
+    ] {
+        if rec.t.get(f).is_some() {
+            return Err("rewriter-input-written");
         }
     }
+    let Verdict::Out(_, q) = v else {
+        unreachable!()
+    };
+    let Some(after) = q
+        .network_offset_in_data()
+        .and_then(|o| q.data().get(o..))
+        .and_then(FlowInput::parse)
+    else {
+        return Err("rewriter-output");
+    };
+    let new = after.flow;
+    let cur = [
+        u128::from(u32::from(input.flow.saddr)),
+        u128::from(input.flow.sport),
+        u128::from(u32::from(input.flow.daddr)),
+        u128::from(input.flow.dport),
+    ];
+    let (ip, l4) = rewrite_ops(cur, &new);
+    rec.t.ip_ops = u32::from(fold(rec.t.ip_ops + ip));
+    rec.t.l4_ops = u32::from(fold(rec.t.l4_ops + l4));
+    rec.t.rewrote = true;
+    let nv = [
+        (Field::IpSrc, u128::from(u32::from(new.saddr))),
+        (Field::SrcPort, u128::from(new.sport)),
+        (Field::IpDst, u128::from(u32::from(new.daddr))),
+        (Field::DstPort, u128::from(new.dport)),
+    ];
+    for (f, x) in nv {
+        rec.t.set(f, W::Const(x));
+    }
+    let info = PacketInfo {
+        tcp_flags: input.info.tcp_flags & 0x07,
+        has_payload: input.info.has_payload,
+    };
+    if rec.info.is_some_and(|i| i != info) {
+        return Err("rewriters-disagree");
+    }
+    rec.info = Some(info);
+    rec.rewriters.push(RwCall {
+        element: el,
+        idx,
+        dir,
+        view: input.flow,
+        trimmed: rec.t.trimmed,
+        version,
+    });
+    Ok(())
+}
+
+/// Records a push that took model case `c` (number `i` of model `m`): its guards (from the
+/// memo when the model is long), counters and effects.
+fn record_case(
+    rec: &mut Recording,
+    at: StepAt,
+    (m, c, i): (&Model, &Case, usize),
+    pre: &Pre,
+    v: &Verdict,
+    memo: &mut HashMap<MemoKey, Arc<Memo>, foldhash::fast::FixedState>,
+) -> Result<(), &'static str> {
+    let StepAt { el, ip_ok, head } = at;
+    let entry_data = rec.entry_data.clone();
+    let entry_h = Headers::new(&entry_data, Some(14));
+    let agrees = match (&c.outcome, v) {
+        (Outcome::Out(o), Verdict::Out(o2, _)) => o == o2,
+        (Outcome::Drop(r), Verdict::Drop(_, r2)) => r == r2,
+        _ => false,
+    };
+    if !agrees {
+        return Err("model-disagrees");
+    }
+    let guards = match &pre.memo {
+        Some(m) => m.result.clone(),
+        None => {
+            let r = case_guards(&rec.t, m, c, i, pre, ip_ok, &entry_h);
+            if let Some(k) = &pre.memo_key {
+                if memo.len() > 1 << 16 {
+                    memo.clear();
+                }
+                memo.insert(
+                    k.clone(),
+                    Arc::new(Memo {
+                        case: Some(i),
+                        result: r.clone(),
+                    }),
+                );
+            }
+            r
+        }
+    };
+    let CaseGuards {
+        tests,
+        negatives,
+        eth_dst: eth,
+    } = guards?;
+    if eth {
+        guard_eth_dst(rec)?;
+    }
+    rec.tests.extend(tests);
+    rec.negatives.extend(negatives);
+    for s in &c.stats {
+        rec.stats.push((el, s));
+    }
+    for s in &c.byte_stats {
+        rec.byte_stats.push((el, s, head, rec.t.trimmed));
+    }
+    for e in &c.effects {
+        effect(&mut rec.t, e, pre.head, ip_ok)?;
+        if matches!(e, Effect::PacketTypeFromEth) {
+            guard_eth_dst(rec)?;
+        }
+    }
+    Ok(())
+}
+
+/// Records a push the element described itself (no model case): its guards, its declared
+/// writes (checked against the bytes it produced) and its state functions.
+fn record_declared(
+    rec: &mut Recording,
+    at: StepAt,
+    class: &'static str,
+    pre: &Pre,
+    step: &Step,
+    v: &Verdict,
+) -> Result<(), &'static str> {
+    let StepAt { el, ip_ok, head } = at;
+    let entry_data = rec.entry_data.clone();
+    let entry_h = Headers::new(&entry_data, Some(14));
+    let pre_h = Headers::new(&pre.data, pre.ip);
+    if !step.touched {
+        return Err(class);
+    }
+    for g in &step.guards {
+        let act = |f: Field| -> u128 { pre_value(pre, f) };
+        let Some(tests) = translate(&rec.t, g, pre.head, ip_ok, &act, &entry_h)? else {
+            return Err("guard-disagrees");
+        };
+        rec.tests.extend(tests);
+    }
+    // Declared writes: checked against the bytes the element produced.
+    let after = match v {
+        Verdict::Out(_, q) | Verdict::Drop(q, _) => q.data(),
+        Verdict::Done => return Err("held"),
+    };
+    if after.len() != pre.data.len() {
+        return Err("undeclared-length-change");
+    }
+    let hl = pre_h.hl;
+    let mut covered = vec![false; after.len()];
+    let ip0 = pre.ip.unwrap_or(0);
+    for &(f, x) in &step.writes {
+        let loc = if is_eth(f) {
+            frame_location(f, 20)
+        } else {
+            frame_location(f, hl).map(|(o, n)| (o - 14 + ip0, n))
+        };
+        let Some((o, n)) = loc else {
+            return Err("write-unlocatable");
+        };
+        for b in covered.iter_mut().skip(o).take(n) {
+            *b = true;
+        }
+        let old = model::load(&pre.data, o, n);
+        if !ip_ok && !is_eth(f) {
+            return Err("ip-header-moved");
+        }
+        if is_eth(f) && head != 0 {
+            return Err("ethernet-moved");
+        }
+        // IPv4 addresses and ports change the checksums incrementally.
+        match f {
+            Field::IpSrc | Field::IpDst => {
+                let d = operands32(old as u32, x as u32);
+                if old != x {
+                    rec.t.ip_ops = u32::from(fold(rec.t.ip_ops + d));
+                    rec.t.l4_ops = u32::from(fold(rec.t.l4_ops + d));
+                    rec.t.rewrote = true;
+                }
+            }
+            Field::SrcPort | Field::DstPort if old != x => {
+                let d = operands16(old as u16, x as u16);
+                rec.t.l4_ops = u32::from(fold(rec.t.l4_ops + d));
+                rec.t.rewrote = true;
+            }
+            Field::SrcPort | Field::DstPort => {}
+            _ if !is_eth(f) => rec.t.csum_unknown = true,
+            _ => {}
+        }
+        rec.t.set(f, W::Const(x));
+    }
+    if rec.t.rewrote && pre.ip.is_some() {
+        // The checksums the element fixed.
+        for (o, n) in [(ip0 + 10, 2), (ip0 + hl + 16, 2), (ip0 + hl + 6, 2)] {
+            for b in covered.iter_mut().skip(o).take(n) {
+                *b = true;
+            }
+        }
+    }
+    if pre
+        .data
+        .iter()
+        .zip(after)
+        .enumerate()
+        .any(|(i, (a, b))| a != b && !covered[i])
+    {
+        return Err("undeclared-write");
+    }
+    for &(token, access) in &step.states {
+        rec.states.push(StateCall {
+            element: el,
+            nf: 0,
+            access,
+            token,
+            head,
+            ip: pre.ip.map(|o| o as u16),
+            trimmed: rec.t.trimmed,
+        });
+    }
+    Ok(())
 }
 
 /// The value of `f` for the element about to be pushed (annotations included).
@@ -1710,7 +1836,11 @@ fn consolidate(
         }
     }
     // Counters: what the recorded packet changed.
-    let (a0, o0, n0) = &rec.snap;
+    let Snapshot {
+        arrivals: a0,
+        out_count: o0,
+        nf_counters: n0,
+    } = &rec.snap;
     let mut counts = Counts::default();
     for (i, (&x, &y)) in ex.arrivals.iter().zip(a0).enumerate() {
         if x != y {
@@ -1722,7 +1852,7 @@ fn consolidate(
             counts.out.push((i as u32, x - y));
         }
     }
-    for &(e, r) in &ex.fast_drops {
+    for &(e, r) in ex.fast.as_ref().map_or(&[][..], |f| &f.drops) {
         match counts.drops.iter_mut().find(|(x, y, _)| *x == e && *y == r) {
             Some(d) => d.2 += 1,
             None => counts.drops.push((e, r, 1)),

@@ -39,7 +39,7 @@
 //! before, skips the root classifier. ICMP flows are keyed by type, code and echo
 //! identifier, so an echo flow keeps its key as its sequence number changes.
 
-use super::{Executor, Ran};
+use super::{Executor, ProgramEnd, SynthState};
 use crate::program::{NodeId, Program, Regs, Step, Val, NO_MAPPING};
 use elements::model::Field;
 use elements::rewriter::FlowHasher;
@@ -323,24 +323,28 @@ impl Executor {
         el: u32,
         key: u128,
         p: &mut Packet,
-    ) -> Option<Ran> {
+    ) -> Option<ProgramEnd> {
         let now = self.cx.now.0;
-        let (deadline, epoch) = match self.guards {
+        let (deadline, epoch) = match self.synth.guards {
             Some(g) => g,
             None => {
                 let g = self.guards_now();
-                self.guards = Some(g);
+                self.synth.guards = Some(g);
                 g
             }
         };
         let Executor {
-            flows,
-            flows_dirty,
+            synth:
+                SynthState {
+                    flows,
+                    flows_dirty,
+                    start_of,
+                    flow_hits,
+                    regions,
+                    ..
+                },
             elements,
             info: einfo,
-            start_of,
-            flow_hits,
-            regions,
             ..
         } = self;
         let e = flows.get_mut(&key)?;
@@ -397,10 +401,10 @@ impl Executor {
 
     /// The root class the flow of `key` chose before, if `p` is in its region.
     pub(super) fn root_memo(&self, el: u32, key: u128, p: &Packet) -> Option<(NodeId, u32)> {
-        let m = self.flows.get(&key)?.root?;
-        let getters = &self.start_of.get(el as usize)?.as_ref()?.getters;
+        let m = self.synth.flows.get(&key)?.root?;
+        let getters = &self.synth.start_of.get(el as usize)?.as_ref()?.getters;
         let view = crate::program::frame(p.data());
-        let region = self.regions.boxes.get(m.region as usize)?;
+        let region = self.synth.regions.boxes.get(m.region as usize)?;
         // The flow key's fields are the packet's only when its header is all there.
         fast_info(p.data())?;
         region
@@ -417,7 +421,7 @@ impl Executor {
     /// the rewriters' mapping changes.
     fn guards_now(&mut self) -> (u64, u64) {
         let (mut t, mut c) = (u64::MAX, 0u64);
-        for &g in &self.rewriters {
+        for &g in &self.synth.rewriters {
             if let Some(rw) = self.elements[g as usize].rewriter() {
                 t = t.min(rw.next_reap().unwrap_or(0));
                 c = c.wrapping_add(rw.changes());
@@ -430,12 +434,16 @@ impl Executor {
     /// expiries, counters) and the nodes' counts, as if each packet had taken the slow path.
     pub(super) fn flush_flows(&mut self) {
         let Executor {
-            flows,
-            flows_dirty,
+            synth:
+                SynthState {
+                    flows,
+                    flows_dirty,
+                    node_counts,
+                    node_bytes,
+                    byte_nodes,
+                    ..
+                },
             elements,
-            node_counts,
-            node_bytes,
-            byte_nodes,
             nf_of,
             nf_counters,
             drops,
@@ -502,13 +510,14 @@ impl Executor {
     /// is sure to repeat, else its decisions as hints. The entry it replaces has paid its
     /// debt.
     pub(super) fn remember(&mut self, key: u128) {
-        if self.flows.len() >= 1 << 20 {
+        if self.synth.flows.len() >= 1 << 20 {
             self.flush_flows();
-            self.flows.clear();
+            self.synth.flows.clear();
         }
         // A path without a rewriter decision paid nothing on its way: an entry it replaces
         // may still owe.
         if self
+            .synth
             .flows
             .get(&key)
             .and_then(|e| e.fast.as_ref())
@@ -516,7 +525,7 @@ impl Executor {
         {
             self.flush_flows();
         }
-        let r = &self.regs;
+        let r = &self.synth.regs;
         // A path through rewriters needs what the packet told them; a path without one
         // holds for any packet of the flow in its region.
         let mapped = r.record.iter().any(|s| s.1 != NO_MAPPING);
@@ -528,13 +537,13 @@ impl Executor {
         if r.cacheable {
             if let (Some(info), Some(end)) = (info, r.end) {
                 let now = self.cx.now.0;
-                let region = self.regions.id(&r.region);
-                let Executor {
+                let region = self.synth.regions.id(&r.region);
+                let SynthState {
                     regs: r,
                     flows,
                     byte_nodes,
                     ..
-                } = self;
+                } = &mut self.synth;
                 let bytes = r
                     .path
                     .iter()
@@ -568,8 +577,8 @@ impl Executor {
             }
         }
         if r.dirty && !r.record.is_empty() {
-            let e = self.flows.entry(key).or_default();
-            e.steps.clone_from(&self.regs.record);
+            let e = self.synth.flows.entry(key).or_default();
+            e.steps.clone_from(&self.synth.regs.record);
             e.fast = None;
         }
     }

@@ -9,7 +9,7 @@ use chain::{ChainFile, Endpoint, Executor, ExitSink, RunOptions};
 use packet::Packet;
 use ports::pcap::Record;
 use std::time::Instant;
-use synth::verify::Mode;
+use synth::Mode;
 
 /// Bytes counted per frame besides the frame itself: FCS (not in the trace), preamble and
 /// start delimiter (8), inter-frame gap (12).
@@ -145,13 +145,7 @@ impl Bench {
             ..RunOptions::default()
         };
         let mut ex = Executor::new(chain, &opts, |_, _| Ok(ExitSink::Count))?;
-        match mode {
-            Mode::Synth => {
-                synth::install(&mut ex)?;
-            }
-            Mode::Fastpath => ex.enable_fastpath(chain::FastOptions::default()),
-            Mode::Naive => {}
-        }
+        mode.install(&mut ex, chain::FastOptions::default())?;
         let at = ex
             .entry(entry)
             .ok_or_else(|| format!("{}: no entry {entry}", chain.path.display()))?;

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use synth::verify::Mode;
+use synth::Mode;
 
 /// A scenario: its name, what it reproduces, and how to run it.
 pub(super) struct Scenario {
@@ -591,12 +591,19 @@ fn flow_times(b: &mut Bench, batch: usize) -> Result<(), String> {
                 ..RunOptions::default()
             };
             let mut ex = Executor::new(&chain, &opts, |_, _| Ok(ExitSink::Count))?;
-            if let Some(parallel) = fast {
-                ex.enable_fastpath(chain::FastOptions {
+            let mode = if fast.is_some() {
+                Mode::Fastpath
+            } else {
+                Mode::Naive
+            };
+            let parallel = fast.unwrap_or_default();
+            mode.install(
+                &mut ex,
+                chain::FastOptions {
                     parallel,
                     ..chain::FastOptions::default()
-                });
-            }
+                },
+            )?;
             let e = ex
                 .entry(&at)
                 .ok_or_else(|| format!("{}: no entry {entry}", path.display()))?;

@@ -1,0 +1,83 @@
+//! The execution modes of a chain, and the one place a mode is installed in an executor.
+//!
+//! Every command that runs a chain (`run`, `verify`, `bench`, `explain`, the tests) builds
+//! an [`Executor`] in naive mode and calls [`Mode::install`]. A new mode is one variant
+//! here, its name in [`Mode::name`]/[`FromStr`], and its set-up in [`Mode::install`] (the
+//! executor side: see the `chain::exec` module documentation).
+
+use crate::Report;
+use chain::{Executor, FastOptions};
+use std::fmt;
+use std::str::FromStr;
+
+/// An execution mode a chain can run in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// Every NF as written, one after the other (the reference all modes must match).
+    Naive,
+    /// SNF synthesis ([`crate::install`]): one classifier and one write set per traffic
+    /// class.
+    Synth,
+    /// SpeedyBox runtime consolidation ([`chain::Executor::enable_fastpath`]): a flow's
+    /// first packet walks the chain, later ones get one consolidated action.
+    Fastpath,
+}
+
+impl Mode {
+    /// Every mode, the reference first.
+    pub const ALL: [Mode; 3] = [Mode::Naive, Mode::Synth, Mode::Fastpath];
+
+    /// The mode's name as given on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Naive => "naive",
+            Mode::Synth => "synth",
+            Mode::Fastpath => "fastpath",
+        }
+    }
+
+    /// Installs the mode in `ex` (built naive by [`Executor::new`]): synthesis for
+    /// [`Mode::Synth`] (its report returned), the fast path with `fast` for
+    /// [`Mode::Fastpath`], nothing for [`Mode::Naive`]. Errors: synthesis failing.
+    pub fn install(self, ex: &mut Executor, fast: FastOptions) -> Result<Option<Report>, String> {
+        match self {
+            Mode::Naive => Ok(None),
+            Mode::Synth => crate::install(ex).map(Some),
+            Mode::Fastpath => {
+                ex.enable_fastpath(fast);
+                Ok(None)
+            }
+        }
+    }
+}
+
+impl From<bool> for Mode {
+    /// `true` is [`Mode::Synth`], `false` [`Mode::Naive`].
+    fn from(synth: bool) -> Mode {
+        if synth {
+            Mode::Synth
+        } else {
+            Mode::Naive
+        }
+    }
+}
+
+impl FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Mode, String> {
+        match s.trim() {
+            "naive" => Ok(Mode::Naive),
+            "synth" => Ok(Mode::Synth),
+            "fastpath" => Ok(Mode::Fastpath),
+            _ => Err(format!(
+                "unknown mode `{s}`: expected naive, synth or fastpath"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
