@@ -1176,6 +1176,26 @@ enum ProgramEnd {
     Naive(u32, u32),
 }
 
+/// What stays the same while one packet walks a program: its start element, the
+/// segment's root, whether its path is tracked (remembered flows) and its flow key.
+#[derive(Clone, Copy)]
+struct Walk {
+    el: u32,
+    root: NodeId,
+    track: bool,
+    flow: Option<u128>,
+}
+
+/// What a classification node chose.
+enum Classified {
+    /// The node is not a classification node.
+    NotAClassifier,
+    /// The class's next node.
+    Next(NodeId),
+    /// No class holds (the packet is dropped, counted).
+    Unclassified,
+}
+
 /// The value `v` describes, for a packet whose bytes (as it arrived) are `data`.
 #[inline]
 fn value(v: &Val, data: &[u8], regs: &Regs) -> u128 {
@@ -1502,6 +1522,12 @@ impl Executor {
                 memo = self.root_memo(el, key, p);
             }
         }
+        let walk = Walk {
+            el,
+            root,
+            track,
+            flow,
+        };
         let mut node = from.unwrap_or(root);
         loop {
             if let Some(c) = self.synth.node_counts.get_mut(node as usize) {
@@ -1513,61 +1539,13 @@ impl Executor {
             if self.synth.any_bytes && self.synth.byte_nodes.get(node as usize) == Some(&true) {
                 self.count_node_bytes(node, p.data());
             }
-            if let Some(Some(classes)) = self.synth.compiled.get_mut(node as usize) {
-                let view = crate::program::frame(p.data());
-                let (vals, valid) = (&mut self.synth.vals, &mut self.synth.valid);
-                let hinted = match self.synth.tag_hint.take() {
-                    Some(h) if node == root => {
-                        let r = classes.check(&view, h);
-                        self.synth.tag_counts[usize::from(r.is_none())] += 1;
-                        r
-                    }
-                    _ => None,
-                };
-                let memoed = memo.take().filter(|_| node == root);
-                let fresh = hinted.is_none() && memoed.is_none();
-                match hinted
-                    .or(memoed)
-                    .or_else(|| classes.classify(&view, vals, valid))
-                {
-                    Some((next, index)) => {
-                        if track && classes.ordered() {
-                            // A class's box does not account for the classes before it
-                            // that overlap it: a later packet of the flow is sure to land
-                            // in the same class only if every field the node tests is as
-                            // this packet's.
-                            let getters = self
-                                .synth
-                                .start_of
-                                .get(el as usize)
-                                .and_then(|s| s.as_ref())
-                                .map_or(&[][..], |s| s.getters.as_slice());
-                            for &i in classes.fields() {
-                                let v = getters.get(usize::from(i)).map_or(0, |g| g.get(&view));
-                                self.synth.regs.pinned.push((i, v));
-                            }
-                        } else if track {
-                            self.synth.regs.visits.push((node, index));
-                        }
-                        node = next;
-                        if track && self.synth.regs.path.len() == 1 {
-                            if fresh {
-                                self.synth.regs.root =
-                                    Some((next, index, self.synth.regs.pinned.len()));
-                            }
-                            let key = flow.unwrap_or_else(|| flows::flow_key(el, p.data()));
-                            self.synth.regs.key = Some(key);
-                            if let Some(e) = self.synth.flows.get(&key) {
-                                self.synth.regs.cached.extend_from_slice(&e.steps);
-                            }
-                        }
-                        continue;
-                    }
-                    None => {
-                        self.count_drop(el, "synthesis-unclassified");
-                        return ProgramEnd::Gone;
-                    }
+            match self.classify_at(&walk, node, &mut memo, p) {
+                Classified::Next(next) => {
+                    node = next;
+                    continue;
                 }
+                Classified::Unclassified => return ProgramEnd::Gone,
+                Classified::NotAClassifier => {}
             }
             let Some(n) = prog.nodes.get(node as usize) else {
                 return ProgramEnd::Gone;
@@ -1773,6 +1751,80 @@ impl Executor {
                         }
                     }
                 }
+            }
+        }
+    }
+
+    /// Classifies `p` at `node` when it is a classification node: the switch's tag, the
+    /// flow's remembered root class (`memo`, taken at the root) or the classes themselves
+    /// choose; the choice is noted in the registers when paths are tracked.
+    #[inline(always)]
+    fn classify_at(
+        &mut self,
+        walk: &Walk,
+        node: NodeId,
+        memo: &mut Option<(NodeId, u32)>,
+        p: &Packet,
+    ) -> Classified {
+        let Walk {
+            el,
+            root,
+            track,
+            flow,
+        } = *walk;
+        let Some(Some(classes)) = self.synth.compiled.get_mut(node as usize) else {
+            return Classified::NotAClassifier;
+        };
+        let view = crate::program::frame(p.data());
+        let (vals, valid) = (&mut self.synth.vals, &mut self.synth.valid);
+        let hinted = match self.synth.tag_hint.take() {
+            Some(h) if node == root => {
+                let r = classes.check(&view, h);
+                self.synth.tag_counts[usize::from(r.is_none())] += 1;
+                r
+            }
+            _ => None,
+        };
+        let memoed = memo.take().filter(|_| node == root);
+        let fresh = hinted.is_none() && memoed.is_none();
+        match hinted
+            .or(memoed)
+            .or_else(|| classes.classify(&view, vals, valid))
+        {
+            Some((next, index)) => {
+                if track && classes.ordered() {
+                    // A class's box does not account for the classes before it
+                    // that overlap it: a later packet of the flow is sure to land
+                    // in the same class only if every field the node tests is as
+                    // this packet's.
+                    let getters = self
+                        .synth
+                        .start_of
+                        .get(el as usize)
+                        .and_then(|s| s.as_ref())
+                        .map_or(&[][..], |s| s.getters.as_slice());
+                    for &i in classes.fields() {
+                        let v = getters.get(usize::from(i)).map_or(0, |g| g.get(&view));
+                        self.synth.regs.pinned.push((i, v));
+                    }
+                } else if track {
+                    self.synth.regs.visits.push((node, index));
+                }
+                if track && self.synth.regs.path.len() == 1 {
+                    if fresh {
+                        self.synth.regs.root = Some((next, index, self.synth.regs.pinned.len()));
+                    }
+                    let key = flow.unwrap_or_else(|| flows::flow_key(el, p.data()));
+                    self.synth.regs.key = Some(key);
+                    if let Some(e) = self.synth.flows.get(&key) {
+                        self.synth.regs.cached.extend_from_slice(&e.steps);
+                    }
+                }
+                Classified::Next(next)
+            }
+            None => {
+                self.count_drop(el, "synthesis-unclassified");
+                Classified::Unclassified
             }
         }
     }
