@@ -1996,10 +1996,16 @@ fn leave(n: &Node, p: &mut Packet, regs: &Regs, info: &[Info]) -> ProgramEnd {
 /// Makes `p` (the frame as it arrived) what the original chain holds at the node: every
 /// write once, checksums once, then the layout and annotations.
 fn finish_packet(p: &mut Packet, f: &Finish, regs: &Regs) {
-    use crate::program::{frame_location, store};
+    use crate::program::{fixed_offset, frame_location, store, IP_OFFSET};
+    const IHL: usize = fixed_offset(Field::IpIhl);
+    const LEN: usize = fixed_offset(Field::IpLen);
+    const PROTO: usize = fixed_offset(Field::IpProto);
+    const IP_CHECKSUM: usize = IP_OFFSET + wire::ipv4::field::CHECKSUM.start;
+    const TCP_CHECKSUM: usize = wire::tcp::field::CHECKSUM.start;
+    const UDP_CHECKSUM: usize = wire::udp::field::CHECKSUM.start;
     let base = p.data_offset() as usize;
     let data = p.data();
-    let hl = usize::from(data.get(14).copied().unwrap_or(0) & 0x0f) * 4;
+    let hl = usize::from(data.get(IHL).copied().unwrap_or(0) & 0x0f) * 4;
     let annos = f.annos.as_ref().map(|a| {
         (
             value(&a.dst_ip, data, regs) as u32,
@@ -2008,8 +2014,8 @@ fn finish_packet(p: &mut Packet, f: &Finish, regs: &Regs) {
         )
     });
     let ip_len = usize::from(u16::from_be_bytes([
-        data.get(16).copied().unwrap_or(0),
-        data.get(17).copied().unwrap_or(0),
+        data.get(LEN).copied().unwrap_or(0),
+        data.get(LEN + 1).copied().unwrap_or(0),
     ]));
     let d = p.data_mut();
     for (off, b) in &f.runs {
@@ -2036,9 +2042,15 @@ fn finish_packet(p: &mut Packet, f: &Finish, regs: &Regs) {
             store(d, off, len, x);
         }
     }
-    if regs.rewrote && d.len() >= 14 + hl {
-        let proto = d.get(23).copied().unwrap_or(0);
-        let ck = 14 + hl + if proto == 6 { 16 } else { 6 };
+    let l4 = IP_OFFSET + hl;
+    if regs.rewrote && d.len() >= l4 {
+        let proto = d.get(PROTO).copied().unwrap_or(0);
+        let ck = l4
+            + if proto == 6 {
+                TCP_CHECKSUM
+            } else {
+                UDP_CHECKSUM
+            };
         if let Some(b) = d.get(ck..ck + 2) {
             let c0 = u16::from_be_bytes([b[0], b[1]]);
             let c = if proto == 17 && c0 == 0 {
@@ -2058,23 +2070,23 @@ fn finish_packet(p: &mut Packet, f: &Finish, regs: &Regs) {
         IpChecksum::Incremental(k) => {
             let ops = k + regs.ip_ops;
             if ops != 0 {
-                if let Some(b) = d.get(24..26) {
+                if let Some(b) = d.get(IP_CHECKSUM..IP_CHECKSUM + 2) {
                     let c0 = u16::from_be_bytes([b[0], b[1]]);
                     let c = !fold(u32::from(!c0) + fold(ops) as u32);
-                    store(d, 24, 2, u128::from(c));
+                    store(d, IP_CHECKSUM, 2, u128::from(c));
                 }
             }
         }
         IpChecksum::Recompute => {
-            if hl >= 20 && d.len() >= 14 + hl {
-                store(d, 24, 2, 0);
-                let c = wire::checksum::data(&d[14..14 + hl]);
-                store(d, 24, 2, u128::from(c));
+            if hl >= 20 && d.len() >= l4 {
+                store(d, IP_CHECKSUM, 2, 0);
+                let c = wire::checksum::data(&d[IP_OFFSET..l4]);
+                store(d, IP_CHECKSUM, 2, u128::from(c));
             }
         }
     }
     if f.trim {
-        p.truncate(14 + ip_len);
+        p.truncate(IP_OFFSET + ip_len);
     }
     p.pull(usize::from(f.head));
     if let (Some(a), Some((dst, paint, pt))) = (&f.annos, annos) {
@@ -2082,7 +2094,7 @@ fn finish_packet(p: &mut Packet, f: &Finish, regs: &Regs) {
         p.meta.mac_offset = abs(a.mac);
         p.meta.network_offset = abs(a.net);
         p.meta.transport_offset = if a.transport && a.net.is_some() {
-            (base + 14 + hl) as u32
+            (base + IP_OFFSET + hl) as u32
         } else {
             packet::NO_OFFSET
         };

@@ -7,7 +7,7 @@
 //! run it. Everything a class does to counters is listed in its nodes' [`Event`]s and
 //! applied in bulk, so per-element counters come out exactly as the naive run's.
 
-use elements::model::Field;
+use elements::model::{Base, Field};
 use std::collections::HashMap;
 
 /// Index of a node in [`Program::nodes`].
@@ -387,19 +387,24 @@ pub(crate) struct Regs {
     pub(crate) root: Option<(NodeId, u32, usize)>,
 }
 
+/// Where the IPv4 header of a frame as it arrived is: right after its Ethernet header. The
+/// synthesized programs read and write every field of the frame at the position
+/// [`Field::layout`] gives from here.
+pub const IP_OFFSET: usize = wire::ethernet::HEADER_LEN;
+
 /// The value of `field` in `data`, a frame as it arrived (the models' reading with the
-/// IPv4 header at offset 14; fresh packets' annotations read 0).
+/// IPv4 header at [`IP_OFFSET`]; fresh packets' annotations read 0).
 pub fn frame_value(data: &[u8], field: Field) -> u128 {
     frame(data).value(field)
 }
 
-/// A frame as it arrived, its IPv4 header at offset 14.
+/// A frame as it arrived, its IPv4 header at [`IP_OFFSET`].
 pub type FrameView<'a> = elements::model::Headers<'a>;
 
 /// The headers of a frame as it arrived.
 #[inline]
 pub fn frame(data: &[u8]) -> FrameView<'_> {
-    FrameView::new(data, Some(14))
+    FrameView::new(data, Some(IP_OFFSET))
 }
 
 /// How the executor reads one field of a frame as it arrived: most fields are a plain load
@@ -434,42 +439,34 @@ pub enum Getter {
 }
 
 impl Getter {
-    /// The getter of `field`.
+    /// The getter of `field`: a load at its [`Field::layout`] (the IPv4 header at
+    /// [`IP_OFFSET`]) when it is stored in at most 8 bytes, else computed.
     pub fn of(field: Field) -> Getter {
-        let ld = |l4, off, len: u8, shift: u8, mask| Getter::Load {
-            l4,
-            off,
-            len,
-            shift,
-            mask,
-            wide: (8 - len.min(8)) * 8 + shift,
-        };
         match field {
-            Field::EthDst => ld(false, 0, 6, 0, u64::MAX),
-            Field::EthSrc => ld(false, 6, 6, 0, u64::MAX),
-            Field::EtherType => ld(false, 12, 2, 0, u64::MAX),
-            Field::IpVersion => ld(false, 14, 1, 4, 0xf),
-            Field::IpIhl => ld(false, 14, 1, 0, 0xf),
-            Field::IpTos => ld(false, 15, 1, 0, u64::MAX),
-            Field::IpLen => ld(false, 16, 2, 0, u64::MAX),
-            Field::IpId => ld(false, 18, 2, 0, u64::MAX),
-            Field::IpFlags => ld(false, 20, 2, 13, 0x7),
-            Field::IpFragOffset => ld(false, 20, 2, 0, 0x1fff),
-            Field::IpTtl => ld(false, 22, 1, 0, u64::MAX),
-            Field::IpProto => ld(false, 23, 1, 0, u64::MAX),
-            Field::IpSrc => ld(false, 26, 4, 0, u64::MAX),
-            Field::IpDst => ld(false, 30, 4, 0, u64::MAX),
-            Field::SrcPort => ld(true, 0, 2, 0, u64::MAX),
-            Field::DstPort => ld(true, 2, 2, 0, u64::MAX),
-            Field::TcpFlags => ld(true, 13, 1, 0, u64::MAX),
-            Field::TcpDataOff => ld(true, 12, 1, 4, 0xf),
-            Field::IcmpType => ld(true, 0, 1, 0, u64::MAX),
-            Field::IcmpCode => ld(true, 1, 1, 0, u64::MAX),
-            Field::Raw { offset, len } if len <= 8 => ld(false, offset, len, 0, u64::MAX),
-            Field::IpChecksumOk => Getter::IpChecksumOk,
-            Field::IpLenOk => Getter::IpLenOk,
-            Field::IpAvail => Getter::IpAvail,
-            f => Getter::Other(f),
+            Field::IpChecksumOk => return Getter::IpChecksumOk,
+            Field::IpLenOk => return Getter::IpLenOk,
+            Field::IpAvail => return Getter::IpAvail,
+            // Stored, but only in tagged frames.
+            Field::VlanId => return Getter::Other(field),
+            _ => {}
+        }
+        match field.layout() {
+            Some(l) if l.len <= 8 => {
+                let (l4, off) = match l.base {
+                    Base::Frame => (false, l.offset),
+                    Base::Network => (false, IP_OFFSET as u16 + l.offset),
+                    Base::Transport => (true, l.offset),
+                };
+                Getter::Load {
+                    l4,
+                    off,
+                    len: l.len,
+                    shift: l.shift,
+                    mask: l.mask as u64,
+                    wide: (8 - l.len) * 8 + l.shift,
+                }
+            }
+            _ => Getter::Other(field),
         }
     }
 
@@ -509,28 +506,31 @@ impl Getter {
 }
 
 /// Where a byte field lives in a frame as it arrived: offset and length, for a frame whose
-/// IPv4 header length is `hl` bytes. `None` for annotations and derived fields.
+/// IPv4 header length is `hl` bytes (derived from [`Field::layout`]). `None` for
+/// annotations, computed fields and fields that share their bytes with others (bit
+/// fields, [`Field::VlanId`]): those are not written as whole bytes.
+#[inline]
 pub fn frame_location(field: Field, hl: usize) -> Option<(usize, usize)> {
-    let t = 14 + hl;
-    Some(match field {
-        Field::EthDst => (0, 6),
-        Field::EthSrc => (6, 6),
-        Field::EtherType => (12, 2),
-        Field::IpTos => (15, 1),
-        Field::IpLen => (16, 2),
-        Field::IpId => (18, 2),
-        Field::IpTtl => (22, 1),
-        Field::IpProto => (23, 1),
-        Field::IpSrc => (26, 4),
-        Field::IpDst => (30, 4),
-        Field::SrcPort => (t, 2),
-        Field::DstPort => (t + 2, 2),
-        Field::TcpFlags => (t + 13, 1),
-        Field::IcmpType => (t, 1),
-        Field::IcmpCode => (t + 1, 1),
-        Field::Raw { offset, len } => (usize::from(offset), usize::from(len)),
-        _ => return None,
-    })
+    let l = field.layout().filter(|l| l.whole_bytes())?;
+    let base = match l.base {
+        Base::Frame => 0,
+        Base::Network => IP_OFFSET,
+        Base::Transport => IP_OFFSET + hl,
+    };
+    Some((base + usize::from(l.offset), usize::from(l.len)))
+}
+
+/// The offset in a frame as it arrived of a field stored at a fixed position (an Ethernet or
+/// IPv4 header field), for constants: evaluating it on any other field fails the build.
+pub(crate) const fn fixed_offset(field: Field) -> usize {
+    match field.layout() {
+        Some(l) => match l.base {
+            Base::Frame => l.offset as usize,
+            Base::Network => IP_OFFSET + l.offset as usize,
+            Base::Transport => panic!("a transport field has no fixed offset"),
+        },
+        None => panic!("the field is not stored"),
+    }
 }
 
 /// Writes `v` big-endian into `len` bytes at `off` (nothing when out of range).

@@ -24,7 +24,7 @@
 //! as it is. A case whose outcome is [`Outcome::Runtime`] is opaque for the packets of that
 //! case only (an `IPFragmenter` fragments packets longer than its MTU; the rest pass).
 
-pub use space::{Action, Field, FieldSet, Filter, FilterSet, Op, PacketPoint};
+pub use space::{Action, Base, Field, FieldSet, Filter, FilterSet, Group, Layout, Op, PacketPoint};
 
 /// Where an element finds the IPv4 header it reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -260,43 +260,30 @@ impl<'a> Headers<'a> {
         let (data, ip, hl, l4) = (self.data, self.ip, self.hl, self.l4);
         match field {
             Field::FrameLen => data.len().min(0xffff) as u128,
-            Field::EthDst => load(data, 0, 6),
-            Field::EthSrc => load(data, 6, 6),
-            Field::EtherType => load(data, 12, 2),
             Field::HasVlan => u128::from(load(data, 12, 2) == 0x8100),
-            Field::VlanId => {
-                if load(data, 12, 2) == 0x8100 {
-                    load(data, 14, 2) & 0xfff
-                } else {
-                    0
-                }
-            }
+            Field::VlanId if load(data, 12, 2) != 0x8100 => 0,
             Field::PacketType => packet_type_value(packet::PacketType::from_dst_mac(data)),
             Field::IpAvail => ip.len().min(0xffff) as u128,
-            Field::IpVersion => load(ip, 0, 1) >> 4,
-            Field::IpIhl => load(ip, 0, 1) & 0x0f,
             Field::IpOptions => u128::from(load(ip, 0, 1) & 0x0f > 5),
-            Field::IpTos => load(ip, 1, 1),
-            Field::IpLen => load(ip, 2, 2),
-            Field::IpId => load(ip, 4, 2),
-            Field::IpFlags => load(ip, 6, 2) >> 13,
-            Field::IpFragOffset => load(ip, 6, 2) & 0x1fff,
-            Field::IpTtl => load(ip, 8, 1),
-            Field::IpProto => load(ip, 9, 1),
             Field::IpChecksumOk => u128::from(self.ip_checksum_ok()),
-            Field::IpSrc => load(ip, 12, 4),
-            Field::IpDst => load(ip, 16, 4),
             Field::IpLenOk => u128::from(self.ip_len_ok()),
             Field::L4Avail => l4.len().min(0xffff) as u128,
             Field::L4Len => (load(ip, 2, 2) as usize).saturating_sub(hl) as u128,
-            Field::SrcPort => load(l4, 0, 2),
-            Field::DstPort => load(l4, 2, 2),
-            Field::TcpFlags => load(l4, 13, 1),
-            Field::TcpDataOff => load(l4, 12, 1) >> 4,
-            Field::IcmpType => load(l4, 0, 1),
-            Field::IcmpCode => load(l4, 1, 1),
-            Field::Raw { offset, len } => load(data, usize::from(offset), usize::from(len)),
-            Field::InPort | Field::Paint | Field::DstIpAnno | Field::FixIpSrc => 0,
+            _ => match field.layout() {
+                Some(l) => l.read(self.base(l.base)),
+                // Annotations: nothing in the bytes.
+                None => 0,
+            },
+        }
+    }
+
+    /// The bytes from `base` on (empty when that header is missing).
+    #[inline]
+    pub fn base(&self, base: Base) -> &'a [u8] {
+        match base {
+            Base::Frame => self.data,
+            Base::Network => self.ip,
+            Base::Transport => self.l4,
         }
     }
 }
@@ -423,53 +410,6 @@ pub fn apply(model: &Model, mut p: packet::Packet) -> Applied {
     }
 }
 
-/// Where a stored field's bits are counted from.
-#[derive(Clone, Copy)]
-enum Base {
-    /// The start of the data.
-    Data,
-    /// The IPv4 header at the model's anchor.
-    Ip,
-    /// The transport header: the IPv4 header + IHL × 4.
-    L4,
-}
-
-/// Where a field is stored in the packet bytes: (base, byte offset, bytes, bit shift of the
-/// field's lowest bit within those bytes read big-endian); `None` for annotations and
-/// computed fields.
-fn place(f: Field) -> Option<(Base, usize, usize, u32)> {
-    Some(match f {
-        Field::EthDst => (Base::Data, 0, 6, 0),
-        Field::EthSrc => (Base::Data, 6, 6, 0),
-        Field::EtherType => (Base::Data, 12, 2, 0),
-        Field::VlanId => (Base::Data, 14, 2, 0),
-        Field::Raw { offset, len } => (
-            Base::Data,
-            usize::from(offset),
-            usize::from(len.clamp(1, space::MAX_RAW_LEN)),
-            0,
-        ),
-        Field::IpVersion => (Base::Ip, 0, 1, 4),
-        Field::IpIhl => (Base::Ip, 0, 1, 0),
-        Field::IpTos => (Base::Ip, 1, 1, 0),
-        Field::IpLen => (Base::Ip, 2, 2, 0),
-        Field::IpId => (Base::Ip, 4, 2, 0),
-        Field::IpFlags => (Base::Ip, 6, 2, 13),
-        Field::IpFragOffset => (Base::Ip, 6, 2, 0),
-        Field::IpTtl => (Base::Ip, 8, 1, 0),
-        Field::IpProto => (Base::Ip, 9, 1, 0),
-        Field::IpSrc => (Base::Ip, 12, 4, 0),
-        Field::IpDst => (Base::Ip, 16, 4, 0),
-        Field::SrcPort => (Base::L4, 0, 2, 0),
-        Field::IcmpType => (Base::L4, 0, 1, 0),
-        Field::DstPort => (Base::L4, 2, 2, 0),
-        Field::IcmpCode => (Base::L4, 1, 1, 0),
-        Field::TcpFlags => (Base::L4, 13, 1, 0),
-        Field::TcpDataOff => (Base::L4, 12, 1, 4),
-        _ => return None,
-    })
-}
-
 /// The IPv4 header's offset into the data, if the anchor is inside the data.
 fn ip_start(p: &packet::Packet, ip_at: IpAnchor) -> Option<usize> {
     ip_offset(p, ip_at).filter(|&o| o <= p.len())
@@ -478,7 +418,7 @@ fn ip_start(p: &packet::Packet, ip_at: IpAnchor) -> Option<usize> {
 /// Writes `op` into field `f` of `p` (see [`apply`]).
 fn write(p: &mut packet::Packet, ip_at: IpAnchor, f: Field, op: &Op) {
     let width = f.width();
-    let Some((base, off, n, shift)) = place(f) else {
+    let Some(layout) = f.layout() else {
         let meta = &mut p.meta;
         let old = match f {
             Field::Paint => u128::from(meta.paint),
@@ -502,14 +442,14 @@ fn write(p: &mut packet::Packet, ip_at: IpAnchor, f: Field, op: &Op) {
         }
         return;
     };
-    let start = match base {
-        Base::Data => 0,
-        Base::Ip | Base::L4 => {
+    let start = match layout.base {
+        Base::Frame => 0,
+        Base::Network | Base::Transport => {
             let Some(ip) = ip_start(p, ip_at) else {
                 return;
             };
-            match base {
-                Base::L4 => match p.data().get(ip) {
+            match layout.base {
+                Base::Transport => match p.data().get(ip) {
                     Some(b) => ip + usize::from(b & 0x0f) * 4,
                     None => return,
                 },
@@ -517,20 +457,8 @@ fn write(p: &mut packet::Packet, ip_at: IpAnchor, f: Field, op: &Op) {
             }
         }
     };
-    let Some(bytes) = start
-        .checked_add(off)
-        .and_then(|s| p.data_mut().get_mut(s..s + n))
-    else {
-        return;
-    };
-    let old = bytes.iter().fold(0u128, |a, b| (a << 8) | u128::from(*b));
-    let max = space::max_value(width);
-    let Some(v) = op.apply((old >> shift) & max, width) else {
-        return;
-    };
-    let new = (old & !(max << shift)) | (v << shift);
-    for (i, b) in bytes.iter_mut().enumerate() {
-        *b = (new >> (8 * (n - 1 - i))) as u8;
+    if let Some(bytes) = p.data_mut().get_mut(start..) {
+        layout.update(bytes, |old| op.apply(old, width));
     }
 }
 
@@ -633,5 +561,119 @@ pub fn packet_type_of_value(v: u128) -> packet::PacketType {
         3 => OtherHost,
         4 => Outgoing,
         _ => Loopback,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use packet::Packet;
+
+    /// Frames of random bytes (a third of them 802.1Q-tagged), long enough for every
+    /// header field whatever the IPv4 header length.
+    fn frames() -> Vec<Vec<u8>> {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        };
+        (0..300)
+            .map(|i| {
+                let mut d: Vec<u8> = (0..14 + 60 + 40).map(|_| next()).collect();
+                if i % 3 == 0 {
+                    d[12] = 0x81;
+                    d[13] = 0x00;
+                }
+                d
+            })
+            .collect()
+    }
+
+    fn be(b: &[u8]) -> u128 {
+        b.iter().fold(0, |a, x| (a << 8) | u128::from(*x))
+    }
+
+    /// The value of each stored named field as the `wire` views read it.
+    fn wire_value(d: &[u8], f: Field) -> Option<u128> {
+        let eth = wire::ethernet::Frame::new_unchecked(d);
+        let ip = wire::ipv4::Packet::new_unchecked(&d[14..]);
+        let l4 = &d[14 + ip.header_len()..];
+        let tcp = wire::tcp::Packet::new_unchecked(l4);
+        let udp = wire::udp::Packet::new_unchecked(l4);
+        let icmp = wire::icmpv4::Packet::new_unchecked(l4);
+        Some(match f {
+            Field::EthDst => be(&eth.dst_addr().0),
+            Field::EthSrc => be(&eth.src_addr().0),
+            Field::EtherType => u128::from(eth.ethertype()),
+            Field::VlanId if eth.ethertype() == 0x8100 => be(&d[14..16]) & 0xfff,
+            Field::VlanId => 0,
+            Field::IpVersion => u128::from(ip.version()),
+            Field::IpIhl => ip.header_len() as u128 / 4,
+            Field::IpTos => u128::from(ip.tos()),
+            Field::IpLen => u128::from(ip.total_len()),
+            Field::IpId => u128::from(ip.ident()),
+            Field::IpFlags => u128::from(ip.flags_frag_raw() >> 13),
+            Field::IpFragOffset => u128::from(ip.frag_offset() >> 3),
+            Field::IpTtl => u128::from(ip.ttl()),
+            Field::IpProto => u128::from(ip.protocol()),
+            Field::IpSrc => u128::from(u32::from(ip.src_addr())),
+            Field::IpDst => u128::from(u32::from(ip.dst_addr())),
+            Field::SrcPort => u128::from(tcp.src_port()),
+            Field::DstPort => u128::from(udp.dst_port()),
+            Field::TcpFlags => u128::from(tcp.flags()),
+            Field::TcpDataOff => tcp.header_len() as u128 / 4,
+            Field::IcmpType => u128::from(icmp.msg_type()),
+            Field::IcmpCode => u128::from(icmp.msg_code()),
+            _ => return None,
+        })
+    }
+
+    #[test]
+    fn named_layouts_read_what_the_wire_views_read() {
+        let mut checked = 0;
+        for d in frames() {
+            let pt = point_of(&Packet::from_bytes(&d), IpAnchor::Data(14));
+            for f in Field::ALL {
+                assert_eq!(f.layout().is_some(), wire_value(&d, f).is_some(), "{f}");
+                if let Some(v) = wire_value(&d, f) {
+                    assert_eq!(pt.get(f), v, "{f} in {d:02x?}");
+                    checked += 1;
+                }
+            }
+        }
+        assert_eq!(checked, 300 * 22);
+    }
+
+    #[test]
+    fn a_write_changes_its_field_and_no_other_byte() {
+        for (i, d) in frames().into_iter().enumerate() {
+            for f in Field::ALL {
+                let Some(l) = f.layout() else {
+                    continue;
+                };
+                let v = (i as u128 * 0x9e37_79b9_7f4a_7c15) & f.max_value();
+                let model = Model {
+                    ip_at: IpAnchor::Data(14),
+                    cases: vec![Case::new(Filter::any(), Outcome::Out(0))
+                        .effect(Effect::Write(f, Op::Set(v)))],
+                };
+                let q = apply(&model, Packet::from_bytes(&d)).packet;
+                let start = match l.base {
+                    Base::Frame => 0,
+                    Base::Network => 14,
+                    Base::Transport => 14 + usize::from(d[14] & 0x0f) * 4,
+                } + usize::from(l.offset);
+                let bytes = start..start + usize::from(l.len);
+                for (j, (a, b)) in d.iter().zip(q.data()).enumerate() {
+                    assert!(a == b || bytes.contains(&j), "{f} wrote byte {j}");
+                }
+                if f != Field::VlanId || d[12..14] == [0x81, 0] {
+                    let pt = point_of(&q, IpAnchor::Data(14));
+                    assert_eq!(pt.get(f), v, "{f}");
+                }
+            }
+        }
     }
 }

@@ -145,7 +145,7 @@ impl Field {
 
     /// The field's width in bits (1..=128).
     #[inline]
-    pub fn width(self) -> u32 {
+    pub const fn width(self) -> u32 {
         match self {
             Field::HasVlan
             | Field::IpOptions
@@ -175,13 +175,21 @@ impl Field {
             | Field::L4Len => 16,
             Field::IpSrc | Field::IpDst | Field::DstIpAnno => 32,
             Field::EthDst | Field::EthSrc => 48,
-            Field::Raw { len, .. } => 8 * u32::from(len.clamp(1, MAX_RAW_LEN)),
+            Field::Raw { len, .. } => {
+                if len < 1 {
+                    8
+                } else if len > MAX_RAW_LEN {
+                    8 * MAX_RAW_LEN as u32
+                } else {
+                    8 * len as u32
+                }
+            }
         }
     }
 
     /// The largest value of the field, `2^width - 1`.
     #[inline]
-    pub fn max_value(self) -> u128 {
+    pub const fn max_value(self) -> u128 {
         max_value(self.width())
     }
 
@@ -232,6 +240,194 @@ impl Field {
     }
 }
 
+/// Which part of the packet a field belongs to: the one field-group predicate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Group {
+    /// A Click/FuseBox annotation (stored beside the bytes): [`Field::InPort`],
+    /// [`Field::Paint`], [`Field::DstIpAnno`], [`Field::PacketType`], [`Field::FixIpSrc`].
+    Annotation,
+    /// The frame as a whole: [`Field::FrameLen`] and [`Field::Raw`] reads.
+    Frame,
+    /// The Ethernet header, with its optional 802.1Q tag.
+    Ethernet,
+    /// The IPv4 header, and what is computed from it ([`Field::IpAvail`],
+    /// [`Field::IpLenOk`], [`Field::L4Len`], ...).
+    Ipv4,
+    /// The transport (TCP/UDP/ICMP) header, and [`Field::L4Avail`].
+    Transport,
+}
+
+/// Where a [`Layout`]'s byte offset is counted from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Base {
+    /// The start of the frame (the packet data).
+    Frame,
+    /// The start of the IPv4 (network) header.
+    Network,
+    /// The start of the transport header: the IPv4 header + its header length (IHL × 4).
+    Transport,
+}
+
+/// Where a stored field's bits are in the packet bytes: `len` bytes at `offset` from
+/// `base`, read big-endian, shifted right by `shift` and masked with `mask`.
+///
+/// This is the one table of header positions: models, synthesized programs and the
+/// executor's finishing step all derive their offsets from it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Layout {
+    /// What `offset` is counted from.
+    pub base: Base,
+    /// Byte offset from `base`.
+    pub offset: u16,
+    /// Number of bytes read (1..=16).
+    pub len: u8,
+    /// Right shift of the field's lowest bit within those bytes read big-endian.
+    pub shift: u8,
+    /// Mask applied after the shift (`2^width - 1`).
+    pub mask: u128,
+}
+
+impl Layout {
+    const fn new(base: Base, offset: u16, len: u8, shift: u8, width: u32) -> Layout {
+        Layout {
+            base,
+            offset,
+            len,
+            shift,
+            mask: max_value(width),
+        }
+    }
+
+    /// Whether the field covers its bytes exactly (no shift, every bit masked in): such a
+    /// field is written by storing whole bytes.
+    #[inline]
+    pub const fn whole_bytes(&self) -> bool {
+        self.shift == 0 && self.mask == max_value(8 * self.len as u32)
+    }
+
+    /// The field's value in `bytes` (which start at the layout's base), or 0 when its bytes
+    /// are not all there.
+    #[inline]
+    pub fn read(&self, bytes: &[u8]) -> u128 {
+        let (o, n) = (usize::from(self.offset), usize::from(self.len));
+        match bytes.get(o..o + n) {
+            Some(b) => {
+                (b.iter().fold(0u128, |a, x| (a << 8) | u128::from(*x)) >> self.shift) & self.mask
+            }
+            None => 0,
+        }
+    }
+
+    /// Replaces the field's value in `bytes` (which start at the layout's base) by
+    /// `new(old)`, leaving the other bits of its bytes alone. Nothing happens when the bytes
+    /// are not all there or `new` gives `None`.
+    #[inline]
+    pub fn update(&self, bytes: &mut [u8], new: impl FnOnce(u128) -> Option<u128>) {
+        let (o, n) = (usize::from(self.offset), usize::from(self.len));
+        let Some(b) = bytes.get_mut(o..o + n) else {
+            return;
+        };
+        let old = b.iter().fold(0u128, |a, x| (a << 8) | u128::from(*x));
+        let shift = u32::from(self.shift);
+        let Some(v) = new((old >> shift) & self.mask) else {
+            return;
+        };
+        let word = (old & !(self.mask << shift)) | ((v & self.mask) << shift);
+        for (i, x) in b.iter_mut().enumerate() {
+            *x = (word >> (8 * (n - 1 - i))) as u8;
+        }
+    }
+}
+
+impl Field {
+    /// The part of the packet the field belongs to.
+    #[inline]
+    pub const fn group(self) -> Group {
+        match self {
+            Field::InPort
+            | Field::Paint
+            | Field::DstIpAnno
+            | Field::PacketType
+            | Field::FixIpSrc => Group::Annotation,
+            Field::FrameLen | Field::Raw { .. } => Group::Frame,
+            Field::EthDst | Field::EthSrc | Field::EtherType | Field::HasVlan | Field::VlanId => {
+                Group::Ethernet
+            }
+            Field::IpVersion
+            | Field::IpIhl
+            | Field::IpOptions
+            | Field::IpTos
+            | Field::IpLen
+            | Field::IpId
+            | Field::IpFlags
+            | Field::IpFragOffset
+            | Field::IpTtl
+            | Field::IpProto
+            | Field::IpChecksumOk
+            | Field::IpSrc
+            | Field::IpDst
+            | Field::IpAvail
+            | Field::IpLenOk
+            | Field::L4Len => Group::Ipv4,
+            Field::SrcPort
+            | Field::DstPort
+            | Field::TcpFlags
+            | Field::TcpDataOff
+            | Field::IcmpType
+            | Field::IcmpCode
+            | Field::L4Avail => Group::Transport,
+        }
+    }
+
+    /// Where the field is stored in the packet bytes; `None` for annotations and for the
+    /// fields computed from the packet ([`Field::FrameLen`], [`Field::HasVlan`],
+    /// [`Field::IpOptions`], [`Field::IpChecksumOk`], [`Field::IpLenOk`],
+    /// [`Field::IpAvail`], [`Field::L4Avail`], [`Field::L4Len`]).
+    ///
+    /// [`Field::VlanId`] is stored in the 12 low bits of bytes 14–15, but reads as 0 unless
+    /// the frame is tagged ([`Field::HasVlan`]); a reader checks that first. [`Field::Raw`]
+    /// lengths outside 1..=16 are taken as the nearest valid one, as by [`Field::width`].
+    #[inline]
+    pub const fn layout(self) -> Option<Layout> {
+        use Base::{Frame, Network, Transport};
+        let w = self.width();
+        Some(match self {
+            Field::EthDst => Layout::new(Frame, 0, 6, 0, w),
+            Field::EthSrc => Layout::new(Frame, 6, 6, 0, w),
+            Field::EtherType => Layout::new(Frame, 12, 2, 0, w),
+            Field::VlanId => Layout::new(Frame, 14, 2, 0, w),
+            Field::Raw { offset, len } => {
+                let n = if len < 1 {
+                    1
+                } else if len > MAX_RAW_LEN {
+                    MAX_RAW_LEN
+                } else {
+                    len
+                };
+                Layout::new(Frame, offset, n, 0, w)
+            }
+            Field::IpVersion => Layout::new(Network, 0, 1, 4, w),
+            Field::IpIhl => Layout::new(Network, 0, 1, 0, w),
+            Field::IpTos => Layout::new(Network, 1, 1, 0, w),
+            Field::IpLen => Layout::new(Network, 2, 2, 0, w),
+            Field::IpId => Layout::new(Network, 4, 2, 0, w),
+            Field::IpFlags => Layout::new(Network, 6, 2, 13, w),
+            Field::IpFragOffset => Layout::new(Network, 6, 2, 0, w),
+            Field::IpTtl => Layout::new(Network, 8, 1, 0, w),
+            Field::IpProto => Layout::new(Network, 9, 1, 0, w),
+            Field::IpSrc => Layout::new(Network, 12, 4, 0, w),
+            Field::IpDst => Layout::new(Network, 16, 4, 0, w),
+            Field::SrcPort => Layout::new(Transport, 0, 2, 0, w),
+            Field::DstPort => Layout::new(Transport, 2, 2, 0, w),
+            Field::IcmpType => Layout::new(Transport, 0, 1, 0, w),
+            Field::IcmpCode => Layout::new(Transport, 1, 1, 0, w),
+            Field::TcpDataOff => Layout::new(Transport, 12, 1, 4, w),
+            Field::TcpFlags => Layout::new(Transport, 13, 1, 0, w),
+            _ => return None,
+        })
+    }
+}
+
 impl fmt::Display for Field {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -243,7 +439,7 @@ impl fmt::Display for Field {
 
 /// The largest value of a `width`-bit field (`width` is capped at 128; width 0 has only 0).
 #[inline]
-pub fn max_value(width: u32) -> u128 {
+pub const fn max_value(width: u32) -> u128 {
     if width >= 128 {
         u128::MAX
     } else {
@@ -293,5 +489,56 @@ mod tests {
         }
         assert_eq!(Field::from_name("raw"), None);
         assert_eq!(Field::Raw { offset: 23, len: 1 }.to_string(), "raw[23:1]");
+    }
+
+    #[test]
+    fn layouts_fit_their_bytes_and_groups() {
+        let mut stored = 0;
+        for f in Field::ALL {
+            let Some(l) = f.layout() else {
+                continue;
+            };
+            stored += 1;
+            assert_eq!(l.mask, f.max_value(), "{f}");
+            assert!(
+                f.width() + u32::from(l.shift) <= 8 * u32::from(l.len),
+                "{f}"
+            );
+            let base = match f.group() {
+                Group::Ethernet | Group::Frame => Base::Frame,
+                Group::Ipv4 => Base::Network,
+                Group::Transport => Base::Transport,
+                Group::Annotation => panic!("{f}: an annotation has no bytes"),
+            };
+            assert_eq!(l.base, base, "{f}");
+        }
+        assert_eq!(stored, 22);
+        assert_eq!(
+            Field::Raw { offset: 3, len: 0 }.layout().map(|l| l.len),
+            Some(1)
+        );
+        assert_eq!(
+            Field::Raw { offset: 3, len: 99 }.layout().map(|l| l.len),
+            Some(16)
+        );
+        assert!(Field::IpTtl.layout().is_some_and(|l| l.whole_bytes()));
+        assert!(!Field::IpFlags.layout().is_some_and(|l| l.whole_bytes()));
+        assert!(!Field::VlanId.layout().is_some_and(|l| l.whole_bytes()));
+    }
+
+    #[test]
+    fn layout_reads_and_updates_only_its_bits() {
+        let l = Field::IpFlags.layout().unwrap();
+        let mut b = [0u8, 0, 0, 0, 0, 0, 0x5f, 0xff];
+        assert_eq!(l.read(&b), 0b010);
+        l.update(&mut b, |v| Some(v + 5));
+        assert_eq!(b[6..], [0xff, 0xff]);
+        l.update(&mut b, |_| Some(0));
+        assert_eq!(b[6..], [0x1f, 0xff]);
+        l.update(&mut b, |_| None);
+        assert_eq!(b[6..], [0x1f, 0xff]);
+        assert_eq!(l.read(&b[..7]), 0);
+        l.update(&mut b[..7], |_| Some(7));
+        assert_eq!(b[6], 0x1f);
     }
 }

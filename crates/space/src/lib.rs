@@ -46,6 +46,6 @@ mod filter;
 mod set;
 
 pub use action::{Action, Op, Preimage, RuntimeCheck};
-pub use field::{max_value, Field, MAX_RAW_LEN};
+pub use field::{max_value, Base, Field, Group, Layout, MAX_RAW_LEN};
 pub use filter::{Filter, FilterSet, PacketPoint};
 pub use set::{FieldSet, SpaceError, MAX_MASK_INTERVALS};

@@ -8,7 +8,9 @@ use chain::program::{
     Val,
 };
 use chain::{Executor, Place};
-use elements::model::{Action, Effect, Field, FieldSet, Filter, IpAnchor, Model, Op, Outcome};
+use elements::model::{
+    Action, Effect, Field, FieldSet, Filter, Group, IpAnchor, Model, Op, Outcome,
+};
 use elements::rewriter::{IPRewriter, InputSpec, Pattern, Vary};
 use space::Preimage;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -176,48 +178,6 @@ fn val(f: Field, op: &Op) -> Val {
     }
 }
 
-fn is_ip_field(f: Field) -> bool {
-    matches!(
-        f,
-        Field::IpVersion
-            | Field::IpIhl
-            | Field::IpOptions
-            | Field::IpTos
-            | Field::IpLen
-            | Field::IpId
-            | Field::IpFlags
-            | Field::IpFragOffset
-            | Field::IpTtl
-            | Field::IpProto
-            | Field::IpChecksumOk
-            | Field::IpSrc
-            | Field::IpDst
-            | Field::IpAvail
-            | Field::IpLenOk
-            | Field::L4Len
-    )
-}
-
-fn is_l4_field(f: Field) -> bool {
-    matches!(
-        f,
-        Field::SrcPort
-            | Field::DstPort
-            | Field::TcpFlags
-            | Field::TcpDataOff
-            | Field::IcmpType
-            | Field::IcmpCode
-            | Field::L4Avail
-    )
-}
-
-fn is_eth_field(f: Field) -> bool {
-    matches!(
-        f,
-        Field::EthDst | Field::EthSrc | Field::EtherType | Field::HasVlan | Field::VlanId
-    )
-}
-
 impl St {
     fn start() -> St {
         // Fresh packets carry no annotations: these read 0 in every frame.
@@ -286,7 +246,7 @@ impl St {
                     )))
                 }
             }
-            _ if is_eth_field(f) => {
+            _ if f.group() == Group::Ethernet => {
                 if self.head != 0 {
                     return Err(Bail);
                 }
@@ -315,11 +275,11 @@ impl St {
                     set.clone(),
                 )))
             }
-            _ if is_ip_field(f) || is_l4_field(f) => {
+            _ if matches!(f.group(), Group::Ipv4 | Group::Transport) => {
                 if !self.ip_ok(at) {
                     return Err(Bail);
                 }
-                if is_l4_field(f)
+                if f.group() == Group::Transport
                     && f != Field::L4Avail
                     && self.w.get(Field::IpIhl) != &Op::Identity
                 {
@@ -451,7 +411,7 @@ impl St {
                 self.w.set(f, w);
                 Ok(())
             }
-            _ if (is_ip_field(f) || is_l4_field(f))
+            _ if matches!(f.group(), Group::Ipv4 | Group::Transport)
                 && chain::program::frame_location(f, 20).is_some()
                 && self.ip_ok(at) =>
             {

@@ -41,7 +41,9 @@
 
 use super::{finish_packet, Executor, Kind, NfCounters};
 use crate::program::{frame_location, Finish, IpChecksum, Regs, Val};
-use elements::model::{self, Case, Effect, Field, FieldSet, Filter, Headers, Model, Outcome};
+use elements::model::{
+    self, Case, Effect, Field, FieldSet, Filter, Group, Headers, Model, Outcome,
+};
 use elements::record::{Access, ReplayView, Step};
 use elements::rewriter::{Direction, FlowInput, PacketInfo};
 use elements::Verdict;
@@ -477,20 +479,6 @@ fn is_key(f: Field) -> bool {
             | Field::DstPort
             | Field::HasVlan
             | Field::VlanId
-    )
-}
-
-fn is_eth(f: Field) -> bool {
-    matches!(
-        f,
-        Field::EthDst | Field::EthSrc | Field::EtherType | Field::HasVlan | Field::VlanId
-    )
-}
-
-fn is_anno(f: Field) -> bool {
-    matches!(
-        f,
-        Field::InPort | Field::Paint | Field::DstIpAnno | Field::FixIpSrc | Field::PacketType
     )
 }
 
@@ -1178,7 +1166,7 @@ fn translate(
             let fixed = match t.get(f) {
                 Some(W::Const(v)) => Some(v),
                 Some(W::Ttl(_)) => None,
-                None if is_key(f) && !is_eth(f) => Some(entry.value(f)),
+                None if is_key(f) && f.group() != Group::Ethernet => Some(entry.value(f)),
                 None => None,
             };
             if fixed.is_some_and(|v| !s.contains(v)) {
@@ -1228,7 +1216,7 @@ fn translate_one(
             Translated::False
         }
     };
-    if is_anno(f) {
+    if f.group() == Group::Annotation {
         // Annotations are set along the path from the flow's constant fields (or, for the
         // packet type, from the destination MAC, which the caller guards).
         return Ok(decide(actual(f)));
@@ -1242,7 +1230,7 @@ fn translate_one(
             s.shift(i128::from(head), 16),
         ));
     }
-    if is_eth(f) {
+    if f.group() == Group::Ethernet {
         if head != 0 {
             return Err("ethernet-moved");
         }
@@ -1589,10 +1577,10 @@ fn record_declared(
     let mut covered = vec![false; after.len()];
     let ip0 = pre.ip.unwrap_or(0);
     for &(f, x) in &step.writes {
-        let loc = if is_eth(f) {
+        let loc = if f.group() == Group::Ethernet {
             frame_location(f, 20)
         } else {
-            frame_location(f, hl).map(|(o, n)| (o - 14 + ip0, n))
+            frame_location(f, hl).map(|(o, n)| (o - crate::program::IP_OFFSET + ip0, n))
         };
         let Some((o, n)) = loc else {
             return Err("write-unlocatable");
@@ -1601,10 +1589,10 @@ fn record_declared(
             *b = true;
         }
         let old = model::load(&pre.data, o, n);
-        if !ip_ok && !is_eth(f) {
+        if !ip_ok && f.group() != Group::Ethernet {
             return Err("ip-header-moved");
         }
-        if is_eth(f) && head != 0 {
+        if f.group() == Group::Ethernet && head != 0 {
             return Err("ethernet-moved");
         }
         // IPv4 addresses and ports change the checksums incrementally.
@@ -1623,7 +1611,7 @@ fn record_declared(
                 rec.t.rewrote = true;
             }
             Field::SrcPort | Field::DstPort => {}
-            _ if !is_eth(f) => rec.t.csum_unknown = true,
+            _ if f.group() != Group::Ethernet => rec.t.csum_unknown = true,
             _ => {}
         }
         rec.t.set(f, W::Const(x));
@@ -1704,7 +1692,7 @@ fn effect(t: &mut Track, e: &Effect, head: i32, ip_ok: bool) -> Result<(), &'sta
     };
     match e {
         Effect::Write(f, op) => {
-            if is_anno(*f) {
+            if f.group() == Group::Annotation {
                 return Ok(());
             }
             let v = match op {
@@ -1712,7 +1700,7 @@ fn effect(t: &mut Track, e: &Effect, head: i32, ip_ok: bool) -> Result<(), &'sta
                 model::Op::Set(v) => *v,
                 _ => return Err("relative-write"),
             };
-            if is_eth(*f) {
+            if f.group() == Group::Ethernet {
                 if head != 0 {
                     return Err("ethernet-moved");
                 }
