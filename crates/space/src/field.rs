@@ -512,7 +512,7 @@ mod tests {
             };
             assert_eq!(l.base, base, "{f}");
         }
-        assert_eq!(stored, 22);
+        assert_eq!(stored, 21);
         assert_eq!(
             Field::Raw { offset: 3, len: 0 }.layout().map(|l| l.len),
             Some(1)
