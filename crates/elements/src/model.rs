@@ -51,6 +51,10 @@ pub enum Outcome {
 }
 
 /// One thing an element does to a packet, in the order given.
+///
+/// What each effect does is said once, as primitives of an [`EffectSink`], by
+/// [`apply_effect`]: a new effect is a variant here, its line there, and any new primitive
+/// in each sink (the reference [`apply`], synthesis, the fast path).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Effect {
     /// Writes a field with an operation (Ethernet fields, annotations, raw bytes). Writing an
@@ -399,9 +403,11 @@ pub fn apply(model: &Model, mut p: packet::Packet) -> Applied {
             }
         }
     }
-    for e in &case.effects {
-        apply_effect(e, &mut p, model.ip_at);
-    }
+    let mut concrete = Concrete {
+        p: &mut p,
+        ip_at: model.ip_at,
+    };
+    let Ok(()) = apply_effects(&case.effects, &mut concrete);
     Applied {
         outcome: case.outcome.clone(),
         packet: p,
@@ -477,69 +483,183 @@ fn packet_type_from_value(v: u128) -> Option<packet::PacketType> {
     .find(|&t| packet_type_value(t) == v)
 }
 
-/// Applies one effect to `p` (see [`apply`]).
-fn apply_effect(e: &Effect, p: &mut packet::Packet, ip_at: IpAnchor) {
+/// The primitive operations a case's effects are made of, as one interpreter of models
+/// implements them: the reference ([`apply`], on a concrete packet), synthesis (on a symbolic
+/// packet) and the executor's fast path (on a flow's recorded header action).
+///
+/// [`apply_effect`] is the one place that says which primitives each [`Effect`] is; an
+/// interpreter implements only the primitives. A primitive that an interpreter cannot
+/// represent fails with its `Error` (the reference never fails).
+pub trait EffectSink {
+    /// Why an interpreter cannot follow an effect.
+    type Error;
+    /// Writes `op` into field `f` (a stored field at its [`Field::layout`], or an
+    /// annotation); checksums are left alone.
+    fn write(&mut self, f: Field, op: &Op) -> Result<(), Self::Error>;
+    /// Decrements the IPv4 TTL and updates the header checksum incrementally (RFC 1624).
+    fn dec_ttl(&mut self) -> Result<(), Self::Error>;
+    /// Pulls `n` bytes off the front of the data.
+    fn pull(&mut self, n: u16) -> Result<(), Self::Error>;
+    /// Puts `n` bytes of headroom back in front of the data.
+    fn unpull(&mut self, n: u16) -> Result<(), Self::Error>;
+    /// Pushes `n` new bytes in front of the data (written by the primitives that follow).
+    fn push(&mut self, n: u16) -> Result<(), Self::Error>;
+    /// Overwrites the Ethernet addresses at the MAC-header annotation.
+    fn rewrite_macs(&mut self, src: &[u8; 6], dst: &[u8; 6]) -> Result<(), Self::Error>;
+    /// Sets the MAC-header annotation at the start of the data.
+    fn mark_mac(&mut self) -> Result<(), Self::Error>;
+    /// Sets the network-header annotation `off` bytes into the data.
+    fn mark_network(&mut self, off: u16) -> Result<(), Self::Error>;
+    /// Sets the network-header annotation at the model's IPv4 header and the
+    /// transport-header annotation after it.
+    fn mark_ip(&mut self) -> Result<(), Self::Error>;
+    /// Sets the packet-type annotation from the destination MAC address.
+    fn packet_type_from_eth(&mut self) -> Result<(), Self::Error>;
+    /// Sets the destination-IP annotation to the IPv4 destination.
+    fn dst_anno_from_ip_dst(&mut self) -> Result<(), Self::Error>;
+    /// Cuts the packet at the end of the IPv4 total length.
+    fn trim_to_ip_len(&mut self) -> Result<(), Self::Error>;
+    /// Recomputes the IPv4 header checksum.
+    fn set_ip_checksum(&mut self) -> Result<(), Self::Error>;
+}
+
+/// The length of the Ethernet header `EtherEncap` pushes.
+const ETHER_HEADER_LEN: u16 = wire::ethernet::HEADER_LEN as u16;
+
+/// A MAC address as a field value.
+#[inline]
+fn mac_value(m: &[u8; 6]) -> u128 {
+    m.iter().fold(0u128, |a, b| (a << 8) | u128::from(*b))
+}
+
+/// Applies one effect to `sink` as its primitives: the one statement of what each
+/// [`Effect`] does (see [`apply`] for their concrete meaning).
+#[inline]
+pub fn apply_effect<S: EffectSink>(e: &Effect, sink: &mut S) -> Result<(), S::Error> {
     match e {
-        Effect::Write(f, op) => write(p, ip_at, *f, op),
-        Effect::DecTtl => {
-            let Some(ip) = ip_start(p, ip_at) else {
-                return;
-            };
-            if let Some(h) = p.data_mut().get_mut(ip..ip + 12) {
+        Effect::Write(f, op) => sink.write(*f, op),
+        Effect::DecTtl => sink.dec_ttl(),
+        Effect::Pull(n) => sink.pull(*n),
+        Effect::Unpull(n) => sink.unpull(*n),
+        Effect::EtherEncap {
+            ethertype,
+            src,
+            dst,
+        } => {
+            sink.push(ETHER_HEADER_LEN)?;
+            sink.write(Field::EthDst, &Op::Set(mac_value(dst)))?;
+            sink.write(Field::EthSrc, &Op::Set(mac_value(src)))?;
+            sink.write(Field::EtherType, &Op::Set(u128::from(*ethertype)))?;
+            sink.mark_mac()?;
+            sink.mark_network(ETHER_HEADER_LEN)
+        }
+        Effect::EtherRewrite { src, dst } => sink.rewrite_macs(src, dst),
+        Effect::MarkMac => sink.mark_mac(),
+        Effect::PacketTypeFromEth => sink.packet_type_from_eth(),
+        Effect::MarkIp => sink.mark_ip(),
+        Effect::TrimToIpLen => sink.trim_to_ip_len(),
+        Effect::DstAnnoFromIpDst => sink.dst_anno_from_ip_dst(),
+        Effect::SetIpChecksum => sink.set_ip_checksum(),
+    }
+}
+
+/// Applies `effects` in order to `sink` (see [`apply_effect`]), stopping at the first the
+/// sink cannot follow.
+pub fn apply_effects<S: EffectSink>(effects: &[Effect], sink: &mut S) -> Result<(), S::Error> {
+    effects.iter().try_for_each(|e| apply_effect(e, sink))
+}
+
+/// A concrete packet as an [`EffectSink`]: the reference meaning of each primitive (see
+/// [`apply`]).
+struct Concrete<'a> {
+    p: &'a mut packet::Packet,
+    ip_at: IpAnchor,
+}
+
+impl EffectSink for Concrete<'_> {
+    type Error = std::convert::Infallible;
+
+    fn write(&mut self, f: Field, op: &Op) -> Result<(), Self::Error> {
+        write(self.p, self.ip_at, f, op);
+        Ok(())
+    }
+
+    fn dec_ttl(&mut self) -> Result<(), Self::Error> {
+        if let Some(ip) = ip_start(self.p, self.ip_at) {
+            if let Some(h) = self.p.data_mut().get_mut(ip..ip + 12) {
                 h[8] = h[8].wrapping_sub(1);
                 let sum = u32::from(!u16::from_be_bytes([h[10], h[11]])) + 0xFEFF;
                 let c = !((sum + (sum >> 16)) as u16);
                 h[10..12].copy_from_slice(&c.to_be_bytes());
             }
         }
-        Effect::Pull(n) => {
-            let n = usize::from(*n).min(p.len());
-            p.pull(n);
-        }
-        Effect::Unpull(n) => p.unpull(usize::from(*n)),
-        Effect::EtherEncap {
-            ethertype,
-            src,
-            dst,
-        } => {
-            let h = p.push(14);
-            h[..6].copy_from_slice(dst);
-            h[6..12].copy_from_slice(src);
-            h[12..].copy_from_slice(&ethertype.to_be_bytes());
-            p.set_mac_header(0);
-            p.set_network_header(14);
-        }
-        Effect::EtherRewrite { src, dst } => {
-            crate::basic::etherrewrite::rewrite_at_mac(p, src, dst);
-        }
-        Effect::MarkMac => p.set_mac_header(0),
-        Effect::PacketTypeFromEth => {
-            p.meta.packet_type = packet::PacketType::from_dst_mac(p.data());
-        }
-        Effect::MarkIp => {
-            let len = p.len();
-            let Some(off) = ip_offset(p, ip_at).map(|o| o.min(len)) else {
-                return;
-            };
+        Ok(())
+    }
+
+    fn pull(&mut self, n: u16) -> Result<(), Self::Error> {
+        let n = usize::from(n).min(self.p.len());
+        self.p.pull(n);
+        Ok(())
+    }
+
+    fn unpull(&mut self, n: u16) -> Result<(), Self::Error> {
+        self.p.unpull(usize::from(n));
+        Ok(())
+    }
+
+    fn push(&mut self, n: u16) -> Result<(), Self::Error> {
+        self.p.push(usize::from(n));
+        Ok(())
+    }
+
+    fn rewrite_macs(&mut self, src: &[u8; 6], dst: &[u8; 6]) -> Result<(), Self::Error> {
+        crate::basic::etherrewrite::rewrite_at_mac(self.p, src, dst);
+        Ok(())
+    }
+
+    fn mark_mac(&mut self) -> Result<(), Self::Error> {
+        self.p.set_mac_header(0);
+        Ok(())
+    }
+
+    fn mark_network(&mut self, off: u16) -> Result<(), Self::Error> {
+        self.p.set_network_header(usize::from(off));
+        Ok(())
+    }
+
+    fn mark_ip(&mut self) -> Result<(), Self::Error> {
+        let p = &mut *self.p;
+        let len = p.len();
+        if let Some(off) = ip_offset(p, self.ip_at).map(|o| o.min(len)) {
             let hl = p.data().get(off).map_or(0, |b| usize::from(b & 0x0f) * 4);
             p.set_network_header(off);
             p.set_transport_header((off + hl).min(len));
         }
-        Effect::TrimToIpLen => {
-            if let Some(ip) = ip_start(p, ip_at) {
-                let total = load(p.data(), ip + 2, 2) as usize;
-                p.truncate(ip + total);
-            }
+        Ok(())
+    }
+
+    fn packet_type_from_eth(&mut self) -> Result<(), Self::Error> {
+        self.p.meta.packet_type = packet::PacketType::from_dst_mac(self.p.data());
+        Ok(())
+    }
+
+    fn dst_anno_from_ip_dst(&mut self) -> Result<(), Self::Error> {
+        let dst = point_of(self.p, self.ip_at).get(Field::IpDst);
+        self.p.meta.dst_ip = std::net::Ipv4Addr::from(dst as u32);
+        Ok(())
+    }
+
+    fn trim_to_ip_len(&mut self) -> Result<(), Self::Error> {
+        if let Some(ip) = ip_start(self.p, self.ip_at) {
+            let total = load(self.p.data(), ip + 2, 2) as usize;
+            self.p.truncate(ip + total);
         }
-        Effect::DstAnnoFromIpDst => {
-            let dst = point_of(p, ip_at).get(Field::IpDst);
-            p.meta.dst_ip = std::net::Ipv4Addr::from(dst as u32);
-        }
-        Effect::SetIpChecksum => {
-            let Some(ip) = ip_start(p, ip_at) else {
-                return;
-            };
-            let h = &mut p.data_mut()[ip..];
+        Ok(())
+    }
+
+    fn set_ip_checksum(&mut self) -> Result<(), Self::Error> {
+        if let Some(ip) = ip_start(self.p, self.ip_at) {
+            let h = &mut self.p.data_mut()[ip..];
             let hl = h.first().map_or(0, |b| usize::from(b & 0x0f) * 4);
             if hl >= 20 && hl <= h.len() {
                 h[10..12].copy_from_slice(&[0, 0]);
@@ -547,6 +667,7 @@ fn apply_effect(e: &Effect, p: &mut packet::Packet, ip_at: IpAnchor) {
                 h[10..12].copy_from_slice(&c.to_be_bytes());
             }
         }
+        Ok(())
     }
 }
 
@@ -678,5 +799,93 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Logs the primitives the driver calls.
+    struct Log(Vec<String>);
+
+    impl EffectSink for Log {
+        type Error = ();
+        fn write(&mut self, f: Field, op: &Op) -> Result<(), ()> {
+            self.0.push(format!("write {f} {op:?}"));
+            Ok(())
+        }
+        fn dec_ttl(&mut self) -> Result<(), ()> {
+            self.0.push("dec_ttl".into());
+            Ok(())
+        }
+        fn pull(&mut self, n: u16) -> Result<(), ()> {
+            self.0.push(format!("pull {n}"));
+            Ok(())
+        }
+        fn unpull(&mut self, n: u16) -> Result<(), ()> {
+            self.0.push(format!("unpull {n}"));
+            Ok(())
+        }
+        fn push(&mut self, n: u16) -> Result<(), ()> {
+            self.0.push(format!("push {n}"));
+            Ok(())
+        }
+        fn rewrite_macs(&mut self, _: &[u8; 6], _: &[u8; 6]) -> Result<(), ()> {
+            self.0.push("rewrite_macs".into());
+            Ok(())
+        }
+        fn mark_mac(&mut self) -> Result<(), ()> {
+            self.0.push("mark_mac".into());
+            Ok(())
+        }
+        fn mark_network(&mut self, off: u16) -> Result<(), ()> {
+            self.0.push(format!("mark_network {off}"));
+            Ok(())
+        }
+        fn mark_ip(&mut self) -> Result<(), ()> {
+            self.0.push("mark_ip".into());
+            Ok(())
+        }
+        fn packet_type_from_eth(&mut self) -> Result<(), ()> {
+            self.0.push("packet_type_from_eth".into());
+            Ok(())
+        }
+        fn dst_anno_from_ip_dst(&mut self) -> Result<(), ()> {
+            self.0.push("dst_anno_from_ip_dst".into());
+            Ok(())
+        }
+        fn trim_to_ip_len(&mut self) -> Result<(), ()> {
+            self.0.push("trim_to_ip_len".into());
+            Err(())
+        }
+        fn set_ip_checksum(&mut self) -> Result<(), ()> {
+            self.0.push("set_ip_checksum".into());
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn the_driver_spells_each_effect_as_primitives_and_stops_at_a_refusal() {
+        let mut log = Log(Vec::new());
+        let effects = [
+            Effect::EtherEncap {
+                ethertype: 0x0800,
+                src: [0, 0, 0, 0, 0, 1],
+                dst: [0, 0, 0, 0, 0, 2],
+            },
+            Effect::DecTtl,
+            Effect::TrimToIpLen,
+            Effect::SetIpChecksum,
+        ];
+        assert_eq!(apply_effects(&effects, &mut log), Err(()));
+        assert_eq!(
+            log.0,
+            [
+                "push 14",
+                "write eth_dst Set(2)",
+                "write eth_src Set(1)",
+                "write eth_type Set(2048)",
+                "mark_mac",
+                "mark_network 14",
+                "dec_ttl",
+                "trim_to_ip_len",
+            ]
+        );
     }
 }

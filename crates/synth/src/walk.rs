@@ -9,7 +9,7 @@ use chain::program::{
 };
 use chain::{Executor, Place};
 use elements::model::{
-    Action, Effect, Field, FieldSet, Filter, Group, IpAnchor, Model, Op, Outcome,
+    Action, Effect, EffectSink, Field, FieldSet, Filter, Group, IpAnchor, Model, Op, Outcome,
 };
 use elements::rewriter::{IPRewriter, InputSpec, Pattern, Vary};
 use space::Preimage;
@@ -431,126 +431,7 @@ impl St {
         if self.empty {
             return Err(Bail);
         }
-        match e {
-            Effect::Write(f, op) => self.write(*f, op, at),
-            Effect::DecTtl => {
-                if !self.ip_ok(at) {
-                    return Err(Bail);
-                }
-                let w = self.w.get(Field::IpTtl).then(&Op::Add(-1), 8);
-                self.w.set(Field::IpTtl, w);
-                self.ttl_decs += 1;
-                Ok(())
-            }
-            Effect::Pull(n) => {
-                self.head += i32::from(*n);
-                Ok(())
-            }
-            Effect::Unpull(n) => {
-                if self.head < i32::from(*n) {
-                    return Err(Bail);
-                }
-                self.head -= i32::from(*n);
-                Ok(())
-            }
-            Effect::EtherEncap {
-                ethertype,
-                src,
-                dst,
-            } => {
-                if self.head != 14 {
-                    return Err(Bail);
-                }
-                self.head = 0;
-                let mac = |m: &[u8; 6]| m.iter().fold(0u128, |a, b| (a << 8) | u128::from(*b));
-                self.w.set(Field::EthDst, Op::Set(mac(dst)));
-                self.w.set(Field::EthSrc, Op::Set(mac(src)));
-                self.w
-                    .set(Field::EtherType, Op::Set(u128::from(*ethertype)));
-                self.mac = Some(0);
-                self.net = Some(14);
-                Ok(())
-            }
-            Effect::EtherRewrite { src, dst } => {
-                // Known only where the MAC header is the frame's first byte and at least 14
-                // bytes follow it (cut at the IPv4 length: 14 + that length; else the frame
-                // as it arrived).
-                let long = self.trimmed || self.phi.get(Field::FrameLen).first().unwrap_or(0) >= 14;
-                if self.mac != Some(0) || !long {
-                    return Err(Bail);
-                }
-                let mac = |m: &[u8; 6]| m.iter().fold(0u128, |a, b| (a << 8) | u128::from(*b));
-                self.w.set(Field::EthDst, Op::Set(mac(dst)));
-                self.w.set(Field::EthSrc, Op::Set(mac(src)));
-                Ok(())
-            }
-            Effect::MarkMac => {
-                self.mac = Some(self.head);
-                Ok(())
-            }
-            Effect::PacketTypeFromEth => {
-                if self.head != 0 {
-                    return Err(Bail);
-                }
-                let op = match self.w.get(Field::EthDst) {
-                    Op::Identity => Op::Identity,
-                    Op::Set(m) => {
-                        let b = m.to_be_bytes();
-                        let t = packet::PacketType::from_dst_mac(&b[10..16]);
-                        Op::Set(elements::model::packet_type_value(t))
-                    }
-                    _ => return Err(Bail),
-                };
-                self.w.set(Field::PacketType, op);
-                Ok(())
-            }
-            Effect::MarkIp => {
-                if !self.ip_ok(at) {
-                    return Err(Bail);
-                }
-                self.net = Some(14);
-                self.l4 = true;
-                Ok(())
-            }
-            Effect::TrimToIpLen => {
-                if !self.ip_ok(at) || self.w.get(Field::IpLen) != &Op::Identity {
-                    return Err(Bail);
-                }
-                if !self.trimmed {
-                    if self.phi.get(Field::IpLenOk) != FieldSet::single(1) {
-                        return Err(Bail);
-                    }
-                    self.trimmed = true;
-                    // Consistent lengths and a header of at least 20 bytes: IpLen ≥ 4·IHL ≥ 20.
-                    let ihl = self.phi.get(Field::IpIhl);
-                    if let Some(lo) = ihl.first() {
-                        if self.w.get(Field::IpIhl) == &Op::Identity && lo >= 5 {
-                            self.phi
-                                .restrict(Field::IpLen, &FieldSet::range(4 * lo, 0xffff));
-                        }
-                    }
-                }
-                Ok(())
-            }
-            Effect::DstAnnoFromIpDst => {
-                if !self.ip_ok(at) {
-                    return Err(Bail);
-                }
-                self.anno = Anno {
-                    src: Field::IpDst,
-                    op: self.w.get(Field::IpDst).clone(),
-                };
-                Ok(())
-            }
-            Effect::SetIpChecksum => {
-                if !self.ip_ok(at) {
-                    return Err(Bail);
-                }
-                self.recompute = true;
-                self.w.set(Field::IpChecksumOk, Op::Set(1));
-                Ok(())
-            }
-        }
+        elements::model::apply_effect(e, &mut Symbolic { st: self, at })
     }
 
     fn finish(&self, annos: bool) -> Finish {
@@ -583,6 +464,146 @@ impl St {
             runs: Vec::new(),
             adds: Vec::new(),
         }
+    }
+}
+
+/// The symbolic packets of a walk state as an [`EffectSink`]: what synthesis knows after each
+/// primitive, or [`Bail`] where it cannot follow.
+struct Symbolic<'a> {
+    st: &'a mut St,
+    /// Where the element reads its IPv4 header.
+    at: IpAnchor,
+}
+
+impl EffectSink for Symbolic<'_> {
+    type Error = Bail;
+
+    fn write(&mut self, f: Field, op: &Op) -> Result<(), Bail> {
+        self.st.write(f, op, self.at)
+    }
+
+    fn dec_ttl(&mut self) -> Result<(), Bail> {
+        let st = &mut *self.st;
+        if !st.ip_ok(self.at) {
+            return Err(Bail);
+        }
+        let w = st.w.get(Field::IpTtl).then(&Op::Add(-1), 8);
+        st.w.set(Field::IpTtl, w);
+        st.ttl_decs += 1;
+        Ok(())
+    }
+
+    fn pull(&mut self, n: u16) -> Result<(), Bail> {
+        self.st.head += i32::from(n);
+        Ok(())
+    }
+
+    fn unpull(&mut self, n: u16) -> Result<(), Bail> {
+        if self.st.head < i32::from(n) {
+            return Err(Bail);
+        }
+        self.st.head -= i32::from(n);
+        Ok(())
+    }
+
+    fn push(&mut self, n: u16) -> Result<(), Bail> {
+        // The pushed bytes are known only as what overwrites the frame's own (the
+        // Ethernet writes that follow need the head back at the frame's start).
+        self.unpull(n)
+    }
+
+    fn rewrite_macs(&mut self, src: &[u8; 6], dst: &[u8; 6]) -> Result<(), Bail> {
+        let st = &mut *self.st;
+        // Known only where the MAC header is the frame's first byte and at least 14
+        // bytes follow it (cut at the IPv4 length: 14 + that length; else the frame
+        // as it arrived).
+        let long = st.trimmed || st.phi.get(Field::FrameLen).first().unwrap_or(0) >= 14;
+        if st.mac != Some(0) || !long {
+            return Err(Bail);
+        }
+        let mac = |m: &[u8; 6]| m.iter().fold(0u128, |a, b| (a << 8) | u128::from(*b));
+        st.w.set(Field::EthDst, Op::Set(mac(dst)));
+        st.w.set(Field::EthSrc, Op::Set(mac(src)));
+        Ok(())
+    }
+
+    fn mark_mac(&mut self) -> Result<(), Bail> {
+        self.st.mac = Some(self.st.head);
+        Ok(())
+    }
+
+    fn mark_network(&mut self, off: u16) -> Result<(), Bail> {
+        self.st.net = Some(self.st.head + i32::from(off));
+        Ok(())
+    }
+
+    fn mark_ip(&mut self) -> Result<(), Bail> {
+        if !self.st.ip_ok(self.at) {
+            return Err(Bail);
+        }
+        self.st.net = Some(chain::program::IP_OFFSET as i32);
+        self.st.l4 = true;
+        Ok(())
+    }
+
+    fn packet_type_from_eth(&mut self) -> Result<(), Bail> {
+        let st = &mut *self.st;
+        if st.head != 0 {
+            return Err(Bail);
+        }
+        let op = match st.w.get(Field::EthDst) {
+            Op::Identity => Op::Identity,
+            Op::Set(m) => {
+                let b = m.to_be_bytes();
+                let t = packet::PacketType::from_dst_mac(&b[10..16]);
+                Op::Set(elements::model::packet_type_value(t))
+            }
+            _ => return Err(Bail),
+        };
+        st.w.set(Field::PacketType, op);
+        Ok(())
+    }
+
+    fn dst_anno_from_ip_dst(&mut self) -> Result<(), Bail> {
+        if !self.st.ip_ok(self.at) {
+            return Err(Bail);
+        }
+        self.st.anno = Anno {
+            src: Field::IpDst,
+            op: self.st.w.get(Field::IpDst).clone(),
+        };
+        Ok(())
+    }
+
+    fn trim_to_ip_len(&mut self) -> Result<(), Bail> {
+        let st = &mut *self.st;
+        if !st.ip_ok(self.at) || st.w.get(Field::IpLen) != &Op::Identity {
+            return Err(Bail);
+        }
+        if !st.trimmed {
+            if st.phi.get(Field::IpLenOk) != FieldSet::single(1) {
+                return Err(Bail);
+            }
+            st.trimmed = true;
+            // Consistent lengths and a header of at least 20 bytes: IpLen ≥ 4·IHL ≥ 20.
+            let ihl = st.phi.get(Field::IpIhl);
+            if let Some(lo) = ihl.first() {
+                if st.w.get(Field::IpIhl) == &Op::Identity && lo >= 5 {
+                    st.phi
+                        .restrict(Field::IpLen, &FieldSet::range(4 * lo, 0xffff));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn set_ip_checksum(&mut self) -> Result<(), Bail> {
+        if !self.st.ip_ok(self.at) {
+            return Err(Bail);
+        }
+        self.st.recompute = true;
+        self.st.w.set(Field::IpChecksumOk, Op::Set(1));
+        Ok(())
     }
 }
 

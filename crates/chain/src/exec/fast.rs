@@ -41,9 +41,7 @@
 
 use super::{finish_packet, Executor, Kind, NfCounters};
 use crate::program::{frame_location, Finish, IpChecksum, Regs, Val};
-use elements::model::{
-    self, Case, Effect, Field, FieldSet, Filter, Group, Headers, Model, Outcome,
-};
+use elements::model::{self, Case, Field, FieldSet, Filter, Group, Headers, Model, Outcome};
 use elements::record::{Access, ReplayView, Step};
 use elements::rewriter::{Direction, FlowInput, PacketInfo};
 use elements::Verdict;
@@ -1532,13 +1530,14 @@ fn record_case(
     for s in &c.byte_stats {
         rec.byte_stats.push((el, s, head, rec.t.trimmed));
     }
-    for e in &c.effects {
-        effect(&mut rec.t, e, pre.head, ip_ok)?;
-        if matches!(e, Effect::PacketTypeFromEth) {
-            guard_eth_dst(rec)?;
-        }
-    }
-    Ok(())
+    model::apply_effects(
+        &c.effects,
+        &mut Recorder {
+            rec,
+            head: pre.head,
+            ip_ok,
+        },
+    )
 }
 
 /// Records a push the element described itself (no model case): its guards, its declared
@@ -1681,84 +1680,130 @@ fn guard_eth_dst(rec: &mut Recording) -> Result<(), &'static str> {
     Ok(())
 }
 
-/// Applies one model effect to the symbolic state (as synthesis does).
-fn effect(t: &mut Track, e: &Effect, head: i32, ip_ok: bool) -> Result<(), &'static str> {
-    let need_ip = || {
-        if ip_ok {
+/// A flow's recording as an [`EffectSink`]: a model case's effects on the header action
+/// (as synthesis sees them), or why the fast path cannot take them.
+struct Recorder<'a> {
+    rec: &'a mut Recording,
+    /// Bytes pulled off the frame as it arrived, at this point of the case.
+    head: i32,
+    /// Whether the element's IPv4 header is the frame's.
+    ip_ok: bool,
+}
+
+impl Recorder<'_> {
+    fn need_ip(&self) -> Result<(), &'static str> {
+        if self.ip_ok {
             Ok(())
         } else {
             Err("ip-header-moved")
         }
-    };
-    match e {
-        Effect::Write(f, op) => {
-            if f.group() == Group::Annotation {
-                return Ok(());
-            }
-            let v = match op {
-                model::Op::Identity => return Ok(()),
-                model::Op::Set(v) => *v,
-                _ => return Err("relative-write"),
-            };
-            if f.group() == Group::Ethernet {
-                if head != 0 {
-                    return Err("ethernet-moved");
-                }
-            } else if frame_location(*f, 20).is_some() {
-                need_ip()?;
-                t.csum_unknown = true;
-            } else {
-                return Err("write-unlocatable");
-            }
-            t.set(*f, W::Const(v));
+    }
+}
+
+impl model::EffectSink for Recorder<'_> {
+    type Error = &'static str;
+
+    fn write(&mut self, f: Field, op: &model::Op) -> Result<(), &'static str> {
+        if f.group() == Group::Annotation {
+            return Ok(());
         }
-        Effect::DecTtl => {
-            need_ip()?;
-            let w = match t.get(Field::IpTtl) {
-                None => W::Ttl(1),
-                Some(W::Ttl(k)) => W::Ttl(k + 1),
-                Some(W::Const(v)) => W::Const(v.wrapping_sub(1) & 0xff),
-            };
-            t.set(Field::IpTtl, w);
-            t.ttl_decs += 1;
-        }
-        Effect::Pull(_) | Effect::Unpull(_) | Effect::MarkMac | Effect::MarkIp => {}
-        Effect::PacketTypeFromEth | Effect::DstAnnoFromIpDst => {}
-        Effect::EtherEncap {
-            ethertype,
-            src,
-            dst,
-        } => {
-            if head != 14 {
-                return Err("encap-moved");
-            }
-            let mac = |m: &[u8; 6]| m.iter().fold(0u128, |a, b| (a << 8) | u128::from(*b));
-            t.set(Field::EthDst, W::Const(mac(dst)));
-            t.set(Field::EthSrc, W::Const(mac(src)));
-            t.set(Field::EtherType, W::Const(u128::from(*ethertype)));
-        }
-        Effect::EtherRewrite { src, dst } => {
-            if head != 0 {
+        let v = match op {
+            model::Op::Identity => return Ok(()),
+            model::Op::Set(v) => *v,
+            _ => return Err("relative-write"),
+        };
+        if f.group() == Group::Ethernet {
+            if self.head != 0 {
                 return Err("ethernet-moved");
             }
-            let mac = |m: &[u8; 6]| m.iter().fold(0u128, |a, b| (a << 8) | u128::from(*b));
-            t.set(Field::EthDst, W::Const(mac(dst)));
-            t.set(Field::EthSrc, W::Const(mac(src)));
+        } else if frame_location(f, 20).is_some() {
+            self.need_ip()?;
+            self.rec.t.csum_unknown = true;
+        } else {
+            return Err("write-unlocatable");
         }
-        Effect::TrimToIpLen => {
-            need_ip()?;
-            if t.get(Field::IpLen).is_some() {
-                return Err("length-written");
-            }
-            t.trimmed = true;
-        }
-        Effect::SetIpChecksum => {
-            need_ip()?;
-            t.recompute = true;
-            t.csum_unknown = false;
-        }
+        self.rec.t.set(f, W::Const(v));
+        Ok(())
     }
-    Ok(())
+
+    fn dec_ttl(&mut self) -> Result<(), &'static str> {
+        self.need_ip()?;
+        let t = &mut self.rec.t;
+        let w = match t.get(Field::IpTtl) {
+            None => W::Ttl(1),
+            Some(W::Ttl(k)) => W::Ttl(k + 1),
+            Some(W::Const(v)) => W::Const(v.wrapping_sub(1) & 0xff),
+        };
+        t.set(Field::IpTtl, w);
+        t.ttl_decs += 1;
+        Ok(())
+    }
+
+    fn pull(&mut self, n: u16) -> Result<(), &'static str> {
+        self.head += i32::from(n);
+        Ok(())
+    }
+
+    fn unpull(&mut self, n: u16) -> Result<(), &'static str> {
+        self.head -= i32::from(n);
+        Ok(())
+    }
+
+    fn push(&mut self, n: u16) -> Result<(), &'static str> {
+        // Pushed bytes are written over the frame's own first bytes only.
+        if self.head != i32::from(n) {
+            return Err("encap-moved");
+        }
+        self.head = 0;
+        Ok(())
+    }
+
+    fn rewrite_macs(&mut self, src: &[u8; 6], dst: &[u8; 6]) -> Result<(), &'static str> {
+        if self.head != 0 {
+            return Err("ethernet-moved");
+        }
+        let mac = |m: &[u8; 6]| m.iter().fold(0u128, |a, b| (a << 8) | u128::from(*b));
+        self.rec.t.set(Field::EthDst, W::Const(mac(dst)));
+        self.rec.t.set(Field::EthSrc, W::Const(mac(src)));
+        Ok(())
+    }
+
+    // Annotations are not part of a flow's header action.
+    fn mark_mac(&mut self) -> Result<(), &'static str> {
+        Ok(())
+    }
+
+    fn mark_network(&mut self, _off: u16) -> Result<(), &'static str> {
+        Ok(())
+    }
+
+    fn mark_ip(&mut self) -> Result<(), &'static str> {
+        Ok(())
+    }
+
+    fn packet_type_from_eth(&mut self) -> Result<(), &'static str> {
+        guard_eth_dst(self.rec)
+    }
+
+    fn dst_anno_from_ip_dst(&mut self) -> Result<(), &'static str> {
+        Ok(())
+    }
+
+    fn trim_to_ip_len(&mut self) -> Result<(), &'static str> {
+        self.need_ip()?;
+        if self.rec.t.get(Field::IpLen).is_some() {
+            return Err("length-written");
+        }
+        self.rec.t.trimmed = true;
+        Ok(())
+    }
+
+    fn set_ip_checksum(&mut self) -> Result<(), &'static str> {
+        self.need_ip()?;
+        self.rec.t.recompute = true;
+        self.rec.t.csum_unknown = false;
+        Ok(())
+    }
 }
 
 /// Makes the entry from a finished recording; checks its header action on the recorded
