@@ -52,8 +52,8 @@ use crate::program::{
 };
 use crate::reflect;
 use crate::summary::{ElementSummary, ExitSummary, NfSummary, Summary, Totals};
+use elements::hash::FlowHasher;
 use elements::model::Field;
-use elements::rewriter::FlowHasher;
 use elements::Element;
 use elements::{Context, Role, Verdict};
 use packet::{Packet, Precision, Timestamp};
@@ -1292,7 +1292,7 @@ impl Executor {
         self.synth.is_rewriter = self
             .elements
             .iter_mut()
-            .map(|e| e.rewriter().is_some())
+            .map(|e| e.stateful_flow().is_some())
             .collect();
         self.synth.flows.clear();
         self.synth.flows_dirty.clear();
@@ -1589,7 +1589,7 @@ impl Executor {
                     let route = self
                         .elements
                         .get(*element as usize)
-                        .and_then(|e| e.as_any().downcast_ref::<elements::ip::IPLookup>())
+                        .and_then(|e| e.route_table())
                         .and_then(|l| l.route_index(addr));
                     node = route
                         .and_then(|r| route_branch.get(r))
@@ -1668,7 +1668,7 @@ impl Executor {
                         }
                         self.synth.regs.key = Some(key);
                     }
-                    let Some(rw) = self.elements[*element as usize].rewriter() else {
+                    let Some(rw) = self.elements[*element as usize].stateful_flow() else {
                         return ProgramEnd::Naive(*element, *port);
                     };
                     let at = self.synth.regs.record.len();
@@ -1679,15 +1679,11 @@ impl Executor {
                         .get(at)
                         .copied()
                         .filter(|s| s.0 == *element);
-                    let (d, got) = match (step, input.as_ref()) {
-                        (Some((_, idx, dir)), Some(inp)) if idx != NO_MAPPING => {
-                            match rw.replay(inp, now, idx, dir) {
-                                Some(d) => (d, Some((idx, dir))),
-                                None => rw.decide_at(*port as usize, input.as_ref(), now),
-                            }
-                        }
-                        _ => rw.decide_at(*port as usize, input.as_ref(), now),
-                    };
+                    let hint = step
+                        .filter(|s| s.1 != NO_MAPPING)
+                        .map(|(_, idx, dir)| (idx, dir));
+                    let fs = rw.decide_flow(*port as usize, input.as_ref(), now, hint);
+                    let (d, got) = (fs.decision, fs.mapping);
                     let rec = match got {
                         Some((idx, dir)) => (*element, idx, dir),
                         None => (*element, NO_MAPPING, elements::rewriter::Direction::Forward),
@@ -1696,10 +1692,10 @@ impl Executor {
                         self.synth.regs.dirty = true;
                     }
                     match (got, input.as_ref()) {
-                        (Some((idx, dir)), Some(inp)) => {
-                            self.synth.regs.versions.push(rw.version(idx));
+                        (Some(_), Some(inp)) => {
+                            self.synth.regs.versions.push(fs.version);
                             self.synth.regs.info = Some(inp.info);
-                            match rw.steady(idx, dir, inp.info) {
+                            match fs.steady {
                                 Some(life) => self.synth.regs.life = self.synth.regs.life.min(life),
                                 None => self.synth.regs.cacheable = false,
                             }
@@ -1707,7 +1703,7 @@ impl Executor {
                         // A drop every packet of the flow gets (its protocol): the path
                         // ends here for all of them.
                         _ if matches!(d, elements::rewriter::Decision::Drop(r)
-                                if elements::rewriter::IPRewriter::drop_is_per_flow(r)) => {}
+                                if elements::rewriter::drop_is_per_flow(r)) => {}
                         _ => self.synth.regs.cacheable = false,
                     }
                     self.synth.regs.record.push(rec);
@@ -1736,7 +1732,7 @@ impl Executor {
                         elements::rewriter::Decision::Pass(out) => Branch::Pass(out as u32),
                         elements::rewriter::Decision::Drop(reason) => {
                             self.count_drop(*element, reason);
-                            if elements::rewriter::IPRewriter::drop_is_per_flow(reason) {
+                            if elements::rewriter::drop_is_per_flow(reason) {
                                 self.synth.regs.end = Some(node);
                                 self.synth.regs.drop = Some((*element, reason));
                             }

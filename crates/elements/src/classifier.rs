@@ -22,7 +22,6 @@ use crate::model::{Case, Field, FieldSet, Filter, FilterSet, Model, Outcome};
 use crate::{ConfigError, Context, Element, PortCount, Verdict};
 use ::space::MAX_RAW_LEN;
 use packet::Packet;
-use std::any::Any;
 use std::collections::BTreeSet;
 
 /// The most disjoint boxes one pattern's model may need before the element stays opaque.
@@ -353,9 +352,6 @@ impl Element for Classifier {
             .or_else(|()| self.model_with(true))
             .ok()
             .flatten()
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

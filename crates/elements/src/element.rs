@@ -1,10 +1,10 @@
 //! The element trait and what the executor hands an element.
 
+use crate::capability::{AsAny, RewriteSpec, RouteTable, StatefulFlow};
 use crate::net::Names;
 use crate::record::{Access, Recorder, ReplayView};
 use packet::{Meta, Packet, Timestamp};
 use space::{Field, Filter};
-use std::any::Any;
 use std::path::Path;
 
 /// What an element did with a packet it was pushed.
@@ -268,9 +268,13 @@ impl Context {
 
 /// A packet-processing element.
 ///
+/// What the executor and synthesis need beyond pushing packets, an element offers through
+/// its capability methods ([`Element::stateful_flow`], [`Element::rewrite_spec`],
+/// [`Element::route_table`]); see [`crate::capability`].
+///
 /// `push` is called with one packet at a time; batching is the executor's business. An
 /// element must never panic on packet contents: malformed packets are dropped with a reason.
-pub trait Element: Send {
+pub trait Element: Send + AsAny {
     /// The Click class name (`"DecIPTTL"`).
     fn class_name(&self) -> &'static str;
 
@@ -301,9 +305,20 @@ pub trait Element: Send {
         None
     }
 
-    /// The element as a stateful rewriter, if it is one (`IPRewriter` and its relatives):
-    /// synthesis asks it for its decisions instead of pushing packets through it.
-    fn rewriter(&mut self) -> Option<&mut crate::rewriter::IPRewriter> {
+    /// The element's per-flow state, if the executor may drive it directly (the rewriters
+    /// and `MazuNAT`): it then asks for decisions instead of pushing packets through it.
+    fn stateful_flow(&mut self) -> Option<&mut dyn StatefulFlow> {
+        None
+    }
+
+    /// The element as a rewriter synthesis can model from its input specifications
+    /// (`IPRewriter`, `TCPRewriter`, `UDPRewriter`), if it is one.
+    fn rewrite_spec(&self) -> Option<&dyn RewriteSpec> {
+        None
+    }
+
+    /// The element's route table, if it is a longest-prefix route lookup.
+    fn route_table(&self) -> Option<&dyn RouteTable> {
         None
     }
 
@@ -329,7 +344,4 @@ pub trait Element: Send {
     fn replay(&mut self, token: u64, view: &mut ReplayView<'_>, cx: &mut Context) {
         let _ = (token, view, cx);
     }
-
-    /// The element as `Any`, so synthesis can read its configuration.
-    fn as_any(&self) -> &dyn Any;
 }

@@ -3,7 +3,6 @@
 use crate::args::{parse_bool, parse_uint, parse_uint_max};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::{Packet, PacketType};
-use std::any::Any;
 use std::net::Ipv4Addr;
 use wire::checksum;
 
@@ -347,9 +346,5 @@ impl Element for ICMPError {
 
     fn stats(&self) -> Vec<(&'static str, u64)> {
         vec![("sent", self.sent), ("suppressed", self.suppressed)]
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

@@ -14,7 +14,9 @@
 #![warn(missing_docs)]
 
 pub mod args;
+pub mod capability;
 mod element;
+pub mod hash;
 pub mod net;
 
 // Element families, one module each.
@@ -34,6 +36,7 @@ pub mod record;
 pub mod registry;
 
 pub use args::{Args, ConfigError};
+pub use capability::{AsAny, RewriteSpec, RouteTable, StatefulFlow};
 pub use element::{BuildCtx, Context, Element, PortCount, Role, Verdict};
 pub use model::Model;
 pub use net::Names;

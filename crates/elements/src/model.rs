@@ -398,7 +398,7 @@ pub fn apply(model: &Model, mut p: packet::Packet) -> Applied {
     for e in &case.effects {
         if let Effect::EtherRewrite { src, dst } = e {
             let mut q = p.duplicate();
-            if !crate::basic::etherrewrite::rewrite_at_mac(&mut q, src, dst) {
+            if !q.write_ether_addrs(src, dst) {
                 return runtime(p);
             }
         }
@@ -613,7 +613,7 @@ impl EffectSink for Concrete<'_> {
     }
 
     fn rewrite_macs(&mut self, src: &[u8; 6], dst: &[u8; 6]) -> Result<(), Self::Error> {
-        crate::basic::etherrewrite::rewrite_at_mac(self.p, src, dst);
+        self.p.write_ether_addrs(src, dst);
         Ok(())
     }
 

@@ -964,7 +964,7 @@ impl ElementClass {
                 };
                 line(&mut s, "drops", &drops);
                 let model = e.model().is_some();
-                let rewriter = e.rewriter().is_some();
+                let rewriter = e.stateful_flow().is_some();
                 line(
                     &mut s,
                     "model",

@@ -275,6 +275,36 @@ impl Packet {
             .then(|| off - self.0.head)
     }
 
+    /// Writes `dst` and `src` over the 12 Ethernet address bytes at the MAC-header
+    /// annotation (the start of the data without one; bytes in the headroom, as after a
+    /// `Strip`, are written there). False, with nothing written, when fewer than 14 bytes
+    /// follow the MAC header.
+    pub fn write_ether_addrs(&mut self, src: &[u8; 6], dst: &[u8; 6]) -> bool {
+        let head = self.data_offset();
+        let mac = self.0.meta.mac_offset;
+        // Bytes of headroom the MAC header starts before the data (0 if inside the data).
+        let back = if mac == NO_OFFSET || mac >= head {
+            0
+        } else {
+            (head - mac) as usize
+        };
+        let at = if mac == NO_OFFSET || mac < head {
+            0
+        } else {
+            (mac - head) as usize
+        };
+        self.unpull(back);
+        let ok = at.checked_add(14).is_some_and(|end| end <= self.len());
+        if ok {
+            if let Some(h) = self.data_mut().get_mut(at..at + 12) {
+                h[..6].copy_from_slice(dst);
+                h[6..].copy_from_slice(src);
+            }
+        }
+        self.pull(back);
+        ok
+    }
+
     /// Sets the MAC header annotation to `offset` bytes into the data.
     #[inline]
     pub fn set_mac_header(&mut self, offset: usize) {

@@ -11,7 +11,8 @@ use chain::{Executor, Place};
 use elements::model::{
     Action, Effect, EffectSink, Field, FieldSet, Filter, Group, IpAnchor, Model, Op, Outcome,
 };
-use elements::rewriter::{IPRewriter, InputSpec, Pattern, Vary};
+use elements::rewriter::{InputSpec, Pattern, Vary};
+use elements::{Element, RewriteSpec, RouteTable};
 use space::Preimage;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
@@ -834,12 +835,12 @@ impl<'a> Walker<'a> {
     fn element(&mut self, mut st: St, g: u32, port: u32) -> Result<Vec<(Filter, NodeId)>, Giveup> {
         st.path.push(g);
         let el = self.ex.element(g as usize);
-        if let Some(rw) = el.as_any().downcast_ref::<IPRewriter>() {
+        if let Some(rw) = el.rewrite_spec() {
             return self.rewriter(st, g, port, rw);
         }
-        if let Some(lk) = el.as_any().downcast_ref::<elements::ip::IPLookup>() {
+        if let Some(lk) = el.route_table() {
             if lk.routes().len() > LAZY_AT {
-                if let Some(r) = self.lookup(&st, g, port, lk)? {
+                if let Some(r) = self.lookup(&st, g, port, el, lk)? {
                     return Ok(r);
                 }
             }
@@ -858,7 +859,8 @@ impl<'a> Walker<'a> {
         st: &St,
         g: u32,
         port: u32,
-        lk: &elements::ip::IPLookup,
+        el: &dyn Element,
+        lk: &dyn RouteTable,
     ) -> Result<Option<Vec<(Filter, NodeId)>>, Giveup> {
         let key = val(st.anno.src, &st.anno.op);
         // The destination as it arrived, or as a rewriter before made it.
@@ -870,7 +872,7 @@ impl<'a> Walker<'a> {
         if st.empty || !known {
             return Ok(None);
         }
-        let Some(model) = elements::Element::model(lk) else {
+        let Some(model) = el.model() else {
             return Ok(None);
         };
         let mut base = st.clone();
@@ -1175,7 +1177,7 @@ impl<'a> Walker<'a> {
         st: St,
         g: u32,
         port: u32,
-        rw: &IPRewriter,
+        rw: &dyn RewriteSpec,
     ) -> Result<Vec<(Filter, NodeId)>, Giveup> {
         if st.empty {
             return Err(Giveup(EMPTY.into()));
@@ -1465,7 +1467,7 @@ fn reachable_rewriter_inputs(ex: &Executor, g: u32) -> Vec<(u32, u32)> {
         }
         for o in 0..ex.outputs(e as usize) {
             if let Some((_, t, tp)) = ex.edge(e as usize, o) {
-                if ex.element(t as usize).as_any().is::<IPRewriter>() {
+                if ex.element(t as usize).rewrite_spec().is_some() {
                     out.push((t, tp));
                 }
                 stack.push(t);

@@ -21,7 +21,7 @@
 //!   the front netted out (an encapsulation and a decapsulation cancel), the packet cut at
 //!   its IPv4 length when an element did that; a drop dominates (nothing is written);
 //! * **state functions**, in path order: each element's recorded tokens
-//!   (`Element::replay`), the rewriters' mapping refreshes (`IPRewriter::replay`), and the
+//!   (`Element::replay`), the rewriters' mapping refreshes (`StatefulFlow::replay`), and the
 //!   counters of every element and link on the path;
 //! * **events**: before anything runs, every state function's `check` (and each rewriter's
 //!   `check_replay`); one that fails drops the entry and the packet takes the full chain,
@@ -865,10 +865,10 @@ impl Executor {
                 return false;
             };
             input.flow = r.view;
-            let Some(rw) = self.elements[r.element as usize].rewriter() else {
+            let Some(rw) = self.elements[r.element as usize].stateful_flow() else {
                 return false;
             };
-            if !rw.check_replay(&input, now, r.idx, r.dir) || rw.version(r.idx) != r.version {
+            if !rw.check_replay(&input, now, r.idx, r.dir, r.version) {
                 return false;
             }
         }
@@ -895,7 +895,7 @@ impl Executor {
         for r in &c.rewriters {
             if let Some(mut input) = super::flow_input(p.data(), r.trimmed) {
                 input.flow = r.view;
-                if let Some(rw) = self.elements[r.element as usize].rewriter() {
+                if let Some(rw) = self.elements[r.element as usize].stateful_flow() {
                     rw.replay(&input, now, r.idx, r.dir);
                 }
             }
@@ -1022,7 +1022,7 @@ impl Executor {
             return;
         };
         let class = self.elements[el as usize].class_name();
-        let rw_last = self.elements[el as usize].rewriter().map(|rw| {
+        let rw_last = self.elements[el as usize].stateful_flow().map(|rw| {
             let last = rw.last_mapping();
             let life = match (last, pre.flow) {
                 (Some((i, d)), Some(f)) => rw.steady(i, d, f.info),

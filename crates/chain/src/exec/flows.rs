@@ -12,7 +12,7 @@
 //! What the skipped rewriters would have done to their state (a packet count, an expiry, a
 //! counter) is owed, not lost: each entry counts the packets it served and the time of the
 //! last, and [`Executor::flush_flows`] pays the debt in one call per mapping
-//! ([`elements::rewriter::IPRewriter::replay_n`]) before anything reads or changes a
+//! ([`elements::StatefulFlow::replay_n`]) before anything reads or changes a
 //! rewriter's table: a slow-path decision, a naive packet reaching a rewriter, a state dump
 //! or the end of a run. An entry is used only while
 //! - every mapping it names has the version it had (not removed, replaced, or changed in
@@ -41,8 +41,8 @@
 
 use super::{Executor, ProgramEnd, SynthState};
 use crate::program::{NodeId, Program, Regs, Step, Val, NO_MAPPING};
+use elements::hash::FlowHasher;
 use elements::model::Field;
-use elements::rewriter::FlowHasher;
 use elements::rewriter::PacketInfo;
 use packet::Packet;
 
@@ -368,7 +368,7 @@ impl Executor {
         if f.epoch != epoch {
             // Some mapping changed since: are this path's still as they were?
             for (s, v) in e.steps.iter().zip(&f.versions) {
-                if elements[s.0 as usize].rewriter()?.version(s.1) != *v {
+                if elements[s.0 as usize].stateful_flow()?.version(s.1) != *v {
                     return None;
                 }
             }
@@ -422,7 +422,7 @@ impl Executor {
     fn guards_now(&mut self) -> (u64, u64) {
         let (mut t, mut c) = (u64::MAX, 0u64);
         for &g in &self.synth.rewriters {
-            if let Some(rw) = self.elements[g as usize].rewriter() {
+            if let Some(rw) = self.elements[g as usize].stateful_flow() {
                 t = t.min(rw.next_reap().unwrap_or(0));
                 c = c.wrapping_add(rw.changes());
             }
@@ -467,13 +467,13 @@ impl Executor {
             }
             if let Some(info) = f.info {
                 for s in e.steps.iter().filter(|s| s.1 != NO_MAPPING) {
-                    if let Some(rw) = elements[s.0 as usize].rewriter() {
+                    if let Some(rw) = elements[s.0 as usize].stateful_flow() {
                         rw.replay_n(s.1, s.2, info, f.last, f.pending);
                     }
                 }
             }
             if let Some((el, reason)) = f.drop {
-                if let Some(rw) = elements[el as usize].rewriter() {
+                if let Some(rw) = elements[el as usize].stateful_flow() {
                     rw.drop_n(f.pending);
                 }
                 let n = u64::from(f.pending);

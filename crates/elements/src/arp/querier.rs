@@ -6,7 +6,6 @@ use crate::model::{Case, Effect, Field, FieldSet, Filter, Model, Outcome};
 use crate::net::mask;
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::{Meta, Packet};
-use std::any::Any;
 use std::collections::{HashMap, VecDeque};
 use std::net::Ipv4Addr;
 use wire::ethernet::Address as EthAddr;
@@ -596,9 +595,5 @@ impl Element for ARPQuerier {
             None => Case::new(Filter::any(), Outcome::Runtime),
         });
         Some(Model::new(cases))
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

@@ -5,7 +5,6 @@ use crate::model::{Case, Field, FieldSet, Filter, Model, Outcome};
 use crate::net::mask;
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
-use std::any::Any;
 use std::net::Ipv4Addr;
 use wire::ethernet::Address as EthAddr;
 
@@ -176,9 +175,5 @@ impl Element for ARPResponder {
             Case::new(request, Outcome::Runtime),
             Case::new(Filter::any(), other),
         ]))
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

@@ -9,7 +9,6 @@ use super::{check_paint_anno, parse_color};
 use crate::model::{Case, Field, FieldSet, Filter, Model, Outcome};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
-use std::any::Any;
 
 /// `CheckPaint(COLOR)`: matching paint to output 0, others to output 1 or dropped.
 #[derive(Debug, Clone)]
@@ -60,9 +59,6 @@ impl Element for CheckPaint {
             Case::new(good, Outcome::Out(0)),
             Case::new(Filter::any(), bad),
         ]))
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

@@ -10,7 +10,6 @@
 use crate::args::parse_uint;
 use crate::{Args, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
-use std::any::Any;
 
 /// `Counter`: forwards every packet, counting packets and bytes.
 #[derive(Debug, Clone, Default)]
@@ -55,9 +54,6 @@ impl Element for Counter {
         Some(Model::new(vec![Case::new(Filter::any(), Outcome::Out(0))
             .stat("count")
             .byte_stat("byte_count")]))
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

@@ -12,7 +12,6 @@
 
 use crate::{Args, ConfigError, Context, Element, Names, PortCount, Verdict};
 use packet::Packet;
-use std::any::Any;
 
 /// A configuration-only element (`AddressInfo`, `DriverManager`, ...): no ports, no effect.
 #[derive(Debug, Clone)]
@@ -53,9 +52,6 @@ impl Element for Declarative {
     }
     fn push(&mut self, _port: usize, packet: Packet, _cx: &mut Context) -> Verdict {
         Verdict::Drop(packet, "no-input")
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

@@ -24,7 +24,6 @@ use crate::args::{parse_bool, parse_uint, unquote};
 use crate::model::{Case, Effect, Filter, Model, Outcome};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Role, Verdict};
 use packet::{Packet, PacketType};
-use std::any::Any;
 use std::path::PathBuf;
 
 /// What a receiving element does to every arriving frame: MAC header at the start, packet
@@ -94,9 +93,6 @@ impl Element for FromDevice {
     fn role(&self) -> Role {
         Role::FromDevice(self.devname.clone())
     }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
 }
 
 /// `ToDevice(DEVNAME, ...)` and its synonyms: packets leaving by interface `DEVNAME`.
@@ -146,9 +142,6 @@ impl Element for ToDevice {
     }
     fn role(&self) -> Role {
         Role::ToDevice(self.devname.clone())
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 
@@ -259,9 +252,6 @@ impl Element for FromDump {
     fn role(&self) -> Role {
         Role::FromDump(self.path.clone())
     }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
 }
 
 const TO_DUMP_KEYWORDS: &[&str] = &[
@@ -336,9 +326,6 @@ impl Element for ToDump {
     }
     fn role(&self) -> Role {
         Role::ToDump(self.path.clone())
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

@@ -13,7 +13,6 @@ use crate::args::{parse_bool, parse_uint};
 use crate::model::{Case, Filter, Model, Outcome};
 use crate::{Args, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
-use std::any::Any;
 
 /// `Discard`: drops every packet (reason `discard`).
 #[derive(Debug, Clone, Default)]
@@ -57,9 +56,6 @@ impl Element for Discard {
         )
         .stat("count")]))
     }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
 }
 
 /// `Idle`: any number of ports, never emits; pushed packets are dropped (reason `idle`).
@@ -90,9 +86,6 @@ impl Element for Idle {
             Filter::any(),
             Outcome::Drop("idle"),
         )]))
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

@@ -10,7 +10,6 @@ use crate::args::parse_uint_max;
 use crate::model::{Case, Effect, Filter, Model, Outcome};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
-use std::any::Any;
 
 /// `EtherEncap(ETHERTYPE, SRC, DST)`: pushes a 14-byte Ethernet header.
 #[derive(Debug, Clone)]
@@ -74,9 +73,6 @@ impl Element for EtherEncap {
                 src: self.src,
                 dst: self.dst,
             })]))
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

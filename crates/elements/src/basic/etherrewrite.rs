@@ -10,37 +10,7 @@
 
 use crate::model::{Case, Effect, Field, FieldSet, Filter, Model, Outcome};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
-use packet::{Packet, NO_OFFSET};
-use std::any::Any;
-
-/// Writes `dst` and `src` over the 12 address bytes at `p`'s MAC-header annotation (the
-/// start of the data without one; bytes in the headroom are written there). False, with
-/// nothing written, when fewer than 14 bytes follow the MAC header.
-pub fn rewrite_at_mac(p: &mut Packet, src: &[u8; 6], dst: &[u8; 6]) -> bool {
-    let head = p.data_offset();
-    let mac = p.meta.mac_offset;
-    // Bytes of headroom the MAC header starts before the data (0 if inside the data).
-    let back = if mac == NO_OFFSET || mac >= head {
-        0
-    } else {
-        (head - mac) as usize
-    };
-    let at = if mac == NO_OFFSET || mac < head {
-        0
-    } else {
-        (mac - head) as usize
-    };
-    p.unpull(back);
-    let ok = at.checked_add(14).is_some_and(|end| end <= p.len());
-    if ok {
-        if let Some(h) = p.data_mut().get_mut(at..at + 12) {
-            h[..6].copy_from_slice(dst);
-            h[6..].copy_from_slice(src);
-        }
-    }
-    p.pull(back);
-    ok
-}
+use packet::Packet;
 
 /// `EtherRewrite(SRC, DST)`: overwrites the MAC addresses of the existing header.
 #[derive(Debug, Clone)]
@@ -75,7 +45,7 @@ impl Element for EtherRewrite {
         PortCount::exact(1, 1)
     }
     fn push(&mut self, _port: usize, mut packet: Packet, _cx: &mut Context) -> Verdict {
-        if rewrite_at_mac(&mut packet, &self.src, &self.dst) {
+        if packet.write_ether_addrs(&self.src, &self.dst) {
             Verdict::Out(0, packet)
         } else {
             Verdict::Drop(packet, "too-short")
@@ -94,9 +64,6 @@ impl Element for EtherRewrite {
             }),
             Case::new(Filter::any(), Outcome::Runtime),
         ]))
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

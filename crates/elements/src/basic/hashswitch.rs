@@ -10,7 +10,6 @@
 use crate::args::parse_uint;
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
-use std::any::Any;
 
 /// `HashSwitch(OFFSET, LENGTH)`: output from a byte-sum hash.
 #[derive(Debug, Clone)]
@@ -73,9 +72,6 @@ impl Element for HashSwitch {
     fn push(&mut self, _port: usize, packet: Packet, _cx: &mut Context) -> Verdict {
         let port = self.output(packet.data());
         Verdict::Out(port, packet)
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

@@ -5,7 +5,6 @@
 
 use crate::{Args, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
-use std::any::Any;
 
 /// `Null`: forwards every packet unchanged.
 #[derive(Debug, Clone, Default)]
@@ -31,9 +30,6 @@ impl Element for Null {
     }
     fn model(&self) -> Option<crate::model::Model> {
         Some(crate::model::Model::pass())
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

@@ -8,7 +8,6 @@ use super::{check_paint_anno, parse_color};
 use crate::model::{Case, Effect, Field, Filter, Model, Op, Outcome};
 use crate::{Args, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
-use std::any::Any;
 
 /// `Paint(COLOR)`: sets `meta.paint` to `COLOR`.
 #[derive(Debug, Clone)]
@@ -44,9 +43,6 @@ impl Element for Paint {
                 Field::Paint,
                 Op::Set(u128::from(self.color)),
             ))]))
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

@@ -11,7 +11,6 @@ use super::{check_paint_anno, NO_OUTPUT};
 use crate::model::{Case, Field, FieldSet, Filter, Model, Outcome};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
-use std::any::Any;
 
 /// `PaintSwitch`: output = paint annotation.
 #[derive(Debug, Clone)]
@@ -66,9 +65,6 @@ impl Element for PaintSwitch {
         }
         cases.push(Case::new(Filter::any(), Outcome::Drop(NO_OUTPUT)));
         Some(Model::new(cases))
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

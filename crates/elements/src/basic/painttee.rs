@@ -9,7 +9,6 @@
 use super::{check_paint_anno, parse_color};
 use crate::{Args, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
-use std::any::Any;
 
 /// `PaintTee(COLOR)`: all packets to output 0, a copy of those painted `COLOR` to output 1.
 #[derive(Debug, Clone)]
@@ -52,9 +51,6 @@ impl Element for PaintTee {
             Case::new(Filter::any().with(Field::Paint, other), Outcome::Out(0)),
             Case::new(Filter::any(), Outcome::Runtime),
         ]))
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

@@ -16,7 +16,6 @@
 use crate::args::{parse_bool, parse_uint, unquote};
 use crate::{Args, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
-use std::any::Any;
 use std::fmt::Write as _;
 
 const KEYWORDS: &[&str] = &[
@@ -190,9 +189,6 @@ impl Element for Print {
         // When it prints, it must see every packet.
         (!self.printing)
             .then(|| Model::new(vec![Case::new(Filter::any(), Outcome::Out(0)).stat("count")]))
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

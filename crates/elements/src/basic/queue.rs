@@ -15,7 +15,6 @@
 use crate::args::{parse_bool, parse_uint};
 use crate::{Args, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
-use std::any::Any;
 
 /// `Queue([CAPACITY])` and its variants: a FIFO that, run to completion, passes packets
 /// straight through.
@@ -51,9 +50,6 @@ impl Element for Queue {
     /// Run to completion, a queue passes every packet straight through.
     fn model(&self) -> Option<crate::model::Model> {
         Some(crate::model::Model::pass())
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 
@@ -101,9 +97,6 @@ impl Element for Unqueue {
     /// Run to completion, a queue passes every packet straight through.
     fn model(&self) -> Option<crate::model::Model> {
         Some(crate::model::Model::pass())
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

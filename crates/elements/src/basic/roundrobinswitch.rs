@@ -10,7 +10,6 @@ use super::NO_OUTPUT;
 use crate::args::parse_uint;
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
-use std::any::Any;
 
 /// `RoundRobinSwitch([MAX])`: output 0, 1, ..., n-1, 0, ...
 #[derive(Debug, Clone)]
@@ -57,9 +56,6 @@ impl Element for RoundRobinSwitch {
         } else {
             Verdict::Drop(packet, NO_OUTPUT)
         }
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

@@ -9,7 +9,6 @@ use crate::args::parse_uint;
 use crate::model::{Case, Effect, Field, FieldSet, Filter, Model, Op, Outcome};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
-use std::any::Any;
 
 /// `StoreEtherAddress(ADDR, OFFSET)`: overwrites 6 bytes at `OFFSET`.
 #[derive(Debug, Clone)]
@@ -91,9 +90,6 @@ impl Element for StoreEtherAddress {
             Case::new(long, Outcome::Out(0)).effect(Effect::Write(field, Op::Set(addr))),
             Case::new(Filter::any(), short),
         ]))
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

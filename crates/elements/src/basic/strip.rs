@@ -10,7 +10,6 @@ use crate::args::parse_uint;
 use crate::model::{Case, Effect, Filter, Model, Outcome};
 use crate::{Args, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
-use std::any::Any;
 
 /// `Strip(LENGTH)`: pulls `LENGTH` bytes off the front.
 #[derive(Debug, Clone)]
@@ -55,9 +54,6 @@ impl Element for Strip {
         Some(Model::new(vec![
             Case::new(Filter::any(), Outcome::Out(0)).effect(Effect::Pull(n))
         ]))
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

@@ -10,7 +10,6 @@ use super::NO_OUTPUT;
 use crate::model::{Case, Filter, Model, Outcome};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
-use std::any::Any;
 
 fn output_arg(
     args: &Args,
@@ -76,9 +75,6 @@ impl Element for StaticSwitch {
     fn model(&self) -> Option<Model> {
         Some(send_model(self.output))
     }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
 }
 
 /// `Switch([K])`: every packet to output `K` (default 0), or dropped if out of range.
@@ -109,9 +105,6 @@ impl Element for Switch {
     }
     fn model(&self) -> Option<Model> {
         Some(send_model(self.output))
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

@@ -13,7 +13,6 @@ use crate::args::parse_uint;
 use crate::model::{Case, Filter, Model, Outcome};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
-use std::any::Any;
 
 /// `Tee([N])` / `PullTee([N])`: one packet in, one copy out of every output.
 #[derive(Debug, Clone)]
@@ -89,9 +88,6 @@ impl Element for Tee {
             n => Outcome::Copies(n),
         };
         Some(Model::new(vec![Case::new(Filter::any(), out)]))
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

@@ -11,7 +11,6 @@ use super::strip::length_arg;
 use crate::model::{Case, Effect, Filter, Model, Outcome};
 use crate::{Args, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
-use std::any::Any;
 
 /// `Unstrip(LENGTH)`: moves the data start back by `LENGTH` bytes.
 #[derive(Debug, Clone)]
@@ -46,9 +45,6 @@ impl Element for Unstrip {
         Some(Model::new(vec![
             Case::new(Filter::any(), Outcome::Out(0)).effect(Effect::Unpull(n))
         ]))
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

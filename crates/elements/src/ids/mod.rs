@@ -92,7 +92,6 @@ use crate::{BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use matcher::{rule_matches, Prefilter, Verify};
 use packet::{Packet, Timestamp};
 use rules::{Action, Rule, RuleSet, Vars};
-use std::any::Any;
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::{LineWriter, Write};
@@ -996,10 +995,6 @@ impl Element for SnortIDS {
             ));
         }
         out
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

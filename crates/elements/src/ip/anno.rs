@@ -7,7 +7,6 @@ use crate::model::{
 };
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::{Meta, Packet, PacketType};
-use std::any::Any;
 use std::net::Ipv4Addr;
 
 /// Checks an `ANNO` argument: FuseBox has one 4-byte address annotation, the destination IP
@@ -109,9 +108,6 @@ impl Element for GetIPAddress {
             ],
         })
     }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
 }
 
 /// `SetIPAddress(IP [, ANNO])`: sets the destination IP annotation to IP. 1/1.
@@ -144,9 +140,6 @@ impl Element for SetIPAddress {
         let a = u128::from(u32::from(self.addr));
         Some(Model::new(vec![Case::new(Filter::any(), Outcome::Out(0))
             .effect(Effect::Write(Field::DstIpAnno, Op::Set(a)))]))
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 
@@ -196,9 +189,6 @@ impl Element for DropBroadcasts {
             .stat("drops"),
             Case::new(Filter::any(), Outcome::Out(0)),
         ]))
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 
@@ -275,9 +265,6 @@ impl Element for FixIPSrc {
     }
     fn stats(&self) -> Vec<(&'static str, u64)> {
         vec![("fixed", self.fixed)]
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

@@ -6,7 +6,6 @@ use crate::args::{parse_bool, parse_uint};
 use crate::model::{Case, Effect, Field, FieldSet, Filter, IpAnchor, Model, Outcome};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
-use std::any::Any;
 use std::net::Ipv4Addr;
 
 /// Why `CheckIPHeader` rejected a packet (Click's `reason_texts`, as drop reasons).
@@ -236,9 +235,6 @@ impl Element for CheckIPHeader {
             cases,
         })
     }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
 }
 
 /// `MarkIPHeader([OFFSET])`: sets the network header annotation OFFSET bytes into the packet
@@ -280,9 +276,6 @@ impl Element for MarkIPHeader {
             ip_at: IpAnchor::Data(u16::try_from(self.offset).ok()?),
             cases: vec![Case::new(Filter::any(), Outcome::Out(0)).effect(Effect::MarkIp)],
         })
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 
@@ -450,9 +443,6 @@ impl Element for CheckL4Header {
                 .map(|(r, n)| (*r, n)),
         );
         v
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

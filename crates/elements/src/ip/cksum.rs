@@ -5,7 +5,6 @@ use crate::args::parse_bool;
 use crate::model::{Case, Effect, Filter, Model, Outcome};
 use crate::{Args, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
-use std::any::Any;
 use wire::checksum::{combine, fold, pseudo_header_v4, sum};
 
 /// The Internet checksum of transport segment `seg` (checksum field included as it is)
@@ -53,9 +52,6 @@ impl Element for SetIPChecksum {
         let mut cases = super::ip_header_cases();
         cases.push(Case::new(Filter::any(), Outcome::Out(0)).effect(Effect::SetIpChecksum));
         Some(Model::new(cases))
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 
@@ -135,9 +131,6 @@ impl Element for SetTCPChecksum {
         wr16(seg, 16, c);
         Verdict::Out(0, p)
     }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
 }
 
 /// `SetUDPChecksum()`: recomputes the UDP checksum (pseudo header + the IP payload, length
@@ -175,9 +168,6 @@ impl Element for SetUDPChecksum {
         let c = wire::checksum::udp_finish(l4_checksum(src, dst, 17, seg));
         wr16(seg, 6, c);
         Verdict::Out(0, p)
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

@@ -4,7 +4,6 @@ use super::wr16;
 use crate::args::{parse_bool, parse_uint_max};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
-use std::any::Any;
 use wire::checksum::update16;
 
 /// Parses an IP protocol: a number 0..=255 or a name Click knows (`tcp`, `udp`, `icmp`, …).
@@ -159,9 +158,6 @@ impl Element for IPEncap {
         p.set_network_header(0);
         p.set_transport_header(20);
         Verdict::Out(0, p)
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

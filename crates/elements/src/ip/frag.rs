@@ -5,7 +5,6 @@ use crate::args::{parse_bool, parse_uint};
 use crate::model::{Case, Effect, Field, FieldSet, Filter, Model, Outcome};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
-use std::any::Any;
 
 const DF: u16 = 0x4000;
 const MF: u16 = 0x2000;
@@ -91,9 +90,7 @@ impl IPFragmenter {
             parse_uint(s, "HEADROOM")?;
         }
         // FNV-1a of the element name seeds the IP ID sequence used when DF is overridden.
-        let rng = bcx.name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
-        });
+        let rng = crate::hash::fnv1a(crate::hash::FNV_BASIS, bcx.name.as_bytes());
         Ok(IPFragmenter {
             mtu: usize::try_from(mtu).unwrap_or(usize::MAX),
             honor_df,
@@ -260,9 +257,6 @@ impl Element for IPFragmenter {
         }
         cases.push(Case::new(any(), Outcome::Runtime));
         Some(Model::new(cases))
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

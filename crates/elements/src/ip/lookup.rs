@@ -4,9 +4,8 @@
 use crate::args::parse_uint;
 use crate::model::{Case, Effect, Field, FieldSet, Filter, Model, Op, Outcome};
 use crate::net::mask;
-use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
+use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, RouteTable, Verdict};
 use packet::Packet;
-use std::any::Any;
 use std::net::Ipv4Addr;
 
 /// One route: destinations in `addr/len` go to output `port`, with the destination IP
@@ -256,22 +255,22 @@ impl IPLookup {
         }
     }
 
-    /// The configured routes, in configuration order.
-    pub fn routes(&self) -> &[Route] {
-        &self.routes
-    }
-
-    /// The index (in [`IPLookup::routes`]) of the route for `dst`, if any.
-    #[inline]
-    pub fn route_index(&self, dst: u32) -> Option<usize> {
-        self.lpm.lookup(dst)
-    }
-
     /// The route for `dst`: (output port, gateway if any).
     #[inline]
     pub fn lookup(&self, dst: Ipv4Addr) -> Option<(usize, Option<Ipv4Addr>)> {
         let (port, gw) = *self.hops.get(self.lpm.lookup(u32::from(dst))?)?;
         Some((port, (gw != 0).then(|| Ipv4Addr::from(gw))))
+    }
+}
+
+impl RouteTable for IPLookup {
+    fn routes(&self) -> &[Route] {
+        &self.routes
+    }
+
+    #[inline]
+    fn route_index(&self, dst: u32) -> Option<usize> {
+        self.lpm.lookup(dst)
     }
 }
 
@@ -304,6 +303,10 @@ impl Element for IPLookup {
     /// prefix length, longest first, and among equal prefixes the first configured (later
     /// duplicates can never match and are left out). A gateway is written into the
     /// annotation. No route: `no-route`.
+    fn route_table(&self) -> Option<&dyn RouteTable> {
+        Some(self)
+    }
+
     fn model(&self) -> Option<Model> {
         let mut order: Vec<&Route> = self.routes.iter().collect();
         order.sort_by_key(|r| std::cmp::Reverse(r.len.min(32))); // stable: first of equals first
@@ -330,9 +333,6 @@ impl Element for IPLookup {
         }
         cases.push(Case::new(Filter::any(), Outcome::Drop("no-route")).stat("no-route"));
         Some(Model::new(cases))
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

@@ -3,7 +3,6 @@
 use crate::args::parse_uint;
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
-use std::any::Any;
 use std::net::Ipv6Addr;
 
 use super::NO_IP_HEADER;
@@ -457,9 +456,6 @@ impl Element for LookupIP6Route {
     }
     fn stats(&self) -> Vec<(&'static str, u64)> {
         REASONS.iter().copied().zip(self.drops).collect()
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

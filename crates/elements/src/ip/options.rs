@@ -4,7 +4,6 @@ use super::{bad_out, fill_ip_checksum, ip_header, ip_header_cases, ip_list, NO_I
 use crate::model::{Case, Field, FieldSet, Filter, Model, Outcome};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
-use std::any::Any;
 use std::net::Ipv4Addr;
 
 const EOL: u8 = 0;
@@ -192,9 +191,6 @@ impl Element for IPGWOptions {
         ));
         cases.push(Case::new(Filter::any(), Outcome::Runtime));
         Some(Model::new(cases))
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

@@ -4,7 +4,6 @@ use super::{ihl, ip_header, rd16};
 use crate::args::unquote;
 use crate::{Args, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
-use std::any::Any;
 use std::net::Ipv4Addr;
 
 /// `IPPrint([LABEL, keywords CONTENTS, PAYLOAD, MAXLENGTH, ID, TTL, TOS, LENGTH, TIMESTAMP,
@@ -143,9 +142,6 @@ impl Element for IPPrint {
     }
     fn model(&self) -> Option<crate::model::Model> {
         (!self.enabled).then(crate::model::Model::pass)
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

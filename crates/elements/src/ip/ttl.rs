@@ -5,7 +5,6 @@ use crate::args::parse_bool;
 use crate::model::{Case, Effect, Field, FieldSet, Filter, Model, Outcome};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
-use std::any::Any;
 
 /// `DecIPTTL([keywords ACTIVE, MULTICAST])`: decrements the IP time-to-live of the header
 /// the network header annotation points at. 1/1-2.
@@ -105,9 +104,6 @@ impl Element for DecIPTTL {
         );
         cases.push(Case::new(any(), Outcome::Out(0)).effect(Effect::DecTtl));
         Some(Model::new(cases))
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

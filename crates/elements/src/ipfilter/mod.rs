@@ -35,7 +35,6 @@ use crate::args::{unquote, Args};
 use crate::model::{Case, Filter, Model, Outcome};
 use crate::{BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
-use std::any::Any;
 
 /// The configuration arguments as written (a leading upper-case word that `Args` took for a
 /// keyword, such as an `AddressInfo` name, is put back), unquoted.
@@ -107,9 +106,6 @@ impl Element for IPClassifier {
                 .map(|(i, e)| (e, Outcome::Out(i))),
             Outcome::Drop("no-match"),
         )
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 
@@ -310,8 +306,5 @@ impl Element for IPFilter {
             }),
             Outcome::Drop("filter-deny"),
         )
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

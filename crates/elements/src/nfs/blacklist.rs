@@ -31,7 +31,6 @@ use crate::ipfilter::{parse_pattern, rules, rules_model, Expr, View};
 use crate::model::{Model, Outcome};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
-use std::any::Any;
 
 /// `BlacklistFilter`: drops packets matching any deny rule (module docs).
 #[derive(Debug, Clone)]
@@ -157,10 +156,6 @@ impl Element for BlacklistFilter {
             })
             .collect();
         Some(Model::new(cases))
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

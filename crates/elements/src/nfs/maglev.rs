@@ -57,12 +57,12 @@
 
 use super::{config_path, FlowKey, L4, TCP, UDP};
 use crate::args::{parse_seconds, parse_uint};
+use crate::hash::{fnv1a, splitmix64, FNV_BASIS};
 use crate::record::{Access, ReplayView};
-use crate::rewriter::{rewrite_ipv4, splitmix64, FlowId};
+use crate::rewriter::{rewrite_ipv4, FlowId};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
 use space::Field;
-use std::any::Any;
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
@@ -73,15 +73,7 @@ pub const H1_KEY: u64 = 0x6d61_676c_6576_6831; // "maglevh1"
 /// Key xor-ed into the FNV basis for a backend's skip hash `h2`.
 pub const H2_KEY: u64 = 0x6d61_676c_6576_6832; // "maglevh2"
 
-const FNV_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
-const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 const EMPTY: u16 = u16::MAX;
-
-fn fnv1a(basis: u64, bytes: &[u8]) -> u64 {
-    bytes
-        .iter()
-        .fold(basis, |h, b| (h ^ u64::from(*b)).wrapping_mul(FNV_PRIME))
-}
 
 /// A backend's `(offset, skip)` in a table of `m` entries: `h1 = splitmix64(FNV-1a(name))`
 /// with the FNV basis xor-ed with `seed ^ H1_KEY`, `h2` likewise with `seed ^ H2_KEY`;
@@ -734,10 +726,6 @@ impl Element for Maglev {
             ("connections", self.conns.len() as u64),
         ]);
         v
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

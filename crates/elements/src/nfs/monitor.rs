@@ -25,7 +25,6 @@ use super::{FlowKey, L4};
 use crate::record::{Access, ReplayView};
 use crate::{Args, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
-use std::any::Any;
 use std::collections::HashMap;
 
 /// `Monitor`: per-flow packet and byte counters (module docs).
@@ -120,10 +119,6 @@ impl Element for Monitor {
             ("flows", self.counts.len() as u64),
             ("non_ip", self.non_ip),
         ]
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

@@ -81,7 +81,6 @@ use crate::args::{unquote, Args};
 use crate::model::{Case, Filter, IpAnchor, Model, Outcome};
 use crate::{BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
-use std::any::Any;
 
 /// `PcapFilter(EXPR)`: frames matching the tcpdump expression leave on output 0; the others
 /// leave on output 1 if it is connected, else are dropped (`no-match`).
@@ -185,8 +184,5 @@ impl Element for PcapFilter {
         let mut m = Model::new(cases);
         m.ip_at = IpAnchor::Data(14);
         Some(m)
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

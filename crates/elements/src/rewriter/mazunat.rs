@@ -34,21 +34,20 @@
 //! `stats` are the rewriter's.
 //!
 //! *Decision:* an element of its own rather than a compound, so a chain can name it. To
-//! synthesis it is opaque (it is not offered as an `IPRewriter` through `as_any`): it runs
+//! synthesis it is opaque (it offers no [`crate::RewriteSpec`]): it runs
 //! as it is there.
 //!
-//! **Fast path.** [`Element::rewriter`] hands the executor the rewriter inside, so a flow is
+//! **Fast path.** [`Element::stateful_flow`] hands the executor the rewriter inside, so a flow is
 //! recorded as any `IPRewriter`'s is: the mapping is the header action (addresses, ports,
 //! checksums), its refresh (timers, TCP state) is replayed per packet through
-//! [`IPRewriter::replay`] after [`IPRewriter::check_replay`] and a version check, and the
+//! [`StatefulFlow::replay`] after [`StatefulFlow::check_replay`] (which checks the version), and the
 //! entry expires no later than the mapping. `push` records nothing itself; drops (no mapping
 //! for an external packet, no free port, a full table) leave the flow on the full chain.
 
 use super::{rewrite_ipv4, Decision, FlowInput, IPRewriter, RewriterKind};
 use crate::args::Args;
-use crate::{BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
+use crate::{BuildCtx, ConfigError, Context, Element, PortCount, StatefulFlow, Verdict};
 use packet::Packet;
-use std::any::Any;
 
 /// `MazuNAT`: the NAT of `mazu-nat.click` (module docs).
 #[derive(Debug)]
@@ -142,7 +141,7 @@ impl Element for MazuNAT {
         }
     }
 
-    fn rewriter(&mut self) -> Option<&mut IPRewriter> {
+    fn stateful_flow(&mut self) -> Option<&mut dyn StatefulFlow> {
         Some(&mut self.rw)
     }
 
@@ -152,10 +151,6 @@ impl Element for MazuNAT {
 
     fn stats(&self) -> Vec<(&'static str, u64)> {
         self.rw.stats()
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 
@@ -256,14 +251,15 @@ mod tests {
         assert_eq!(v.unwrap().0, 0);
         // Nothing recorded by hand: the executor records the rewriter's mapping.
         assert_eq!(step, crate::record::Step::default());
-        let rw = e.rewriter().expect("the rewriter is offered");
-        let (idx, dir) = rw.last_mapping().expect("a mapping rewrote the packet");
+        let flows = e.stateful_flow().expect("the rewriter is offered");
+        let (idx, dir) = flows.last_mapping().expect("a mapping rewrote the packet");
         assert_eq!(dir, crate::rewriter::Direction::Forward);
-        let f = rw.table().flow(idx as usize).unwrap();
+        let nat = e.as_any().downcast_ref::<MazuNAT>().unwrap();
+        let f = nat.rewriter().table().flow(idx as usize).unwrap();
         assert_eq!(f.rewritten.saddr, std::net::Ipv4Addr::new(203, 0, 113, 1));
         assert_eq!(f.expiry, SEC + 30 * SEC);
         // Not an IPRewriter to synthesis: it runs as it is.
-        assert!(e.as_any().downcast_ref::<IPRewriter>().is_none());
+        assert!(e.rewrite_spec().is_none());
         assert!(e.model().is_none());
     }
 

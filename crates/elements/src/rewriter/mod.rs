@@ -1,9 +1,9 @@
 //! Network address and port translation: `IPRewriter`, `TCPRewriter`, `UDPRewriter` and
 //! `RoundRobinIPMapper`, with Click's input specifications, patterns and timeouts.
 //!
-//! The mapping table ([`MappingTable`]) and pattern allocator are public so that synthesis
-//! can model a rewriter (through [`Element::as_any`] and [`IPRewriter`]'s accessors) and
-//! share its state.
+//! A rewriter offers the executor its per-flow state ([`StatefulFlow`]) and synthesis its
+//! input specifications ([`RewriteSpec`]); the mapping table ([`MappingTable`]) and pattern
+//! allocator are public so that tests and tools can read its state.
 
 mod mazunat;
 mod pattern;
@@ -13,14 +13,14 @@ pub use mazunat::MazuNAT;
 
 pub use pattern::{parse_input_spec, parse_mapper_config, Choice, InputSpec, Pattern, Vary};
 pub use table::{
-    flow_random, name_seed, splitmix64, Direction, Flow, FlowHasher, FlowId, MappingTable,
-    PacketInfo, PatternState, Timeouts,
+    flow_random, name_seed, Direction, Flow, FlowId, MappingTable, PacketInfo, PatternState,
+    Timeouts,
 };
 
 use crate::args::{parse_bool, parse_seconds, parse_uint};
+use crate::capability::{FlowStep, RewriteSpec, StatefulFlow};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
-use std::any::Any;
 use wire::checksum::{update16, update16_udp, update32, update32_udp};
 
 const TCP: u8 = 6;
@@ -226,19 +226,9 @@ impl IPRewriter {
         self.kind
     }
 
-    /// The input specifications, one per input port.
-    pub fn specs(&self) -> &[InputSpec] {
-        &self.specs
-    }
-
     /// The mapping table.
     pub fn table(&self) -> &MappingTable {
         &self.table
-    }
-
-    /// Whether the destination IP annotation is set to the rewritten destination.
-    pub fn dst_anno(&self) -> bool {
-        self.dst_anno
     }
 
     /// The seed of this rewriter's pseudo-random choices (FNV-1a of its qualified name).
@@ -247,7 +237,7 @@ impl IPRewriter {
     }
 
     /// The map a protocol's flows live in (Click: `IPRewriter` keeps UDP apart from TCP).
-    pub fn map_id(&self, proto: u8) -> u8 {
+    fn map_of(&self, proto: u8) -> u8 {
         match (self.kind, proto) {
             (RewriterKind::Ip, UDP) => 1,
             _ => 0,
@@ -272,7 +262,7 @@ impl IPRewriter {
         flow: &FlowId,
         now: u64,
     ) -> Result<Result<usize, usize>, &'static str> {
-        let map_id = self.map_id(proto);
+        let map_id = self.map_of(proto);
         let random = flow_random(self.seed, proto, flow);
         let (rewritten, fout, rout) = match self.specs.get(port) {
             None | Some(InputSpec::Drop) => return Err("rewriter-drop"),
@@ -473,55 +463,21 @@ impl IPRewriter {
     /// IPv4 header. `push` is this plus the byte rewrite, so synthesis and the element cannot
     /// disagree.
     pub fn decide(&mut self, port: usize, input: Option<&FlowInput>, now: u64) -> Decision {
-        self.decide_at(port, input, now).0
+        self.decide_inner(port, input, now)
     }
 
-    /// [`IPRewriter::decide`], also telling which mapping (index, direction) rewrote the
-    /// packet, so that a caller can [`IPRewriter::replay`] the decision for later packets.
-    pub fn decide_at(
-        &mut self,
-        port: usize,
-        input: Option<&FlowInput>,
-        now: u64,
-    ) -> (Decision, Option<(u32, Direction)>) {
-        let d = self.decide_inner(port, input, now);
-        (d, self.last)
-    }
-
-    /// Decides for a packet that an earlier decision says mapping `idx` in direction `dir`
-    /// rewrites: if that mapping is still the one a lookup would find (alive, not expired,
-    /// holding this flow in that direction, and the packet is one the rewriter handles), the
-    /// state is updated exactly as [`IPRewriter::decide`] would and the decision returned;
-    /// otherwise nothing changes and `None` says to call `decide`. Saves the hash lookup.
-    pub fn replay(
-        &mut self,
-        input: &FlowInput,
-        now: u64,
-        idx: u32,
-        dir: Direction,
-    ) -> Option<Decision> {
-        if !self.check_replay(input, now, idx, dir) {
-            return None;
-        }
-        let f = self.table.flow(idx as usize)?;
-        let new = f.rewrite_for(dir);
-        let out = f.output_for(dir);
-        self.table.touch(idx as usize, dir, input.info, now);
-        self.rewritten += 1;
-        Some(Decision::Rewrite { out, new })
-    }
-
-    /// Whether [`IPRewriter::replay`] of mapping `idx` in direction `dir` would succeed for
-    /// `input` at `now`. Reaps the table when due (as any packet reaching the rewriter
-    /// would) but changes no mapping otherwise (the fast path's event check).
-    pub fn check_replay(&mut self, input: &FlowInput, now: u64, idx: u32, dir: Direction) -> bool {
+    /// Whether mapping `idx` in direction `dir` is still the one a lookup would find for
+    /// `input` at `now` (alive, not expired, holding this flow in that direction, and the
+    /// packet is one the rewriter handles). Reaps the table when due (as any packet reaching
+    /// the rewriter would) but changes no mapping otherwise.
+    fn replayable(&mut self, input: &FlowInput, now: u64, idx: u32, dir: Direction) -> bool {
         self.table.maybe_reap(now);
         let i = input;
         if !self.handles(i.proto) || !i.first_frag || i.tlen < 8 || (i.proto == TCP && i.tlen < 20)
         {
             return false;
         }
-        let map_id = self.map_id(i.proto);
+        let map_id = self.map_of(i.proto);
         if self.table.map_of(idx as usize) != Some(map_id) {
             return false;
         }
@@ -537,56 +493,6 @@ impl IPRewriter {
             Direction::Forward => fwd && !rep,
             Direction::Reply => rep,
         }
-    }
-
-    /// The mapping (index, direction) that rewrote the last packet decided, if one did.
-    pub fn last_mapping(&self) -> Option<(u32, Direction)> {
-        self.last
-    }
-
-    /// What `n` successful [`IPRewriter::replay`]s of mapping `idx` in direction `dir` by
-    /// packets like `info`, the last at `now`, do to the rewriter's state, in one call. The
-    /// caller knows they would succeed: it remembered (`idx`, [`IPRewriter::version`]) and
-    /// [`IPRewriter::steady`] from a replay or decision, the version is unchanged, no reap
-    /// was due and no mapping expired in between.
-    pub fn replay_n(&mut self, idx: u32, dir: Direction, info: PacketInfo, now: u64, n: u32) {
-        self.rewritten += u64::from(n);
-        self.table.touch_n(idx as usize, dir, info, now, n);
-    }
-
-    /// Whether a drop for `reason` follows from the packet's protocol alone (and the
-    /// input), so that every packet of its flow arriving at the same input is dropped the
-    /// same way, with no change to the rewriter but its drop count.
-    pub fn drop_is_per_flow(reason: &str) -> bool {
-        reason == "not-tcp-udp"
-    }
-
-    /// What `n` drops for a per-flow reason ([`IPRewriter::drop_is_per_flow`]) do to the
-    /// rewriter's state: its drop count. The caller knows no reap was due in between.
-    pub fn drop_n(&mut self, n: u32) {
-        self.dropped += u64::from(n);
-    }
-
-    /// The version of mapping `idx` (see [`MappingTable::version`]).
-    pub fn version(&self, idx: u32) -> u32 {
-        self.table.version(idx as usize)
-    }
-
-    /// How many times a mapping's version has changed (see [`MappingTable::changes`]).
-    pub fn changes(&self) -> u64 {
-        self.table.changes()
-    }
-
-    /// The lifetime a packet like `info` gives mapping `idx` in direction `dir`, if such
-    /// packets leave it steady (see [`MappingTable::steady`]).
-    pub fn steady(&self, idx: u32, dir: Direction, info: PacketInfo) -> Option<u64> {
-        self.table.steady(idx as usize, dir, info)
-    }
-
-    /// When the next packet through this rewriter reaps its table (see
-    /// [`MappingTable::next_reap`]).
-    pub fn next_reap(&self) -> Option<u64> {
-        self.table.next_reap()
     }
 
     fn decide_inner(&mut self, port: usize, input: Option<&FlowInput>, now: u64) -> Decision {
@@ -612,7 +518,7 @@ impl IPRewriter {
         if i.tlen < 8 || (i.proto == TCP && i.tlen < 20) {
             return refuse(self, "short-transport");
         }
-        let map_id = self.map_id(i.proto);
+        let map_id = self.map_of(i.proto);
         let (idx, dir) = match self.table.lookup(map_id, &i.flow, now) {
             Some(hit) => hit,
             None => match self.new_mapping(port, i.proto, &i.flow, now) {
@@ -634,6 +540,118 @@ impl IPRewriter {
         self.rewritten += 1;
         self.last = Some((idx as u32, dir));
         Decision::Rewrite { out, new }
+    }
+}
+
+/// Whether a rewriter's drop for `reason` follows from the packet's protocol alone (and the
+/// input), so that every packet of its flow arriving at the same input is dropped the same
+/// way, with no change to the rewriter but its drop count.
+#[inline]
+pub fn drop_is_per_flow(reason: &str) -> bool {
+    reason == "not-tcp-udp"
+}
+
+impl StatefulFlow for IPRewriter {
+    #[inline]
+    fn decide_flow(
+        &mut self,
+        port: usize,
+        input: Option<&FlowInput>,
+        now: u64,
+        hint: Option<(u32, Direction)>,
+    ) -> FlowStep {
+        let (decision, mapping) = match (hint, input) {
+            (Some((idx, dir)), Some(inp)) => match StatefulFlow::replay(self, inp, now, idx, dir) {
+                Some(d) => (d, Some((idx, dir))),
+                None => (self.decide_inner(port, input, now), self.last),
+            },
+            _ => (self.decide_inner(port, input, now), self.last),
+        };
+        let (version, steady) = match (mapping, input) {
+            (Some((idx, dir)), Some(inp)) => (
+                self.table.version(idx as usize),
+                self.table.steady(idx as usize, dir, inp.info),
+            ),
+            _ => (0, None),
+        };
+        FlowStep {
+            decision,
+            mapping,
+            version,
+            steady,
+        }
+    }
+
+    fn replay(
+        &mut self,
+        input: &FlowInput,
+        now: u64,
+        idx: u32,
+        dir: Direction,
+    ) -> Option<Decision> {
+        if !self.replayable(input, now, idx, dir) {
+            return None;
+        }
+        let f = self.table.flow(idx as usize)?;
+        let new = f.rewrite_for(dir);
+        let out = f.output_for(dir);
+        self.table.touch(idx as usize, dir, input.info, now);
+        self.rewritten += 1;
+        Some(Decision::Rewrite { out, new })
+    }
+
+    fn check_replay(
+        &mut self,
+        input: &FlowInput,
+        now: u64,
+        idx: u32,
+        dir: Direction,
+        version: u32,
+    ) -> bool {
+        self.replayable(input, now, idx, dir) && self.table.version(idx as usize) == version
+    }
+
+    fn last_mapping(&self) -> Option<(u32, Direction)> {
+        self.last
+    }
+
+    fn replay_n(&mut self, idx: u32, dir: Direction, info: PacketInfo, now: u64, n: u32) {
+        self.rewritten += u64::from(n);
+        self.table.touch_n(idx as usize, dir, info, now, n);
+    }
+
+    fn drop_n(&mut self, n: u32) {
+        self.dropped += u64::from(n);
+    }
+
+    fn version(&self, idx: u32) -> u32 {
+        self.table.version(idx as usize)
+    }
+
+    fn changes(&self) -> u64 {
+        self.table.changes()
+    }
+
+    fn steady(&self, idx: u32, dir: Direction, info: PacketInfo) -> Option<u64> {
+        self.table.steady(idx as usize, dir, info)
+    }
+
+    fn next_reap(&self) -> Option<u64> {
+        self.table.next_reap()
+    }
+}
+
+impl RewriteSpec for IPRewriter {
+    fn specs(&self) -> &[InputSpec] {
+        &self.specs
+    }
+
+    fn map_id(&self, proto: u8) -> u8 {
+        self.map_of(proto)
+    }
+
+    fn dst_anno(&self) -> bool {
+        self.dst_anno
     }
 }
 
@@ -672,7 +690,11 @@ impl Element for IPRewriter {
         }
     }
 
-    fn rewriter(&mut self) -> Option<&mut IPRewriter> {
+    fn stateful_flow(&mut self) -> Option<&mut dyn StatefulFlow> {
+        Some(self)
+    }
+
+    fn rewrite_spec(&self) -> Option<&dyn RewriteSpec> {
         Some(self)
     }
 
@@ -716,10 +738,6 @@ impl Element for IPRewriter {
             ("rewritten", self.rewritten),
             ("dropped", self.dropped),
         ]
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 
@@ -768,10 +786,6 @@ impl Element for RoundRobinIPMapper {
 
     fn push(&mut self, _port: usize, packet: Packet, _cx: &mut Context) -> Verdict {
         Verdict::Drop(packet, "no-input")
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

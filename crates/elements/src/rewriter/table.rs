@@ -3,6 +3,7 @@
 //! rewritten identifier from a pattern (Click's `IPRewriterPattern::rewrite_flowid`).
 
 use super::pattern::{Choice, Pattern, Vary};
+use crate::hash::{splitmix64, FlowHasher, Fnv};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::net::Ipv4Addr;
@@ -143,68 +144,6 @@ pub struct PacketInfo {
     pub has_payload: bool,
 }
 
-/// FNV-1a, used both for the table's hash map (deterministic and fast) and for the
-/// rewriters' pseudo-random choices.
-#[derive(Debug, Clone, Copy)]
-pub struct Fnv(u64);
-
-impl Default for Fnv {
-    fn default() -> Fnv {
-        Fnv(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-impl Hasher for Fnv {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 ^= u64::from(*b);
-            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-    }
-}
-
-/// The hasher of the mapping table's hash map: FNV-1a with the splitmix64 finaliser, so the
-/// high bits the hash map tags its slots with are well mixed (plain FNV-1a leaves them poor
-/// for short keys, and lookups then compare many keys).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct FlowHasher(Fnv);
-
-impl Hasher for FlowHasher {
-    #[inline]
-    fn finish(&self) -> u64 {
-        splitmix64(self.0.finish())
-    }
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        self.0.write(bytes);
-    }
-    #[inline]
-    fn write_u128(&mut self, v: u128) {
-        // One folded multiply per half (the keys are packed flow identifiers).
-        let m = |a: u64, b: u64| {
-            let p = u128::from(a) * u128::from(b);
-            (p as u64) ^ ((p >> 64) as u64)
-        };
-        let lo = m(v as u64 ^ 0x243F_6A88_85A3_08D3, 0x1319_8A2E_0370_7344);
-        let hi = m(
-            (v >> 64) as u64 ^ 0xA409_3822_299F_31D0,
-            0x082E_FA98_EC4E_6C89,
-        );
-        self.0 .0 = lo ^ hi.rotate_left(23);
-    }
-}
-
-/// The splitmix64 finaliser: spreads an FNV hash's bits.
-pub fn splitmix64(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 /// The FNV-1a hash of a rewriter's qualified name: the seed of its pseudo-random choices.
 pub fn name_seed(name: &str) -> u64 {
     let mut h = Fnv::default();
@@ -215,7 +154,7 @@ pub fn name_seed(name: &str) -> u64 {
 /// The pseudo-random value a rewriter seeded with `seed` uses for a new flow: splitmix64 of
 /// FNV-1a over the seed, the protocol and the flow's 12 identifier bytes. Fixed, so runs repeat.
 pub fn flow_random(seed: u64, proto: u8, flow: &FlowId) -> u64 {
-    let mut h = Fnv(seed);
+    let mut h = Fnv::with_basis(seed);
     h.write(&[proto]);
     h.write(&flow.bytes());
     splitmix64(h.finish())
