@@ -16,5 +16,5 @@ pub mod summary;
 
 pub use exec::{Executor, ExitSink, FastOptions, FastStats, Initial, Place, RunOptions};
 pub use file::{ChainError, ChainFile, Endpoint};
-pub use nf::{BuildError, Nf};
+pub use nf::{BuildError, BuildErrorKind, Nf, PortFault};
 pub use summary::Summary;

@@ -1,20 +1,133 @@
 //! One NF: its Click configuration instantiated as an element graph.
 
-use elements::{BuildCtx, Element, Names, Role};
+use elements::{BuildCtx, ConfigError, Element, Names, Role};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
 
-/// An error building an NF: the configuration's file, line and column, and what was expected.
+/// An error building an NF: where in the configuration (file, line, column) and what is
+/// wrong there. Displayed as `file:line:col: message`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BuildError {
-    /// `file:line:col: message`.
-    pub message: String,
+    /// The declaration or connection at fault.
+    pub span: click::Span,
+    /// What is wrong (boxed: errors are rare, `Result`s stay small).
+    pub kind: Box<BuildErrorKind>,
+}
+
+/// What is wrong with an NF's configuration ([`BuildError`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BuildErrorKind {
+    /// An element (or a declaration such as `AddressInfo`) refuses its configuration.
+    Config {
+        /// The element's class.
+        class: String,
+        /// The element's name.
+        name: String,
+        /// What the element expected.
+        error: ConfigError,
+    },
+    /// An element has a port connected that its class does not have, or misses one it needs.
+    Ports {
+        /// The element's class.
+        class: String,
+        /// The element's name.
+        name: String,
+        /// The port counts the class accepts (Click's notation, `1/1-2`).
+        accepts: String,
+        /// Which port is at fault.
+        port: PortFault,
+    },
+    /// One output is connected to two places.
+    ConnectedTwice {
+        /// The output port.
+        port: usize,
+        /// The element whose output it is.
+        from: String,
+        /// The first target.
+        first: String,
+        /// The second target.
+        second: String,
+    },
+    /// An output is not connected.
+    Unconnected {
+        /// The output port.
+        port: usize,
+        /// The element whose output it is.
+        element: String,
+    },
+    /// Two elements receive the packets arriving on one interface.
+    DeviceTwice {
+        /// The second element.
+        element: String,
+        /// Its class (`FromDevice`).
+        class: String,
+        /// The interface.
+        device: String,
+        /// The first element.
+        previous: String,
+        /// Where the first element is declared.
+        previous_at: click::Span,
+    },
+}
+
+/// Which port of an element is at fault ([`BuildErrorKind::Ports`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PortFault {
+    /// This output is connected, but the class has fewer outputs.
+    ExtraOutput(usize),
+    /// This input is connected, but the class has fewer inputs.
+    ExtraInput(usize),
+    /// This output (the first missing one) is needed but not connected.
+    MissingOutput(usize),
+}
+
+impl fmt::Display for BuildErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BuildErrorKind::Config { class, name, error } => write!(f, "{class} `{name}`: {error}"),
+            BuildErrorKind::Ports {
+                class,
+                name,
+                accepts,
+                port,
+            } => {
+                let (side, p, what) = match port {
+                    PortFault::ExtraOutput(p) => ("output", p, "is connected"),
+                    PortFault::ExtraInput(p) => ("input", p, "is connected"),
+                    PortFault::MissingOutput(p) => ("output", p, "is not connected"),
+                };
+                write!(f, "{class} `{name}` has {accepts} ports, but {side} {p} {what}")
+            }
+            BuildErrorKind::ConnectedTwice {
+                port,
+                from,
+                first,
+                second,
+            } => write!(
+                f,
+                "output {port} of `{from}` is connected twice (to `{first}` and `{second}`); use Tee to copy packets"
+            ),
+            BuildErrorKind::Unconnected { port, element } => {
+                write!(f, "output {port} of `{element}` is not connected")
+            }
+            BuildErrorKind::DeviceTwice {
+                element,
+                class,
+                device,
+                previous,
+                previous_at,
+            } => write!(
+                f,
+                "`{element}` uses device `{device}` already used by `{previous}` at {previous_at}; an interface has one {class} element to deliver arriving packets to"
+            ),
+        }
+    }
 }
 
 impl fmt::Display for BuildError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
+        write!(f, "{}: {}", self.span, self.kind)
     }
 }
 
@@ -42,8 +155,8 @@ pub struct Nf {
     pub roles: Vec<Role>,
     /// Element names (`Class@N` for anonymous ones, `compound/member` inside compounds).
     pub names: Vec<String>,
-    /// Where each element was declared (`file:line:col`).
-    pub spans: Vec<String>,
+    /// Where each element was declared.
+    pub spans: Vec<click::Span>,
     /// Each element's configuration string as written (variables substituted).
     pub configs: Vec<String>,
     /// For each element, for each output port, the connection (None if unconnected).
@@ -63,10 +176,10 @@ impl fmt::Debug for Nf {
 
 /// Classes that only declare things (names, scheduling) and whose declarations other
 /// elements read while being built.
-fn declare(names: &mut Names, class: &str, name: &str, config: &str) -> Result<(), String> {
+fn declare(names: &mut Names, class: &str, name: &str, config: &str) -> Result<(), ConfigError> {
     match class {
-        "AddressInfo" => names.add_address_info(config).map_err(|e| e.message),
-        "IPRewriterPatterns" => names.add_patterns(config).map_err(|e| e.message),
+        "AddressInfo" => names.add_address_info(config),
+        "IPRewriterPatterns" => names.add_patterns(config),
         "RoundRobinIPMapper" => {
             names.add_mapper(name, class, config);
             Ok(())
@@ -92,8 +205,20 @@ impl Nf {
             noutputs[c.from] = noutputs[c.from].max(c.from_port + 1);
             ninputs[c.to] = ninputs[c.to].max(c.to_port + 1);
         }
-        let err = |i: usize, msg: String| BuildError {
-            message: format!("{}: {msg}", config.elements[i].span),
+        let err = |i: usize, kind: BuildErrorKind| BuildError {
+            span: config.elements[i].span.clone(),
+            kind: Box::new(kind),
+        };
+        let config_err = |i: usize, error: ConfigError| {
+            let d = &config.elements[i];
+            err(
+                i,
+                BuildErrorKind::Config {
+                    class: d.class.clone(),
+                    name: d.name.clone(),
+                    error,
+                },
+            )
         };
         let mut names = Names::new();
         for (i, d) in config.elements.iter().enumerate() {
@@ -102,8 +227,7 @@ impl Nf {
             } else {
                 d.name.clone()
             };
-            declare(&mut names, &d.class, &qualified, &d.config)
-                .map_err(|m| err(i, format!("{} `{}`: {m}", d.class, d.name)))?;
+            declare(&mut names, &d.class, &qualified, &d.config).map_err(|e| config_err(i, e))?;
             // Mappers are referred to by their local name in rewriter specs.
             if d.class == "RoundRobinIPMapper" {
                 names.add_mapper(&d.name, &d.class, &d.config);
@@ -123,43 +247,39 @@ impl Nf {
                 names: &names,
                 base_dir,
             };
-            let e = elements::build(&d.class, &d.config, &bcx)
-                .map_err(|e| err(i, format!("{} `{}`: {}", d.class, d.name, e.message)))?;
+            let e = elements::build(&d.class, &d.config, &bcx).map_err(|e| config_err(i, e))?;
             let pc = e.port_count();
             if noutputs[i] > pc.max_out {
                 return Err(err(
                     i,
-                    format!(
-                        "{} `{}` has {} ports, but output {} is connected",
-                        d.class,
-                        d.name,
-                        pc.describe(),
-                        noutputs[i] - 1
-                    ),
+                    BuildErrorKind::Ports {
+                        class: d.class.clone(),
+                        name: d.name.clone(),
+                        accepts: pc.describe(),
+                        port: PortFault::ExtraOutput(noutputs[i] - 1),
+                    },
                 ));
             }
             if ninputs[i] > pc.max_in {
                 return Err(err(
                     i,
-                    format!(
-                        "{} `{}` has {} ports, but input {} is connected",
-                        d.class,
-                        d.name,
-                        pc.describe(),
-                        ninputs[i] - 1
-                    ),
+                    BuildErrorKind::Ports {
+                        class: d.class.clone(),
+                        name: d.name.clone(),
+                        accepts: pc.describe(),
+                        port: PortFault::ExtraInput(ninputs[i] - 1),
+                    },
                 ));
             }
             if noutputs[i] < pc.min_out {
                 return Err(err(
                     i,
-                    format!(
-                        "{} `{}` has {} ports, but output {} is not connected",
-                        d.class,
-                        d.name,
-                        pc.describe(),
-                        noutputs[i]
-                    ),
+                    BuildErrorKind::Ports {
+                        class: d.class.clone(),
+                        name: d.name.clone(),
+                        accepts: pc.describe(),
+                        port: PortFault::MissingOutput(noutputs[i]),
+                    },
                 ));
             }
             elements.push(e);
@@ -174,10 +294,13 @@ impl Nf {
                     })
                 {
                     return Err(BuildError {
-                        message: format!(
-                            "{}: output {} of `{}` is connected twice (to `{}` and `{}`); use Tee to copy packets",
-                            c.span, c.from_port, config.elements[c.from].name, config.elements[prev.element].name, config.elements[c.to].name
-                        ),
+                        span: c.span.clone(),
+                        kind: Box::new(BuildErrorKind::ConnectedTwice {
+                            port: c.from_port,
+                            from: config.elements[c.from].name.clone(),
+                            first: config.elements[prev.element].name.clone(),
+                            second: config.elements[c.to].name.clone(),
+                        }),
                     });
                 }
             }
@@ -190,10 +313,10 @@ impl Nf {
             if let Some(p) = outs.iter().position(Option::is_none) {
                 return Err(err(
                     i,
-                    format!(
-                        "output {p} of `{}` is not connected",
-                        config.elements[i].name
-                    ),
+                    BuildErrorKind::Unconnected {
+                        port: p,
+                        element: config.elements[i].name.clone(),
+                    },
                 ));
             }
         }
@@ -203,7 +326,7 @@ impl Nf {
             roles: elements.iter().map(|e| e.role()).collect(),
             elements,
             names: config.elements.iter().map(|d| d.name.clone()).collect(),
-            spans: config.elements.iter().map(|d| d.span.to_string()).collect(),
+            spans: config.elements.iter().map(|d| d.span.clone()).collect(),
             configs: config.elements.iter().map(|d| d.config.clone()).collect(),
             edges,
             ninputs,
@@ -222,15 +345,14 @@ impl Nf {
             };
             if let Some(&prev) = seen.get(&key) {
                 return Err(BuildError {
-                    message: format!(
-                        "{}: `{}` uses device `{}` already used by `{}` at {}; an interface has one {} element to deliver arriving packets to",
-                        self.spans[i],
-                        self.names[i],
-                        key.1,
-                        self.names[prev],
-                        self.spans[prev],
-                        self.classes[i]
-                    ),
+                    span: self.spans[i].clone(),
+                    kind: Box::new(BuildErrorKind::DeviceTwice {
+                        element: self.names[i].clone(),
+                        class: self.classes[i].to_string(),
+                        device: key.1,
+                        previous: self.names[prev].clone(),
+                        previous_at: self.spans[prev].clone(),
+                    }),
                 });
             }
             seen.insert(key, i);

@@ -129,7 +129,7 @@ fn trace(
     synth: bool,
 ) -> Result<String, String> {
     let mut ex = Executor::new(chain, opts, |_, _| Ok(ExitSink::Memory(Vec::new())))?;
-    synth::Mode::from(synth).install(&mut ex, chain::FastOptions::default())?;
+    synth::Mode::from(synth).install(&mut ex, chain::FastOptions::default());
     let at = ex
         .entry(entry)
         .ok_or_else(|| format!("{entry}: no FromDevice for this interface"))?;

@@ -38,14 +38,14 @@ impl Mode {
 
     /// Installs the mode in `ex` (built naive by [`Executor::new`]): synthesis for
     /// [`Mode::Synth`] (its report returned), the fast path with `fast` for
-    /// [`Mode::Fastpath`], nothing for [`Mode::Naive`]. Errors: synthesis failing.
-    pub fn install(self, ex: &mut Executor, fast: FastOptions) -> Result<Option<Report>, String> {
+    /// [`Mode::Fastpath`], nothing for [`Mode::Naive`]. It cannot fail.
+    pub fn install(self, ex: &mut Executor, fast: FastOptions) -> Option<Report> {
         match self {
-            Mode::Naive => Ok(None),
-            Mode::Synth => crate::install(ex).map(Some),
+            Mode::Naive => None,
+            Mode::Synth => Some(crate::install(ex)),
             Mode::Fastpath => {
                 ex.enable_fastpath(fast);
-                Ok(None)
+                None
             }
         }
     }

@@ -80,7 +80,7 @@ pub fn run(
     mode: Mode,
 ) -> Result<RunResult, String> {
     let mut ex = Executor::new(chain, options, |_, _| Ok(ExitSink::Memory(Vec::new())))?;
-    mode.install(&mut ex, chain::FastOptions::default())?;
+    mode.install(&mut ex, chain::FastOptions::default());
     if inputs.is_empty() && ex.dump_sources().is_empty() {
         return Err(chain.no_input_error());
     }

@@ -24,7 +24,7 @@ fn run(chain: &ChainFile, records: &[Record], synth: bool, passes: u64) -> (Outc
     })
     .unwrap();
     if synth {
-        synth::install(&mut ex).unwrap();
+        synth::install(&mut ex);
     }
     let at = ex.entry(&Endpoint::parse("fw.eth0").unwrap()).unwrap();
     ex.replay(&[(at, records.to_vec())], passes);

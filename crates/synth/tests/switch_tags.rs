@@ -35,7 +35,7 @@ fn run(
     })
     .unwrap();
     if trust {
-        synth::install(&mut ex).unwrap();
+        synth::install(&mut ex);
         ex.trust_switch_tags(true);
     }
     let at = ex.entry(entry).unwrap();

@@ -75,7 +75,7 @@ mod parse;
 pub mod space;
 
 pub use expr::{ArithOp, Pred, Value};
-pub use parse::{parse, PcapError, MAX_NESTING, MAX_TOKENS};
+pub use parse::{parse, ExprError, MAX_NESTING, MAX_TOKENS};
 
 use crate::args::{unquote, Args};
 use crate::model::{Case, Filter, IpAnchor, Model, Outcome};
@@ -116,7 +116,7 @@ impl PcapFilter {
     }
 
     /// A filter for `text` (for `fusebox run --filter`), with no reject output.
-    pub fn from_expr(text: &str) -> Result<PcapFilter, PcapError> {
+    pub fn from_expr(text: &str) -> Result<PcapFilter, ExprError> {
         Ok(PcapFilter {
             text: text.to_string(),
             pred: parse(text)?,

@@ -7,20 +7,20 @@ use std::fmt;
 
 /// A refused expression: the 1-based column of the offending token and what was expected.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PcapError {
+pub struct ExprError {
     /// 1-based column (in characters) where the problem is.
     pub column: usize,
     /// What was wrong and what was expected.
     pub message: String,
 }
 
-impl fmt::Display for PcapError {
+impl fmt::Display for ExprError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "column {}: {}", self.column, self.message)
     }
 }
 
-impl std::error::Error for PcapError {}
+impl std::error::Error for ExprError {}
 
 #[derive(Debug, Clone, PartialEq)]
 enum Tok {
@@ -63,8 +63,8 @@ impl Tok {
     }
 }
 
-fn err<T>(column: usize, message: impl Into<String>) -> Result<T, PcapError> {
-    Err(PcapError {
+fn err<T>(column: usize, message: impl Into<String>) -> Result<T, ExprError> {
+    Err(ExprError {
         column,
         message: message.into(),
     })
@@ -102,7 +102,7 @@ fn is_mac(w: &str) -> bool {
             .all(|g| (1..=2).contains(&g.len()) && g.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
-fn tokenize(text: &str) -> Result<Vec<(Tok, usize)>, PcapError> {
+fn tokenize(text: &str) -> Result<Vec<(Tok, usize)>, ExprError> {
     let chars: Vec<char> = text.chars().collect();
     let mut out = Vec::new();
     let mut i = 0;
@@ -517,7 +517,7 @@ struct Parser {
     /// (MPLS bottom of stack and IP version, PPP protocol): such tests are refused.
     relinked: Option<&'static str>,
     /// The first refused link-type test after `relinked` was set.
-    poison: std::cell::Cell<Option<PcapError>>,
+    poison: std::cell::Cell<Option<ExprError>>,
     /// Column of the primitive being parsed.
     term_col: usize,
     /// Current recursion depth of the parser.
@@ -531,7 +531,7 @@ pub const MAX_NESTING: usize = 100;
 /// evaluation walks recursively).
 pub const MAX_TOKENS: usize = 4096;
 
-type Res<T> = Result<T, PcapError>;
+type Res<T> = Result<T, ExprError>;
 
 impl Parser {
     fn peek(&self) -> &Tok {
@@ -579,7 +579,7 @@ impl Parser {
 
     fn linktype(&self, et: u32) -> Pred {
         if let Some(kind) = self.relinked {
-            let e = self.poison.take().unwrap_or(PcapError {
+            let e = self.poison.take().unwrap_or(ExprError {
                 column: self.term_col,
                 message: format!(
                     "tests of the link type (`ip`, `tcp`, `host`, `port`, ...) after `{kind}` are not supported (libpcap re-bases them on the {kind} payload)"
@@ -865,7 +865,7 @@ impl Parser {
         let save = (self.pos, self.off_lt, self.off_pl);
         let id_err = match self.id(q) {
             Ok(p) if !matches!(self.peek(), Tok::Rel(_) | Tok::Op(_)) => return Ok((p, Some(q))),
-            Ok(_) => PcapError {
+            Ok(_) => ExprError {
                 column: self.col(),
                 message: String::new(),
             },
@@ -1298,7 +1298,7 @@ impl Parser {
             }
             let mut mac = [0u8; 6];
             for (i, g) in w.split(':').enumerate() {
-                mac[i] = u8::from_str_radix(g, 16).map_err(|_| PcapError {
+                mac[i] = u8::from_str_radix(g, 16).map_err(|_| ExprError {
                     column: col,
                     message: format!("invalid Ethernet address `{w}`"),
                 })?;
@@ -1309,7 +1309,7 @@ impl Parser {
             return err(col, format!("expected an Ethernet address (aa:bb:cc:dd:ee:ff) after `ether`, found `{w}` (names are not resolved)"));
         }
         if w.contains(':') {
-            let addr: std::net::Ipv6Addr = w.parse().map_err(|_| PcapError {
+            let addr: std::net::Ipv6Addr = w.parse().map_err(|_| ExprError {
                 column: col,
                 message: format!("invalid IPv6 address `{w}`"),
             })?;
@@ -1695,7 +1695,7 @@ impl Parser {
             let off = base
                 .checked_add(k)
                 .filter(|o| *o <= 0xffff)
-                .ok_or(PcapError {
+                .ok_or(ExprError {
                     column: col,
                     message: format!("offset {k} is too large"),
                 })?;
@@ -1797,7 +1797,7 @@ fn is_keyword(w: &str) -> bool {
 /// Parses a tcpdump expression for Ethernet frames (libpcap's `DLT_EN10MB`).
 ///
 /// An empty expression (only spaces) matches every packet, as in tcpdump.
-pub fn parse(text: &str) -> Result<Pred, PcapError> {
+pub fn parse(text: &str) -> Result<Pred, ExprError> {
     let toks = tokenize(text)?;
     if toks.len() > MAX_TOKENS {
         return err(

@@ -145,7 +145,7 @@ impl Bench {
             ..RunOptions::default()
         };
         let mut ex = Executor::new(chain, &opts, |_, _| Ok(ExitSink::Count))?;
-        mode.install(&mut ex, chain::FastOptions::default())?;
+        mode.install(&mut ex, chain::FastOptions::default());
         let at = ex
             .entry(entry)
             .ok_or_else(|| format!("{}: no entry {entry}", chain.path.display()))?;

@@ -603,7 +603,7 @@ fn flow_times(b: &mut Bench, batch: usize) -> Result<(), String> {
                     parallel,
                     ..chain::FastOptions::default()
                 },
-            )?;
+            );
             let e = ex
                 .entry(&at)
                 .ok_or_else(|| format!("{}: no entry {entry}", path.display()))?;
