@@ -178,11 +178,12 @@ pub struct Source {
     head: Option<Record>,
 }
 
-/// The naive executor of a chain.
+/// The executor of a chain (see the module documentation for its shape).
 ///
 /// Elements of all NFs live in one flat table (global indices) so the hot loop follows a
 /// packet from element to element without nested lookups; a packet that goes straight on
-/// (the common case) never touches the work stack.
+/// (the common case) never touches the work stack. Its fields are, in order: the graph,
+/// the counters, the inputs and exits, the run's working state, then each mode's state.
 pub struct Executor {
     nfs: Vec<Nf>,
     /// First global index of each NF's elements.
@@ -194,12 +195,8 @@ pub struct Executor {
     /// What the hot loop needs about each element, in one place.
     info: Vec<Info>,
     edges: Vec<Edge>,
-    /// Arrivals that did not come through a counted edge (inputs, link crossings,
-    /// replies); an element's input count is this plus its incoming edges' counts.
-    arrivals: Vec<u64>,
-    out_count: Vec<u64>,
-    drops: Vec<Vec<(&'static str, u64)>>,
-    nf_counters: Vec<NfCounters>,
+    /// The naive counters (every mode adds to them, or owes them and pays).
+    counts: Counters,
     exits: Vec<Exit>,
     entries: BTreeMap<Endpoint, (usize, usize)>,
     dump_sources: Vec<(String, (usize, usize), PathBuf)>,
@@ -210,8 +207,6 @@ pub struct Executor {
     /// The end of the last replay (its last timestamp plus one gap): a later replay starts
     /// there, so virtual time never goes back between calls.
     replayed_until: u64,
-    chain_in: u64,
-    chain_created: u64,
     next_input: u64,
     batch: usize,
     /// The synthesized mode's state (empty until [`Executor::install`]).
@@ -223,6 +218,24 @@ pub struct Executor {
     mode_hooks: bool,
     /// Latency and per-flow time sampling (for `fusebox bench`).
     measures: Measures,
+}
+
+/// The counters of a run, as the naive mode keeps them: per element, per edge, per NF and
+/// for the whole chain.
+struct Counters {
+    /// Arrivals that did not come through a counted edge (inputs, link crossings,
+    /// replies); an element's input count is this plus its incoming edges' counts.
+    arrivals: Vec<u64>,
+    /// Packets sent along each edge.
+    out_count: Vec<u64>,
+    /// Drops per element, by reason.
+    drops: Vec<Vec<(&'static str, u64)>>,
+    /// Per NF: packets in, out, created, dropped.
+    nf_counters: Vec<NfCounters>,
+    /// Packets that entered the chain.
+    chain_in: u64,
+    /// Replies the chain made (`--reflect`).
+    chain_created: u64,
 }
 
 /// The state of the synthesized mode ([`Executor::install`]): the program, what it
@@ -531,16 +544,20 @@ impl Executor {
             }
         }
         let g = flatten(&mut nfs, &base, &kinds);
-        let n = g.elements.len();
+        let (n, nnf) = (g.elements.len(), nfs.len());
         Ok(Executor {
-            nf_counters: vec![NfCounters::default(); nfs.len()],
             nfs,
             base,
             elements: g.elements,
             nf_of: g.nf_of,
-            arrivals: vec![0; n],
-            out_count: vec![0; g.edges.len()],
-            drops: vec![Vec::new(); n],
+            counts: Counters {
+                arrivals: vec![0; n],
+                out_count: vec![0; g.edges.len()],
+                drops: vec![Vec::new(); n],
+                nf_counters: vec![NfCounters::default(); nnf],
+                chain_in: 0,
+                chain_created: 0,
+            },
             edge_base: g.edge_base,
             info: g.info,
             edges: g.edges,
@@ -552,8 +569,6 @@ impl Executor {
             emitted: Vec::new(),
             pool: Vec::new(),
             replayed_until: 0,
-            chain_in: 0,
-            chain_created: 0,
             next_input: 0,
             batch: options.batch.max(1),
             synth: SynthState::default(),
@@ -643,7 +658,7 @@ impl Executor {
             for (entry, p) in entries.drain(..).zip(batch.drain()) {
                 self.push_in(entry, p);
             }
-            progress(self.chain_in);
+            progress(self.counts.chain_in);
         }
         // What established flows owe the rewriters is paid when a rewriter is about to
         // decide or be read, and here: a flow's packets between two such moments cost one
@@ -802,13 +817,13 @@ impl Executor {
     fn push_in_timed(&mut self, entry: (usize, usize), mut p: Packet) {
         p.meta.input_index = self.next_input;
         self.next_input += 1;
-        self.chain_in += 1;
+        self.counts.chain_in += 1;
         if p.meta.timestamp > self.cx.now {
             self.cx.now = p.meta.timestamp;
         }
-        self.nf_counters[entry.0].input += 1;
+        self.counts.nf_counters[entry.0].input += 1;
         let el = self.base[entry.0] + entry.1 as u32;
-        self.arrivals[el as usize] += 1;
+        self.counts.arrivals[el as usize] += 1;
         if self.fast.is_some() {
             match self.fast_enter(el, p) {
                 Some(q) => p = q,
@@ -843,8 +858,8 @@ impl Executor {
                 fp.drops.push((el, reason));
             }
         }
-        self.nf_counters[self.nf_of[el as usize] as usize].dropped += 1;
-        let d = &mut self.drops[el as usize];
+        self.counts.nf_counters[self.nf_of[el as usize] as usize].dropped += 1;
+        let d = &mut self.counts.drops[el as usize];
         match d.iter_mut().find(|(r, _)| *r == reason) {
             Some((_, n)) => *n += 1,
             None => d.push((reason, 1)),
@@ -908,7 +923,7 @@ impl Executor {
                             let k = info.edge_base as usize + o;
                             if o < info.outputs as usize {
                                 if let (Some(&next), Some(c)) =
-                                    (self.edges.get(k), self.out_count.get_mut(k))
+                                    (self.edges.get(k), self.counts.out_count.get_mut(k))
                                 {
                                     if next.element != u32::MAX {
                                         *c += 1;
@@ -934,9 +949,9 @@ impl Executor {
                         self.recycle(p);
                     } else {
                         p.meta.hops += 1;
-                        self.nf_counters[nf].output += 1;
-                        self.nf_counters[self.nf_of[target as usize] as usize].input += 1;
-                        self.arrivals[target as usize] += 1;
+                        self.counts.nf_counters[nf].output += 1;
+                        self.counts.nf_counters[self.nf_of[target as usize] as usize].input += 1;
+                        self.counts.arrivals[target as usize] += 1;
                         (el, at) = (target, Resume::Port(0));
                         continue;
                     }
@@ -945,7 +960,7 @@ impl Executor {
                     if self.cx.recorder.active {
                         self.fast_end(Some(el), Some(&p));
                     }
-                    self.nf_counters[info.nf as usize].output += 1;
+                    self.counts.nf_counters[info.nf as usize].output += 1;
                     self.exit(x as usize, p);
                 }
             }
@@ -984,7 +999,7 @@ impl Executor {
     #[cold]
     fn settle(&mut self, el: u32) {
         let created = self.cx.take_created();
-        self.nf_counters[self.nf_of[el as usize] as usize].created += created;
+        self.counts.nf_counters[self.nf_of[el as usize] as usize].created += created;
         let dropped: Vec<(Packet, &'static str)> = self.cx.take_dropped().collect();
         for (p, r) in dropped {
             self.count_drop(el, r);
@@ -998,7 +1013,7 @@ impl Executor {
             if o < (self.edge_base[e + 1] - self.edge_base[e]) as usize
                 && self.edges[k].element != u32::MAX
             {
-                self.out_count[k] += 1;
+                self.counts.out_count[k] += 1;
                 self.stack
                     .push((self.edges[k].element, Resume::Port(self.edges[k].port), p));
             } else {
@@ -1032,9 +1047,9 @@ impl Executor {
             let mut r = self.packet_from(&bytes, p.meta.timestamp, p.meta.precision);
             r.meta.input_index = p.meta.input_index;
             r.meta.reflected = true;
-            self.chain_created += 1;
-            self.nf_counters[self.nf_of[target as usize] as usize].input += 1;
-            self.arrivals[target as usize] += 1;
+            self.counts.chain_created += 1;
+            self.counts.nf_counters[self.nf_of[target as usize] as usize].input += 1;
+            self.counts.arrivals[target as usize] += 1;
             let at = if self.synthesized(target) {
                 Resume::Synth
             } else if self.fast.is_some() {
@@ -1091,8 +1106,8 @@ impl Executor {
         }
         let mut nfs = Vec::new();
         let mut t = Totals {
-            input: self.chain_in,
-            created: self.chain_created,
+            input: self.counts.chain_in,
+            created: self.counts.chain_created,
             ..Totals::default()
         };
         for (ni, nf) in self.nfs.iter().enumerate() {
@@ -1850,10 +1865,10 @@ impl Executor {
         Vec<NfCounters>,
         Vec<Vec<(&'static str, u64)>>,
     ) {
-        let mut arrivals = self.arrivals.clone();
-        let mut out = self.out_count.clone();
-        let mut drops = self.drops.clone();
-        let mut nfc = self.nf_counters.clone();
+        let mut arrivals = self.counts.arrivals.clone();
+        let mut out = self.counts.out_count.clone();
+        let mut drops = self.counts.drops.clone();
+        let mut nfc = self.counts.nf_counters.clone();
         let mut stats: Vec<Vec<(&'static str, u64)>> = vec![Vec::new(); self.elements.len()];
         let add = |v: &mut Vec<(&'static str, u64)>, r: &'static str, n: u64| match v
             .iter_mut()

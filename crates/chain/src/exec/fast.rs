@@ -39,7 +39,7 @@
 //!
 //! The table is bounded: when it is full, the oldest entry is evicted (counted).
 
-use super::{finish_packet, Executor, Kind, NfCounters};
+use super::{finish_packet, Counters, Executor, Kind, NfCounters};
 use crate::program::{frame_location, Finish, IpChecksum, Regs, Val};
 use elements::model::{self, Case, Field, FieldSet, Filter, Group, Headers, Model, Outcome};
 use elements::record::{Access, ReplayView, Step};
@@ -695,11 +695,17 @@ impl Executor {
             entry_data: p.data().to_vec(),
             entry_offset: p.data_offset(),
             depth: self.stack.len(),
-            created: self.chain_created + self.nf_counters.iter().map(|c| c.created).sum::<u64>(),
+            created: self.counts.chain_created
+                + self
+                    .counts
+                    .nf_counters
+                    .iter()
+                    .map(|c| c.created)
+                    .sum::<u64>(),
             snap: Snapshot {
-                arrivals: self.arrivals.clone(),
-                out_count: self.out_count.clone(),
-                nf_counters: self.nf_counters.clone(),
+                arrivals: self.counts.arrivals.clone(),
+                out_count: self.counts.out_count.clone(),
+                nf_counters: self.counts.nf_counters.clone(),
             },
             t: Track::default(),
             tests: Vec::new(),
@@ -745,10 +751,14 @@ impl Executor {
         }
         let Executor {
             fast: Some(fp),
-            arrivals,
-            out_count,
-            drops,
-            nf_counters,
+            counts:
+                Counters {
+                    arrivals,
+                    out_count,
+                    drops,
+                    nf_counters,
+                    ..
+                },
             ..
         } = self
         else {
@@ -932,7 +942,7 @@ impl Executor {
                 finish_packet(&mut p, &c.finish, &c.regs);
                 let info = self.info[el as usize];
                 if let Kind::Exit(x) = info.kind {
-                    self.nf_counters[info.nf as usize].output += 1;
+                    self.counts.nf_counters[info.nf as usize].output += 1;
                     self.exit(x as usize, p);
                 } else {
                     self.recycle(p);
@@ -1059,7 +1069,13 @@ impl Executor {
     pub(super) fn fast_end(&mut self, el: Option<u32>, out: Option<&Packet>) {
         self.cx.recorder.active = false;
         let expiry = self.cx.recorder.expiry.take().map(|t| t.0);
-        let created = self.chain_created + self.nf_counters.iter().map(|c| c.created).sum::<u64>();
+        let created = self.counts.chain_created
+            + self
+                .counts
+                .nf_counters
+                .iter()
+                .map(|c| c.created)
+                .sum::<u64>();
         let depth = self.stack.len();
         let now = self.cx.now.0;
         let Some(fp) = self.fast.as_mut() else { return };
@@ -1875,12 +1891,12 @@ fn consolidate(
         nf_counters: n0,
     } = &rec.snap;
     let mut counts = Counts::default();
-    for (i, (&x, &y)) in ex.arrivals.iter().zip(a0).enumerate() {
+    for (i, (&x, &y)) in ex.counts.arrivals.iter().zip(a0).enumerate() {
         if x != y {
             counts.arrivals.push((i as u32, x - y));
         }
     }
-    for (i, (&x, &y)) in ex.out_count.iter().zip(o0).enumerate() {
+    for (i, (&x, &y)) in ex.counts.out_count.iter().zip(o0).enumerate() {
         if x != y {
             counts.out.push((i as u32, x - y));
         }
@@ -1891,7 +1907,7 @@ fn consolidate(
             None => counts.drops.push((e, r, 1)),
         }
     }
-    for (i, (x, y)) in ex.nf_counters.iter().zip(n0).enumerate() {
+    for (i, (x, y)) in ex.counts.nf_counters.iter().zip(n0).enumerate() {
         let d = NfCounters {
             input: x.input - y.input,
             output: x.output - y.output,

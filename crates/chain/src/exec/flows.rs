@@ -39,7 +39,7 @@
 //! before, skips the root classifier. ICMP flows are keyed by type, code and echo
 //! identifier, so an echo flow keeps its key as its sequence number changes.
 
-use super::{Executor, ProgramEnd, SynthState};
+use super::{Counters, Executor, ProgramEnd, SynthState};
 use crate::program::{NodeId, Program, Regs, Step, Val, NO_MAPPING};
 use elements::hash::FlowHasher;
 use elements::model::Field;
@@ -445,8 +445,9 @@ impl Executor {
                 },
             elements,
             nf_of,
-            nf_counters,
-            drops,
+            counts: Counters {
+                nf_counters, drops, ..
+            },
             ..
         } = self;
         // In the order of each path's last packet: two paths may touch one mapping (a
