@@ -2057,18 +2057,18 @@ fn finish_packet(p: &mut Packet, f: &Finish, regs: &Regs) {
     if regs.rewrote && d.len() >= l4 {
         let proto = d.get(PROTO).copied().unwrap_or(0);
         let ck = l4
-            + if proto == 6 {
+            + if proto == wire::IpProtocol::TCP {
                 TCP_CHECKSUM
             } else {
                 UDP_CHECKSUM
             };
         if let Some(b) = d.get(ck..ck + 2) {
             let c0 = u16::from_be_bytes([b[0], b[1]]);
-            let c = if proto == 17 && c0 == 0 {
+            let c = if proto == wire::IpProtocol::UDP && c0 == 0 {
                 0
             } else {
                 let c = !fold(u32::from(!c0) + regs.l4_ops);
-                if proto == 17 {
+                if proto == wire::IpProtocol::UDP {
                     wire::checksum::udp_finish(c)
                 } else {
                     c

@@ -85,7 +85,7 @@ impl Tuple {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum IpChecksum {
     /// Incrementally (RFC 1624 eqn. 3): the constant sum of the static steps' operands
-    /// (`0xFEFF` per TTL decrement) plus whatever rewriters added at run time.
+    /// ([`wire::checksum::TTL_DECREMENT`] per TTL decrement) plus whatever rewriters added at run time.
     Incremental(u32),
     /// Recomputed over the final header.
     Recompute,

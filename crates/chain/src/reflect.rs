@@ -1,7 +1,7 @@
 //! `--reflect`: turn a packet leaving the chain into the reply its destination would send,
 //! so stateful NFs see both directions of every flow they open.
 
-use wire::checksum;
+use wire::{checksum, IpProtocol};
 
 /// The reply to an Ethernet frame: MACs, IP addresses and ports swapped, TCP flags answered
 /// (SYN → SYN+ACK, FIN → FIN+ACK, data → ACK; sequence numbers follow), ICMP echo requests
@@ -59,7 +59,7 @@ pub fn reply(p: &packet::Packet) -> Vec<u8> {
     }
     let seg_len = ip_end - l4;
     match proto {
-        6 if seg_len >= 20 => {
+        IpProtocol::TCP if seg_len >= 20 => {
             b.swap(l4, l4 + 2);
             b.swap(l4 + 1, l4 + 3);
             let seq = u32::from_be_bytes([b[l4 + 4], b[l4 + 5], b[l4 + 6], b[l4 + 7]]);
@@ -87,14 +87,14 @@ pub fn reply(p: &packet::Packet) -> Vec<u8> {
             b[l4 + 13] = new_flags;
             fill_l4(&mut b, l3, l4, ip_end, 16, v6, proto);
         }
-        17 if seg_len >= 8 => {
+        IpProtocol::UDP if seg_len >= 8 => {
             b.swap(l4, l4 + 2);
             b.swap(l4 + 1, l4 + 3);
             if b[l4 + 6] != 0 || b[l4 + 7] != 0 || v6 {
                 fill_l4(&mut b, l3, l4, ip_end, 6, v6, proto);
             }
         }
-        1 if seg_len >= 8 && b[l4] == 8 => {
+        IpProtocol::ICMP if seg_len >= 8 && b[l4] == 8 => {
             b[l4] = 0;
             b[l4 + 2] = 0;
             b[l4 + 3] = 0;
@@ -128,7 +128,7 @@ fn fill_l4(b: &mut [u8], l3: usize, l4: usize, end: usize, ck_at: usize, v6: boo
         checksum::pseudo_header_v4(s, d, proto, len as u16)
     };
     let mut ck = !checksum::fold(checksum::combine(&[pseudo, checksum::sum(&b[l4..end])]));
-    if proto == 17 {
+    if proto == IpProtocol::UDP {
         ck = checksum::udp_finish(ck);
     }
     b[l4 + ck_at..l4 + ck_at + 2].copy_from_slice(&ck.to_be_bytes());

@@ -242,8 +242,8 @@ impl ICMPError {
         }
         let src = Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]);
         let dst = Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]);
-        let icmp_error_in =
-            ip[9] == 1 && (hl + 4 > ip.len() || ip.get(hl).is_none_or(|t| is_error_type(*t)));
+        let icmp_error_in = ip[9] == wire::IpProtocol::ICMP
+            && (hl + 4 > ip.len() || ip.get(hl).is_none_or(|t| is_error_type(*t)));
         let suppressed = icmp_error_in
             || !self.unicast(dst)
             || matches!(

@@ -529,7 +529,7 @@ const ETHER_HEADER_LEN: u16 = wire::ethernet::HEADER_LEN as u16;
 /// A MAC address as a field value.
 #[inline]
 fn mac_value(m: &[u8; 6]) -> u128 {
-    m.iter().fold(0u128, |a, b| (a << 8) | u128::from(*b))
+    u128::from(wire::ethernet::mac_to_u64(m))
 }
 
 /// Applies one effect to `sink` as its primitives: the one statement of what each
@@ -588,7 +588,8 @@ impl EffectSink for Concrete<'_> {
         if let Some(ip) = ip_start(self.p, self.ip_at) {
             if let Some(h) = self.p.data_mut().get_mut(ip..ip + 12) {
                 h[8] = h[8].wrapping_sub(1);
-                let sum = u32::from(!u16::from_be_bytes([h[10], h[11]])) + 0xFEFF;
+                let sum =
+                    u32::from(!u16::from_be_bytes([h[10], h[11]])) + wire::checksum::TTL_DECREMENT;
                 let c = !((sum + (sum >> 16)) as u16);
                 h[10..12].copy_from_slice(&c.to_be_bytes());
             }

@@ -10,6 +10,7 @@ use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use synth::show;
+use wire::IpProtocol;
 
 /// Arguments of `fusebox explain`.
 #[derive(Args, Debug)]
@@ -84,12 +85,12 @@ fn frame_of(spec: &str) -> Result<Vec<u8>, String> {
     let c = wire::checksum::data(&ip[..20]);
     ip[10..12].copy_from_slice(&c.to_be_bytes());
     let l4 = &mut ip[20..];
-    if proto == 1 {
+    if proto == IpProtocol::ICMP {
         l4[0] = 8; // echo request
     } else {
         l4[0..2].copy_from_slice(&sport.to_be_bytes());
         l4[2..4].copy_from_slice(&dport.to_be_bytes());
-        if proto == 6 {
+        if proto == IpProtocol::TCP {
             l4[12] = 0x50;
             l4[13] = 0x02; // SYN
         } else {
@@ -102,14 +103,14 @@ fn frame_of(spec: &str) -> Result<Vec<u8>, String> {
         wire::checksum::sum(&f[34..34 + seg]),
     ]);
     let ck = match proto {
-        6 => Some(34 + 16),
-        17 => Some(34 + 6),
+        IpProtocol::TCP => Some(34 + 16),
+        IpProtocol::UDP => Some(34 + 6),
         _ => None,
     };
     if let Some(o) = ck {
         let mut c = wire::checksum::fold(sum);
         c = !c;
-        if proto == 17 {
+        if proto == IpProtocol::UDP {
             c = wire::checksum::udp_finish(c);
         }
         f[o..o + 2].copy_from_slice(&c.to_be_bytes());

@@ -645,7 +645,7 @@ impl<'a> Out<'a> {
             at = self.chain(at, "DecIPTTL", "");
         }
         match f.ip_checksum {
-            IpChecksum::Incremental(k) if fold(k) == fold(0xFEFF * ttl) => {}
+            IpChecksum::Incremental(k) if fold(k) == fold(wire::checksum::TTL_DECREMENT * ttl) => {}
             IpChecksum::Recompute => at = self.chain(at, "SetIPChecksum", ""),
             IpChecksum::Incremental(k) => {
                 return Err(format!(
@@ -661,8 +661,9 @@ impl<'a> Out<'a> {
             (0, 14, [None, None, None]) => at = self.chain(at, "Unstrip", "14"),
             (h @ (0 | 14), 14, [Some(d), Some(s), Some(t)]) => {
                 let mac = |v: u128| {
-                    (0..6)
-                        .map(|i| format!("{:02x}", (v >> (8 * (5 - i))) as u8))
+                    wire::ethernet::u64_to_mac(v as u64)
+                        .iter()
+                        .map(|b| format!("{b:02x}"))
                         .collect::<Vec<_>>()
                         .join(":")
                 };

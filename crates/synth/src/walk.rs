@@ -451,7 +451,7 @@ impl St {
             ip_checksum: if self.recompute {
                 IpChecksum::Recompute
             } else {
-                IpChecksum::Incremental(self.ttl_decs * 0xFEFF)
+                IpChecksum::Incremental(self.ttl_decs * wire::checksum::TTL_DECREMENT)
             },
             annos: annos.then(|| Annotations {
                 mac: v16(self.mac),
@@ -522,7 +522,7 @@ impl EffectSink for Symbolic<'_> {
         if st.mac != Some(0) || !long {
             return Err(Bail);
         }
-        let mac = |m: &[u8; 6]| m.iter().fold(0u128, |a, b| (a << 8) | u128::from(*b));
+        let mac = |m: &[u8; 6]| u128::from(wire::ethernet::mac_to_u64(m));
         st.w.set(Field::EthDst, Op::Set(mac(dst)));
         st.w.set(Field::EthSrc, Op::Set(mac(src)));
         Ok(())

@@ -99,6 +99,7 @@ pub fn operands32(old: u32, new: u32) -> u32 {
 
 /// Incrementally updates `old_checksum` after a 16-bit word changed from
 /// `old` to `new`, using RFC 1624 eqn. 3: `HC' = ~(~HC + ~m + m')`.
+#[inline]
 pub fn update16(old_checksum: u16, old: u16, new: u16) -> u16 {
     !fold(u32::from(!old_checksum) + operands16(old, new))
 }
@@ -106,12 +107,28 @@ pub fn update16(old_checksum: u16, old: u16, new: u16) -> u16 {
 /// Incrementally updates `old_checksum` after a 32-bit value (two aligned
 /// 16-bit words, e.g. an IPv4 address) changed from `old` to `new`
 /// (RFC 1624 eqn. 3).
+#[inline]
 pub fn update32(old_checksum: u16, old: u32, new: u32) -> u16 {
     !fold(u32::from(!old_checksum) + operands32(old, new))
 }
 
+/// What decrementing an IPv4 TTL by one adds to the one's-complement sum of the header
+/// (RFC 1624): the TTL is the high byte of the TTL/protocol word, so the word drops by
+/// `0x0100`, whose operands `~m + m'` are `0xFEFF`. Summed `n` times for `n` decrements.
+pub const TTL_DECREMENT: u32 = 0xFEFF;
+
+/// The IPv4 header checksum after the TTL was decremented by one, computed exactly as
+/// Click's `DecIPTTL` does: `sum = ~old + 0xFEFF; new = ~(sum + (sum >> 16))` (one carry
+/// fold, RFC 1624).
+#[inline]
+pub fn ttl_decremented(old_checksum: u16) -> u16 {
+    let sum = u32::from(!old_checksum) + TTL_DECREMENT;
+    !((sum + (sum >> 16)) as u16)
+}
+
 /// Maps a freshly computed UDP checksum of `0` to `0xFFFF` (RFC 768: a
 /// transmitted `0` means "no checksum").
+#[inline]
 pub fn udp_finish(computed: u16) -> u16 {
     if computed == 0 {
         0xFFFF
@@ -122,6 +139,7 @@ pub fn udp_finish(computed: u16) -> u16 {
 
 /// Incremental update for a UDP checksum field: a field of `0` ("none")
 /// stays `0`; otherwise [`update16`] with a `0` result mapped to `0xFFFF`.
+#[inline]
 pub fn update16_udp(old_checksum: u16, old: u16, new: u16) -> u16 {
     if old_checksum == 0 {
         0
@@ -131,6 +149,7 @@ pub fn update16_udp(old_checksum: u16, old: u16, new: u16) -> u16 {
 }
 
 /// 32-bit variant of [`update16_udp`] (e.g. for an address rewrite).
+#[inline]
 pub fn update32_udp(old_checksum: u16, old: u32, new: u32) -> u16 {
     if old_checksum == 0 {
         0
@@ -143,6 +162,28 @@ pub fn update32_udp(old_checksum: u16, old: u32, new: u32) -> u16 {
 mod tests {
     use super::*;
     use crate::XorShift;
+
+    #[test]
+    fn ttl_decrement_matches_a_full_recompute() {
+        let mut rng = XorShift(0x5eed_77);
+        for _ in 0..2000 {
+            let mut h = [0u8; 20];
+            for b in h.iter_mut() {
+                *b = rng.next_u64() as u8;
+            }
+            h[8] = h[8].max(1);
+            h[10] = 0;
+            h[11] = 0;
+            let c = data(&h);
+            h[10..12].copy_from_slice(&c.to_be_bytes());
+            h[8] -= 1;
+            let inc = ttl_decremented(c);
+            h[10..12].copy_from_slice(&inc.to_be_bytes());
+            // The incremental result verifies (0 and 0xFFFF are the same one's-complement 0).
+            assert!(matches!(data(&h), 0 | 0xffff), "{h:?}");
+        }
+        assert_eq!(TTL_DECREMENT, u32::from(!0x0100u16));
+    }
 
     #[test]
     fn rfc1071_example() {

@@ -73,6 +73,21 @@ impl Address {
     }
 }
 
+/// The 48-bit integer a MAC address spells in network byte order (`00:00:00:00:00:01` is 1),
+/// as header-field values hold it.
+#[inline]
+pub const fn mac_to_u64(mac: &[u8; 6]) -> u64 {
+    u64::from_be_bytes([0, 0, mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]])
+}
+
+/// The MAC address of the low 48 bits of `v` in network byte order (inverse of
+/// [`mac_to_u64`]; higher bits are ignored).
+#[inline]
+pub const fn u64_to_mac(v: u64) -> [u8; 6] {
+    let b = v.to_be_bytes();
+    [b[2], b[3], b[4], b[5], b[6], b[7]]
+}
+
 impl From<[u8; 6]> for Address {
     fn from(bytes: [u8; 6]) -> Self {
         Address(bytes)
@@ -257,6 +272,16 @@ mod tests {
         0x00, 0x16, 0x3e, 0x11, 0x22, 0x33, 0x52, 0x54, 0x00, 0x12, 0xab, 0xcd, 0x08, 0x00, 0x45,
         0x00, 0x00, 0x39, 0x1c, 0x46, 0x40, 0x00, 0x40, 0x11, 0x9b, 0x12, 0xc0, 0xa8, 0x01, 0x0a,
     ];
+
+    #[test]
+    fn mac_integers_round_trip() {
+        let m = [0x00, 0x16, 0x3e, 0x11, 0x22, 0xff];
+        assert_eq!(mac_to_u64(&m), 0x0016_3e11_22ff);
+        assert_eq!(u64_to_mac(0x0016_3e11_22ff), m);
+        assert_eq!(u64_to_mac(0xffff_0016_3e11_22ff), m);
+        assert_eq!(mac_to_u64(&[0xff; 6]), 0xffff_ffff_ffff);
+        assert_eq!(mac_to_u64(&[0, 0, 0, 0, 0, 1]), 1);
+    }
 
     #[test]
     fn parse_frame() {

@@ -33,40 +33,7 @@ pub mod field {
 pub const HEADER_LEN: usize = 20;
 
 /// IANA IP protocol numbers (shared by IPv4 `protocol` and IPv6 `next_header`).
-pub mod protocol {
-    /// IPv6 hop-by-hop options.
-    pub const HOP_BY_HOP: u8 = 0;
-    /// Internet Control Message Protocol.
-    pub const ICMP: u8 = 1;
-    /// Internet Group Management Protocol.
-    pub const IGMP: u8 = 2;
-    /// IPv4-in-IP encapsulation.
-    pub const IPIP: u8 = 4;
-    /// Transmission Control Protocol.
-    pub const TCP: u8 = 6;
-    /// User Datagram Protocol.
-    pub const UDP: u8 = 17;
-    /// IPv6 encapsulation.
-    pub const IPV6: u8 = 41;
-    /// IPv6 routing header.
-    pub const IPV6_ROUTE: u8 = 43;
-    /// IPv6 fragment header.
-    pub const IPV6_FRAG: u8 = 44;
-    /// Generic Routing Encapsulation.
-    pub const GRE: u8 = 47;
-    /// Encapsulating Security Payload.
-    pub const ESP: u8 = 50;
-    /// Authentication Header.
-    pub const AH: u8 = 51;
-    /// ICMP for IPv6.
-    pub const ICMPV6: u8 = 58;
-    /// IPv6 "no next header".
-    pub const IPV6_NONXT: u8 = 59;
-    /// IPv6 destination options.
-    pub const IPV6_OPTS: u8 = 60;
-    /// Stream Control Transmission Protocol.
-    pub const SCTP: u8 = 132;
-}
+pub use crate::ip::protocol;
 
 const FLAG_DF: u16 = 0x4000;
 const FLAG_MF: u16 = 0x2000;

@@ -29,6 +29,7 @@ pub mod checksum;
 pub mod ethernet;
 pub mod icmpv4;
 pub mod icmpv6;
+pub mod ip;
 pub mod ipv4;
 pub mod ipv6;
 pub mod nsh;
@@ -63,6 +64,75 @@ impl std::error::Error for Error {}
 
 /// Result type used throughout the crate.
 pub type Result<T> = core::result::Result<T, Error>;
+
+pub use ip::IpProtocol;
+
+/// Bounds-checked big-endian reads and writes at a byte offset.
+///
+/// For code that reads a header which may be cut short and must not panic (a flow-key
+/// parser reading ports, an element accepting a malformed packet): a read past the end is
+/// `None`, a write past the end changes nothing and returns `false`. Code holding a
+/// validated view uses the view's getters and setters instead.
+pub mod bytes {
+    /// The big-endian `u16` at `off`, if both bytes are there.
+    #[inline]
+    pub fn read_u16(data: &[u8], off: usize) -> Option<u16> {
+        let b = data.get(off..off.checked_add(2)?)?;
+        Some(u16::from_be_bytes([b[0], b[1]]))
+    }
+
+    /// The big-endian `u32` at `off`, if all four bytes are there.
+    #[inline]
+    pub fn read_u32(data: &[u8], off: usize) -> Option<u32> {
+        let b = data.get(off..off.checked_add(4)?)?;
+        Some(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    /// Writes `value` big-endian at `off`; `false` (and no change) if it does not fit.
+    #[inline]
+    pub fn write_u16(data: &mut [u8], off: usize, value: u16) -> bool {
+        match off.checked_add(2).and_then(|end| data.get_mut(off..end)) {
+            Some(b) => {
+                b.copy_from_slice(&value.to_be_bytes());
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Writes `value` big-endian at `off`; `false` (and no change) if it does not fit.
+    #[inline]
+    pub fn write_u32(data: &mut [u8], off: usize, value: u32) -> bool {
+        match off.checked_add(4).and_then(|end| data.get_mut(off..end)) {
+            Some(b) => {
+                b.copy_from_slice(&value.to_be_bytes());
+                true
+            }
+            None => false,
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn reads_and_writes_stop_at_the_end() {
+            let mut d = [1u8, 2, 3, 4, 5];
+            assert_eq!(read_u16(&d, 3), Some(0x0405));
+            assert_eq!(read_u16(&d, 4), None);
+            assert_eq!(read_u16(&d, usize::MAX), None);
+            assert_eq!(read_u32(&d, 1), Some(0x0203_0405));
+            assert_eq!(read_u32(&d, 2), None);
+            assert!(write_u16(&mut d, 0, 0xabcd));
+            assert!(!write_u16(&mut d, 4, 0xffff));
+            assert!(!write_u32(&mut d, 2, 0xffff_ffff));
+            assert!(write_u32(&mut d, 1, 0x1122_3344));
+            assert_eq!(d, [0xab, 0x11, 0x22, 0x33, 0x44]);
+            assert!(!write_u32(&mut d, usize::MAX, 0));
+        }
+    }
+}
 
 /// Reads a big-endian `u16` at the start of `field`.
 #[inline]

@@ -400,7 +400,7 @@ pub(super) struct FastState {
     pub(super) drops: Vec<(u32, &'static str)>,
 }
 
-const TCP: u128 = 6;
+const TCP: u128 = wire::IpProtocol::TCP as u128;
 
 /// Reasons a packet is not recorded that say nothing about the flow's next packets (a
 /// rewriter's mapping changing state on this one: a SYN, a first packet): no entry is kept,
@@ -1778,7 +1778,7 @@ impl model::EffectSink for Recorder<'_> {
         if self.head != 0 {
             return Err("ethernet-moved");
         }
-        let mac = |m: &[u8; 6]| m.iter().fold(0u128, |a, b| (a << 8) | u128::from(*b));
+        let mac = |m: &[u8; 6]| u128::from(wire::ethernet::mac_to_u64(m));
         self.rec.t.set(Field::EthDst, W::Const(mac(dst)));
         self.rec.t.set(Field::EthSrc, W::Const(mac(src)));
         Ok(())
@@ -1863,7 +1863,7 @@ fn consolidate(
         ip_checksum: if t.recompute {
             IpChecksum::Recompute
         } else {
-            IpChecksum::Incremental(t.ttl_decs * 0xFEFF)
+            IpChecksum::Incremental(t.ttl_decs * wire::checksum::TTL_DECREMENT)
         },
         annos: None,
         runs: Vec::new(),

@@ -157,7 +157,7 @@ fn fast_info(data: &[u8]) -> Option<PacketInfo> {
     if !ip.first_fragment() {
         return None;
     }
-    if ip.protocol() != 6 {
+    if ip.protocol() != wire::IpProtocol::TCP {
         return (ip.transport_len() >= 8).then_some(PacketInfo::default());
     }
     if ip.transport_len() < 20 {
@@ -595,7 +595,11 @@ mod tests {
     fn reference(data: &[u8]) -> Option<PacketInfo> {
         let a = super::super::flow_input(data, false)?;
         let b = super::super::flow_input(data, true)?;
-        let min = if a.proto == 6 { 20 } else { 8 };
+        let min = if a.proto == wire::IpProtocol::TCP {
+            20
+        } else {
+            8
+        };
         (a.first_frag && a.tlen >= min && b.tlen >= min).then_some(PacketInfo {
             tcp_flags: a.info.tcp_flags & STATE_FLAGS,
             has_payload: a.info.has_payload,
@@ -658,7 +662,7 @@ mod tests {
                 data[14] = 0x40 | ihl;
                 data[16..18].copy_from_slice(&len.to_be_bytes());
                 data[20..22].copy_from_slice(&(frag * 0x1000).to_be_bytes());
-                data[23] = if tcp { 6 } else { 17 };
+                data[23] = if tcp { wire::IpProtocol::TCP } else { wire::IpProtocol::UDP };
             }
             prop_assert_eq!(fast_info(&data), reference(&data));
         }

@@ -76,10 +76,7 @@ impl Element for StoreEtherAddress {
             6 => Field::EthSrc,
             o => Field::raw(u16::try_from(o).ok()?, 6)?,
         };
-        let addr = self
-            .addr
-            .iter()
-            .fold(0u128, |a, b| (a << 8) | u128::from(*b));
+        let addr = u128::from(wire::ethernet::mac_to_u64(&self.addr));
         let long = Filter::any().with(Field::FrameLen, FieldSet::range(u128::from(end), 0xffff));
         let short = if self.has_reject_output {
             Outcome::Out(1)

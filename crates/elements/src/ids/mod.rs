@@ -97,6 +97,7 @@ use std::fs::File;
 use std::io::{LineWriter, Write};
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
+use wire::IpProtocol;
 
 /// Drop reason of packets a `drop` or `sdrop` rule matched.
 pub const DROP_REASON: &str = "ids-drop";
@@ -172,7 +173,7 @@ fn decode(data: &[u8], anno: Option<usize>) -> Result<Pkt<'_>, &'static str> {
         return Ok(p);
     }
     match proto {
-        6 => {
+        IpProtocol::TCP => {
             if l4.len() < 20 {
                 return Err("truncated_transport");
             }
@@ -186,7 +187,7 @@ fn decode(data: &[u8], anno: Option<usize>) -> Result<Pkt<'_>, &'static str> {
             p.ports = true;
             p.payload = &l4[doff..];
         }
-        17 => {
+        IpProtocol::UDP => {
             if l4.len() < 8 {
                 return Err("truncated_transport");
             }
@@ -195,7 +196,7 @@ fn decode(data: &[u8], anno: Option<usize>) -> Result<Pkt<'_>, &'static str> {
             p.ports = true;
             p.payload = &l4[8..];
         }
-        1 => {
+        IpProtocol::ICMP => {
             if l4.len() < 8 {
                 return Err("truncated_transport");
             }
@@ -246,7 +247,7 @@ struct Flow {
 
 impl Flow {
     fn is_tcp(&self) -> bool {
-        self.proto == 6 && self.ports
+        self.proto == IpProtocol::TCP && self.ports
     }
 
     /// The client of a TCP flow picked up midstream by a packet of direction `dir`: its
@@ -786,19 +787,19 @@ pub fn fast_time(ts: Timestamp) -> String {
 
 /// Snort's protocol names in alert lines.
 fn proto_name(p: u8) -> String {
-    match p {
-        1 => "ICMP".into(),
-        2 => "IGMP".into(),
-        4 => "IPIP".into(),
-        6 => "TCP".into(),
-        17 => "UDP".into(),
-        41 => "IPV6".into(),
-        47 => "GRE".into(),
-        50 => "ESP".into(),
-        51 => "AH".into(),
-        58 => "IPV6-ICMP".into(),
-        132 => "SCTP".into(),
-        n => format!("PROTO:{n:03}"),
+    match IpProtocol::from(p) {
+        IpProtocol::Icmp => "ICMP".into(),
+        IpProtocol::Igmp => "IGMP".into(),
+        IpProtocol::IpIp => "IPIP".into(),
+        IpProtocol::Tcp => "TCP".into(),
+        IpProtocol::Udp => "UDP".into(),
+        IpProtocol::Ipv6 => "IPV6".into(),
+        IpProtocol::Gre => "GRE".into(),
+        IpProtocol::Esp => "ESP".into(),
+        IpProtocol::Ah => "AH".into(),
+        IpProtocol::Icmpv6 => "IPV6-ICMP".into(),
+        IpProtocol::Sctp => "SCTP".into(),
+        _ => format!("PROTO:{p:03}"),
     }
 }
 
@@ -828,7 +829,7 @@ fn fast_line(rule: &Rule, p: &Pkt, flow: usize, index: u64, ts: Timestamp) -> St
         proto_name(p.proto)
     ));
     let (a, b) = (Ipv4Addr::from(p.src), Ipv4Addr::from(p.dst));
-    if p.ports && (p.proto == 6 || p.proto == 17) {
+    if p.ports && IpProtocol::from(p.proto).has_ports() {
         s.push_str(&format!("{a}:{} -> {b}:{}", p.sport, p.dport));
     } else {
         s.push_str(&format!("{a} -> {b}"));
@@ -864,7 +865,13 @@ impl Element for SnortIDS {
                     packet.meta.timestamp,
                     packet.meta.input_index,
                 );
-                (flow, dir, p.flags, p.proto == 6 && p.ports, drop)
+                (
+                    flow,
+                    dir,
+                    p.flags,
+                    p.proto == IpProtocol::TCP && p.ports,
+                    drop,
+                )
             }
         };
         if cx.recording() {

@@ -48,6 +48,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::Path;
+use wire::IpProtocol;
 
 /// What a rule does with the packets it matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -217,9 +218,9 @@ impl Rule {
         ports: bool,
     ) -> bool {
         let (want_ports, proto_ok) = match self.proto {
-            Proto::Tcp => (true, proto == 6 && ports),
-            Proto::Udp => (true, proto == 17 && ports),
-            Proto::Icmp => (false, proto == 1),
+            Proto::Tcp => (true, proto == IpProtocol::TCP && ports),
+            Proto::Udp => (true, proto == IpProtocol::UDP && ports),
+            Proto::Icmp => (false, proto == IpProtocol::ICMP),
             Proto::Ip => (false, true),
         };
         if !proto_ok {

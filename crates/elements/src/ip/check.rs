@@ -1,12 +1,14 @@
 //! `CheckIPHeader`, `CheckIPHeader2`, `MarkIPHeader`, and `CheckTCPHeader` /
 //! `CheckUDPHeader` / `CheckICMPHeader`.
 
-use super::{bad_out, bad_outcome, ihl, ip_header, ip_list, rd16, rd_ip};
+use super::{bad_out, bad_outcome, ihl, ip_header, ip_list, rd_ip};
 use crate::args::{parse_bool, parse_uint};
 use crate::model::{Case, Effect, Field, FieldSet, Filter, IpAnchor, Model, Outcome};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
 use std::net::Ipv4Addr;
+use wire::bytes::read_u16;
+use wire::IpProtocol;
 
 /// Why `CheckIPHeader` rejected a packet (Click's `reason_texts`, as drop reasons).
 const IP_REASONS: [&str; 6] = [
@@ -142,7 +144,7 @@ impl CheckIPHeader {
         if hl < 20 {
             return Err(2);
         }
-        let len = usize::from(rd16(ip, 2).unwrap_or(0));
+        let len = usize::from(read_u16(ip, 2).unwrap_or(0));
         if len > ip.len() || len < hl {
             return Err(3);
         }
@@ -349,16 +351,16 @@ impl CheckL4Header {
         let (ip, hl) = ip_header(p).ok_or(0usize)?;
         let proto = ip.get(9).copied().unwrap_or(0);
         let want = match self.kind {
-            L4Kind::Tcp => 6,
-            L4Kind::Udp => 17,
-            L4Kind::Icmp => 1,
+            L4Kind::Tcp => IpProtocol::TCP,
+            L4Kind::Udp => IpProtocol::UDP,
+            L4Kind::Icmp => IpProtocol::ICMP,
         };
         // As in Click, fragments are not special: a non-first fragment is checked like any
         // other packet (and almost always fails on length or checksum).
         if proto != want {
             return Err(0);
         }
-        let total = usize::from(rd16(ip, 2).unwrap_or(0));
+        let total = usize::from(read_u16(ip, 2).unwrap_or(0));
         let src = [ip[12], ip[13], ip[14], ip[15]];
         let dst = [ip[16], ip[17], ip[18], ip[19]];
         let l4 = &ip[hl..];
@@ -401,11 +403,11 @@ impl CheckL4Header {
                 }
             }
             L4Kind::Udp => {
-                let len = usize::from(rd16(l4, 4).ok_or(1usize)?);
+                let len = usize::from(read_u16(l4, 4).ok_or(1usize)?);
                 if len < 8 || l4.len() < len {
                     return Err(1);
                 }
-                if rd16(l4, 6).unwrap_or(0) != 0
+                if read_u16(l4, 6).unwrap_or(0) != 0
                     && super::cksum::l4_checksum(src, dst, 17, &l4[..len]) != 0
                 {
                     return Err(2);

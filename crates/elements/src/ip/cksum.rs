@@ -1,10 +1,11 @@
 //! `SetIPChecksum`, `SetTCPChecksum`, `SetUDPChecksum`: full checksum recomputation.
 
-use super::{fill_ip_checksum, ihl, rd16, wr16, NO_IP_HEADER};
+use super::{fill_ip_checksum, ihl, NO_IP_HEADER};
 use crate::args::parse_bool;
 use crate::model::{Case, Effect, Filter, Model, Outcome};
 use crate::{Args, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
+use wire::bytes::{read_u16, write_u16};
 use wire::checksum::{combine, fold, pseudo_header_v4, sum};
 
 /// The Internet checksum of transport segment `seg` (checksum field included as it is)
@@ -63,7 +64,7 @@ fn segment(ip: &[u8], min: usize) -> Result<(usize, usize), &'static str> {
     if ip.len() < 20 || hl < 20 || hl > ip.len() {
         return Err("bad-ip-header");
     }
-    let total = usize::from(rd16(ip, 2).unwrap_or(0));
+    let total = usize::from(read_u16(ip, 2).unwrap_or(0));
     match total.checked_sub(hl) {
         Some(plen) if plen >= min && hl + plen <= ip.len() => Ok((hl, plen)),
         _ => Err("bad-ip-length"),
@@ -126,9 +127,9 @@ impl Element for SetTCPChecksum {
             }
             seg[12] = (seg[12] & 0x0f) | 0x50;
         }
-        wr16(seg, 16, 0);
+        write_u16(seg, 16, 0);
         let c = l4_checksum(src, dst, 6, seg);
-        wr16(seg, 16, c);
+        write_u16(seg, 16, c);
         Verdict::Out(0, p)
     }
 }
@@ -164,9 +165,9 @@ impl Element for SetUDPChecksum {
         };
         let (src, dst) = addrs(ip);
         let seg = &mut ip[hl..hl + plen];
-        wr16(seg, 6, 0);
+        write_u16(seg, 6, 0);
         let c = wire::checksum::udp_finish(l4_checksum(src, dst, 17, seg));
-        wr16(seg, 6, c);
+        write_u16(seg, 6, c);
         Verdict::Out(0, p)
     }
 }

@@ -1,28 +1,28 @@
 //! `IPEncap`.
 
-use super::wr16;
 use crate::args::{parse_bool, parse_uint_max};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
+use wire::bytes::write_u16;
 use wire::checksum::update16;
+use wire::ip::protocol;
 
 /// Parses an IP protocol: a number 0..=255 or a name Click knows (`tcp`, `udp`, `icmp`, …).
 fn parse_proto(s: &str) -> Result<u8, ConfigError> {
-    let n = match s.trim().to_ascii_lowercase().as_str() {
-        "icmp" => 1,
-        "igmp" => 2,
-        "ipip" => 4,
-        "tcp" => 6,
-        "udp" => 17,
-        "ipv6" => 41,
-        "gre" => 47,
-        "esp" => 50,
-        "ah" => 51,
-        "icmp6" | "icmpv6" => 58,
-        "sctp" => 132,
-        _ => parse_uint_max(s, 255, "PROTO (an IP protocol number or name)")?,
-    };
-    Ok(n as u8)
+    Ok(match s.trim().to_ascii_lowercase().as_str() {
+        "icmp" => protocol::ICMP,
+        "igmp" => protocol::IGMP,
+        "ipip" => protocol::IPIP,
+        "tcp" => protocol::TCP,
+        "udp" => protocol::UDP,
+        "ipv6" => protocol::IPV6,
+        "gre" => protocol::GRE,
+        "esp" => protocol::ESP,
+        "ah" => protocol::AH,
+        "icmp6" | "icmpv6" => protocol::ICMPV6,
+        "sctp" => protocol::SCTP,
+        _ => parse_uint_max(s, 255, "PROTO (an IP protocol number or name)")? as u8,
+    })
 }
 
 /// `IPEncap(PROTO, SRC, DST [, keywords TOS, TTL, DSCP, ECT, CE, DF])`: prepends a 20-byte IP
@@ -116,7 +116,7 @@ impl IPEncap {
         t[12..16].copy_from_slice(&src.octets());
         t[16..20].copy_from_slice(&dst.octets());
         let c = wire::checksum::data(&t);
-        wr16(&mut t, 10, c);
+        write_u16(&mut t, 10, c);
         Ok(IPEncap {
             template: t,
             dst_anno,
@@ -149,11 +149,11 @@ impl Element for IPEncap {
         }
         let id = self.id;
         self.id = self.id.wrapping_add(1);
-        wr16(&mut h, 2, total);
-        wr16(&mut h, 4, id);
+        write_u16(&mut h, 2, total);
+        write_u16(&mut h, 4, id);
         sum = update16(sum, 0, total);
         sum = update16(sum, 0, id);
-        wr16(&mut h, 10, sum);
+        write_u16(&mut h, 10, sum);
         p.push(20).copy_from_slice(&h);
         p.set_network_header(0);
         p.set_transport_header(20);

@@ -1,10 +1,11 @@
 //! `IPFragmenter`.
 
-use super::{bad_out, bad_outcome, df_flags, fill_ip_checksum, ihl, rd16, wr16, NO_IP_HEADER};
+use super::{bad_out, bad_outcome, df_flags, fill_ip_checksum, ihl, NO_IP_HEADER};
 use crate::args::{parse_bool, parse_uint};
 use crate::model::{Case, Effect, Field, FieldSet, Filter, Model, Outcome};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
+use wire::bytes::{read_u16, write_u16};
 
 const DF: u16 = 0x4000;
 const MF: u16 = 0x2000;
@@ -125,11 +126,11 @@ impl Element for IPFragmenter {
             return Verdict::Out(0, p);
         }
         let hl = ihl(h);
-        let total = usize::from(rd16(h, 2).unwrap_or(0));
+        let total = usize::from(read_u16(h, 2).unwrap_or(0));
         if nlen < 20 || hl < 20 || total < hl || total > nlen {
             return Verdict::Drop(p, "bad-ip-header");
         }
-        let ip_off = rd16(h, 6).unwrap_or(0);
+        let ip_off = read_u16(h, 6).unwrap_or(0);
         let first_dlen = self.mtu.checked_sub(hl).map_or(0, |d| d & !7);
         if ip_off & DF != 0 && self.honor_df {
             self.drops += 1;
@@ -152,13 +153,13 @@ impl Element for IPFragmenter {
         };
         let mut off_field = ip_off;
         if let Some(id) = new_id {
-            wr16(h, 4, id);
+            write_u16(h, 4, id);
             off_field &= !DF;
         }
         let had_mf = off_field & MF != 0;
         off_field |= MF;
-        wr16(h, 2, (hl + first_dlen) as u16);
-        wr16(h, 6, off_field);
+        write_u16(h, 2, (hl + first_dlen) as u16);
+        write_u16(h, 6, off_field);
         fill_ip_checksum(h, hl);
 
         let Some(h) = p.network_header() else {
@@ -181,8 +182,8 @@ impl Element for IPFragmenter {
             if off + dlen >= in_dlen && !had_mf {
                 f &= !MF;
             }
-            wr16(&mut buf, 2, (out_hl + dlen) as u16);
-            wr16(&mut buf, 6, f);
+            write_u16(&mut buf, 2, (out_hl + dlen) as u16);
+            write_u16(&mut buf, 6, f);
             fill_ip_checksum(&mut buf, out_hl);
             let mut q = cx.new_packet(&buf, &p.meta);
             q.set_network_header(0);
@@ -289,9 +290,9 @@ mod tests {
             .map(|(_, p)| p.network_header().unwrap())
             .collect();
         // (576 - 20) & ~7 = 552: 552 + 552 + 276 data bytes; offsets 0, 69, 138 (8-byte units).
-        let lens: Vec<u16> = f.iter().map(|h| rd16(h, 2).unwrap()).collect();
+        let lens: Vec<u16> = f.iter().map(|h| read_u16(h, 2).unwrap()).collect();
         assert_eq!(lens, vec![572, 572, 296]);
-        let offs: Vec<u16> = f.iter().map(|h| rd16(h, 6).unwrap()).collect();
+        let offs: Vec<u16> = f.iter().map(|h| read_u16(h, 6).unwrap()).collect();
         assert_eq!(offs, vec![MF, MF | 69, 138]);
         assert_eq!(o.out[0].1.len(), 14 + 572);
         assert_eq!(o.out[1].1.len(), 572);

@@ -35,31 +35,14 @@ use crate::model::{Case, Field, FieldSet, Filter, Outcome};
 use crate::{BuildCtx, ConfigError, Verdict};
 use packet::Packet;
 use std::net::Ipv4Addr;
+use wire::bytes::{read_u32, write_u16};
 
 /// Drop reason for elements that need the network header annotation and find none.
 pub const NO_IP_HEADER: &str = "no-ip-header";
 
-/// Reads a big-endian `u16` at `off`, if in bounds.
-pub(crate) fn rd16(b: &[u8], off: usize) -> Option<u16> {
-    Some(u16::from_be_bytes([*b.get(off)?, *b.get(off + 1)?]))
-}
-
-/// Reads a big-endian `u32` at `off`, if in bounds.
-pub(crate) fn rd32(b: &[u8], off: usize) -> Option<u32> {
-    let s = b.get(off..off + 4)?;
-    Some(u32::from_be_bytes([s[0], s[1], s[2], s[3]]))
-}
-
-/// Writes a big-endian `u16` at `off` (no effect if out of bounds).
-pub(crate) fn wr16(b: &mut [u8], off: usize, v: u16) {
-    if let Some(s) = b.get_mut(off..off + 2) {
-        s.copy_from_slice(&v.to_be_bytes());
-    }
-}
-
 /// Reads an IPv4 address at `off`, if in bounds.
 pub(crate) fn rd_ip(b: &[u8], off: usize) -> Option<Ipv4Addr> {
-    rd32(b, off).map(Ipv4Addr::from)
+    read_u32(b, off).map(Ipv4Addr::from)
 }
 
 /// The IPv4 header length (IHL × 4) of the header starting `b`.
@@ -72,9 +55,9 @@ pub(crate) fn fill_ip_checksum(ip: &mut [u8], hlen: usize) {
     if hlen < 20 || ip.len() < hlen {
         return;
     }
-    wr16(ip, 10, 0);
+    write_u16(ip, 10, 0);
     let c = wire::checksum::data(&ip[..hlen]);
-    wr16(ip, 10, c);
+    write_u16(ip, 10, c);
 }
 
 /// The bytes of the IPv4 header the network header annotation points at, checked to hold

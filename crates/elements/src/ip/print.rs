@@ -1,10 +1,12 @@
 //! `IPPrint`.
 
-use super::{ihl, ip_header, rd16};
+use super::{ihl, ip_header};
 use crate::args::unquote;
 use crate::{Args, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
 use std::net::Ipv4Addr;
+use wire::bytes::read_u16;
+use wire::IpProtocol;
 
 /// `IPPrint([LABEL, keywords CONTENTS, PAYLOAD, MAXLENGTH, ID, TTL, TOS, LENGTH, TIMESTAMP,
 /// AGGREGATE, PAINT, SWAP, OUTFILE, ACTIVE])`: passes packets through unchanged, printing a
@@ -72,17 +74,17 @@ impl IPPrint {
         let ip = |o: usize| Ipv4Addr::new(h[o], h[o + 1], h[o + 2], h[o + 3]);
         let (src, dst) = (ip(12), ip(16));
         let l4 = &h[hl..];
-        let frag = rd16(h, 6).unwrap_or(0) & 0x1fff != 0;
-        let len = rd16(h, 2).unwrap_or(0);
-        let ports = |l4: &[u8]| (rd16(l4, 0), rd16(l4, 2));
+        let frag = read_u16(h, 6).unwrap_or(0) & 0x1fff != 0;
+        let len = read_u16(h, 2).unwrap_or(0);
+        let ports = |l4: &[u8]| (read_u16(l4, 0), read_u16(l4, 2));
         match (h[9], frag) {
-            (6, false) | (17, false) => {
+            (IpProtocol::TCP | IpProtocol::UDP, false) => {
                 if let (Some(sp), Some(dp)) = ports(l4) {
                     s.push_str(&format!("{src}.{sp} > {dst}.{dp}: "));
                 } else {
                     s.push_str(&format!("{src} > {dst}: "));
                 }
-                if h[9] == 6 {
+                if h[9] == IpProtocol::TCP {
                     let f = l4.get(13).copied().unwrap_or(0);
                     let names = [
                         (0x02, 'S'),
@@ -103,7 +105,7 @@ impl IPPrint {
                 } else {
                     s.push_str(&format!(
                         "udp {}",
-                        rd16(l4, 4).unwrap_or(8).saturating_sub(8)
+                        read_u16(l4, 4).unwrap_or(8).saturating_sub(8)
                     ));
                 }
             }
@@ -115,7 +117,7 @@ impl IPPrint {
             (proto, _) => s.push_str(&format!("{src} > {dst}: ip-proto-{proto} {len}")),
         }
         if self.id {
-            s.push_str(&format!(" (id {})", rd16(h, 4).unwrap_or(0)));
+            s.push_str(&format!(" (id {})", read_u16(h, 4).unwrap_or(0)));
         }
         if self.ttl {
             s.push_str(&format!(" (ttl {})", h[8]));

@@ -1,10 +1,11 @@
 //! `DecIPTTL`.
 
-use super::{bad_out, bad_outcome, rd16, wr16, NO_IP_HEADER};
+use super::{bad_out, bad_outcome, NO_IP_HEADER};
 use crate::args::parse_bool;
 use crate::model::{Case, Effect, Field, FieldSet, Filter, Model, Outcome};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
+use wire::bytes::{read_u16, write_u16};
 
 /// `DecIPTTL([keywords ACTIVE, MULTICAST])`: decrements the IP time-to-live of the header
 /// the network header annotation points at. 1/1-2.
@@ -64,8 +65,8 @@ impl Element for DecIPTTL {
             return bad_out(self.has_out1, p, "ttl-expired");
         }
         ip[8] -= 1;
-        let sum = u32::from(!rd16(ip, 10).unwrap_or(0)) + 0xFEFF;
-        wr16(ip, 10, !((sum + (sum >> 16)) as u16));
+        let sum = u32::from(!read_u16(ip, 10).unwrap_or(0)) + 0xFEFF;
+        write_u16(ip, 10, !((sum + (sum >> 16)) as u16));
         Verdict::Out(0, p)
     }
     fn stats(&self) -> Vec<(&'static str, u64)> {

@@ -14,9 +14,9 @@ use super::lexer::{tokenize, Token};
 use crate::net::Names;
 use crate::ConfigError;
 
-const PROTO_ICMP: u16 = 1;
-const PROTO_TCP: u16 = 6;
-const PROTO_UDP: u16 = 17;
+const PROTO_ICMP: u16 = wire::IpProtocol::ICMP as u16;
+const PROTO_TCP: u16 = wire::IpProtocol::TCP as u16;
+const PROTO_UDP: u16 = wire::IpProtocol::UDP as u16;
 const PROTO_DCCP: u16 = 33;
 /// Click's `tcpudp` pseudo-protocol: TCP or UDP.
 const PROTO_TCP_OR_UDP: u16 = 256;

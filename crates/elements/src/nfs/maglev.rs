@@ -534,10 +534,6 @@ pub fn parse_schedule(
     Ok(events)
 }
 
-fn mac_value(mac: &[u8; 6]) -> u128 {
-    mac.iter().fold(0u128, |v, b| v << 8 | u128::from(*b))
-}
-
 /// Reads the packet for either input: IP offset in the data and its headers, or the drop
 /// reason.
 fn classify(packet: &Packet) -> Result<(usize, L4), &'static str> {
@@ -616,7 +612,7 @@ impl Element for Maglev {
             if cx.recording() {
                 cx.record_write(Field::IpDst, u128::from(u32::from(ip)));
                 if eth {
-                    cx.record_write(Field::EthDst, mac_value(&mac));
+                    cx.record_write(Field::EthDst, wire::ethernet::mac_to_u64(&mac).into());
                 }
                 cx.record_guard(super::l4_guard(if key.protocol == TCP { 20 } else { 8 }));
                 cx.record_state(self.token(slot), Access::Ignore);

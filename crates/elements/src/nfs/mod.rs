@@ -17,9 +17,7 @@ pub use monitor::Monitor;
 
 use crate::BuildCtx;
 
-/// IP protocol numbers used here.
-const TCP: u8 = 6;
-const UDP: u8 = 17;
+use wire::ip::protocol::{TCP, UDP};
 
 /// A flow as an element sees it: protocol, addresses and ports (0 for protocols without
 /// ports and for later fragments: [`packet::Ports::TcpUdp`]). Orders by protocol, source,

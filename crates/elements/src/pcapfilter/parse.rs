@@ -4,6 +4,7 @@
 use super::expr::{ArithOp, Pred, Value};
 use crate::ipfilter::CmpOp;
 use std::fmt;
+use wire::ip::protocol;
 
 /// A refused expression: the 1-based column of the offending token and what was expected.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -288,12 +289,12 @@ impl Proto {
     /// The IP protocol number of a transport qualifier.
     fn ip_proto(self) -> Option<u32> {
         Some(match self {
-            Proto::Tcp => 6,
-            Proto::Udp => 17,
-            Proto::Sctp => 132,
-            Proto::Icmp => 1,
-            Proto::Icmp6 => 58,
-            Proto::Igmp => 2,
+            Proto::Tcp => protocol::TCP.into(),
+            Proto::Udp => protocol::UDP.into(),
+            Proto::Sctp => protocol::SCTP.into(),
+            Proto::Icmp => protocol::ICMP.into(),
+            Proto::Icmp6 => protocol::ICMPV6.into(),
+            Proto::Igmp => protocol::IGMP.into(),
             Proto::Igrp => 9,
             Proto::Pim => 103,
             Proto::Vrrp | Proto::Carp => 112,
@@ -447,16 +448,16 @@ fn service(w: &str) -> Option<u32> {
 /// IP protocol names (`proto \tcp`, `ip proto gre`).
 fn ip_protocol(w: &str) -> Option<u32> {
     Some(match w {
-        "icmp" => 1,
-        "igmp" => 2,
-        "ipencap" | "ipip" => 4,
-        "tcp" => 6,
-        "udp" => 17,
-        "ipv6" | "ip6" => 41,
-        "gre" => 47,
-        "esp" => 50,
-        "ah" => 51,
-        "icmp6" | "ipv6-icmp" => 58,
+        "icmp" => protocol::ICMP.into(),
+        "igmp" => protocol::IGMP.into(),
+        "ipencap" | "ipip" => protocol::IPIP.into(),
+        "tcp" => protocol::TCP.into(),
+        "udp" => protocol::UDP.into(),
+        "ipv6" | "ip6" => protocol::IPV6.into(),
+        "gre" => protocol::GRE.into(),
+        "esp" => protocol::ESP.into(),
+        "ah" => protocol::AH.into(),
+        "icmp6" | "ipv6-icmp" => protocol::ICMPV6.into(),
         "ospf" => 89,
         "pim" => 103,
         "vrrp" => 112,
@@ -626,7 +627,7 @@ impl Parser {
             Proto::Icmp | Proto::Igmp | Proto::Igrp | Proto::Vrrp | Proto::Carp => {
                 self.ip4_proto(p.ip_proto().unwrap_or(0))
             }
-            Proto::Icmp6 => self.ip6_proto(58),
+            Proto::Icmp6 => self.ip6_proto(protocol::ICMPV6.into()),
         }
     }
 
@@ -732,7 +733,9 @@ impl Parser {
     /// `port` / `portrange` over TCP, UDP and SCTP (or the one qualified), IPv6 then IPv4.
     fn ports(&self, col: usize, q: Quals, lo: u32, hi: u32) -> Res<Pred> {
         let protos: Vec<u32> = match q.proto {
-            Proto::Default => vec![132, 6, 17],
+            Proto::Default => [protocol::SCTP, protocol::TCP, protocol::UDP]
+                .map(u32::from)
+                .to_vec(),
             Proto::Tcp | Proto::Udp | Proto::Sctp => vec![q.proto.ip_proto().unwrap_or(0)],
             p => {
                 return err(

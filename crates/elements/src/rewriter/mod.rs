@@ -23,8 +23,9 @@ use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
 use wire::checksum::{update16, update16_udp, update32, update32_udp};
 
-const TCP: u8 = 6;
-const UDP: u8 = 17;
+use wire::bytes::{read_u16, read_u32, write_u16, write_u32};
+use wire::ip::protocol::{TCP, UDP};
+/// DCCP's protocol number (only rewriters name it, as Click's do).
 const DCCP: u8 = 33;
 
 /// Which of Click's rewriter classes an [`IPRewriter`] is.
@@ -316,52 +317,31 @@ impl IPRewriter {
     }
 }
 
-/// Reads a big-endian u16 at `off`, if present.
-fn rd16(d: &[u8], off: usize) -> Option<u16> {
-    Some(u16::from_be_bytes([*d.get(off)?, *d.get(off + 1)?]))
-}
-
-fn rd32(d: &[u8], off: usize) -> Option<u32> {
-    Some(u32::from_be_bytes(d.get(off..off + 4)?.try_into().ok()?))
-}
-
-fn wr16(d: &mut [u8], off: usize, v: u16) {
-    if let Some(s) = d.get_mut(off..off + 2) {
-        s.copy_from_slice(&v.to_be_bytes());
-    }
-}
-
-fn wr32(d: &mut [u8], off: usize, v: u32) {
-    if let Some(s) = d.get_mut(off..off + 4) {
-        s.copy_from_slice(&v.to_be_bytes());
-    }
-}
-
 /// Rewrites the IPv4 packet `ip` (header length `hl`, protocol `proto`) to flow `new`,
 /// updating the IP checksum and the transport checksum incrementally (RFC 1624); a UDP
 /// checksum of 0 stays 0. Fields that do not change are left alone.
 pub fn rewrite_ipv4(ip: &mut [u8], hl: usize, proto: u8, new: &FlowId) {
-    let (Some(os), Some(od)) = (rd32(ip, 12), rd32(ip, 16)) else {
+    let (Some(os), Some(od)) = (read_u32(ip, 12), read_u32(ip, 16)) else {
         return;
     };
     let (ns, nd) = (u32::from(new.saddr), u32::from(new.daddr));
-    let mut ipck = rd16(ip, 10).unwrap_or(0);
+    let mut ipck = read_u16(ip, 10).unwrap_or(0);
     if os != ns {
         ipck = update32(ipck, os, ns);
-        wr32(ip, 12, ns);
+        write_u32(ip, 12, ns);
     }
     if od != nd {
         ipck = update32(ipck, od, nd);
-        wr32(ip, 16, nd);
+        write_u32(ip, 16, nd);
     }
-    wr16(ip, 10, ipck);
-    let (Some(osp), Some(odp)) = (rd16(ip, hl), rd16(ip, hl + 2)) else {
+    write_u16(ip, 10, ipck);
+    let (Some(osp), Some(odp)) = (read_u16(ip, hl), read_u16(ip, hl + 2)) else {
         return;
     };
     let ck_off = hl + if proto == TCP { 16 } else { 6 };
-    let Some(mut ck) = rd16(ip, ck_off) else {
-        wr16(ip, hl, new.sport);
-        wr16(ip, hl + 2, new.dport);
+    let Some(mut ck) = read_u16(ip, ck_off) else {
+        write_u16(ip, hl, new.sport);
+        write_u16(ip, hl + 2, new.dport);
         return;
     };
     let udp = proto == UDP;
@@ -379,9 +359,9 @@ pub fn rewrite_ipv4(ip: &mut [u8], hl: usize, proto: u8, new: &FlowId) {
     if odp != new.dport {
         ck = u16f(ck, odp, new.dport);
     }
-    wr16(ip, ck_off, ck);
-    wr16(ip, hl, new.sport);
-    wr16(ip, hl + 2, new.dport);
+    write_u16(ip, ck_off, ck);
+    write_u16(ip, hl, new.sport);
+    write_u16(ip, hl + 2, new.dport);
 }
 
 /// What a rewriter needs to know about a packet to decide on it (see [`IPRewriter::decide`]).
