@@ -1,9 +1,43 @@
 //! The owned packet buffer with headroom.
 
 use crate::meta::{Meta, NO_OFFSET};
+use wire::ethernet::{self, Frame as EthernetFrame};
+use wire::icmpv4::{self, Packet as Icmpv4Packet};
+use wire::ipv4::{self, Packet as Ipv4Packet};
+use wire::tcp::{self, Packet as TcpPacket};
+use wire::udp::{self, Packet as UdpPacket};
 
 /// Bytes reserved in front of the data so headers can be pushed without copying the payload.
 pub const DEFAULT_HEADROOM: usize = 128;
+
+/// Why a typed header accessor ([`Packet::ipv4`], [`Packet::tcp_mut`], …) found no header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HeaderError {
+    /// The header annotation is unset or points outside the data.
+    Missing,
+    /// Fewer bytes follow the annotation than the header's fixed part needs.
+    Truncated,
+}
+
+/// `h` when it holds at least `len` bytes.
+#[inline]
+fn fixed(h: &[u8], len: usize) -> Result<&[u8], HeaderError> {
+    if h.len() >= len {
+        Ok(h)
+    } else {
+        Err(HeaderError::Truncated)
+    }
+}
+
+/// Writable [`fixed`].
+#[inline]
+fn fixed_mut(h: &mut [u8], len: usize) -> Result<&mut [u8], HeaderError> {
+    if h.len() >= len {
+        Ok(h)
+    } else {
+        Err(HeaderError::Truncated)
+    }
+}
 
 /// An owned packet: bytes with headroom in front, plus metadata.
 ///
@@ -243,6 +277,12 @@ impl Packet {
         self.header(self.0.meta.mac_offset)
     }
 
+    /// Writable bytes from the MAC header annotation to the end.
+    #[inline]
+    pub fn mac_header_mut(&mut self) -> Option<&mut [u8]> {
+        self.header_mut(self.0.meta.mac_offset)
+    }
+
     /// The bytes from the network header annotation to the end, if set and inside the data.
     #[inline]
     pub fn network_header(&self) -> Option<&[u8]> {
@@ -265,6 +305,88 @@ impl Packet {
     #[inline]
     pub fn transport_header_mut(&mut self) -> Option<&mut [u8]> {
         self.header_mut(self.0.meta.transport_offset)
+    }
+
+    /// The IPv4 header at the network header annotation as a `wire` view over the bytes
+    /// from there to the end of the data.
+    ///
+    /// Only the 20-byte fixed header is checked to be there ([`HeaderError::Truncated`]
+    /// otherwise; [`HeaderError::Missing`] when the annotation is unset or outside the data):
+    /// the view's fixed-field getters are then panic-free, while the version, IHL and length
+    /// fields are left to the caller, as Click's elements trust `CheckIPHeader` and accept
+    /// (or drop under their own reasons) packets that break them. The view is built with
+    /// `new_unchecked` after that one length test, so it costs what indexing the bytes did.
+    #[inline]
+    pub fn ipv4(&self) -> Result<Ipv4Packet<&[u8]>, HeaderError> {
+        let h = self.network_header().ok_or(HeaderError::Missing)?;
+        fixed(h, ipv4::HEADER_LEN).map(Ipv4Packet::new_unchecked)
+    }
+
+    /// Writable [`Packet::ipv4`].
+    #[inline]
+    pub fn ipv4_mut(&mut self) -> Result<Ipv4Packet<&mut [u8]>, HeaderError> {
+        let h = self.network_header_mut().ok_or(HeaderError::Missing)?;
+        fixed_mut(h, ipv4::HEADER_LEN).map(Ipv4Packet::new_unchecked)
+    }
+
+    /// The TCP header at the transport header annotation, with its 20-byte fixed part
+    /// checked to be there (the data offset is not checked); see [`Packet::ipv4`].
+    #[inline]
+    pub fn tcp(&self) -> Result<TcpPacket<&[u8]>, HeaderError> {
+        let h = self.transport_header().ok_or(HeaderError::Missing)?;
+        fixed(h, tcp::HEADER_LEN).map(TcpPacket::new_unchecked)
+    }
+
+    /// Writable [`Packet::tcp`].
+    #[inline]
+    pub fn tcp_mut(&mut self) -> Result<TcpPacket<&mut [u8]>, HeaderError> {
+        let h = self.transport_header_mut().ok_or(HeaderError::Missing)?;
+        fixed_mut(h, tcp::HEADER_LEN).map(TcpPacket::new_unchecked)
+    }
+
+    /// The UDP header at the transport header annotation, with its 8 bytes checked to be
+    /// there (the length field is not checked); see [`Packet::ipv4`].
+    #[inline]
+    pub fn udp(&self) -> Result<UdpPacket<&[u8]>, HeaderError> {
+        let h = self.transport_header().ok_or(HeaderError::Missing)?;
+        fixed(h, udp::HEADER_LEN).map(UdpPacket::new_unchecked)
+    }
+
+    /// Writable [`Packet::udp`].
+    #[inline]
+    pub fn udp_mut(&mut self) -> Result<UdpPacket<&mut [u8]>, HeaderError> {
+        let h = self.transport_header_mut().ok_or(HeaderError::Missing)?;
+        fixed_mut(h, udp::HEADER_LEN).map(UdpPacket::new_unchecked)
+    }
+
+    /// The ICMP header at the transport header annotation, with its 8 bytes checked to be
+    /// there; see [`Packet::ipv4`].
+    #[inline]
+    pub fn icmpv4(&self) -> Result<Icmpv4Packet<&[u8]>, HeaderError> {
+        let h = self.transport_header().ok_or(HeaderError::Missing)?;
+        fixed(h, icmpv4::HEADER_LEN).map(Icmpv4Packet::new_unchecked)
+    }
+
+    /// Writable [`Packet::icmpv4`].
+    #[inline]
+    pub fn icmpv4_mut(&mut self) -> Result<Icmpv4Packet<&mut [u8]>, HeaderError> {
+        let h = self.transport_header_mut().ok_or(HeaderError::Missing)?;
+        fixed_mut(h, icmpv4::HEADER_LEN).map(Icmpv4Packet::new_unchecked)
+    }
+
+    /// The Ethernet header at the MAC header annotation, with its 14 bytes checked to be
+    /// there; see [`Packet::ipv4`].
+    #[inline]
+    pub fn ether(&self) -> Result<EthernetFrame<&[u8]>, HeaderError> {
+        let h = self.mac_header().ok_or(HeaderError::Missing)?;
+        fixed(h, ethernet::HEADER_LEN).map(EthernetFrame::new_unchecked)
+    }
+
+    /// Writable [`Packet::ether`].
+    #[inline]
+    pub fn ether_mut(&mut self) -> Result<EthernetFrame<&mut [u8]>, HeaderError> {
+        let h = self.mac_header_mut().ok_or(HeaderError::Missing)?;
+        fixed_mut(h, ethernet::HEADER_LEN).map(EthernetFrame::new_unchecked)
     }
 
     /// Offset of the network header relative to the start of the data, if set and inside.
@@ -353,6 +475,44 @@ mod tests {
         assert_eq!(p.data()[504], 7);
         p.take(3);
         assert_eq!(&p.data()[500..], &[9, 9]);
+    }
+
+    #[test]
+    fn typed_headers_at_the_annotations() {
+        // Ethernet, a 20-byte IPv4 header (TTL 64, UDP) and an 8-byte UDP header.
+        let mut b = vec![0u8; 14 + 20 + 8];
+        b[12] = 0x08;
+        b[14] = 0x45;
+        b[14 + 8] = 64;
+        b[14 + 9] = 17;
+        b[34..36].copy_from_slice(&53u16.to_be_bytes());
+        let mut p = Packet::from_bytes(&b);
+        assert_eq!(p.ipv4().err(), Some(HeaderError::Missing));
+        assert_eq!(p.ether().err(), Some(HeaderError::Missing));
+        p.set_mac_header(0);
+        p.set_network_header(14);
+        p.set_transport_header(34);
+        assert_eq!(p.ether().unwrap().ethertype(), 0x0800);
+        assert_eq!(p.ipv4().unwrap().ttl(), 64);
+        assert_eq!(p.udp().unwrap().src_port(), 53);
+        assert_eq!(p.icmpv4().unwrap().msg_type(), 0);
+        // TCP needs 20 bytes; only 8 follow the transport annotation.
+        assert_eq!(p.tcp().err(), Some(HeaderError::Truncated));
+        assert_eq!(p.tcp_mut().err(), Some(HeaderError::Truncated));
+        p.ipv4_mut().unwrap().set_ttl(63);
+        p.udp_mut().unwrap().set_dst_port(7);
+        p.ether_mut().unwrap().set_ethertype(0x86dd);
+        p.icmpv4_mut().unwrap().set_msg_code(9);
+        let d = p.data();
+        assert_eq!(
+            (d[12], d[13], d[14 + 8], d[37], d[35]),
+            (0x86, 0xdd, 63, 7, 9)
+        );
+        // Fewer than 20 bytes at the network annotation: truncated, not missing.
+        p.set_network_header(30);
+        assert_eq!(p.ipv4_mut().err(), Some(HeaderError::Truncated));
+        p.truncate(33);
+        assert_eq!(p.udp().err(), Some(HeaderError::Missing));
     }
 
     #[test]

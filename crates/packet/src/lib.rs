@@ -13,7 +13,7 @@ mod meta;
 mod rss;
 
 pub use batch::{Batch, DEFAULT_BATCH_SIZE};
-pub use buffer::{Packet, PacketData, DEFAULT_HEADROOM};
+pub use buffer::{HeaderError, Packet, PacketData, DEFAULT_HEADROOM};
 pub use flow::{FlowKey, Ipv4Flow, Ipv4FlowKey, Ports};
 pub use meta::{Meta, PacketType, Precision, Timestamp, NO_OFFSET};
 pub use rss::{symmetric_rss, Toeplitz, SYMMETRIC_RSS_KEY};

@@ -1,6 +1,6 @@
 //! Annotation elements: `GetIPAddress`, `SetIPAddress`, `DropBroadcasts`, `FixIPSrc`.
 
-use super::{fill_ip_checksum, ip_header, rd_ip, NO_IP_HEADER};
+use super::{ip_header, ip_header_mut, NO_IP_HEADER};
 use crate::args::parse_uint;
 use crate::model::{
     packet_type_value, Case, Effect, Field, FieldSet, Filter, IpAnchor, Model, Op, Outcome,
@@ -8,6 +8,7 @@ use crate::model::{
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::{Meta, Packet, PacketType};
 use std::net::Ipv4Addr;
+use wire::bytes::read_u32;
 
 /// Checks an `ANNO` argument: FuseBox has one 4-byte address annotation, the destination IP
 /// (Click's `DST_IP`, at annotation offset 0).
@@ -77,17 +78,15 @@ impl Element for GetIPAddress {
     }
     fn push(&mut self, _port: usize, mut p: Packet, _cx: &mut Context) -> Verdict {
         let a = match self.source {
-            Source::Offset(o) => match rd_ip(p.data(), o) {
+            Source::Offset(o) => match read_u32(p.data(), o).map(Ipv4Addr::from) {
                 Some(a) => a,
                 None => return Verdict::Drop(p, "short-packet"),
             },
-            Source::Src | Source::Dst => {
-                let at = if self.source == Source::Src { 12 } else { 16 };
-                match ip_header(&p).and_then(|(h, _)| rd_ip(h, at)) {
-                    Some(a) => a,
-                    None => return Verdict::Drop(p, NO_IP_HEADER),
-                }
-            }
+            Source::Src | Source::Dst => match ip_header(&p) {
+                Some((ip, _)) if self.source == Source::Src => ip.src_addr(),
+                Some((ip, _)) => ip.dst_addr(),
+                None => return Verdict::Drop(p, NO_IP_HEADER),
+            },
         };
         p.meta.dst_ip = a;
         Verdict::Out(0, p)
@@ -222,16 +221,11 @@ impl FixIPSrc {
     /// the configured address and recomputes the header checksum. Returns false (packet
     /// unchanged) if it has no valid IP header.
     pub fn fix(&self, p: &mut Packet) -> bool {
-        let Some(hl) = ip_header(p).map(|(_, hl)| hl) else {
+        let Ok((mut ip, _)) = ip_header_mut(p) else {
             return false;
         };
-        let Some(ip) = p.network_header_mut() else {
-            return false;
-        };
-        if let Some(s) = ip.get_mut(12..16) {
-            s.copy_from_slice(&self.addr.octets());
-        }
-        fill_ip_checksum(ip, hl);
+        ip.set_src_addr(self.addr);
+        ip.fill_checksum();
         true
     }
 }

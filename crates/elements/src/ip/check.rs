@@ -1,13 +1,16 @@
 //! `CheckIPHeader`, `CheckIPHeader2`, `MarkIPHeader`, and `CheckTCPHeader` /
 //! `CheckUDPHeader` / `CheckICMPHeader`.
 
-use super::{bad_out, bad_outcome, ihl, ip_header, ip_list, rd_ip};
+use super::{bad_out, bad_outcome, ihl, ip_header, ip_list};
 use crate::args::{parse_bool, parse_uint};
 use crate::model::{Case, Effect, Field, FieldSet, Filter, IpAnchor, Model, Outcome};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
 use std::net::Ipv4Addr;
-use wire::bytes::read_u16;
+use wire::icmpv4::Packet as Icmpv4Packet;
+use wire::ipv4::Packet as Ipv4Packet;
+use wire::tcp::Packet as TcpPacket;
+use wire::udp::Packet as UdpPacket;
 use wire::IpProtocol;
 
 /// Why `CheckIPHeader` rejected a packet (Click's `reason_texts`, as drop reasons).
@@ -136,23 +139,25 @@ impl CheckIPHeader {
         let ip = data
             .get(self.offset..)
             .filter(|ip| ip.len() >= 20)
+            .map(Ipv4Packet::new_unchecked)
             .ok_or(0usize)?;
-        if ip[0] >> 4 != 4 {
+        // The checks in Click's order (not `Ipv4Packet::check_len`'s).
+        if ip.version() != 4 {
             return Err(1);
         }
-        let hl = ihl(ip);
+        let hl = ip.header_len();
         if hl < 20 {
             return Err(2);
         }
-        let len = usize::from(read_u16(ip, 2).unwrap_or(0));
-        if len > ip.len() || len < hl {
+        let len = usize::from(ip.total_len());
+        if len > ip.as_ref().len() || len < hl {
             return Err(3);
         }
-        if self.checksum && wire::checksum::data(&ip[..hl]) != 0 {
+        // hl <= len <= the bytes there: the checksum covers exactly the header.
+        if self.checksum && !ip.verify_checksum() {
             return Err(4);
         }
-        let src = rd_ip(ip, 12).unwrap_or(Ipv4Addr::UNSPECIFIED);
-        let dst = rd_ip(ip, 16).unwrap_or(Ipv4Addr::UNSPECIFIED);
+        let (src, dst) = (ip.src_addr(), ip.dst_addr());
         if !self.bad_src.is_empty() && self.bad_src.contains(&src) && !self.good_dst.contains(&dst)
         {
             return Err(5);
@@ -349,7 +354,7 @@ impl CheckL4Header {
 
     fn validate(&self, p: &Packet) -> Result<(), usize> {
         let (ip, hl) = ip_header(p).ok_or(0usize)?;
-        let proto = ip.get(9).copied().unwrap_or(0);
+        let proto = ip.protocol();
         let want = match self.kind {
             L4Kind::Tcp => IpProtocol::TCP,
             L4Kind::Udp => IpProtocol::UDP,
@@ -360,15 +365,20 @@ impl CheckL4Header {
         if proto != want {
             return Err(0);
         }
-        let total = usize::from(read_u16(ip, 2).unwrap_or(0));
-        let src = [ip[12], ip[13], ip[14], ip[15]];
-        let dst = [ip[16], ip[17], ip[18], ip[19]];
-        let l4 = &ip[hl..];
+        let total = usize::from(ip.total_len());
+        let (src, dst) = (ip.src_addr().octets(), ip.dst_addr().octets());
+        // The transport bytes up to the end of the data (not cut at the total length).
+        let l4 = &ip.into_inner()[hl..];
         match self.kind {
             L4Kind::Tcp | L4Kind::Icmp => {
                 let len = total.checked_sub(hl).ok_or(1usize)?;
                 let min = if self.kind == L4Kind::Tcp {
-                    let off = l4.get(12).map_or(0, |b| usize::from(b >> 4) * 4);
+                    // Fewer than 20 bytes there fail on the length whatever the offset says.
+                    let off = if l4.len() >= 20 {
+                        TcpPacket::new_unchecked(l4).header_len()
+                    } else {
+                        0
+                    };
                     if off < 20 {
                         return Err(1);
                     }
@@ -382,7 +392,8 @@ impl CheckL4Header {
                 if self.kind == L4Kind::Icmp {
                     // Click's per-type lengths: errors quote an IP header and 8 bytes,
                     // timestamps are 20 bytes, information messages 8.
-                    let ok = match l4.first().copied().unwrap_or(0) {
+                    // len >= 8 bytes are there.
+                    let ok = match Icmpv4Packet::new_unchecked(l4).msg_type() {
                         3 | 4 | 5 | 11 | 12 => len >= 36,
                         13 | 14 => len == 20,
                         15 | 16 => len == 8,
@@ -394,7 +405,7 @@ impl CheckL4Header {
                 }
                 let seg = &l4[..len];
                 let ok = if self.kind == L4Kind::Tcp {
-                    super::cksum::l4_checksum(src, dst, 6, seg) == 0
+                    super::cksum::l4_checksum(src, dst, IpProtocol::TCP, seg) == 0
                 } else {
                     wire::checksum::data(seg) == 0
                 };
@@ -403,12 +414,16 @@ impl CheckL4Header {
                 }
             }
             L4Kind::Udp => {
-                let len = usize::from(read_u16(l4, 4).ok_or(1usize)?);
+                if l4.len() < 8 {
+                    return Err(1);
+                }
+                let udp = UdpPacket::new_unchecked(l4);
+                let len = usize::from(udp.len());
                 if len < 8 || l4.len() < len {
                     return Err(1);
                 }
-                if read_u16(l4, 6).unwrap_or(0) != 0
-                    && super::cksum::l4_checksum(src, dst, 17, &l4[..len]) != 0
+                if udp.checksum() != 0
+                    && super::cksum::l4_checksum(src, dst, IpProtocol::UDP, &l4[..len]) != 0
                 {
                     return Err(2);
                 }

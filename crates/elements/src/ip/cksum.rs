@@ -1,12 +1,15 @@
 //! `SetIPChecksum`, `SetTCPChecksum`, `SetUDPChecksum`: full checksum recomputation.
 
-use super::{fill_ip_checksum, ihl, NO_IP_HEADER};
+use super::ip_header_mut;
 use crate::args::parse_bool;
 use crate::model::{Case, Effect, Filter, Model, Outcome};
 use crate::{Args, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
-use wire::bytes::{read_u16, write_u16};
 use wire::checksum::{combine, fold, pseudo_header_v4, sum};
+use wire::ipv4::Packet as Ipv4Packet;
+use wire::tcp::Packet as TcpPacket;
+use wire::udp::Packet as UdpPacket;
+use wire::IpProtocol;
 
 /// The Internet checksum of transport segment `seg` (checksum field included as it is)
 /// with the IPv4 pseudo header: 0 when a filled-in checksum verifies.
@@ -37,14 +40,10 @@ impl Element for SetIPChecksum {
         PortCount::exact(1, 1)
     }
     fn push(&mut self, _port: usize, mut p: Packet, _cx: &mut Context) -> Verdict {
-        let Some(ip) = p.network_header_mut() else {
-            return Verdict::Drop(p, NO_IP_HEADER);
-        };
-        let hl = ihl(ip);
-        if ip.len() < 20 || hl < 20 || hl > ip.len() {
-            return Verdict::Drop(p, "bad-ip-header");
+        match ip_header_mut(&mut p) {
+            Ok((mut ip, _)) => ip.fill_checksum(),
+            Err(r) => return Verdict::Drop(p, r),
         }
-        fill_ip_checksum(ip, hl);
         Verdict::Out(0, p)
     }
     /// Bad headers as `push` finds them (`ip_header_cases` in the module), then
@@ -56,29 +55,15 @@ impl Element for SetIPChecksum {
     }
 }
 
-/// Finds the transport segment of the IP packet at the network header: `(header length,
-/// payload length)` where payload length = total length − IHL, checked to be ≥ `min` and
-/// present in the packet.
-fn segment(ip: &[u8], min: usize) -> Result<(usize, usize), &'static str> {
-    let hl = ihl(ip);
-    if ip.len() < 20 || hl < 20 || hl > ip.len() {
-        return Err("bad-ip-header");
-    }
-    let total = usize::from(read_u16(ip, 2).unwrap_or(0));
-    match total.checked_sub(hl) {
-        Some(plen) if plen >= min && hl + plen <= ip.len() => Ok((hl, plen)),
+/// The IP packet at the network header whose transport segment (the IP payload: total
+/// length − IHL bytes, which [`Ipv4Packet::payload_mut`] returns) is at least `min` bytes
+/// and all present, or the drop reason.
+fn segment(p: &mut Packet, min: usize) -> Result<Ipv4Packet<&mut [u8]>, &'static str> {
+    let (ip, hl) = ip_header_mut(p)?;
+    match usize::from(ip.total_len()).checked_sub(hl) {
+        Some(plen) if plen >= min && hl + plen <= ip.as_ref().len() => Ok(ip),
         _ => Err("bad-ip-length"),
     }
-}
-
-fn addrs(ip: &[u8]) -> ([u8; 4], [u8; 4]) {
-    let mut s = [0u8; 4];
-    let mut d = [0u8; 4];
-    if let (Some(a), Some(b)) = (ip.get(12..16), ip.get(16..20)) {
-        s.copy_from_slice(a);
-        d.copy_from_slice(b);
-    }
-    (s, d)
 }
 
 /// `SetTCPChecksum([FIXOFF])`: recomputes the TCP checksum (pseudo header + the IP payload,
@@ -111,25 +96,22 @@ impl Element for SetTCPChecksum {
     }
     fn push(&mut self, _port: usize, mut p: Packet, _cx: &mut Context) -> Verdict {
         let fixoff = self.fixoff;
-        let Some(ip) = p.network_header_mut() else {
-            return Verdict::Drop(p, NO_IP_HEADER);
-        };
-        let (hl, plen) = match segment(ip, 20) {
-            Ok(x) => x,
+        let mut ip = match segment(&mut p, 20) {
+            Ok(ip) => ip,
             Err(r) => return Verdict::Drop(p, r),
         };
-        let (src, dst) = addrs(ip);
-        let seg = &mut ip[hl..hl + plen];
-        let off = usize::from(seg[12] >> 4) * 4;
-        if off < 20 || off > plen {
+        let (src, dst) = (ip.src_addr(), ip.dst_addr());
+        // The segment holds at least the 20 bytes of a TCP header.
+        let mut tcp = TcpPacket::new_unchecked(ip.payload_mut());
+        let off = tcp.header_len();
+        if off < 20 || off > tcp.as_ref().len() {
             if !fixoff {
                 return Verdict::Drop(p, "bad-tcp-header");
             }
-            seg[12] = (seg[12] & 0x0f) | 0x50;
+            tcp.set_header_len(20);
         }
-        write_u16(seg, 16, 0);
-        let c = l4_checksum(src, dst, 6, seg);
-        write_u16(seg, 16, c);
+        // Over the whole segment, its length in the pseudo header.
+        tcp.fill_checksum_v4(src, dst);
         Verdict::Out(0, p)
     }
 }
@@ -156,18 +138,17 @@ impl Element for SetUDPChecksum {
         PortCount::exact(1, 1)
     }
     fn push(&mut self, _port: usize, mut p: Packet, _cx: &mut Context) -> Verdict {
-        let Some(ip) = p.network_header_mut() else {
-            return Verdict::Drop(p, NO_IP_HEADER);
-        };
-        let (hl, plen) = match segment(ip, 8) {
-            Ok(x) => x,
+        let mut ip = match segment(&mut p, 8) {
+            Ok(ip) => ip,
             Err(r) => return Verdict::Drop(p, r),
         };
-        let (src, dst) = addrs(ip);
-        let seg = &mut ip[hl..hl + plen];
-        write_u16(seg, 6, 0);
-        let c = wire::checksum::udp_finish(l4_checksum(src, dst, 17, seg));
-        write_u16(seg, 6, c);
+        let (src, dst) = (ip.src_addr().octets(), ip.dst_addr().octets());
+        // The segment holds at least the 8 bytes of a UDP header. The checksum covers the
+        // whole IP payload (not the UDP length field, as `fill_checksum_v4` would).
+        let mut udp = UdpPacket::new_unchecked(ip.payload_mut());
+        udp.set_checksum(0);
+        let c = l4_checksum(src, dst, IpProtocol::UDP, udp.as_ref());
+        udp.set_checksum(wire::checksum::udp_finish(c));
         Verdict::Out(0, p)
     }
 }

@@ -3,9 +3,9 @@
 use crate::args::{parse_bool, parse_uint_max};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
-use wire::bytes::write_u16;
 use wire::checksum::update16;
 use wire::ip::protocol;
+use wire::ipv4::Packet as Ipv4Packet;
 
 /// Parses an IP protocol: a number 0..=255 or a name Click knows (`tcp`, `udp`, `icmp`, …).
 fn parse_proto(s: &str) -> Result<u8, ConfigError> {
@@ -100,23 +100,24 @@ impl IPEncap {
             ));
         }
         let mut t = [0u8; 20];
-        t[0] = 0x45;
-        t[1] = tos.unwrap_or_else(|| dscp.unwrap_or(0) << 2) as u8
-            | match ect {
-                1 => 0x01,
-                2 => 0x02,
-                _ => 0,
-            }
-            | if ce { 0x03 } else { 0 };
-        if df {
-            t[6] = 0x40;
-        }
-        t[8] = ttl as u8;
-        t[9] = proto;
-        t[12..16].copy_from_slice(&src.octets());
-        t[16..20].copy_from_slice(&dst.octets());
-        let c = wire::checksum::data(&t);
-        write_u16(&mut t, 10, c);
+        let mut ip = Ipv4Packet::new_unchecked(&mut t[..]);
+        ip.set_version(4);
+        ip.set_header_len(20);
+        ip.set_tos(
+            tos.unwrap_or_else(|| dscp.unwrap_or(0) << 2) as u8
+                | match ect {
+                    1 => 0x01,
+                    2 => 0x02,
+                    _ => 0,
+                }
+                | if ce { 0x03 } else { 0 },
+        );
+        ip.set_dont_frag(df);
+        ip.set_ttl(ttl as u8);
+        ip.set_protocol(proto);
+        ip.set_src_addr(src);
+        ip.set_dst_addr(dst);
+        ip.fill_checksum();
         Ok(IPEncap {
             template: t,
             dst_anno,
@@ -138,22 +139,25 @@ impl Element for IPEncap {
             return Verdict::Drop(p, "too-long");
         };
         let mut h = self.template;
-        let mut sum = u16::from_be_bytes([h[10], h[11]]);
+        let mut ip = Ipv4Packet::new_unchecked(&mut h[..]);
+        // The template's zero fields change one 16-bit word at a time (as Click does).
+        let mut sum = ip.checksum();
         if self.dst_anno {
-            let d = p.meta.dst_ip.octets();
-            h[16..20].copy_from_slice(&d);
-            sum = update16(sum, 0, u16::from_be_bytes([d[0], d[1]]));
-            sum = update16(sum, 0, u16::from_be_bytes([d[2], d[3]]));
+            let d = p.meta.dst_ip;
+            ip.set_dst_addr(d);
+            let d = u32::from(d);
+            sum = update16(sum, 0, (d >> 16) as u16);
+            sum = update16(sum, 0, d as u16);
         } else {
-            p.meta.dst_ip = std::net::Ipv4Addr::new(h[16], h[17], h[18], h[19]);
+            p.meta.dst_ip = ip.dst_addr();
         }
         let id = self.id;
         self.id = self.id.wrapping_add(1);
-        write_u16(&mut h, 2, total);
-        write_u16(&mut h, 4, id);
+        ip.set_total_len(total);
+        ip.set_ident(id);
         sum = update16(sum, 0, total);
         sum = update16(sum, 0, id);
-        write_u16(&mut h, 10, sum);
+        ip.set_checksum(sum);
         p.push(20).copy_from_slice(&h);
         p.set_network_header(0);
         p.set_transport_header(20);

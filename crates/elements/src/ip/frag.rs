@@ -1,11 +1,11 @@
 //! `IPFragmenter`.
 
-use super::{bad_out, bad_outcome, df_flags, fill_ip_checksum, ihl, NO_IP_HEADER};
+use super::{bad_out, bad_outcome, df_flags, NO_IP_HEADER};
 use crate::args::{parse_bool, parse_uint};
 use crate::model::{Case, Effect, Field, FieldSet, Filter, Model, Outcome};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
-use wire::bytes::{read_u16, write_u16};
+use wire::ipv4::Packet as Ipv4Packet;
 
 const DF: u16 = 0x4000;
 const MF: u16 = 0x2000;
@@ -118,19 +118,25 @@ impl Element for IPFragmenter {
         PortCount::range(1, 1, 1, 2)
     }
     fn push(&mut self, _port: usize, mut p: Packet, cx: &mut Context) -> Verdict {
-        let (Some(noff), Some(h)) = (p.network_offset_in_data(), p.network_header()) else {
+        let (Some(noff), Some(nlen)) = (
+            p.network_offset_in_data(),
+            p.network_header().map(<[u8]>::len),
+        ) else {
             return Verdict::Drop(p, NO_IP_HEADER);
         };
-        let nlen = h.len();
         if nlen <= self.mtu {
             return Verdict::Out(0, p);
         }
-        let hl = ihl(h);
-        let total = usize::from(read_u16(h, 2).unwrap_or(0));
-        if nlen < 20 || hl < 20 || total < hl || total > nlen {
+        // The annotation is set: only fewer than 20 bytes fail here.
+        let Ok(h) = p.ipv4() else {
+            return Verdict::Drop(p, "bad-ip-header");
+        };
+        let hl = h.header_len();
+        let total = usize::from(h.total_len());
+        if hl < 20 || total < hl || total > nlen {
             return Verdict::Drop(p, "bad-ip-header");
         }
-        let ip_off = read_u16(h, 6).unwrap_or(0);
+        let ip_off = h.flags_frag_raw();
         let first_dlen = self.mtu.checked_sub(hl).map_or(0, |d| d & !7);
         if ip_off & DF != 0 && self.honor_df {
             self.drops += 1;
@@ -148,19 +154,19 @@ impl Element for IPFragmenter {
         // Modify the header in place: it becomes the first fragment's, and later fragments
         // copy its first 20 bytes (as Click copies the modified `ip`).
         let new_id = (ip_off & DF != 0).then(|| self.next_id());
-        let Some(h) = p.network_header_mut() else {
+        let Ok(mut h) = p.ipv4_mut() else {
             return Verdict::Drop(p, NO_IP_HEADER);
         };
         let mut off_field = ip_off;
         if let Some(id) = new_id {
-            write_u16(h, 4, id);
+            h.set_ident(id);
             off_field &= !DF;
         }
         let had_mf = off_field & MF != 0;
         off_field |= MF;
-        write_u16(h, 2, (hl + first_dlen) as u16);
-        write_u16(h, 6, off_field);
-        fill_ip_checksum(h, hl);
+        h.set_total_len((hl + first_dlen) as u16);
+        h.set_flags_frag_raw(off_field);
+        h.fill_checksum();
 
         let Some(h) = p.network_header() else {
             return Verdict::Drop(p, NO_IP_HEADER);
@@ -177,14 +183,17 @@ impl Element for IPFragmenter {
             buf.extend_from_slice(&h[..20]);
             buf.extend_from_slice(&opts);
             buf.extend_from_slice(&h[hl + off..hl + off + dlen]);
-            buf[0] = 0x40 | (out_hl / 4) as u8;
             let mut f = off_field.wrapping_add((off >> 3) as u16);
             if off + dlen >= in_dlen && !had_mf {
                 f &= !MF;
             }
-            write_u16(&mut buf, 2, (out_hl + dlen) as u16);
-            write_u16(&mut buf, 6, f);
-            fill_ip_checksum(&mut buf, out_hl);
+            // out_hl is 20 plus options padded to 4 bytes: the IHL says it exactly.
+            let mut ip = Ipv4Packet::new_unchecked(&mut buf[..]);
+            ip.set_version(4);
+            ip.set_header_len(out_hl);
+            ip.set_total_len((out_hl + dlen) as u16);
+            ip.set_flags_frag_raw(f);
+            ip.fill_checksum();
             let mut q = cx.new_packet(&buf, &p.meta);
             q.set_network_header(0);
             q.set_transport_header(out_hl);
@@ -290,9 +299,15 @@ mod tests {
             .map(|(_, p)| p.network_header().unwrap())
             .collect();
         // (576 - 20) & ~7 = 552: 552 + 552 + 276 data bytes; offsets 0, 69, 138 (8-byte units).
-        let lens: Vec<u16> = f.iter().map(|h| read_u16(h, 2).unwrap()).collect();
+        let lens: Vec<u16> = f
+            .iter()
+            .map(|h| Ipv4Packet::new_unchecked(h).total_len())
+            .collect();
         assert_eq!(lens, vec![572, 572, 296]);
-        let offs: Vec<u16> = f.iter().map(|h| read_u16(h, 6).unwrap()).collect();
+        let offs: Vec<u16> = f
+            .iter()
+            .map(|h| Ipv4Packet::new_unchecked(h).flags_frag_raw())
+            .collect();
         assert_eq!(offs, vec![MF, MF | 69, 138]);
         assert_eq!(o.out[0].1.len(), 14 + 572);
         assert_eq!(o.out[1].1.len(), 572);
@@ -310,7 +325,7 @@ mod tests {
     fn df_small_and_options() {
         let mut b = ipv4(A, B, 17, 64, &[], &payload(1000));
         b[6] = 0x40;
-        super::super::fill_ip_checksum(&mut b, 20);
+        Ipv4Packet::new_unchecked(&mut b[..]).fill_checksum();
         let mut e = build("IPFragmenter", "576", 1).unwrap();
         assert_eq!(push(e.as_mut(), pkt(&b)).drops, vec!["fragment-df"]);
         let mut e = build("IPFragmenter", "576", 2).unwrap();
@@ -337,7 +352,7 @@ mod tests {
         let data: Vec<u8> = o
             .out
             .iter()
-            .flat_map(|(_, q)| q.data()[ihl(q.data())..].to_vec())
+            .flat_map(|(_, q)| q.data()[super::super::ihl(q.data())..].to_vec())
             .collect();
         assert_eq!(data, payload(300));
         assert!(build("IPFragmenter", "4", 1).is_err());

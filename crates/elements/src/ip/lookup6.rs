@@ -429,10 +429,11 @@ impl LookupIP6Route {
         if h.first().ok_or(1usize)? >> 4 != 6 {
             return Err(2);
         }
-        let dst = h.get(24..40).ok_or(1usize)?;
-        let mut a = [0u8; 16];
-        a.copy_from_slice(dst);
-        let i = self.lpm.lookup_u128(u128::from_be_bytes(a)).ok_or(3usize)?;
+        if h.len() < wire::ipv6::HEADER_LEN {
+            return Err(1);
+        }
+        let dst = wire::ipv6::Packet::new_unchecked(h).dst_addr();
+        let i = self.lpm.lookup_u128(u128::from(dst)).ok_or(3usize)?;
         self.ports.get(i).copied().ok_or(3)
     }
 }

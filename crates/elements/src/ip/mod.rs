@@ -33,39 +33,50 @@ pub use ttl::DecIPTTL;
 
 use crate::model::{Case, Field, FieldSet, Filter, Outcome};
 use crate::{BuildCtx, ConfigError, Verdict};
-use packet::Packet;
+use packet::{HeaderError, Packet};
 use std::net::Ipv4Addr;
-use wire::bytes::{read_u32, write_u16};
+use wire::ipv4::Packet as Ipv4Packet;
 
 /// Drop reason for elements that need the network header annotation and find none.
 pub const NO_IP_HEADER: &str = "no-ip-header";
-
-/// Reads an IPv4 address at `off`, if in bounds.
-pub(crate) fn rd_ip(b: &[u8], off: usize) -> Option<Ipv4Addr> {
-    read_u32(b, off).map(Ipv4Addr::from)
-}
 
 /// The IPv4 header length (IHL × 4) of the header starting `b`.
 pub(crate) fn ihl(b: &[u8]) -> usize {
     b.first().map_or(0, |v| usize::from(v & 0x0f) * 4)
 }
 
-/// Recomputes the IP header checksum of the header at the start of `ip` (`hlen` bytes).
-pub(crate) fn fill_ip_checksum(ip: &mut [u8], hlen: usize) {
-    if hlen < 20 || ip.len() < hlen {
-        return;
-    }
-    write_u16(ip, 10, 0);
-    let c = wire::checksum::data(&ip[..hlen]);
-    write_u16(ip, 10, c);
+/// True when the IHL of `ip` (a view with its fixed 20 bytes present) is at least 20 and
+/// within the bytes the view holds: the header the family's elements need whole.
+#[inline]
+pub(crate) fn ihl_fits<T: AsRef<[u8]>>(ip: &Ipv4Packet<T>) -> bool {
+    let hl = ip.header_len();
+    hl >= 20 && hl <= ip.as_ref().len()
 }
 
-/// The bytes of the IPv4 header the network header annotation points at, checked to hold
-/// at least a 20-byte header and its IHL: `(header and following bytes, header length)`.
-pub(crate) fn ip_header(p: &Packet) -> Option<(&[u8], usize)> {
-    let h = p.network_header()?;
-    let hl = ihl(h);
-    (h.len() >= 20 && hl >= 20 && hl <= h.len()).then_some((h, hl))
+/// The IPv4 header the network header annotation points at ([`Packet::ipv4`]), checked to
+/// hold its IHL as well ([`ihl_fits`]): `(view over the header and following bytes, header
+/// length)`.
+#[inline]
+pub(crate) fn ip_header(p: &Packet) -> Option<(Ipv4Packet<&[u8]>, usize)> {
+    let ip = p.ipv4().ok().filter(ihl_fits)?;
+    let hl = ip.header_len();
+    Some((ip, hl))
+}
+
+/// Writable [`ip_header`], with the drop reason when there is none: `no-ip-header` without
+/// the annotation, `bad-ip-header` for fewer than 20 bytes or an IHL that does not fit.
+#[inline]
+pub(crate) fn ip_header_mut(
+    p: &mut Packet,
+) -> Result<(Ipv4Packet<&mut [u8]>, usize), &'static str> {
+    match p.ipv4_mut() {
+        Ok(ip) if ihl_fits(&ip) => {
+            let hl = ip.header_len();
+            Ok((ip, hl))
+        }
+        Ok(_) | Err(HeaderError::Truncated) => Err("bad-ip-header"),
+        Err(HeaderError::Missing) => Err(NO_IP_HEADER),
+    }
 }
 
 /// Sends a bad packet to output 1 when it is connected (Click's `checked_output_push(1, p)`
@@ -198,7 +209,8 @@ pub(crate) mod testutil {
         v[12..16].copy_from_slice(&src);
         v[16..20].copy_from_slice(&dst);
         v.extend_from_slice(opts);
-        super::fill_ip_checksum(&mut v, hl);
+        let c = wire::checksum::data(&v);
+        v[10..12].copy_from_slice(&c.to_be_bytes());
         v.extend_from_slice(payload);
         v
     }

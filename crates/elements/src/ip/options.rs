@@ -1,6 +1,6 @@
 //! `IPGWOptions`: Record Route and Timestamp option processing.
 
-use super::{bad_out, fill_ip_checksum, ip_header, ip_header_cases, ip_list, NO_IP_HEADER};
+use super::{bad_out, ip_header_cases, ip_header_mut, ip_list};
 use crate::model::{Case, Field, FieldSet, Filter, Model, Outcome};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
@@ -149,26 +149,21 @@ impl Element for IPGWOptions {
         PortCount::range(1, 1, 1, 2)
     }
     fn push(&mut self, _port: usize, mut p: Packet, cx: &mut Context) -> Verdict {
-        if p.network_header().is_none() {
-            return Verdict::Drop(p, NO_IP_HEADER);
-        }
-        let Some((_, hl)) = ip_header(&p) else {
-            return Verdict::Drop(p, "bad-ip-header");
+        let (mut ip, hl) = match ip_header_mut(&mut p) {
+            Ok(x) => x,
+            Err(r) => return Verdict::Drop(p, r),
         };
         if hl <= 20 {
             return Verdict::Out(0, p);
         }
         let ms =
             ((cx.now.secs() % 86_400) * 1000 + u64::from(cx.now.subsec_nanos() / 1_000_000)) as u32;
-        let Some(h) = p.network_header_mut() else {
-            return Verdict::Drop(p, NO_IP_HEADER);
-        };
         // Like Click, options are updated in place, so an error in a later option leaves
         // the earlier ones processed.
-        match self.process(h, hl, ms) {
+        match self.process(ip.as_mut(), hl, ms) {
             Ok(changed) => {
                 if changed {
-                    fill_ip_checksum(h, hl);
+                    ip.fill_checksum();
                 }
                 Verdict::Out(0, p)
             }

@@ -4,7 +4,6 @@ use super::{ihl, ip_header};
 use crate::args::unquote;
 use crate::{Args, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
-use std::net::Ipv4Addr;
 use wire::bytes::read_u16;
 use wire::IpProtocol;
 
@@ -71,20 +70,20 @@ impl IPPrint {
             s.push_str("(no IP header)");
             return s;
         };
-        let ip = |o: usize| Ipv4Addr::new(h[o], h[o + 1], h[o + 2], h[o + 3]);
-        let (src, dst) = (ip(12), ip(16));
-        let l4 = &h[hl..];
-        let frag = read_u16(h, 6).unwrap_or(0) & 0x1fff != 0;
-        let len = read_u16(h, 2).unwrap_or(0);
+        let (src, dst) = (h.src_addr(), h.dst_addr());
+        // The transport bytes as far as they go (a cut segment prints what is there).
+        let l4 = &h.into_inner()[hl..];
+        let frag = h.frag_offset() != 0;
+        let len = h.total_len();
         let ports = |l4: &[u8]| (read_u16(l4, 0), read_u16(l4, 2));
-        match (h[9], frag) {
+        match (h.protocol(), frag) {
             (IpProtocol::TCP | IpProtocol::UDP, false) => {
                 if let (Some(sp), Some(dp)) = ports(l4) {
                     s.push_str(&format!("{src}.{sp} > {dst}.{dp}: "));
                 } else {
                     s.push_str(&format!("{src} > {dst}: "));
                 }
-                if h[9] == IpProtocol::TCP {
+                if h.protocol() == IpProtocol::TCP {
                     let f = l4.get(13).copied().unwrap_or(0);
                     let names = [
                         (0x02, 'S'),
@@ -109,7 +108,7 @@ impl IPPrint {
                     ));
                 }
             }
-            (1, false) => s.push_str(&format!(
+            (IpProtocol::ICMP, false) => s.push_str(&format!(
                 "{src} > {dst}: icmp type {} code {}",
                 l4.first().copied().unwrap_or(0),
                 l4.get(1).copied().unwrap_or(0)
@@ -117,13 +116,13 @@ impl IPPrint {
             (proto, _) => s.push_str(&format!("{src} > {dst}: ip-proto-{proto} {len}")),
         }
         if self.id {
-            s.push_str(&format!(" (id {})", read_u16(h, 4).unwrap_or(0)));
+            s.push_str(&format!(" (id {})", h.ident()));
         }
         if self.ttl {
-            s.push_str(&format!(" (ttl {})", h[8]));
+            s.push_str(&format!(" (ttl {})", h.ttl()));
         }
         if self.tos {
-            s.push_str(&format!(" (tos 0x{:x})", h[1]));
+            s.push_str(&format!(" (tos 0x{:x})", h.tos()));
         }
         s
     }

@@ -4,16 +4,16 @@ use super::{bad_out, bad_outcome, NO_IP_HEADER};
 use crate::args::parse_bool;
 use crate::model::{Case, Effect, Field, FieldSet, Filter, Model, Outcome};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
-use packet::Packet;
-use wire::bytes::{read_u16, write_u16};
+use packet::{HeaderError, Packet};
+use wire::checksum;
 
 /// `DecIPTTL([keywords ACTIVE, MULTICAST])`: decrements the IP time-to-live of the header
 /// the network header annotation points at. 1/1-2.
 ///
 /// A packet whose TTL is ≤ 1 leaves on output 1 if it is connected, else is dropped under
 /// `ttl-expired`; otherwise the TTL is decremented, the header checksum updated
-/// incrementally exactly as Click's decipttl.cc does (RFC 1624: `sum = ~old & 0xFFFF +
-/// 0xFEFF; new = ~(sum + (sum >> 16))`), and the packet leaves on output 0. `ACTIVE false`
+/// incrementally exactly as Click's decipttl.cc does ([`wire::checksum::ttl_decremented`],
+/// RFC 1624), and the packet leaves on output 0. `ACTIVE false`
 /// passes every packet untouched; `MULTICAST false` passes packets to multicast destinations
 /// untouched. Packets without a network header (Click asserts) are dropped under
 /// `no-ip-header`, and headers shorter than 20 bytes under `bad-ip-header`.
@@ -51,22 +51,22 @@ impl Element for DecIPTTL {
         if !self.active {
             return Verdict::Out(0, p);
         }
-        let Some(ip) = p.network_header_mut() else {
-            return Verdict::Drop(p, NO_IP_HEADER);
+        // Only the fixed 20 bytes are needed: the IHL is not checked (as in Click).
+        let mut ip = match p.ipv4_mut() {
+            Ok(ip) => ip,
+            Err(HeaderError::Missing) => return Verdict::Drop(p, NO_IP_HEADER),
+            Err(HeaderError::Truncated) => return Verdict::Drop(p, "bad-ip-header"),
         };
-        if ip.len() < 20 {
-            return Verdict::Drop(p, "bad-ip-header");
-        }
-        if !self.multicast && ip[16] & 0xf0 == 0xe0 {
+        if !self.multicast && ip.dst_addr().is_multicast() {
             return Verdict::Out(0, p);
         }
-        if ip[8] <= 1 {
+        let ttl = ip.ttl();
+        if ttl <= 1 {
             self.drops += 1;
             return bad_out(self.has_out1, p, "ttl-expired");
         }
-        ip[8] -= 1;
-        let sum = u32::from(!read_u16(ip, 10).unwrap_or(0)) + 0xFEFF;
-        write_u16(ip, 10, !((sum + (sum >> 16)) as u16));
+        ip.set_ttl(ttl - 1);
+        ip.set_checksum(checksum::ttl_decremented(ip.checksum()));
         Verdict::Out(0, p)
     }
     fn stats(&self) -> Vec<(&'static str, u64)> {
