@@ -165,7 +165,7 @@ mod tests {
 
     #[test]
     fn ttl_decrement_matches_a_full_recompute() {
-        let mut rng = XorShift(0x5eed_77);
+        let mut rng = XorShift(0x005e_ed77);
         for _ in 0..2000 {
             let mut h = [0u8; 20];
             for b in h.iter_mut() {
