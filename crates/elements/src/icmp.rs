@@ -4,7 +4,9 @@ use crate::args::{parse_bool, parse_uint, parse_uint_max};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::{Packet, PacketType};
 use std::net::Ipv4Addr;
-use wire::checksum;
+use wire::icmpv4::Packet as Icmpv4Packet;
+use wire::ipv4::Packet as Ipv4Packet;
+use wire::IpProtocol;
 
 const UNREACH: u8 = 3;
 const REDIRECT: u8 = 5;
@@ -235,14 +237,11 @@ impl ICMPError {
 
     /// The suppression check and the error message bytes, or the drop reason.
     fn make(&mut self, p: &Packet) -> Result<Vec<u8>, &'static str> {
-        let ip = p.network_header().ok_or("bad-ip-header")?;
-        let hl = usize::from(ip.first().copied().unwrap_or(0) & 0x0f) * 4;
-        if ip.len() < 20 || hl < 20 || hl > ip.len() {
-            return Err("bad-ip-header");
-        }
-        let src = Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]);
-        let dst = Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]);
-        let icmp_error_in = ip[9] == wire::IpProtocol::ICMP
+        // A missing network header is `bad-ip-header` here too.
+        let (h, hl) = crate::ip::ip_header(p).ok_or("bad-ip-header")?;
+        let (src, dst) = (h.src_addr(), h.dst_addr());
+        let ip = h.into_inner();
+        let icmp_error_in = h.protocol() == IpProtocol::ICMP
             && (hl + 4 > ip.len() || ip.get(hl).is_none_or(|t| is_error_type(*t)));
         let suppressed = icmp_error_in
             || !self.unicast(dst)
@@ -251,7 +250,7 @@ impl ICMPError {
                 PacketType::Broadcast | PacketType::Multicast
             )
             || !self.valid_source(src)
-            || u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff != 0;
+            || h.frag_offset() != 0;
         if suppressed {
             return Err("icmp-error-suppressed");
         }
@@ -285,28 +284,30 @@ impl ICMPError {
         let xlen = room.min(ip.len());
         let total = nhl + 8 + xlen;
         let mut d = vec![0u8; total];
-        d[0] = 0x40 | (nhl / 4) as u8;
-        d[2..4].copy_from_slice(&(total as u16).to_be_bytes());
-        d[4..6].copy_from_slice(&self.next_id.to_be_bytes());
-        d[8] = 200;
-        d[9] = 1;
-        d[12..16].copy_from_slice(&self.src.octets());
-        d[16..20].copy_from_slice(&src.octets());
-        d[20..nhl].copy_from_slice(&opts);
-        let ck = checksum::data(&d[..nhl]);
-        d[10..12].copy_from_slice(&ck.to_be_bytes());
-        let icmp = &mut d[nhl..];
-        icmp[0] = self.icmp_type;
-        icmp[1] = self.code;
+        // The options are a whole number of 4-byte words: the IHL says nhl exactly.
+        let mut out = Ipv4Packet::new_unchecked(&mut d[..]);
+        out.set_version(4);
+        out.set_header_len(nhl);
+        out.set_total_len(total as u16);
+        out.set_ident(self.next_id);
+        out.set_ttl(200);
+        out.set_protocol(IpProtocol::ICMP);
+        out.set_src_addr(self.src);
+        out.set_dst_addr(src);
+        out.options_mut().copy_from_slice(&opts);
+        out.fill_checksum();
+        let mut icmp = Icmpv4Packet::new_unchecked(&mut d[nhl..]);
+        icmp.set_msg_type(self.icmp_type);
+        icmp.set_msg_code(self.code);
         if self.icmp_type == REDIRECT {
-            icmp[4..8].copy_from_slice(&p.meta.dst_ip.octets());
+            // The gateway address: the whole word after the checksum.
+            icmp.set_rest_of_header(u32::from(p.meta.dst_ip));
         }
         if self.icmp_type == UNREACH && self.code == 4 {
-            icmp[6..8].copy_from_slice(&self.pmtu.to_be_bytes());
+            icmp.set_next_hop_mtu(self.pmtu);
         }
-        icmp[8..].copy_from_slice(&ip[..xlen]);
-        let ck = checksum::data(icmp);
-        icmp[2..4].copy_from_slice(&ck.to_be_bytes());
+        icmp.data_mut().copy_from_slice(&ip[..xlen]);
+        icmp.fill_checksum();
         self.next_id = self.next_id.wrapping_add(1);
         Ok(d)
     }
@@ -326,10 +327,10 @@ impl Element for ICMPError {
             Ok(bytes) => {
                 let mut q = cx.new_packet(&bytes, &packet.meta);
                 q.meta.fix_ip_src = self.set_fix_anno;
-                let nhl = usize::from(bytes[0] & 0x0f) * 4;
+                let out = Ipv4Packet::new_unchecked(&bytes[..]);
                 q.set_network_header(0);
-                q.set_transport_header(nhl);
-                q.meta.dst_ip = Ipv4Addr::new(bytes[16], bytes[17], bytes[18], bytes[19]);
+                q.set_transport_header(out.header_len());
+                q.meta.dst_ip = out.dst_addr();
                 self.sent += 1;
                 cx.drop(packet, "icmp-error");
                 cx.emit(0, q);

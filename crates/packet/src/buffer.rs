@@ -418,9 +418,10 @@ impl Packet {
         self.unpull(back);
         let ok = at.checked_add(14).is_some_and(|end| end <= self.len());
         if ok {
-            if let Some(h) = self.data_mut().get_mut(at..at + 12) {
-                h[..6].copy_from_slice(dst);
-                h[6..].copy_from_slice(src);
+            if let Some(h) = self.data_mut().get_mut(at..) {
+                let mut eth = EthernetFrame::new_unchecked(h);
+                eth.set_dst_addr(ethernet::Address(*dst));
+                eth.set_src_addr(ethernet::Address(*src));
             }
         }
         self.pull(back);

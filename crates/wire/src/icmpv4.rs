@@ -134,6 +134,12 @@ impl<T: AsRef<[u8]>> Packet<T> {
         rd16(self.buffer.as_ref(), field::ECHO_SEQNO)
     }
 
+    /// The next-hop MTU of a "fragmentation needed" unreachable (RFC 1191: the low 16 bits
+    /// of the rest-of-header word).
+    pub fn next_hop_mtu(&self) -> u16 {
+        self.seq_no()
+    }
+
     /// The type-specific 32-bit word following the checksum.
     pub fn rest_of_header(&self) -> u32 {
         rd32(self.buffer.as_ref(), field::REST)
@@ -180,6 +186,12 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
     /// Sets the echo sequence number.
     pub fn set_seq_no(&mut self, value: u16) {
         wr16(self.buffer.as_mut(), field::ECHO_SEQNO, value);
+    }
+
+    /// Sets the next-hop MTU of a "fragmentation needed" unreachable (RFC 1191: the low
+    /// 16 bits of the rest-of-header word).
+    pub fn set_next_hop_mtu(&mut self, value: u16) {
+        self.set_seq_no(value);
     }
 
     /// Sets the rest-of-header word.
@@ -280,6 +292,18 @@ mod tests {
         0x17, 0x18, 0x19, 0x1a, 0x1b, 0x1c, 0x1d, 0x1e, 0x1f, 0x20, 0x21, 0x22, 0x23, 0x24, 0x25,
         0x26, 0x27, 0x28, 0x29, 0x2a, 0x2b, 0x2c, 0x2d, 0x2e, 0x2f,
     ];
+
+    #[test]
+    fn next_hop_mtu_is_the_low_half_of_the_rest_of_header() {
+        let mut b = [0u8; 8];
+        let mut p = Packet::new_unchecked(&mut b[..]);
+        p.set_msg_type(3);
+        p.set_msg_code(4);
+        p.set_next_hop_mtu(1500);
+        assert_eq!(p.next_hop_mtu(), 1500);
+        assert_eq!(p.rest_of_header(), 1500);
+        assert_eq!(b, [3, 4, 0, 0, 0, 0, 0x05, 0xdc]);
+    }
 
     #[test]
     fn parse_fixture() {

@@ -7,6 +7,10 @@ mod responder;
 pub use querier::ARPQuerier;
 pub use responder::ARPResponder;
 
+use std::net::Ipv4Addr;
+use wire::arp::{self, Packet as ArpPacket};
+use wire::ethernet::{ethertype, Address as EthAddr, Frame as EthernetFrame};
+
 /// Length of an Ethernet header plus an Ethernet/IPv4 ARP packet.
 pub(crate) const ARP_FRAME_LEN: usize = 42;
 
@@ -21,18 +25,20 @@ pub(crate) fn arp_frame(
     tpa: [u8; 4],
 ) -> [u8; ARP_FRAME_LEN] {
     let mut f = [0u8; ARP_FRAME_LEN];
-    f[0..6].copy_from_slice(&eth_dst);
-    f[6..12].copy_from_slice(&eth_src);
-    f[12..14].copy_from_slice(&0x0806u16.to_be_bytes());
-    f[14..16].copy_from_slice(&1u16.to_be_bytes());
-    f[16..18].copy_from_slice(&0x0800u16.to_be_bytes());
-    f[18] = 6;
-    f[19] = 4;
-    f[20..22].copy_from_slice(&op.to_be_bytes());
-    f[22..28].copy_from_slice(&sha);
-    f[28..32].copy_from_slice(&spa);
-    f[32..38].copy_from_slice(&tha);
-    f[38..42].copy_from_slice(&tpa);
+    let mut eth = EthernetFrame::new_unchecked(&mut f[..]);
+    eth.set_dst_addr(EthAddr(eth_dst));
+    eth.set_src_addr(EthAddr(eth_src));
+    eth.set_ethertype(ethertype::ARP);
+    let mut a = ArpPacket::new_unchecked(eth.payload_mut());
+    a.set_hardware_type(arp::HARDWARE_ETHERNET);
+    a.set_protocol_type(ethertype::IPV4);
+    a.set_hardware_len(6);
+    a.set_protocol_len(4);
+    a.set_operation(op);
+    a.set_sender_hardware_addr(EthAddr(sha));
+    a.set_sender_protocol_addr(Ipv4Addr::from(spa));
+    a.set_target_hardware_addr(EthAddr(tha));
+    a.set_target_protocol_addr(Ipv4Addr::from(tpa));
     f
 }
 
@@ -47,15 +53,19 @@ pub(crate) struct ArpView {
 }
 
 pub(crate) fn parse_arp(d: &[u8]) -> Option<ArpView> {
-    let f = d.get(..ARP_FRAME_LEN)?;
-    let be = |i: usize| u16::from_be_bytes([f[i], f[i + 1]]);
-    if be(12) != 0x0806 || be(14) != 1 || be(16) != 0x0800 {
+    // The address lengths are not checked (as before `wire`'s `check_len` would).
+    let eth = EthernetFrame::new_unchecked(d.get(..ARP_FRAME_LEN)?);
+    let a = ArpPacket::new_unchecked(eth.payload());
+    if eth.ethertype() != ethertype::ARP
+        || a.hardware_type() != arp::HARDWARE_ETHERNET
+        || a.protocol_type() != ethertype::IPV4
+    {
         return None;
     }
     Some(ArpView {
-        op: be(20),
-        sha: f[22..28].try_into().ok()?,
-        spa: f[28..32].try_into().ok()?,
-        tpa: f[38..42].try_into().ok()?,
+        op: a.operation(),
+        sha: a.sender_hardware_addr().0,
+        spa: a.sender_protocol_addr().octets(),
+        tpa: a.target_protocol_addr().octets(),
     })
 }

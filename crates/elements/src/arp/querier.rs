@@ -8,7 +8,7 @@ use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::{Meta, Packet};
 use std::collections::{HashMap, VecDeque};
 use std::net::Ipv4Addr;
-use wire::ethernet::Address as EthAddr;
+use wire::ethernet::{ethertype, Address as EthAddr, Frame as EthernetFrame};
 
 const SEC: u64 = 1_000_000_000;
 
@@ -343,9 +343,11 @@ impl ARPQuerier {
 
     /// Sends an Ethernet-encapsulated packet (`p` already has its 14-byte header).
     fn send(&mut self, mut p: Packet, dst: EthAddr, cx: &mut Context) {
-        if let Some(h) = p.data_mut().get_mut(0..12) {
-            h[0..6].copy_from_slice(&dst.0);
-            h[6..12].copy_from_slice(&self.my_eth.0);
+        // The two addresses (12 bytes) are written when there.
+        if let Some(h) = p.data_mut().get_mut(..12) {
+            let mut eth = EthernetFrame::new_unchecked(h);
+            eth.set_dst_addr(dst);
+            eth.set_src_addr(self.my_eth);
         }
         cx.emit(0, p);
     }
@@ -355,7 +357,7 @@ impl ARPQuerier {
         if !response {
             // Click's `push_mac_header(14)`: the MAC header annotation at the new header, the
             // network header annotation right after it (as `EtherEncap`).
-            p.push(14)[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
+            EthernetFrame::new_unchecked(p.push(14)).set_ethertype(ethertype::IPV4);
             p.set_mac_header(0);
             p.set_network_header(14);
         }

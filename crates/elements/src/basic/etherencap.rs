@@ -10,6 +10,7 @@ use crate::args::parse_uint_max;
 use crate::model::{Case, Effect, Filter, Model, Outcome};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
+use wire::ethernet::{Address, Frame as EthernetFrame};
 
 /// `EtherEncap(ETHERTYPE, SRC, DST)`: pushes a 14-byte Ethernet header.
 #[derive(Debug, Clone)]
@@ -46,9 +47,10 @@ impl EtherEncap {
     /// The 14 header bytes written in front of every packet.
     pub fn header(&self) -> [u8; 14] {
         let mut h = [0u8; 14];
-        h[..6].copy_from_slice(&self.dst);
-        h[6..12].copy_from_slice(&self.src);
-        h[12..].copy_from_slice(&self.ethertype.to_be_bytes());
+        let mut eth = EthernetFrame::new_unchecked(&mut h[..]);
+        eth.set_dst_addr(Address(self.dst));
+        eth.set_src_addr(Address(self.src));
+        eth.set_ethertype(self.ethertype);
         h
     }
 }

@@ -65,6 +65,7 @@ use packet::Packet;
 use space::Field;
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
+use wire::ethernet::{Address, Frame as EthernetFrame};
 
 /// The lookup table's size M (a prime, as the paper requires).
 pub const TABLE_SIZE: usize = 65_537;
@@ -605,8 +606,9 @@ impl Element for Maglev {
             }
             let eth = off == 14;
             if eth {
+                // The network header at 14: the data starts with an Ethernet header.
                 if let Some(d) = packet.data_mut().get_mut(..6) {
-                    d.copy_from_slice(&mac);
+                    EthernetFrame::new_unchecked(d).set_dst_addr(Address(mac));
                 }
             }
             if cx.recording() {

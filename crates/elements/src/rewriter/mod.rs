@@ -22,8 +22,10 @@ use crate::capability::{FlowStep, RewriteSpec, StatefulFlow};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
 use wire::checksum::{update16, update16_udp, update32, update32_udp};
+use wire::ipv4::Packet as Ipv4Packet;
+use wire::{tcp, udp};
 
-use wire::bytes::{read_u16, read_u32, write_u16, write_u32};
+use wire::bytes::{read_u16, write_u16};
 use wire::ip::protocol::{TCP, UDP};
 /// DCCP's protocol number (only rewriters name it, as Click's do).
 const DCCP: u8 = 33;
@@ -320,28 +322,42 @@ impl IPRewriter {
 /// Rewrites the IPv4 packet `ip` (header length `hl`, protocol `proto`) to flow `new`,
 /// updating the IP checksum and the transport checksum incrementally (RFC 1624); a UDP
 /// checksum of 0 stays 0. Fields that do not change are left alone.
+///
+/// The IP header needs its fixed 20 bytes (else nothing changes). The transport header may
+/// be cut short, as Click's rewriters accept: the ports are rewritten when their 4 bytes are
+/// there, the checksum when its 2 bytes are (offsets from `wire`'s TCP and UDP layouts).
+#[inline]
 pub fn rewrite_ipv4(ip: &mut [u8], hl: usize, proto: u8, new: &FlowId) {
-    let (Some(os), Some(od)) = (read_u32(ip, 12), read_u32(ip, 16)) else {
+    if ip.len() < wire::ipv4::HEADER_LEN {
         return;
-    };
+    }
+    let mut h = Ipv4Packet::new_unchecked(&mut *ip);
+    let (os, od) = (u32::from(h.src_addr()), u32::from(h.dst_addr()));
     let (ns, nd) = (u32::from(new.saddr), u32::from(new.daddr));
-    let mut ipck = read_u16(ip, 10).unwrap_or(0);
+    let mut ipck = h.checksum();
     if os != ns {
         ipck = update32(ipck, os, ns);
-        write_u32(ip, 12, ns);
+        h.set_src_addr(new.saddr);
     }
     if od != nd {
         ipck = update32(ipck, od, nd);
-        write_u32(ip, 16, nd);
+        h.set_dst_addr(new.daddr);
     }
-    write_u16(ip, 10, ipck);
-    let (Some(osp), Some(odp)) = (read_u16(ip, hl), read_u16(ip, hl + 2)) else {
+    h.set_checksum(ipck);
+    let sport_at = hl + tcp::field::SRC_PORT.start;
+    let dport_at = hl + tcp::field::DST_PORT.start;
+    let (Some(osp), Some(odp)) = (read_u16(ip, sport_at), read_u16(ip, dport_at)) else {
         return;
     };
-    let ck_off = hl + if proto == TCP { 16 } else { 6 };
+    let ck_off = hl
+        + if proto == TCP {
+            tcp::field::CHECKSUM.start
+        } else {
+            udp::field::CHECKSUM.start
+        };
     let Some(mut ck) = read_u16(ip, ck_off) else {
-        write_u16(ip, hl, new.sport);
-        write_u16(ip, hl + 2, new.dport);
+        write_u16(ip, sport_at, new.sport);
+        write_u16(ip, dport_at, new.dport);
         return;
     };
     let udp = proto == UDP;
@@ -360,8 +376,8 @@ pub fn rewrite_ipv4(ip: &mut [u8], hl: usize, proto: u8, new: &FlowId) {
         ck = u16f(ck, odp, new.dport);
     }
     write_u16(ip, ck_off, ck);
-    write_u16(ip, hl, new.sport);
-    write_u16(ip, hl + 2, new.dport);
+    write_u16(ip, sport_at, new.sport);
+    write_u16(ip, dport_at, new.dport);
 }
 
 /// What a rewriter needs to know about a packet to decide on it (see [`IPRewriter::decide`]).
