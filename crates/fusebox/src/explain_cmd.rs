@@ -66,7 +66,7 @@ fn frame_of(spec: &str) -> Result<Vec<u8>, String> {
         i += 2;
     }
     let l4len = match proto {
-        6 => 20,
+        IpProtocol::TCP => 20,
         _ => 8,
     };
     let len = len.max(14 + 20 + l4len).min(1514);

@@ -579,9 +579,9 @@ pub fn generate_tuples(cfg: &GenConfig, tuples: &[Tuple]) -> Generator {
         .take(nflows as usize)
         .map(|&(p, src, dst, sport, dport)| Flow {
             proto: match p {
-                6 => Proto::Tcp,
-                17 => Proto::Udp,
-                1 => Proto::Icmp,
+                ipv4::protocol::TCP => Proto::Tcp,
+                ipv4::protocol::UDP => Proto::Udp,
+                ipv4::protocol::ICMP => Proto::Icmp,
                 p => Proto::Other(p),
             },
             src,
