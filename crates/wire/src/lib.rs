@@ -25,6 +25,7 @@ use core::fmt;
 use core::ops::Range;
 
 pub mod arp;
+pub mod build;
 pub mod checksum;
 pub mod ethernet;
 pub mod icmpv4;

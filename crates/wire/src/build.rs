@@ -1,0 +1,436 @@
+//! Test packets built from the headers' [`Repr`](crate::ipv4::Repr)s: one builder for the
+//! Ethernet/IPv4/TCP/UDP/ICMP frames the tests of every crate need, with correct checksums
+//! by default and ways to break them (a wrong or zero checksum, a short frame, a lying
+//! length) for the negative tests.
+//!
+//! ```
+//! use wire::build::{Frame, Sum};
+//! let syn = Frame::tcp([10, 0, 0, 1], [10, 0, 0, 2], 1234, 80)
+//!     .flags(wire::tcp::flags::SYN)
+//!     .payload(b"hello")
+//!     .ttl(17)
+//!     .build();
+//! assert_eq!(syn.len(), 14 + 20 + 20 + 5);
+//! let bad = Frame::udp([10, 0, 0, 1], [10, 0, 0, 2], 53, 53).ip_sum(Sum::Wrong).build();
+//! assert_ne!(wire::checksum::data(&bad[14..34]), 0);
+//! ```
+//!
+//! Defaults: Ethernet destination `02:00:00:00:00:01`, source `02:00:00:00:00:02`,
+//! EtherType IPv4; IPv4 TTL 64, TOS 0, identification 0, no flags, no options; TCP
+//! sequence, acknowledgement, flags and window 0; no payload.
+
+use crate::{ethernet, icmpv4, ipv4, tcp, udp};
+use std::net::Ipv4Addr;
+
+/// How a checksum is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sum {
+    /// The correct checksum.
+    Valid,
+    /// Zero (for UDP: "no checksum").
+    Zero,
+    /// The correct checksum plus one: always wrong.
+    Wrong,
+}
+
+/// The transport header a [`Frame`] carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Transport {
+    Tcp {
+        sport: u16,
+        dport: u16,
+        seq: u32,
+        ack: u32,
+        flags: u8,
+        window: u16,
+    },
+    Udp {
+        sport: u16,
+        dport: u16,
+    },
+    Icmp {
+        msg_type: u8,
+        code: u8,
+        rest: u32,
+    },
+    /// No transport header: the payload follows the IPv4 header.
+    None,
+}
+
+/// An Ethernet/IPv4 frame under construction (see the module documentation).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    ether: Option<ethernet::Repr>,
+    ip: ipv4::Repr,
+    ip_options: Vec<u8>,
+    transport: Transport,
+    payload: Vec<u8>,
+    ip_sum: Sum,
+    l4_sum: Sum,
+    total_len: Option<u16>,
+    truncate: Option<usize>,
+}
+
+impl Frame {
+    fn new(src: Ipv4Addr, dst: Ipv4Addr, protocol: u8, transport: Transport) -> Frame {
+        Frame {
+            ether: Some(ethernet::Repr {
+                dst_addr: ethernet::Address([2, 0, 0, 0, 0, 1]),
+                src_addr: ethernet::Address([2, 0, 0, 0, 0, 2]),
+                ethertype: 0x0800,
+            }),
+            ip: ipv4::Repr {
+                src_addr: src,
+                dst_addr: dst,
+                protocol,
+                payload_len: 0,
+                ttl: 64,
+                tos: 0,
+                ident: 0,
+                dont_frag: false,
+                more_frags: false,
+                frag_offset: 0,
+            },
+            ip_options: Vec::new(),
+            transport,
+            payload: Vec::new(),
+            ip_sum: Sum::Valid,
+            l4_sum: Sum::Valid,
+            total_len: None,
+            truncate: None,
+        }
+    }
+
+    /// A TCP segment from `src:sport` to `dst:dport`.
+    pub fn tcp(
+        src: impl Into<Ipv4Addr>,
+        dst: impl Into<Ipv4Addr>,
+        sport: u16,
+        dport: u16,
+    ) -> Frame {
+        let t = Transport::Tcp {
+            sport,
+            dport,
+            seq: 0,
+            ack: 0,
+            flags: 0,
+            window: 0,
+        };
+        Frame::new(src.into(), dst.into(), 6, t)
+    }
+
+    /// A UDP datagram from `src:sport` to `dst:dport`.
+    pub fn udp(
+        src: impl Into<Ipv4Addr>,
+        dst: impl Into<Ipv4Addr>,
+        sport: u16,
+        dport: u16,
+    ) -> Frame {
+        Frame::new(src.into(), dst.into(), 17, Transport::Udp { sport, dport })
+    }
+
+    /// An ICMP message of `msg_type` and `code` (the rest of the header 0).
+    pub fn icmp(
+        src: impl Into<Ipv4Addr>,
+        dst: impl Into<Ipv4Addr>,
+        msg_type: u8,
+        code: u8,
+    ) -> Frame {
+        let t = Transport::Icmp {
+            msg_type,
+            code,
+            rest: 0,
+        };
+        Frame::new(src.into(), dst.into(), 1, t)
+    }
+
+    /// An IPv4 packet of `protocol` whose payload is the bytes given by [`Frame::payload`]
+    /// (no transport header is built).
+    pub fn ip(src: impl Into<Ipv4Addr>, dst: impl Into<Ipv4Addr>, protocol: u8) -> Frame {
+        Frame::new(src.into(), dst.into(), protocol, Transport::None)
+    }
+
+    /// The bytes after the transport header.
+    pub fn payload(mut self, payload: &[u8]) -> Frame {
+        self.payload = payload.to_vec();
+        self
+    }
+
+    /// TCP flags (see [`tcp::flags`]); ignored for other transports.
+    pub fn flags(mut self, value: u8) -> Frame {
+        if let Transport::Tcp { flags, .. } = &mut self.transport {
+            *flags = value;
+        }
+        self
+    }
+
+    /// TCP sequence and acknowledgement numbers.
+    pub fn seq_ack(mut self, seq_number: u32, ack_number: u32) -> Frame {
+        if let Transport::Tcp { seq, ack, .. } = &mut self.transport {
+            (*seq, *ack) = (seq_number, ack_number);
+        }
+        self
+    }
+
+    /// TCP window.
+    pub fn window(mut self, value: u16) -> Frame {
+        if let Transport::Tcp { window, .. } = &mut self.transport {
+            *window = value;
+        }
+        self
+    }
+
+    /// The ICMP header's last four bytes (echo identifier and sequence, …).
+    pub fn icmp_rest(mut self, value: u32) -> Frame {
+        if let Transport::Icmp { rest, .. } = &mut self.transport {
+            *rest = value;
+        }
+        self
+    }
+
+    /// IPv4 time to live.
+    pub fn ttl(mut self, ttl: u8) -> Frame {
+        self.ip.ttl = ttl;
+        self
+    }
+
+    /// IPv4 type of service byte.
+    pub fn tos(mut self, tos: u8) -> Frame {
+        self.ip.tos = tos;
+        self
+    }
+
+    /// IPv4 identification.
+    pub fn ident(mut self, ident: u16) -> Frame {
+        self.ip.ident = ident;
+        self
+    }
+
+    /// IPv4 fragmentation: don't fragment, more fragments, offset in bytes (a multiple of 8).
+    pub fn fragment(mut self, dont_frag: bool, more_frags: bool, offset: u16) -> Frame {
+        (self.ip.dont_frag, self.ip.more_frags, self.ip.frag_offset) =
+            (dont_frag, more_frags, offset);
+        self
+    }
+
+    /// IPv4 options (padded with zeros to a multiple of 4 bytes).
+    pub fn ip_options(mut self, options: &[u8]) -> Frame {
+        self.ip_options = options.to_vec();
+        self.ip_options.resize(options.len().div_ceil(4) * 4, 0);
+        self
+    }
+
+    /// Ethernet source and destination addresses.
+    pub fn macs(mut self, src: [u8; 6], dst: [u8; 6]) -> Frame {
+        if let Some(e) = &mut self.ether {
+            (e.src_addr, e.dst_addr) = (ethernet::Address(src), ethernet::Address(dst));
+        }
+        self
+    }
+
+    /// No Ethernet header: the bytes start with the IPv4 header.
+    pub fn no_ethernet(mut self) -> Frame {
+        self.ether = None;
+        self
+    }
+
+    /// How the IPv4 header checksum is written.
+    pub fn ip_sum(mut self, sum: Sum) -> Frame {
+        self.ip_sum = sum;
+        self
+    }
+
+    /// How the TCP, UDP or ICMP checksum is written.
+    pub fn l4_sum(mut self, sum: Sum) -> Frame {
+        self.l4_sum = sum;
+        self
+    }
+
+    /// Both checksums zero (frames for elements that do not read them).
+    pub fn no_sums(self) -> Frame {
+        self.ip_sum(Sum::Zero).l4_sum(Sum::Zero)
+    }
+
+    /// An IPv4 total length other than the true one (checksums are computed with it).
+    pub fn total_len(mut self, len: u16) -> Frame {
+        self.total_len = Some(len);
+        self
+    }
+
+    /// Cuts the built frame to `len` bytes (after the checksums are computed).
+    pub fn truncate(mut self, len: usize) -> Frame {
+        self.truncate = Some(len);
+        self
+    }
+
+    /// The frame's bytes.
+    pub fn build(&self) -> Vec<u8> {
+        let l2 = self.ether.map_or(0, |e| e.header_len());
+        let ihl = ipv4::HEADER_LEN + self.ip_options.len();
+        let l4 = match self.transport {
+            Transport::Tcp { .. } => tcp::HEADER_LEN,
+            Transport::Udp { .. } => udp::HEADER_LEN,
+            Transport::Icmp { .. } => icmpv4::HEADER_LEN,
+            Transport::None => 0,
+        };
+        let mut buf = vec![0u8; l2 + ihl + l4 + self.payload.len()];
+        if let Some(e) = self.ether {
+            e.emit(&mut ethernet::Frame::new_unchecked(&mut buf[..l2]));
+        }
+        buf[l2 + ihl + l4..].copy_from_slice(&self.payload);
+        let ip_repr = ipv4::Repr {
+            payload_len: ihl - ipv4::HEADER_LEN + l4 + self.payload.len(),
+            ..self.ip
+        };
+        let (src, dst) = (ip_repr.src_addr, ip_repr.dst_addr);
+        {
+            let seg = &mut buf[l2 + ihl..];
+            match self.transport {
+                Transport::Tcp {
+                    sport,
+                    dport,
+                    seq,
+                    ack,
+                    flags,
+                    window,
+                } => {
+                    let mut p = tcp::Packet::new_unchecked(seg);
+                    tcp::Repr {
+                        src_port: sport,
+                        dst_port: dport,
+                        seq_number: seq,
+                        ack_number: ack,
+                        flags,
+                        window_len: window,
+                        urgent_at: 0,
+                        payload_len: self.payload.len(),
+                    }
+                    .emit(&mut p);
+                    p.fill_checksum_v4(src, dst);
+                    let c = p.checksum();
+                    p.set_checksum(apply(self.l4_sum, c));
+                }
+                Transport::Udp { sport, dport } => {
+                    let mut p = udp::Packet::new_unchecked(seg);
+                    udp::Repr {
+                        src_port: sport,
+                        dst_port: dport,
+                        payload_len: self.payload.len(),
+                    }
+                    .emit(&mut p);
+                    p.fill_checksum_v4(src, dst);
+                    let c = p.checksum();
+                    p.set_checksum(apply(self.l4_sum, c));
+                }
+                Transport::Icmp {
+                    msg_type,
+                    code,
+                    rest,
+                } => {
+                    let mut p = icmpv4::Packet::new_unchecked(seg);
+                    icmpv4::Repr {
+                        msg_type,
+                        msg_code: code,
+                        rest_of_header: rest,
+                        data_len: self.payload.len(),
+                    }
+                    .emit(&mut p);
+                    let c = p.checksum();
+                    p.set_checksum(apply(self.l4_sum, c));
+                }
+                Transport::None => {}
+            }
+        }
+        {
+            let mut p = ipv4::Packet::new_unchecked(&mut buf[l2..]);
+            ip_repr.emit(&mut p);
+            if !self.ip_options.is_empty() {
+                p.set_header_len(ihl);
+            }
+            if let Some(len) = self.total_len {
+                p.set_total_len(len);
+            }
+        }
+        buf[l2 + ipv4::HEADER_LEN..l2 + ihl].copy_from_slice(&self.ip_options);
+        {
+            let mut p = ipv4::Packet::new_unchecked(&mut buf[l2..]);
+            p.fill_checksum();
+            let c = p.checksum();
+            p.set_checksum(apply(self.ip_sum, c));
+        }
+        if let Some(n) = self.truncate {
+            buf.truncate(n);
+        }
+        buf
+    }
+}
+
+/// The checksum to write for `sum`, given the correct one.
+fn apply(sum: Sum, correct: u16) -> u16 {
+    match sum {
+        Sum::Valid => correct,
+        Sum::Zero => 0,
+        Sum::Wrong => correct.wrapping_add(1),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checksum;
+
+    #[test]
+    fn valid_frames_parse_and_verify() {
+        let f = Frame::tcp([10, 0, 0, 1], [10, 0, 0, 2], 1000, 80)
+            .flags(tcp::flags::SYN)
+            .payload(b"abc")
+            .build();
+        let ip = ipv4::Packet::new_checked(&f[14..]).unwrap();
+        assert!(ip.verify_checksum());
+        assert_eq!(ip.total_len(), 43);
+        assert_eq!(ip.ttl(), 64);
+        let t = tcp::Packet::new_checked(ip.payload()).unwrap();
+        assert!(t.verify_checksum_v4(ip.src_addr(), ip.dst_addr()));
+        assert_eq!(
+            (t.src_port(), t.dst_port(), t.flags()),
+            (1000, 80, tcp::flags::SYN)
+        );
+        let u = Frame::udp([1, 2, 3, 4], [5, 6, 7, 8], 53, 5353)
+            .no_ethernet()
+            .build();
+        let ip = ipv4::Packet::new_checked(&u[..]).unwrap();
+        let d = udp::Packet::new_checked(ip.payload()).unwrap();
+        assert!(d.verify_checksum_v4(ip.src_addr(), ip.dst_addr()));
+        let i = Frame::icmp([1, 2, 3, 4], [5, 6, 7, 8], 8, 0)
+            .icmp_rest(0x1234_0001)
+            .build();
+        assert_eq!(checksum::data(&i[34..]), 0);
+    }
+
+    #[test]
+    fn options_and_corruptions() {
+        let f = Frame::udp([1, 2, 3, 4], [5, 6, 7, 8], 1, 2)
+            .ip_options(&[0x94, 0x04, 0, 0])
+            .build();
+        assert_eq!(f[14], 0x46);
+        assert_eq!(checksum::data(&f[14..38]), 0);
+        let bad = Frame::udp([1, 2, 3, 4], [5, 6, 7, 8], 1, 2)
+            .ip_sum(Sum::Wrong)
+            .build();
+        assert_ne!(checksum::data(&bad[14..34]), 0);
+        let zero = Frame::udp([1, 2, 3, 4], [5, 6, 7, 8], 1, 2)
+            .no_sums()
+            .build();
+        assert_eq!(&zero[24..26], &[0, 0]);
+        assert_eq!(&zero[40..42], &[0, 0]);
+        let short = Frame::tcp([1, 2, 3, 4], [5, 6, 7, 8], 1, 2)
+            .truncate(40)
+            .build();
+        assert_eq!(short.len(), 40);
+        let long = Frame::udp([1, 2, 3, 4], [5, 6, 7, 8], 1, 2)
+            .total_len(100)
+            .build();
+        assert_eq!(u16::from_be_bytes([long[16], long[17]]), 100);
+        assert_eq!(checksum::data(&long[14..34]), 0);
+    }
+}
