@@ -8,6 +8,7 @@ use elements::ids::SnortIDS;
 use elements::{BuildCtx, Context, Element, Names, Verdict};
 use packet::Packet;
 use std::path::{Path, PathBuf};
+use wire::build::Frame;
 
 fn data_dir() -> Option<PathBuf> {
     common::shared_data("ids/snort-community-rules")
@@ -44,34 +45,14 @@ fn rule_lines(path: &Path) -> u64 {
         .count() as u64
 }
 
-/// An Ethernet/IPv4/TCP frame.
+/// An Ethernet/IPv4/TCP frame (identification 1, no checksums).
 fn tcp(src: [u8; 4], sport: u16, dst: [u8; 4], dport: u16, flags: u8, payload: &[u8]) -> Packet {
-    let mut f = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x08, 0x00];
-    let total = (40 + payload.len()) as u16;
-    f.extend_from_slice(&[
-        0x45,
-        0,
-        (total >> 8) as u8,
-        total as u8,
-        0,
-        1,
-        0,
-        0,
-        64,
-        6,
-        0,
-        0,
-    ]);
-    f.extend_from_slice(&src);
-    f.extend_from_slice(&dst);
-    let mut t = vec![0u8; 20];
-    t[0..2].copy_from_slice(&sport.to_be_bytes());
-    t[2..4].copy_from_slice(&dport.to_be_bytes());
-    t[12] = 0x50;
-    t[13] = flags;
-    f.extend_from_slice(&t);
-    f.extend_from_slice(payload);
-    Packet::from_bytes(&f)
+    let f = Frame::tcp(src, dst, sport, dport)
+        .flags(flags)
+        .payload(payload)
+        .ident(1)
+        .no_sums();
+    Packet::from_bytes(&f.build())
 }
 
 #[test]

@@ -6,6 +6,7 @@ use packet::{Packet, Timestamp};
 use proptest::prelude::*;
 use std::net::Ipv4Addr;
 use std::path::Path;
+use wire::build::{Frame, Sum};
 
 fn make(class: &str, config: &str, noutputs: usize) -> Box<dyn Element> {
     let names = Names::new();
@@ -44,34 +45,13 @@ fn checksum_ok(h: &[u8]) -> bool {
 
 /// An Ethernet frame carrying IPv4/UDP with `ttl` to `dst`, `len` bytes of UDP payload.
 fn frame(dst: [u8; 4], ttl: u8, len: usize) -> Vec<u8> {
-    let total = 20 + 8 + len;
-    let mut f = vec![0u8; 14];
-    f[12] = 0x08;
-    let mut ip = vec![
-        0x45,
-        0,
-        (total >> 8) as u8,
-        total as u8,
-        0,
-        1,
-        0,
-        0,
-        ttl,
-        17,
-        0,
-        0,
-        10,
-        0,
-        0,
-        1,
-    ];
-    ip.extend_from_slice(&dst);
-    let c = wire::checksum::data(&ip);
-    ip[10..12].copy_from_slice(&c.to_be_bytes());
-    f.extend(ip);
-    f.extend([0, 1, 0, 2, ((8 + len) >> 8) as u8, (8 + len) as u8, 0, 0]);
-    f.extend(vec![0x5a; len]);
-    f
+    Frame::udp([10, 0, 0, 1], dst, 1, 2)
+        .macs([0; 6], [0; 6])
+        .ident(1)
+        .ttl(ttl)
+        .payload(&vec![0x5a; len])
+        .l4_sum(Sum::Zero)
+        .build()
 }
 
 /// A destination and where it should go: (output port, destination annotation), or no route.

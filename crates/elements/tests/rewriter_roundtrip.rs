@@ -6,8 +6,11 @@ use elements::{build, BuildCtx, Context, Verdict};
 use packet::{Packet, Timestamp};
 use proptest::prelude::*;
 use std::path::Path;
+use wire::build::{Frame, Sum};
 use wire::checksum;
 
+/// An IPv4 packet (no Ethernet header) with valid checksums (UDP's only if `udp_ck`);
+/// network header annotation at 0.
 fn packet(
     tcp: bool,
     src: [u8; 4],
@@ -17,38 +20,12 @@ fn packet(
     payload: &[u8],
     udp_ck: bool,
 ) -> Packet {
-    let thl = if tcp { 20 } else { 8 };
-    let total = 20 + thl + payload.len();
-    let mut d = vec![0u8; total];
-    d[0] = 0x45;
-    d[2..4].copy_from_slice(&(total as u16).to_be_bytes());
-    d[8] = 64;
-    d[9] = if tcp { 6 } else { 17 };
-    d[12..16].copy_from_slice(&src);
-    d[16..20].copy_from_slice(&dst);
-    let ck = checksum::data(&d[..20]);
-    d[10..12].copy_from_slice(&ck.to_be_bytes());
-    d[20..22].copy_from_slice(&sport.to_be_bytes());
-    d[22..24].copy_from_slice(&dport.to_be_bytes());
-    if tcp {
-        d[32] = 0x50;
+    let f = if tcp {
+        Frame::tcp(src, dst, sport, dport)
     } else {
-        d[24..26].copy_from_slice(&((thl + payload.len()) as u16).to_be_bytes());
-    }
-    d[20 + thl..].copy_from_slice(payload);
-    if tcp || udp_ck {
-        let s = checksum::combine(&[
-            checksum::pseudo_header_v4(src, dst, d[9], (total - 20) as u16),
-            checksum::sum(&d[20..]),
-        ]);
-        let mut c = !checksum::fold(s);
-        if !tcp {
-            c = checksum::udp_finish(c);
-        }
-        let off = if tcp { 36 } else { 26 };
-        d[off..off + 2].copy_from_slice(&c.to_be_bytes());
-    }
-    let mut p = Packet::from_bytes(&d);
+        Frame::udp(src, dst, sport, dport).l4_sum(if udp_ck { Sum::Valid } else { Sum::Zero })
+    };
+    let mut p = Packet::from_bytes(&f.payload(payload).no_ethernet().build());
     p.set_network_header(0);
     p
 }

@@ -4,6 +4,7 @@
 use chain::{ChainFile, Executor, ExitSink, RunOptions};
 use packet::Packet;
 use std::path::Path;
+use wire::build::{Frame, Sum};
 
 fn executor(example: &str) -> Executor {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
@@ -14,25 +15,14 @@ fn executor(example: &str) -> Executor {
     .expect("chain builds")
 }
 
-/// A UDP frame 10.0.x.y:4000 > 10.1.2.3:1234 with TTL 64 and valid checksums.
+/// A UDP frame 10.0.x.y:4000 > 10.1.2.3:1234 with TTL 64, a valid IPv4 checksum and no
+/// UDP checksum, padded to 60 bytes.
 fn udp(src_last: u8) -> Vec<u8> {
-    let mut f = vec![0u8; 60];
-    f[..6].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
-    f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
-    f[12..14].copy_from_slice(&[8, 0]);
-    let ip = &mut f[14..];
-    ip[0] = 0x45;
-    ip[2..4].copy_from_slice(&28u16.to_be_bytes());
-    ip[8] = 64;
-    ip[9] = 17;
-    ip[12..16].copy_from_slice(&[10, 0, 0, src_last]);
-    ip[16..20].copy_from_slice(&[10, 1, 2, 3]);
-    let c = wire::checksum::data(&ip[..20]);
-    ip[10..12].copy_from_slice(&c.to_be_bytes());
-    ip[20..22].copy_from_slice(&4000u16.to_be_bytes());
-    ip[22..24].copy_from_slice(&1234u16.to_be_bytes());
-    ip[24..26].copy_from_slice(&8u16.to_be_bytes());
-    f
+    Frame::udp([10, 0, 0, src_last], [10, 1, 2, 3], 4000, 1234)
+        .macs([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2])
+        .l4_sum(Sum::Zero)
+        .pad_to(60)
+        .build()
 }
 
 #[test]

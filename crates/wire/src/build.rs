@@ -69,6 +69,7 @@ pub struct Frame {
     l4_sum: Sum,
     total_len: Option<u16>,
     truncate: Option<usize>,
+    pad_to: usize,
 }
 
 impl Frame {
@@ -98,6 +99,7 @@ impl Frame {
             l4_sum: Sum::Valid,
             total_len: None,
             truncate: None,
+            pad_to: 0,
         }
     }
 
@@ -257,6 +259,13 @@ impl Frame {
         self
     }
 
+    /// Zero bytes after the IPv4 packet up to `len` bytes in all (Ethernet padding: not
+    /// counted in the IPv4 total length).
+    pub fn pad_to(mut self, len: usize) -> Frame {
+        self.pad_to = len;
+        self
+    }
+
     /// Cuts the built frame to `len` bytes (after the checksums are computed).
     pub fn truncate(mut self, len: usize) -> Frame {
         self.truncate = Some(len);
@@ -357,6 +366,9 @@ impl Frame {
             p.fill_checksum();
             let c = p.checksum();
             p.set_checksum(apply(self.ip_sum, c));
+        }
+        if buf.len() < self.pad_to {
+            buf.resize(self.pad_to, 0);
         }
         if let Some(n) = self.truncate {
             buf.truncate(n);

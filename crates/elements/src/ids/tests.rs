@@ -4,6 +4,7 @@ use super::*;
 use crate::record::Recorder;
 use crate::{Args, BuildCtx, Names};
 use packet::Meta;
+use wire::build::Frame;
 
 /// A scratch folder for one test.
 fn scratch(name: &str) -> PathBuf {
@@ -39,47 +40,31 @@ fn ip(s: &str) -> [u8; 4] {
     s.parse::<Ipv4Addr>().unwrap().octets()
 }
 
-/// An Ethernet/IPv4 frame carrying `l4` with protocol `proto`.
+/// An Ethernet/IPv4 frame carrying `l4` with protocol `proto` (identification 1, no
+/// checksums).
 fn frame(proto: u8, src: &str, dst: &str, l4: &[u8]) -> Vec<u8> {
-    let mut f = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x08, 0x00];
-    let total = (20 + l4.len()) as u16;
-    f.extend_from_slice(&[
-        0x45,
-        0,
-        (total >> 8) as u8,
-        total as u8,
-        0,
-        1,
-        0,
-        0,
-        64,
-        proto,
-        0,
-        0,
-    ]);
-    f.extend_from_slice(&ip(src));
-    f.extend_from_slice(&ip(dst));
-    f.extend_from_slice(l4);
-    f
+    Frame::ip(ip(src), ip(dst), proto)
+        .ident(1)
+        .payload(l4)
+        .no_sums()
+        .build()
 }
 
 fn tcp(src: &str, sport: u16, dst: &str, dport: u16, flags: u8, payload: &[u8]) -> Vec<u8> {
-    let mut t = vec![0u8; 20];
-    t[0..2].copy_from_slice(&sport.to_be_bytes());
-    t[2..4].copy_from_slice(&dport.to_be_bytes());
-    t[12] = 0x50;
-    t[13] = flags;
-    t.extend_from_slice(payload);
-    frame(6, src, dst, &t)
+    Frame::tcp(ip(src), ip(dst), sport, dport)
+        .flags(flags)
+        .payload(payload)
+        .ident(1)
+        .no_sums()
+        .build()
 }
 
 fn udp(src: &str, sport: u16, dst: &str, dport: u16, payload: &[u8]) -> Vec<u8> {
-    let mut u = vec![0u8; 8];
-    u[0..2].copy_from_slice(&sport.to_be_bytes());
-    u[2..4].copy_from_slice(&dport.to_be_bytes());
-    u[4..6].copy_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
-    u.extend_from_slice(payload);
-    frame(17, src, dst, &u)
+    Frame::udp(ip(src), ip(dst), sport, dport)
+        .payload(payload)
+        .ident(1)
+        .no_sums()
+        .build()
 }
 
 fn pkt(data: &[u8], index: u64) -> Packet {

@@ -139,6 +139,7 @@ pub(crate) mod testutil {
     use crate::{BuildCtx, Context, Element, Names, Verdict};
     use packet::{Packet, Timestamp};
     use std::path::Path;
+    use wire::build::Frame;
 
     /// Builds `class(config)` with `noutputs` connected outputs.
     pub fn build(
@@ -189,7 +190,8 @@ pub(crate) mod testutil {
         push_at(e, p, 0)
     }
 
-    /// An IPv4 header (20 bytes + `opts`) followed by `payload`, with a valid checksum.
+    /// An IPv4 header (20 bytes + `opts`, a multiple of 4 bytes) followed by `payload`, with
+    /// a valid checksum (identification 0x1234, no Ethernet header).
     pub fn ipv4(
         src: [u8; 4],
         dst: [u8; 4],
@@ -198,49 +200,33 @@ pub(crate) mod testutil {
         opts: &[u8],
         payload: &[u8],
     ) -> Vec<u8> {
-        let hl = 20 + opts.len();
-        let total = hl + payload.len();
-        let mut v = vec![0u8; 20];
-        v[0] = 0x40 | (hl / 4) as u8;
-        v[2..4].copy_from_slice(&(total as u16).to_be_bytes());
-        v[4..6].copy_from_slice(&0x1234u16.to_be_bytes());
-        v[8] = ttl;
-        v[9] = proto;
-        v[12..16].copy_from_slice(&src);
-        v[16..20].copy_from_slice(&dst);
-        v.extend_from_slice(opts);
-        let c = wire::checksum::data(&v);
-        v[10..12].copy_from_slice(&c.to_be_bytes());
-        v.extend_from_slice(payload);
-        v
+        Frame::ip(src, dst, proto)
+            .ttl(ttl)
+            .ident(0x1234)
+            .ip_options(opts)
+            .payload(payload)
+            .no_ethernet()
+            .build()
     }
 
     /// A UDP datagram (8-byte header + payload) with a correct checksum, in IPv4.
     pub fn udp(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
-        let mut u = vec![0u8; 8];
-        u[0..2].copy_from_slice(&sport.to_be_bytes());
-        u[2..4].copy_from_slice(&dport.to_be_bytes());
-        u[4..6].copy_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
-        u.extend_from_slice(payload);
-        let c = super::cksum::l4_checksum(src, dst, 17, &u);
-        u[6..8].copy_from_slice(&wire::checksum::udp_finish(c).to_be_bytes());
-        ipv4(src, dst, 17, 64, &[], &u)
+        Frame::udp(src, dst, sport, dport)
+            .ident(0x1234)
+            .payload(payload)
+            .no_ethernet()
+            .build()
     }
 
-    /// A packet holding `bytes` with the network header annotation at `off`.
     pub fn pkt_at(bytes: &[u8], off: usize) -> Packet {
         let mut p = Packet::from_bytes(bytes);
         p.set_network_header(off);
         p.set_transport_header(off + super::ihl(&bytes[off..]));
         p
     }
-
-    /// A packet holding `bytes` with the network header annotation at 0.
     pub fn pkt(bytes: &[u8]) -> Packet {
         pkt_at(bytes, 0)
     }
-
-    /// True if the IP header at the start of `b` has a valid checksum.
     pub fn ip_ok(b: &[u8]) -> bool {
         wire::checksum::data(&b[..super::ihl(b)]) == 0
     }

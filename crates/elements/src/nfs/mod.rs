@@ -82,6 +82,7 @@ pub(crate) mod testutil {
     use crate::{BuildCtx, ConfigError, Context, Element, Names, Verdict};
     use packet::{Packet, Timestamp};
     use std::path::Path;
+    use wire::build::Frame;
     use wire::checksum;
 
     /// Builds `class(config)` as element `nf/e` with `n` inputs and outputs, files relative
@@ -122,49 +123,18 @@ pub(crate) mod testutil {
     /// An Ethernet frame with an IPv4 TCP (proto 6, flags ACK) or UDP header and 10 payload
     /// bytes, valid checksums; MAC header annotation at 0, network header at 14.
     pub fn frame(proto: u8, src: [u8; 4], sport: u16, dst: [u8; 4], dport: u16) -> Packet {
-        let thl = if proto == 6 { 20 } else { 8 };
-        let total = 20 + thl + 10;
-        let mut d = vec![0u8; 14 + total];
-        d[..6].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
-        d[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
-        d[12] = 0x08;
-        let ip = &mut d[14..];
-        ip[0] = 0x45;
-        ip[2..4].copy_from_slice(&(total as u16).to_be_bytes());
-        ip[8] = 64;
-        ip[9] = proto;
-        ip[12..16].copy_from_slice(&src);
-        ip[16..20].copy_from_slice(&dst);
-        let ck = checksum::data(&ip[..20]);
-        ip[10..12].copy_from_slice(&ck.to_be_bytes());
-        ip[20..22].copy_from_slice(&sport.to_be_bytes());
-        ip[22..24].copy_from_slice(&dport.to_be_bytes());
-        if proto == 6 {
-            ip[32] = 0x50;
-            ip[33] = 0x10;
+        let f = if proto == 6 {
+            Frame::tcp(src, dst, sport, dport).flags(wire::tcp::flags::ACK)
         } else {
-            ip[24..26].copy_from_slice(&((thl + 10) as u16).to_be_bytes());
-        }
-        for (i, b) in ip[20 + thl..].iter_mut().enumerate() {
-            *b = i as u8 + 1;
-        }
-        let s = checksum::combine(&[
-            checksum::pseudo_header_v4(src, dst, proto, (thl + 10) as u16),
-            checksum::sum(&ip[20..]),
-        ]);
-        let mut c = !checksum::fold(s);
-        if proto == 17 {
-            c = checksum::udp_finish(c);
-        }
-        let off = if proto == 6 { 36 } else { 26 };
-        ip[off..off + 2].copy_from_slice(&c.to_be_bytes());
-        let mut p = Packet::from_bytes(&d);
+            Frame::udp(src, dst, sport, dport)
+        };
+        let payload: Vec<u8> = (1..=10).collect();
+        let mut p = Packet::from_bytes(&f.payload(&payload).build());
         p.set_mac_header(0);
         p.set_network_header(14);
         p
     }
 
-    /// True if the IPv4 header checksum and the TCP/UDP checksum of the frame verify.
     pub fn checksums_ok(p: &Packet) -> bool {
         let ip = &p.data()[14..];
         if checksum::data(&ip[..20]) != 0 {
@@ -180,8 +150,6 @@ pub(crate) mod testutil {
         ]);
         checksum::fold(s) == 0xffff
     }
-
-    /// What one push did: output port (or the drop reason) and the packet.
     pub fn push(
         e: &mut dyn Element,
         port: usize,
@@ -195,8 +163,6 @@ pub(crate) mod testutil {
             Verdict::Done => Err("done"),
         }
     }
-
-    /// Pushes while recording for the fast path; the verdict and the element's record.
     pub fn push_recording(
         e: &mut dyn Element,
         port: usize,

@@ -3,6 +3,7 @@ use crate::net::Names;
 use packet::Timestamp;
 use std::net::Ipv4Addr;
 use std::path::Path;
+use wire::build::{Frame, Sum};
 use wire::checksum;
 
 fn mk(class: &str, config: &str, names: &Names) -> Result<Box<dyn Element>, ConfigError> {
@@ -16,7 +17,8 @@ fn mk(class: &str, config: &str, names: &Names) -> Result<Box<dyn Element>, Conf
     crate::build(class, config, &bcx)
 }
 
-/// An IPv4 packet (no Ethernet header) with valid checksums; network header annotation at 0.
+/// An IPv4 packet (no Ethernet header) with valid checksums (UDP's only if `udp_ck`);
+/// network header annotation at 0.
 fn ip_packet(
     proto: u8,
     src: [u8; 4],
@@ -25,42 +27,12 @@ fn ip_packet(
     dport: u16,
     udp_ck: bool,
 ) -> Packet {
-    let payload = b"hello";
-    let thl = if proto == TCP { 20 } else { 8 };
-    let total = 20 + thl + payload.len();
-    let mut d = vec![0u8; total];
-    d[0] = 0x45;
-    d[2..4].copy_from_slice(&(total as u16).to_be_bytes());
-    d[4..6].copy_from_slice(&0x1234u16.to_be_bytes());
-    d[8] = 64;
-    d[9] = proto;
-    d[12..16].copy_from_slice(&src);
-    d[16..20].copy_from_slice(&dst);
-    let ck = checksum::data(&d[..20]);
-    d[10..12].copy_from_slice(&ck.to_be_bytes());
-    d[20..22].copy_from_slice(&sport.to_be_bytes());
-    d[22..24].copy_from_slice(&dport.to_be_bytes());
-    if proto == TCP {
-        d[32] = 0x50;
-        d[33] = 0x18;
+    let f = if proto == TCP {
+        Frame::tcp(src, dst, sport, dport).flags(wire::tcp::flags::PSH | wire::tcp::flags::ACK)
     } else {
-        d[24..26].copy_from_slice(&((thl + payload.len()) as u16).to_be_bytes());
-    }
-    d[20 + thl..].copy_from_slice(payload);
-    if proto == TCP || udp_ck {
-        let l4 = (total - 20) as u16;
-        let s = checksum::combine(&[
-            checksum::pseudo_header_v4(src, dst, proto, l4),
-            checksum::sum(&d[20..]),
-        ]);
-        let mut c = !checksum::fold(s);
-        if proto == UDP {
-            c = checksum::udp_finish(c);
-        }
-        let off = if proto == TCP { 36 } else { 26 };
-        d[off..off + 2].copy_from_slice(&c.to_be_bytes());
-    }
-    let mut p = Packet::from_bytes(&d);
+        Frame::udp(src, dst, sport, dport).l4_sum(if udp_ck { Sum::Valid } else { Sum::Zero })
+    };
+    let mut p = Packet::from_bytes(&f.ident(0x1234).payload(b"hello").no_ethernet().build());
     p.set_network_header(0);
     p
 }
