@@ -126,12 +126,12 @@ fn record_larger_than_the_read_buffer() {
 }
 
 /// Builds pcapng blocks in either byte order.
-struct Ng {
+struct PcapngWriter {
     be: bool,
     out: Vec<u8>,
 }
 
-impl Ng {
+impl PcapngWriter {
     fn u16(&self, v: u16) -> [u8; 2] {
         if self.be {
             v.to_be_bytes()
@@ -211,7 +211,7 @@ impl Ng {
 }
 
 fn sample_pcapng(be: bool) -> Vec<u8> {
-    let mut ng = Ng {
+    let mut ng = PcapngWriter {
         be,
         out: Vec::new(),
     };
@@ -291,7 +291,7 @@ fn pcapng_interfaces_tsresol_and_blocks() {
 fn pcapng_packet_on_undescribed_interface_is_corrupt() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("noif.pcapng");
-    let mut ng = Ng {
+    let mut ng = PcapngWriter {
         be: false,
         out: Vec::new(),
     };
@@ -446,7 +446,7 @@ fn header_only_and_partial_header() {
 
     // pcapng with only a section header: no packets, no error, no interface.
     let q = dir.path().join("shb.pcapng");
-    let mut ng = Ng {
+    let mut ng = PcapngWriter {
         be: false,
         out: Vec::new(),
     };

@@ -75,8 +75,10 @@ struct Anno {
     op: Op,
 }
 
+/// One path of the walk so far: the packets on it (`phi`), what the path has done to them
+/// (`w`) and where their headers are.
 #[derive(Debug, Clone)]
-struct St {
+struct PathState {
     phi: Filter,
     w: Action,
     head: i32,
@@ -179,14 +181,14 @@ fn val(f: Field, op: &Op) -> Val {
     }
 }
 
-impl St {
-    fn start() -> St {
+impl PathState {
+    fn start() -> PathState {
         // Fresh packets carry no annotations: these read 0 in every frame.
         let mut phi = Filter::any();
         for f in FRESH_ZERO {
             phi.restrict(f, &FieldSet::single(0));
         }
-        St {
+        PathState {
             phi,
             // A fresh packet's packet-type annotation is "host" until FromDevice sets it.
             w: Action::identity().with(Field::PacketType, Op::Set(0)),
@@ -322,7 +324,7 @@ impl St {
         }
     }
 
-    /// Like [`St::refine`], but a read of values run-time state decided gives the packets
+    /// Like [`PathState::refine`], but a read of values run-time state decided gives the packets
     /// that may match plus the checks to make at run time.
     fn refine_rt(&self, read: &Filter, at: IpAnchor) -> Result<Refined, Bail> {
         if read.is_empty() {
@@ -610,42 +612,42 @@ impl EffectSink for Symbolic<'_> {
 
 /// A rewriter output's effect on one field, over all ways a packet can reach that output.
 #[derive(Debug, Clone, PartialEq)]
-enum FOp {
+enum OutputOp {
     Identity,
     Values(FieldSet),
     Unknown,
 }
 
-impl FOp {
-    fn union(self, other: FOp) -> FOp {
+impl OutputOp {
+    fn union(self, other: OutputOp) -> OutputOp {
         match (self, other) {
-            (FOp::Identity, FOp::Identity) => FOp::Identity,
-            (FOp::Values(a), FOp::Values(b)) => FOp::Values(a.union(&b)),
-            _ => FOp::Unknown,
+            (OutputOp::Identity, OutputOp::Identity) => OutputOp::Identity,
+            (OutputOp::Values(a), OutputOp::Values(b)) => OutputOp::Values(a.union(&b)),
+            _ => OutputOp::Unknown,
         }
     }
     fn op(self, reg: u8) -> Op {
         match self {
-            FOp::Identity => Op::Identity,
-            FOp::Values(s) if s.len() == 1 => Op::Set(s.first().unwrap_or(0)),
-            FOp::Values(s) => Op::Pool {
+            OutputOp::Identity => Op::Identity,
+            OutputOp::Values(s) if s.len() == 1 => Op::Set(s.first().unwrap_or(0)),
+            OutputOp::Values(s) => Op::Pool {
                 values: s,
                 id: u32::from(reg),
             },
-            FOp::Unknown => Op::Stateful { id: u32::from(reg) },
+            OutputOp::Unknown => Op::Stateful { id: u32::from(reg) },
         }
     }
 }
 
 /// Forward effect of a pattern on (saddr, sport, daddr, dport).
-fn forward_ops(p: &Pattern) -> [FOp; 4] {
+fn forward_ops(p: &Pattern) -> [OutputOp; 4] {
     let addr = |a: Option<std::net::Ipv4Addr>| match a {
-        Some(a) => FOp::Values(FieldSet::single(u128::from(u32::from(a)))),
-        None => FOp::Identity,
+        Some(a) => OutputOp::Values(FieldSet::single(u128::from(u32::from(a)))),
+        None => OutputOp::Identity,
     };
     let port = |x: Option<u16>| match x {
-        Some(x) => FOp::Values(FieldSet::single(u128::from(x))),
-        None => FOp::Identity,
+        Some(x) => OutputOp::Values(FieldSet::single(u128::from(x))),
+        None => OutputOp::Identity,
     };
     let mut s = addr(p.saddr);
     let mut sp = port(p.sport);
@@ -653,11 +655,11 @@ fn forward_ops(p: &Pattern) -> [FOp; 4] {
         Vary::None => {}
         Vary::SourceAddr { base, top } => {
             let b = u128::from(u32::from(base));
-            s = FOp::Values(FieldSet::range(b, b + u128::from(top)));
+            s = OutputOp::Values(FieldSet::range(b, b + u128::from(top)));
         }
         Vary::SourcePort { base, top } => {
             let b = u128::from(base);
-            sp = FOp::Values(FieldSet::range(b, b + u128::from(top)));
+            sp = OutputOp::Values(FieldSet::range(b, b + u128::from(top)));
         }
     }
     [s, sp, addr(p.daddr), port(p.dport)]
@@ -665,7 +667,7 @@ fn forward_ops(p: &Pattern) -> [FOp; 4] {
 
 /// Whether a packet of `st` can be a reply to a mapping `p` made: its destination must be
 /// what `p` wrote into the source, and so on.
-fn could_reply(st: &St, p: &Pattern) -> bool {
+fn could_reply(st: &PathState, p: &Pattern) -> bool {
     let f = forward_ops(p);
     let mut read = Filter::any();
     for (field, op) in [
@@ -674,7 +676,7 @@ fn could_reply(st: &St, p: &Pattern) -> bool {
         (Field::IpSrc, &f[2]),
         (Field::SrcPort, &f[3]),
     ] {
-        if let FOp::Values(v) = op {
+        if let OutputOp::Values(v) = op {
             read = read.with(field, v.clone());
         }
     }
@@ -682,13 +684,13 @@ fn could_reply(st: &St, p: &Pattern) -> bool {
 }
 
 /// Reply effect: a field is kept when the pattern kept its counterpart.
-fn reply_ops(p: &Pattern) -> [FOp; 4] {
+fn reply_ops(p: &Pattern) -> [OutputOp; 4] {
     let f = forward_ops(p);
-    let keep = |x: &FOp| {
-        if *x == FOp::Identity {
-            FOp::Identity
+    let keep = |x: &OutputOp| {
+        if *x == OutputOp::Identity {
+            OutputOp::Identity
         } else {
-            FOp::Unknown
+            OutputOp::Unknown
         }
     };
     [keep(&f[2]), keep(&f[3]), keep(&f[0]), keep(&f[1])]
@@ -732,7 +734,7 @@ impl<'a> Walker<'a> {
         self.ex.element_name(g as usize)
     }
 
-    fn record(&mut self, st: &St, end: String) {
+    fn record(&mut self, st: &PathState, end: String) {
         if !self.report {
             return;
         }
@@ -761,7 +763,7 @@ impl<'a> Walker<'a> {
         });
     }
 
-    fn handoff(&mut self, st: &St, g: u32, port: u32) -> Result<Vec<(Filter, NodeId)>, Giveup> {
+    fn handoff(&mut self, st: &PathState, g: u32, port: u32) -> Result<Vec<(Filter, NodeId)>, Giveup> {
         if st.empty {
             return Err(Giveup(EMPTY.into()));
         }
@@ -778,7 +780,7 @@ impl<'a> Walker<'a> {
 
     fn drop(
         &mut self,
-        st: &St,
+        st: &PathState,
         g: u32,
         reason: &'static str,
     ) -> Result<Vec<(Filter, NodeId)>, Giveup> {
@@ -791,7 +793,7 @@ impl<'a> Walker<'a> {
     }
 
     /// Packets of `st` leave element `g` by output `o`.
-    fn follow(&mut self, mut st: St, g: u32, o: usize) -> Result<Vec<(Filter, NodeId)>, Giveup> {
+    fn follow(&mut self, mut st: PathState, g: u32, o: usize) -> Result<Vec<(Filter, NodeId)>, Giveup> {
         let Some((k, t, tp)) = self.ex.edge(g as usize, o) else {
             return self.drop(&st, g, "unconnected-output");
         };
@@ -832,7 +834,7 @@ impl<'a> Walker<'a> {
     }
 
     /// Packets of `st` arrive at element `g`, input `port`.
-    fn element(&mut self, mut st: St, g: u32, port: u32) -> Result<Vec<(Filter, NodeId)>, Giveup> {
+    fn element(&mut self, mut st: PathState, g: u32, port: u32) -> Result<Vec<(Filter, NodeId)>, Giveup> {
         st.path.push(g);
         let el = self.ex.element(g as usize);
         if let Some(rw) = el.rewrite_spec() {
@@ -856,7 +858,7 @@ impl<'a> Walker<'a> {
     /// the looked-up address is known here (the cases then pick the route statically).
     fn lookup(
         &mut self,
-        st: &St,
+        st: &PathState,
         g: u32,
         port: u32,
         el: &dyn Element,
@@ -917,7 +919,7 @@ impl<'a> Walker<'a> {
 
     fn cases(
         &mut self,
-        st: St,
+        st: PathState,
         g: u32,
         port: u32,
         model: &Model,
@@ -928,7 +930,7 @@ impl<'a> Walker<'a> {
     /// First-match over `model.cases[i..]` for the packets of `st`.
     fn cases_from(
         &mut self,
-        st: St,
+        st: PathState,
         g: u32,
         port: u32,
         model: &Model,
@@ -942,7 +944,7 @@ impl<'a> Walker<'a> {
         for (ci, case) in model.cases.iter().enumerate().skip(i) {
             let mut next = Vec::new();
             for r in rest {
-                let sr = St {
+                let sr = PathState {
                     phi: r.clone(),
                     ..st.clone()
                 };
@@ -965,7 +967,7 @@ impl<'a> Walker<'a> {
                     Ok(Refined::Runtime(may, checks)) => {
                         // Outside `may` the case cannot match; inside, run time decides.
                         next.extend(r.difference(&may));
-                        let mut sm = St {
+                        let mut sm = PathState {
                             phi: may.clone(),
                             events: Vec::new(),
                             ..st.clone()
@@ -995,7 +997,7 @@ impl<'a> Walker<'a> {
                     // one's classes.
                     next.push(r);
                 }
-                let before = St {
+                let before = PathState {
                     phi: m.clone(),
                     ..st.clone()
                 };
@@ -1021,7 +1023,7 @@ impl<'a> Walker<'a> {
         }
         for r in rest {
             // The model does not say: let the element decide.
-            let sr = St {
+            let sr = PathState {
                 phi: r,
                 ..st.clone()
             };
@@ -1032,7 +1034,7 @@ impl<'a> Walker<'a> {
 
     fn take_case(
         &mut self,
-        before: St,
+        before: PathState,
         g: u32,
         port: u32,
         model: &Model,
@@ -1051,12 +1053,12 @@ impl<'a> Walker<'a> {
                     Ok(Some(ok)) => {
                         for short in st.phi.difference(&ok) {
                             // Strip pulls what there is: the data is empty afterwards.
-                            let mut s = St {
+                            let mut s = PathState {
                                 phi: short,
                                 ..st.clone()
                             };
                             if s.trimmed || s.head != 0 || case.effects.len() != 1 {
-                                let b = St {
+                                let b = PathState {
                                     phi: s.phi,
                                     ..before.clone()
                                 };
@@ -1069,7 +1071,7 @@ impl<'a> Walker<'a> {
                                 let r = self.reason(name);
                                 s.events.push(Event::Stat(g, r));
                             }
-                            let b = St {
+                            let b = PathState {
                                 phi: s.phi.clone(),
                                 ..before.clone()
                             };
@@ -1112,7 +1114,7 @@ impl<'a> Walker<'a> {
                 }
             }
             if st.effect(e, model.ip_at).is_err() {
-                let b = St {
+                let b = PathState {
                     phi: st.phi.clone(),
                     ..before.clone()
                 };
@@ -1147,7 +1149,7 @@ impl<'a> Walker<'a> {
     /// A `Tee`: a copy of the packets of `st` takes each of the `n` outputs, output 0 first.
     fn fork(
         &mut self,
-        st: St,
+        st: PathState,
         g: u32,
         port: u32,
         n: usize,
@@ -1157,7 +1159,7 @@ impl<'a> Walker<'a> {
         }
         let mut branches = Vec::with_capacity(n);
         for o in 0..n {
-            let s = St {
+            let s = PathState {
                 events: Vec::new(),
                 ..st.clone()
             };
@@ -1174,7 +1176,7 @@ impl<'a> Walker<'a> {
     /// A stateful rewriter: a run-time decision inside the class.
     fn rewriter(
         &mut self,
-        st: St,
+        st: PathState,
         g: u32,
         port: u32,
         rw: &dyn RewriteSpec,
@@ -1219,8 +1221,8 @@ impl<'a> Walker<'a> {
                     .is_some_and(|ps| ps.iter().any(|p| map_ids.contains(&rw.map_id(*p)))),
             }
         };
-        let mut outs: BTreeMap<usize, [FOp; 4]> = BTreeMap::new();
-        let mut add = |o: usize, ops: [FOp; 4]| {
+        let mut outs: BTreeMap<usize, [OutputOp; 4]> = BTreeMap::new();
+        let mut add = |o: usize, ops: [OutputOp; 4]| {
             let e = outs.remove(&o);
             let v = match e {
                 None => ops,
@@ -1247,11 +1249,11 @@ impl<'a> Walker<'a> {
                 InputSpec::Keep { foutput, routput } => {
                     add(
                         *foutput,
-                        [FOp::Identity, FOp::Identity, FOp::Identity, FOp::Identity],
+                        [OutputOp::Identity, OutputOp::Identity, OutputOp::Identity, OutputOp::Identity],
                     );
                     add(
                         *routput,
-                        [FOp::Identity, FOp::Identity, FOp::Identity, FOp::Identity],
+                        [OutputOp::Identity, OutputOp::Identity, OutputOp::Identity, OutputOp::Identity],
                     );
                 }
                 InputSpec::Pattern {
@@ -1506,7 +1508,7 @@ impl Walker<'_> {
         self.entry = name.to_string();
         self.pending.clear();
         self.ordered_nodes.clear();
-        let leaves = self.element(St::start(), g, 0)?;
+        let leaves = self.element(PathState::start(), g, 0)?;
         let root = self.classify(leaves)?;
         let mut fields: Vec<Field> = Vec::new();
         for (_, classes) in &self.pending {

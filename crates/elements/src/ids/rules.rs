@@ -254,22 +254,22 @@ impl fmt::Display for RuleError {
 
 /// An error at a column of the rule text (0-based byte offset), before the location is added.
 #[derive(Debug)]
-struct At {
+struct ColumnError {
     col: usize,
     msg: String,
     unsupported: bool,
 }
 
-fn bad<T>(col: usize, msg: impl Into<String>) -> Result<T, At> {
-    Err(At {
+fn bad<T>(col: usize, msg: impl Into<String>) -> Result<T, ColumnError> {
+    Err(ColumnError {
         col,
         msg: msg.into(),
         unsupported: false,
     })
 }
 
-fn unsupported<T>(col: usize, msg: impl Into<String>) -> Result<T, At> {
-    Err(At {
+fn unsupported<T>(col: usize, msg: impl Into<String>) -> Result<T, ColumnError> {
+    Err(ColumnError {
         col,
         msg: msg.into(),
         unsupported: true,
@@ -510,7 +510,7 @@ impl Vars {
     }
 
     /// The value of `$name` for a rule (`HOME_NET`/`EXTERNAL_NET` default to `any`).
-    fn lookup(&self, name: &str, col: usize) -> Result<&str, At> {
+    fn lookup(&self, name: &str, col: usize) -> Result<&str, ColumnError> {
         match self.vars.get(name) {
             Some(v) => Ok(v),
             None if name == "HOME_NET" || name == "EXTERNAL_NET" => Ok("any"),
@@ -548,14 +548,14 @@ fn split_list(s: &str) -> Vec<&str> {
 trait Space {
     const WIDTH: u32;
     const WHAT: &'static str;
-    fn atom(s: &str, col: usize) -> Result<FieldSet, At>;
+    fn atom(s: &str, col: usize) -> Result<FieldSet, ColumnError>;
 }
 
 struct Addrs;
 impl Space for Addrs {
     const WIDTH: u32 = 32;
     const WHAT: &'static str = "an address (any, a.b.c.d[/len], [list], !x or $VAR)";
-    fn atom(s: &str, col: usize) -> Result<FieldSet, At> {
+    fn atom(s: &str, col: usize) -> Result<FieldSet, ColumnError> {
         let (ip, len) = match s.split_once('/') {
             Some((a, l)) => (a, Some(l)),
             None => (s, None),
@@ -586,8 +586,8 @@ struct Ports;
 impl Space for Ports {
     const WIDTH: u32 = 16;
     const WHAT: &'static str = "a port (any, n, a:b, :b, a:, [list], !x or $VAR)";
-    fn atom(s: &str, col: usize) -> Result<FieldSet, At> {
-        let num = |t: &str| -> Result<u128, At> {
+    fn atom(s: &str, col: usize) -> Result<FieldSet, ColumnError> {
+        let num = |t: &str| -> Result<u128, ColumnError> {
             match t.parse::<u32>() {
                 Ok(n) if n <= 65535 => Ok(u128::from(n)),
                 _ => bad(col, format!("expected a port 0-65535, found `{t}`")),
@@ -611,7 +611,12 @@ impl Space for Ports {
 }
 
 /// Parses an address or port expression (see the module documentation).
-fn parse_set<S: Space>(s: &str, col: usize, vars: &Vars, depth: usize) -> Result<FieldSet, At> {
+fn parse_set<S: Space>(
+    s: &str,
+    col: usize,
+    vars: &Vars,
+    depth: usize,
+) -> Result<FieldSet, ColumnError> {
     if depth > MAX_DEPTH {
         return bad(
             col,
@@ -695,7 +700,7 @@ fn header_words(h: &str) -> Vec<(usize, &str)> {
 type RawOption<'a> = (usize, &'a str, Option<&'a str>, usize);
 
 /// Splits the option body (between the parentheses) on unquoted, unescaped `;`.
-fn split_options(body: &str, base: usize) -> Result<Vec<RawOption<'_>>, At> {
+fn split_options(body: &str, base: usize) -> Result<Vec<RawOption<'_>>, ColumnError> {
     let mut out = Vec::new();
     let bytes = body.as_bytes();
     let mut i = 0;
@@ -880,7 +885,7 @@ fn number<T: std::str::FromStr>(
     col: usize,
     name: &str,
     what: &str,
-) -> Result<T, At> {
+) -> Result<T, ColumnError> {
     let t = v.unwrap_or("").trim();
     t.parse::<T>()
         .or_else(|_| bad(col, format!("{name}: expected {what}, found `{t}`")))
@@ -897,7 +902,7 @@ pub fn parse_rule(text: &str, origin: &str, vars: &Vars) -> Result<Rule, RuleErr
     })
 }
 
-fn parse_rule_at(text: &str, origin: &str, vars: &Vars) -> Result<Rule, At> {
+fn parse_rule_at(text: &str, origin: &str, vars: &Vars) -> Result<Rule, ColumnError> {
     let Some(open) = text.find('(') else {
         return bad(0, "expected `(` starting the rule options");
     };
@@ -996,7 +1001,7 @@ fn parse_rule_at(text: &str, origin: &str, vars: &Vars) -> Result<Rule, At> {
     let mut last_content: Option<usize> = None; // index into tests
     let mut seen_content = false;
     for (col, name, value, vcol) in split_options(&text[open + 1..close], open + 1)? {
-        let need = |v: Option<&str>| -> Result<(), At> {
+        let need = |v: Option<&str>| -> Result<(), ColumnError> {
             match v {
                 Some(s) if !s.is_empty() => Ok(()),
                 _ => bad(col, format!("{name}: expected a value (`{name}:…;`)")),
@@ -1047,7 +1052,7 @@ fn parse_rule_at(text: &str, origin: &str, vars: &Vars) -> Result<Rule, At> {
                 else {
                     return bad(col, format!("{name}: expected a `content` before it"));
                 };
-                let int = |min: i64| -> Result<i64, At> {
+                let int = |min: i64| -> Result<i64, ColumnError> {
                     let t = value.unwrap_or("").trim();
                     match t.parse::<i64>() {
                         Ok(n) if (min..=MAX_OFF).contains(&n) => Ok(n),
@@ -1057,14 +1062,14 @@ fn parse_rule_at(text: &str, origin: &str, vars: &Vars) -> Result<Rule, At> {
                         ),
                     }
                 };
-                let dup = |set: bool| -> Result<(), At> {
+                let dup = |set: bool| -> Result<(), ColumnError> {
                     if set {
                         bad(col, format!("{name}: given twice for one content"))
                     } else {
                         Ok(())
                     }
                 };
-                let fp_conflict = |c: &Content| -> Result<(), At> {
+                let fp_conflict = |c: &Content| -> Result<(), ColumnError> {
                     if c.fast_pattern && c.negated {
                         return bad(
                             col,

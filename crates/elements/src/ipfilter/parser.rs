@@ -188,7 +188,7 @@ impl Field {
 
 /// What a primitive tests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-enum Ty {
+enum PrimKind {
     #[default]
     None,
     Host,
@@ -204,21 +204,21 @@ enum Ty {
     Field(Field),
 }
 
-impl Ty {
+impl PrimKind {
     fn name(&self) -> &'static str {
         match self {
-            Ty::None => "primitive",
-            Ty::Host => "host",
-            Ty::Net => "net",
-            Ty::Proto => "ip proto",
-            Ty::Port => "port",
-            Ty::TcpOpt => "tcp opt",
-            Ty::Ether => "ether host",
-            Ty::Frag => "ip frag",
-            Ty::Unfrag => "ip unfrag",
-            Ty::Ect => "ip ect",
-            Ty::Ce => "ip ce",
-            Ty::Field(f) => f.name,
+            PrimKind::None => "primitive",
+            PrimKind::Host => "host",
+            PrimKind::Net => "net",
+            PrimKind::Proto => "ip proto",
+            PrimKind::Port => "port",
+            PrimKind::TcpOpt => "tcp opt",
+            PrimKind::Ether => "ether host",
+            PrimKind::Frag => "ip frag",
+            PrimKind::Unfrag => "ip unfrag",
+            PrimKind::Ect => "ip ect",
+            PrimKind::Ce => "ip ce",
+            PrimKind::Field(f) => f.name,
         }
     }
 }
@@ -243,7 +243,7 @@ enum Data {
     Net(u32, u32),
     Ether([u8; 6]),
     /// A name that only makes sense for one type (`www`, `syn`, `echo-reply`, `tcp`).
-    Named(Ty, u32),
+    Named(PrimKind, u32),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -255,7 +255,7 @@ enum Mask {
 
 #[derive(Debug, Clone, Copy, Default)]
 struct Prim {
-    ty: Ty,
+    ty: PrimKind,
     srcdst: SrcDst,
     transp: Option<u16>,
     data: Data,
@@ -265,13 +265,13 @@ struct Prim {
 /// What a word means with no context.
 enum Lookup {
     /// A type keyword (`host`, `ttl`, ...).
-    Type(Ty),
+    Type(PrimKind),
     /// Syntax (`src`, `dst`, `ip`, `ether`, `not`): handled by the caller.
     Syntax,
     /// A protocol name.
     Proto(u16),
     /// A name meaning a value of one type.
-    Data(Ty, u32),
+    Data(PrimKind, u32),
     /// A name with several or no meanings in this context: the message says which.
     Bad(String),
     /// Not a name.
@@ -280,24 +280,24 @@ enum Lookup {
 
 fn type_word(word: &str) -> Option<Lookup> {
     let ty = match word {
-        "ce" => Ty::Ce,
-        "dscp" => Ty::Field(F_DSCP),
-        "ect" => Ty::Ect,
-        "frag" => Ty::Frag,
-        "hl" => Ty::Field(F_HL),
-        "host" => Ty::Host,
-        "id" => Ty::Field(F_ID),
-        "len" => Ty::Field(F_LEN),
-        "net" => Ty::Net,
-        "opt" => Ty::TcpOpt,
-        "port" => Ty::Port,
-        "proto" => Ty::Proto,
-        "tos" => Ty::Field(F_TOS),
-        "ttl" => Ty::Field(F_TTL),
-        "type" => Ty::Field(F_ICMP_TYPE),
-        "unfrag" => Ty::Unfrag,
-        "vers" => Ty::Field(F_VERS),
-        "win" => Ty::Field(F_WIN),
+        "ce" => PrimKind::Ce,
+        "dscp" => PrimKind::Field(F_DSCP),
+        "ect" => PrimKind::Ect,
+        "frag" => PrimKind::Frag,
+        "hl" => PrimKind::Field(F_HL),
+        "host" => PrimKind::Host,
+        "id" => PrimKind::Field(F_ID),
+        "len" => PrimKind::Field(F_LEN),
+        "net" => PrimKind::Net,
+        "opt" => PrimKind::TcpOpt,
+        "port" => PrimKind::Port,
+        "proto" => PrimKind::Proto,
+        "tos" => PrimKind::Field(F_TOS),
+        "ttl" => PrimKind::Field(F_TTL),
+        "type" => PrimKind::Field(F_ICMP_TYPE),
+        "unfrag" => PrimKind::Unfrag,
+        "vers" => PrimKind::Field(F_VERS),
+        "win" => PrimKind::Field(F_WIN),
         "dest" | "dst" | "ether" | "ip" | "not" | "src" => return Some(Lookup::Syntax),
         _ => return None,
     };
@@ -306,8 +306,8 @@ fn type_word(word: &str) -> Option<Lookup> {
 
 /// Click's `IPFilter::lookup`: the meaning of `word` given the primitive's type and transport
 /// protocol so far (`echo` is a port in `port echo` and an ICMP type in `icmp type echo`).
-fn lookup(word: &str, ty: Ty, proto: Option<u16>) -> Lookup {
-    if ty == Ty::None {
+fn lookup(word: &str, ty: PrimKind, proto: Option<u16>) -> Lookup {
+    if ty == PrimKind::None {
         if let Some(l) = type_word(word) {
             return l;
         }
@@ -323,25 +323,25 @@ fn lookup(word: &str, ty: Ty, proto: Option<u16>) -> Lookup {
     let udpish = matches!(proto, None | Some(PROTO_UDP) | Some(PROTO_TCP_OR_UDP));
     let mut hits: Vec<Lookup> = Vec::new();
     if let Some(v) = proto_v {
-        if matches!(ty, Ty::None | Ty::Proto) {
+        if matches!(ty, PrimKind::None | PrimKind::Proto) {
             hits.push(Lookup::Proto(v));
         }
     }
     if let Some(v) = port_v {
-        if matches!(ty, Ty::None | Ty::Port) && (tcpish || udpish) {
-            hits.push(Lookup::Data(Ty::Port, u32::from(v)));
+        if matches!(ty, PrimKind::None | PrimKind::Port) && (tcpish || udpish) {
+            hits.push(Lookup::Data(PrimKind::Port, u32::from(v)));
         }
     }
     if let Some(v) = opt_v {
-        if matches!(ty, Ty::None | Ty::TcpOpt) && tcpish {
-            hits.push(Lookup::Data(Ty::TcpOpt, u32::from(v)));
+        if matches!(ty, PrimKind::None | PrimKind::TcpOpt) && tcpish {
+            hits.push(Lookup::Data(PrimKind::TcpOpt, u32::from(v)));
         }
     }
     if let Some(v) = icmp_v {
-        if matches!(ty, Ty::None | Ty::Field(F_ICMP_TYPE))
+        if matches!(ty, PrimKind::None | PrimKind::Field(F_ICMP_TYPE))
             && matches!(proto, None | Some(PROTO_ICMP))
         {
-            hits.push(Lookup::Data(Ty::Field(F_ICMP_TYPE), u32::from(v)));
+            hits.push(Lookup::Data(PrimKind::Field(F_ICMP_TYPE), u32::from(v)));
         }
     }
     if hits.len() == 1 {
@@ -563,13 +563,13 @@ impl<'a, 't> Parser<'a, 't> {
 
         // Qualifiers.
         while let Some(wd) = self.peek() {
-            match lookup(wd, Ty::None, None) {
+            match lookup(wd, PrimKind::None, None) {
                 Lookup::Type(t) => {
-                    if prim.ty != Ty::None {
+                    if prim.ty != PrimKind::None {
                         return Err(self.msg_at(self.pos, "type specified twice"));
                     }
                     prim.ty = t;
-                    if let Ty::Field(Field { proto: Some(p), .. }) = t {
+                    if let PrimKind::Field(Field { proto: Some(p), .. }) = t {
                         self.set_transp(&mut prim, p)?;
                     }
                 }
@@ -602,7 +602,7 @@ impl<'a, 't> Parser<'a, 't> {
         if self.pos != first {
             self.prev = Prim::default();
         }
-        if self.prev.ty == Ty::Ether {
+        if self.prev.ty == PrimKind::Ether {
             header = Some('e');
         }
         // Is there a word after the one at `pos`? (Click only reads `[`, `&` and operators
@@ -610,7 +610,11 @@ impl<'a, 't> Parser<'a, 't> {
         let has_more = |p: &Self| p.pos + 1 < p.toks.len();
 
         // Optional [POS:LEN].
-        if self.peek() == Some("[") && has_more(self) && self.pos > first && prim.ty == Ty::None {
+        if self.peek() == Some("[")
+            && has_more(self)
+            && self.pos > first
+            && prim.ty == PrimKind::None
+        {
             self.brackets(&mut prim)?;
         }
 
@@ -668,8 +672,8 @@ impl<'a, 't> Parser<'a, 't> {
                     prim.data = Data::Named(t, v);
                     self.pos += 1;
                 }
-                Lookup::Proto(v) if prim.ty == Ty::Proto => {
-                    prim.data = Data::Named(Ty::Proto, u32::from(v));
+                Lookup::Proto(v) if prim.ty == PrimKind::Proto => {
+                    prim.data = Data::Named(PrimKind::Proto, u32::from(v));
                     self.pos += 1;
                 }
                 _ => {
@@ -685,7 +689,9 @@ impl<'a, 't> Parser<'a, 't> {
                         if let Some(m) = masked {
                             self.pos += 2;
                             prim.data = Data::Net(a, m);
-                        } else if let (Ty::Net, Ok((na, len))) = (prim.ty, self.names.prefix(wd)) {
+                        } else if let (PrimKind::Net, Ok((na, len))) =
+                            (prim.ty, self.names.prefix(wd))
+                        {
                             prim.data = Data::Net(u32::from(na), crate::net::mask(len));
                         } else {
                             prim.data = Data::Host(a);
@@ -792,7 +798,7 @@ impl<'a, 't> Parser<'a, 't> {
             ));
         }
         let proto = prim.transp;
-        prim.ty = Ty::Field(Field {
+        prim.ty = PrimKind::Field(Field {
             name: if proto.is_some() {
                 "transp[...]"
             } else {
@@ -815,14 +821,14 @@ impl<'a, 't> Parser<'a, 't> {
         at: usize,
     ) -> Result<Prim, ConfigError> {
         let prev = self.prev;
-        if p.ty == Ty::None {
+        if p.ty == PrimKind::None {
             let ty = match p.data {
-                Data::Host(_) => Ty::Host,
-                Data::Net(..) => Ty::Net,
-                Data::Ether(_) => Ty::Ether,
+                Data::Host(_) => PrimKind::Host,
+                Data::Net(..) => PrimKind::Net,
+                Data::Ether(_) => PrimKind::Ether,
                 Data::Named(t, _) => t,
                 Data::Int(_) => match prev.ty {
-                    t @ (Ty::Field(_) | Ty::Proto | Ty::Port) => t,
+                    t @ (PrimKind::Field(_) | PrimKind::Proto | PrimKind::Port) => t,
                     _ => {
                         return Err(self
                             .msg_at(at, "a bare number needs a header field or `port` before it"));
@@ -830,7 +836,7 @@ impl<'a, 't> Parser<'a, 't> {
                 },
                 Data::None => {
                     if p.transp.is_some() {
-                        Ty::Proto
+                        PrimKind::Proto
                     } else {
                         return Err(self.msg_at(at, "incomplete primitive: expected a value"));
                     }
@@ -838,14 +844,21 @@ impl<'a, 't> Parser<'a, 't> {
             };
             p.ty = ty;
             // Keyword elision: direction (and for ports, protocol) carry over.
-            let inherits_dir = matches!(ty, Ty::Host | Ty::Net | Ty::Ether | Ty::TcpOpt | Ty::Port);
+            let inherits_dir = matches!(
+                ty,
+                PrimKind::Host
+                    | PrimKind::Net
+                    | PrimKind::Ether
+                    | PrimKind::TcpOpt
+                    | PrimKind::Port
+            );
             if inherits_dir && p.srcdst == SrcDst::None {
                 p.srcdst = prev.srcdst;
             }
             if p.transp.is_none() {
                 p.transp = match ty {
-                    Ty::Port => prev.transp,
-                    Ty::Field(f) => f.proto,
+                    PrimKind::Port => prev.transp,
+                    PrimKind::Field(f) => f.proto,
                     _ => None,
                 };
             }
@@ -855,27 +868,27 @@ impl<'a, 't> Parser<'a, 't> {
         } else {
             'i'
         });
-        if header == 'e' && p.ty == Ty::Host {
-            p.ty = Ty::Ether;
+        if header == 'e' && p.ty == PrimKind::Host {
+            p.ty = PrimKind::Ether;
         }
         let name = p.ty.name();
         let err = |m: &str| self.msg_at(at, &format!("`{name}`: {m}"));
-        if header != 'i' && p.ty != Ty::Ether {
+        if header != 'i' && p.ty != PrimKind::Ether {
             return Err(err("only for IP headers"));
         }
         let op = p.op.unwrap_or(CmpOp::Eq);
         let eq_only = matches!(op, CmpOp::Eq | CmpOp::Ne);
-        let int_value = |want: Ty| match p.data {
+        let int_value = |want: PrimKind| match p.data {
             Data::Int(v) => Some(v),
             Data::Named(t, v) if t == want => Some(u64::from(v)),
             _ => None,
         };
         match p.ty {
-            Ty::Host | Ty::Net => {
+            PrimKind::Host | PrimKind::Net => {
                 let ok = match (p.ty, p.data) {
-                    (Ty::Host, Data::Host(_)) | (Ty::Net, Data::Net(..)) => true,
+                    (PrimKind::Host, Data::Host(_)) | (PrimKind::Net, Data::Net(..)) => true,
                     // `host` given a prefix is an error in Click; `net` given an address is /32.
-                    (Ty::Net, Data::Host(a)) => {
+                    (PrimKind::Net, Data::Host(a)) => {
                         p.data = Data::Net(a, u32::MAX);
                         true
                     }
@@ -891,7 +904,7 @@ impl<'a, 't> Parser<'a, 't> {
                     return Err(err("bad mask"));
                 }
             }
-            Ty::Ether => {
+            PrimKind::Ether => {
                 if !matches!(p.data, Data::Ether(_)) {
                     return Err(err("expected an Ethernet address as value"));
                 }
@@ -902,10 +915,10 @@ impl<'a, 't> Parser<'a, 't> {
                     return Err(err("bad mask"));
                 }
             }
-            Ty::Proto => {
+            PrimKind::Proto => {
                 let v = match p.data {
                     Data::Int(v) => v,
-                    Data::Named(Ty::Proto, v) => u64::from(v),
+                    Data::Named(PrimKind::Proto, v) => u64::from(v),
                     Data::None => match p.transp {
                         Some(t) => u64::from(t),
                         None => return Err(err("value missing")),
@@ -927,8 +940,8 @@ impl<'a, 't> Parser<'a, 't> {
                 p.data = Data::Int(v);
                 p.transp = None;
             }
-            Ty::Port => {
-                let v = int_value(Ty::Port).ok_or_else(|| err("value missing"))?;
+            PrimKind::Port => {
+                let v = int_value(PrimKind::Port).ok_or_else(|| err("value missing"))?;
                 match p.transp {
                     None => p.transp = Some(PROTO_TCP_OR_UDP),
                     Some(PROTO_TCP | PROTO_UDP | PROTO_TCP_OR_UDP | PROTO_DCCP) => {}
@@ -937,8 +950,8 @@ impl<'a, 't> Parser<'a, 't> {
                 check_value(&err, v, 0xffff, op, mask)?;
                 p.data = Data::Int(v);
             }
-            Ty::TcpOpt => {
-                let v = int_value(Ty::TcpOpt).ok_or_else(|| err("value missing"))?;
+            PrimKind::TcpOpt => {
+                let v = int_value(PrimKind::TcpOpt).ok_or_else(|| err("value missing"))?;
                 match p.transp {
                     None | Some(PROTO_TCP) => p.transp = Some(PROTO_TCP),
                     Some(t) => return Err(err(&format!("bad protocol {t}"))),
@@ -951,7 +964,7 @@ impl<'a, 't> Parser<'a, 't> {
                 }
                 p.data = Data::Int(v);
             }
-            Ty::Ect => match p.data {
+            PrimKind::Ect => match p.data {
                 Data::None => {
                     if mask.is_some() {
                         return Err(err("value missing"));
@@ -960,19 +973,23 @@ impl<'a, 't> Parser<'a, 't> {
                 Data::Int(v) => check_value(&err, v, 3, op, mask)?,
                 _ => return Err(err("value missing")),
             },
-            Ty::Ce | Ty::Frag | Ty::Unfrag => {
+            PrimKind::Ce | PrimKind::Frag | PrimKind::Unfrag => {
                 if p.data != Data::None || mask.is_some() || p.op.is_some() {
                     return Err(err("value not supported"));
                 }
             }
-            Ty::Field(f) => {
+            PrimKind::Field(f) => {
                 let v = int_value(p.ty).ok_or_else(|| err("value missing"))?;
                 check_value(&err, v, f.full(), op, mask)?;
                 p.data = Data::Int(v);
             }
-            Ty::None => return Err(err("incomplete primitive")),
+            PrimKind::None => return Err(err("incomplete primitive")),
         }
-        if matches!(p.ty, Ty::Host | Ty::Net | Ty::Port | Ty::Ether) && p.srcdst == SrcDst::None {
+        if matches!(
+            p.ty,
+            PrimKind::Host | PrimKind::Net | PrimKind::Port | PrimKind::Ether
+        ) && p.srcdst == SrcDst::None
+        {
             p.srcdst = SrcDst::Or;
         }
         Ok(p)
@@ -1067,13 +1084,13 @@ fn field_test(f: &Field, op: CmpOp, value: u32, mask: Option<Mask>) -> Test {
 /// Lowers a checked primitive to an expression.
 fn compile(p: &Prim, mask: Option<Mask>) -> Expr {
     let mut parts = Vec::new();
-    if p.ty != Ty::Proto {
+    if p.ty != PrimKind::Proto {
         if let Some(t) = p.transp {
             parts.push(proto_expr(t));
         }
     }
-    let transport_field = matches!(p.ty, Ty::Field(Field { proto: Some(_), .. }));
-    if matches!(p.ty, Ty::Port | Ty::TcpOpt) || transport_field {
+    let transport_field = matches!(p.ty, PrimKind::Field(Field { proto: Some(_), .. }));
+    if matches!(p.ty, PrimKind::Port | PrimKind::TcpOpt) || transport_field {
         parts.push(first_fragment());
     }
     let op = p.op.unwrap_or(CmpOp::Eq);
@@ -1082,7 +1099,7 @@ fn compile(p: &Prim, mask: Option<Mask>) -> Expr {
         _ => 0,
     };
     let test = match p.ty {
-        Ty::Host | Ty::Net => {
+        PrimKind::Host | PrimKind::Net => {
             let (addr, m) = match p.data {
                 Data::Host(a) => (a, u32::MAX),
                 Data::Net(a, m) => (a, m),
@@ -1105,7 +1122,7 @@ fn compile(p: &Prim, mask: Option<Mask>) -> Expr {
                 e
             }
         }
-        Ty::Ether => {
+        PrimKind::Ether => {
             let a = match p.data {
                 Data::Ether(a) => a,
                 _ => [0; 6],
@@ -1140,7 +1157,7 @@ fn compile(p: &Prim, mask: Option<Mask>) -> Expr {
                 e
             }
         }
-        Ty::Proto => {
+        PrimKind::Proto => {
             if int >= 256 {
                 proto_expr(int as u16)
             } else {
@@ -1154,19 +1171,19 @@ fn compile(p: &Prim, mask: Option<Mask>) -> Expr {
                 })
             }
         }
-        Ty::Frag => Expr::Test(Test {
+        PrimKind::Frag => Expr::Test(Test {
             mask: 0x3fff,
             ..Test::field(Base::Network, 6, 2, CmpOp::Ne, 0)
         }),
-        Ty::Unfrag => Expr::Test(Test {
+        PrimKind::Unfrag => Expr::Test(Test {
             mask: 0x3fff,
             ..Test::field(Base::Network, 6, 2, CmpOp::Eq, 0)
         }),
-        Ty::Ce => Expr::Test(Test {
+        PrimKind::Ce => Expr::Test(Test {
             mask: 3,
             ..Test::field(Base::Network, 1, 1, CmpOp::Eq, 3)
         }),
-        Ty::Ect => match p.data {
+        PrimKind::Ect => match p.data {
             Data::Int(v) => {
                 let m = match mask {
                     Some(Mask::Int(m)) => m,
@@ -1182,7 +1199,7 @@ fn compile(p: &Prim, mask: Option<Mask>) -> Expr {
                 ..Test::field(Base::Network, 1, 1, CmpOp::Ne, 0)
             }),
         },
-        Ty::Port => {
+        PrimKind::Port => {
             let (pos, neg) = positive(op);
             let m = match mask {
                 Some(Mask::Int(m)) => m,
@@ -1201,12 +1218,12 @@ fn compile(p: &Prim, mask: Option<Mask>) -> Expr {
                 e
             }
         }
-        Ty::TcpOpt => Expr::Test(Test {
+        PrimKind::TcpOpt => Expr::Test(Test {
             mask: int,
             ..Test::field(Base::Transport, 13, 1, CmpOp::Eq, int)
         }),
-        Ty::Field(f) => Expr::Test(field_test(&f, op, int, mask)),
-        Ty::None => Expr::True,
+        PrimKind::Field(f) => Expr::Test(field_test(&f, op, int, mask)),
+        PrimKind::None => Expr::True,
     };
     parts.push(test);
     Expr::and(parts)

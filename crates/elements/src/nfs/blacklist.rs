@@ -169,14 +169,14 @@ mod tests {
     /// A rule the naive check below understands: source prefix, destination prefix,
     /// optional protocol and destination port.
     #[derive(Debug, Clone)]
-    struct R {
+    struct NaiveRule {
         src: (u32, u8),
         dst: (u32, u8),
         proto: Option<u8>,
         dport: Option<u16>,
     }
 
-    impl R {
+    impl NaiveRule {
         fn text(&self) -> String {
             let mut t = format!(
                 "deny src net {}/{} && dst net {}/{}",
@@ -202,14 +202,14 @@ mod tests {
         }
     }
 
-    fn rule() -> impl Strategy<Value = R> {
+    fn rule() -> impl Strategy<Value = NaiveRule> {
         (
             (0u32..4, 0u8..=3),
             (0u32..4, 0u8..=3),
             prop::option::of(prop_oneof![Just(6u8), Just(17u8)]),
             prop::option::of(79u16..82),
         )
-            .prop_map(|((s, sl), (d, dl), proto, dport)| R {
+            .prop_map(|((s, sl), (d, dl), proto, dport)| NaiveRule {
                 // Prefixes over 10.0.0.0/8 with lengths 8, 16, 24, 30.
                 src: (0x0a00_0000 | s, [8, 16, 24, 30][sl as usize]),
                 dst: (0x0a00_0000 | d << 8, [8, 16, 24, 30][dl as usize]),
@@ -224,7 +224,7 @@ mod tests {
             rules in prop::collection::vec(rule(), 1..12),
             pkts in prop::collection::vec((any::<bool>(), 0u32..4, 0u32..4, 79u16..82), 1..40),
         ) {
-            let cfg = rules.iter().map(R::text).collect::<Vec<_>>().join(", ");
+            let cfg = rules.iter().map(NaiveRule::text).collect::<Vec<_>>().join(", ");
             let mut e = ok("BlacklistFilter", &cfg, 1);
             let m = e.model().unwrap();
             prop_assert!(m.cases.iter().all(|c| !matches!(c.outcome, Outcome::Runtime)));

@@ -23,7 +23,7 @@ const COLORS: [RGBColor; 6] = [
     RGBColor(0x7f, 0x7f, 0x7f),
 ];
 
-type R<T> = Result<T, String>;
+type ChartResult<T> = Result<T, String>;
 
 /// The legend box every chart has, upper right.
 macro_rules! legend {
@@ -59,7 +59,7 @@ fn err<E: std::fmt::Debug>(e: E) -> String {
 }
 
 /// Registers [`FONT`] as plotters' `sans-serif` (once per process).
-fn font() -> R<()> {
+fn font() -> ChartResult<()> {
     static DONE: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
     DONE.get_or_init(|| {
         let bytes = std::fs::read(FONT)
@@ -72,7 +72,7 @@ fn font() -> R<()> {
 }
 
 /// Draws every chart the measurements allow into `dir`; returns the files written.
-pub fn draw(m: &[Measured], dir: &Path) -> R<Vec<PathBuf>> {
+pub fn draw(m: &[Measured], dir: &Path) -> ChartResult<Vec<PathBuf>> {
     font()?;
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
     let mut files = Vec::new();
@@ -121,7 +121,7 @@ fn ymax(v: impl Iterator<Item = f64>) -> f64 {
 
 /// SNF Fig. 7: Mpps against the number of NFs, naive and synthesized, per batch size (the
 /// reference loop, far above, is left to the table and the ratios).
-fn fig7(sc: &str, rows: &[&Measured], file: &Path) -> R<()> {
+fn fig7(sc: &str, rows: &[&Measured], file: &Path) -> ChartResult<()> {
     let root = BitMapBackend::new(file, (900, 560)).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
     let top = ymax(
@@ -175,7 +175,7 @@ fn fig7(sc: &str, rows: &[&Measured], file: &Path) -> R<()> {
 }
 
 /// SNF Fig. 8: Mpps (left) and Gbit/s (right) against frame size.
-fn fig8(sc: &str, rows: &[&Measured], file: &Path) -> R<()> {
+fn fig8(sc: &str, rows: &[&Measured], file: &Path) -> ChartResult<()> {
     let root = BitMapBackend::new(file, (1200, 520)).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
     let (title, body) = root.split_vertically(40);
@@ -234,7 +234,7 @@ fn fig8(sc: &str, rows: &[&Measured], file: &Path) -> R<()> {
 }
 
 /// The single-NF scenarios: per scenario, one bar per mode (Mpps), the reference loop first.
-fn bars(rows: &[&Measured], file: &Path) -> R<()> {
+fn bars(rows: &[&Measured], file: &Path) -> ChartResult<()> {
     let groups = ["ttl", "lpm"];
     grouped(
         file,
@@ -253,7 +253,7 @@ fn bars(rows: &[&Measured], file: &Path) -> R<()> {
 
 /// SNF Fig. 10: the ISP chain's Mpps per rule list and frame size, naive and synthesized,
 /// with and without the firewall's rules (the reference loop, tens of Mpps, left out).
-fn fig10(rows: &[&Measured], file: &Path) -> R<()> {
+fn fig10(rows: &[&Measured], file: &Path) -> ChartResult<()> {
     let mut groups: Vec<(String, u32)> = Vec::new();
     for r in rows {
         let g = (r.tag.clone().unwrap_or_default(), r.frame);
@@ -291,7 +291,7 @@ fn grouped(
     modes: &[&str],
     color: usize,
     value: impl Fn(usize, &str) -> Option<f64>,
-) -> R<()> {
+) -> ChartResult<()> {
     let slots = modes.len() + 1;
     let n = groups.len() * slots;
     let root = BitMapBackend::new(file, size).into_drawing_area();
@@ -342,7 +342,7 @@ fn grouped(
 
 /// SpeedyBox's per-flow processing time: the CDF of each (chain, mode) series, time in µs
 /// on a log axis.
-pub fn cdf(series: &[(String, Vec<u64>)], file: &Path) -> R<()> {
+pub fn cdf(series: &[(String, Vec<u64>)], file: &Path) -> ChartResult<()> {
     font()?;
     let root = BitMapBackend::new(file, (900, 560)).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
