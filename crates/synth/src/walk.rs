@@ -763,7 +763,12 @@ impl<'a> Walker<'a> {
         });
     }
 
-    fn handoff(&mut self, st: &PathState, g: u32, port: u32) -> Result<Vec<(Filter, NodeId)>, Giveup> {
+    fn handoff(
+        &mut self,
+        st: &PathState,
+        g: u32,
+        port: u32,
+    ) -> Result<Vec<(Filter, NodeId)>, Giveup> {
         if st.empty {
             return Err(Giveup(EMPTY.into()));
         }
@@ -793,7 +798,12 @@ impl<'a> Walker<'a> {
     }
 
     /// Packets of `st` leave element `g` by output `o`.
-    fn follow(&mut self, mut st: PathState, g: u32, o: usize) -> Result<Vec<(Filter, NodeId)>, Giveup> {
+    fn follow(
+        &mut self,
+        mut st: PathState,
+        g: u32,
+        o: usize,
+    ) -> Result<Vec<(Filter, NodeId)>, Giveup> {
         let Some((k, t, tp)) = self.ex.edge(g as usize, o) else {
             return self.drop(&st, g, "unconnected-output");
         };
@@ -834,7 +844,12 @@ impl<'a> Walker<'a> {
     }
 
     /// Packets of `st` arrive at element `g`, input `port`.
-    fn element(&mut self, mut st: PathState, g: u32, port: u32) -> Result<Vec<(Filter, NodeId)>, Giveup> {
+    fn element(
+        &mut self,
+        mut st: PathState,
+        g: u32,
+        port: u32,
+    ) -> Result<Vec<(Filter, NodeId)>, Giveup> {
         st.path.push(g);
         let el = self.ex.element(g as usize);
         if let Some(rw) = el.rewrite_spec() {
@@ -1249,11 +1264,21 @@ impl<'a> Walker<'a> {
                 InputSpec::Keep { foutput, routput } => {
                     add(
                         *foutput,
-                        [OutputOp::Identity, OutputOp::Identity, OutputOp::Identity, OutputOp::Identity],
+                        [
+                            OutputOp::Identity,
+                            OutputOp::Identity,
+                            OutputOp::Identity,
+                            OutputOp::Identity,
+                        ],
                     );
                     add(
                         *routput,
-                        [OutputOp::Identity, OutputOp::Identity, OutputOp::Identity, OutputOp::Identity],
+                        [
+                            OutputOp::Identity,
+                            OutputOp::Identity,
+                            OutputOp::Identity,
+                            OutputOp::Identity,
+                        ],
                     );
                 }
                 InputSpec::Pattern {
