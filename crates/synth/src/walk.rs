@@ -473,7 +473,7 @@ impl PathState {
 /// The symbolic packets of a walk state as an [`EffectSink`]: what synthesis knows after each
 /// primitive, or [`Bail`] where it cannot follow.
 struct Symbolic<'a> {
-    st: &'a mut St,
+    st: &'a mut PathState,
     /// Where the element reads its IPv4 header.
     at: IpAnchor,
 }
