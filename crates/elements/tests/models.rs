@@ -662,6 +662,12 @@ proptest! {
 
     #[test]
     fn nf_models_agree_with_push(spec in arb_spec()) {
+        // BlacklistFilter's rules are IPFilter patterns, whose model puts the transport header
+        // at the IPv4 header plus IHL × 4 (see `ipfilter::space`). With IHL < 5 and no
+        // transport annotation `View::of` finds no transport header at all; such packets do
+        // not reach a filter through CheckIPHeader or MarkIPHeader, and the IPFilter property
+        // tests (filter_models.rs) set the annotation there for the same reason.
+        prop_assume!(spec.trans != 0 || spec.ip.ihl >= 5);
         check_all(NFS, &spec)?;
     }
 
