@@ -259,7 +259,7 @@ impl<'a> Headers<'a> {
     /// The value of `field` (see the module documentation). Annotations read 0, except
     /// [`Field::PacketType`], which reads what `FromDevice` would set from the destination
     /// MAC address.
-    #[inline]
+    #[inline(always)]
     pub fn value(&self, field: Field) -> u128 {
         let (data, ip, hl, l4) = (self.data, self.ip, self.hl, self.l4);
         match field {
@@ -282,7 +282,7 @@ impl<'a> Headers<'a> {
     }
 
     /// The bytes from `base` on (empty when that header is missing).
-    #[inline]
+    #[inline(always)]
     pub fn base(&self, base: Base) -> &'a [u8] {
         match base {
             Base::Frame => self.data,

@@ -144,7 +144,7 @@ impl Field {
     }
 
     /// The field's width in bits (1..=128).
-    #[inline]
+    #[inline(always)]
     pub const fn width(self) -> u32 {
         match self {
             Field::HasVlan
@@ -288,6 +288,7 @@ pub struct Layout {
 }
 
 impl Layout {
+    #[inline(always)]
     const fn new(base: Base, offset: u16, len: u8, shift: u8, width: u32) -> Layout {
         Layout {
             base,
@@ -307,12 +308,20 @@ impl Layout {
 
     /// The field's value in `bytes` (which start at the layout's base), or 0 when its bytes
     /// are not all there.
-    #[inline]
+    #[inline(always)]
     pub fn read(&self, bytes: &[u8]) -> u128 {
         let (o, n) = (usize::from(self.offset), usize::from(self.len));
         match bytes.get(o..o + n) {
             Some(b) => {
-                (b.iter().fold(0u128, |a, x| (a << 8) | u128::from(*x)) >> self.shift) & self.mask
+                // Fixed-width loads for the common widths: this runs for every guard of every
+                // fast-path packet, where a byte loop of unknown length costs several times more.
+                let raw = match *b {
+                    [x] => u128::from(x),
+                    [x, y] => u128::from(u16::from_be_bytes([x, y])),
+                    [x, y, z, w] => u128::from(u32::from_be_bytes([x, y, z, w])),
+                    _ => b.iter().fold(0u128, |a, x| (a << 8) | u128::from(*x)),
+                };
+                (raw >> self.shift) & self.mask
             }
             None => 0,
         }
@@ -387,7 +396,7 @@ impl Field {
     /// [`Field::VlanId`] is stored in the 12 low bits of bytes 14–15, but reads as 0 unless
     /// the frame is tagged ([`Field::HasVlan`]); a reader checks that first. [`Field::Raw`]
     /// lengths outside 1..=16 are taken as the nearest valid one, as by [`Field::width`].
-    #[inline]
+    #[inline(always)]
     pub const fn layout(self) -> Option<Layout> {
         use Base::{Frame, Network, Transport};
         let w = self.width();
