@@ -12,7 +12,7 @@ for p in tcpdump libpcap-dev pkg-config build-essential curl fonts-dejavu-core o
 done
 if [ -n "$need" ]; then
   $SUDO apt-get update -qq
-  $SUDO DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need
 fi
 if ! command -v cargo >/dev/null; then
   curl -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal
