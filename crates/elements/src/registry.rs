@@ -139,14 +139,6 @@ const DECLARATIVE: Doc = Doc::new(
 )
 .outputs(0)
 .drops(&["no-input"]);
-const CHECK_IP: &[&str] = &[
-    "tiny-packet",
-    "bad-ip-version",
-    "bad-ip-header",
-    "bad-ip-length",
-    "bad-ip-checksum",
-    "bad-ip-src",
-];
 const IP_LOOKUP: Doc = Doc::new(
     "ADDR/LEN [GW] OUT, ...",
     "Longest-prefix match of the destination IP annotation: the packet leaves on the \
@@ -528,7 +520,7 @@ pub static CLASSES: &[ElementClass] = &[
              length and leave on output 0; bad ones leave on output 1, or are dropped.",
             "14",
         )
-        .drops(CHECK_IP),
+        .drops(&crate::ip::check::IP_REASONS),
     },
     ElementClass {
         name: "CheckIPHeader2",
@@ -538,7 +530,7 @@ pub static CLASSES: &[ElementClass] = &[
             "CheckIPHeader without the checksum check.",
             "14",
         )
-        .drops(CHECK_IP),
+        .drops(&crate::ip::check::IP_REASONS),
     },
     ElementClass {
         name: "MarkIPHeader",

@@ -14,7 +14,7 @@ use wire::udp::Packet as UdpPacket;
 use wire::IpProtocol;
 
 /// Why `CheckIPHeader` rejected a packet (Click's `reason_texts`, as drop reasons).
-const IP_REASONS: [&str; 6] = [
+pub(crate) const IP_REASONS: [&str; 6] = [
     "tiny-packet",
     "bad-ip-version",
     "bad-ip-header",

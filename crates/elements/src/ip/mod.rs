@@ -9,7 +9,7 @@
 //! `no-ip-header` (Click would abort on its assertion).
 
 mod anno;
-mod check;
+pub(crate) mod check;
 mod cksum;
 mod encap;
 mod frag;
