@@ -19,6 +19,7 @@
 
 use crate::args::{unquote, Args};
 use crate::model::{Case, Field, FieldSet, Filter, FilterSet, Model, Outcome};
+use crate::reason::MatchReason;
 use crate::{ConfigError, Context, Element, PortCount, Verdict};
 use ::space::MAX_RAW_LEN;
 use packet::Packet;
@@ -329,7 +330,10 @@ impl Classifier {
                 }
             }
         }
-        cases.push(Case::new(Filter::any(), Outcome::Drop("no-match")));
+        cases.push(Case::new(
+            Filter::any(),
+            Outcome::Drop(MatchReason::NoMatch.into()),
+        ));
         Ok(Some(Model::new(cases)))
     }
 }
@@ -344,7 +348,7 @@ impl Element for Classifier {
     fn push(&mut self, _port: usize, packet: Packet, _cx: &mut Context) -> Verdict {
         match self.classify(packet.data()) {
             Some(o) => Verdict::Out(o, packet),
-            None => Verdict::Drop(packet, "no-match"),
+            None => Verdict::Drop(packet, MatchReason::NoMatch.into()),
         }
     }
     fn model(&self) -> Option<Model> {

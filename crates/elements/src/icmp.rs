@@ -8,6 +8,18 @@ use wire::icmpv4::Packet as Icmpv4Packet;
 use wire::ipv4::Packet as Ipv4Packet;
 use wire::IpProtocol;
 
+reasons! {
+    /// Why `ICMPError` drops a packet (besides [`crate::reason::IpHeaderReason::Bad`], also
+    /// for no network header).
+    pub enum ICMPErrorReason {
+        /// The packet it answered with an error (the error is a new packet).
+        Sent => "icmp-error",
+        /// No error may answer it (an ICMP error, a broadcast, a bad source, a fragment, a
+        /// redirect with a source route).
+        Suppressed => "icmp-error-suppressed",
+    }
+}
+
 const UNREACH: u8 = 3;
 const REDIRECT: u8 = 5;
 
@@ -238,7 +250,7 @@ impl ICMPError {
     /// The suppression check and the error message bytes, or the drop reason.
     fn make(&mut self, p: &Packet) -> Result<Vec<u8>, &'static str> {
         // A missing network header is `bad-ip-header` here too.
-        let (h, hl) = crate::ip::ip_header(p).ok_or("bad-ip-header")?;
+        let (h, hl) = crate::ip::ip_header(p).ok_or(crate::reason::IpHeaderReason::Bad.as_str())?;
         let (src, dst) = (h.src_addr(), h.dst_addr());
         let ip = h.into_inner();
         let icmp_error_in = h.protocol() == IpProtocol::ICMP
@@ -252,13 +264,13 @@ impl ICMPError {
             || !self.valid_source(src)
             || h.frag_offset() != 0;
         if suppressed {
-            return Err("icmp-error-suppressed");
+            return Err(ICMPErrorReason::Suppressed.into());
         }
         // (Click leaves the route out of a parameter problem about the route itself; the
         // pointer is always 0 here, so that never applies.)
         let sr = Self::source_route(ip, hl);
         if sr.is_some() && self.icmp_type == REDIRECT {
-            return Err("icmp-error-suppressed");
+            return Err(ICMPErrorReason::Suppressed.into());
         }
         // IP options: the reversed source route.
         let mut opts = Vec::new();
@@ -332,12 +344,12 @@ impl Element for ICMPError {
                 q.set_transport_header(out.header_len());
                 q.meta.dst_ip = out.dst_addr();
                 self.sent += 1;
-                cx.drop(packet, "icmp-error");
+                cx.drop(packet, ICMPErrorReason::Sent.into());
                 cx.emit(0, q);
                 Verdict::Done
             }
             Err(reason) => {
-                if reason == "icmp-error-suppressed" {
+                if reason == ICMPErrorReason::Suppressed.as_str() {
                     self.suppressed += 1;
                 }
                 Verdict::Drop(packet, reason)

@@ -13,6 +13,9 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+#[macro_use]
+pub mod reason;
+
 pub mod args;
 pub mod capability;
 mod element;

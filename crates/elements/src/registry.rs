@@ -10,24 +10,30 @@
 //! from [`Doc::example`]: its port count ([`Element::port_count`]), whether it has a
 //! synthesis model ([`Element::model`]) and how the fast path handles it.
 
-use crate::arp::{ARPQuerier, ARPResponder};
+use crate::arp::{ARPQuerier, ARPQuerierReason, ARPResponder, ARPResponderReason};
 use crate::basic::{
-    CheckPaint, Counter, Declarative, Discard, EtherEncap, EtherRewrite, FromDevice, FromDump,
-    HashSwitch, Idle, Null, Paint, PaintSwitch, PaintTee, Print, Queue, RoundRobinSwitch,
-    StaticSwitch, StoreEtherAddress, Strip, Switch, Tee, ToDevice, ToDump, Unqueue, Unstrip,
+    CheckPaint, CheckPaintReason, Counter, Declarative, Discard, DiscardReason, EtherEncap,
+    EtherRewrite, FromDevice, FromDump, FromDumpReason, HashSwitch, Idle, IdleReason, Null, Paint,
+    PaintSwitch, PaintTee, Print, Queue, RoundRobinSwitch, StaticSwitch, StoreEtherAddress, Strip,
+    Switch, Tee, ToDevice, ToDump, Unqueue, Unstrip,
 };
 use crate::classifier::Classifier;
-use crate::icmp::ICMPError;
-use crate::ids::SnortIDS;
+use crate::icmp::{ICMPError, ICMPErrorReason};
+use crate::ids::{SnortIDS, SnortIDSReason};
 use crate::ip::{
-    CheckIPHeader, CheckL4Header, DecIPTTL, DropBroadcasts, FixIPSrc, GetIPAddress, IPEncap,
-    IPFragmenter, IPGWOptions, IPLookup, IPPrint, L4Kind, LookupIP6Route, MarkIPHeader,
-    SetIPAddress, SetIPChecksum, SetTCPChecksum, SetUDPChecksum,
+    CheckICMPReason, CheckIPHeader, CheckIPReason, CheckL4Header, CheckTCPReason, CheckUDPReason,
+    DecIPTTL, DecIPTTLReason, DropBroadcasts, DropBroadcastsReason, FixIPSrc, GetIPAddress,
+    GetIPAddressReason, IPEncap, IPEncapReason, IPFragmenter, IPFragmenterReason, IPGWOptions,
+    IPGWOptionsReason, IPLookup, IPPrint, L4Kind, LookupIP6Reason, LookupIP6Route, MarkIPHeader,
+    SetIPAddress, SetIPChecksum, SetL4ChecksumReason, SetTCPChecksum, SetUDPChecksum,
 };
-use crate::ipfilter::{IPClassifier, IPFilter};
-use crate::nfs::{BlacklistFilter, Maglev, Monitor};
+use crate::ipfilter::{IPClassifier, IPFilter, IPFilterReason};
+use crate::nfs::{BlacklistFilter, BlacklistFilterReason, Maglev, MaglevReason, Monitor};
 use crate::pcapfilter::PcapFilter;
-use crate::rewriter::{IPRewriter, MazuNAT, RewriterKind, RoundRobinIPMapper};
+use crate::reason::{
+    FlowReason, InputReason, IpHeaderReason, LengthReason, MatchReason, OutputReason, RouteReason,
+};
+use crate::rewriter::{IPRewriter, MazuNAT, RewriterKind, RewriterReason, RoundRobinIPMapper};
 use crate::{Args, BuildCtx, ConfigError, Element};
 
 /// Builds an element from the class name it was declared with (synonyms keep theirs), its
@@ -57,8 +63,9 @@ pub struct Doc {
     pub example: &'static str,
     /// Outputs connected when the example is built.
     pub outputs: usize,
-    /// The reasons it drops packets under.
-    pub drops: &'static [&'static str],
+    /// The reasons it drops packets under: the `TEXTS` of its reason enums (see
+    /// [`crate::reason`]), or single reasons of a shared enum.
+    pub drops: &'static [&'static [&'static str]],
     /// Whether it records its own actions or state functions for the fast path (besides a
     /// model, which the executor records for it).
     pub records: bool,
@@ -79,9 +86,17 @@ impl Doc {
         self.outputs = n;
         self
     }
-    const fn drops(mut self, reasons: &'static [&'static str]) -> Doc {
+    const fn drops(mut self, reasons: &'static [&'static [&'static str]]) -> Doc {
         self.drops = reasons;
         self
+    }
+    /// Every documented drop reason, in order.
+    pub fn drop_reasons(&self) -> impl Iterator<Item = &'static str> {
+        self.drops.iter().flat_map(|l| l.iter().copied())
+    }
+    /// Whether `reason` is one of the documented drop reasons.
+    pub fn documents_drop(&self, reason: &str) -> bool {
+        self.drop_reasons().any(|r| r == reason)
     }
     const fn records(mut self) -> Doc {
         self.records = true;
@@ -138,7 +153,7 @@ const DECLARATIVE: Doc = Doc::new(
     "",
 )
 .outputs(0)
-.drops(&["no-input"]);
+.drops(&[InputReason::TEXTS]);
 const IP_LOOKUP: Doc = Doc::new(
     "ADDR/LEN [GW] OUT, ...",
     "Longest-prefix match of the destination IP annotation: the packet leaves on the \
@@ -146,22 +161,13 @@ const IP_LOOKUP: Doc = Doc::new(
     "10.0.0.0/8 0, 0.0.0.0/0 10.0.0.1 1",
 )
 .outputs(2)
-.drops(&["no-route"]);
-const REWRITER_DROPS: &[&str] = &[
-    "bad-ip-header",
-    "not-tcp-udp",
-    "ip-fragment",
-    "short-transport",
-    "rewriter-drop",
-    "no-free-port",
-    "mapping-table-full",
+.drops(&[RouteReason::TEXTS]);
+const REWRITER_DROPS: &[&[&str]] = &[
+    &[IpHeaderReason::Bad.as_str()],
+    FlowReason::TEXTS,
+    RewriterReason::TEXTS,
 ];
-const SET_L4_CHECKSUM: &[&str] = &[
-    "no-ip-header",
-    "bad-ip-header",
-    "bad-ip-length",
-    "bad-tcp-header",
-];
+const SET_L4_CHECKSUM: &[&[&str]] = &[IpHeaderReason::TEXTS, SetL4ChecksumReason::TEXTS];
 
 /// Every element class, in the order `fusebox elements` lists them.
 pub static CLASSES: &[ElementClass] = &[
@@ -220,7 +226,7 @@ pub static CLASSES: &[ElementClass] = &[
              keeps only IP frames (with their header annotations).",
             "in.pcap",
         )
-        .drops(&["not-ip"]),
+        .drops(&[FromDumpReason::TEXTS]),
     },
     ElementClass {
         name: "ToDump",
@@ -238,7 +244,7 @@ pub static CLASSES: &[ElementClass] = &[
         build: |c, a, _| named(c, Discard::configure(a)),
         doc: Doc::new("[keywords ...]", "Drops every packet.", "")
             .outputs(0)
-            .drops(&["discard"]),
+            .drops(&[DiscardReason::TEXTS]),
     },
     ElementClass {
         name: "Idle",
@@ -249,7 +255,7 @@ pub static CLASSES: &[ElementClass] = &[
             "",
         )
         .outputs(0)
-        .drops(&["idle"]),
+        .drops(&[IdleReason::TEXTS]),
     },
     ElementClass {
         name: "Counter",
@@ -325,7 +331,7 @@ pub static CLASSES: &[ElementClass] = &[
             "",
         )
         .outputs(2)
-        .drops(&["no-output"]),
+        .drops(&[OutputReason::TEXTS]),
     },
     ElementClass {
         name: "CheckPaint",
@@ -336,7 +342,7 @@ pub static CLASSES: &[ElementClass] = &[
              it is not connected).",
             "3",
         )
-        .drops(&["paint-mismatch"]),
+        .drops(&[CheckPaintReason::TEXTS]),
     },
     ElementClass {
         name: "PaintTee",
@@ -384,7 +390,7 @@ pub static CLASSES: &[ElementClass] = &[
             "Overwrites the MAC addresses of the existing Ethernet header.",
             "0:1:2:3:4:5, 6:7:8:9:a:b",
         )
-        .drops(&["too-short"]),
+        .drops(&[LengthReason::TEXTS]),
     },
     ElementClass {
         name: "StoreEtherAddress",
@@ -394,7 +400,7 @@ pub static CLASSES: &[ElementClass] = &[
             "Overwrites the 6 bytes at OFFSET (`src`, `dst` or a number) with ADDR.",
             "0:0:0:0:0:9, src",
         )
-        .drops(&["too-short"]),
+        .drops(&[LengthReason::TEXTS]),
     },
     ElementClass {
         name: "Print",
@@ -424,7 +430,7 @@ pub static CLASSES: &[ElementClass] = &[
             "",
         )
         .outputs(2)
-        .drops(&["no-output"]),
+        .drops(&[OutputReason::TEXTS]),
     },
     ElementClass {
         name: "StaticSwitch",
@@ -435,7 +441,7 @@ pub static CLASSES: &[ElementClass] = &[
             "1",
         )
         .outputs(2)
-        .drops(&["no-output"]),
+        .drops(&[OutputReason::TEXTS]),
     },
     ElementClass {
         name: "Switch",
@@ -446,7 +452,7 @@ pub static CLASSES: &[ElementClass] = &[
             "",
         )
         .outputs(2)
-        .drops(&["no-output"]),
+        .drops(&[OutputReason::TEXTS]),
     },
     // Declarative elements.
     ElementClass {
@@ -520,7 +526,7 @@ pub static CLASSES: &[ElementClass] = &[
              length and leave on output 0; bad ones leave on output 1, or are dropped.",
             "14",
         )
-        .drops(&crate::ip::check::IP_REASONS),
+        .drops(&[CheckIPReason::TEXTS]),
     },
     ElementClass {
         name: "CheckIPHeader2",
@@ -530,7 +536,7 @@ pub static CLASSES: &[ElementClass] = &[
             "CheckIPHeader without the checksum check.",
             "14",
         )
-        .drops(&crate::ip::check::IP_REASONS),
+        .drops(&[CheckIPReason::TEXTS]),
     },
     ElementClass {
         name: "MarkIPHeader",
@@ -551,7 +557,7 @@ pub static CLASSES: &[ElementClass] = &[
              are dropped.",
             "",
         )
-        .drops(&["not-tcp", "bad-tcp-length", "bad-tcp-checksum"]),
+        .drops(&[CheckTCPReason::TEXTS]),
     },
     ElementClass {
         name: "CheckUDPHeader",
@@ -562,7 +568,7 @@ pub static CLASSES: &[ElementClass] = &[
              output 1, or are dropped.",
             "",
         )
-        .drops(&["not-udp", "bad-udp-length", "bad-udp-checksum"]),
+        .drops(&[CheckUDPReason::TEXTS]),
     },
     ElementClass {
         name: "CheckICMPHeader",
@@ -573,7 +579,7 @@ pub static CLASSES: &[ElementClass] = &[
              output 1, or are dropped.",
             "",
         )
-        .drops(&["not-icmp", "bad-icmp-length", "bad-icmp-checksum"]),
+        .drops(&[CheckICMPReason::TEXTS]),
     },
     ElementClass {
         name: "GetIPAddress",
@@ -584,7 +590,10 @@ pub static CLASSES: &[ElementClass] = &[
              destination IP annotation.",
             "16",
         )
-        .drops(&["short-packet", "no-ip-header"]),
+        .drops(&[
+            GetIPAddressReason::TEXTS,
+            &[IpHeaderReason::Missing.as_str()],
+        ]),
     },
     ElementClass {
         name: "SetIPAddress",
@@ -603,7 +612,7 @@ pub static CLASSES: &[ElementClass] = &[
             "Drops packets whose packet type annotation is broadcast or multicast.",
             "",
         )
-        .drops(&["broadcast"]),
+        .drops(&[DropBroadcastsReason::TEXTS]),
     },
     ElementClass {
         name: "FixIPSrc",
@@ -651,7 +660,7 @@ pub static CLASSES: &[ElementClass] = &[
             "2000::/3 0, ::/0 1",
         )
         .outputs(2)
-        .drops(&["no-ip-header", "short-ipv6", "not-ipv6", "no-route"]),
+        .drops(&[LookupIP6Reason::TEXTS]),
     },
     ElementClass {
         name: "DecIPTTL",
@@ -663,7 +672,7 @@ pub static CLASSES: &[ElementClass] = &[
             "",
         )
         .outputs(2)
-        .drops(&["ttl-expired", "no-ip-header", "bad-ip-header"]),
+        .drops(&[DecIPTTLReason::TEXTS, IpHeaderReason::TEXTS]),
     },
     ElementClass {
         name: "IPGWOptions",
@@ -675,7 +684,7 @@ pub static CLASSES: &[ElementClass] = &[
             "10.0.0.1",
         )
         .outputs(2)
-        .drops(&["bad-ip-options", "no-ip-header", "bad-ip-header"]),
+        .drops(&[IPGWOptionsReason::TEXTS, IpHeaderReason::TEXTS]),
     },
     ElementClass {
         name: "IPFragmenter",
@@ -687,18 +696,13 @@ pub static CLASSES: &[ElementClass] = &[
             "576",
         )
         .outputs(2)
-        .drops(&[
-            "fragment-df",
-            "header-exceeds-mtu",
-            "no-ip-header",
-            "bad-ip-header",
-        ]),
+        .drops(&[IPFragmenterReason::TEXTS, IpHeaderReason::TEXTS]),
     },
     ElementClass {
         name: "SetIPChecksum",
         build: |_, a, _| boxed(SetIPChecksum::configure(a)),
         doc: Doc::new("", "Recomputes the IPv4 header checksum.", "")
-            .drops(&["no-ip-header", "bad-ip-header"]),
+            .drops(&[IpHeaderReason::TEXTS]),
     },
     ElementClass {
         name: "SetTCPChecksum",
@@ -727,7 +731,7 @@ pub static CLASSES: &[ElementClass] = &[
             "Pushes an IPv4 header.",
             "4, 10.0.0.1, 10.0.0.2",
         )
-        .drops(&["too-long"]),
+        .drops(&[IPEncapReason::TEXTS]),
     },
     // Classification.
     ElementClass {
@@ -740,7 +744,7 @@ pub static CLASSES: &[ElementClass] = &[
             "12/0800, -",
         )
         .outputs(2)
-        .drops(&["no-match"]),
+        .drops(&[MatchReason::TEXTS]),
     },
     ElementClass {
         name: "IPClassifier",
@@ -751,7 +755,7 @@ pub static CLASSES: &[ElementClass] = &[
             "tcp, udp, -",
         )
         .outputs(3)
-        .drops(&["no-match"]),
+        .drops(&[MatchReason::TEXTS]),
     },
     ElementClass {
         name: "IPFilter",
@@ -762,7 +766,7 @@ pub static CLASSES: &[ElementClass] = &[
              output number.",
             "allow tcp, deny all",
         )
-        .drops(&["filter-deny", "no-match"]),
+        .drops(&[IPFilterReason::TEXTS, MatchReason::TEXTS]),
     },
     ElementClass {
         name: "PcapFilter",
@@ -773,7 +777,7 @@ pub static CLASSES: &[ElementClass] = &[
              1, or are dropped.",
             "\"tcp port 80\"",
         )
-        .drops(&["no-match"]),
+        .drops(&[MatchReason::TEXTS]),
     },
     // Stateful rewriting.
     ElementClass {
@@ -832,7 +836,7 @@ pub static CLASSES: &[ElementClass] = &[
             "10.0.0.1 1000-2000 - - 0 1",
         )
         .outputs(0)
-        .drops(&["no-input"]),
+        .drops(&[InputReason::TEXTS]),
     },
     // ARP and ICMP.
     ElementClass {
@@ -845,7 +849,7 @@ pub static CLASSES: &[ElementClass] = &[
             "10.0.0.1 00:01:02:03:04:05",
         )
         .outputs(2)
-        .drops(&["arp-answered", "not-arp-request"]),
+        .drops(&[ARPResponderReason::TEXTS]),
     },
     ElementClass {
         name: "ARPQuerier",
@@ -856,7 +860,7 @@ pub static CLASSES: &[ElementClass] = &[
              ARP replies arrive on input 1.",
             "10.0.0.1, 00:01:02:03:04:05",
         )
-        .drops(&["arp-consumed", "arp-queue-full", "arp-zero-address"]),
+        .drops(&[ARPQuerierReason::TEXTS]),
     },
     ElementClass {
         name: "ICMPError",
@@ -866,7 +870,7 @@ pub static CLASSES: &[ElementClass] = &[
             "Answers each packet with a new ICMP error of TYPE and CODE from SRC.",
             "10.0.0.1, unreachable, host",
         )
-        .drops(&["icmp-error", "icmp-error-suppressed", "bad-ip-header"]),
+        .drops(&[ICMPErrorReason::TEXTS, &[IpHeaderReason::Bad.as_str()]]),
     },
     // Network functions.
     ElementClass {
@@ -878,7 +882,7 @@ pub static CLASSES: &[ElementClass] = &[
              those drop rules match.",
             "RULES /dev/null",
         )
-        .drops(&["ids-drop"])
+        .drops(&[SnortIDSReason::TEXTS])
         .records(),
     },
     ElementClass {
@@ -890,7 +894,11 @@ pub static CLASSES: &[ElementClass] = &[
              connection tracking and backend failures.",
             "BACKEND a 10.0.1.1 02:00:00:00:01:01",
         )
-        .drops(&["no-connection", "no-backend"])
+        .drops(&[
+            MaglevReason::TEXTS,
+            &[IpHeaderReason::Bad.as_str()],
+            FlowReason::TEXTS,
+        ])
         .records(),
     },
     ElementClass {
@@ -911,7 +919,7 @@ pub static CLASSES: &[ElementClass] = &[
             "Drops packets matching any deny rule (a linear scan).",
             "deny tcp && dst port 23",
         )
-        .drops(&["blacklisted"])
+        .drops(&[BlacklistFilterReason::TEXTS])
         .records(),
     },
 ];
@@ -949,10 +957,11 @@ impl ElementClass {
         match example {
             Ok(mut e) => {
                 line(&mut s, "ports", &e.port_count().describe());
-                let drops = if d.drops.is_empty() {
+                let drops: Vec<&str> = d.drop_reasons().collect();
+                let drops = if drops.is_empty() {
                     "none".to_string()
                 } else {
-                    d.drops.join(", ")
+                    drops.join(", ")
                 };
                 line(&mut s, "drops", &drops);
                 let model = e.model().is_some();

@@ -4,8 +4,8 @@
 mod querier;
 mod responder;
 
-pub use querier::ARPQuerier;
-pub use responder::ARPResponder;
+pub use querier::{ARPQuerier, ARPQuerierReason};
+pub use responder::{ARPResponder, ARPResponderReason};
 
 use std::net::Ipv4Addr;
 use wire::arp::{self, Packet as ArpPacket};

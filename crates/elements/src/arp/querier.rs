@@ -10,6 +10,21 @@ use std::collections::{HashMap, VecDeque};
 use std::net::Ipv4Addr;
 use wire::ethernet::{ethertype, Address as EthAddr, Frame as EthernetFrame};
 
+reasons! {
+    /// Why `ARPQuerier` drops a packet.
+    pub enum ARPQuerierReason {
+        /// An ARP reply on input 1, consumed into the table.
+        Consumed => "arp-consumed",
+        /// A held packet pushed out of a full queue (CAPACITY), or of an entry removed for
+        /// the table's size.
+        QueueFull => "arp-queue-full",
+        /// A held packet of an entry that expired.
+        Timeout => "arp-timeout",
+        /// Next hop 0.0.0.0.
+        ZeroAddress => "arp-zero-address",
+    }
+}
+
 const SEC: u64 = 1_000_000_000;
 
 #[derive(Debug)]
@@ -264,13 +279,13 @@ impl ARPQuerier {
         self.age.insert(pos, ip);
     }
 
-    fn remove_entry(&mut self, ip: Ipv4Addr, reason: &'static str, cx: &mut Context) {
+    fn remove_entry(&mut self, ip: Ipv4Addr, reason: ARPQuerierReason, cx: &mut Context) {
         self.age_remove(ip);
         if let Some(e) = self.table.remove(&ip) {
             for p in e.queue {
                 self.packets -= 1;
                 self.drops += 1;
-                cx.drop(p, reason);
+                cx.drop(p, reason.into());
             }
         }
     }
@@ -290,9 +305,9 @@ impl ARPQuerier {
             self.remove_entry(
                 front,
                 if expired {
-                    "arp-timeout"
+                    ARPQuerierReason::Timeout
                 } else {
-                    "arp-queue-full"
+                    ARPQuerierReason::QueueFull
                 },
                 cx,
             );
@@ -305,7 +320,7 @@ impl ARPQuerier {
                     let Some(p) = e.queue.pop_front() else { break };
                     self.packets -= 1;
                     self.drops += 1;
-                    cx.drop(p, "arp-queue-full");
+                    cx.drop(p, ARPQuerierReason::QueueFull.into());
                 }
             }
             i += 1;
@@ -411,7 +426,7 @@ impl ARPQuerier {
         }
         if d == 0 {
             self.drops += 1;
-            cx.drop(p, "arp-zero-address");
+            cx.drop(p, ARPQuerierReason::ZeroAddress.into());
             return;
         }
         if let Some(e) = self.default_eth {
@@ -436,7 +451,7 @@ impl ARPQuerier {
         let Some(e) = self.table.get_mut(&dst) else {
             self.packets -= 1;
             self.drops += 1;
-            cx.drop(p, "arp-queue-full");
+            cx.drop(p, ARPQuerierReason::QueueFull.into());
             return;
         };
         let mut overflow = Vec::new();
@@ -455,7 +470,7 @@ impl ARPQuerier {
         for old in overflow {
             self.packets -= 1;
             self.drops += 1;
-            cx.drop(old, "arp-queue-full");
+            cx.drop(old, ARPQuerierReason::QueueFull.into());
         }
         if poll {
             self.query(&like, EthAddr::BROADCAST, dst, cx);
@@ -519,7 +534,7 @@ impl Element for ARPQuerier {
             self.handle_ip(packet, false, cx);
         } else {
             self.handle_response(&packet, cx);
-            cx.drop(packet, "arp-consumed");
+            cx.drop(packet, ARPQuerierReason::Consumed.into());
         }
         Verdict::Done
     }
@@ -584,13 +599,16 @@ impl Element for ARPQuerier {
         ));
         cases.push(
             // Dropped after the header went on, its addresses still zero.
-            Case::new(hop(FieldSet::single(0)), Outcome::Drop("arp-zero-address"))
-                .effect(Effect::EtherEncap {
-                    ethertype: 0x0800,
-                    src: [0; 6],
-                    dst: [0; 6],
-                })
-                .stat("drops"),
+            Case::new(
+                hop(FieldSet::single(0)),
+                Outcome::Drop(ARPQuerierReason::ZeroAddress.into()),
+            )
+            .effect(Effect::EtherEncap {
+                ethertype: 0x0800,
+                src: [0; 6],
+                dst: [0; 6],
+            })
+            .stat("drops"),
         );
         cases.push(match self.default_eth {
             Some(e) => Case::new(Filter::any(), Outcome::Out(0)).effect(encap(e)),

@@ -8,6 +8,16 @@ use packet::Packet;
 use std::net::Ipv4Addr;
 use wire::ethernet::Address as EthAddr;
 
+reasons! {
+    /// Why `ARPResponder` drops a packet.
+    pub enum ARPResponderReason {
+        /// An ARP request it answered (the reply is a new packet).
+        Answered => "arp-answered",
+        /// Not an ARP request for its addresses, and output 1 is not connected.
+        NotArpRequest => "not-arp-request",
+    }
+}
+
 /// `ARPResponder(IP/MASK ... ETH, ...)`: answers ARP requests for its addresses (Click 1/1-2).
 ///
 /// Each argument lists one or more IP addresses or prefixes and one Ethernet address (an
@@ -129,12 +139,12 @@ impl Element for ARPResponder {
                 let mut q = cx.new_packet(&frame, &packet.meta);
                 q.set_mac_header(0);
                 self.answered += 1;
-                cx.drop(packet, "arp-answered");
+                cx.drop(packet, ARPResponderReason::Answered.into());
                 cx.emit(0, q);
                 Verdict::Done
             }
             None if self.has_out1 => Verdict::Out(1, packet),
-            None => Verdict::Drop(packet, "not-arp-request"),
+            None => Verdict::Drop(packet, ARPResponderReason::NotArpRequest.into()),
         }
     }
 
@@ -169,7 +179,7 @@ impl Element for ARPResponder {
         let other = if self.has_out1 {
             Outcome::Out(1)
         } else {
-            Outcome::Drop("not-arp-request")
+            Outcome::Drop(ARPResponderReason::NotArpRequest.into())
         };
         Some(Model::new(vec![
             Case::new(request, Outcome::Runtime),

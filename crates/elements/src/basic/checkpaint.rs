@@ -10,6 +10,14 @@ use crate::model::{Case, Field, FieldSet, Filter, Model, Outcome};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
 
+reasons! {
+    /// Why `CheckPaint` drops a packet.
+    pub enum CheckPaintReason {
+        /// Not painted COLOR, and output 1 is not connected.
+        Mismatch => "paint-mismatch",
+    }
+}
+
 /// `CheckPaint(COLOR)`: matching paint to output 0, others to output 1 or dropped.
 #[derive(Debug, Clone)]
 pub struct CheckPaint {
@@ -45,7 +53,7 @@ impl Element for CheckPaint {
         } else if self.has_reject_output {
             Verdict::Out(1, packet)
         } else {
-            Verdict::Drop(packet, "paint-mismatch")
+            Verdict::Drop(packet, CheckPaintReason::Mismatch.into())
         }
     }
     fn model(&self) -> Option<Model> {
@@ -53,7 +61,7 @@ impl Element for CheckPaint {
         let bad = if self.has_reject_output {
             Outcome::Out(1)
         } else {
-            Outcome::Drop("paint-mismatch")
+            Outcome::Drop(CheckPaintReason::Mismatch.into())
         };
         Some(Model::new(vec![
             Case::new(good, Outcome::Out(0)),

@@ -10,6 +10,7 @@
 //! arguments and have no effect. All have ports `0/0`; a packet pushed to one anyway (a
 //! graph error) is dropped as `no-input`.
 
+use crate::reason::InputReason;
 use crate::{Args, ConfigError, Context, Element, Names, PortCount, Verdict};
 use packet::Packet;
 
@@ -51,7 +52,7 @@ impl Element for Declarative {
         PortCount::exact(0, 0)
     }
     fn push(&mut self, _port: usize, packet: Packet, _cx: &mut Context) -> Verdict {
-        Verdict::Drop(packet, "no-input")
+        Verdict::Drop(packet, InputReason::NoInput.into())
     }
 }
 

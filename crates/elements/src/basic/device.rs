@@ -26,6 +26,14 @@ use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Role, Verd
 use packet::{Packet, PacketType};
 use std::path::PathBuf;
 
+reasons! {
+    /// Why `FromDump` drops a packet.
+    pub enum FromDumpReason {
+        /// FORCE_IP is set and the frame holds no IP packet.
+        NotIp => "not-ip",
+    }
+}
+
 /// What a receiving element does to every arriving frame: MAC header at the start, packet
 /// type from the destination MAC.
 fn receive(mut p: Packet) -> Packet {
@@ -244,7 +252,7 @@ impl Element for FromDump {
                     p.set_network_header(off);
                     p.set_transport_header(off + hl);
                 }
-                None => return Verdict::Drop(p, "not-ip"),
+                None => return Verdict::Drop(p, FromDumpReason::NotIp.into()),
             }
         }
         Verdict::Out(0, p)

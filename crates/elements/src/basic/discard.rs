@@ -14,6 +14,22 @@ use crate::model::{Case, Filter, Model, Outcome};
 use crate::{Args, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
 
+reasons! {
+    /// Why `Discard` drops a packet.
+    pub enum DiscardReason {
+        /// Every packet.
+        Discard => "discard",
+    }
+}
+
+reasons! {
+    /// Why `Idle` drops a packet.
+    pub enum IdleReason {
+        /// Every packet pushed to it.
+        Idle => "idle",
+    }
+}
+
 /// `Discard`: drops every packet (reason `discard`).
 #[derive(Debug, Clone, Default)]
 pub struct Discard {
@@ -43,7 +59,7 @@ impl Element for Discard {
     }
     fn push(&mut self, _port: usize, packet: Packet, _cx: &mut Context) -> Verdict {
         self.count += 1;
-        Verdict::Drop(packet, "discard")
+        Verdict::Drop(packet, DiscardReason::Discard.into())
     }
     fn stats(&self) -> Vec<(&'static str, u64)> {
         vec![("count", self.count)]
@@ -52,7 +68,7 @@ impl Element for Discard {
     fn model(&self) -> Option<Model> {
         Some(Model::new(vec![Case::new(
             Filter::any(),
-            Outcome::Drop("discard"),
+            Outcome::Drop(DiscardReason::Discard.into()),
         )
         .stat("count")]))
     }
@@ -78,13 +94,13 @@ impl Element for Idle {
         PortCount::range(0, usize::MAX, 0, usize::MAX)
     }
     fn push(&mut self, _port: usize, packet: Packet, _cx: &mut Context) -> Verdict {
-        Verdict::Drop(packet, "idle")
+        Verdict::Drop(packet, IdleReason::Idle.into())
     }
     /// Every packet is dropped under `idle`.
     fn model(&self) -> Option<Model> {
         Some(Model::new(vec![Case::new(
             Filter::any(),
-            Outcome::Drop("idle"),
+            Outcome::Drop(IdleReason::Idle.into()),
         )]))
     }
 }

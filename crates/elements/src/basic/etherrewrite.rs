@@ -9,6 +9,7 @@
 //! `too-short` (Click would write past it).
 
 use crate::model::{Case, Effect, Field, FieldSet, Filter, Model, Outcome};
+use crate::reason::LengthReason;
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
 
@@ -48,7 +49,7 @@ impl Element for EtherRewrite {
         if packet.write_ether_addrs(&self.src, &self.dst) {
             Verdict::Out(0, packet)
         } else {
-            Verdict::Drop(packet, "too-short")
+            Verdict::Drop(packet, LengthReason::TooShort.into())
         }
     }
     /// A packet with 14 bytes or more of data leaves on output 0 with the addresses written

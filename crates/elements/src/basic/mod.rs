@@ -28,11 +28,11 @@ mod switch;
 mod tee;
 mod unstrip;
 
-pub use checkpaint::CheckPaint;
+pub use checkpaint::{CheckPaint, CheckPaintReason};
 pub use counter::Counter;
 pub use declarative::Declarative;
-pub use device::{FromDevice, FromDump, ToDevice, ToDump};
-pub use discard::{Discard, Idle};
+pub use device::{FromDevice, FromDump, FromDumpReason, ToDevice, ToDump};
+pub use discard::{Discard, DiscardReason, Idle, IdleReason};
 pub use etherencap::EtherEncap;
 pub use etherrewrite::EtherRewrite;
 pub use hashswitch::HashSwitch;
@@ -48,10 +48,6 @@ pub use strip::Strip;
 pub use switch::{StaticSwitch, Switch};
 pub use tee::Tee;
 pub use unstrip::Unstrip;
-
-/// Drop reason for packets sent to an output port that does not exist or is switched off
-/// (`PaintSwitch`, `Switch`, `StaticSwitch`, `RoundRobinSwitch` with `MAX`).
-pub const NO_OUTPUT: &str = "no-output";
 
 /// Click's `AnnoArg` for the paint elements: only the paint annotation itself is modelled, so
 /// `ANNO` is accepted when it names it (`PAINT`), and refused otherwise.

@@ -7,8 +7,9 @@
 //! the number of outputs is the number connected. Out-of-range drops are counted as
 //! `no-output`.
 
-use super::{check_paint_anno, NO_OUTPUT};
+use super::check_paint_anno;
 use crate::model::{Case, Field, FieldSet, Filter, Model, Outcome};
+use crate::reason::OutputReason;
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
 
@@ -49,7 +50,7 @@ impl Element for PaintSwitch {
         } else if paint < self.noutputs {
             Verdict::Out(paint, packet)
         } else {
-            Verdict::Drop(packet, NO_OUTPUT)
+            Verdict::Drop(packet, OutputReason::NoOutput.into())
         }
     }
     /// Paint 255 (with outputs) is copied to every output: run time. Paint `i` below the
@@ -63,7 +64,10 @@ impl Element for PaintSwitch {
         for i in 0..self.noutputs.min(0xff) {
             cases.push(Case::new(paint(i as u128), Outcome::Out(i)));
         }
-        cases.push(Case::new(Filter::any(), Outcome::Drop(NO_OUTPUT)));
+        cases.push(Case::new(
+            Filter::any(),
+            Outcome::Drop(OutputReason::NoOutput.into()),
+        ));
         Some(Model::new(cases))
     }
 }

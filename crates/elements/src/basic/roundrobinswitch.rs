@@ -6,8 +6,8 @@
 //! cycle to outputs `0..MAX`; a `MAX` beyond the connected outputs sends packets to missing
 //! outputs, which FuseBox drops as `no-output`.
 
-use super::NO_OUTPUT;
 use crate::args::parse_uint;
+use crate::reason::OutputReason;
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
 
@@ -54,7 +54,7 @@ impl Element for RoundRobinSwitch {
         if i < self.noutputs && i < self.max {
             Verdict::Out(i, packet)
         } else {
-            Verdict::Drop(packet, NO_OUTPUT)
+            Verdict::Drop(packet, OutputReason::NoOutput.into())
         }
     }
 }

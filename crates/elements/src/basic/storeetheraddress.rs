@@ -7,6 +7,7 @@
 
 use crate::args::parse_uint;
 use crate::model::{Case, Effect, Field, FieldSet, Filter, Model, Op, Outcome};
+use crate::reason::LengthReason;
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
 
@@ -63,7 +64,7 @@ impl Element for StoreEtherAddress {
         } else if self.has_reject_output {
             Verdict::Out(1, packet)
         } else {
-            Verdict::Drop(packet, "too-short")
+            Verdict::Drop(packet, LengthReason::TooShort.into())
         }
     }
     /// Frames holding OFFSET + 6 bytes get the address written (`eth_dst` at 0, `eth_src`
@@ -81,7 +82,7 @@ impl Element for StoreEtherAddress {
         let short = if self.has_reject_output {
             Outcome::Out(1)
         } else {
-            Outcome::Drop("too-short")
+            Outcome::Drop(LengthReason::TooShort.into())
         };
         Some(Model::new(vec![
             Case::new(long, Outcome::Out(0)).effect(Effect::Write(field, Op::Set(addr))),

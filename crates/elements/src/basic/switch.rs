@@ -6,8 +6,8 @@
 //! dropped"; its handlers can change K at run time, which FuseBox has no use for. Ports
 //! `1/1-` for both. Drops are counted as `no-output`.
 
-use super::NO_OUTPUT;
 use crate::model::{Case, Filter, Model, Outcome};
+use crate::reason::OutputReason;
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
 
@@ -34,7 +34,7 @@ fn output_arg(
 fn send_model(output: Option<usize>) -> Model {
     let outcome = match output {
         Some(k) => Outcome::Out(k),
-        None => Outcome::Drop(NO_OUTPUT),
+        None => Outcome::Drop(OutputReason::NoOutput.into()),
     };
     Model::new(vec![Case::new(Filter::any(), outcome)])
 }
@@ -42,7 +42,7 @@ fn send_model(output: Option<usize>) -> Model {
 fn send(output: Option<usize>, packet: Packet) -> Verdict {
     match output {
         Some(k) => Verdict::Out(k, packet),
-        None => Verdict::Drop(packet, NO_OUTPUT),
+        None => Verdict::Drop(packet, OutputReason::NoOutput.into()),
     }
 }
 

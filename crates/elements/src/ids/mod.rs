@@ -99,8 +99,16 @@ use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use wire::IpProtocol;
 
+reasons! {
+    /// Why `SnortIDS` drops a packet.
+    pub enum SnortIDSReason {
+        /// A `drop` or `sdrop` rule matched.
+        RuleDrop => "ids-drop",
+    }
+}
+
 /// Drop reason of packets a `drop` or `sdrop` rule matched.
-pub const DROP_REASON: &str = "ids-drop";
+pub const DROP_REASON: &str = SnortIDSReason::RuleDrop.as_str();
 
 const SYN: u8 = 0x02;
 const RST: u8 = 0x04;

@@ -1,6 +1,6 @@
 //! Annotation elements: `GetIPAddress`, `SetIPAddress`, `DropBroadcasts`, `FixIPSrc`.
 
-use super::{ip_header, ip_header_mut, NO_IP_HEADER};
+use super::{ip_header, ip_header_mut, IpHeaderReason};
 use crate::args::parse_uint;
 use crate::model::{
     packet_type_value, Case, Effect, Field, FieldSet, Filter, IpAnchor, Model, Op, Outcome,
@@ -9,6 +9,23 @@ use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::{Meta, Packet, PacketType};
 use std::net::Ipv4Addr;
 use wire::bytes::read_u32;
+
+reasons! {
+    /// Why `GetIPAddress` drops a packet (besides [`IpHeaderReason::Missing`] for its
+    /// `IP src` / `IP dst` forms).
+    pub enum GetIPAddressReason {
+        /// The 4 bytes at OFFSET are not all there.
+        ShortPacket => "short-packet",
+    }
+}
+
+reasons! {
+    /// Why `DropBroadcasts` drops a packet.
+    pub enum DropBroadcastsReason {
+        /// Its packet type annotation is broadcast or multicast.
+        Broadcast => "broadcast",
+    }
+}
 
 /// Checks an `ANNO` argument: FuseBox has one 4-byte address annotation, the destination IP
 /// (Click's `DST_IP`, at annotation offset 0).
@@ -80,12 +97,12 @@ impl Element for GetIPAddress {
         let a = match self.source {
             Source::Offset(o) => match read_u32(p.data(), o).map(Ipv4Addr::from) {
                 Some(a) => a,
-                None => return Verdict::Drop(p, "short-packet"),
+                None => return Verdict::Drop(p, GetIPAddressReason::ShortPacket.into()),
             },
             Source::Src | Source::Dst => match ip_header(&p) {
                 Some((ip, _)) if self.source == Source::Src => ip.src_addr(),
                 Some((ip, _)) => ip.dst_addr(),
-                None => return Verdict::Drop(p, NO_IP_HEADER),
+                None => return Verdict::Drop(p, IpHeaderReason::Missing.into()),
             },
         };
         p.meta.dst_ip = a;
@@ -102,7 +119,7 @@ impl Element for GetIPAddress {
         Some(Model {
             ip_at: IpAnchor::Data(0),
             cases: vec![
-                Case::new(short, Outcome::Drop("short-packet")),
+                Case::new(short, Outcome::Drop(GetIPAddressReason::ShortPacket.into())),
                 Case::new(Filter::any(), Outcome::Out(0)).effect(Effect::DstAnnoFromIpDst),
             ],
         })
@@ -169,7 +186,7 @@ impl Element for DropBroadcasts {
             PacketType::Broadcast | PacketType::Multicast
         ) {
             self.drops += 1;
-            Verdict::Drop(p, "broadcast")
+            Verdict::Drop(p, DropBroadcastsReason::Broadcast.into())
         } else {
             Verdict::Out(0, p)
         }
@@ -183,7 +200,7 @@ impl Element for DropBroadcasts {
         Some(Model::new(vec![
             Case::new(
                 Filter::any().with(Field::PacketType, bcast),
-                Outcome::Drop("broadcast"),
+                Outcome::Drop(DropBroadcastsReason::Broadcast.into()),
             )
             .stat("drops"),
             Case::new(Filter::any(), Outcome::Out(0)),

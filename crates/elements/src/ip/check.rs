@@ -1,7 +1,7 @@
 //! `CheckIPHeader`, `CheckIPHeader2`, `MarkIPHeader`, and `CheckTCPHeader` /
 //! `CheckUDPHeader` / `CheckICMPHeader`.
 
-use super::{bad_out, bad_outcome, ihl, ip_header, ip_list};
+use super::{bad_out, bad_outcome, ihl, ip_header, ip_list, IpHeaderReason};
 use crate::args::{parse_bool, parse_uint};
 use crate::model::{Case, Effect, Field, FieldSet, Filter, IpAnchor, Model, Outcome};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
@@ -13,15 +13,24 @@ use wire::tcp::Packet as TcpPacket;
 use wire::udp::Packet as UdpPacket;
 use wire::IpProtocol;
 
-/// Why `CheckIPHeader` rejected a packet (Click's `reason_texts`, as drop reasons).
-pub(crate) const IP_REASONS: [&str; 6] = [
-    "tiny-packet",
-    "bad-ip-version",
-    "bad-ip-header",
-    "bad-ip-length",
-    "bad-ip-checksum",
-    "bad-ip-src",
-];
+reasons! {
+    /// Why `CheckIPHeader` rejects a packet (Click's `reason_texts`, as drop reasons), in
+    /// Click's order: the order of the checks and of its `stats()` counters.
+    pub enum CheckIPReason {
+        /// Fewer than 20 bytes after OFFSET.
+        Tiny => "tiny-packet",
+        /// Version other than 4.
+        BadVersion => "bad-ip-version",
+        /// Header length below 20.
+        BadHeader => IpHeaderReason::Bad.as_str(),
+        /// Total length below the header length or beyond the bytes there.
+        BadLength => "bad-ip-length",
+        /// The header checksum does not verify.
+        BadChecksum => "bad-ip-checksum",
+        /// A source address in BADSRC, the destination not in GOODDST.
+        BadSrc => "bad-ip-src",
+    }
+}
 
 /// `CheckIPHeader([OFFSET, keywords OFFSET, INTERFACES, BADSRC, GOODDST, CHECKSUM, VERBOSE,
 /// DETAILS])` and `CheckIPHeader2` (the same without the checksum test): validates the IPv4
@@ -48,7 +57,7 @@ pub struct CheckIPHeader {
     bad_src: Vec<Ipv4Addr>,
     good_dst: Vec<Ipv4Addr>,
     has_out1: bool,
-    reasons: [u64; 6],
+    reasons: [u64; CheckIPReason::ALL.len()],
 }
 
 impl CheckIPHeader {
@@ -129,38 +138,38 @@ impl CheckIPHeader {
             bad_src,
             good_dst,
             has_out1: bcx.noutputs >= 2,
-            reasons: [0; 6],
+            reasons: [0; CheckIPReason::ALL.len()],
         })
     }
 
     /// Validates the header at `self.offset`; `Ok(total length, header length, dst)` or the
-    /// index of the reason.
-    fn validate(&self, data: &[u8]) -> Result<(usize, usize, Ipv4Addr), usize> {
+    /// reason.
+    fn validate(&self, data: &[u8]) -> Result<(usize, usize, Ipv4Addr), CheckIPReason> {
         let ip = data
             .get(self.offset..)
             .filter(|ip| ip.len() >= 20)
             .map(Ipv4Packet::new_unchecked)
-            .ok_or(0usize)?;
+            .ok_or(CheckIPReason::Tiny)?;
         // The checks in Click's order (not `Ipv4Packet::check_len`'s).
         if ip.version() != 4 {
-            return Err(1);
+            return Err(CheckIPReason::BadVersion);
         }
         let hl = ip.header_len();
         if hl < 20 {
-            return Err(2);
+            return Err(CheckIPReason::BadHeader);
         }
         let len = usize::from(ip.total_len());
         if len > ip.as_ref().len() || len < hl {
-            return Err(3);
+            return Err(CheckIPReason::BadLength);
         }
         // hl <= len <= the bytes there: the checksum covers exactly the header.
         if self.checksum && !ip.verify_checksum() {
-            return Err(4);
+            return Err(CheckIPReason::BadChecksum);
         }
         let (src, dst) = (ip.src_addr(), ip.dst_addr());
         if !self.bad_src.is_empty() && self.bad_src.contains(&src) && !self.good_dst.contains(&dst)
         {
-            return Err(5);
+            return Err(CheckIPReason::BadSrc);
         }
         Ok((len, hl, dst))
     }
@@ -183,39 +192,47 @@ impl Element for CheckIPHeader {
                 p.meta.dst_ip = dst;
                 Verdict::Out(0, p)
             }
-            Err(i) => {
-                let i = i.min(IP_REASONS.len() - 1);
-                self.reasons[i] += 1;
-                bad_out(self.has_out1, p, IP_REASONS[i])
+            Err(r) => {
+                self.reasons[r as usize] += 1;
+                bad_out(self.has_out1, p, r)
             }
         }
     }
     fn stats(&self) -> Vec<(&'static str, u64)> {
         let mut v = vec![("drops", self.reasons.iter().sum())];
-        v.extend(IP_REASONS.iter().zip(self.reasons).map(|(r, n)| (*r, n)));
+        v.extend(
+            CheckIPReason::TEXTS
+                .iter()
+                .zip(self.reasons)
+                .map(|(r, n)| (*r, n)),
+        );
         v
     }
     /// The checks of `validate` in its order, over the header at OFFSET; good packets are
     /// marked, trimmed and get their destination annotation. Opaque for OFFSET > 65535.
     fn model(&self) -> Option<Model> {
         let offset = u16::try_from(self.offset).ok()?;
-        let bad = |f: Filter, i: usize| {
-            Case::new(f, bad_outcome(self.has_out1, IP_REASONS[i]))
+        use CheckIPReason::*;
+        let bad = |f: Filter, r: CheckIPReason| {
+            Case::new(f, bad_outcome(self.has_out1, r))
                 .stat("drops")
-                .stat(IP_REASONS[i])
+                .stat(r.into())
         };
         let any = Filter::any;
         let mut cases = vec![
-            bad(any().with(Field::IpAvail, FieldSet::range(0, 19)), 0),
+            bad(any().with(Field::IpAvail, FieldSet::range(0, 19)), Tiny),
             bad(
                 any().with(Field::IpVersion, FieldSet::single(4).complement(4)),
-                1,
+                BadVersion,
             ),
-            bad(any().with(Field::IpIhl, FieldSet::range(0, 4)), 2),
-            bad(any().with(Field::IpLenOk, FieldSet::single(0)), 3),
+            bad(any().with(Field::IpIhl, FieldSet::range(0, 4)), BadHeader),
+            bad(any().with(Field::IpLenOk, FieldSet::single(0)), BadLength),
         ];
         if self.checksum {
-            cases.push(bad(any().with(Field::IpChecksumOk, FieldSet::single(0)), 4));
+            cases.push(bad(
+                any().with(Field::IpChecksumOk, FieldSet::single(0)),
+                BadChecksum,
+            ));
         }
         if !self.bad_src.is_empty() {
             let set = |v: &[Ipv4Addr]| {
@@ -228,7 +245,7 @@ impl Element for CheckIPHeader {
                 any()
                     .with(Field::IpSrc, set(&self.bad_src))
                     .with(Field::IpDst, set(&self.good_dst).complement(32)),
-                5,
+                BadSrc,
             ));
         }
         cases.push(
@@ -305,12 +322,73 @@ impl L4Kind {
             L4Kind::Icmp => "CheckICMPHeader",
         }
     }
-    fn reasons(self) -> [&'static str; 3] {
-        match self {
-            L4Kind::Tcp => ["not-tcp", "bad-tcp-length", "bad-tcp-checksum"],
-            L4Kind::Udp => ["not-udp", "bad-udp-length", "bad-udp-checksum"],
-            L4Kind::Icmp => ["not-icmp", "bad-icmp-length", "bad-icmp-checksum"],
+    /// The drop reason of `fault` for this kind.
+    #[inline]
+    fn reason(self, fault: L4Fault) -> &'static str {
+        use L4Fault::*;
+        match (self, fault) {
+            (L4Kind::Tcp, Protocol) => CheckTCPReason::NotTcp.into(),
+            (L4Kind::Tcp, Length) => CheckTCPReason::BadLength.into(),
+            (L4Kind::Tcp, Checksum) => CheckTCPReason::BadChecksum.into(),
+            (L4Kind::Udp, Protocol) => CheckUDPReason::NotUdp.into(),
+            (L4Kind::Udp, Length) => CheckUDPReason::BadLength.into(),
+            (L4Kind::Udp, Checksum) => CheckUDPReason::BadChecksum.into(),
+            (L4Kind::Icmp, Protocol) => CheckICMPReason::NotIcmp.into(),
+            (L4Kind::Icmp, Length) => CheckICMPReason::BadLength.into(),
+            (L4Kind::Icmp, Checksum) => CheckICMPReason::BadChecksum.into(),
         }
+    }
+}
+
+/// What a [`CheckL4Header`] found wrong, in the order of its `stats()` counters (one per
+/// fault, `fault as usize`); [`L4Kind::reason`] names it for the kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum L4Fault {
+    /// No network header, or another protocol.
+    Protocol,
+    /// A length check failed.
+    Length,
+    /// The checksum does not verify.
+    Checksum,
+}
+
+impl L4Fault {
+    const ALL: [L4Fault; 3] = [L4Fault::Protocol, L4Fault::Length, L4Fault::Checksum];
+}
+
+reasons! {
+    /// Why `CheckTCPHeader` rejects a packet.
+    pub enum CheckTCPReason {
+        /// No network header, or not TCP.
+        NotTcp => "not-tcp",
+        /// Data offset below 20, or the IP payload shorter than it or not all there.
+        BadLength => "bad-tcp-length",
+        /// The checksum does not verify.
+        BadChecksum => "bad-tcp-checksum",
+    }
+}
+
+reasons! {
+    /// Why `CheckUDPHeader` rejects a packet.
+    pub enum CheckUDPReason {
+        /// No network header, or not UDP.
+        NotUdp => "not-udp",
+        /// UDP length below 8 or beyond the bytes there.
+        BadLength => "bad-udp-length",
+        /// A nonzero checksum does not verify.
+        BadChecksum => "bad-udp-checksum",
+    }
+}
+
+reasons! {
+    /// Why `CheckICMPHeader` rejects a packet.
+    pub enum CheckICMPReason {
+        /// No network header, or not ICMP.
+        NotIcmp => "not-icmp",
+        /// Fewer than 8 bytes, or not Click's length for the message type.
+        BadLength => "bad-icmp-length",
+        /// The checksum does not verify.
+        BadChecksum => "bad-icmp-checksum",
     }
 }
 
@@ -329,7 +407,7 @@ impl L4Kind {
 pub struct CheckL4Header {
     kind: L4Kind,
     has_out1: bool,
-    reasons: [u64; 3],
+    reasons: [u64; L4Fault::ALL.len()],
 }
 
 impl CheckL4Header {
@@ -348,12 +426,12 @@ impl CheckL4Header {
         Ok(CheckL4Header {
             kind,
             has_out1: bcx.noutputs >= 2,
-            reasons: [0; 3],
+            reasons: [0; L4Fault::ALL.len()],
         })
     }
 
-    fn validate(&self, p: &Packet) -> Result<(), usize> {
-        let (ip, hl) = ip_header(p).ok_or(0usize)?;
+    fn validate(&self, p: &Packet) -> Result<(), L4Fault> {
+        let (ip, hl) = ip_header(p).ok_or(L4Fault::Protocol)?;
         let proto = ip.protocol();
         let want = match self.kind {
             L4Kind::Tcp => IpProtocol::TCP,
@@ -363,7 +441,7 @@ impl CheckL4Header {
         // As in Click, fragments are not special: a non-first fragment is checked like any
         // other packet (and almost always fails on length or checksum).
         if proto != want {
-            return Err(0);
+            return Err(L4Fault::Protocol);
         }
         let total = usize::from(ip.total_len());
         let (src, dst) = (ip.src_addr().octets(), ip.dst_addr().octets());
@@ -371,7 +449,7 @@ impl CheckL4Header {
         let l4 = &ip.into_inner()[hl..];
         match self.kind {
             L4Kind::Tcp | L4Kind::Icmp => {
-                let len = total.checked_sub(hl).ok_or(1usize)?;
+                let len = total.checked_sub(hl).ok_or(L4Fault::Length)?;
                 let min = if self.kind == L4Kind::Tcp {
                     // Fewer than 20 bytes there fail on the length whatever the offset says.
                     let off = if l4.len() >= 20 {
@@ -380,14 +458,14 @@ impl CheckL4Header {
                         0
                     };
                     if off < 20 {
-                        return Err(1);
+                        return Err(L4Fault::Length);
                     }
                     off
                 } else {
                     8
                 };
                 if len < min || l4.len() < len {
-                    return Err(1);
+                    return Err(L4Fault::Length);
                 }
                 if self.kind == L4Kind::Icmp {
                     // Click's per-type lengths: errors quote an IP header and 8 bytes,
@@ -400,7 +478,7 @@ impl CheckL4Header {
                         _ => true,
                     };
                     if !ok {
-                        return Err(1);
+                        return Err(L4Fault::Length);
                     }
                 }
                 let seg = &l4[..len];
@@ -410,22 +488,22 @@ impl CheckL4Header {
                     wire::checksum::data(seg) == 0
                 };
                 if !ok {
-                    return Err(2);
+                    return Err(L4Fault::Checksum);
                 }
             }
             L4Kind::Udp => {
                 if l4.len() < 8 {
-                    return Err(1);
+                    return Err(L4Fault::Length);
                 }
                 let udp = UdpPacket::new_unchecked(l4);
                 let len = usize::from(udp.len());
                 if len < 8 || l4.len() < len {
-                    return Err(1);
+                    return Err(L4Fault::Length);
                 }
                 if udp.checksum() != 0
                     && super::cksum::l4_checksum(src, dst, IpProtocol::UDP, &l4[..len]) != 0
                 {
-                    return Err(2);
+                    return Err(L4Fault::Checksum);
                 }
             }
         }
@@ -443,21 +521,19 @@ impl Element for CheckL4Header {
     fn push(&mut self, _port: usize, p: Packet, _cx: &mut Context) -> Verdict {
         match self.validate(&p) {
             Ok(()) => Verdict::Out(0, p),
-            Err(i) => {
-                let i = i.min(2);
-                self.reasons[i] += 1;
-                bad_out(self.has_out1, p, self.kind.reasons()[i])
+            Err(f) => {
+                self.reasons[f as usize] += 1;
+                bad_out(self.has_out1, p, self.kind.reason(f))
             }
         }
     }
     fn stats(&self) -> Vec<(&'static str, u64)> {
         let mut v = vec![("drops", self.reasons.iter().sum())];
         v.extend(
-            self.kind
-                .reasons()
+            L4Fault::ALL
                 .iter()
                 .zip(self.reasons)
-                .map(|(r, n)| (*r, n)),
+                .map(|(f, n)| (self.kind.reason(*f), n)),
         );
         v
     }

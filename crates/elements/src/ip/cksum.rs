@@ -11,6 +11,18 @@ use wire::tcp::Packet as TcpPacket;
 use wire::udp::Packet as UdpPacket;
 use wire::IpProtocol;
 
+reasons! {
+    /// Why `SetTCPChecksum` and `SetUDPChecksum` drop a packet (besides
+    /// [`super::IpHeaderReason`]).
+    pub enum SetL4ChecksumReason {
+        /// The IP payload (total length − IHL) is shorter than the transport header or not
+        /// all there.
+        BadIpLength => super::CheckIPReason::BadLength.as_str(),
+        /// `SetTCPChecksum` without FIXOFF: a TCP data offset below 5 or beyond the segment.
+        BadTcpHeader => "bad-tcp-header",
+    }
+}
+
 /// The Internet checksum of transport segment `seg` (checksum field included as it is)
 /// with the IPv4 pseudo header: 0 when a filled-in checksum verifies.
 pub(crate) fn l4_checksum(src: [u8; 4], dst: [u8; 4], proto: u8, seg: &[u8]) -> u16 {
@@ -42,7 +54,7 @@ impl Element for SetIPChecksum {
     fn push(&mut self, _port: usize, mut p: Packet, _cx: &mut Context) -> Verdict {
         match ip_header_mut(&mut p) {
             Ok((mut ip, _)) => ip.fill_checksum(),
-            Err(r) => return Verdict::Drop(p, r),
+            Err(r) => return Verdict::Drop(p, r.into()),
         }
         Verdict::Out(0, p)
     }
@@ -62,7 +74,7 @@ fn segment(p: &mut Packet, min: usize) -> Result<Ipv4Packet<&mut [u8]>, &'static
     let (ip, hl) = ip_header_mut(p)?;
     match usize::from(ip.total_len()).checked_sub(hl) {
         Some(plen) if plen >= min && hl + plen <= ip.as_ref().len() => Ok(ip),
-        _ => Err("bad-ip-length"),
+        _ => Err(SetL4ChecksumReason::BadIpLength.into()),
     }
 }
 
@@ -106,7 +118,7 @@ impl Element for SetTCPChecksum {
         let off = tcp.header_len();
         if off < 20 || off > tcp.as_ref().len() {
             if !fixoff {
-                return Verdict::Drop(p, "bad-tcp-header");
+                return Verdict::Drop(p, SetL4ChecksumReason::BadTcpHeader.into());
             }
             tcp.set_header_len(20);
         }

@@ -7,6 +7,14 @@ use wire::checksum::update16;
 use wire::ip::protocol;
 use wire::ipv4::Packet as Ipv4Packet;
 
+reasons! {
+    /// Why `IPEncap` drops a packet.
+    pub enum IPEncapReason {
+        /// With the 20-byte header, the packet would be longer than 65535 bytes.
+        TooLong => "too-long",
+    }
+}
+
 /// Parses an IP protocol: a number 0..=255 or a name Click knows (`tcp`, `udp`, `icmp`, …).
 fn parse_proto(s: &str) -> Result<u8, ConfigError> {
     Ok(match s.trim().to_ascii_lowercase().as_str() {
@@ -136,7 +144,7 @@ impl Element for IPEncap {
     fn push(&mut self, _port: usize, mut p: Packet, _cx: &mut Context) -> Verdict {
         let total = p.len() + 20;
         let Ok(total) = u16::try_from(total) else {
-            return Verdict::Drop(p, "too-long");
+            return Verdict::Drop(p, IPEncapReason::TooLong.into());
         };
         let mut h = self.template;
         let mut ip = Ipv4Packet::new_unchecked(&mut h[..]);

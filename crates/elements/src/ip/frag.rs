@@ -1,11 +1,22 @@
 //! `IPFragmenter`.
 
-use super::{bad_out, bad_outcome, df_flags, NO_IP_HEADER};
+use super::{bad_out, bad_outcome, df_flags, IpHeaderReason};
 use crate::args::{parse_bool, parse_uint};
 use crate::model::{Case, Effect, Field, FieldSet, Filter, Model, Outcome};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
 use wire::ipv4::Packet as Ipv4Packet;
+
+reasons! {
+    /// Why `IPFragmenter` drops a packet (besides [`IpHeaderReason`]).
+    pub enum IPFragmenterReason {
+        /// Longer than the MTU with DF set (HONOR_DF), and output 1 is not connected.
+        DontFragment => "fragment-df",
+        /// The header leaves fewer than 8 data bytes in the MTU, and output 1 is not
+        /// connected.
+        HeaderExceedsMtu => "header-exceeds-mtu",
+    }
+}
 
 const DF: u16 = 0x4000;
 const MF: u16 = 0x2000;
@@ -122,29 +133,29 @@ impl Element for IPFragmenter {
             p.network_offset_in_data(),
             p.network_header().map(<[u8]>::len),
         ) else {
-            return Verdict::Drop(p, NO_IP_HEADER);
+            return Verdict::Drop(p, IpHeaderReason::Missing.into());
         };
         if nlen <= self.mtu {
             return Verdict::Out(0, p);
         }
         // The annotation is set: only fewer than 20 bytes fail here.
         let Ok(h) = p.ipv4() else {
-            return Verdict::Drop(p, "bad-ip-header");
+            return Verdict::Drop(p, IpHeaderReason::Bad.into());
         };
         let hl = h.header_len();
         let total = usize::from(h.total_len());
         if hl < 20 || total < hl || total > nlen {
-            return Verdict::Drop(p, "bad-ip-header");
+            return Verdict::Drop(p, IpHeaderReason::Bad.into());
         }
         let ip_off = h.flags_frag_raw();
         let first_dlen = self.mtu.checked_sub(hl).map_or(0, |d| d & !7);
         if ip_off & DF != 0 && self.honor_df {
             self.drops += 1;
-            return bad_out(self.has_out1, p, "fragment-df");
+            return bad_out(self.has_out1, p, IPFragmenterReason::DontFragment);
         }
         if first_dlen < 8 {
             self.drops += 1;
-            return bad_out(self.has_out1, p, "header-exceeds-mtu");
+            return bad_out(self.has_out1, p, IPFragmenterReason::HeaderExceedsMtu);
         }
         let in_dlen = total - hl;
         if in_dlen <= first_dlen {
@@ -155,7 +166,7 @@ impl Element for IPFragmenter {
         // copy its first 20 bytes (as Click copies the modified `ip`).
         let new_id = (ip_off & DF != 0).then(|| self.next_id());
         let Ok(mut h) = p.ipv4_mut() else {
-            return Verdict::Drop(p, NO_IP_HEADER);
+            return Verdict::Drop(p, IpHeaderReason::Missing.into());
         };
         let mut off_field = ip_off;
         if let Some(id) = new_id {
@@ -169,7 +180,7 @@ impl Element for IPFragmenter {
         h.fill_checksum();
 
         let Some(h) = p.network_header() else {
-            return Verdict::Drop(p, NO_IP_HEADER);
+            return Verdict::Drop(p, IpHeaderReason::Missing.into());
         };
         let opts = copied_options(h, hl);
         let out_hl = 20 + opts.len();
@@ -232,7 +243,7 @@ impl Element for IPFragmenter {
         let mtu = self.mtu as u128;
         cases.push(Case::new(avail(1, mtu), Outcome::Out(0)));
         // From here on the packet is longer than the MTU.
-        let bad = |f: Filter| Case::new(f, Outcome::Drop("bad-ip-header"));
+        let bad = |f: Filter| Case::new(f, Outcome::Drop(IpHeaderReason::Bad.into()));
         cases.push(bad(avail(0, 19)));
         cases.push(bad(ihl(FieldSet::range(0, 4))));
         cases.push(bad(any().with(Field::IpLenOk, FieldSet::single(0))));
@@ -240,7 +251,7 @@ impl Element for IPFragmenter {
             cases.push(
                 Case::new(
                     any().with(Field::IpFlags, df_flags()),
-                    bad_outcome(self.has_out1, "fragment-df"),
+                    bad_outcome(self.has_out1, IPFragmenterReason::DontFragment),
                 )
                 .stat("drops"),
             );
@@ -251,8 +262,11 @@ impl Element for IPFragmenter {
             FieldSet::from_intervals((5..=15).filter(|&k| first_dlen(k) < 8).map(|k| (k, k)));
         if !small.is_empty() {
             cases.push(
-                Case::new(ihl(small), bad_outcome(self.has_out1, "header-exceeds-mtu"))
-                    .stat("drops"),
+                Case::new(
+                    ihl(small),
+                    bad_outcome(self.has_out1, IPFragmenterReason::HeaderExceedsMtu),
+                )
+                .stat("drops"),
             );
         }
         for k in (5..=15).filter(|&k| first_dlen(k) >= 8) {

@@ -4,6 +4,7 @@
 use crate::args::parse_uint;
 use crate::model::{Case, Effect, Field, FieldSet, Filter, Model, Op, Outcome};
 use crate::net::mask;
+use crate::reason::RouteReason;
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, RouteTable, Verdict};
 use packet::Packet;
 use std::net::Ipv4Addr;
@@ -292,12 +293,12 @@ impl Element for IPLookup {
             }
             None => {
                 self.no_route += 1;
-                Verdict::Drop(p, "no-route")
+                Verdict::Drop(p, RouteReason::NoRoute.into())
             }
         }
     }
     fn stats(&self) -> Vec<(&'static str, u64)> {
-        vec![("no-route", self.no_route)]
+        vec![(RouteReason::NoRoute.into(), self.no_route)]
     }
     /// Longest-prefix match on the destination annotation as first-match cases: routes by
     /// prefix length, longest first, and among equal prefixes the first configured (later
@@ -331,7 +332,10 @@ impl Element for IPLookup {
             }
             cases.push(c);
         }
-        cases.push(Case::new(Filter::any(), Outcome::Drop("no-route")).stat("no-route"));
+        cases.push(
+            Case::new(Filter::any(), Outcome::Drop(RouteReason::NoRoute.into()))
+                .stat(RouteReason::NoRoute.into()),
+        );
         Some(Model::new(cases))
     }
 }

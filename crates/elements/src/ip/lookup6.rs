@@ -5,7 +5,8 @@ use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
 use std::net::Ipv6Addr;
 
-use super::NO_IP_HEADER;
+use super::IpHeaderReason;
+use crate::reason::RouteReason;
 
 /// No child / no route.
 const NONE: u32 = u32::MAX;
@@ -348,12 +349,20 @@ fn parse_route6(s: &str) -> Result<Route6, ConfigError> {
     })
 }
 
-/// Drop reason: the network header annotation points at a packet whose version is not 6.
-pub const NOT_IPV6: &str = "not-ipv6";
-/// Drop reason: fewer than 40 bytes (a fixed IPv6 header) at the network header annotation.
-pub const SHORT_IPV6: &str = "short-ipv6";
-/// Drop reason: no route for the destination.
-pub const NO_ROUTE: &str = "no-route";
+reasons! {
+    /// Why `LookupIP6Route` drops a packet, in the order of its `stats()` (one counter per
+    /// reason, `reason as usize`).
+    pub enum LookupIP6Reason {
+        /// No network header annotation.
+        NoIpHeader => IpHeaderReason::Missing.as_str(),
+        /// Fewer than 40 bytes (a fixed IPv6 header) at the network header annotation.
+        ShortIpv6 => "short-ipv6",
+        /// The network header annotation points at a packet whose version is not 6.
+        NotIpv6 => "not-ipv6",
+        /// No route for the destination.
+        NoRoute => RouteReason::NoRoute.as_str(),
+    }
+}
 
 /// `LookupIP6Route(DST MASK [GW] OUT, DST/LEN [GW] OUT, ...)`: IPv6 routing table lookup.
 ///
@@ -376,11 +385,8 @@ pub struct LookupIP6Route {
     ports: Vec<usize>,
     lpm: Lpm6,
     min_out: usize,
-    drops: [u64; 4],
+    drops: [u64; LookupIP6Reason::ALL.len()],
 }
-
-/// The drop reasons in the order of [`LookupIP6Route::stats`].
-const REASONS: [&str; 4] = [NO_IP_HEADER, SHORT_IPV6, NOT_IPV6, NO_ROUTE];
 
 impl LookupIP6Route {
     /// Builds the element from its configuration; errors name the argument and what was
@@ -407,7 +413,7 @@ impl LookupIP6Route {
             ports: routes.iter().map(|r| r.port).collect(),
             min_out: routes.iter().map(|r| r.port + 1).max().unwrap_or(0),
             routes,
-            drops: [0; 4],
+            drops: [0; LookupIP6Reason::ALL.len()],
         }
     }
 
@@ -422,19 +428,20 @@ impl LookupIP6Route {
         self.routes.get(self.lpm.lookup(dst)?)
     }
 
-    /// The output for the packet, or the index of its drop reason in [`REASONS`].
+    /// The output for the packet, or its drop reason.
     #[inline]
-    fn decide(&self, p: &Packet) -> Result<usize, usize> {
-        let h = p.network_header().ok_or(0usize)?;
-        if h.first().ok_or(1usize)? >> 4 != 6 {
-            return Err(2);
+    fn decide(&self, p: &Packet) -> Result<usize, LookupIP6Reason> {
+        use LookupIP6Reason::*;
+        let h = p.network_header().ok_or(NoIpHeader)?;
+        if h.first().ok_or(ShortIpv6)? >> 4 != 6 {
+            return Err(NotIpv6);
         }
         if h.len() < wire::ipv6::HEADER_LEN {
-            return Err(1);
+            return Err(ShortIpv6);
         }
         let dst = wire::ipv6::Packet::new_unchecked(h).dst_addr();
-        let i = self.lpm.lookup_u128(u128::from(dst)).ok_or(3usize)?;
-        self.ports.get(i).copied().ok_or(3)
+        let i = self.lpm.lookup_u128(u128::from(dst)).ok_or(NoRoute)?;
+        self.ports.get(i).copied().ok_or(NoRoute)
     }
 }
 
@@ -450,13 +457,17 @@ impl Element for LookupIP6Route {
         match self.decide(&p) {
             Ok(port) => Verdict::Out(port, p),
             Err(r) => {
-                self.drops[r] += 1;
-                Verdict::Drop(p, REASONS[r])
+                self.drops[r as usize] += 1;
+                Verdict::Drop(p, r.into())
             }
         }
     }
     fn stats(&self) -> Vec<(&'static str, u64)> {
-        REASONS.iter().copied().zip(self.drops).collect()
+        LookupIP6Reason::TEXTS
+            .iter()
+            .copied()
+            .zip(self.drops)
+            .collect()
     }
 }
 
@@ -667,29 +678,29 @@ mod tests {
         assert_eq!(push(e.as_mut(), p).out[0].1.data(), &bytes[..]);
 
         let drops = |e: &mut dyn Element, p: Packet| push(e, p).drops;
-        assert_eq!(drops(e.as_mut(), v6("2001:db9::1", 0)), vec![NO_ROUTE]);
-        assert_eq!(drops(e.as_mut(), v6("::", 0)), vec![NO_ROUTE]);
+        assert_eq!(drops(e.as_mut(), v6("2001:db9::1", 0)), vec!["no-route"]);
+        assert_eq!(drops(e.as_mut(), v6("::", 0)), vec!["no-route"]);
         // IPv4 at the annotation (even a long one), a 39-byte IPv6 header, an empty one,
         // and no annotation at all.
         let v4 = udp([10, 0, 0, 1], [10, 0, 0, 2], 1, 2, &[0; 40]);
-        assert_eq!(drops(e.as_mut(), pkt(&v4)), vec![NOT_IPV6]);
+        assert_eq!(drops(e.as_mut(), pkt(&v4)), vec!["not-ipv6"]);
         let mut short = v6("2001:db8::1", 0).data().to_vec();
         short.pop();
         let mut p = Packet::from_bytes(&short);
         p.set_network_header(0);
-        assert_eq!(drops(e.as_mut(), p), vec![SHORT_IPV6]);
+        assert_eq!(drops(e.as_mut(), p), vec!["short-ipv6"]);
         let mut p = Packet::from_bytes(&short);
         p.set_network_header(short.len());
-        assert_eq!(drops(e.as_mut(), p), vec![SHORT_IPV6]);
+        assert_eq!(drops(e.as_mut(), p), vec!["short-ipv6"]);
         let p = Packet::from_bytes(v6("2001:db8::1", 0).data());
-        assert_eq!(drops(e.as_mut(), p), vec![NO_IP_HEADER]);
+        assert_eq!(drops(e.as_mut(), p), vec!["no-ip-header"]);
         assert_eq!(
             e.stats(),
             vec![
-                (NO_IP_HEADER, 1),
-                (SHORT_IPV6, 2),
-                (NOT_IPV6, 1),
-                (NO_ROUTE, 2)
+                ("no-ip-header", 1),
+                ("short-ipv6", 2),
+                ("not-ipv6", 1),
+                ("no-route", 2)
             ]
         );
     }

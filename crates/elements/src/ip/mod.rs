@@ -6,7 +6,8 @@
 //! clock, no random numbers, missing annotations) the element's documentation says how.
 //! Elements that read the IP header through the network header annotation (set by
 //! `CheckIPHeader`, `MarkIPHeader`, `IPEncap`) drop packets without one under
-//! `no-ip-header` (Click would abort on its assertion).
+//! `no-ip-header` (Click would abort on its assertion), and those whose header is not
+//! whole there under `bad-ip-header` ([`IpHeaderReason`]).
 
 mod anno;
 pub(crate) mod check;
@@ -20,25 +21,28 @@ mod print;
 pub mod tables;
 mod ttl;
 
-pub use anno::{DropBroadcasts, FixIPSrc, GetIPAddress, SetIPAddress};
-pub use check::{CheckIPHeader, CheckL4Header, L4Kind, MarkIPHeader};
-pub use cksum::{SetIPChecksum, SetTCPChecksum, SetUDPChecksum};
-pub use encap::IPEncap;
-pub use frag::IPFragmenter;
+pub use anno::{
+    DropBroadcasts, DropBroadcastsReason, FixIPSrc, GetIPAddress, GetIPAddressReason, SetIPAddress,
+};
+pub use check::{
+    CheckICMPReason, CheckIPHeader, CheckIPReason, CheckL4Header, CheckTCPReason, CheckUDPReason,
+    L4Kind, MarkIPHeader,
+};
+pub use cksum::{SetIPChecksum, SetL4ChecksumReason, SetTCPChecksum, SetUDPChecksum};
+pub use encap::{IPEncap, IPEncapReason};
+pub use frag::{IPFragmenter, IPFragmenterReason};
 pub use lookup::{IPLookup, Lpm, Route};
-pub use lookup6::{mask6, LookupIP6Route, Lpm6, Route6, NOT_IPV6, NO_ROUTE, SHORT_IPV6};
-pub use options::IPGWOptions;
+pub use lookup6::{mask6, LookupIP6Reason, LookupIP6Route, Lpm6, Route6};
+pub use options::{IPGWOptions, IPGWOptionsReason};
 pub use print::IPPrint;
-pub use ttl::DecIPTTL;
+pub use ttl::{DecIPTTL, DecIPTTLReason};
 
 use crate::model::{Case, Field, FieldSet, Filter, Outcome};
+pub use crate::reason::IpHeaderReason;
 use crate::{BuildCtx, ConfigError, Verdict};
 use packet::{HeaderError, Packet};
 use std::net::Ipv4Addr;
 use wire::ipv4::Packet as Ipv4Packet;
-
-/// Drop reason for elements that need the network header annotation and find none.
-pub const NO_IP_HEADER: &str = "no-ip-header";
 
 /// The IPv4 header length (IHL × 4) of the header starting `b`.
 pub(crate) fn ihl(b: &[u8]) -> usize {
@@ -68,33 +72,34 @@ pub(crate) fn ip_header(p: &Packet) -> Option<(Ipv4Packet<&[u8]>, usize)> {
 #[inline]
 pub(crate) fn ip_header_mut(
     p: &mut Packet,
-) -> Result<(Ipv4Packet<&mut [u8]>, usize), &'static str> {
+) -> Result<(Ipv4Packet<&mut [u8]>, usize), IpHeaderReason> {
     match p.ipv4_mut() {
         Ok(ip) if ihl_fits(&ip) => {
             let hl = ip.header_len();
             Ok((ip, hl))
         }
-        Ok(_) | Err(HeaderError::Truncated) => Err("bad-ip-header"),
-        Err(HeaderError::Missing) => Err(NO_IP_HEADER),
+        Ok(_) | Err(HeaderError::Truncated) => Err(IpHeaderReason::Bad),
+        Err(HeaderError::Missing) => Err(IpHeaderReason::Missing),
     }
 }
 
 /// Sends a bad packet to output 1 when it is connected (Click's `checked_output_push(1, p)`
 /// and the `noutputs() == 2` tests), or drops it under `reason`.
-pub(crate) fn bad_out(has_out1: bool, p: Packet, reason: &'static str) -> Verdict {
+#[inline]
+pub(crate) fn bad_out(has_out1: bool, p: Packet, reason: impl Into<&'static str>) -> Verdict {
     if has_out1 {
         Verdict::Out(1, p)
     } else {
-        Verdict::Drop(p, reason)
+        Verdict::Drop(p, reason.into())
     }
 }
 
 /// The model outcome of [`bad_out`]: output 1 when connected, else a drop under `reason`.
-pub(crate) fn bad_outcome(has_out1: bool, reason: &'static str) -> Outcome {
+pub(crate) fn bad_outcome(has_out1: bool, reason: impl Into<&'static str>) -> Outcome {
     if has_out1 {
         Outcome::Out(1)
     } else {
-        Outcome::Drop(reason)
+        Outcome::Drop(reason.into())
     }
 }
 
@@ -108,7 +113,7 @@ pub(crate) fn bad_outcome(has_out1: bool, reason: &'static str) -> Outcome {
 /// longer than the bytes there (one case per IHL) are `bad-ip-header`.
 pub(crate) fn ip_header_cases() -> Vec<Case> {
     let avail = |lo: u128, hi: u128| Filter::any().with(Field::IpAvail, FieldSet::range(lo, hi));
-    let bad = |f: Filter| Case::new(f, Outcome::Drop("bad-ip-header"));
+    let bad = |f: Filter| Case::new(f, Outcome::Drop(IpHeaderReason::Bad.into()));
     let mut cases = vec![
         Case::new(avail(0, 0), Outcome::Runtime),
         bad(avail(1, 19)),

@@ -6,6 +6,14 @@ use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
 use std::net::Ipv4Addr;
 
+reasons! {
+    /// Why `IPGWOptions` drops a packet (besides [`super::IpHeaderReason`]).
+    pub enum IPGWOptionsReason {
+        /// An erroneous Record Route or Timestamp option, and output 1 is not connected.
+        BadOptions => "bad-ip-options",
+    }
+}
+
 const EOL: u8 = 0;
 const NOP: u8 = 1;
 const RR: u8 = 7;
@@ -151,7 +159,7 @@ impl Element for IPGWOptions {
     fn push(&mut self, _port: usize, mut p: Packet, cx: &mut Context) -> Verdict {
         let (mut ip, hl) = match ip_header_mut(&mut p) {
             Ok(x) => x,
-            Err(r) => return Verdict::Drop(p, r),
+            Err(r) => return Verdict::Drop(p, r.into()),
         };
         if hl <= 20 {
             return Verdict::Out(0, p);
@@ -169,7 +177,7 @@ impl Element for IPGWOptions {
             }
             Err(_offset) => {
                 self.drops += 1;
-                bad_out(self.has_out1, p, "bad-ip-options")
+                bad_out(self.has_out1, p, IPGWOptionsReason::BadOptions)
             }
         }
     }

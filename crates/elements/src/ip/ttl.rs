@@ -1,11 +1,19 @@
 //! `DecIPTTL`.
 
-use super::{bad_out, bad_outcome, NO_IP_HEADER};
+use super::{bad_out, bad_outcome, IpHeaderReason};
 use crate::args::parse_bool;
 use crate::model::{Case, Effect, Field, FieldSet, Filter, Model, Outcome};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::{HeaderError, Packet};
 use wire::checksum;
+
+reasons! {
+    /// Why `DecIPTTL` drops a packet (besides [`IpHeaderReason`]).
+    pub enum DecIPTTLReason {
+        /// TTL 1 or 0, and output 1 is not connected.
+        Expired => "ttl-expired",
+    }
+}
 
 /// `DecIPTTL([keywords ACTIVE, MULTICAST])`: decrements the IP time-to-live of the header
 /// the network header annotation points at. 1/1-2.
@@ -54,8 +62,8 @@ impl Element for DecIPTTL {
         // Only the fixed 20 bytes are needed: the IHL is not checked (as in Click).
         let mut ip = match p.ipv4_mut() {
             Ok(ip) => ip,
-            Err(HeaderError::Missing) => return Verdict::Drop(p, NO_IP_HEADER),
-            Err(HeaderError::Truncated) => return Verdict::Drop(p, "bad-ip-header"),
+            Err(HeaderError::Missing) => return Verdict::Drop(p, IpHeaderReason::Missing.into()),
+            Err(HeaderError::Truncated) => return Verdict::Drop(p, IpHeaderReason::Bad.into()),
         };
         if !self.multicast && ip.dst_addr().is_multicast() {
             return Verdict::Out(0, p);
@@ -63,7 +71,7 @@ impl Element for DecIPTTL {
         let ttl = ip.ttl();
         if ttl <= 1 {
             self.drops += 1;
-            return bad_out(self.has_out1, p, "ttl-expired");
+            return bad_out(self.has_out1, p, DecIPTTLReason::Expired);
         }
         ip.set_ttl(ttl - 1);
         ip.set_checksum(checksum::ttl_decremented(ip.checksum()));
@@ -87,7 +95,7 @@ impl Element for DecIPTTL {
             ),
             Case::new(
                 any().with(Field::IpAvail, FieldSet::range(1, 19)),
-                Outcome::Drop("bad-ip-header"),
+                Outcome::Drop(IpHeaderReason::Bad.into()),
             ),
         ];
         if !self.multicast {
@@ -99,7 +107,7 @@ impl Element for DecIPTTL {
         cases.push(
             Case::new(
                 any().with(Field::IpTtl, FieldSet::range(0, 1)),
-                bad_outcome(self.has_out1, "ttl-expired"),
+                bad_outcome(self.has_out1, DecIPTTLReason::Expired),
             )
             .stat("drops"),
         );

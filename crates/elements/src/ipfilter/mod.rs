@@ -33,8 +33,17 @@ pub use parser::parse_pattern;
 
 use crate::args::{unquote, Args};
 use crate::model::{Case, Filter, Model, Outcome};
+use crate::reason::MatchReason;
 use crate::{BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
+
+reasons! {
+    /// Why `IPFilter` drops a packet.
+    pub enum IPFilterReason {
+        /// A `deny` (or `drop`) rule matched, or no rule did.
+        Deny => "filter-deny",
+    }
+}
 
 /// The configuration arguments as written (a leading upper-case word that `Args` took for a
 /// keyword, such as an `AddressInfo` name, is put back), unquoted.
@@ -95,7 +104,7 @@ impl Element for IPClassifier {
     fn push(&mut self, _port: usize, packet: Packet, _cx: &mut Context) -> Verdict {
         match self.classify(&packet) {
             Some(o) => Verdict::Out(o, packet),
-            None => Verdict::Drop(packet, "no-match"),
+            None => Verdict::Drop(packet, MatchReason::NoMatch.into()),
         }
     }
     fn model(&self) -> Option<Model> {
@@ -104,7 +113,7 @@ impl Element for IPClassifier {
                 .iter()
                 .enumerate()
                 .map(|(i, e)| (e, Outcome::Out(i))),
-            Outcome::Drop("no-match"),
+            Outcome::Drop(MatchReason::NoMatch.into()),
         )
     }
 }
@@ -292,7 +301,7 @@ impl Element for IPFilter {
     fn push(&mut self, _port: usize, packet: Packet, _cx: &mut Context) -> Verdict {
         match self.decide(&packet) {
             FilterAction::Output(o) => Verdict::Out(o, packet),
-            FilterAction::Drop => Verdict::Drop(packet, "filter-deny"),
+            FilterAction::Drop => Verdict::Drop(packet, IPFilterReason::Deny.into()),
         }
     }
     fn model(&self) -> Option<Model> {
@@ -300,11 +309,11 @@ impl Element for IPFilter {
             self.rules.iter().map(|(a, e)| {
                 let o = match a {
                     FilterAction::Output(n) => Outcome::Out(*n),
-                    FilterAction::Drop => Outcome::Drop("filter-deny"),
+                    FilterAction::Drop => Outcome::Drop(IPFilterReason::Deny.into()),
                 };
                 (e, o)
             }),
-            Outcome::Drop("filter-deny"),
+            Outcome::Drop(IPFilterReason::Deny.into()),
         )
     }
 }

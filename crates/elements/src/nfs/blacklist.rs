@@ -32,6 +32,14 @@ use crate::model::{Model, Outcome};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
 
+reasons! {
+    /// Why `BlacklistFilter` drops a packet.
+    pub enum BlacklistFilterReason {
+        /// A deny rule matched (also its `stats()` counter).
+        Blacklisted => "blacklisted",
+    }
+}
+
 /// `BlacklistFilter`: drops packets matching any deny rule (module docs).
 #[derive(Debug, Clone)]
 pub struct BlacklistFilter {
@@ -130,7 +138,7 @@ impl Element for BlacklistFilter {
         }
         if self.matches(&packet) {
             self.blacklisted += 1;
-            Verdict::Drop(packet, "blacklisted")
+            Verdict::Drop(packet, BlacklistFilterReason::Blacklisted.into())
         } else {
             self.passed += 1;
             Verdict::Out(0, packet)
@@ -138,12 +146,17 @@ impl Element for BlacklistFilter {
     }
 
     fn stats(&self) -> Vec<(&'static str, u64)> {
-        vec![("passed", self.passed), ("blacklisted", self.blacklisted)]
+        vec![
+            ("passed", self.passed),
+            (BlacklistFilterReason::Blacklisted.into(), self.blacklisted),
+        ]
     }
 
     fn model(&self) -> Option<Model> {
         let m = rules_model(
-            self.rules.iter().map(|e| (e, Outcome::Drop("blacklisted"))),
+            self.rules
+                .iter()
+                .map(|e| (e, Outcome::Drop(BlacklistFilterReason::Blacklisted.into()))),
             Outcome::Out(0),
         )?;
         let cases = m
@@ -151,7 +164,7 @@ impl Element for BlacklistFilter {
             .into_iter()
             .map(|c| match c.outcome {
                 Outcome::Out(_) => c.stat("passed"),
-                Outcome::Drop(_) => c.stat("blacklisted"),
+                Outcome::Drop(_) => c.stat(BlacklistFilterReason::Blacklisted.into()),
                 _ => c,
             })
             .collect();

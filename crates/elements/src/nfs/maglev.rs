@@ -58,6 +58,7 @@
 use super::{config_path, FlowKey, L4, TCP, UDP};
 use crate::args::{parse_seconds, parse_uint};
 use crate::hash::{fnv1a, splitmix64, FNV_BASIS};
+use crate::reason::{FlowReason, IpHeaderReason};
 use crate::record::{Access, ReplayView};
 use crate::rewriter::{rewrite_ipv4, FlowId};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
@@ -66,6 +67,17 @@ use space::Field;
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 use wire::ethernet::{Address, Frame as EthernetFrame};
+
+reasons! {
+    /// Why `Maglev` drops a packet (besides [`IpHeaderReason::Bad`] and the
+    /// [`FlowReason`]s: it balances TCP and UDP flows only).
+    pub enum MaglevReason {
+        /// A reply (input 1) of no live connection.
+        NoConnection => "no-connection",
+        /// No backend is up for the new flow's table slot.
+        NoBackend => "no-backend",
+    }
+}
 
 /// The lookup table's size M (a prime, as the paper requires).
 pub const TABLE_SIZE: usize = 65_537;
@@ -453,7 +465,7 @@ impl Maglev {
         }
         let b = self.table[flow_hash(key, self.seed, TABLE_SIZE)];
         if b == EMPTY {
-            return Err("no-backend");
+            return Err(MaglevReason::NoBackend.into());
         }
         Ok(self.insert(*key, b, now))
     }
@@ -538,21 +550,23 @@ pub fn parse_schedule(
 /// Reads the packet for either input: IP offset in the data and its headers, or the drop
 /// reason.
 fn classify(packet: &Packet) -> Result<(usize, L4), &'static str> {
-    let off = packet.network_offset_in_data().ok_or("bad-ip-header")?;
+    let off = packet
+        .network_offset_in_data()
+        .ok_or(IpHeaderReason::Bad.as_str())?;
     let l4 = packet
         .data()
         .get(off..)
         .and_then(L4::parse)
-        .ok_or("bad-ip-header")?;
+        .ok_or(IpHeaderReason::Bad.as_str())?;
     let proto = l4.key.protocol;
     if proto != TCP && proto != UDP {
-        return Err("not-tcp-udp");
+        return Err(FlowReason::NotTcpUdp.into());
     }
     if !l4.first_frag {
-        return Err("ip-fragment");
+        return Err(FlowReason::Fragment.into());
     }
     if l4.tlen < 8 || (proto == TCP && l4.tlen < 20) {
-        return Err("short-transport");
+        return Err(FlowReason::ShortTransport.into());
     }
     Ok((off, l4))
 }
@@ -622,11 +636,11 @@ impl Element for Maglev {
             Verdict::Out(0, packet)
         } else {
             let Some(&slot) = self.replies_of.get(&key) else {
-                return Verdict::Drop(packet, "no-connection");
+                return Verdict::Drop(packet, MaglevReason::NoConnection.into());
             };
             let Some(orig) = self.alive(slot, now).map(|c| c.key.dst) else {
                 self.remove(slot);
-                return Verdict::Drop(packet, "no-connection");
+                return Verdict::Drop(packet, MaglevReason::NoConnection.into());
             };
             self.count_reply(slot);
             let new = FlowId {

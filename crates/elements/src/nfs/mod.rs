@@ -11,8 +11,8 @@ mod blacklist;
 pub mod maglev;
 mod monitor;
 
-pub use blacklist::BlacklistFilter;
-pub use maglev::Maglev;
+pub use blacklist::{BlacklistFilter, BlacklistFilterReason};
+pub use maglev::{Maglev, MaglevReason};
 pub use monitor::Monitor;
 
 use crate::BuildCtx;

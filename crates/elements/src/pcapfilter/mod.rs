@@ -79,6 +79,7 @@ pub use parse::{parse, ExprError, MAX_NESTING, MAX_TOKENS};
 
 use crate::args::{unquote, Args};
 use crate::model::{Case, Filter, IpAnchor, Model, Outcome};
+use crate::reason::MatchReason;
 use crate::{BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
 
@@ -144,7 +145,7 @@ impl PcapFilter {
         if self.reject_output {
             Outcome::Out(1)
         } else {
-            Outcome::Drop("no-match")
+            Outcome::Drop(MatchReason::NoMatch.into())
         }
     }
 }
@@ -162,7 +163,7 @@ impl Element for PcapFilter {
         } else if self.reject_output {
             Verdict::Out(1, packet)
         } else {
-            Verdict::Drop(packet, "no-match")
+            Verdict::Drop(packet, MatchReason::NoMatch.into())
         }
     }
     /// Cases: the boxes where the expression is surely true (output 0), then those where an

@@ -137,7 +137,9 @@ impl Element for MazuNAT {
             }
             (Decision::Pass(out), _) => Verdict::Out(out, packet),
             (Decision::Drop(reason), _) => Verdict::Drop(packet, reason),
-            (Decision::Rewrite { .. }, None) => Verdict::Drop(packet, "bad-ip-header"),
+            (Decision::Rewrite { .. }, None) => {
+                Verdict::Drop(packet, crate::reason::IpHeaderReason::Bad.into())
+            }
         }
     }
 

@@ -19,6 +19,7 @@ pub use table::{
 
 use crate::args::{parse_bool, parse_seconds, parse_uint};
 use crate::capability::{FlowStep, RewriteSpec, StatefulFlow};
+use crate::reason::{FlowReason, InputReason, IpHeaderReason};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
 use wire::checksum::{update16, update16_udp, update32, update32_udp};
@@ -27,6 +28,19 @@ use wire::{tcp, udp};
 
 use wire::bytes::{read_u16, write_u16};
 use wire::ip::protocol::{TCP, UDP};
+
+reasons! {
+    /// Why a rewriter (`IPRewriter`, `TCPRewriter`, `UDPRewriter`, `MazuNAT`) drops a packet
+    /// (besides [`IpHeaderReason::Bad`] and the [`FlowReason`]s it cannot key).
+    pub enum RewriterReason {
+        /// The input's specification is `drop` (or there is none).
+        Dropped => "rewriter-drop",
+        /// The pattern has no free source port for a new flow.
+        NoFreePort => "no-free-port",
+        /// The mapping table is full.
+        TableFull => "mapping-table-full",
+    }
+}
 /// DCCP's protocol number (only rewriters name it, as Click's do).
 const DCCP: u8 = 33;
 
@@ -268,7 +282,7 @@ impl IPRewriter {
         let map_id = self.map_of(proto);
         let random = flow_random(self.seed, proto, flow);
         let (rewritten, fout, rout) = match self.specs.get(port) {
-            None | Some(InputSpec::Drop) => return Err("rewriter-drop"),
+            None | Some(InputSpec::Drop) => return Err(RewriterReason::Dropped.into()),
             Some(InputSpec::Pass(o)) => return Ok(Err(*o)),
             Some(InputSpec::Keep { foutput, routput }) => (*flow, *foutput, *routput),
             Some(InputSpec::Pattern {
@@ -280,11 +294,11 @@ impl IPRewriter {
                     .states
                     .get_mut(port)
                     .and_then(|v| v.first_mut())
-                    .ok_or("rewriter-drop")?;
+                    .ok_or(RewriterReason::Dropped.as_str())?;
                 let r = self
                     .table
                     .allocate(map_id, pattern, st, flow, random, now)
-                    .ok_or("no-free-port")?;
+                    .ok_or(RewriterReason::NoFreePort.as_str())?;
                 (r, *foutput, *routput)
             }
             Some(InputSpec::Mapper { patterns, .. }) => {
@@ -302,7 +316,7 @@ impl IPRewriter {
                         break;
                     }
                 }
-                let (i, r, fo, ro) = found.ok_or("no-free-port")?;
+                let (i, r, fo, ro) = found.ok_or(RewriterReason::NoFreePort.as_str())?;
                 if let Some(next) = self.rr_next.get_mut(port) {
                     *next = (i + 1) % n;
                 }
@@ -314,7 +328,7 @@ impl IPRewriter {
             .insert(map_id, proto, *flow, rewritten, fout, rout, port, now)
         {
             Some(idx) => Ok(Ok(idx)),
-            None => Err("mapping-table-full"),
+            None => Err(RewriterReason::TableFull.into()),
         }
     }
 }
@@ -496,23 +510,23 @@ impl IPRewriter {
         self.table.maybe_reap(now);
         let Some(i) = input else {
             self.dropped += 1;
-            return Decision::Drop("bad-ip-header");
+            return Decision::Drop(IpHeaderReason::Bad.into());
         };
-        let refuse = |me: &mut IPRewriter, reason: &'static str| match me.specs.get(port) {
+        let refuse = |me: &mut IPRewriter, reason: FlowReason| match me.specs.get(port) {
             Some(InputSpec::Pass(o)) => Decision::Pass(*o),
             _ => {
                 me.dropped += 1;
-                Decision::Drop(reason)
+                Decision::Drop(reason.into())
             }
         };
         if !self.handles(i.proto) {
-            return refuse(self, "not-tcp-udp");
+            return refuse(self, FlowReason::NotTcpUdp);
         }
         if !i.first_frag {
-            return refuse(self, "ip-fragment");
+            return refuse(self, FlowReason::Fragment);
         }
         if i.tlen < 8 || (i.proto == TCP && i.tlen < 20) {
-            return refuse(self, "short-transport");
+            return refuse(self, FlowReason::ShortTransport);
         }
         let map_id = self.map_of(i.proto);
         let (idx, dir) = match self.table.lookup(map_id, &i.flow, now) {
@@ -528,7 +542,7 @@ impl IPRewriter {
         };
         let Some(f) = self.table.flow(idx) else {
             self.dropped += 1;
-            return Decision::Drop("rewriter-drop");
+            return Decision::Drop(RewriterReason::Dropped.into());
         };
         let new = f.rewrite_for(dir);
         let out = f.output_for(dir);
@@ -544,7 +558,7 @@ impl IPRewriter {
 /// way, with no change to the rewriter but its drop count.
 #[inline]
 pub fn drop_is_per_flow(reason: &str) -> bool {
-    reason == "not-tcp-udp"
+    reason == FlowReason::NotTcpUdp.as_str()
 }
 
 impl StatefulFlow for IPRewriter {
@@ -682,7 +696,7 @@ impl Element for IPRewriter {
             }
             (Decision::Pass(out), _) => Verdict::Out(out, packet),
             (Decision::Drop(reason), _) => Verdict::Drop(packet, reason),
-            (Decision::Rewrite { .. }, None) => Verdict::Drop(packet, "bad-ip-header"),
+            (Decision::Rewrite { .. }, None) => Verdict::Drop(packet, IpHeaderReason::Bad.into()),
         }
     }
 
@@ -781,7 +795,7 @@ impl Element for RoundRobinIPMapper {
     }
 
     fn push(&mut self, _port: usize, packet: Packet, _cx: &mut Context) -> Verdict {
-        Verdict::Drop(packet, "no-input")
+        Verdict::Drop(packet, InputReason::NoInput.into())
     }
 }
 
