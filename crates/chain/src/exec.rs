@@ -65,9 +65,11 @@ use std::time::Instant;
 use wire::checksum::fold;
 
 mod classify;
+mod error;
 mod fast;
 mod flows;
 
+pub use error::{FinishError, SetupError};
 pub use fast::{FastOptions, FastStats, Initial};
 
 /// A packet crossing more links than this is dropped with reason `loop`.
@@ -311,20 +313,20 @@ struct Measures {
 }
 
 /// Builds every NF of `chain`, with `options`' defines over each NF's own.
-fn build_nfs(chain: &ChainFile, options: &RunOptions) -> Result<Vec<Nf>, String> {
+fn build_nfs(chain: &ChainFile, options: &RunOptions) -> Result<Vec<Nf>, SetupError> {
     let mut nfs = Vec::new();
     for spec in &chain.nfs {
         let mut defines = spec.defines.clone();
         defines.extend(options.defines.iter().cloned());
-        let config = click::parse_file(&spec.click, &defines).map_err(|e| e.to_string())?;
+        let config = click::parse_file(&spec.click, &defines)?;
         let base = spec.click.parent().map(PathBuf::from).unwrap_or_default();
-        nfs.push(Nf::build(&spec.name, &config, &base, spec.scoped).map_err(|e| e.to_string())?);
+        nfs.push(Nf::build(&spec.name, &config, &base, spec.scoped)?);
     }
     Ok(nfs)
 }
 
 /// Every link and entry of `chain` must name a real interface of `nfs`.
-fn check_interfaces(chain: &ChainFile, nfs: &[Nf]) -> Result<(), String> {
+fn check_interfaces(chain: &ChainFile, nfs: &[Nf]) -> Result<(), SetupError> {
     let has_iface = |e: &Endpoint| {
         nfs.iter()
             .find(|n| n.name == e.nf)
@@ -334,17 +336,21 @@ fn check_interfaces(chain: &ChainFile, nfs: &[Nf]) -> Result<(), String> {
         for e in [a, b] {
             if !has_iface(e) {
                 let n = nfs.iter().find(|n| n.name == e.nf);
-                let list = n.map(|n| n.interfaces().join(", ")).unwrap_or_default();
-                return Err(format!(
-                    "{pos}: unknown interface `{e}`: NF `{}` has interfaces [{list}] (its FromDevice/ToDevice names)",
-                    e.nf
-                ));
+                let interfaces = n.map(|n| n.interfaces()).unwrap_or_default();
+                return Err(SetupError::UnknownLinkInterface {
+                    pos: pos.clone(),
+                    endpoint: e.clone(),
+                    interfaces,
+                });
             }
         }
     }
     for (e, pos) in &chain.entries {
         if !has_iface(e) {
-            return Err(format!("{pos}: unknown interface `{e}` in entry"));
+            return Err(SetupError::UnknownEntryInterface {
+                pos: pos.clone(),
+                endpoint: e.clone(),
+            });
         }
     }
     Ok(())
@@ -393,8 +399,8 @@ fn element_kinds(
     nfs: &[Nf],
     base: &[u32],
     entries: &BTreeMap<Endpoint, (usize, usize)>,
-    sink: &mut impl FnMut(&str, Option<&PathBuf>) -> Result<ExitSink, String>,
-) -> Result<(Vec<Kind>, Vec<Exit>), String> {
+    sink: &mut impl FnMut(&str, Option<&PathBuf>) -> Result<ExitSink, PcapError>,
+) -> Result<(Vec<Kind>, Vec<Exit>), SetupError> {
     let global = |(n, e): (usize, usize)| base[n] + e as u32;
     let mut exits: Vec<Exit> = Vec::new();
     let mut kinds = Vec::new();
@@ -407,10 +413,10 @@ fn element_kinds(
                         Some(peer) => match entries.get(peer) {
                             Some(&target) => Kind::Link(global(target)),
                             None => {
-                                return Err(format!(
-                                    "link `{here}` ↔ `{peer}`: NF `{}` has no FromDevice({}) to receive packets",
-                                    peer.nf, peer.iface
-                                ))
+                                return Err(SetupError::NoReceiver {
+                                    here,
+                                    peer: peer.clone(),
+                                })
                             }
                         },
                         None => {
@@ -420,10 +426,7 @@ fn element_kinds(
                                 None => {
                                     let reflect_to = if options.reflect.contains(&here) {
                                         Some(global(*entries.get(&here).ok_or_else(|| {
-                                            format!(
-                                                "--reflect {here}: NF `{}` has no FromDevice({}) for the replies",
-                                                here.nf, here.iface
-                                            )
+                                            SetupError::ReflectNoEntry(here.clone())
                                         })?))
                                     } else {
                                         None
@@ -523,8 +526,8 @@ impl Executor {
     pub fn new(
         chain: &ChainFile,
         options: &RunOptions,
-        mut sink: impl FnMut(&str, Option<&PathBuf>) -> Result<ExitSink, String>,
-    ) -> Result<Executor, String> {
+        mut sink: impl FnMut(&str, Option<&PathBuf>) -> Result<ExitSink, PcapError>,
+    ) -> Result<Executor, SetupError> {
         let mut nfs = build_nfs(chain, options)?;
         check_interfaces(chain, &nfs)?;
         let mut base = Vec::new();
@@ -538,9 +541,7 @@ impl Executor {
         let nf_index = |name: &str| nfs.iter().position(|n| n.name == name);
         for r in &options.reflect {
             if nf_index(&r.nf).is_none() || !exits.iter().any(|x| x.name == r.to_string()) {
-                return Err(format!(
-                    "--reflect {r}: not an exit of the chain (exits are unlinked interfaces with a ToDevice)"
-                ));
+                return Err(SetupError::ReflectNotExit(r.clone()));
             }
         }
         let g = flatten(&mut nfs, &base, &kinds);
@@ -1063,11 +1064,14 @@ impl Executor {
     }
 
     /// Finishes the sinks (flushes pcap files) and returns the in-memory outputs by exit name.
-    pub fn finish(&mut self) -> Result<BTreeMap<String, Captured>, String> {
+    pub fn finish(&mut self) -> Result<BTreeMap<String, Captured>, FinishError> {
         let mut mem = BTreeMap::new();
         for x in &mut self.exits {
             match std::mem::replace(&mut x.sink, ExitSink::Count) {
-                ExitSink::Pcap(w) => w.finish().map_err(|e| format!("{}: {e}", x.name))?,
+                ExitSink::Pcap(w) => w.finish().map_err(|source| FinishError {
+                    exit: x.name.clone(),
+                    source,
+                })?,
                 ExitSink::Memory(v) => {
                     mem.insert(x.name.clone(), v);
                 }

@@ -36,6 +36,31 @@ impl fmt::Display for ChainError {
 
 impl std::error::Error for ChainError {}
 
+/// A run was given no input: says which `--input` it could take (the chain's entries).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoInputError {
+    /// The chain's declared entries (empty: any interface with a `FromDevice`).
+    pub entries: Vec<Endpoint>,
+}
+
+impl fmt::Display for NoInputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("no input: give --input NF.IFACE=FILE (entries: ")?;
+        if self.entries.is_empty() {
+            f.write_str("any interface with a FromDevice")?;
+        }
+        for (i, e) in self.entries.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{e}")?;
+        }
+        f.write_str(")")
+    }
+}
+
+impl std::error::Error for NoInputError {}
+
 /// `NF.IFACE`: an interface of an NF, as named at chain level.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Endpoint {
@@ -133,16 +158,10 @@ fn line_col(src: &str, offset: usize) -> (usize, usize) {
 
 impl ChainFile {
     /// The error for a run given no input: which `--input` it could take.
-    pub fn no_input_error(&self) -> String {
-        let entries: Vec<String> = self.entries.iter().map(|(e, _)| e.to_string()).collect();
-        format!(
-            "no input: give --input NF.IFACE=FILE (entries: {})",
-            if entries.is_empty() {
-                "any interface with a FromDevice".to_string()
-            } else {
-                entries.join(", ")
-            }
-        )
+    pub fn no_input_error(&self) -> NoInputError {
+        NoInputError {
+            entries: self.entries.iter().map(|(e, _)| e.clone()).collect(),
+        }
     }
 
     /// Reads and parses a chain file.

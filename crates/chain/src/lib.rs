@@ -14,7 +14,9 @@ pub mod program;
 pub mod reflect;
 pub mod summary;
 
-pub use exec::{Executor, ExitSink, FastOptions, FastStats, Initial, Place, RunOptions};
-pub use file::{ChainError, ChainFile, Endpoint};
+pub use exec::{
+    Executor, ExitSink, FastOptions, FastStats, FinishError, Initial, Place, RunOptions, SetupError,
+};
+pub use file::{ChainError, ChainFile, Endpoint, NoInputError};
 pub use nf::{BuildError, BuildErrorKind, Nf, PortFault};
 pub use summary::Summary;

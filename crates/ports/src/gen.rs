@@ -244,22 +244,88 @@ impl Default for GenConfig {
     }
 }
 
+/// Why a generator configuration or one of its command-line values is not valid. The
+/// messages say what was expected and what was found.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GenError {
+    /// The configuration asks for no flow.
+    #[error("expected at least 1 flow, found 0")]
+    NoFlows,
+    /// Every protocol of the mix weighs 0 (`found`: the text parsed, when there was one).
+    #[error("expected a protocol mix with a non-zero weight{}", found_suffix(.found))]
+    ZeroMix {
+        /// The mix as written, when it was parsed from text.
+        found: Option<String>,
+    },
+    /// A frame size outside `MIN_FRAME..=MAX_FRAME`.
+    #[error("expected a frame size in {MIN_FRAME}..={MAX_FRAME}, found {0}")]
+    FrameSize(u32),
+    /// A range whose low end is above its high end (`what`: `size`, `TTL`, `source port`…).
+    #[error("expected a {what} range low-high, found {lo}-{hi}")]
+    ReversedRange {
+        /// What the range bounds.
+        what: &'static str,
+        /// The low end written.
+        lo: u32,
+        /// The high end written.
+        hi: u32,
+    },
+    /// A prefix length above 32 (`which`: `source` or `destination`).
+    #[error("expected a {which} prefix length of at most 32, found {len}")]
+    PrefixLength {
+        /// Which prefix.
+        which: &'static str,
+        /// The length found.
+        len: u8,
+    },
+    /// An anomaly rate above 1 (`what`: the anomaly).
+    #[error("expected a {what} probability between 0 and 1, found {}", .rate.probability())]
+    RateAbove {
+        /// The anomaly the rate is for.
+        what: &'static str,
+        /// The rate found.
+        rate: Rate,
+    },
+    /// An empty port list (`which`: `source` or `destination`).
+    #[error("expected at least one {0} port")]
+    NoPorts(&'static str),
+    /// Text that does not parse as the value expected.
+    #[error("expected {expected}, found `{found}`")]
+    Syntax {
+        /// What the text should have been (`a TTL (0-255)`, `IP prefix`…).
+        expected: &'static str,
+        /// The text found.
+        found: String,
+    },
+}
+
+fn found_suffix(found: &Option<String>) -> String {
+    found
+        .as_ref()
+        .map_or_else(String::new, |f| format!(", found `{f}`"))
+}
+
+fn syntax(expected: &'static str, found: &str) -> GenError {
+    GenError::Syntax {
+        expected,
+        found: found.to_string(),
+    }
+}
+
 impl GenConfig {
     /// Checks the configuration, saying what is wrong with it.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), GenError> {
         if self.flows == 0 {
-            return Err("expected at least 1 flow, found 0".into());
+            return Err(GenError::NoFlows);
         }
         if self.mix.tcp == 0 && self.mix.udp == 0 && self.mix.icmp == 0 {
-            return Err("expected a protocol mix with a non-zero weight".into());
+            return Err(GenError::ZeroMix { found: None });
         }
         let check = |n: u32| {
             if (MIN_FRAME..=MAX_FRAME).contains(&n) {
                 Ok(())
             } else {
-                Err(format!(
-                    "expected a frame size in {MIN_FRAME}..={MAX_FRAME}, found {n}"
-                ))
+                Err(GenError::FrameSize(n))
             }
         };
         match self.size {
@@ -268,7 +334,11 @@ impl GenConfig {
                 check(lo)?;
                 check(hi)?;
                 if lo > hi {
-                    return Err(format!("expected a size range low-high, found {lo}-{hi}"));
+                    return Err(GenError::ReversedRange {
+                        what: "size",
+                        lo,
+                        hi,
+                    });
                 }
             }
             SizeDist::Imix => {}
@@ -278,16 +348,20 @@ impl GenConfig {
             ("destination", self.dst_prefix),
         ] {
             if p.1 > 32 {
-                return Err(format!(
-                    "expected a {what} prefix length of at most 32, found {}",
-                    p.1
-                ));
+                return Err(GenError::PrefixLength {
+                    which: what,
+                    len: p.1,
+                });
             }
         }
         let a = &self.anomalies;
         if let Some((lo, hi)) = a.ttl_range {
             if lo > hi {
-                return Err(format!("expected a TTL range low-high, found {lo}-{hi}"));
+                return Err(GenError::ReversedRange {
+                    what: "TTL",
+                    lo: u32::from(lo),
+                    hi: u32::from(hi),
+                });
             }
         }
         for (what, r) in [
@@ -297,25 +371,22 @@ impl GenConfig {
             ("truncated", a.truncated),
         ] {
             if r > Rate::ALWAYS {
-                return Err(format!(
-                    "expected a {what} probability between 0 and 1, found {}",
-                    r.probability()
-                ));
+                return Err(GenError::RateAbove { what, rate: r });
             }
         }
-        for (what, p) in [
-            ("source", &self.src_ports),
-            ("destination", &self.dst_ports),
+        for (what, range, p) in [
+            ("source", "source port", &self.src_ports),
+            ("destination", "destination port", &self.dst_ports),
         ] {
             match p {
                 PortSpec::Range(lo, hi) if lo > hi => {
-                    return Err(format!(
-                        "expected a {what} port range low-high, found {lo}-{hi}"
-                    ))
+                    return Err(GenError::ReversedRange {
+                        what: range,
+                        lo: u32::from(*lo),
+                        hi: u32::from(*hi),
+                    })
                 }
-                PortSpec::List(l) if l.is_empty() => {
-                    return Err(format!("expected at least one {what} port"))
-                }
+                PortSpec::List(l) if l.is_empty() => return Err(GenError::NoPorts(what)),
                 _ => {}
             }
         }
@@ -899,19 +970,19 @@ impl Iterator for Generator {
 }
 
 /// Parses a size distribution: `64` (fixed), `uniform:64-1500` or `imix`.
-pub fn parse_size(s: &str) -> Result<SizeDist, String> {
+pub fn parse_size(s: &str) -> Result<SizeDist, GenError> {
     let s = s.trim();
     let num = |t: &str| {
         t.trim()
             .parse::<u32>()
-            .map_err(|_| format!("expected a frame size in bytes, found `{t}`"))
+            .map_err(|_| syntax("a frame size in bytes", t))
     };
     let dist = if s.eq_ignore_ascii_case("imix") {
         SizeDist::Imix
     } else if let Some(r) = s.strip_prefix("uniform:") {
         let (lo, hi) = r
             .split_once('-')
-            .ok_or_else(|| format!("expected uniform:LOW-HIGH, found `{s}`"))?;
+            .ok_or_else(|| syntax("uniform:LOW-HIGH", s))?;
         SizeDist::Uniform(num(lo)?, num(hi)?)
     } else {
         SizeDist::Fixed(num(s)?)
@@ -925,7 +996,7 @@ pub fn parse_size(s: &str) -> Result<SizeDist, String> {
 }
 
 /// Parses protocol weights such as `tcp=1,udp=1,icmp=0` (protocols left out weigh 0).
-pub fn parse_mix(s: &str) -> Result<Mix, String> {
+pub fn parse_mix(s: &str) -> Result<Mix, GenError> {
     let mut mix = Mix {
         tcp: 0,
         udp: 0,
@@ -934,53 +1005,53 @@ pub fn parse_mix(s: &str) -> Result<Mix, String> {
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let (k, v) = part
             .split_once('=')
-            .ok_or_else(|| format!("expected PROTOCOL=WEIGHT, found `{part}`"))?;
+            .ok_or_else(|| syntax("PROTOCOL=WEIGHT", part))?;
         let w: u32 = v
             .trim()
             .parse()
-            .map_err(|_| format!("expected a weight (integer), found `{}`", v.trim()))?;
+            .map_err(|_| syntax("a weight (integer)", v.trim()))?;
         match k.trim().to_ascii_lowercase().as_str() {
             "tcp" => mix.tcp = w,
             "udp" => mix.udp = w,
             "icmp" => mix.icmp = w,
-            other => return Err(format!("expected tcp, udp or icmp, found `{other}`")),
+            other => return Err(syntax("tcp, udp or icmp", other)),
         }
     }
     if mix.tcp == 0 && mix.udp == 0 && mix.icmp == 0 {
-        return Err(format!(
-            "expected a protocol mix with a non-zero weight, found `{s}`"
-        ));
+        return Err(GenError::ZeroMix {
+            found: Some(s.to_string()),
+        });
     }
     Ok(mix)
 }
 
 /// Parses an IPv4 prefix `A.B.C.D/LEN` (a bare address is a /32).
-pub fn parse_prefix(s: &str) -> Result<(Ipv4Addr, u8), String> {
+pub fn parse_prefix(s: &str) -> Result<(Ipv4Addr, u8), GenError> {
     let s = s.trim();
     let (a, l) = s.split_once('/').unwrap_or((s, "32"));
     let addr: Ipv4Addr = a
         .parse()
-        .map_err(|_| format!("expected IP prefix, found `{s}`"))?;
+        .map_err(|_| syntax("IP prefix", s))?;
     let len: u8 = l
         .parse()
         .ok()
         .filter(|l| *l <= 32)
-        .ok_or_else(|| format!("expected IP prefix length 0-32, found `{l}`"))?;
+        .ok_or_else(|| syntax("IP prefix length 0-32", l))?;
     Ok((addr, len))
 }
 
 /// Parses ports: a range `1024-65535`, a list `80,443,1234` or a single port `80`.
-pub fn parse_ports(s: &str) -> Result<PortSpec, String> {
+pub fn parse_ports(s: &str) -> Result<PortSpec, GenError> {
     let s = s.trim();
     let port = |t: &str| {
         t.trim()
             .parse::<u16>()
-            .map_err(|_| format!("expected a port number (0-65535), found `{}`", t.trim()))
+            .map_err(|_| syntax("a port number (0-65535)", t.trim()))
     };
     if let Some((lo, hi)) = s.split_once('-') {
         let (lo, hi) = (port(lo)?, port(hi)?);
         if lo > hi {
-            return Err(format!("expected a port range LOW-HIGH, found `{s}`"));
+            return Err(syntax("a port range LOW-HIGH", s));
         }
         return Ok(PortSpec::Range(lo, hi));
     }
@@ -989,18 +1060,18 @@ pub fn parse_ports(s: &str) -> Result<PortSpec, String> {
 }
 
 /// Parses a TTL: one value `64` or a range `1-12` drawn from per packet.
-pub fn parse_ttl(s: &str) -> Result<TtlSpec, String> {
+pub fn parse_ttl(s: &str) -> Result<TtlSpec, GenError> {
     let s = s.trim();
     let ttl = |t: &str| {
         t.trim()
             .parse::<u8>()
-            .map_err(|_| format!("expected a TTL (0-255), found `{}`", t.trim()))
+            .map_err(|_| syntax("a TTL (0-255)", t.trim()))
     };
     match s.split_once('-') {
         Some((lo, hi)) => {
             let (lo, hi) = (ttl(lo)?, ttl(hi)?);
             if lo > hi {
-                return Err(format!("expected a TTL range LOW-HIGH, found `{s}`"));
+                return Err(syntax("a TTL range LOW-HIGH", s));
             }
             Ok(TtlSpec::Range(lo, hi))
         }
@@ -1009,7 +1080,7 @@ pub fn parse_ttl(s: &str) -> Result<TtlSpec, String> {
 }
 
 /// Parses a per-packet probability: `0.01`, `1%` or `0` (at most 1, i.e. 100 %).
-pub fn parse_rate(s: &str) -> Result<Rate, String> {
+pub fn parse_rate(s: &str) -> Result<Rate, GenError> {
     let t = s.trim();
     let (num, scale) = match t.strip_suffix('%') {
         Some(n) => (n.trim(), 100.0),
@@ -1020,18 +1091,16 @@ pub fn parse_rate(s: &str) -> Result<Rate, String> {
         .ok()
         .filter(|p| p.is_finite())
         .map(|p| p / scale)
-        .ok_or_else(|| format!("expected a probability such as 0.01 or 1%, found `{t}`"))?;
+        .ok_or_else(|| syntax("a probability such as 0.01 or 1%", t))?;
     if !(0.0..=1.0).contains(&p) {
-        return Err(format!(
-            "expected a probability between 0 and 1, found `{t}`"
-        ));
+        return Err(syntax("a probability between 0 and 1", t));
     }
     Ok(Rate::from_probability(p))
 }
 
 /// Parses a MAC address `02:00:00:00:00:01` (or with `-` separators).
-pub fn parse_mac(s: &str) -> Result<Address, String> {
+pub fn parse_mac(s: &str) -> Result<Address, GenError> {
     s.trim()
         .parse::<Address>()
-        .map_err(|_| format!("expected Ethernet address, found `{}`", s.trim()))
+        .map_err(|_| syntax("Ethernet address", s.trim()))
 }

@@ -18,6 +18,10 @@
 use packet::{Precision, Timestamp};
 use pcap_parser::pcapng::{Block, OptionCode};
 use pcap_parser::traits::PcapReaderIterator;
+// The parser's own error type: named `ParserError` here so that it is never confused with
+// this module's `PcapError` (which wraps it, as `Corruption::BadHeader`, when the file
+// header does not parse).
+use pcap_parser::PcapError as ParserError;
 use pcap_parser::{LegacyPcapReader, PcapBlockOwned, PcapNGReader};
 use std::fmt;
 use std::fs::File;
@@ -99,15 +103,78 @@ pub enum PcapError {
         /// Byte offset of the corrupt record or block.
         offset: u64,
         /// What is wrong.
-        what: String,
+        what: Corruption,
     },
-    /// The capture's link type is not one the caller can handle.
+    /// The capture's link type is not Ethernet ([`PcapReader::open_ethernet`]).
     UnsupportedLinktype {
         /// The file.
         path: PathBuf,
         /// The link type found.
         linktype: u32,
     },
+}
+
+/// What is wrong in a corrupt capture (the `what` of [`PcapError::Corrupt`]).
+#[derive(Debug, thiserror::Error)]
+pub enum Corruption {
+    /// The pcap-parser crate could not parse the file header.
+    #[error("bad file header ({0:?})")]
+    BadHeader(#[source] ParserError<&'static [u8]>),
+    /// A classic pcap header with a version other than 2.0 to 2.4.
+    #[error("unsupported pcap version {major}.{minor}")]
+    PcapVersion {
+        /// Major version found.
+        major: u16,
+        /// Minor version found.
+        minor: u16,
+    },
+    /// A pcapng section header with a version other than 1.0 or 1.2.
+    #[error("unsupported pcapng version {major}.{minor}")]
+    PcapngVersion {
+        /// Major version found.
+        major: u16,
+        /// Minor version found.
+        minor: u16,
+    },
+    /// A classic pcap record longer than the file's snaplen allows.
+    #[error("captured length {caplen} exceeds {max}")]
+    Caplen {
+        /// Captured length of the record.
+        caplen: u32,
+        /// Largest length accepted.
+        max: u32,
+    },
+    /// A block whose header the parser does not recognize.
+    #[error("block header not recognized")]
+    BlockHeader,
+    /// A block the parser cannot read (`kind`: what the parser stopped on).
+    #[error("unparsable block ({})", .kind.description())]
+    Unparsable {
+        /// What the parser stopped on.
+        kind: pcap_parser::nom::error::ErrorKind,
+    },
+    /// A record or block longer than [`MAX_RECORD_LEN`].
+    #[error("record or block longer than {MAX_RECORD_LEN} bytes")]
+    TooLong,
+    /// An interface description with an `if_tsresol` no timestamp unit can be made of.
+    #[error("interface {interface} has an invalid if_tsresol {tsresol:#04x}")]
+    Tsresol {
+        /// Index of the interface in its section.
+        interface: usize,
+        /// The option's value.
+        tsresol: u8,
+    },
+    /// An enhanced packet block naming an interface not described before it.
+    #[error("packet on interface {interface} but only {described} described")]
+    UnknownInterface {
+        /// Interface the packet names.
+        interface: u32,
+        /// Interfaces described in the section so far.
+        described: usize,
+    },
+    /// A simple packet block before any interface description block.
+    #[error("simple packet block before any interface description")]
+    NoInterface,
 }
 
 impl PcapError {
@@ -186,7 +253,7 @@ impl fmt::Display for PcapError {
                 plural(*records_read)
             ),
             PcapError::UnsupportedLinktype { linktype, .. } => {
-                write!(f, "{p}: unsupported link type {linktype}")
+                write!(f, "{p}: link type {linktype} is not Ethernet ({DLT_EN10MB})")
             }
         }
     }
@@ -260,7 +327,7 @@ enum Step {
 
 /// What to do after the parser answered (owned, so the parser's buffer can be touched).
 enum Action {
-    Consume(usize, Result<Option<Record>, String>),
+    Consume(usize, Result<Option<Record>, Corruption>),
     Refill,
     Grow,
     Stop(Step),
@@ -311,6 +378,19 @@ fn read_prefix(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
 }
 
 impl PcapReader {
+    /// [`PcapReader::open`] for a capture that must be Ethernet ([`DLT_EN10MB`]), as
+    /// every input of a chain is: any other link type is [`PcapError::UnsupportedLinktype`].
+    pub fn open_ethernet(path: &Path) -> Result<PcapReader, PcapError> {
+        let r = PcapReader::open(path)?;
+        if r.linktype() != DLT_EN10MB {
+            return Err(PcapError::UnsupportedLinktype {
+                path: path.to_path_buf(),
+                linktype: r.linktype(),
+            });
+        }
+        Ok(r)
+    }
+
     /// Opens a pcap or pcapng file and reads its header (for pcapng, up to the first
     /// interface description, so [`PcapReader::linktype`] is known before any packet).
     pub fn open(path: &Path) -> Result<PcapReader, PcapError> {
@@ -342,16 +422,16 @@ impl PcapReader {
         }
         // Rewind: the parser reads the header again.
         let file = File::open(path).map_err(|e| io_err(path, e))?;
-        let map_open_err = |e: pcap_parser::PcapError<&[u8]>| match e {
-            pcap_parser::PcapError::Incomplete(_)
-            | pcap_parser::PcapError::UnexpectedEof
-            | pcap_parser::PcapError::Eof => truncated_header(),
-            pcap_parser::PcapError::ReadError => io_err(path, std::io::Error::other("read error")),
+        let map_open_err = |e: ParserError<&[u8]>| match e {
+            ParserError::Incomplete(_) | ParserError::UnexpectedEof | ParserError::Eof => {
+                truncated_header()
+            }
+            ParserError::ReadError => io_err(path, std::io::Error::other("read error")),
             other => PcapError::Corrupt {
                 path: path.to_path_buf(),
                 records_read: 0,
                 offset: 0,
-                what: format!("bad file header ({other:?})"),
+                what: Corruption::BadHeader(other.to_owned_vec()),
             },
         };
         let (inner, format): (Box<dyn PcapReaderIterator + Send>, Format) = if is_ng {
@@ -391,7 +471,7 @@ impl PcapReader {
                     path: path.to_path_buf(),
                     records_read: 0,
                     offset: 0,
-                    what: format!("unsupported pcap version {major}.{minor}"),
+                    what: Corruption::PcapVersion { major, minor },
                 });
             }
             let snaplen = word(16);
@@ -503,7 +583,7 @@ impl PcapReader {
         }
     }
 
-    fn corrupt(&self, what: String) -> PcapError {
+    fn corrupt(&self, what: Corruption) -> PcapError {
         PcapError::Corrupt {
             path: self.path.clone(),
             records_read: self.records,
@@ -534,7 +614,12 @@ impl PcapReader {
             u32::from_le_bytes(b)
         };
         (caplen > max_caplen)
-            .then(|| self.corrupt(format!("captured length {caplen} exceeds {max_caplen}")))
+            .then(|| {
+                self.corrupt(Corruption::Caplen {
+                    caplen,
+                    max: max_caplen,
+                })
+            })
     }
 
     /// Reads one block (refilling or growing the buffer as needed).
@@ -551,26 +636,26 @@ impl PcapReader {
                     }
                     Action::Consume(len, step)
                 }
-                Err(pcap_parser::PcapError::Eof) => Action::Stop(Step::Eof),
-                Err(pcap_parser::PcapError::Incomplete(_)) => Action::Refill,
-                Err(pcap_parser::PcapError::BufferTooSmall) => Action::Grow,
-                Err(pcap_parser::PcapError::UnexpectedEof) => {
+                Err(ParserError::Eof) => Action::Stop(Step::Eof),
+                Err(ParserError::Incomplete(_)) => Action::Refill,
+                Err(ParserError::BufferTooSmall) => Action::Grow,
+                Err(ParserError::UnexpectedEof) => {
                     Action::Stop(Step::Err(PcapError::Truncated {
                         path: self.path.clone(),
                         records_read: self.records,
                         offset: self.inner.consumed() as u64,
                     }))
                 }
-                Err(pcap_parser::PcapError::ReadError) => Action::Stop(Step::Err(io_err(
+                Err(ParserError::ReadError) => Action::Stop(Step::Err(io_err(
                     &self.path,
                     std::io::Error::other("read error"),
                 ))),
-                Err(pcap_parser::PcapError::HeaderNotRecognized) => Action::Stop(Step::Err(
-                    self.corrupt("block header not recognized".into()),
+                Err(ParserError::HeaderNotRecognized) => Action::Stop(Step::Err(
+                    self.corrupt(Corruption::BlockHeader),
                 )),
-                Err(pcap_parser::PcapError::NomError(_, kind))
-                | Err(pcap_parser::PcapError::OwnedNomError(_, kind)) => Action::Stop(Step::Err(
-                    self.corrupt(format!("unparsable block ({})", kind.description())),
+                Err(ParserError::NomError(_, kind))
+                | Err(ParserError::OwnedNomError(_, kind)) => Action::Stop(Step::Err(
+                    self.corrupt(Corruption::Unparsable { kind }),
                 )),
             };
             match action {
@@ -593,9 +678,7 @@ impl PcapReader {
                 Action::Grow => {
                     let want = self.capacity.saturating_mul(2);
                     if want > MAX_RECORD_LEN + BUFFER_SIZE || !self.inner.grow(want) {
-                        return Step::Err(self.corrupt(format!(
-                            "record or block longer than {MAX_RECORD_LEN} bytes"
-                        )));
+                        return Step::Err(self.corrupt(Corruption::TooLong));
                     }
                     self.capacity = want;
                 }
@@ -610,7 +693,7 @@ impl PcapReader {
 fn convert_block(
     format: &mut Format,
     block: PcapBlockOwned<'_>,
-) -> (Result<Option<Record>, String>, Option<u32>) {
+) -> (Result<Option<Record>, Corruption>, Option<u32>) {
     match (format, block) {
         (Format::Legacy { nano, linktype, .. }, PcapBlockOwned::Legacy(b)) => {
             let frac = u64::from(b.ts_usec);
@@ -644,10 +727,7 @@ fn convert_block(
                 // As libpcap: pcapng 1.0 (and the 1.2 some writers used) only.
                 let (major, minor) = (shb.major_version, shb.minor_version);
                 if major != 1 || !(minor == 0 || minor == 2) {
-                    return (
-                        Err(format!("unsupported pcapng version {major}.{minor}")),
-                        None,
-                    );
+                    return (Err(Corruption::PcapngVersion { major, minor }), None);
                 }
                 // Interface ids are local to a section.
                 interfaces.clear();
@@ -657,11 +737,10 @@ fn convert_block(
             Block::InterfaceDescription(idb) => {
                 let Some(units_per_sec) = idb.ts_resolution() else {
                     return (
-                        Err(format!(
-                            "interface {} has an invalid if_tsresol {:#04x}",
-                            interfaces.len(),
-                            idb.if_tsresol
-                        )),
+                        Err(Corruption::Tsresol {
+                            interface: interfaces.len(),
+                            tsresol: idb.if_tsresol,
+                        }),
                         None,
                     );
                 };
@@ -691,11 +770,10 @@ fn convert_block(
             Block::EnhancedPacket(epb) => {
                 let Some(iface) = interfaces.get(epb.if_id as usize) else {
                     return (
-                        Err(format!(
-                            "packet on interface {} but only {} described",
-                            epb.if_id,
-                            interfaces.len()
-                        )),
+                        Err(Corruption::UnknownInterface {
+                            interface: epb.if_id,
+                            described: interfaces.len(),
+                        }),
                         None,
                     );
                 };
@@ -712,7 +790,7 @@ fn convert_block(
             Block::SimplePacket(spb) => {
                 let Some(iface) = interfaces.first() else {
                     return (
-                        Err("simple packet block before any interface description".into()),
+                        Err(Corruption::NoInterface),
                         None,
                     );
                 };

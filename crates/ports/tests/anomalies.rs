@@ -4,7 +4,8 @@
 
 use packet::Precision;
 use ports::gen::{
-    generate, parse_rate, parse_ttl, Anomalies, GenConfig, Mix, Rate, SizeDist, TtlSpec,
+    generate, parse_rate, parse_ttl, Anomalies, GenConfig, GenError, Mix, Rate, SizeDist,
+    TtlSpec,
 };
 use ports::pcap::{PcapWriter, DLT_EN10MB};
 use wire::{arp, ethernet, icmpv4, ipv4, tcp, udp};
@@ -373,7 +374,10 @@ fn options_fit_small_and_large_frames() {
 fn parse_ttl_and_rates() {
     assert_eq!(parse_ttl("64"), Ok(TtlSpec::Fixed(64)));
     assert_eq!(parse_ttl(" 1-12 "), Ok(TtlSpec::Range(1, 12)));
-    assert!(parse_ttl("12-1").unwrap_err().contains("LOW-HIGH"));
+    assert_eq!(
+        parse_ttl("12-1").unwrap_err().to_string(),
+        "expected a TTL range LOW-HIGH, found `12-1`"
+    );
     assert!(parse_ttl("300").is_err());
     assert!(parse_ttl("a-b").is_err());
     assert_eq!(parse_rate("0.01"), Ok(Rate(10_000)));
@@ -392,7 +396,18 @@ fn parse_ttl_and_rates() {
         },
         ..GenConfig::default()
     };
-    assert!(bad.validate().unwrap_err().contains("TTL range"));
+    assert_eq!(
+        bad.validate(),
+        Err(GenError::ReversedRange {
+            what: "TTL",
+            lo: 9,
+            hi: 3
+        })
+    );
+    assert_eq!(
+        bad.validate().unwrap_err().to_string(),
+        "expected a TTL range low-high, found 9-3"
+    );
     let bad = GenConfig {
         anomalies: Anomalies {
             arp: Rate(2_000_000),
@@ -400,7 +415,17 @@ fn parse_ttl_and_rates() {
         },
         ..GenConfig::default()
     };
-    assert!(bad.validate().unwrap_err().contains("ARP"));
+    assert_eq!(
+        bad.validate(),
+        Err(GenError::RateAbove {
+            what: "ARP",
+            rate: Rate(2_000_000)
+        })
+    );
+    assert_eq!(
+        bad.validate().unwrap_err().to_string(),
+        "expected a ARP probability between 0 and 1, found 2"
+    );
 }
 
 /// tcpdump reads the anomalies as asked: bad checksums, options, ARP, truncated IP.

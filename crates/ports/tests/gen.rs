@@ -2,8 +2,8 @@
 
 use packet::{FlowKey, Precision};
 use ports::gen::{
-    generate, parse_mac, parse_mix, parse_ports, parse_prefix, parse_size, GenConfig, Mix,
-    PortSpec, SizeDist,
+    generate, parse_mac, parse_mix, parse_ports, parse_prefix, parse_size, GenConfig, GenError,
+    Mix, PortSpec, SizeDist,
 };
 use ports::pcap::{PcapWriter, DLT_EN10MB};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -287,10 +287,17 @@ fn parse_helpers() {
         Ok(SizeDist::Uniform(64, 1500))
     );
     assert_eq!(parse_size("IMIX"), Ok(SizeDist::Imix));
-    assert!(parse_size("60").unwrap_err().contains("frame size"));
+    assert_eq!(parse_size("60"), Err(GenError::FrameSize(60)));
+    assert_eq!(
+        parse_size("60").unwrap_err().to_string(),
+        "expected a frame size in 64..=9018, found 60"
+    );
     assert!(parse_size("uniform:1500-64").is_err());
     assert!(parse_size("uniform:64").is_err());
-    assert!(parse_size("big").unwrap_err().contains("`big`"));
+    assert_eq!(
+        parse_size("big").unwrap_err().to_string(),
+        "expected a frame size in bytes, found `big`"
+    );
 
     assert_eq!(
         parse_mix("tcp=1,udp=1,icmp=0"),
@@ -308,8 +315,14 @@ fn parse_helpers() {
             icmp: 3
         })
     );
-    assert!(parse_mix("tcp=0").is_err());
-    assert!(parse_mix("sctp=1").unwrap_err().contains("sctp"));
+    assert_eq!(
+        parse_mix("tcp=0").unwrap_err().to_string(),
+        "expected a protocol mix with a non-zero weight, found `tcp=0`"
+    );
+    assert!(matches!(
+        parse_mix("sctp=1"),
+        Err(GenError::Syntax { found, .. }) if found == "sctp"
+    ));
     assert!(parse_mix("tcp").is_err());
     assert!(parse_mix("tcp=x").is_err());
 
@@ -321,9 +334,10 @@ fn parse_helpers() {
         parse_prefix("10.0.0.1"),
         Ok((Ipv4Addr::new(10, 0, 0, 1), 32))
     );
-    assert!(parse_prefix("10.0.0/8")
-        .unwrap_err()
-        .contains("expected IP prefix"));
+    assert_eq!(
+        parse_prefix("10.0.0/8").unwrap_err().to_string(),
+        "expected IP prefix, found `10.0.0/8`"
+    );
     assert!(parse_prefix("10.0.0.0/33").is_err());
 
     assert_eq!(parse_ports("1024-65535"), Ok(PortSpec::Range(1024, 65535)));
@@ -371,8 +385,15 @@ fn validate_reports_bad_settings() {
             ..GenConfig::default()
         },
     ];
-    for cfg in bad {
-        assert!(cfg.validate().is_err(), "{cfg:?}");
+    let expected = [
+        "expected at least 1 flow, found 0",
+        "expected a protocol mix with a non-zero weight",
+        "expected a frame size in 64..=9018, found 20",
+        "expected a source prefix length of at most 32, found 40",
+        "expected at least one destination port",
+    ];
+    for (cfg, want) in bad.into_iter().zip(expected) {
+        assert_eq!(cfg.validate().map_err(|e| e.to_string()), Err(want.into()));
         // generate() still never panics on them.
         let n = generate(&GenConfig { packets: 20, ..cfg }).count();
         assert_eq!(n, 20);

@@ -13,7 +13,7 @@ pub mod show;
 mod walk;
 
 use chain::Executor;
-pub use mode::Mode;
+pub use mode::{Mode, UnknownMode};
 pub use walk::{synthesize, ClassReport, Synthesis};
 
 /// What synthesis made of a chain (for `fusebox synth` and `explain`).

@@ -62,16 +62,19 @@ impl From<bool> for Mode {
     }
 }
 
+/// A mode name that is none of [`Mode::ALL`]'s (the text given).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown mode `{0}`: expected naive, synth or fastpath")]
+pub struct UnknownMode(pub String);
+
 impl FromStr for Mode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Mode, String> {
+    type Err = UnknownMode;
+    fn from_str(s: &str) -> Result<Mode, UnknownMode> {
         match s.trim() {
             "naive" => Ok(Mode::Naive),
             "synth" => Ok(Mode::Synth),
             "fastpath" => Ok(Mode::Fastpath),
-            _ => Err(format!(
-                "unknown mode `{s}`: expected naive, synth or fastpath"
-            )),
+            _ => Err(UnknownMode(s.to_string())),
         }
     }
 }

@@ -324,9 +324,24 @@ fn real(f: &Filter) -> Filter {
     out
 }
 
+/// Why a synthesized program has no OpenFlow form.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OpenflowError {
+    /// An entry's root has more classes than VLAN ids can number.
+    #[error(
+        "entry {entry}: {classes} classes at its root, more than the 4094 VLAN ids that can mark them"
+    )]
+    TooManyClasses {
+        /// The entry (`NF.IFACE`).
+        entry: String,
+        /// Its classes.
+        classes: usize,
+    },
+}
+
 /// The flows for every synthesized entry of `ex` (program `prog`), sending classified
 /// frames to `port` (an OpenFlow port number or `LOCAL`).
-pub fn openflow(ex: &Executor, prog: &Program, port: &str) -> Result<String, String> {
+pub fn openflow(ex: &Executor, prog: &Program, port: &str) -> Result<String, OpenflowError> {
     let mut o = String::new();
     let _ = writeln!(
         o,
@@ -347,10 +362,10 @@ pub fn openflow(ex: &Executor, prog: &Program, port: &str) -> Result<String, Str
         };
         let classes = root_classes(prog, seg);
         if classes.len() > 4094 {
-            return Err(format!(
-                "entry {e}: {} classes at its root, more than the 4094 VLAN ids that can mark them",
-                classes.len()
-            ));
+            return Err(OpenflowError::TooManyClasses {
+                entry: e.to_string(),
+                classes: classes.len(),
+            });
         }
         roots.push((k + 1, e.to_string(), seg, classes));
     }

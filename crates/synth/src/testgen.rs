@@ -36,8 +36,10 @@
 //! Everything is a function of the seed: the same seed writes the same files.
 
 use chain::{Endpoint, RunOptions};
-use ports::gen::{generate, Anomalies, AnomalyCounts, GenConfig, Mix, PortSpec, Rate, SizeDist};
-use ports::pcap::{PcapWriter, DLT_EN10MB};
+use ports::gen::{
+    generate, Anomalies, AnomalyCounts, GenConfig, GenError, Mix, PortSpec, Rate, SizeDist,
+};
+use ports::pcap::{PcapError, PcapWriter, DLT_EN10MB};
 use std::fmt::Write as _;
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
@@ -144,6 +146,25 @@ impl TraceSpec {
     }
 }
 
+/// Why a random trace or chain could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum TestgenError {
+    /// The trace's generator configuration is not valid.
+    #[error(transparent)]
+    Gen(#[from] GenError),
+    /// The trace's pcap file could not be written (the error names the file).
+    #[error(transparent)]
+    Pcap(#[from] PcapError),
+    /// A chain file could not be written.
+    #[error("{}: {source}", .path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+}
+
 /// Writes `packets` packets of the traffic `spec` describes to the pcap file `path`
 /// (microsecond timestamps), drawn with `seed`. Returns the anomalies written.
 pub fn random_trace(
@@ -151,7 +172,7 @@ pub fn random_trace(
     spec: &TraceSpec,
     packets: u64,
     path: &Path,
-) -> Result<AnomalyCounts, String> {
+) -> Result<AnomalyCounts, TestgenError> {
     let cfg = spec.config(seed, packets);
     cfg.validate()?;
     let precision = if spec.gap_ns.is_multiple_of(1000) {
@@ -159,14 +180,12 @@ pub fn random_trace(
     } else {
         packet::Precision::Nano
     };
-    let mut w = PcapWriter::create(path, precision, DLT_EN10MB)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut w = PcapWriter::create(path, precision, DLT_EN10MB)?;
     let mut gen = generate(&cfg);
     for (ts, frame) in gen.by_ref() {
-        w.write(ts, &frame)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        w.write(ts, &frame)?;
     }
-    w.finish().map_err(|e| format!("{}: {e}", path.display()))?;
+    w.finish()?;
     Ok(gen.anomaly_counts())
 }
 
@@ -992,7 +1011,7 @@ pub fn random_chain(seed: u64, dir: &Path) -> GeneratedChain {
 }
 
 /// [`random_chain`], returning I/O errors instead of panicking.
-pub fn try_random_chain(seed: u64, dir: &Path) -> Result<GeneratedChain, String> {
+pub fn try_random_chain(seed: u64, dir: &Path) -> Result<GeneratedChain, TestgenError> {
     let mut rng = Rng(ports::gen::SplitMix64(seed ^ 0x7e57_c4a1_2000_0000));
     let trace = trace_spec(&mut rng);
     let mut view = View {
@@ -1027,7 +1046,10 @@ pub fn try_random_chain(seed: u64, dir: &Path) -> Result<GeneratedChain, String>
         nfs[n - 1].name
     );
     let write = |path: &Path, text: &str| {
-        std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+        std::fs::write(path, text).map_err(|source| TestgenError::Io {
+            path: path.to_path_buf(),
+            source,
+        })
     };
     for (k, nf) in nfs.iter().enumerate() {
         let i = k + 1;

@@ -5,7 +5,7 @@
 //!
 //! ```no_run
 //! use synth::verify::{compare, run, Mode};
-//! # fn demo(chain: &chain::ChainFile, inputs: &[(chain::Endpoint, std::path::PathBuf)]) -> Result<(), String> {
+//! # fn demo(chain: &chain::ChainFile, inputs: &[(chain::Endpoint, std::path::PathBuf)]) -> Result<(), synth::verify::RunError> {
 //! let opts = chain::RunOptions::default();
 //! let naive = run(chain, inputs, &opts, Mode::Naive)?;
 //! let synth = run(chain, inputs, &opts, Mode::Synth)?;
@@ -16,7 +16,10 @@
 //! ```
 
 use chain::exec::{Captured, Source};
-use chain::{ChainFile, Endpoint, Executor, ExitSink, RunOptions, Summary};
+use chain::{
+    ChainFile, Endpoint, Executor, ExitSink, FinishError, NoInputError, RunOptions, SetupError,
+    Summary,
+};
 use packet::{Precision, Timestamp};
 use ports::pcap::{PcapError, PcapReader, Record};
 use std::collections::{BTreeMap, BTreeSet};
@@ -53,15 +56,37 @@ impl RunResult {
 
 type Records = Box<dyn Iterator<Item = Result<Record, PcapError>>>;
 
-fn open(path: &Path) -> Result<Records, String> {
-    let mut r = PcapReader::open(path).map_err(|e| e.to_string())?;
-    if r.linktype() != 1 {
-        return Err(format!(
-            "{}: link type {} is not Ethernet (1)",
-            path.display(),
-            r.linktype()
-        ));
-    }
+/// Why [`run`] could not run a chain (one line each; the messages name the file, the
+/// interface or the NF at fault).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The chain does not build or wire.
+    #[error(transparent)]
+    Setup(#[from] SetupError),
+    /// Neither an `--input` nor a `FromDump`.
+    #[error(transparent)]
+    NoInput(#[from] NoInputError),
+    /// An input's interface has no `FromDevice`.
+    #[error("--input {0}: NF `{nf}` has no FromDevice({iface}) (entries need one)", nf = .0.nf, iface = .0.iface)]
+    NoEntry(Endpoint),
+    /// An input capture cannot be opened (or is not Ethernet).
+    #[error(transparent)]
+    Input(#[from] PcapError),
+    /// The capture of a `FromDump` element (`name`: `NF/element`) cannot be opened.
+    #[error("{name}: {source}")]
+    Dump {
+        /// The element (`NF/element`).
+        name: String,
+        /// Why its file cannot be read.
+        source: PcapError,
+    },
+    /// An exit's sink could not be finished.
+    #[error(transparent)]
+    Finish(#[from] FinishError),
+}
+
+fn open(path: &Path) -> Result<Records, PcapError> {
+    let mut r = PcapReader::open_ethernet(path)?;
     Ok(Box::new(std::iter::from_fn(move || r.next_record())))
 }
 
@@ -78,25 +103,23 @@ pub fn run(
     inputs: &[(Endpoint, PathBuf)],
     options: &RunOptions,
     mode: Mode,
-) -> Result<RunResult, String> {
+) -> Result<RunResult, RunError> {
     let mut ex = Executor::new(chain, options, |_, _| Ok(ExitSink::Memory(Vec::new())))?;
     mode.install(&mut ex, chain::FastOptions::default());
     if inputs.is_empty() && ex.dump_sources().is_empty() {
-        return Err(chain.no_input_error());
+        return Err(chain.no_input_error().into());
     }
     let mut sources: Vec<Source> = Vec::new();
     for (ep, file) in inputs {
-        let entry = ex.entry(ep).ok_or_else(|| {
-            format!(
-                "--input {ep}: NF `{}` has no FromDevice({}) (entries need one)",
-                ep.nf, ep.iface
-            )
-        })?;
+        let entry = ex.entry(ep).ok_or_else(|| RunError::NoEntry(ep.clone()))?;
         let records = open(file)?;
         sources.push(ex.source(format!("{ep}={}", file.display()), entry, records));
     }
     for (name, entry, path) in ex.dump_sources().to_vec() {
-        let records = open(&path).map_err(|e| format!("{name}: {e}"))?;
+        let records = open(&path).map_err(|source| RunError::Dump {
+            name: name.clone(),
+            source,
+        })?;
         sources.push(ex.source(format!("{name}={}", path.display()), entry, records));
     }
     let errors = ex.run(sources, |_| {});
@@ -857,10 +880,12 @@ mod tests {
         assert_eq!("naive".parse::<Mode>(), Ok(Mode::Naive));
         assert_eq!("synth".parse::<Mode>(), Ok(Mode::Synth));
         assert_eq!("fastpath".parse::<Mode>(), Ok(Mode::Fastpath));
-        assert!("fast"
-            .parse::<Mode>()
-            .unwrap_err()
-            .contains("naive, synth or fastpath"));
+        let e = "fast".parse::<Mode>().unwrap_err();
+        assert_eq!(e, crate::mode::UnknownMode("fast".into()));
+        assert_eq!(
+            e.to_string(),
+            "unknown mode `fast`: expected naive, synth or fastpath"
+        );
     }
 
     #[test]
@@ -1049,8 +1074,9 @@ mod tests {
         let chain = ChainFile::load(&root().join("examples/fig5/chain.toml")).unwrap();
         let opts = RunOptions::default();
         let e = run(&chain, &[], &opts, Mode::Naive).unwrap_err();
+        assert!(matches!(e, RunError::NoInput(_)), "{e:?}");
         assert_eq!(
-            e,
+            e.to_string(),
             "no input: give --input NF.IFACE=FILE (entries: napt.eth0)"
         );
         let ep = Endpoint::parse("napt.eth0").unwrap();
@@ -1061,9 +1087,15 @@ mod tests {
             Mode::Synth,
         )
         .unwrap_err();
+        assert!(matches!(e, RunError::Input(PcapError::Io { .. })), "{e:?}");
+        let e = e.to_string();
         assert!(e.contains("x.pcap") && !e.contains('\n'), "{e}");
         let ep = Endpoint::parse("fw.eth9").unwrap();
         let e = run(&chain, &[(ep, PathBuf::from("x.pcap"))], &opts, Mode::Naive).unwrap_err();
-        assert!(e.contains("has no FromDevice(eth9)"), "{e}");
+        assert!(matches!(&e, RunError::NoEntry(ep) if ep.iface == "eth9"), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "--input fw.eth9: NF `fw` has no FromDevice(eth9) (entries need one)"
+        );
     }
 }

@@ -48,12 +48,18 @@ fn setup(root: &Path, seed: u64) -> Result<(GeneratedChain, ChainFile, PathBuf),
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let g = random_chain(seed, &dir);
     let trace = dir.join("trace.pcap");
-    random_trace(seed, &g.trace, PACKETS, &trace)?;
+    random_trace(seed, &g.trace, PACKETS, &trace).map_err(|e| e.to_string())?;
     let chain = ChainFile::load(&g.chain).map_err(|e| e.to_string())?;
     Ok((g, chain, trace))
 }
 
-fn report(seed: u64, g: &GeneratedChain, trace: &Path, what: &str, details: &str) -> String {
+fn report(
+    seed: u64,
+    g: &GeneratedChain,
+    trace: &Path,
+    what: &str,
+    details: &dyn std::fmt::Display,
+) -> String {
     format!(
         "seed {seed}: {what}\n  reproduce: FUSEBOX_GEN_SEED={seed} cargo test --release -p synth --test generated\n  NFs: {}\n  trace ({PACKETS} packets, {}): {:?}\n{details}\n{}",
         g.nfs.join(" | "),
