@@ -408,7 +408,10 @@ fn element_kinds(
         for role in &nf.roles {
             kinds.push(match role {
                 Role::ToDevice(d) => {
-                    let here = Endpoint { nf: nf.name.clone(), iface: d.clone() };
+                    let here = Endpoint {
+                        nf: nf.name.clone(),
+                        iface: d.clone(),
+                    };
                     match chain.peer(&here) {
                         Some(peer) => match entries.get(peer) {
                             Some(&target) => Kind::Link(global(target)),
@@ -432,7 +435,13 @@ fn element_kinds(
                                         None
                                     };
                                     let sink = sink(&name, None)?;
-                                    exits.push(Exit { name, sink, packets: 0, bytes: 0, reflect_to });
+                                    exits.push(Exit {
+                                        name,
+                                        sink,
+                                        packets: 0,
+                                        bytes: 0,
+                                        reflect_to,
+                                    });
                                     exits.len() - 1
                                 }
                             };
@@ -443,7 +452,13 @@ fn element_kinds(
                 Role::ToDump(p) => {
                     let name = p.display().to_string();
                     let sink = sink(&name, Some(p))?;
-                    exits.push(Exit { name, sink, packets: 0, bytes: 0, reflect_to: None });
+                    exits.push(Exit {
+                        name,
+                        sink,
+                        packets: 0,
+                        bytes: 0,
+                        reflect_to: None,
+                    });
                     Kind::Exit(exits.len() as u32 - 1)
                 }
                 _ => Kind::Inner,

@@ -24,6 +24,7 @@
 //! The code: [`harness`] times configurations, [`scenarios`] builds them (one entry per
 //! scenario in [`scenarios::SCENARIOS`]), [`report`] prints and draws what was measured.
 
+use crate::error::CliError;
 use clap::Args;
 use harness::cpu_mhz;
 use report::{Report, RunShape};
@@ -103,15 +104,15 @@ struct Bench {
 }
 
 /// `fusebox bench`.
-pub fn run(a: &BenchArgs) -> Result<ExitCode, String> {
+pub fn run(a: &BenchArgs) -> Result<ExitCode, CliError> {
     let t0 = Instant::now();
     for s in &a.scenario {
         if !SCENARIOS.iter().any(|x| x.name == s) {
             let names: Vec<&str> = SCENARIOS.iter().map(|x| x.name).collect();
-            return Err(format!(
+            return Err(CliError::Invalid(format!(
                 "--scenario {s}: expected one of {}",
                 names.join(", ")
-            ));
+            )));
         }
     }
     if let Some(l) = a
@@ -119,13 +120,19 @@ pub fn run(a: &BenchArgs) -> Result<ExitCode, String> {
         .iter()
         .find(|l| !["250", "1k", "10k"].contains(&l.as_str()))
     {
-        return Err(format!("--isp-lists {l}: expected 250, 1k or 10k"));
+        return Err(CliError::Invalid(format!(
+            "--isp-lists {l}: expected 250, 1k or 10k"
+        )));
     }
     if let Some(f) = a.isp_frames.iter().find(|&&f| !(64..=1514).contains(&f)) {
-        return Err(format!("--isp-frames {f}: expected sizes in 64..=1514"));
+        return Err(CliError::Invalid(format!(
+            "--isp-frames {f}: expected sizes in 64..=1514"
+        )));
     }
     if a.batch.is_empty() || a.batch.iter().any(|&b| b == 0 || b > 4096) {
-        return Err("--batch: expected sizes in 1..=4096".to_string());
+        return Err(CliError::Invalid(
+            "--batch: expected sizes in 1..=4096".into(),
+        ));
     }
     let mut b = Bench {
         quick: a.quick,

@@ -1,5 +1,6 @@
 //! `fusebox classify`: first-match classification of a ClassBench header trace.
 
+use crate::error::CliError;
 use clap::Args;
 use classify::classbench::{parse_rules, parse_trace};
 use classify::Classifier;
@@ -45,24 +46,25 @@ pub struct ClassifyArgs {
     pub updates: usize,
 }
 
-fn read(p: &PathBuf) -> Result<String, String> {
-    std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))
+fn read(p: &PathBuf) -> Result<String, CliError> {
+    std::fs::read_to_string(p).map_err(|e| CliError::io(&p, "", e))
 }
 
 /// `fusebox classify`: one line per header with the 0-based index of the first matching
 /// rule (-1 for none), the format of the `.firstmatch` files; the lookup rate on stderr.
-pub fn run(a: &ClassifyArgs) -> Result<ExitCode, String> {
-    let rules =
-        parse_rules(&read(&a.rules)?, &a.rules.display().to_string()).map_err(|e| e.to_string())?;
+pub fn run(a: &ClassifyArgs) -> Result<ExitCode, CliError> {
+    let rules = parse_rules(&read(&a.rules)?, &a.rules.display().to_string())?;
     let trace = match (&a.trace, a.draw) {
-        (Some(t), _) => {
-            parse_trace(&read(t)?, &t.display().to_string()).map_err(|e| e.to_string())?
-        }
+        (Some(t), _) => parse_trace(&read(t)?, &t.display().to_string())?,
         (None, Some(n)) => classify::classbench::corners(&rules, n, a.seed),
-        (None, None) => return Err("expected --trace FILE or --draw N".into()),
+        (None, None) => {
+            return Err(CliError::Invalid(
+                "expected --trace FILE or --draw N".into(),
+            ))
+        }
     };
     let t0 = Instant::now();
-    let c = Classifier::new(rules, 5).map_err(|e| e.to_string())?;
+    let c = Classifier::new(rules, 5)?;
     let build = t0.elapsed().as_secs_f64();
     let mut c = c;
     if a.updates > 0 && !c.rules().is_empty() {
@@ -74,10 +76,10 @@ pub fn run(a: &ClassifyArgs) -> Result<ExitCode, String> {
             x ^= x << 17;
             let at = (x % c.rules().len() as u64) as usize;
             let t = Instant::now();
-            let rule = c.remove(at).map_err(|e| e.to_string())?;
+            let rule = c.remove(at)?;
             rm.push(t.elapsed().as_secs_f64());
             let t = Instant::now();
-            c.insert(at, rule).map_err(|e| e.to_string())?;
+            c.insert(at, rule)?;
             ins.push(t.elapsed().as_secs_f64());
         }
         let us = |v: &[f64]| {
@@ -105,7 +107,7 @@ pub fn run(a: &ClassifyArgs) -> Result<ExitCode, String> {
             }
         } else {
             for (ks, os) in trace.chunks(batch).zip(answers.chunks_mut(batch)) {
-                c.classify_batch(ks, os).map_err(|e| e.to_string())?;
+                c.classify_batch(ks, os)?;
             }
         }
     }

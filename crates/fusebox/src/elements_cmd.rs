@@ -2,6 +2,7 @@
 //! from the element registry (`elements::registry`), as Click's `click-elem2man` gives
 //! Click's.
 
+use crate::error::CliError;
 use clap::Args;
 use elements::registry::{class, CLASSES};
 use std::process::ExitCode;
@@ -14,7 +15,7 @@ pub struct ElementsArgs {
 }
 
 /// `fusebox elements`.
-pub fn run(a: &ElementsArgs) -> Result<ExitCode, String> {
+pub fn run(a: &ElementsArgs) -> Result<ExitCode, CliError> {
     match &a.name {
         None => {
             for c in CLASSES {
@@ -24,7 +25,9 @@ pub fn run(a: &ElementsArgs) -> Result<ExitCode, String> {
         }
         Some(name) => {
             let c = class(name).ok_or_else(|| {
-                format!("no element class `{name}` (`fusebox elements` lists them)")
+                CliError::Invalid(format!(
+                    "no element class `{name}` (`fusebox elements` lists them)"
+                ))
             })?;
             outln!("{}", c.describe().trim_end());
             Ok(ExitCode::SUCCESS)

@@ -1,5 +1,6 @@
 //! `fusebox explain`: which traffic class a packet falls in, and what the chain does to it.
 
+use crate::error::CliError;
 use crate::run_cmd::{load_chain, parse_defines};
 use chain::program::frame_value;
 use chain::{Endpoint, Executor, ExitSink, RunOptions};
@@ -36,8 +37,12 @@ pub struct ExplainArgs {
 }
 
 /// Builds an Ethernet/IPv4 frame from "proto a.b.c.d:p > e.f.g.h:q [ttl N] [len N]".
-fn frame_of(spec: &str) -> Result<Vec<u8>, String> {
-    let err = || format!("--packet {spec:?}: expected \"udp 192.168.0.5:4000 > 10.0.2.1:1234\"");
+fn frame_of(spec: &str) -> Result<Vec<u8>, CliError> {
+    let err = || {
+        CliError::Invalid(format!(
+            "--packet {spec:?}: expected \"udp 192.168.0.5:4000 > 10.0.2.1:1234\""
+        ))
+    };
     let w: Vec<&str> = spec.split_whitespace().collect();
     if w.len() < 4 || w[2] != ">" {
         return Err(err());
@@ -48,7 +53,7 @@ fn frame_of(spec: &str) -> Result<Vec<u8>, String> {
         "icmp" => 1,
         _ => return Err(err()),
     };
-    let ep = |s: &str| -> Result<(Ipv4Addr, u16), String> {
+    let ep = |s: &str| -> Result<(Ipv4Addr, u16), CliError> {
         let (a, p) = s.split_once(':').unwrap_or((s, "0"));
         Ok((a.parse().map_err(|_| err())?, p.parse().map_err(|_| err())?))
     };
@@ -128,12 +133,12 @@ fn trace(
     entry: &Endpoint,
     frame: &[u8],
     synth: bool,
-) -> Result<String, String> {
+) -> Result<String, CliError> {
     let mut ex = Executor::new(chain, opts, |_, _| Ok(ExitSink::Memory(Vec::new())))?;
     synth::Mode::from(synth).install(&mut ex, chain::FastOptions::default());
     let at = ex
         .entry(entry)
-        .ok_or_else(|| format!("{entry}: no FromDevice for this interface"))?;
+        .ok_or_else(|| CliError::Invalid(format!("{entry}: no FromDevice for this interface")))?;
     ex.inject(at, Packet::from_bytes(frame));
     let out = ex.finish()?;
     let s = ex.summary();
@@ -159,30 +164,35 @@ fn trace(
 }
 
 /// `fusebox explain`.
-pub fn run(a: &ExplainArgs) -> Result<ExitCode, String> {
+pub fn run(a: &ExplainArgs) -> Result<ExitCode, CliError> {
     let chain = load_chain(&a.chain)?;
     let opts = RunOptions {
         defines: parse_defines(&a.defines)?,
         ..RunOptions::default()
     };
     let entry = match &a.entry {
-        Some(e) => Endpoint::parse(e).ok_or_else(|| format!("--entry {e}: expected NF.IFACE"))?,
+        Some(e) => Endpoint::parse(e)
+            .ok_or_else(|| CliError::Invalid(format!("--entry {e}: expected NF.IFACE")))?,
         None => chain
             .entries
             .first()
             .map(|(e, _)| e.clone())
-            .ok_or("the chain has no [[entry]]: give --entry NF.IFACE")?,
+            .ok_or_else(|| {
+                CliError::Invalid("the chain has no [[entry]]: give --entry NF.IFACE".into())
+            })?,
     };
     let frame = match (&a.packet, &a.pcap) {
         (Some(p), None) => frame_of(p)?,
         (None, Some(f)) => {
-            let (recs, _) = ports::pcap::read_all(f).map_err(|e| e.to_string())?;
-            recs.get(a.index)
-                .map(|r| r.data.clone())
-                .ok_or_else(|| format!("{}: no packet at index {}", f.display(), a.index))?
+            let (recs, _) = ports::pcap::read_all(f)?;
+            recs.get(a.index).map(|r| r.data.clone()).ok_or_else(|| {
+                CliError::Invalid(format!("{}: no packet at index {}", f.display(), a.index))
+            })?
         }
         _ => {
-            return Err("give either --packet \"udp A:P > B:Q\" or --pcap FILE [--index N]".into())
+            return Err(CliError::Invalid(
+                "give either --packet \"udp A:P > B:Q\" or --pcap FILE [--index N]".into(),
+            ))
         }
     };
     let ex = Executor::new(&chain, &opts, |_, _| Ok(ExitSink::Count))?;

@@ -1,5 +1,6 @@
 //! `fusebox gen`: write a deterministic synthetic trace to a pcap file.
 
+use crate::error::CliError;
 use packet::{Precision, Timestamp};
 use ports::gen::{
     generate, generate_tuples, parse_mac, parse_mix, parse_ports, parse_prefix, parse_rate,
@@ -164,35 +165,33 @@ pub(crate) fn tuple(k: [u64; 5]) -> ports::gen::Tuple {
 }
 
 /// The 5-tuples `--headers` or `--rules` give, if either is set.
-fn classbench_tuples(args: &GenArgs) -> Result<Option<Vec<ports::gen::Tuple>>, String> {
+fn classbench_tuples(args: &GenArgs) -> Result<Option<Vec<ports::gen::Tuple>>, CliError> {
     let read = |p: &PathBuf| {
-        std::fs::read_to_string(p).map_err(|e| format!("{}: cannot read it: {e}", p.display()))
+        std::fs::read_to_string(p).map_err(|e| CliError::io(&p, "cannot read it: ", e))
     };
     if let Some(p) = &args.headers {
-        let keys = classify::classbench::parse_trace(&read(p)?, &p.display().to_string())
-            .map_err(|e| e.to_string())?;
+        let keys = classify::classbench::parse_trace(&read(p)?, &p.display().to_string())?;
         return Ok(Some(keys.into_iter().map(tuple).collect()));
     }
     let Some(p) = &args.rules else {
         return Ok(None);
     };
-    let rules = classify::classbench::parse_rules(&read(p)?, &p.display().to_string())
-        .map_err(|e| e.to_string())?;
+    let rules = classify::classbench::parse_rules(&read(p)?, &p.display().to_string())?;
     if rules.is_empty() {
-        return Err(format!("{}: no rules", p.display()));
+        return Err(CliError::Invalid(format!("{}: no rules", p.display())));
     }
     let keys = classify::classbench::corners(&rules, args.flows as usize, args.seed);
     Ok(Some(keys.into_iter().map(tuple).collect()))
 }
 
 /// Writes the trace; returns a one-line summary, or what went wrong.
-pub fn run(args: &GenArgs) -> Result<String, String> {
+pub fn run(args: &GenArgs) -> Result<String, CliError> {
     let cfg = args.config();
     cfg.validate()?;
     let filter = match &args.filter {
         Some(text) => Some(
             elements::pcapfilter::PcapFilter::from_expr(text)
-                .map_err(|e| format!("--filter `{text}`: {e}"))?,
+                .map_err(|e| CliError::context(format!("--filter `{text}`"), e))?,
         ),
         None => None,
     };
@@ -202,8 +201,7 @@ pub fn run(args: &GenArgs) -> Result<String, String> {
     } else {
         Precision::Micro
     };
-    let mut writer =
-        PcapWriter::create(&args.output, precision, DLT_EN10MB).map_err(|e| e.to_string())?;
+    let mut writer = PcapWriter::create(&args.output, precision, DLT_EN10MB)?;
     let mut gen = match classbench_tuples(args)? {
         Some(t) => generate_tuples(&cfg, &t),
         None => generate(&cfg),
@@ -216,10 +214,10 @@ pub fn run(args: &GenArgs) -> Result<String, String> {
             continue;
         }
         bytes += frame.len() as u64;
-        writer.write(ts, &frame).map_err(|e| e.to_string())?;
+        writer.write(ts, &frame)?;
     }
     let packets = writer.packets();
-    writer.finish().map_err(|e| e.to_string())?;
+    writer.finish()?;
     let mut line = format!(
         "wrote {packets} packets ({flows} flows, {bytes} bytes captured) to {}",
         args.output.display()

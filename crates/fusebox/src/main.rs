@@ -16,6 +16,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod bench_cmd;
 mod classify_cmd;
 mod elements_cmd;
+mod error;
 mod explain_cmd;
 mod gen_cmd;
 mod run_cmd;

@@ -1,5 +1,6 @@
 //! `fusebox run` and `fusebox check`.
 
+use crate::error::CliError;
 use chain::exec::Source;
 use chain::summary::Summary;
 use chain::{ChainFile, Endpoint, Executor, ExitSink, RunOptions};
@@ -94,14 +95,21 @@ pub struct RunArgs {
 
 impl RunArgs {
     /// The fast-path settings of `--initial`, `--max-flows` and `--idle`.
-    pub fn fast_options(&self) -> Result<chain::FastOptions, String> {
+    pub fn fast_options(&self) -> Result<chain::FastOptions, CliError> {
         let initial = match self.initial.as_str() {
             "first" => chain::Initial::First,
             "handshake" => chain::Initial::AfterHandshake,
-            o => return Err(format!("--initial {o}: expected first or handshake")),
+            o => {
+                return Err(CliError::Invalid(format!(
+                    "--initial {o}: expected first or handshake"
+                )))
+            }
         };
         if self.idle.is_nan() || self.idle < 0.0 {
-            return Err(format!("--idle {}: expected seconds >= 0", self.idle));
+            return Err(CliError::Invalid(format!(
+                "--idle {}: expected seconds >= 0",
+                self.idle
+            )));
         }
         Ok(chain::FastOptions {
             max_flows: self.max_flows.max(1),
@@ -122,31 +130,37 @@ pub struct CheckArgs {
     pub defines: Vec<String>,
 }
 
-pub(crate) fn load_chain(path: &Path) -> Result<ChainFile, String> {
+pub(crate) fn load_chain(path: &Path) -> Result<ChainFile, CliError> {
     if path.extension().is_some_and(|e| e == "click") {
         if !path.exists() {
-            return Err(format!("{}: no such file", path.display()));
+            return Err(CliError::Invalid(format!(
+                "{}: no such file",
+                path.display()
+            )));
         }
         Ok(ChainFile::single(path))
     } else {
-        ChainFile::load(path).map_err(|e| e.to_string())
+        ChainFile::load(path).map_err(CliError::from)
     }
 }
 
-pub(crate) fn parse_defines(d: &[String]) -> Result<Vec<(String, String)>, String> {
+pub(crate) fn parse_defines(d: &[String]) -> Result<Vec<(String, String)>, CliError> {
     d.iter()
         .map(|s| {
             s.split_once('=')
                 .map(|(k, v)| (k.trim_start_matches('$').to_string(), v.to_string()))
-                .ok_or_else(|| format!("--define {s}: expected NAME=VALUE"))
+                .ok_or_else(|| CliError::Invalid(format!("--define {s}: expected NAME=VALUE")))
         })
         .collect()
 }
 
 /// `--reflect NF.IFACE` arguments.
-pub(crate) fn parse_reflect(r: &[String]) -> Result<Vec<Endpoint>, String> {
+pub(crate) fn parse_reflect(r: &[String]) -> Result<Vec<Endpoint>, CliError> {
     r.iter()
-        .map(|r| Endpoint::parse(r).ok_or_else(|| format!("--reflect {r}: expected NF.IFACE")))
+        .map(|r| {
+            Endpoint::parse(r)
+                .ok_or_else(|| CliError::Invalid(format!("--reflect {r}: expected NF.IFACE")))
+        })
         .collect()
 }
 
@@ -155,10 +169,10 @@ pub(crate) fn parse_binding(
     s: &str,
     chain: &ChainFile,
     flag: &str,
-) -> Result<(Endpoint, PathBuf), String> {
+) -> Result<(Endpoint, PathBuf), CliError> {
     let (ep, file) = s
         .split_once('=')
-        .ok_or_else(|| format!("{flag} {s}: expected NF.IFACE=FILE"))?;
+        .ok_or_else(|| CliError::Invalid(format!("{flag} {s}: expected NF.IFACE=FILE")))?;
     let ep = match Endpoint::parse(ep) {
         Some(e) if chain.nfs.iter().any(|n| n.name == e.nf) => e,
         _ if chain.nfs.len() == 1 => Endpoint {
@@ -166,9 +180,9 @@ pub(crate) fn parse_binding(
             iface: ep.to_string(),
         },
         _ => {
-            return Err(format!(
+            return Err(CliError::Invalid(format!(
                 "{flag} {s}: expected NF.IFACE=FILE with a known NF"
-            ))
+            )))
         }
     };
     Ok((ep, PathBuf::from(file)))
@@ -181,7 +195,7 @@ fn build(
     out_dir: &Path,
     precision: Precision,
     in_memory: bool,
-) -> Result<Executor, String> {
+) -> Result<Executor, CliError> {
     Executor::new(chain, opts, |name, dump| {
         if in_memory {
             return Ok(ExitSink::Count);
@@ -194,14 +208,13 @@ fn build(
                 .map(|(_, p)| p.clone())
                 .unwrap_or_else(|| out_dir.join(format!("{name}.pcap"))),
         };
-        PcapWriter::create(&path, precision, 1)
-            .map(ExitSink::Pcap)
-            .map_err(|e| e.to_string())
+        PcapWriter::create(&path, precision, 1).map(ExitSink::Pcap)
     })
+    .map_err(CliError::from)
 }
 
 /// `fusebox run`.
-pub fn run(a: &RunArgs) -> Result<ExitCode, String> {
+pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
     let chain = load_chain(&a.chain)?;
     let opts = RunOptions {
         batch: a.batch,
@@ -222,23 +235,18 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, String> {
     let mut precision = Precision::Micro;
     let mut readers = Vec::new();
     for (ep, file) in &inputs {
-        let r = PcapReader::open(file).map_err(|e| e.to_string())?;
-        if r.linktype() != 1 {
-            return Err(format!(
-                "{}: link type {} is not Ethernet (1)",
-                file.display(),
-                r.linktype()
-            ));
-        }
+        let r = PcapReader::open_ethernet(file)?;
         if r.precision() == Precision::Nano {
             precision = Precision::Nano;
         }
         readers.push((ep.clone(), file.clone(), r));
     }
     let filter = match &a.filter {
-        Some(text) => Some(Rc::new(
-            PcapFilter::from_expr(text).map_err(|e| format!("--filter `{text}`: {e}"))?,
-        )),
+        Some(text) => {
+            Some(Rc::new(PcapFilter::from_expr(text).map_err(|e| {
+                CliError::context(format!("--filter `{text}`"), e)
+            })?))
+        }
         None => None,
     };
     let excluded = Rc::new(Cell::new(0u64));
@@ -257,7 +265,9 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, String> {
         a.replay.is_some(),
     )?;
     if a.trust_switch_tags && a.mode != Mode::Synth {
-        return Err("--trust-switch-tags: only with --mode synth".to_string());
+        return Err(CliError::Invalid(
+            "--trust-switch-tags: only with --mode synth".into(),
+        ));
     }
     // The fast path's options are read (and checked) only in that mode.
     let fast = match a.mode {
@@ -268,27 +278,24 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, String> {
     ex.trust_switch_tags(a.trust_switch_tags);
     for (e, _) in &outputs {
         if !ex.exit_names().contains(&e.to_string()) {
-            return Err(format!(
+            return Err(CliError::Invalid(format!(
                 "--output {e}: not an exit of the chain (exits: {})",
                 ex.exit_names().join(", ")
-            ));
+            )));
         }
     }
     if inputs.is_empty() && ex.dump_sources().is_empty() {
-        return Err(chain.no_input_error());
+        return Err(chain.no_input_error().into());
     }
     let mut errors = Vec::new();
     let mut sources: Vec<Source> = Vec::new();
     let mut memory = Vec::new();
     for (ep, file, r) in readers {
-        let entry = ex.entry(&ep).ok_or_else(|| {
-            format!(
-                "--input {ep}: NF `{}` has no FromDevice({}) (entries need one)",
-                ep.nf, ep.iface
-            )
-        })?;
+        let entry = ex
+            .entry(&ep)
+            .ok_or_else(|| synth::verify::RunError::NoEntry(ep.clone()))?;
         if a.replay.is_some() {
-            let (mut recs, err) = ports::pcap::read_all(&file).map_err(|e| e.to_string())?;
+            let (mut recs, err) = ports::pcap::read_all(&file)?;
             if let Some(e) = err {
                 errors.push(e.to_string());
             }
@@ -304,7 +311,7 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, String> {
     for (name, entry, path) in ex.dump_sources().to_vec() {
         if a.replay.is_some() {
             let (mut recs, err) =
-                ports::pcap::read_all(&path).map_err(|e| format!("{name}: {e}"))?;
+                ports::pcap::read_all(&path).map_err(|e| CliError::context(&name, e))?;
             if let Some(e) = err {
                 errors.push(e.to_string());
             }
@@ -313,7 +320,7 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, String> {
             excluded.set(excluded.get() + (before - recs.len()) as u64);
             memory.push((entry, recs));
         } else {
-            let r = PcapReader::open(&path).map_err(|e| format!("{name}: {e}"))?;
+            let r = PcapReader::open(&path).map_err(|e| CliError::context(&name, e))?;
             let recs = filtered(records(r), filter.clone(), excluded.clone());
             sources.push(ex.source(format!("{name}={}", path.display()), entry, recs));
         }
@@ -475,7 +482,7 @@ fn with_excluded(mut s: Summary, excluded: u64) -> Summary {
 }
 
 /// `fusebox check`.
-pub fn check(a: &CheckArgs) -> Result<ExitCode, String> {
+pub fn check(a: &CheckArgs) -> Result<ExitCode, CliError> {
     let chain = load_chain(&a.chain)?;
     let opts = RunOptions {
         defines: parse_defines(&a.defines)?,

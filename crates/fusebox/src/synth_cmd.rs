@@ -1,5 +1,6 @@
 //! `fusebox synth`: the traffic classes of a chain.
 
+use crate::error::CliError;
 use crate::run_cmd::{load_chain, parse_defines};
 use chain::{Executor, ExitSink, RunOptions};
 use clap::Args;
@@ -145,7 +146,7 @@ fn dot(ex: &Executor, s: &synth::Synthesis, only: Option<&str>) -> String {
 }
 
 /// `fusebox synth`.
-pub fn run(a: &SynthArgs) -> Result<ExitCode, String> {
+pub fn run(a: &SynthArgs) -> Result<ExitCode, CliError> {
     let chain = load_chain(&a.chain)?;
     let opts = RunOptions {
         defines: parse_defines(&a.defines)?,

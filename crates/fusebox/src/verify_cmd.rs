@@ -1,6 +1,7 @@
 //! `fusebox verify`: run a chain in several modes and compare everything the equivalence
 //! contract covers (packets per exit, drops, counters, final state, input errors).
 
+use crate::error::CliError;
 use crate::run_cmd::{load_chain, parse_binding, parse_defines, parse_reflect};
 use chain::{Endpoint, RunOptions};
 use clap::Args;
@@ -63,17 +64,20 @@ fn json_str(s: &str) -> String {
 }
 
 /// `fusebox verify`.
-pub fn verify(a: &VerifyArgs) -> Result<ExitCode, String> {
+pub fn verify(a: &VerifyArgs) -> Result<ExitCode, CliError> {
     let modes: Vec<Mode> = a
         .modes
         .iter()
-        .map(|m| m.parse().map_err(|e| format!("--modes: {e}")))
-        .collect::<Result<_, String>>()?;
+        .map(|m| {
+            m.parse::<Mode>()
+                .map_err(|e| CliError::context("--modes", e))
+        })
+        .collect::<Result<_, CliError>>()?;
     if modes.len() < 2 {
-        return Err(format!(
+        return Err(CliError::Invalid(format!(
             "--modes {}: give at least two modes to compare (e.g. naive,synth)",
             a.modes.join(",")
-        ));
+        )));
     }
     let chain = load_chain(&a.chain)?;
     let opts = RunOptions {
@@ -95,9 +99,9 @@ pub fn verify(a: &VerifyArgs) -> Result<ExitCode, String> {
         let r = run(&chain, &inputs, &opts, m);
         results.push(r.map_err(|e| {
             if i == 0 {
-                e
+                CliError::from(e)
             } else {
-                format!("--mode {m}: {e}")
+                CliError::context(format!("--mode {m}"), e)
             }
         })?);
     }
@@ -177,7 +181,7 @@ fn against(
     inputs: &[(Endpoint, PathBuf)],
     opts: &RunOptions,
     file: &std::path::Path,
-) -> Result<ExitCode, String> {
+) -> Result<ExitCode, CliError> {
     let (exported, map) = exported_chain(file);
     let stem = exported
         .nfs
@@ -193,7 +197,7 @@ fn against(
     };
     let ra = run(chain, inputs, opts, Mode::Naive)?;
     let rb = run(&exported, &x_inputs, &x_opts, Mode::Naive)
-        .map_err(|e| format!("{}: {e}", file.display()))?;
+        .map_err(|e| CliError::context(file.display().to_string(), e))?;
     let d = compare_export(&ra, &rb, &stem);
     if a.json {
         let listed: Vec<String> = d

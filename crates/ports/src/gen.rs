@@ -1029,9 +1029,7 @@ pub fn parse_mix(s: &str) -> Result<Mix, GenError> {
 pub fn parse_prefix(s: &str) -> Result<(Ipv4Addr, u8), GenError> {
     let s = s.trim();
     let (a, l) = s.split_once('/').unwrap_or((s, "32"));
-    let addr: Ipv4Addr = a
-        .parse()
-        .map_err(|_| syntax("IP prefix", s))?;
+    let addr: Ipv4Addr = a.parse().map_err(|_| syntax("IP prefix", s))?;
     let len: u8 = l
         .parse()
         .ok()

@@ -253,7 +253,10 @@ impl fmt::Display for PcapError {
                 plural(*records_read)
             ),
             PcapError::UnsupportedLinktype { linktype, .. } => {
-                write!(f, "{p}: link type {linktype} is not Ethernet ({DLT_EN10MB})")
+                write!(
+                    f,
+                    "{p}: link type {linktype} is not Ethernet ({DLT_EN10MB})"
+                )
             }
         }
     }
@@ -613,13 +616,12 @@ impl PcapReader {
         } else {
             u32::from_le_bytes(b)
         };
-        (caplen > max_caplen)
-            .then(|| {
-                self.corrupt(Corruption::Caplen {
-                    caplen,
-                    max: max_caplen,
-                })
+        (caplen > max_caplen).then(|| {
+            self.corrupt(Corruption::Caplen {
+                caplen,
+                max: max_caplen,
             })
+        })
     }
 
     /// Reads one block (refilling or growing the buffer as needed).
@@ -639,24 +641,21 @@ impl PcapReader {
                 Err(ParserError::Eof) => Action::Stop(Step::Eof),
                 Err(ParserError::Incomplete(_)) => Action::Refill,
                 Err(ParserError::BufferTooSmall) => Action::Grow,
-                Err(ParserError::UnexpectedEof) => {
-                    Action::Stop(Step::Err(PcapError::Truncated {
-                        path: self.path.clone(),
-                        records_read: self.records,
-                        offset: self.inner.consumed() as u64,
-                    }))
-                }
+                Err(ParserError::UnexpectedEof) => Action::Stop(Step::Err(PcapError::Truncated {
+                    path: self.path.clone(),
+                    records_read: self.records,
+                    offset: self.inner.consumed() as u64,
+                })),
                 Err(ParserError::ReadError) => Action::Stop(Step::Err(io_err(
                     &self.path,
                     std::io::Error::other("read error"),
                 ))),
-                Err(ParserError::HeaderNotRecognized) => Action::Stop(Step::Err(
-                    self.corrupt(Corruption::BlockHeader),
-                )),
-                Err(ParserError::NomError(_, kind))
-                | Err(ParserError::OwnedNomError(_, kind)) => Action::Stop(Step::Err(
-                    self.corrupt(Corruption::Unparsable { kind }),
-                )),
+                Err(ParserError::HeaderNotRecognized) => {
+                    Action::Stop(Step::Err(self.corrupt(Corruption::BlockHeader)))
+                }
+                Err(ParserError::NomError(_, kind)) | Err(ParserError::OwnedNomError(_, kind)) => {
+                    Action::Stop(Step::Err(self.corrupt(Corruption::Unparsable { kind })))
+                }
             };
             match action {
                 Action::Consume(len, Ok(Some(record))) => {
@@ -789,10 +788,7 @@ fn convert_block(
             }
             Block::SimplePacket(spb) => {
                 let Some(iface) = interfaces.first() else {
-                    return (
-                        Err(Corruption::NoInterface),
-                        None,
-                    );
+                    return (Err(Corruption::NoInterface), None);
                 };
                 let mut caplen = (spb.origlen as usize).min(spb.data.len());
                 if iface.snaplen != 0 {

@@ -4,8 +4,7 @@
 
 use packet::Precision;
 use ports::gen::{
-    generate, parse_rate, parse_ttl, Anomalies, GenConfig, GenError, Mix, Rate, SizeDist,
-    TtlSpec,
+    generate, parse_rate, parse_ttl, Anomalies, GenConfig, GenError, Mix, Rate, SizeDist, TtlSpec,
 };
 use ports::pcap::{PcapWriter, DLT_EN10MB};
 use wire::{arp, ethernet, icmpv4, ipv4, tcp, udp};

@@ -26,7 +26,7 @@ use chain::program::{Finish, IpChecksum, Node, NodeId, Program, Tuple, Val};
 use chain::{Executor, Place};
 use elements::ipfilter::{parse_pattern, space};
 use elements::model::{Field, FieldSet, Filter, FilterSet};
-use elements::{Names, Role};
+use elements::{ConfigError, Names, Role};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use wire::checksum::fold;
@@ -103,9 +103,140 @@ fn or(parts: Vec<String>) -> String {
     }
 }
 
+/// Why a synthesized program has no exact Click form: the construct the export cannot
+/// write as stock elements (named by the element or value involved).
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    /// A class tests a field no `IPClassifier` pattern can test.
+    #[error("a test on {0:?}")]
+    Test(Field),
+    /// A pattern the export wrote does not parse back (a bug of the export).
+    #[error("`{text}`: {error:?}")]
+    Pattern {
+        /// The pattern.
+        text: String,
+        /// The parser's complaint.
+        #[source]
+        error: ConfigError,
+    },
+    /// A pattern whose packets are not an exact header space.
+    #[error("`{text}` has no exact header-space form")]
+    NotExact {
+        /// The pattern.
+        text: String,
+    },
+    /// A class of a classification that cannot be exported (`what`: which classification).
+    #[error("{what} class #{index}: {source} cannot be exported")]
+    Class {
+        /// The classification (`entry NF.IFACE`, `a later`, `a cell`).
+        what: String,
+        /// The class's index.
+        index: usize,
+        /// Why.
+        source: Box<ExportError>,
+    },
+    /// A pattern that misses packets of its class.
+    #[error("{what} class #{index}: the pattern `{text}` does not contain the class {class}; compiled: {compiled}")]
+    NotContained {
+        /// The classification.
+        what: String,
+        /// The class's index.
+        index: usize,
+        /// The pattern.
+        text: String,
+        /// The class, as a filter.
+        class: String,
+        /// What the pattern compiled to.
+        compiled: String,
+    },
+    /// A pattern that matches packets of another class.
+    #[error("{what} class #{index}: the pattern `{text}` also matches packets of another class")]
+    Overlap {
+        /// The classification.
+        what: String,
+        /// The class's index.
+        index: usize,
+        /// The pattern.
+        text: String,
+    },
+    /// The program refers to a node it does not have (a bug of synthesis).
+    #[error("node {0} is missing")]
+    MissingNode(NodeId),
+    /// A route table synthesized into a run-time lookup.
+    #[error("a long route table synthesized into a run-time lookup (not exported)")]
+    RouteLookup,
+    /// A classification on a value only known at run time.
+    #[error("a run-time check on {0:?}")]
+    RuntimeCheck(Val),
+    /// The chain reads paint, which the export uses to route packets after a rewriter.
+    #[error("the chain reads paint, which the export uses to send packets on after a rewriter")]
+    PaintAtRewriter,
+    /// The chain reads paint, which the export uses after the rewriters.
+    #[error("the chain reads paint, which the export uses after rewriters")]
+    PaintAfterRewriters,
+    /// More cells before a rewriter than the export splits packets into.
+    #[error("more than 64 cells before {0}")]
+    TooManyCells(String),
+    /// An element reads a field after a write the export makes later.
+    #[error("{element} reads {field:?} after a write the export makes later")]
+    ReadAfterWrite {
+        /// The element (as named in its NF).
+        element: String,
+        /// The field.
+        field: Field,
+    },
+    /// More classes through a rewriter than `Paint` colours.
+    #[error("more than 255 classes pass {0}")]
+    TooManyColours(String),
+    /// A rewriter output whose packets continue differently after a rewrite and a pass.
+    #[error("{rewriter} output {output} continues differently after a rewrite and a pass")]
+    Divergent {
+        /// The rewriter.
+        rewriter: String,
+        /// Its output.
+        output: u32,
+    },
+    /// A write of a flow field that no rewriter makes.
+    #[error("a write of {0:?} no rewriter makes")]
+    UnmadeWrite(Field),
+    /// A write no stock element makes.
+    #[error("the write {field:?} := {value:?}")]
+    Write {
+        /// The field written.
+        field: Field,
+        /// The value.
+        value: Val,
+    },
+    /// An incremental IPv4 checksum update other than TTL decrements.
+    #[error("an IPv4 checksum update ({0:#x}) other than TTL decrements")]
+    Checksum(u32),
+    /// A class cut at the IPv4 length without a `CheckIPHeader` to do it.
+    #[error("a class cut at the IPv4 length without a CheckIPHeader in front")]
+    TrimWithoutCheck,
+    /// A change of the frame's layout no stock element chain makes.
+    #[error("a layout change the export cannot make (head {now} -> {head}, link-layer writes {writes:?})")]
+    Layout {
+        /// Header offset before.
+        now: u16,
+        /// Header offset wanted.
+        head: u16,
+        /// Link-layer writes (destination, source, type).
+        writes: [Option<u128>; 3],
+    },
+    /// A destination annotation from a value no stock element sets it from.
+    #[error("a destination annotation from {0:?}")]
+    DestinationAnno(Val),
+    /// A paint annotation from a value no stock element sets it from.
+    #[error("a paint annotation from {0:?}")]
+    PaintAnno(Val),
+    /// A `Strip` whose argument is not a byte count.
+    #[error("Strip({0})")]
+    Strip(String),
+}
+
 /// A Click `IPClassifier` pattern for the tests of `filter` on header fields (front fields
 /// are left to the front), or why there is none.
-fn pattern(filter: &Filter) -> Result<String, String> {
+fn pattern(filter: &Filter) -> Result<String, ExportError> {
     let proto = filter.get(Field::IpProto);
     let qual = match (proto.first(), proto.last()) {
         (Some(6), Some(6)) => "tcp ",
@@ -175,7 +306,7 @@ fn pattern(filter: &Filter) -> Result<String, String> {
             Field::TcpFlags => ranges("tcp[13]", set),
             Field::IcmpType => ranges("icmp[0]", set),
             Field::IcmpCode => ranges("icmp[1]", set),
-            other => return Err(format!("a test on {other:?}")),
+            other => return Err(ExportError::Test(other)),
         };
         clauses.push(c);
     }
@@ -187,9 +318,14 @@ fn pattern(filter: &Filter) -> Result<String, String> {
 }
 
 /// The packets `text` matches, compiled the way `IPClassifier` is.
-fn compiled(text: &str) -> Result<FilterSet, String> {
-    let expr = parse_pattern(text, &Names::new()).map_err(|e| format!("`{text}`: {e:?}"))?;
-    space::compile(&expr).ok_or_else(|| format!("`{text}` has no exact header-space form"))
+fn compiled(text: &str) -> Result<FilterSet, ExportError> {
+    let expr = parse_pattern(text, &Names::new()).map_err(|error| ExportError::Pattern {
+        text: text.to_string(),
+        error,
+    })?;
+    space::compile(&expr).ok_or_else(|| ExportError::NotExact {
+        text: text.to_string(),
+    })
 }
 
 fn single(f: &Filter) -> FilterSet {
@@ -240,19 +376,30 @@ fn patterns(
     others: &[Filter],
     within: &Filter,
     what: &str,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, ExportError> {
     let mut out = Vec::new();
     for (k, (i, f)) in classes.iter().enumerate() {
-        let text = pattern(f).map_err(|e| format!("{what} class #{i}: {e} cannot be exported"))?;
+        let text = pattern(f).map_err(|e| ExportError::Class {
+            what: what.to_string(),
+            index: *i,
+            source: Box::new(e),
+        })?;
         let s = behind_front_set(&compiled(&text)?);
         let f = &behind_front(f);
         let within = &behind_front(within).intersection(&long());
         if !single(&f.intersection(within)).is_subset(&s) {
-            return Err(format!(
-                "{what} class #{i}: the pattern `{text}` does not contain the class {}; compiled: {}",
-                crate::show::filter(f),
-                s.members().iter().map(crate::show::filter).collect::<Vec<_>>().join(" | ")
-            ));
+            return Err(ExportError::NotContained {
+                what: what.to_string(),
+                index: *i,
+                text,
+                class: crate::show::filter(f),
+                compiled: s
+                    .members()
+                    .iter()
+                    .map(crate::show::filter)
+                    .collect::<Vec<_>>()
+                    .join(" | "),
+            });
         }
         let clash = classes
             .iter()
@@ -265,9 +412,11 @@ fn patterns(
                 !s.intersection(&single(&g.intersection(within))).is_empty()
             });
         if clash {
-            return Err(format!(
-                "{what} class #{i}: the pattern `{text}` also matches packets of another class"
-            ));
+            return Err(ExportError::Overlap {
+                what: what.to_string(),
+                index: *i,
+                text,
+            });
         }
         out.push(text);
     }
@@ -369,13 +518,11 @@ impl<'a> Out<'a> {
         node: NodeId,
         ctx: Ctx,
         seg: &[Field],
-    ) -> Result<(), String> {
+    ) -> Result<(), ExportError> {
         let prog = self.prog;
         match prog.nodes.get(node as usize) {
-            None => Err(format!("node {node} is missing")),
-            Some(Node::Lookup { .. }) => {
-                Err("a long route table synthesized into a run-time lookup (not exported)".into())
-            }
+            None => Err(ExportError::MissingNode(node)),
+            Some(Node::Lookup { .. }) => Err(ExportError::RouteLookup),
             Some(Node::Drop) => {
                 self.chain(from, "Discard", "");
                 Ok(())
@@ -430,7 +577,7 @@ impl<'a> Out<'a> {
                 let mut parts = Vec::new();
                 for (v, iv) in tests {
                     let Val::Reg(_, t, 0) = v else {
-                        return Err(format!("a run-time check on {v:?}"));
+                        return Err(ExportError::RuntimeCheck(*v));
                     };
                     let k = t.index();
                     let f =
@@ -456,7 +603,7 @@ impl<'a> Out<'a> {
                 ..
             }) => {
                 if self.reads_paint {
-                    return Err("the chain reads paint, which the export uses to send packets on after a rewriter".into());
+                    return Err(ExportError::PaintAtRewriter);
                 }
                 if ctx.cell.is_none() {
                     // Classifications after a rewriter read the header as it arrived, which
@@ -483,9 +630,8 @@ impl<'a> Out<'a> {
                             }
                             cells = next;
                             if cells.len() > 64 {
-                                return Err(format!(
-                                    "more than 64 cells before {}",
-                                    self.original_name(*element)
+                                return Err(ExportError::TooManyCells(
+                                    self.original_name(*element),
                                 ));
                             }
                         }
@@ -518,11 +664,10 @@ impl<'a> Out<'a> {
                         _ => false,
                     };
                     if !ok {
-                        return Err(format!(
-                            "{} reads {:?} after a write the export makes later",
-                            self.original_name(*element),
-                            TUPLE[k]
-                        ));
+                        return Err(ExportError::ReadAfterWrite {
+                            element: self.original_name(*element),
+                            field: TUPLE[k],
+                        });
                     }
                 }
                 let colour = {
@@ -534,10 +679,7 @@ impl<'a> Out<'a> {
                     e.0
                 };
                 if colour > 255 {
-                    return Err(format!(
-                        "more than 255 classes pass {}",
-                        self.original_name(*element)
-                    ));
+                    return Err(ExportError::TooManyColours(self.original_name(*element)));
                 }
                 let p = self.chain(from, "Paint", &colour.to_string());
                 let rw = self.original_name(*element);
@@ -548,9 +690,10 @@ impl<'a> Out<'a> {
                         chain::program::Branch::Rewrite(o) | chain::program::Branch::Pass(o) => *o,
                     };
                     if seen.insert(out, *n).is_some_and(|m| m != *n) {
-                        return Err(format!(
-                            "{rw} output {out} continues differently after a rewrite and a pass"
-                        ));
+                        return Err(ExportError::Divergent {
+                            rewriter: rw,
+                            output: out,
+                        });
                     }
                 }
                 for (out, n) in seen {
@@ -616,7 +759,7 @@ impl<'a> Out<'a> {
         f: &Finish,
         ctx: &Ctx,
         handoff: bool,
-    ) -> Result<(String, u32), String> {
+    ) -> Result<(String, u32), ExportError> {
         let mut ttl = 0u32;
         let mut eth: [Option<u128>; 3] = [None; 3];
         for (field, v) in &f.writes {
@@ -635,10 +778,15 @@ impl<'a> Out<'a> {
                         _ => false,
                     };
                     if !ok {
-                        return Err(format!("a write of {t:?} no rewriter makes"));
+                        return Err(ExportError::UnmadeWrite(*t));
                     }
                 }
-                (t, v) => return Err(format!("the write {t:?} := {v:?}")),
+                (t, v) => {
+                    return Err(ExportError::Write {
+                        field: *t,
+                        value: *v,
+                    })
+                }
             }
         }
         for _ in 0..ttl {
@@ -647,14 +795,10 @@ impl<'a> Out<'a> {
         match f.ip_checksum {
             IpChecksum::Incremental(k) if fold(k) == fold(wire::checksum::TTL_DECREMENT * ttl) => {}
             IpChecksum::Recompute => at = self.chain(at, "SetIPChecksum", ""),
-            IpChecksum::Incremental(k) => {
-                return Err(format!(
-                    "an IPv4 checksum update ({k:#x}) other than TTL decrements"
-                ))
-            }
+            IpChecksum::Incremental(k) => return Err(ExportError::Checksum(k)),
         }
         if f.trim && !ctx.trims {
-            return Err("a class cut at the IPv4 length without a CheckIPHeader in front".into());
+            return Err(ExportError::TrimWithoutCheck);
         }
         match (f.head, ctx.head, eth) {
             (h, now, [None, None, None]) if h == now => {}
@@ -667,7 +811,11 @@ impl<'a> Out<'a> {
                         .collect::<Vec<_>>()
                         .join(":")
                 };
-                at = self.chain(at, "EtherEncap", &format!("{t:#06x}, {}, {}", mac(s), mac(d)));
+                at = self.chain(
+                    at,
+                    "EtherEncap",
+                    &format!("{t:#06x}, {}, {}", mac(s), mac(d)),
+                );
                 if h == 14 {
                     // The next element reads from the IPv4 header; the link-layer bytes
                     // stay in front of it, as written.
@@ -675,9 +823,11 @@ impl<'a> Out<'a> {
                 }
             }
             (h, now, e) => {
-                return Err(format!(
-                    "a layout change the export cannot make (head {now} -> {h}, link-layer writes {e:?})"
-                ))
+                return Err(ExportError::Layout {
+                    now,
+                    head: h,
+                    writes: e,
+                })
             }
         }
         if handoff {
@@ -697,14 +847,14 @@ impl<'a> Out<'a> {
                         let off = if f.head == 0 { 30 } else { 16 };
                         at = self.chain(at, "GetIPAddress", &off.to_string());
                     }
-                    ref v => return Err(format!("a destination annotation from {v:?}")),
+                    ref v => return Err(ExportError::DestinationAnno(*v)),
                 }
                 match a.paint {
                     Val::Const(c) => at = self.chain(at, "Paint", &c.to_string()),
                     // Fresh packets arrive unpainted; rewriters' classes were painted.
                     Val::Orig(Field::Paint, 0) if painted => at = self.chain(at, "Paint", "0"),
                     Val::Orig(Field::Paint, 0) => {}
-                    ref v => return Err(format!("a paint annotation from {v:?}")),
+                    ref v => return Err(ExportError::PaintAnno(*v)),
                 }
             }
         }
@@ -754,7 +904,7 @@ fn box_of(tests: &[(u16, Vec<(u128, u128)>)], fields: &[Field]) -> Filter {
 
 /// The Click configuration of stock elements equivalent to the chain `ex` runs with the
 /// synthesized `prog` (see the module documentation), or why there is none.
-pub fn click(ex: &Executor, prog: &Program, title: &str) -> Result<String, String> {
+pub fn click(ex: &Executor, prog: &Program, title: &str) -> Result<String, ExportError> {
     let reads_paint = (0..ex.element_count()).any(|g| {
         matches!(
             ex.element(g).class_name(),
@@ -780,7 +930,7 @@ pub fn click(ex: &Executor, prog: &Program, title: &str) -> Result<String, Strin
     }
     let region = original_region(ex, &o.remainder);
     if reads_paint && !o.rewriters.is_empty() && !region.is_empty() {
-        return Err("the chain reads paint, which the export uses after rewriters".into());
+        return Err(ExportError::PaintAfterRewriters);
     }
     let used_rw: BTreeSet<u32> = o
         .rewriters
@@ -926,7 +1076,7 @@ impl Out<'_> {
     /// The synthesized part of entry `g` (segment `seg`): a `FromDevice`, the front of
     /// elements that only strip and check headers, then the root classification and the
     /// classes it keeps.
-    fn entry(&mut self, g: u32, seg: &chain::program::Segment) -> Result<(), String> {
+    fn entry(&mut self, g: u32, seg: &chain::program::Segment) -> Result<(), ExportError> {
         let (ex, prog) = (self.ex, self.prog);
         // The front: the entry's first elements that only strip and check headers.
         let dev = self.iface_name(g);
@@ -949,7 +1099,7 @@ impl Out<'_> {
                     head += cfg
                         .trim()
                         .parse::<u16>()
-                        .map_err(|_| format!("Strip({cfg})"))?
+                        .map_err(|_| ExportError::Strip(cfg.clone()))?
                 }
                 "CheckIPHeader" | "CheckIPHeader2" if head == 14 => trims = true,
                 _ => break,

@@ -1092,7 +1092,10 @@ mod tests {
         assert!(e.contains("x.pcap") && !e.contains('\n'), "{e}");
         let ep = Endpoint::parse("fw.eth9").unwrap();
         let e = run(&chain, &[(ep, PathBuf::from("x.pcap"))], &opts, Mode::Naive).unwrap_err();
-        assert!(matches!(&e, RunError::NoEntry(ep) if ep.iface == "eth9"), "{e:?}");
+        assert!(
+            matches!(&e, RunError::NoEntry(ep) if ep.iface == "eth9"),
+            "{e:?}"
+        );
         assert_eq!(
             e.to_string(),
             "--input fw.eth9: NF `fw` has no FromDevice(eth9) (entries need one)"

@@ -5,6 +5,7 @@
 
 use super::report::Params;
 use super::Bench;
+use crate::error::CliError;
 use chain::{ChainFile, Endpoint, Executor, ExitSink, RunOptions};
 use packet::Packet;
 use ports::pcap::Record;
@@ -138,7 +139,7 @@ impl Bench {
         mode: impl Into<Mode>,
         batch: usize,
         records: &[Record],
-    ) -> Result<Config, String> {
+    ) -> Result<Config, CliError> {
         let mode: Mode = mode.into();
         let opts = RunOptions {
             batch,
@@ -146,9 +147,9 @@ impl Bench {
         };
         let mut ex = Executor::new(chain, &opts, |_, _| Ok(ExitSink::Count))?;
         mode.install(&mut ex, chain::FastOptions::default());
-        let at = ex
-            .entry(entry)
-            .ok_or_else(|| format!("{}: no entry {entry}", chain.path.display()))?;
+        let at = ex.entry(entry).ok_or_else(|| {
+            CliError::Invalid(format!("{}: no entry {entry}", chain.path.display()))
+        })?;
         Ok(Config {
             mode: mode.name(),
             nfs: chain.nfs.len(),
@@ -189,7 +190,7 @@ impl Bench {
         p: &Params,
         mut configs: Vec<Config>,
         ratios: &[(&str, &str)],
-    ) -> Result<(), String> {
+    ) -> Result<(), CliError> {
         eprintln!(
             "fusebox bench: {}, {}-byte frames, batch {}: {}",
             p.label(),

@@ -3,6 +3,7 @@
 //! the PNG charts ([`charts`]).
 
 use super::harness::{stats, Config};
+use crate::error::CliError;
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -192,13 +193,13 @@ impl Report {
         json: bool,
         no_charts: bool,
         t0: Instant,
-    ) -> Result<(), String> {
+    ) -> Result<(), CliError> {
         std::fs::create_dir_all(out_dir)
-            .map_err(|e| format!("{}: cannot create: {e}", out_dir.display()))?;
+            .map_err(|e| CliError::io(&out_dir, "cannot create: ", e))?;
         let json_path = out_dir.join("bench.json");
         let jsonl: String = self.records.iter().map(|r| format!("{r}\n")).collect();
         std::fs::write(&json_path, &jsonl)
-            .map_err(|e| format!("{}: cannot write: {e}", json_path.display()))?;
+            .map_err(|e| CliError::io(&json_path, "cannot write: ", e))?;
         let charts = if no_charts {
             Vec::new()
         } else {

@@ -5,6 +5,7 @@
 use super::harness::{nearest_rank, stats};
 use super::report::Params;
 use super::Bench;
+use crate::error::CliError;
 use chain::{ChainFile, Endpoint, Executor, ExitSink, RunOptions};
 use ports::gen::{generate, GenConfig, Mix, SizeDist};
 use ports::pcap::Record;
@@ -21,7 +22,7 @@ pub(super) struct Scenario {
     /// What it reproduces.
     pub(super) about: &'static str,
     /// Runs it, adding what it measures to the run's report.
-    pub(super) run: fn(&mut Bench) -> Result<(), String>,
+    pub(super) run: fn(&mut Bench) -> Result<(), CliError>,
 }
 
 /// Every scenario, in the order they run. Add one here.
@@ -116,10 +117,10 @@ fn lengths(quick: bool) -> Vec<usize> {
 
 /// `routers`, `napts`: the first k NFs of `examples/DIR/chain.toml`, naive and synthesized,
 /// for every chain length and batch size, with the reference loop.
-fn chains(b: &mut Bench, dir: &'static str, prefix: &str) -> Result<(), String> {
+fn chains(b: &mut Bench, dir: &'static str, prefix: &str) -> Result<(), CliError> {
     let scenario: &'static str = dir;
     let path = b.examples.join(dir).join("chain.toml");
-    let chain = ChainFile::load(&path).map_err(|e| e.to_string())?;
+    let chain = ChainFile::load(&path)?;
     let entry = Endpoint {
         nf: format!("{prefix}1"),
         iface: "eth0".to_string(),
@@ -161,11 +162,11 @@ fn chains(b: &mut Bench, dir: &'static str, prefix: &str) -> Result<(), String> 
 /// `frame-sizes`: naive 1, naive 10 and synth 10 routers and NAPTs over frames of every
 /// size in [`FRAME_SIZES`]. Larger frames use a proportionally shorter trace (the same
 /// bytes) and proportionally more passes (the same packets).
-fn frame_sizes(b: &mut Bench) -> Result<(), String> {
+fn frame_sizes(b: &mut Bench) -> Result<(), CliError> {
     let batch = b.batches[0];
     for (dir, prefix) in [("routers", "r"), ("napts", "n")] {
         let path = b.examples.join(dir).join("chain.toml");
-        let chain = ChainFile::load(&path).map_err(|e| e.to_string())?;
+        let chain = ChainFile::load(&path)?;
         let entry = Endpoint {
             nf: format!("{prefix}1"),
             iface: "eth0".to_string(),
@@ -207,7 +208,7 @@ fn single(
     click: &Path,
     records: &[Record],
     extra: Option<(&'static str, Value)>,
-) -> Result<(), String> {
+) -> Result<(), CliError> {
     let batch = b.batches[0];
     let chain = ChainFile::single(click);
     let entry = Endpoint {
@@ -238,7 +239,7 @@ fn single(
 }
 
 /// `ttl`: NetBricks' TTL NF, the bundled `examples/ttl/ttl.click`.
-fn ttl(b: &mut Bench) -> Result<(), String> {
+fn ttl(b: &mut Bench) -> Result<(), CliError> {
     let records = trace(b.packets, 64, 1000, default_dst());
     let click = b.examples.join("ttl").join("ttl.click");
     single(b, "ttl", &click, &records, None)
@@ -290,12 +291,12 @@ fn lpm_click(routes: usize, seed: u64) -> String {
 
 /// `lpm`: the generated DIR-24-8 router (written to the output directory as
 /// `lpm-16k.click`) over a trace whose destinations span the whole address space.
-fn lpm(b: &mut Bench) -> Result<(), String> {
+fn lpm(b: &mut Bench) -> Result<(), CliError> {
     std::fs::create_dir_all(&b.out_dir)
-        .map_err(|e| format!("{}: cannot create: {e}", b.out_dir.display()))?;
+        .map_err(|e| CliError::io(&b.out_dir, "cannot create: ", e))?;
     let click = b.out_dir.join("lpm-16k.click");
     std::fs::write(&click, lpm_click(LPM_ROUTES, LPM_SEED))
-        .map_err(|e| format!("{}: cannot write: {e}", click.display()))?;
+        .map_err(|e| CliError::io(&click, "cannot write: ", e))?;
     let records = trace(
         b.packets,
         64,
@@ -354,7 +355,7 @@ fn lpm(b: &mut Bench) -> Result<(), String> {
 /// by the seeded 85 % draw), over flows drawn from the list's corners; beside it, the same
 /// chain with a firewall that allows everything (`-open`: SNF's "chain without the
 /// firewall's rules"). Skipped, with a message, when the lists are not there.
-fn isp(b: &mut Bench) -> Result<(), String> {
+fn isp(b: &mut Bench) -> Result<(), CliError> {
     let (fw1k, fw10k) = (b.classbench.join("fw1_1k"), b.classbench.join("fw1_10k"));
     if !fw1k.exists() || !fw10k.exists() {
         eprintln!(
@@ -364,12 +365,11 @@ fn isp(b: &mut Bench) -> Result<(), String> {
         return Ok(());
     }
     std::fs::create_dir_all(&b.out_dir)
-        .map_err(|e| format!("{}: cannot create: {e}", b.out_dir.display()))?;
+        .map_err(|e| CliError::io(&b.out_dir, "cannot create: ", e))?;
     let open = b.out_dir.join("allow-all.rules");
-    std::fs::write(&open, "allow all\n")
-        .map_err(|e| format!("{}: cannot write: {e}", open.display()))?;
+    std::fs::write(&open, "allow all\n").map_err(|e| CliError::io(&open, "cannot write: ", e))?;
     let path = b.examples.join("isp").join("chain.toml");
-    let base = ChainFile::load(&path).map_err(|e| e.to_string())?;
+    let base = ChainFile::load(&path)?;
     let with = |rules: &Path, first: &str| {
         let mut c = base.clone();
         for nf in c.nfs.iter_mut().filter(|n| n.name == "fw") {
@@ -404,10 +404,9 @@ fn isp(b: &mut Bench) -> Result<(), String> {
     };
     let batch = b.batches[0];
     for &(label, rules, first) in &lists {
-        let text = std::fs::read_to_string(rules)
-            .map_err(|e| format!("{}: cannot read: {e}", rules.display()))?;
-        let mut set = classify::classbench::parse_rules(&text, &rules.display().to_string())
-            .map_err(|e| e.to_string())?;
+        let text =
+            std::fs::read_to_string(rules).map_err(|e| CliError::io(&rules, "cannot read: ", e))?;
+        let mut set = classify::classbench::parse_rules(&text, &rules.display().to_string())?;
         set.truncate(first.unwrap_or(usize::MAX));
         let tuples: Vec<ports::gen::Tuple> = classify::classbench::corners(&set, 2000, 1)
             .into_iter()
@@ -493,12 +492,12 @@ fn blacklist_chain(k: usize, last: &str) -> String {
 /// `examples/speedybox`, whose per-flow processing times (from a flow's packets entering to
 /// the end of what they cause) are given as percentiles, naive, fastpath, and fastpath
 /// with the state functions of later NFs on a second core.
-fn speedybox(b: &mut Bench) -> Result<(), String> {
+fn speedybox(b: &mut Bench) -> Result<(), CliError> {
     let dir = b.out_dir.join("speedybox");
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
-    let write = |name: &str, text: &str| -> Result<PathBuf, String> {
+    std::fs::create_dir_all(&dir).map_err(|e| CliError::io(&dir, "cannot create: ", e))?;
+    let write = |name: &str, text: &str| -> Result<PathBuf, CliError> {
         let p = dir.join(name);
-        std::fs::write(&p, text).map_err(|e| format!("{}: cannot write: {e}", p.display()))?;
+        std::fs::write(&p, text).map_err(|e| CliError::io(&p, "cannot write: ", e))?;
         Ok(p)
     };
     write("bl100.rules", &blacklist_rules(100))?;
@@ -510,7 +509,7 @@ fn speedybox(b: &mut Bench) -> Result<(), String> {
     write("drop.click", &nf("drop.rules"))?;
     let batch = b.batches[0];
     let records = trace(b.packets, 64, 1000, default_dst());
-    let entry = Endpoint::parse("bl1.eth0").ok_or("bad entry")?;
+    let entry = Endpoint::parse("bl1.eth0").ok_or_else(|| CliError::Invalid("bad entry".into()))?;
     let max = if b.quick { 3 } else { 9 };
     let mut configs = vec![b.reference_config(batch, &records)];
     for mode in [Mode::Naive, Mode::Fastpath] {
@@ -519,7 +518,7 @@ fn speedybox(b: &mut Bench) -> Result<(), String> {
                 &format!("blacklist-{k}.toml"),
                 &blacklist_chain(k, "bl.click"),
             )?;
-            let chain = ChainFile::load(&path).map_err(|e| e.to_string())?;
+            let chain = ChainFile::load(&path)?;
             configs.push(b.chain_config(&chain, &entry, mode, batch, &records)?);
         }
     }
@@ -545,7 +544,7 @@ fn speedybox(b: &mut Bench) -> Result<(), String> {
         ],
     )?;
     let path = write("blacklist-ffd.toml", &blacklist_chain(3, "drop.click"))?;
-    let chain = ChainFile::load(&path).map_err(|e| e.to_string())?;
+    let chain = ChainFile::load(&path)?;
     let configs = vec![
         b.chain_config(&chain, &entry, Mode::Naive, batch, &records)?,
         b.chain_config(&chain, &entry, Mode::Fastpath, batch, &records)?,
@@ -562,7 +561,7 @@ fn speedybox(b: &mut Bench) -> Result<(), String> {
 }
 
 /// The real chains' per-flow processing times (see [`speedybox`]).
-fn flow_times(b: &mut Bench, batch: usize) -> Result<(), String> {
+fn flow_times(b: &mut Bench, batch: usize) -> Result<(), CliError> {
     let cfg = GenConfig {
         packets: b.packets.min(50_000),
         flows: 500,
@@ -579,8 +578,8 @@ fn flow_times(b: &mut Bench, batch: usize) -> Result<(), String> {
     let records = generate(&cfg).records();
     for (file, entry) in [("chain1.toml", "nat.eth0"), ("chain2.toml", "bl.eth0")] {
         let path = b.examples.join("speedybox").join(file);
-        let chain = ChainFile::load(&path).map_err(|e| e.to_string())?;
-        let at = Endpoint::parse(entry).ok_or("bad entry")?;
+        let chain = ChainFile::load(&path)?;
+        let at = Endpoint::parse(entry).ok_or_else(|| CliError::Invalid("bad entry".into()))?;
         for (label, fast) in [
             ("naive", None),
             ("fastpath", Some(false)),
@@ -604,9 +603,9 @@ fn flow_times(b: &mut Bench, batch: usize) -> Result<(), String> {
                     ..chain::FastOptions::default()
                 },
             );
-            let e = ex
-                .entry(&at)
-                .ok_or_else(|| format!("{}: no entry {entry}", path.display()))?;
+            let e = ex.entry(&at).ok_or_else(|| {
+                CliError::Invalid(format!("{}: no entry {entry}", path.display()))
+            })?;
             let inputs = vec![(e, records.clone())];
             ex.replay(&inputs, 1);
             ex.record_flow_times(true);

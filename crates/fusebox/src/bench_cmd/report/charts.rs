@@ -23,7 +23,40 @@ const COLORS: [RGBColor; 6] = [
     RGBColor(0x7f, 0x7f, 0x7f),
 ];
 
-type ChartResult<T> = Result<T, String>;
+/// Why no chart was drawn (the bench goes on without them and says why).
+#[derive(Debug, thiserror::Error)]
+pub enum ChartError {
+    /// The font cannot be had.
+    #[error(transparent)]
+    Font(#[from] FontError),
+    /// The chart directory cannot be created.
+    #[error("{}: cannot create: {source}", .path.display())]
+    Dir {
+        /// The directory.
+        path: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// plotters failed drawing or writing a chart.
+    #[error("{0:?}")]
+    Draw(#[source] DrawError),
+}
+
+/// Why [`FONT`] cannot be used (kept for the whole process: `Clone`).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum FontError {
+    /// The font file cannot be read.
+    #[error("cannot read the font {FONT} ({0}); install fonts-dejavu-core")]
+    Missing(std::sync::Arc<std::io::Error>),
+    /// The file is not a font plotters can use.
+    #[error("{FONT}: not a usable TrueType font")]
+    Unusable,
+}
+
+type ChartResult<T> = Result<T, ChartError>;
+
+/// What plotters reports when drawing a bitmap chart fails.
+type DrawError = DrawingAreaErrorKind<<BitMapBackend<'static> as DrawingBackend>::ErrorType>;
 
 /// The legend box every chart has, upper right.
 macro_rules! legend {
@@ -54,27 +87,30 @@ macro_rules! line {
     }};
 }
 
-fn err<E: std::fmt::Debug>(e: E) -> String {
-    format!("{e:?}")
+fn err(e: DrawError) -> ChartError {
+    ChartError::Draw(e)
 }
 
 /// Registers [`FONT`] as plotters' `sans-serif` (once per process).
 fn font() -> ChartResult<()> {
-    static DONE: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    static DONE: std::sync::OnceLock<Result<(), FontError>> = std::sync::OnceLock::new();
     DONE.get_or_init(|| {
-        let bytes = std::fs::read(FONT)
-            .map_err(|e| format!("cannot read the font {FONT} ({e}); install fonts-dejavu-core"))?;
+        let bytes = std::fs::read(FONT).map_err(|e| FontError::Missing(std::sync::Arc::new(e)))?;
         let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
         plotters::style::register_font("sans-serif", FontStyle::Normal, bytes)
-            .map_err(|_| format!("{FONT}: not a usable TrueType font"))
+            .map_err(|_| FontError::Unusable)
     })
     .clone()
+    .map_err(ChartError::Font)
 }
 
 /// Draws every chart the measurements allow into `dir`; returns the files written.
 pub fn draw(m: &[Measured], dir: &Path) -> ChartResult<Vec<PathBuf>> {
     font()?;
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
+    std::fs::create_dir_all(dir).map_err(|source| ChartError::Dir {
+        path: dir.to_path_buf(),
+        source,
+    })?;
     let mut files = Vec::new();
     for sc in ["routers", "napts", "blacklist"] {
         let rows: Vec<&Measured> = m.iter().filter(|x| x.scenario == sc).collect();
