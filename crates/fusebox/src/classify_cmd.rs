@@ -47,7 +47,7 @@ pub struct ClassifyArgs {
 }
 
 fn read(p: &PathBuf) -> Result<String, CliError> {
-    std::fs::read_to_string(p).map_err(|e| CliError::io(&p, "", e))
+    std::fs::read_to_string(p).map_err(|e| CliError::io(p, "", e))
 }
 
 /// `fusebox classify`: one line per header with the 0-based index of the first matching

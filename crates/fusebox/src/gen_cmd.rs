@@ -167,7 +167,7 @@ pub(crate) fn tuple(k: [u64; 5]) -> ports::gen::Tuple {
 /// The 5-tuples `--headers` or `--rules` give, if either is set.
 fn classbench_tuples(args: &GenArgs) -> Result<Option<Vec<ports::gen::Tuple>>, CliError> {
     let read = |p: &PathBuf| {
-        std::fs::read_to_string(p).map_err(|e| CliError::io(&p, "cannot read it: ", e))
+        std::fs::read_to_string(p).map_err(|e| CliError::io(p, "cannot read it: ", e))
     };
     if let Some(p) = &args.headers {
         let keys = classify::classbench::parse_trace(&read(p)?, &p.display().to_string())?;

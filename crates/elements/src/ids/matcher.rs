@@ -158,6 +158,11 @@ pub fn fast_pattern(rule: &Rule) -> Option<&Content> {
     })
 }
 
+/// The content automaton of a rule set cannot be built (too many or too long patterns).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("cannot build the content automaton: {0}")]
+pub struct AutomatonError(#[source] pub aho_corasick::BuildError);
+
 /// One automaton per case mode over the distinct fast patterns of all rules.
 #[derive(Debug, Clone)]
 pub struct Prefilter {
@@ -173,7 +178,7 @@ pub struct Prefilter {
 
 impl Prefilter {
     /// Builds the automata for `rules` (rule `i` is reported as `i`).
-    pub fn new(rules: &[Rule]) -> Result<Prefilter, String> {
+    pub fn new(rules: &[Rule]) -> Result<Prefilter, AutomatonError> {
         let mut exact: HashMap<Vec<u8>, usize> = HashMap::new();
         let mut nocase: HashMap<Vec<u8>, usize> = HashMap::new();
         let mut pf = Prefilter {
@@ -209,7 +214,7 @@ impl Prefilter {
                 }
             }
         }
-        let build = |pats: &[Vec<u8>], ci: bool| -> Result<Option<AhoCorasick>, String> {
+        let build = |pats: &[Vec<u8>], ci: bool| -> Result<Option<AhoCorasick>, AutomatonError> {
             if pats.is_empty() {
                 return Ok(None);
             }
@@ -218,7 +223,7 @@ impl Prefilter {
                 .ascii_case_insensitive(ci)
                 .build(pats)
                 .map(Some)
-                .map_err(|e| format!("cannot build the content automaton: {e}"))
+                .map_err(AutomatonError)
         };
         pf.exact = build(&exact_pats, false)?;
         pf.nocase = build(&nocase_pats, true)?;

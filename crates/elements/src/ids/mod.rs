@@ -614,7 +614,7 @@ impl SnortIDS {
         };
         let mut rules = set.rules;
         rules.sort_by_key(|r| rank(r.action)); // stable: file order within an action
-        let prefilter = Prefilter::new(&rules).map_err(ConfigError::new)?;
+        let prefilter = Prefilter::new(&rules).map_err(|e| ConfigError::new(e.to_string()))?;
         let mut groups: HashMap<_, usize> = HashMap::new();
         let mut headers: Vec<Vec<u32>> = Vec::new();
         for (i, r) in rules.iter().enumerate() {

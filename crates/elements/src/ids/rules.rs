@@ -762,11 +762,50 @@ fn split_options(body: &str, base: usize) -> Result<Vec<RawOption<'_>>, ColumnEr
     Ok(out)
 }
 
+/// Why a `content` value does not parse ([`parse_content`]); each message says what was
+/// expected and what was found.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ContentError {
+    /// No opening quote.
+    #[error("expected a quoted string, found `{0}`")]
+    Unquoted(String),
+    /// No closing quote.
+    #[error("expected a closing `\"` in `{0}`")]
+    Unclosed(String),
+    /// Text after the closing quote.
+    #[error("expected `;` after the closing quote, found `{0}`")]
+    Trailing(String),
+    /// An odd number of hex digits for a byte.
+    #[error("expected two hex digits per byte, found a lone digit")]
+    LoneDigit,
+    /// A character other than a hex digit between `|`.
+    #[error("expected hex digits between `|`, found `{0}`")]
+    NotHex(char),
+    /// A backslash at the end.
+    #[error("expected a character after `\\`")]
+    DanglingEscape,
+    /// A backslash before a character that needs no escape.
+    #[error("expected one of `\\\"`, `\\;`, `\\\\`, `\\:`, `\\|`, found `\\{0}`")]
+    BadEscape(char),
+    /// A bare quote inside the content.
+    #[error("expected `\\\"` for a quote inside the content")]
+    BareQuote,
+    /// A bare semicolon inside the content.
+    #[error("expected `\\;` for a semicolon inside the content")]
+    BareSemicolon,
+    /// Hex bytes not closed by `|`.
+    #[error("expected `|` closing the hex bytes")]
+    UnclosedHex,
+    /// `""`.
+    #[error("expected a non-empty content")]
+    Empty,
+}
+
 /// Parses a content string `"…"` (quotes required) into bytes.
-pub fn parse_content(v: &str) -> Result<Vec<u8>, String> {
+pub fn parse_content(v: &str) -> Result<Vec<u8>, ContentError> {
     let v = v.trim();
     if v.len() < 2 || !v.starts_with('"') {
-        return Err(format!("expected a quoted string, found `{v}`"));
+        return Err(ContentError::Unquoted(v.to_string()));
     }
     let bytes = v.as_bytes();
     // Find the closing quote.
@@ -786,13 +825,11 @@ pub fn parse_content(v: &str) -> Result<Vec<u8>, String> {
         i += 1;
     }
     let Some(end) = end else {
-        return Err(format!("expected a closing `\"` in `{v}`"));
+        return Err(ContentError::Unclosed(v.to_string()));
     };
     let trailing = v[end + 1..].trim();
     if !trailing.is_empty() {
-        return Err(format!(
-            "expected `;` after the closing quote, found `{trailing}`"
-        ));
+        return Err(ContentError::Trailing(trailing.to_string()));
     }
     let inner = &bytes[1..end];
     let mut out = Vec::new();
@@ -805,13 +842,13 @@ pub fn parse_content(v: &str) -> Result<Vec<u8>, String> {
             match c {
                 b'|' => {
                     if nibble.is_some() {
-                        return Err("expected two hex digits per byte, found a lone digit".into());
+                        return Err(ContentError::LoneDigit);
                     }
                     hex = false;
                 }
                 b' ' | b'\t' => {
                     if nibble.is_some() {
-                        return Err("expected two hex digits per byte, found a lone digit".into());
+                        return Err(ContentError::LoneDigit);
                     }
                 }
                 c if c.is_ascii_hexdigit() => {
@@ -821,41 +858,33 @@ pub fn parse_content(v: &str) -> Result<Vec<u8>, String> {
                         None => nibble = Some(d),
                     }
                 }
-                c => {
-                    return Err(format!(
-                        "expected hex digits between `|`, found `{}`",
-                        c as char
-                    ))
-                }
+                c => return Err(ContentError::NotHex(c as char)),
             }
         } else {
             match c {
                 b'|' => hex = true,
                 b'\\' => {
                     let Some(&n) = inner.get(i + 1) else {
-                        return Err("expected a character after `\\`".into());
+                        return Err(ContentError::DanglingEscape);
                     };
                     if !matches!(n, b'"' | b';' | b'\\' | b':' | b'|') {
-                        return Err(format!(
-                            "expected one of `\\\"`, `\\;`, `\\\\`, `\\:`, `\\|`, found `\\{}`",
-                            n as char
-                        ));
+                        return Err(ContentError::BadEscape(n as char));
                     }
                     out.push(n);
                     i += 1;
                 }
-                b'"' => return Err("expected `\\\"` for a quote inside the content".into()),
-                b';' => return Err("expected `\\;` for a semicolon inside the content".into()),
+                b'"' => return Err(ContentError::BareQuote),
+                b';' => return Err(ContentError::BareSemicolon),
                 c => out.push(c),
             }
         }
         i += 1;
     }
     if hex {
-        return Err("expected `|` closing the hex bytes".into());
+        return Err(ContentError::UnclosedHex);
     }
     if out.is_empty() {
-        return Err("expected a non-empty content".into());
+        return Err(ContentError::Empty);
     }
     Ok(out)
 }
@@ -1219,7 +1248,8 @@ fn parse_rule_at(text: &str, origin: &str, vars: &Vars) -> Result<Rule, ColumnEr
                     return bad(col, "dsize: given twice");
                 }
                 need(value)?;
-                rule.dsize = Some(parse_dsize(value.unwrap_or("")).or_else(|m| bad(vcol, m))?);
+                rule.dsize =
+                    Some(parse_dsize(value.unwrap_or("")).or_else(|m| bad(vcol, m.to_string()))?);
             }
             _ => return unsupported(col, format!("option `{name}` is not supported")),
         }
@@ -1265,41 +1295,51 @@ fn is_fp_range(v: &str) -> bool {
     matches!((it.next(), it.next(), it.next()), (Some(a), Some(b), None) if a.parse::<u32>().is_ok() && b.parse::<u32>().is_ok())
 }
 
+/// Why a `dsize` value does not parse (the value as written in each).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum DsizeError {
+    #[error("dsize: expected a size 0-65535, found `{0}`")]
+    Size(String),
+    #[error("dsize: expected a<>b with a <= b, found `{0}`")]
+    Reversed(String),
+    #[error("dsize: `{0}` can never match")]
+    Never(String),
+    #[error("dsize: negation is not supported, found `{0}`")]
+    Negated(String),
+}
+
 /// Parses `dsize`'s value into an inclusive range.
-fn parse_dsize(v: &str) -> Result<(u32, u32), String> {
+fn parse_dsize(v: &str) -> Result<(u32, u32), DsizeError> {
     let v = v.trim();
-    let num = |t: &str| -> Result<u32, String> {
+    let num = |t: &str| -> Result<u32, DsizeError> {
         match t.trim().parse::<u32>() {
             Ok(n) if n <= 65535 => Ok(n),
-            _ => Err(format!(
-                "dsize: expected a size 0-65535, found `{}`",
-                t.trim()
-            )),
+            _ => Err(DsizeError::Size(t.trim().to_string())),
         }
     };
     if let Some((a, b)) = v.split_once("<>") {
         let (a, b) = (num(a)?, num(b)?);
         if a > b {
-            return Err(format!("dsize: expected a<>b with a <= b, found `{v}`"));
+            return Err(DsizeError::Reversed(v.to_string()));
         }
         return Ok((a, b));
     }
     if let Some(r) = v.strip_prefix('>') {
         let n = num(r)?;
         if n >= 65535 {
-            return Err(format!("dsize: `{v}` can never match"));
+            return Err(DsizeError::Never(v.to_string()));
         }
         return Ok((n + 1, 65535));
     }
     if let Some(r) = v.strip_prefix('<') {
         let n = num(r)?;
         if n == 0 {
-            return Err(format!("dsize: `{v}` can never match"));
+            return Err(DsizeError::Never(v.to_string()));
         }
         return Ok((0, n - 1));
     }
     if v.starts_with('!') {
-        return Err(format!("dsize: negation is not supported, found `{v}`"));
+        return Err(DsizeError::Negated(v.to_string()));
     }
     let n = num(v.strip_prefix('=').unwrap_or(v))?;
     Ok((n, n))

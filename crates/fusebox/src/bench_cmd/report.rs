@@ -195,7 +195,7 @@ impl Report {
         t0: Instant,
     ) -> Result<(), CliError> {
         std::fs::create_dir_all(out_dir)
-            .map_err(|e| CliError::io(&out_dir, "cannot create: ", e))?;
+            .map_err(|e| CliError::io(out_dir, "cannot create: ", e))?;
         let json_path = out_dir.join("bench.json");
         let jsonl: String = self.records.iter().map(|r| format!("{r}\n")).collect();
         std::fs::write(&json_path, &jsonl)

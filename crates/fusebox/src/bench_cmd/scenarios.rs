@@ -405,7 +405,7 @@ fn isp(b: &mut Bench) -> Result<(), CliError> {
     let batch = b.batches[0];
     for &(label, rules, first) in &lists {
         let text =
-            std::fs::read_to_string(rules).map_err(|e| CliError::io(&rules, "cannot read: ", e))?;
+            std::fs::read_to_string(rules).map_err(|e| CliError::io(rules, "cannot read: ", e))?;
         let mut set = classify::classbench::parse_rules(&text, &rules.display().to_string())?;
         set.truncate(first.unwrap_or(usize::MAX));
         let tuples: Vec<ports::gen::Tuple> = classify::classbench::corners(&set, 2000, 1)
