@@ -50,6 +50,7 @@ use crate::nf::Nf;
 use crate::program::{
     Branch, Event, Finish, IpChecksum, Node, NodeId, Program, Regs, Tuple, Val, NO_MAPPING,
 };
+use crate::reason::ChainReason;
 use crate::reflect;
 use crate::summary::{ElementSummary, ExitSummary, NfSummary, Summary, Totals};
 use elements::hash::FlowHasher;
@@ -948,7 +949,7 @@ impl Executor {
                                     }
                                 }
                             }
-                            self.count_drop(el, "unconnected-output");
+                            self.count_drop(el, ChainReason::UnconnectedOutput.into());
                             self.recycle(q);
                         }
                         Verdict::Drop(q, reason) => {
@@ -961,7 +962,7 @@ impl Executor {
                 Kind::Link(target) => {
                     let nf = info.nf as usize;
                     if p.meta.hops >= MAX_HOPS {
-                        self.count_drop(el, "loop");
+                        self.count_drop(el, ChainReason::Loop.into());
                         self.recycle(p);
                     } else {
                         p.meta.hops += 1;
@@ -1033,7 +1034,7 @@ impl Executor {
                 self.stack
                     .push((self.edges[k].element, Resume::Port(self.edges[k].port), p));
             } else {
-                self.count_drop(el, "unconnected-output");
+                self.count_drop(el, ChainReason::UnconnectedOutput.into());
                 self.recycle(p);
             }
         }
@@ -1776,7 +1777,7 @@ impl Executor {
                     match branches.iter().find(|(b, _)| *b == branch) {
                         Some((_, n)) => node = *n,
                         None => {
-                            self.count_drop(*element, "synthesis-missed-branch");
+                            self.count_drop(*element, ChainReason::SynthesisMissedBranch.into());
                             return ProgramEnd::Gone;
                         }
                     }

@@ -11,6 +11,7 @@ pub mod exec;
 pub mod file;
 pub mod nf;
 pub mod program;
+pub mod reason;
 pub mod reflect;
 pub mod summary;
 
@@ -19,4 +20,5 @@ pub use exec::{
 };
 pub use file::{ChainError, ChainFile, Endpoint, NoInputError};
 pub use nf::{BuildError, BuildErrorKind, Nf, PortFault};
+pub use reason::ChainReason;
 pub use summary::Summary;

@@ -9,14 +9,15 @@ use wire::ipv4::Packet as Ipv4Packet;
 use wire::IpProtocol;
 
 reasons! {
-    /// Why `ICMPError` drops a packet (besides [`crate::reason::IpHeaderReason::Bad`], also
-    /// for no network header).
+    /// Why `ICMPError` drops a packet.
     pub enum ICMPErrorReason {
         /// The packet it answered with an error (the error is a new packet).
         Sent => "icmp-error",
         /// No error may answer it (an ICMP error, a broadcast, a bad source, a fragment, a
         /// redirect with a source route).
         Suppressed => "icmp-error-suppressed",
+        /// No whole IPv4 header at the network header annotation (or no annotation).
+        BadIpHeader => crate::reason::IpHeaderReason::Bad.as_str(),
     }
 }
 
@@ -248,9 +249,9 @@ impl ICMPError {
     }
 
     /// The suppression check and the error message bytes, or the drop reason.
-    fn make(&mut self, p: &Packet) -> Result<Vec<u8>, &'static str> {
+    fn make(&mut self, p: &Packet) -> Result<Vec<u8>, ICMPErrorReason> {
         // A missing network header is `bad-ip-header` here too.
-        let (h, hl) = crate::ip::ip_header(p).ok_or(crate::reason::IpHeaderReason::Bad.as_str())?;
+        let (h, hl) = crate::ip::ip_header(p).ok_or(ICMPErrorReason::BadIpHeader)?;
         let (src, dst) = (h.src_addr(), h.dst_addr());
         let ip = h.into_inner();
         let icmp_error_in = h.protocol() == IpProtocol::ICMP
@@ -264,13 +265,13 @@ impl ICMPError {
             || !self.valid_source(src)
             || h.frag_offset() != 0;
         if suppressed {
-            return Err(ICMPErrorReason::Suppressed.into());
+            return Err(ICMPErrorReason::Suppressed);
         }
         // (Click leaves the route out of a parameter problem about the route itself; the
         // pointer is always 0 here, so that never applies.)
         let sr = Self::source_route(ip, hl);
         if sr.is_some() && self.icmp_type == REDIRECT {
-            return Err(ICMPErrorReason::Suppressed.into());
+            return Err(ICMPErrorReason::Suppressed);
         }
         // IP options: the reversed source route.
         let mut opts = Vec::new();
@@ -349,10 +350,10 @@ impl Element for ICMPError {
                 Verdict::Done
             }
             Err(reason) => {
-                if reason == ICMPErrorReason::Suppressed.as_str() {
+                if reason == ICMPErrorReason::Suppressed {
                     self.suppressed += 1;
                 }
-                Verdict::Drop(packet, reason)
+                Verdict::Drop(packet, reason.into())
             }
         }
     }

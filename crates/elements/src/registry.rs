@@ -870,7 +870,7 @@ pub static CLASSES: &[ElementClass] = &[
             "Answers each packet with a new ICMP error of TYPE and CODE from SRC.",
             "10.0.0.1, unreachable, host",
         )
-        .drops(&[ICMPErrorReason::TEXTS, &[IpHeaderReason::Bad.as_str()]]),
+        .drops(&[ICMPErrorReason::TEXTS]),
     },
     // Network functions.
     ElementClass {

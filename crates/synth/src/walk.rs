@@ -7,7 +7,7 @@ use chain::program::{
     Annotations, Branch, Class, Event, Finish, IpChecksum, Node, NodeId, Program, Segment, Tuple,
     Val,
 };
-use chain::{Executor, Place};
+use chain::{ChainReason, Executor, Place};
 use elements::model::{
     Action, Effect, EffectSink, Field, FieldSet, Filter, Group, IpAnchor, Model, Op, Outcome,
 };
@@ -805,14 +805,14 @@ impl<'a> Walker<'a> {
         o: usize,
     ) -> Result<Vec<(Filter, NodeId)>, Giveup> {
         let Some((k, t, tp)) = self.ex.edge(g as usize, o) else {
-            return self.drop(&st, g, "unconnected-output");
+            return self.drop(&st, g, ChainReason::UnconnectedOutput.into());
         };
         st.events.push(Event::Edge(k));
         match self.ex.place(t as usize) {
             Place::Inner => self.element(st, t, tp),
             Place::Link(target) => {
                 if st.hops >= MAX_HOPS {
-                    return self.drop(&st, t, "loop");
+                    return self.drop(&st, t, ChainReason::Loop.into());
                 }
                 if st.hops >= WALK_HOPS {
                     // A long way round (a forwarding loop): the rest runs naive, which counts
