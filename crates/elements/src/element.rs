@@ -12,7 +12,9 @@ use std::path::Path;
 pub enum Verdict {
     /// Send the packet out of this output port.
     Out(usize, Packet),
-    /// Drop the packet, counted under this reason (a short kebab-case word, e.g. `bad-ip-header`).
+    /// Drop the packet, counted under this reason (a short kebab-case word, e.g. `bad-ip-header`):
+    /// the text of one of the element's reason enums (see [`crate::reason`]), written
+    /// `Reason::Variant.into()`.
     Drop(Packet, &'static str),
     /// The element kept the packet (queued, consumed by a sink) or emitted whatever it had to
     /// through [`Context::emit`] / [`Context::drop`].
@@ -134,7 +136,8 @@ impl Context {
         self.emitted.push((port, packet));
     }
 
-    /// Drops `packet` under `reason` (for elements that drop some packets and emit others).
+    /// Drops `packet` under `reason` (for elements that drop some packets and emit others);
+    /// `reason` is the text of one of the element's reason enums (see [`crate::reason`]).
     #[inline]
     pub fn drop(&mut self, packet: Packet, reason: &'static str) {
         self.pending = true;

@@ -40,7 +40,8 @@ pub enum IpAnchor {
 pub enum Outcome {
     /// The packet leaves on this output port.
     Out(usize),
-    /// The packet is dropped under this reason (the same reason `push` gives).
+    /// The packet is dropped under this reason (the same reason `push` gives, from the same
+    /// reason enum: see [`crate::reason`]).
     Drop(&'static str),
     /// The element must run on these packets (it copies, creates or reshapes them in ways the
     /// model does not describe). Synthesis hands the packet to the element itself.

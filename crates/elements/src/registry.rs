@@ -59,7 +59,7 @@ pub struct Doc {
     pub args: &'static str,
     /// What it does, in a sentence or two.
     pub about: &'static str,
-    /// A configuration it builds from (with one input and [`Doc::outputs`] outputs).
+    /// A configuration it builds from (with one input and `outputs` outputs).
     pub example: &'static str,
     /// Outputs connected when the example is built.
     pub outputs: usize,
@@ -926,7 +926,7 @@ pub static CLASSES: &[ElementClass] = &[
 
 impl ElementClass {
     /// The class built from its example configuration ([`Doc::example`]), with one input,
-    /// [`Doc::outputs`] outputs and relative paths resolved against the current directory.
+    /// `Doc::outputs` outputs and relative paths resolved against the current directory.
     pub fn example(&self) -> Result<Box<dyn Element>, ConfigError> {
         let names = crate::Names::new();
         let bcx = BuildCtx {
