@@ -241,6 +241,24 @@ pub fn walk(frame: &[u8]) -> Result<L2Info> {
     Ok(info)
 }
 
+/// Where the network header of an Ethernet frame starts, and its EtherType, looking
+/// through at most one 802.1Q (0x8100) tag: `(14, ethertype)` for an untagged frame,
+/// `(18, inner ethertype)` for a tagged one; `None` when the frame ends before that
+/// EtherType. Unlike [`walk`], an 802.1ad TPID or a second tag is not followed (it is the
+/// returned EtherType). Never panics; no loop, for per-packet use where one tag is the
+/// documented limit.
+#[inline]
+pub fn single_tag_l3(frame: &[u8]) -> Option<(usize, u16)> {
+    let eth = ethernet::Frame::new_checked(frame).ok()?;
+    match eth.ethertype() {
+        ethertype::VLAN => {
+            let tag = Packet::new_checked(eth.payload()).ok()?;
+            Some((ethernet::HEADER_LEN + HEADER_LEN, tag.ethertype()))
+        }
+        t => Some((ethernet::HEADER_LEN, t)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -346,5 +364,27 @@ mod tests {
                 let _ = (Repr::parse(&p), p.payload());
             }
         }
+    }
+
+    #[test]
+    fn single_tag_l3_looks_through_one_dot1q_tag() {
+        let mut untagged = [0u8; 14];
+        untagged[12..14].copy_from_slice(&[0x08, 0x06]);
+        assert_eq!(single_tag_l3(&untagged), Some((14, ethertype::ARP)));
+        assert_eq!(single_tag_l3(&untagged[..13]), None);
+        let mut tagged = [0u8; 18];
+        tagged[12..14].copy_from_slice(&[0x81, 0x00]);
+        tagged[16..18].copy_from_slice(&[0x08, 0x00]);
+        assert_eq!(single_tag_l3(&tagged), Some((18, ethertype::IPV4)));
+        for n in 14..18 {
+            assert_eq!(single_tag_l3(&tagged[..n]), None);
+        }
+        // QinQ: the S-tag's TPID is the answer, not followed.
+        assert_eq!(single_tag_l3(&QINQ), Some((14, ethertype::QINQ)));
+        // Two 802.1Q tags: only the first is looked through.
+        let mut two = [0u8; 22];
+        two[12..14].copy_from_slice(&[0x81, 0x00]);
+        two[16..18].copy_from_slice(&[0x81, 0x00]);
+        assert_eq!(single_tag_l3(&two), Some((18, ethertype::VLAN)));
     }
 }

@@ -215,23 +215,16 @@ impl FromDump {
 /// Where the IP header of an Ethernet frame starts, and its header length, if the frame
 /// carries IPv4 or IPv6 (after at most one 802.1Q tag).
 fn ip_header(frame: &[u8]) -> Option<(usize, usize)> {
-    let et = |at: usize| {
-        frame
-            .get(at..at + 2)
-            .map(|b| u16::from_be_bytes([b[0], b[1]]))
-    };
-    let (off, ty) = match et(12)? {
-        wire::ethernet::ethertype::VLAN => (18, et(16)?),
-        t => (14, t),
-    };
-    let first = *frame.get(off)?;
+    let (off, ty) = wire::vlan::single_tag_l3(frame)?;
+    let ip = frame.get(off..)?;
+    let version = ip.first()? >> 4;
     match ty {
-        wire::ethernet::ethertype::IPV4 if first >> 4 == 4 => {
-            let hl = usize::from(first & 0x0f) * 4;
-            (hl >= 20 && frame.len() >= off + hl).then_some((off, hl))
+        // 20 <= header length <= the bytes there.
+        wire::ethernet::ethertype::IPV4 if version == 4 => {
+            packet::Ipv4Flow::parse(ip).map(|v| (off, v.header_len()))
         }
-        wire::ethernet::ethertype::IPV6 if first >> 4 == 6 => {
-            (frame.len() >= off + 40).then_some((off, 40))
+        wire::ethernet::ethertype::IPV6 if version == 6 => {
+            (ip.len() >= wire::ipv6::HEADER_LEN).then_some((off, wire::ipv6::HEADER_LEN))
         }
         _ => None,
     }

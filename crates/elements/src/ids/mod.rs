@@ -90,14 +90,16 @@ use crate::model::{Field, FieldSet, Filter};
 use crate::record::{Access, ReplayView};
 use crate::{BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use matcher::{rule_matches, Prefilter, Verify};
-use packet::{Packet, Timestamp};
+use packet::{FlowKey, Ipv4Flow, Ipv4FlowKey, Packet, Timestamp};
 use rules::{Action, Rule, RuleSet, Vars};
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::{LineWriter, Write};
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
-use wire::IpProtocol;
+use wire::ethernet::ethertype;
+use wire::tcp::flags::{ACK, FIN, RST, SYN};
+use wire::{icmpv4, tcp, udp, IpProtocol};
 
 reasons! {
     /// Why `SnortIDS` drops a packet.
@@ -110,19 +112,11 @@ reasons! {
 /// Drop reason of packets a `drop` or `sdrop` rule matched.
 pub const DROP_REASON: &str = SnortIDSReason::RuleDrop.as_str();
 
-const SYN: u8 = 0x02;
-const RST: u8 = 0x04;
-const FIN: u8 = 0x01;
-const ACK: u8 = 0x10;
-
 /// One packet as the rules see it.
 #[derive(Debug, Clone, Copy)]
 struct Pkt<'a> {
-    proto: u8,
-    src: u32,
-    dst: u32,
-    sport: u16,
-    dport: u16,
+    /// Protocol, addresses and ports (0 when the transport header was not read).
+    key: Ipv4FlowKey,
     /// Whether the transport header was read (ports and TCP flags are known).
     ports: bool,
     flags: u8,
@@ -135,80 +129,64 @@ fn locate_ip(data: &[u8], anno: Option<usize>) -> Option<usize> {
         return anno;
     }
     let is_v4 = |o: usize| data.get(o).is_some_and(|b| b >> 4 == 4);
-    match data.get(12..14) {
-        Some([0x08, 0x00]) if is_v4(14) => return Some(14),
-        Some([0x81, 0x00]) if data.get(16..18) == Some(&[0x08, 0x00]) && is_v4(18) => {
-            return Some(18)
-        }
-        _ => {}
+    match wire::vlan::single_tag_l3(data) {
+        Some((off, ethertype::IPV4)) if is_v4(off) => Some(off),
+        _ => is_v4(0).then_some(0),
     }
-    is_v4(0).then_some(0)
 }
 
 /// Decodes the packet at `data` (IPv4 header at `anno` or found by [`locate_ip`]).
 fn decode(data: &[u8], anno: Option<usize>) -> Result<Pkt<'_>, &'static str> {
     let off = locate_ip(data, anno).ok_or("not_ipv4")?;
     let ip = data.get(off..).ok_or("not_ipv4")?;
-    if ip.len() < 20 || ip[0] >> 4 != 4 {
-        return Err(if ip.first().is_some_and(|b| b >> 4 != 4) {
-            "not_ipv4"
-        } else {
-            "bad_ip_header"
-        });
+    if ip.first().is_some_and(|b| b >> 4 != 4) {
+        return Err("not_ipv4");
     }
-    let hl = usize::from(ip[0] & 0x0f) * 4;
-    let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
-    if hl < 20 || ip.len() < hl || total < hl {
+    // At least 20 bytes, 20 <= header length <= data, and the total length covers the
+    // header; the packet ends at its total length (Ethernet padding is not payload).
+    let whole = Ipv4Flow::parse(ip).ok_or("bad_ip_header")?;
+    let total = usize::from(whole.total_len());
+    if total < whole.header_len() {
         return Err("bad_ip_header");
     }
-    let ip = &ip[..total.min(ip.len())];
-    let proto = ip[9];
-    let src = u32::from_be_bytes([ip[12], ip[13], ip[14], ip[15]]);
-    let dst = u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]]);
-    let frag_off = u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff;
-    let l4 = &ip[hl..];
+    let ip = Ipv4Flow::parse(&ip[..total.min(ip.len())]).ok_or("bad_ip_header")?;
+    let l4 = ip.transport();
     let mut p = Pkt {
-        proto,
-        src,
-        dst,
-        sport: 0,
-        dport: 0,
+        key: FlowKey {
+            protocol: ip.protocol(),
+            src: ip.src(),
+            src_port: 0,
+            dst: ip.dst(),
+            dst_port: 0,
+        },
         ports: false,
         flags: 0,
         payload: l4,
     };
-    if frag_off != 0 {
+    if !ip.first_fragment() {
         return Ok(p);
     }
-    match proto {
+    match p.key.protocol {
         IpProtocol::TCP => {
-            if l4.len() < 20 {
-                return Err("truncated_transport");
-            }
-            let doff = usize::from(l4[12] >> 4) * 4;
-            if doff < 20 || l4.len() < doff {
-                return Err("truncated_transport");
-            }
-            p.sport = u16::from_be_bytes([l4[0], l4[1]]);
-            p.dport = u16::from_be_bytes([l4[2], l4[3]]);
-            p.flags = l4[13];
+            let t = tcp::Packet::new_checked(l4).map_err(|_| "truncated_transport")?;
+            (p.key.src_port, p.key.dst_port) = (t.src_port(), t.dst_port());
+            p.flags = t.flags();
             p.ports = true;
-            p.payload = &l4[doff..];
+            p.payload = &l4[t.header_len()..];
         }
         IpProtocol::UDP => {
-            if l4.len() < 8 {
+            // The UDP length field is not checked (as Snort's payload is the IP's).
+            if l4.len() < udp::HEADER_LEN {
                 return Err("truncated_transport");
             }
-            p.sport = u16::from_be_bytes([l4[0], l4[1]]);
-            p.dport = u16::from_be_bytes([l4[2], l4[3]]);
+            let u = udp::Packet::new_unchecked(l4);
+            (p.key.src_port, p.key.dst_port) = (u.src_port(), u.dst_port());
             p.ports = true;
-            p.payload = &l4[8..];
+            p.payload = &l4[udp::HEADER_LEN..];
         }
         IpProtocol::ICMP => {
-            if l4.len() < 8 {
-                return Err("truncated_transport");
-            }
-            p.payload = &l4[8..];
+            icmpv4::Packet::new_checked(l4).map_err(|_| "truncated_transport")?;
+            p.payload = &l4[icmpv4::HEADER_LEN..];
         }
         _ => {}
     }
@@ -244,7 +222,7 @@ struct Flow {
     /// Transport header known (TCP/UDP ports, TCP flags).
     ports: bool,
     /// Endpoint 0 sent the flow's first packet.
-    ep: [(u32, u16); 2],
+    ep: [Endpoint; 2],
     client: Option<usize>,
     tcp: Tcp,
     seen: [bool; 2],
@@ -369,11 +347,11 @@ struct Engine {
 
 impl Engine {
     /// The list of rules whose header takes packets `src:sport -> dst:dport`.
-    fn list_for(&mut self, proto: u8, ports: bool, s: (u32, u16), d: (u32, u16)) -> u32 {
+    fn list_for(&mut self, proto: u8, ports: bool, s: Endpoint, d: Endpoint) -> u32 {
         let mut rules: Vec<u32> = Vec::new();
         for group in &self.headers {
             let first = &self.rules[group[0] as usize];
-            if first.header_matches(proto, s.0, s.1, d.0, d.1, ports) {
+            if first.header_matches(proto, u32::from(s.0), s.1, u32::from(d.0), d.1, ports) {
                 rules.extend_from_slice(group);
             }
         }
@@ -452,10 +430,33 @@ struct Recorded {
 }
 
 /// An endpoint: IPv4 address and port (0 without ports).
-type Endpoint = (u32, u16);
+type Endpoint = (Ipv4Addr, u16);
 
-/// A flow's key: protocol, ports known, and its two endpoints, smaller first.
-type FlowKey = (u8, bool, Endpoint, Endpoint);
+/// A flow's key in the flow table: its 5-tuple with the smaller endpoint as the source (so
+/// both directions find the flow), and whether the ports were read (a later fragment, which
+/// has none, is not the first fragment's flow).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct TableKey {
+    tuple: Ipv4FlowKey,
+    ports: bool,
+}
+
+impl TableKey {
+    /// The key of packet `p`'s flow.
+    #[inline]
+    fn of(p: &Pkt) -> TableKey {
+        let k = p.key;
+        let tuple = if (k.src, k.src_port) <= (k.dst, k.dst_port) {
+            k
+        } else {
+            k.reversed()
+        };
+        TableKey {
+            tuple,
+            ports: p.ports,
+        }
+    }
+}
 
 /// Malformed-packet counters, by reason.
 const MALFORMED: [&str; 3] = ["not_ipv4", "bad_ip_header", "truncated_transport"];
@@ -465,7 +466,7 @@ const MALFORMED: [&str; 3] = ["not_ipv4", "bad_ip_header", "truncated_transport"
 pub struct SnortIDS {
     engine: Engine,
     skipped: u64,
-    flows: HashMap<FlowKey, u32>,
+    flows: HashMap<TableKey, u32>,
     table: Vec<Flow>,
     recorded: HashMap<u64, Recorded>,
     /// The decision `check` made for a packet (flow, direction, input index), which its
@@ -670,22 +671,23 @@ impl SnortIDS {
 
     /// The flow of packet `p` and the packet's direction in it (created when new).
     fn flow_of(&mut self, p: &Pkt) -> (usize, usize) {
-        let (s, d) = ((p.src, p.sport), (p.dst, p.dport));
-        let key = (p.proto, p.ports, s.min(d), s.max(d));
+        let (s, d) = ((p.key.src, p.key.src_port), (p.key.dst, p.key.dst_port));
+        let key = TableKey::of(p);
         if let Some(&i) = self.flows.get(&key) {
             let f = &self.table[i as usize];
             let dir = usize::from(f.ep[0] != s);
             return (i as usize, dir);
         }
-        let fwd = self.engine.list_for(p.proto, p.ports, s, d);
+        let proto = p.key.protocol;
+        let fwd = self.engine.list_for(proto, p.ports, s, d);
         let rev = if s == d {
             fwd
         } else {
-            self.engine.list_for(p.proto, p.ports, d, s)
+            self.engine.list_for(proto, p.ports, d, s)
         };
         let i = self.table.len();
         self.table.push(Flow {
-            proto: p.proto,
+            proto,
             ports: p.ports,
             ep: [s, d],
             client: None,
@@ -759,9 +761,14 @@ impl SnortIDS {
         let mut p = decode(data, view.ip)?;
         let f = &self.table[flow];
         let (s, d) = (f.ep[dir], f.ep[1 - dir]);
-        p.proto = f.proto;
         p.ports = f.ports;
-        (p.src, p.sport, p.dst, p.dport) = (s.0, s.1, d.0, d.1);
+        p.key = FlowKey {
+            protocol: f.proto,
+            src: s.0,
+            src_port: s.1,
+            dst: d.0,
+            dst_port: d.1,
+        };
         Ok(p)
     }
 }
@@ -834,11 +841,12 @@ fn fast_line(rule: &Rule, p: &Pkt, flow: usize, index: u64, ts: Timestamp) -> St
     s.push_str(&format!(
         "[Priority: {}] {{{}}} ",
         rule.priority,
-        proto_name(p.proto)
+        proto_name(p.key.protocol)
     ));
-    let (a, b) = (Ipv4Addr::from(p.src), Ipv4Addr::from(p.dst));
-    if p.ports && IpProtocol::from(p.proto).has_ports() {
-        s.push_str(&format!("{a}:{} -> {b}:{}", p.sport, p.dport));
+    let k = &p.key;
+    let (a, b) = (k.src, k.dst);
+    if p.ports && IpProtocol::from(k.protocol).has_ports() {
+        s.push_str(&format!("{a}:{} -> {b}:{}", k.src_port, k.dst_port));
     } else {
         s.push_str(&format!("{a} -> {b}"));
     }
@@ -877,7 +885,7 @@ impl Element for SnortIDS {
                     flow,
                     dir,
                     p.flags,
-                    p.proto == IpProtocol::TCP && p.ports,
+                    p.key.protocol == IpProtocol::TCP && p.ports,
                     drop,
                 )
             }
@@ -989,11 +997,11 @@ impl Element for SnortIDS {
             out.push(format!("sid {gid}:{sid} alerts {n}"));
         }
         for (i, f) in self.table.iter().enumerate() {
-            let ep = |e: (u32, u16)| {
+            let ep = |e: Endpoint| {
                 if f.ports {
-                    format!("{}:{}", Ipv4Addr::from(e.0), e.1)
+                    format!("{}:{}", e.0, e.1)
                 } else {
-                    Ipv4Addr::from(e.0).to_string()
+                    e.0.to_string()
                 }
             };
             let client = match f.client {
