@@ -1,7 +1,7 @@
 //! `--reflect`: turn a packet leaving the chain into the reply its destination would send,
 //! so stateful NFs see both directions of every flow they open.
 
-use wire::{checksum, IpProtocol};
+use wire::{arp, checksum, ethernet, IpProtocol};
 
 /// The reply to an Ethernet frame: MACs, IP addresses and ports swapped, TCP flags answered
 /// (SYN → SYN+ACK, FIN → FIN+ACK, data → ACK; sequence numbers follow), ICMP echo requests
@@ -141,29 +141,19 @@ pub fn reflected_mac(ip: [u8; 4]) -> [u8; 6] {
 
 /// The reply to an Ethernet/IPv4 ARP request, if `f` is one.
 fn arp_reply(f: &[u8]) -> Option<Vec<u8>> {
-    let a = f.get(14..42)?;
-    let is_request = f[12..14] == [0x08, 0x06]
-        && a[0..2] == [0, 1]
-        && a[2..4] == [0x08, 0x00]
-        && a[4] == 6
-        && a[5] == 4
-        && a[6..8] == [0, 1];
-    if !is_request {
+    let req = arp::Repr::parse_frame(f)?;
+    if req.operation != arp::operation::REQUEST {
         return None;
     }
-    let asker_mac = &a[8..14];
-    let asker_ip = &a[14..18];
-    let target_ip: [u8; 4] = a[24..28].try_into().ok()?;
-    let mac = reflected_mac(target_ip);
-    let mut r = Vec::with_capacity(42);
-    r.extend_from_slice(asker_mac);
-    r.extend_from_slice(&mac);
-    r.extend_from_slice(&[0x08, 0x06, 0, 1, 0x08, 0x00, 6, 4, 0, 2]);
-    r.extend_from_slice(&mac);
-    r.extend_from_slice(&target_ip);
-    r.extend_from_slice(asker_mac);
-    r.extend_from_slice(asker_ip);
-    Some(r)
+    let mac = ethernet::Address(reflected_mac(req.target_protocol_addr.octets()));
+    let reply = arp::Repr {
+        operation: arp::operation::REPLY,
+        sender_hardware_addr: mac,
+        sender_protocol_addr: req.target_protocol_addr,
+        target_hardware_addr: req.sender_hardware_addr,
+        target_protocol_addr: req.sender_protocol_addr,
+    };
+    Some(reply.frame(req.sender_hardware_addr, mac).to_vec())
 }
 
 #[cfg(test)]

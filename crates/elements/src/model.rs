@@ -25,6 +25,7 @@
 //! case only (an `IPFragmenter` fragments packets longer than its MTU; the rest pass).
 
 pub use space::{Action, Base, Field, FieldSet, Filter, FilterSet, Group, Layout, Op, PacketPoint};
+use wire::ethernet::ethertype;
 
 /// Where an element finds the IPv4 header it reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -265,8 +266,8 @@ impl<'a> Headers<'a> {
         let (data, ip, hl, l4) = (self.data, self.ip, self.hl, self.l4);
         match field {
             Field::FrameLen => data.len().min(0xffff) as u128,
-            Field::HasVlan => u128::from(load(data, 12, 2) == 0x8100),
-            Field::VlanId if load(data, 12, 2) != 0x8100 => 0,
+            Field::HasVlan => u128::from(load(data, 12, 2) == u128::from(ethertype::VLAN)),
+            Field::VlanId if load(data, 12, 2) != u128::from(ethertype::VLAN) => 0,
             Field::PacketType => packet_type_value(packet::PacketType::from_dst_mac(data)),
             Field::IpAvail => ip.len().min(0xffff) as u128,
             Field::IpOptions => u128::from(load(ip, 0, 1) & 0x0f > 5),
@@ -730,7 +731,7 @@ mod tests {
             Field::EthDst => be(&eth.dst_addr().0),
             Field::EthSrc => be(&eth.src_addr().0),
             Field::EtherType => u128::from(eth.ethertype()),
-            Field::VlanId if eth.ethertype() == 0x8100 => be(&d[14..16]) & 0xfff,
+            Field::VlanId if eth.ethertype() == ethertype::VLAN => be(&d[14..16]) & 0xfff,
             Field::VlanId => 0,
             Field::IpVersion => u128::from(ip.version()),
             Field::IpIhl => ip.header_len() as u128 / 4,
@@ -867,7 +868,7 @@ mod tests {
         let mut log = Log(Vec::new());
         let effects = [
             Effect::EtherEncap {
-                ethertype: 0x0800,
+                ethertype: ethertype::IPV4,
                 src: [0, 0, 0, 0, 0, 1],
                 dst: [0, 0, 0, 0, 0, 2],
             },

@@ -22,11 +22,8 @@
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-/// IP protocol numbers the port rules look at.
-const ICMP: u8 = 1;
-const TCP: u8 = 6;
-const UDP: u8 = 17;
-const SCTP: u8 = 132;
+use wire::icmpv4::msg_type;
+use wire::ip::protocol::{ICMP, SCTP, TCP, UDP};
 
 /// A transport flow: protocol, addresses and ports (0 when the protocol has none, see
 /// [`Ports`]). `A` is the address type: [`IpAddr`] by default, [`Ipv4Addr`] for
@@ -120,7 +117,7 @@ fn transport_ports(protocol: u8, t: &[u8], first: bool) -> (u16, u16) {
             u16::from_be_bytes([t[2], t[3]]),
         ),
         // ICMP echo / reply and the information messages: the identifier stands for both.
-        ICMP if t.len() >= 6 && matches!(t[0], 0 | 8 | 13 | 14 | 15 | 16 | 17 | 18) => {
+        ICMP if t.len() >= 6 && msg_type::has_ident(t[0]) => {
             let id = u16::from_be_bytes([t[4], t[5]]);
             (id, id)
         }

@@ -189,9 +189,11 @@ fn split(c: &Class, seg: &Segment, ports: &[Intervals; 2]) -> Split {
         // Ports: TCP or UDP classes only. The switch reads 0 where FuseBox reads the bytes
         // of a later fragment or a short transport header: the flows take port 0 too, and
         // the ports stay in the residual.
-        let l4 = protos
-            .as_ref()
-            .is_some_and(|p| p.iter().all(|&x| x == 6 || x == 17));
+        let l4 = protos.as_ref().is_some_and(|p| {
+            p.iter().all(|&x| {
+                x == u128::from(wire::IpProtocol::TCP) || x == u128::from(wire::IpProtocol::UDP)
+            })
+        });
         let mut meta = Vec::new();
         for (k, f) in [Field::SrcPort, Field::DstPort].into_iter().enumerate() {
             if let (true, Some(s)) = (l4, get(f)) {

@@ -718,7 +718,10 @@ fn decode_icmp(s: &mut String, b: &[u8]) {
         i.msg_code(),
         ok(i.verify_checksum())
     );
-    if matches!(i.msg_type(), 0 | 8) {
+    if matches!(
+        i.msg_type(),
+        wire::icmpv4::msg_type::ECHO_REPLY | wire::icmpv4::msg_type::ECHO_REQUEST
+    ) {
         let _ = write!(s, " echo id {} seq {}", i.ident(), i.seq_no());
     }
 }

@@ -31,6 +31,9 @@ pub mod field {
 /// Length of an Ethernet/IPv4 ARP packet.
 pub const PACKET_LEN: usize = 28;
 
+/// Length of an Ethernet frame carrying an ARP packet, without padding (14 + 28).
+pub const FRAME_LEN: usize = ethernet::HEADER_LEN + PACKET_LEN;
+
 /// ARP hardware type for Ethernet.
 pub const HARDWARE_ETHERNET: u16 = 1;
 
@@ -234,6 +237,34 @@ impl Repr {
         PACKET_LEN
     }
 
+    /// The Ethernet frame from `src` to `dst` (EtherType ARP, no padding) carrying this
+    /// packet: what ARP requests and replies are sent as.
+    #[inline]
+    pub fn frame(&self, dst: Address, src: Address) -> [u8; FRAME_LEN] {
+        let mut f = [0u8; FRAME_LEN];
+        let eth = ethernet::Repr {
+            dst_addr: dst,
+            src_addr: src,
+            ethertype: ethernet::ethertype::ARP,
+        };
+        let mut frame = ethernet::Frame::new_unchecked(&mut f[..]);
+        eth.emit(&mut frame);
+        self.emit(&mut Packet::new_unchecked(frame.payload_mut()));
+        f
+    }
+
+    /// The ARP packet of an Ethernet frame: EtherType ARP and an Ethernet/IPv4 ARP packet
+    /// in the 28 bytes after the header (padding after them ignored); `None` otherwise.
+    /// Never panics.
+    #[inline]
+    pub fn parse_frame(frame: &[u8]) -> Option<Repr> {
+        let eth = ethernet::Frame::new_checked(frame.get(..FRAME_LEN)?).ok()?;
+        if eth.ethertype() != ethernet::ethertype::ARP {
+            return None;
+        }
+        Repr::parse(&Packet::new_checked(eth.payload()).ok()?).ok()
+    }
+
     /// Writes the complete ARP packet.
     ///
     /// # Panics
@@ -346,5 +377,32 @@ mod tests {
             }
             let _ = Repr::parse(&Packet::new_unchecked(&REQUEST[..n]));
         }
+    }
+
+    #[test]
+    fn ethernet_frames() {
+        let r = Repr::parse(&Packet::new_checked(&REQUEST[..]).unwrap()).unwrap();
+        let (dst, src) = (
+            Address::BROADCAST,
+            Address([0x52, 0x54, 0x00, 0x12, 0xab, 0xcd]),
+        );
+        let f = r.frame(dst, src);
+        assert_eq!(&f[..6], &[0xff; 6]);
+        assert_eq!(&f[6..12], &src.0);
+        assert_eq!(&f[12..14], &[0x08, 0x06]);
+        assert_eq!(&f[14..], &REQUEST[..]);
+        assert_eq!(Repr::parse_frame(&f), Some(r));
+        let mut padded = f.to_vec();
+        padded.resize(60, 0);
+        assert_eq!(Repr::parse_frame(&padded), Some(r));
+        for n in 0..FRAME_LEN {
+            assert_eq!(Repr::parse_frame(&f[..n]), None);
+        }
+        let mut ip = f;
+        ip[13] = 0x00;
+        assert_eq!(Repr::parse_frame(&ip), None);
+        let mut v6 = f;
+        v6[16..18].copy_from_slice(&0x86ddu16.to_be_bytes());
+        assert_eq!(Repr::parse_frame(&v6), None);
     }
 }

@@ -19,6 +19,7 @@
 //! EtherType IPv4; IPv4 TTL 64, TOS 0, identification 0, no flags, no options; TCP
 //! sequence, acknowledgement, flags and window 0; no payload.
 
+use crate::ip::protocol;
 use crate::{ethernet, icmpv4, ipv4, tcp, udp};
 use std::net::Ipv4Addr;
 
@@ -78,7 +79,7 @@ impl Frame {
             ether: Some(ethernet::Repr {
                 dst_addr: ethernet::Address([2, 0, 0, 0, 0, 1]),
                 src_addr: ethernet::Address([2, 0, 0, 0, 0, 2]),
-                ethertype: 0x0800,
+                ethertype: ethernet::ethertype::IPV4,
             }),
             ip: ipv4::Repr {
                 src_addr: src,
@@ -118,7 +119,7 @@ impl Frame {
             flags: 0,
             window: 0,
         };
-        Frame::new(src.into(), dst.into(), 6, t)
+        Frame::new(src.into(), dst.into(), protocol::TCP, t)
     }
 
     /// A UDP datagram from `src:sport` to `dst:dport`.
@@ -128,7 +129,12 @@ impl Frame {
         sport: u16,
         dport: u16,
     ) -> Frame {
-        Frame::new(src.into(), dst.into(), 17, Transport::Udp { sport, dport })
+        Frame::new(
+            src.into(),
+            dst.into(),
+            protocol::UDP,
+            Transport::Udp { sport, dport },
+        )
     }
 
     /// An ICMP message of `msg_type` and `code` (the rest of the header 0).
@@ -143,7 +149,7 @@ impl Frame {
             code,
             rest: 0,
         };
-        Frame::new(src.into(), dst.into(), 1, t)
+        Frame::new(src.into(), dst.into(), protocol::ICMP, t)
     }
 
     /// An IPv4 packet of `protocol` whose payload is the bytes given by [`Frame::payload`]

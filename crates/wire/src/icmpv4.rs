@@ -46,6 +46,32 @@ pub mod msg_type {
     pub const TIMESTAMP: u8 = 13;
     /// Timestamp reply.
     pub const TIMESTAMP_REPLY: u8 = 14;
+    /// Information request (obsolete).
+    pub const INFO_REQUEST: u8 = 15;
+    /// Information reply (obsolete).
+    pub const INFO_REPLY: u8 = 16;
+    /// Address mask request.
+    pub const ADDRESS_MASK_REQUEST: u8 = 17;
+    /// Address mask reply.
+    pub const ADDRESS_MASK_REPLY: u8 = 18;
+
+    /// Whether messages of type `t` are queries or their replies carrying an identifier
+    /// (and sequence number) after the checksum: echo, timestamp, information and address
+    /// mask.
+    #[inline]
+    pub const fn has_ident(t: u8) -> bool {
+        matches!(
+            t,
+            ECHO_REPLY
+                | ECHO_REQUEST
+                | TIMESTAMP
+                | TIMESTAMP_REPLY
+                | INFO_REQUEST
+                | INFO_REPLY
+                | ADDRESS_MASK_REQUEST
+                | ADDRESS_MASK_REPLY
+        )
+    }
 }
 
 /// Codes of [`msg_type::DEST_UNREACHABLE`] messages.
@@ -371,5 +397,11 @@ mod tests {
             }
             let _ = Repr::parse(&Packet::new_unchecked(&ECHO[..n]));
         }
+    }
+
+    #[test]
+    fn query_types_have_an_identifier() {
+        let with: Vec<u8> = (0..=255).filter(|&t| msg_type::has_ident(t)).collect();
+        assert_eq!(with, vec![0, 8, 13, 14, 15, 16, 17, 18]);
     }
 }

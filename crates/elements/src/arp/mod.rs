@@ -12,7 +12,7 @@ use wire::arp::{self, Packet as ArpPacket};
 use wire::ethernet::{ethertype, Address as EthAddr, Frame as EthernetFrame};
 
 /// Length of an Ethernet header plus an Ethernet/IPv4 ARP packet.
-pub(crate) const ARP_FRAME_LEN: usize = 42;
+pub(crate) const ARP_FRAME_LEN: usize = arp::FRAME_LEN;
 
 /// Builds the 42-byte Ethernet/ARP frame `op` with these addresses.
 pub(crate) fn arp_frame(
@@ -24,22 +24,14 @@ pub(crate) fn arp_frame(
     tha: [u8; 6],
     tpa: [u8; 4],
 ) -> [u8; ARP_FRAME_LEN] {
-    let mut f = [0u8; ARP_FRAME_LEN];
-    let mut eth = EthernetFrame::new_unchecked(&mut f[..]);
-    eth.set_dst_addr(EthAddr(eth_dst));
-    eth.set_src_addr(EthAddr(eth_src));
-    eth.set_ethertype(ethertype::ARP);
-    let mut a = ArpPacket::new_unchecked(eth.payload_mut());
-    a.set_hardware_type(arp::HARDWARE_ETHERNET);
-    a.set_protocol_type(ethertype::IPV4);
-    a.set_hardware_len(6);
-    a.set_protocol_len(4);
-    a.set_operation(op);
-    a.set_sender_hardware_addr(EthAddr(sha));
-    a.set_sender_protocol_addr(Ipv4Addr::from(spa));
-    a.set_target_hardware_addr(EthAddr(tha));
-    a.set_target_protocol_addr(Ipv4Addr::from(tpa));
-    f
+    arp::Repr {
+        operation: op,
+        sender_hardware_addr: EthAddr(sha),
+        sender_protocol_addr: Ipv4Addr::from(spa),
+        target_hardware_addr: EthAddr(tha),
+        target_protocol_addr: Ipv4Addr::from(tpa),
+    }
+    .frame(EthAddr(eth_dst), EthAddr(eth_src))
 }
 
 /// The fields of an Ethernet/IPv4 ARP frame, if `d` is one (length, EtherType, hardware and

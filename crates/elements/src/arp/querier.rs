@@ -344,7 +344,7 @@ impl ARPQuerier {
         let frame = arp_frame(
             dst_eth.0,
             self.my_eth.0,
-            1,
+            wire::arp::operation::REQUEST,
             self.my_eth.0,
             self.my_ip.octets(),
             [0; 6],
@@ -482,7 +482,7 @@ impl ARPQuerier {
         let Some(a) = parse_arp(p.data()) else { return };
         self.responses += 1;
         let sha = EthAddr(a.sha);
-        if a.op != 2 || sha.is_multicast() {
+        if a.op != wire::arp::operation::REPLY || sha.is_multicast() {
             return;
         }
         let ip = Ipv4Addr::from(a.spa);
@@ -573,7 +573,7 @@ impl Element for ARPQuerier {
         }
         let hop = |set: FieldSet| Filter::any().with(Field::DstIpAnno, set);
         let encap = |dst: EthAddr| Effect::EtherEncap {
-            ethertype: 0x0800,
+            ethertype: ethertype::IPV4,
             src: self.my_eth.0,
             dst: dst.0,
         };
@@ -604,7 +604,7 @@ impl Element for ARPQuerier {
                 Outcome::Drop(ARPQuerierReason::ZeroAddress.into()),
             )
             .effect(Effect::EtherEncap {
-                ethertype: 0x0800,
+                ethertype: ethertype::IPV4,
                 src: [0; 6],
                 dst: [0; 6],
             })

@@ -6,7 +6,8 @@ use crate::net::mask;
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
 use std::net::Ipv4Addr;
-use wire::ethernet::Address as EthAddr;
+use wire::arp;
+use wire::ethernet::{ethertype, Address as EthAddr};
 
 reasons! {
     /// Why `ARPResponder` drops a packet.
@@ -129,10 +130,18 @@ impl Element for ARPResponder {
 
     fn push(&mut self, _port: usize, packet: Packet, cx: &mut Context) -> Verdict {
         let reply = parse_arp(packet.data())
-            .filter(|a| a.op == 1)
+            .filter(|a| a.op == arp::operation::REQUEST)
             .and_then(|a| {
                 let eth = self.lookup(Ipv4Addr::from(a.tpa))?;
-                Some(arp_frame(a.sha, eth.0, 2, eth.0, a.tpa, a.sha, a.spa))
+                Some(arp_frame(
+                    a.sha,
+                    eth.0,
+                    arp::operation::REPLY,
+                    eth.0,
+                    a.tpa,
+                    a.sha,
+                    a.spa,
+                ))
             });
         match reply {
             Some(frame) => {
@@ -171,10 +180,10 @@ impl Element for ARPResponder {
                 Field::FrameLen,
                 FieldSet::range(ARP_FRAME_LEN as u128, 0xffff),
             )
-            .with(Field::EtherType, FieldSet::single(0x0806))
-            .with(raw(14, 2), FieldSet::single(1))
-            .with(raw(16, 2), FieldSet::single(0x0800))
-            .with(raw(20, 2), FieldSet::single(1))
+            .with(Field::EtherType, FieldSet::single(ethertype::ARP.into()))
+            .with(raw(14, 2), FieldSet::single(arp::HARDWARE_ETHERNET.into()))
+            .with(raw(16, 2), FieldSet::single(ethertype::IPV4.into()))
+            .with(raw(20, 2), FieldSet::single(arp::operation::REQUEST.into()))
             .with(raw(38, 4), targets);
         let other = if self.has_out1 {
             Outcome::Out(1)

@@ -7,7 +7,7 @@ use crate::model::{Case, Effect, Field, FieldSet, Filter, IpAnchor, Model, Outco
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
 use std::net::Ipv4Addr;
-use wire::icmpv4::Packet as Icmpv4Packet;
+use wire::icmpv4::{msg_type as icmp_type, Packet as Icmpv4Packet};
 use wire::ipv4::Packet as Ipv4Packet;
 use wire::tcp::Packet as TcpPacket;
 use wire::udp::Packet as UdpPacket;
@@ -472,9 +472,13 @@ impl CheckL4Header {
                     // timestamps are 20 bytes, information messages 8.
                     // len >= 8 bytes are there.
                     let ok = match Icmpv4Packet::new_unchecked(l4).msg_type() {
-                        3 | 4 | 5 | 11 | 12 => len >= 36,
-                        13 | 14 => len == 20,
-                        15 | 16 => len == 8,
+                        icmp_type::DEST_UNREACHABLE
+                        | icmp_type::SOURCE_QUENCH
+                        | icmp_type::REDIRECT
+                        | icmp_type::TIME_EXCEEDED
+                        | icmp_type::PARAMETER_PROBLEM => len >= 36,
+                        icmp_type::TIMESTAMP | icmp_type::TIMESTAMP_REPLY => len == 20,
+                        icmp_type::INFO_REQUEST | icmp_type::INFO_REPLY => len == 8,
                         _ => true,
                     };
                     if !ok {

@@ -199,7 +199,11 @@ mod tests {
                 self.dst.1
             );
             if let Some(p) = self.proto {
-                t += if p == 6 { " && tcp" } else { " && udp" };
+                t += if p == wire::IpProtocol::TCP {
+                    " && tcp"
+                } else {
+                    " && udp"
+                };
             }
             if let Some(d) = self.dport {
                 t += &format!(" && dst port {d}");

@@ -123,7 +123,7 @@ pub(crate) mod testutil {
     /// An Ethernet frame with an IPv4 TCP (proto 6, flags ACK) or UDP header and 10 payload
     /// bytes, valid checksums; MAC header annotation at 0, network header at 14.
     pub fn frame(proto: u8, src: [u8; 4], sport: u16, dst: [u8; 4], dport: u16) -> Packet {
-        let f = if proto == 6 {
+        let f = if proto == wire::IpProtocol::TCP {
             Frame::tcp(src, dst, sport, dport).flags(wire::tcp::flags::ACK)
         } else {
             Frame::udp(src, dst, sport, dport)

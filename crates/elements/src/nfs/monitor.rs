@@ -143,7 +143,7 @@ mod tests {
         push(e.as_mut(), 0, raw, 0).unwrap();
         let m = e.as_any().downcast_ref::<Monitor>().unwrap();
         let ka = FlowKey {
-            protocol: 6,
+            protocol: wire::IpProtocol::TCP,
             src: Ipv4Addr::new(10, 0, 0, 1),
             src_port: 1,
             dst: Ipv4Addr::new(10, 0, 0, 2),

@@ -4,7 +4,17 @@
 use super::expr::{ArithOp, Pred, Value};
 use crate::ipfilter::CmpOp;
 use std::fmt;
+use wire::ethernet::ethertype;
 use wire::ip::protocol;
+
+/// The EtherTypes `wire` names, as the filter's 32-bit values (RARP 0x8035, DECnet 0x6003
+/// and the pre-standard QinQ TPID 0x9100 are written where they are used: only this
+/// filter language knows them).
+const ET_IPV4: u32 = ethertype::IPV4 as u32;
+const ET_IPV6: u32 = ethertype::IPV6 as u32;
+const ET_ARP: u32 = ethertype::ARP as u32;
+const ET_VLAN: u32 = ethertype::VLAN as u32;
+const ET_QINQ: u32 = ethertype::QINQ as u32;
 
 /// A refused expression: the 1-based column of the offending token and what was expected.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -468,9 +478,9 @@ fn ip_protocol(w: &str) -> Option<u32> {
 
 fn ether_type(w: &str) -> Option<u32> {
     Some(match w {
-        "ip" => 0x0800,
-        "ip6" => 0x86dd,
-        "arp" => 0x0806,
+        "ip" => ET_IPV4,
+        "ip6" => ET_IPV6,
+        "arp" => ET_ARP,
         "rarp" => 0x8035,
         _ => return None,
     })
@@ -593,7 +603,7 @@ impl Parser {
 
     fn ip4_proto(&self, p: u32) -> Pred {
         Pred::and(vec![
-            self.linktype(0x0800),
+            self.linktype(ET_IPV4),
             Pred::field(self.off_pl + 9, 1, CmpOp::Eq, p),
         ])
     }
@@ -601,11 +611,11 @@ impl Parser {
     fn ip6_proto(&self, p: u32) -> Pred {
         let nh = self.off_pl + 6;
         Pred::and(vec![
-            self.linktype(0x86dd),
+            self.linktype(ET_IPV6),
             Pred::or(vec![
                 Pred::field(nh, 1, CmpOp::Eq, p),
                 Pred::and(vec![
-                    Pred::field(nh, 1, CmpOp::Eq, 44),
+                    Pred::field(nh, 1, CmpOp::Eq, protocol::IPV6_FRAG.into()),
                     Pred::field(self.off_pl + 40, 1, CmpOp::Eq, p),
                 ]),
             ]),
@@ -615,9 +625,9 @@ impl Parser {
     fn abbrev(&self, p: Proto) -> Pred {
         match p {
             Proto::Default | Proto::Link => Pred::True,
-            Proto::Ip => self.linktype(0x0800),
-            Proto::Ip6 => self.linktype(0x86dd),
-            Proto::Arp => self.linktype(0x0806),
+            Proto::Ip => self.linktype(ET_IPV4),
+            Proto::Ip6 => self.linktype(ET_IPV6),
+            Proto::Arp => self.linktype(ET_ARP),
             Proto::Decnet => self.linktype(0x6003),
             Proto::Rarp => self.linktype(0x8035),
             Proto::Tcp | Proto::Udp | Proto::Sctp | Proto::Pim | Proto::Ah | Proto::Esp => {
@@ -665,12 +675,12 @@ impl Parser {
         };
         Ok(match q.proto {
             Proto::Default => Pred::or(vec![
-                one(0x0800, 12, 16),
-                one(0x0806, 14, 24),
+                one(ET_IPV4, 12, 16),
+                one(ET_ARP, 14, 24),
                 one(0x8035, 14, 24),
             ]),
-            Proto::Ip => one(0x0800, 12, 16),
-            Proto::Arp => one(0x0806, 14, 24),
+            Proto::Ip => one(ET_IPV4, 12, 16),
+            Proto::Arp => one(ET_ARP, 14, 24),
             Proto::Rarp => one(0x8035, 14, 24),
             p => {
                 return err(
@@ -713,7 +723,7 @@ impl Parser {
             Pred::and(v)
         };
         Ok(Pred::and(vec![
-            self.linktype(0x86dd),
+            self.linktype(ET_IPV6),
             Self::by_dir(q.dir, words(self.off_pl + 8), words(self.off_pl + 24)),
         ]))
     }
@@ -765,7 +775,7 @@ impl Parser {
             size: 2,
         };
         let v6 = Pred::and(vec![
-            self.linktype(0x86dd),
+            self.linktype(ET_IPV6),
             Pred::or(
                 protos
                     .iter()
@@ -783,7 +793,7 @@ impl Parser {
             ),
         ]);
         let v4 = Pred::and(vec![
-            self.linktype(0x0800),
+            self.linktype(ET_IPV4),
             Pred::or(
                 protos
                     .iter()
@@ -980,7 +990,7 @@ impl Parser {
             "vlan" => {
                 self.bump();
                 let tags = Pred::or(
-                    [0x8100, 0x88a8, 0x9100]
+                    [ET_VLAN, ET_QINQ, 0x9100]
                         .iter()
                         .map(|&t| self.linktype(t))
                         .collect(),
@@ -1171,11 +1181,11 @@ impl Parser {
                 return err(col, "netmask not known, so 'ip broadcast' not supported")
             }
             (Proto::Ip, _) => Pred::and(vec![
-                self.linktype(0x0800),
+                self.linktype(ET_IPV4),
                 Pred::field(self.off_pl + 16, 1, CmpOp::Ge, 224),
             ]),
             (Proto::Ip6, "multicast") => Pred::and(vec![
-                self.linktype(0x86dd),
+                self.linktype(ET_IPV6),
                 Pred::field(self.off_pl + 24, 1, CmpOp::Eq, 255),
             ]),
             (p, w) => {
@@ -1722,7 +1732,7 @@ impl Parser {
             Proto::Icmp6 => {
                 guards.extend(inner);
                 guards.push(Pred::and(vec![
-                    self.linktype(0x86dd),
+                    self.linktype(ET_IPV6),
                     Pred::field(self.off_pl + 6, 1, CmpOp::Eq, 58),
                 ]));
                 fixed(self.off_pl + 40)
