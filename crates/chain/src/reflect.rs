@@ -162,17 +162,17 @@ mod tests {
 
     #[test]
     fn arp_requests_are_answered_by_the_asked_host() {
-        let mut req = vec![0xff; 6];
-        req.extend_from_slice(&[0, 1, 2, 3, 4, 5, 0x08, 0x06, 0, 1, 0x08, 0, 6, 4, 0, 1]);
-        req.extend_from_slice(&[0, 1, 2, 3, 4, 5, 10, 0, 0, 1]);
-        req.extend_from_slice(&[0; 6]);
-        req.extend_from_slice(&[10, 0, 0, 2]);
+        let req =
+            wire::build::Arp::request([0, 1, 2, 3, 4, 5], [10, 0, 0, 1], [10, 0, 0, 2]).build();
         let r = reply(&packet::Packet::from_bytes(&req));
         assert_eq!(&r[0..6], &[0, 1, 2, 3, 4, 5], "to the asker");
         assert_eq!(&r[6..12], &[2, 0xfb, 10, 0, 0, 2]);
         assert_eq!(&r[20..22], &[0, 2], "a reply");
         assert_eq!(&r[22..32], &[2, 0xfb, 10, 0, 0, 2, 10, 0, 0, 2]);
         assert_eq!(&r[32..42], &[0, 1, 2, 3, 4, 5, 10, 0, 0, 1]);
+        let mac = reflected_mac([10, 0, 0, 2]);
+        let want = wire::build::Arp::reply(mac, [10, 0, 0, 2], [0, 1, 2, 3, 4, 5], [10, 0, 0, 1]);
+        assert_eq!(r, want.build());
         // Not a request: MACs swapped only.
         let mut other = req.clone();
         other[21] = 2;

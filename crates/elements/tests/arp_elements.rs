@@ -4,6 +4,9 @@ use elements::net::Names;
 use elements::{build, BuildCtx, Context, Element, Verdict};
 use packet::{Packet, Timestamp};
 use std::path::Path;
+use wire::arp::operation::{REPLY, REQUEST};
+use wire::build::{Arp, Frame};
+use wire::IpProtocol;
 
 fn mk(class: &str, config: &str, noutputs: usize) -> Box<dyn Element> {
     let names = Names::new();
@@ -35,29 +38,25 @@ fn mk_err(class: &str, config: &str) -> String {
         .unwrap_or_default()
 }
 
+/// An ARP request for `tpa` from `sha`/`spa` with operation `op`, sent from `eth_src` to
+/// the broadcast address, with `pad` bytes of padding.
 fn arp(op: u16, eth_src: [u8; 6], sha: [u8; 6], spa: [u8; 4], tpa: [u8; 4], pad: usize) -> Packet {
-    let mut f = vec![0xffu8; 6];
-    f.extend_from_slice(&eth_src);
-    f.extend_from_slice(&[0x08, 0x06, 0, 1, 8, 0, 6, 4]);
-    f.extend_from_slice(&op.to_be_bytes());
-    f.extend_from_slice(&sha);
-    f.extend_from_slice(&spa);
-    f.extend_from_slice(&[0; 6]);
-    f.extend_from_slice(&tpa);
-    f.extend(std::iter::repeat_n(0u8, pad));
-    Packet::from_bytes(&f)
+    Packet::from_bytes(
+        &Arp::request(sha, spa, tpa)
+            .operation(op)
+            .macs(eth_src, [0xff; 6])
+            .pad_to(wire::arp::FRAME_LEN + pad)
+            .build(),
+    )
 }
 
-/// A 28-byte IPv4 packet (no Ethernet header) with next-hop annotation `hop`.
+/// A 28-byte IPv4 packet (no Ethernet header, no checksums) with next-hop annotation `hop`.
 fn ip(hop: [u8; 4], tag: u8) -> Packet {
-    let mut d = vec![0u8; 28];
-    d[0] = 0x45;
-    d[3] = 28;
-    d[8] = 64;
-    d[9] = 17;
-    d[12..16].copy_from_slice(&[10, 0, 0, 1]);
-    d[16..20].copy_from_slice(&[10, 0, 0, 99]);
-    d[27] = tag;
+    let d = Frame::ip([10, 0, 0, 1], [10, 0, 0, 99], IpProtocol::UDP)
+        .payload(&[0, 0, 0, 0, 0, 0, 0, tag])
+        .no_sums()
+        .no_ethernet()
+        .build();
     let mut p = Packet::from_bytes(&d);
     p.set_network_header(0);
     p.meta.dst_ip = hop.into();
@@ -98,7 +97,7 @@ fn responder_answers_requests_for_its_prefixes() {
     let run = push(
         r.as_mut(),
         0,
-        arp(1, PEER, PEER, [10, 0, 0, 2], [10, 0, 0, 1], 18),
+        arp(REQUEST, PEER, PEER, [10, 0, 0, 2], [10, 0, 0, 1], 18),
         1.0,
     );
     assert_eq!(run.drops, vec!["arp-answered"]);
@@ -113,17 +112,21 @@ fn responder_answers_requests_for_its_prefixes() {
     assert_eq!(&f[28..32], &[10, 0, 0, 1]);
     assert_eq!(&f[32..38], &PEER);
     assert_eq!(&f[38..42], &[10, 0, 0, 2]);
+    assert_eq!(
+        f,
+        &Arp::reply(ME, [10, 0, 0, 1], PEER, [10, 0, 0, 2]).build()
+    );
     let run = push(
         r.as_mut(),
         0,
-        arp(1, PEER, PEER, [10, 0, 0, 2], [192, 168, 7, 7], 0),
+        arp(REQUEST, PEER, PEER, [10, 0, 0, 2], [192, 168, 7, 7], 0),
         1.0,
     );
     assert_eq!(&run.out[0].1[22..28], &[0, 0, 0, 0, 0, 0x0c]);
     // Not ours, a reply, and a non-ARP frame go to output 1.
     for p in [
-        arp(1, PEER, PEER, [10, 0, 0, 2], [10, 0, 0, 9], 0),
-        arp(2, PEER, PEER, [10, 0, 0, 2], [10, 0, 0, 1], 0),
+        arp(REQUEST, PEER, PEER, [10, 0, 0, 2], [10, 0, 0, 9], 0),
+        arp(REPLY, PEER, PEER, [10, 0, 0, 2], [10, 0, 0, 1], 0),
         Packet::from_bytes(&[0u8; 60]),
     ] {
         let run = push(r.as_mut(), 0, p, 1.0);
@@ -185,6 +188,7 @@ fn querier_holds_queries_and_releases_in_order() {
     assert_eq!(&f[28..32], &[10, 0, 0, 1]);
     assert_eq!(&f[32..38], &[0; 6]);
     assert_eq!(&f[38..42], &[10, 0, 0, 7]);
+    assert_eq!(f, &Arp::request(ME, [10, 0, 0, 1], [10, 0, 0, 7]).build());
     // A second packet within 100 ms: held, no new query; after 100 ms: a new query.
     assert!(push(q.as_mut(), 0, ip([10, 0, 0, 7], 2), 1.05)
         .out
@@ -195,7 +199,7 @@ fn querier_holds_queries_and_releases_in_order() {
     let run = push(
         q.as_mut(),
         1,
-        arp(2, PEER, PEER, [10, 0, 0, 7], [10, 0, 0, 1], 18),
+        arp(REPLY, PEER, PEER, [10, 0, 0, 7], [10, 0, 0, 1], 18),
         1.3,
     );
     assert_eq!(run.drops, vec!["arp-consumed"]);
@@ -222,7 +226,7 @@ fn querier_holds_queries_and_releases_in_order() {
     let run = push(
         q.as_mut(),
         1,
-        arp(1, PEER, PEER, [10, 0, 0, 9], [10, 0, 0, 1], 0),
+        arp(REQUEST, PEER, PEER, [10, 0, 0, 9], [10, 0, 0, 1], 0),
         63.0,
     );
     assert_eq!(run.drops, vec!["arp-consumed"]);
@@ -254,7 +258,7 @@ fn querier_capacity_drops_oldest() {
     let run = push(
         q.as_mut(),
         1,
-        arp(2, PEER, PEER, [10, 0, 0, 7], [10, 0, 0, 1], 0),
+        arp(REPLY, PEER, PEER, [10, 0, 0, 7], [10, 0, 0, 1], 0),
         0.02,
     );
     // Packet 1 (oldest) was dropped; 3 is released.

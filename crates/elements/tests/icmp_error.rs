@@ -5,7 +5,9 @@ use elements::{build, BuildCtx, Context, Element, Verdict};
 use packet::{Packet, PacketType, Timestamp};
 use std::net::Ipv4Addr;
 use std::path::Path;
-use wire::checksum;
+use wire::build::{quote, Frame};
+use wire::icmpv4::{dest_unreachable, msg_type, time_exceeded};
+use wire::{checksum, IpProtocol};
 
 fn mk(config: &str) -> Result<Box<dyn Element>, String> {
     let names = Names::new();
@@ -19,21 +21,18 @@ fn mk(config: &str) -> Result<Box<dyn Element>, String> {
     build("ICMPError", config, &bcx).map_err(|e| e.message)
 }
 
-/// A UDP datagram with 40 payload bytes from `src` to `dst`; network header annotation at 0.
+/// An IPv4 datagram of `proto` with TTL 1 and 48 payload bytes (0, 1, 2, …) from `src` to
+/// `dst`, fragment word `frag` (flags and offset as on the wire); network header annotation
+/// at 0.
 fn datagram(src: [u8; 4], dst: [u8; 4], proto: u8, frag: u16) -> Packet {
-    let mut d = vec![0u8; 68];
-    d[0] = 0x45;
-    d[3] = 68;
-    d[6..8].copy_from_slice(&frag.to_be_bytes());
-    d[8] = 1;
-    d[9] = proto;
-    d[12..16].copy_from_slice(&src);
-    d[16..20].copy_from_slice(&dst);
-    let ck = checksum::data(&d[..20]);
-    d[10..12].copy_from_slice(&ck.to_be_bytes());
-    for (i, b) in d[20..].iter_mut().enumerate() {
-        *b = i as u8;
-    }
+    let payload: Vec<u8> = (0..48).collect();
+    let (df, mf, offset) = (frag & 0x4000 != 0, frag & 0x2000 != 0, (frag & 0x1fff) * 8);
+    let d = Frame::ip(src, dst, proto)
+        .ttl(1)
+        .fragment(df, mf, offset)
+        .payload(&payload)
+        .no_ethernet()
+        .build();
     let mut p = Packet::from_bytes(&d);
     p.set_network_header(0);
     p
@@ -59,7 +58,7 @@ fn run(e: &mut dyn Element, p: Packet) -> (Vec<Packet>, Vec<&'static str>) {
 #[test]
 fn time_exceeded_message_bytes() {
     let mut e = mk("10.0.0.254, timeexceeded, transit").unwrap();
-    let orig = datagram([192, 168, 0, 5], [8, 8, 8, 8], 17, 0);
+    let orig = datagram([192, 168, 0, 5], [8, 8, 8, 8], IpProtocol::UDP, 0);
     let orig_bytes = orig.data().to_vec();
     let (out, drops) = run(e.as_mut(), orig);
     assert_eq!(drops, vec!["icmp-error"]);
@@ -77,25 +76,57 @@ fn time_exceeded_message_bytes() {
     assert_eq!(&d[24..28], &[0, 0, 0, 0]);
     assert_eq!(&d[28..], &orig_bytes[..]);
     assert_eq!(checksum::data(&d[20..]), 0);
+    // The whole message, as the shared builder writes it.
+    let want = Frame::icmp_error(
+        [10, 0, 0, 254],
+        [192, 168, 0, 5],
+        msg_type::TIME_EXCEEDED,
+        time_exceeded::TTL_EXCEEDED,
+        &orig_bytes,
+    )
+    .ttl(200)
+    .ident(1)
+    .no_ethernet()
+    .build();
+    assert_eq!(d, &want[..]);
     assert_eq!(q.meta.dst_ip, Ipv4Addr::new(192, 168, 0, 5));
     assert_eq!(q.network_offset_in_data(), Some(0));
     assert_eq!(q.transport_header().map(|t| t[0]), Some(11));
     // The next error gets ID 2.
-    let (out, _) = run(e.as_mut(), datagram([192, 168, 0, 5], [8, 8, 8, 8], 6, 0));
+    let (out, _) = run(
+        e.as_mut(),
+        datagram([192, 168, 0, 5], [8, 8, 8, 8], IpProtocol::TCP, 0),
+    );
     assert_eq!(&out[0].data()[4..6], &[0, 2]);
 }
 
 #[test]
 fn mtu_truncates_and_needfrag_carries_pmtu() {
     let mut e = mk("10.0.0.254, unreachable, needfrag, MTU 56, PMTU 1400").unwrap();
-    let (out, _) = run(e.as_mut(), datagram([192, 168, 0, 5], [8, 8, 8, 8], 17, 0));
+    let orig = datagram([192, 168, 0, 5], [8, 8, 8, 8], IpProtocol::UDP, 0);
+    let orig_bytes = orig.data().to_vec();
+    let (out, _) = run(e.as_mut(), orig);
     let d = out[0].data();
     assert_eq!(d.len(), 56);
     assert_eq!(&d[20..22], &[3, 4]);
     assert_eq!(&d[26..28], &1400u16.to_be_bytes());
     assert_eq!(checksum::data(&d[20..]), 0);
+    // 56 bytes leave room for RFC 792's quote: the IP header and 8 bytes.
+    let want = Frame::icmp_error(
+        [10, 0, 0, 254],
+        [192, 168, 0, 5],
+        msg_type::DEST_UNREACHABLE,
+        dest_unreachable::FRAG_NEEDED,
+        quote(&orig_bytes),
+    )
+    .icmp_rest(1400)
+    .ttl(200)
+    .ident(1)
+    .no_ethernet()
+    .build();
+    assert_eq!(d, &want[..]);
     let mut r = mk("10.0.0.254, redirect, host").unwrap();
-    let mut p = datagram([192, 168, 0, 5], [8, 8, 8, 8], 17, 0);
+    let mut p = datagram([192, 168, 0, 5], [8, 8, 8, 8], IpProtocol::UDP, 0);
     p.meta.dst_ip = Ipv4Addr::new(192, 168, 0, 1);
     let (out, _) = run(r.as_mut(), p);
     assert_eq!(
@@ -107,31 +138,40 @@ fn mtu_truncates_and_needfrag_carries_pmtu() {
 #[test]
 fn suppressed_cases() {
     let mut e = mk("10.0.0.254, 3, 1, BADADDRS 9.9.9.9").unwrap();
-    let mut icmp_err = datagram([192, 168, 0, 5], [8, 8, 8, 8], 1, 0);
-    icmp_err.data_mut()[20] = 3;
-    let mut echo = datagram([192, 168, 0, 5], [8, 8, 8, 8], 1, 0);
-    echo.data_mut()[20] = 8;
-    let mut link_bcast = datagram([192, 168, 0, 5], [8, 8, 8, 8], 17, 0);
+    let mut icmp_err = datagram([192, 168, 0, 5], [8, 8, 8, 8], IpProtocol::ICMP, 0);
+    icmp_err.data_mut()[20] = msg_type::DEST_UNREACHABLE;
+    let mut echo = datagram([192, 168, 0, 5], [8, 8, 8, 8], IpProtocol::ICMP, 0);
+    echo.data_mut()[20] = msg_type::ECHO_REQUEST;
+    let mut link_bcast = datagram([192, 168, 0, 5], [8, 8, 8, 8], IpProtocol::UDP, 0);
     link_bcast.meta.packet_type = PacketType::Broadcast;
     for (p, why) in [
         (icmp_err, "ICMP error"),
         (
-            datagram([192, 168, 0, 5], [255, 255, 255, 255], 17, 0),
+            datagram([192, 168, 0, 5], [255, 255, 255, 255], IpProtocol::UDP, 0),
             "broadcast dst",
         ),
         (
-            datagram([192, 168, 0, 5], [239, 1, 1, 1], 17, 0),
+            datagram([192, 168, 0, 5], [239, 1, 1, 1], IpProtocol::UDP, 0),
             "multicast dst",
         ),
-        (datagram([192, 168, 0, 5], [9, 9, 9, 9], 17, 0), "bad dst"),
-        (datagram([0, 1, 2, 3], [8, 8, 8, 8], 17, 0), "net 0 src"),
         (
-            datagram([127, 0, 0, 1], [8, 8, 8, 8], 17, 0),
+            datagram([192, 168, 0, 5], [9, 9, 9, 9], IpProtocol::UDP, 0),
+            "bad dst",
+        ),
+        (
+            datagram([0, 1, 2, 3], [8, 8, 8, 8], IpProtocol::UDP, 0),
+            "net 0 src",
+        ),
+        (
+            datagram([127, 0, 0, 1], [8, 8, 8, 8], IpProtocol::UDP, 0),
             "loopback src",
         ),
-        (datagram([240, 0, 0, 1], [8, 8, 8, 8], 17, 0), "class E src"),
         (
-            datagram([192, 168, 0, 5], [8, 8, 8, 8], 17, 0x0010),
+            datagram([240, 0, 0, 1], [8, 8, 8, 8], IpProtocol::UDP, 0),
+            "class E src",
+        ),
+        (
+            datagram([192, 168, 0, 5], [8, 8, 8, 8], IpProtocol::UDP, 0x0010),
             "later fragment",
         ),
         (link_bcast, "link broadcast"),
@@ -146,7 +186,7 @@ fn suppressed_cases() {
     // First fragment (MF set, offset 0) is answered.
     let (out, _) = run(
         e.as_mut(),
-        datagram([192, 168, 0, 5], [8, 8, 8, 8], 17, 0x2000),
+        datagram([192, 168, 0, 5], [8, 8, 8, 8], IpProtocol::UDP, 0x2000),
     );
     assert_eq!(out.len(), 1);
     let mut bare = Packet::from_bytes(&[0x45; 12]);

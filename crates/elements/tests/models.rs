@@ -577,7 +577,8 @@ const ARP_ORDER: &[(&str, &str, usize)] = &[(
     1,
 )];
 
-/// An Ethernet/IPv4 ARP frame with these fields (42 bytes).
+/// An Ethernet/IPv4 ARP frame with these fields (42 bytes): sent from `sha` to the
+/// broadcast address, target hardware address zero.
 fn arp_frame(
     ethertype: u16,
     htype: u16,
@@ -587,18 +588,12 @@ fn arp_frame(
     spa: [u8; 4],
     tpa: [u8; 4],
 ) -> Vec<u8> {
-    let mut f = vec![0xffu8; 6];
-    f.extend(sha);
-    f.extend(ethertype.to_be_bytes());
-    f.extend(htype.to_be_bytes());
-    f.extend(ptype.to_be_bytes());
-    f.extend([6, 4]);
-    f.extend(op.to_be_bytes());
-    f.extend(sha);
-    f.extend(spa);
-    f.extend([0; 6]);
-    f.extend(tpa);
-    f
+    wire::build::Arp::request(sha, spa, tpa)
+        .operation(op)
+        .ethertype(ethertype)
+        .hardware_type(htype)
+        .protocol_type(ptype)
+        .build()
 }
 
 prop_compose! {

@@ -11,7 +11,6 @@ use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use synth::show;
-use wire::IpProtocol;
 
 /// Arguments of `fusebox explain`.
 #[derive(Args, Debug)]
@@ -38,6 +37,7 @@ pub struct ExplainArgs {
 
 /// Builds an Ethernet/IPv4 frame from "proto a.b.c.d:p > e.f.g.h:q [ttl N] [len N]".
 fn frame_of(spec: &str) -> Result<Vec<u8>, CliError> {
+    use wire::build::Frame;
     let err = || {
         CliError::Invalid(format!(
             "--packet {spec:?}: expected \"udp 192.168.0.5:4000 > 10.0.2.1:1234\""
@@ -47,18 +47,24 @@ fn frame_of(spec: &str) -> Result<Vec<u8>, CliError> {
     if w.len() < 4 || w[2] != ">" {
         return Err(err());
     }
-    let proto: u8 = match w[0] {
-        "tcp" => 6,
-        "udp" => 17,
-        "icmp" => 1,
-        _ => return Err(err()),
-    };
     let ep = |s: &str| -> Result<(Ipv4Addr, u16), CliError> {
         let (a, p) = s.split_once(':').unwrap_or((s, "0"));
         Ok((a.parse().map_err(|_| err())?, p.parse().map_err(|_| err())?))
     };
     let (src, sport) = ep(w[1])?;
     let (dst, dport) = ep(w[3])?;
+    let (frame, l4len) = match w[0] {
+        "tcp" => (
+            Frame::tcp(src, dst, sport, dport).flags(wire::tcp::flags::SYN),
+            wire::tcp::HEADER_LEN,
+        ),
+        "udp" => (Frame::udp(src, dst, sport, dport), wire::udp::HEADER_LEN),
+        "icmp" => (
+            Frame::icmp(src, dst, wire::icmpv4::msg_type::ECHO_REQUEST, 0),
+            wire::icmpv4::HEADER_LEN,
+        ),
+        _ => return Err(err()),
+    };
     let mut ttl = 64u8;
     let mut len = 60usize;
     let mut i = 4;
@@ -70,60 +76,13 @@ fn frame_of(spec: &str) -> Result<Vec<u8>, CliError> {
         }
         i += 2;
     }
-    let l4len = match proto {
-        IpProtocol::TCP => 20,
-        _ => 8,
-    };
-    let len = len.max(14 + 20 + l4len).min(1514);
-    let mut f = vec![0u8; len];
-    f[..6].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
-    f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
-    f[12..14].copy_from_slice(&[0x08, 0x00]);
-    let iplen = (len - 14) as u16;
-    let ip = &mut f[14..];
-    ip[0] = 0x45;
-    ip[2..4].copy_from_slice(&iplen.to_be_bytes());
-    ip[8] = ttl;
-    ip[9] = proto;
-    ip[12..16].copy_from_slice(&src.octets());
-    ip[16..20].copy_from_slice(&dst.octets());
-    let c = wire::checksum::data(&ip[..20]);
-    ip[10..12].copy_from_slice(&c.to_be_bytes());
-    let l4 = &mut ip[20..];
-    if proto == IpProtocol::ICMP {
-        l4[0] = 8; // echo request
-    } else {
-        l4[0..2].copy_from_slice(&sport.to_be_bytes());
-        l4[2..4].copy_from_slice(&dport.to_be_bytes());
-        if proto == IpProtocol::TCP {
-            l4[12] = 0x50;
-            l4[13] = 0x02; // SYN
-        } else {
-            l4[4..6].copy_from_slice(&(iplen - 20).to_be_bytes());
-        }
-    }
-    let seg = iplen as usize - 20;
-    let sum = wire::checksum::combine(&[
-        wire::checksum::pseudo_header_v4(src.octets(), dst.octets(), proto, seg as u16),
-        wire::checksum::sum(&f[34..34 + seg]),
-    ]);
-    let ck = match proto {
-        IpProtocol::TCP => Some(34 + 16),
-        IpProtocol::UDP => Some(34 + 6),
-        _ => None,
-    };
-    if let Some(o) = ck {
-        let mut c = wire::checksum::fold(sum);
-        c = !c;
-        if proto == IpProtocol::UDP {
-            c = wire::checksum::udp_finish(c);
-        }
-        f[o..o + 2].copy_from_slice(&c.to_be_bytes());
-    } else {
-        let c = wire::checksum::data(&f[34..34 + seg]);
-        f[36..38].copy_from_slice(&c.to_be_bytes());
-    }
-    Ok(f)
+    let headers = wire::ethernet::HEADER_LEN + wire::ipv4::HEADER_LEN + l4len;
+    let len = len.max(headers).min(1514);
+    Ok(frame
+        .macs([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2])
+        .ttl(ttl)
+        .payload(&vec![0; len - headers])
+        .build())
 }
 
 /// Runs one packet through a fresh executor; says where it went.

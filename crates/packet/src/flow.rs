@@ -369,6 +369,7 @@ impl FlowKey {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use wire::ethernet::ethertype;
 
     const MAC: [u8; 12] = [2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1];
 
@@ -376,7 +377,7 @@ mod tests {
     fn eth(vlan: Option<u16>, ethertype: u16, l3: &[u8]) -> Vec<u8> {
         let mut f = MAC.to_vec();
         if let Some(vid) = vlan {
-            f.extend_from_slice(&0x8100u16.to_be_bytes());
+            f.extend_from_slice(&ethertype::VLAN.to_be_bytes());
             f.extend_from_slice(&vid.to_be_bytes());
         }
         f.extend_from_slice(&ethertype.to_be_bytes());
@@ -386,18 +387,12 @@ mod tests {
 
     /// IPv4 header (no options, checksum filled) followed by `l4`.
     fn ipv4(src: [u8; 4], dst: [u8; 4], proto: u8, frag_raw: u16, l4: &[u8]) -> Vec<u8> {
-        let mut ip = vec![0u8; 20];
-        ip[0] = 0x45;
-        ip[2..4].copy_from_slice(&((20 + l4.len()) as u16).to_be_bytes());
-        ip[6..8].copy_from_slice(&frag_raw.to_be_bytes());
-        ip[8] = 64;
-        ip[9] = proto;
-        ip[12..16].copy_from_slice(&src);
-        ip[16..20].copy_from_slice(&dst);
-        let mut p = wire::ipv4::Packet::new_unchecked(&mut ip[..]);
-        p.fill_checksum();
-        ip.extend_from_slice(l4);
-        ip
+        let (df, mf) = (frag_raw & 0x4000 != 0, frag_raw & 0x2000 != 0);
+        wire::build::Frame::ip(src, dst, proto)
+            .fragment(df, mf, (frag_raw & 0x1fff) * 8)
+            .payload(l4)
+            .no_ethernet()
+            .build()
     }
 
     /// IPv6 header followed by `rest` (extension headers and transport).
@@ -441,18 +436,26 @@ mod tests {
 
     #[test]
     fn ipv4_tcp_udp_and_vlan() {
-        let tcp = eth(None, 0x0800, &ipv4(A, B, 6, 0x4000, &ports(40000, 80, 20)));
+        let tcp = eth(
+            None,
+            ethertype::IPV4,
+            &ipv4(A, B, TCP, 0x4000, &ports(40000, 80, 20)),
+        );
         assert_eq!(
             FlowKey::from_ethernet(&tcp),
             Some(v4key(A, B, 40000, 80, 6))
         );
-        let udp = eth(Some(7), 0x0800, &ipv4(B, A, 17, 0, &ports(53, 5353, 8)));
+        let udp = eth(
+            Some(7),
+            ethertype::IPV4,
+            &ipv4(B, A, UDP, 0, &ports(53, 5353, 8)),
+        );
         assert_eq!(
             FlowKey::from_ethernet(&udp),
             Some(v4key(B, A, 53, 5353, 17))
         );
         assert_eq!(
-            FlowKey::from_ip(&ipv4(A, B, 17, 0, &ports(1, 2, 8))),
+            FlowKey::from_ip(&ipv4(A, B, UDP, 0, &ports(1, 2, 8))),
             Some(v4key(A, B, 1, 2, 17))
         );
     }
@@ -460,17 +463,21 @@ mod tests {
     #[test]
     fn ipv4_icmp_echo_and_other_protocols() {
         let mut echo = vec![8, 0, 0, 0, 0x12, 0x34, 0, 1];
-        let f = eth(None, 0x0800, &ipv4(A, B, 1, 0, &echo));
+        let f = eth(None, ethertype::IPV4, &ipv4(A, B, ICMP, 0, &echo));
         assert_eq!(
             FlowKey::from_ethernet(&f),
             Some(v4key(A, B, 0x1234, 0x1234, 1))
         );
         // Destination unreachable: no identifier.
         echo[0] = 3;
-        let f = eth(None, 0x0800, &ipv4(A, B, 1, 0, &echo));
+        let f = eth(None, ethertype::IPV4, &ipv4(A, B, ICMP, 0, &echo));
         assert_eq!(FlowKey::from_ethernet(&f), Some(v4key(A, B, 0, 0, 1)));
         // GRE: no ports.
-        let f = eth(None, 0x0800, &ipv4(A, B, 47, 0, &[0; 8]));
+        let f = eth(
+            None,
+            ethertype::IPV4,
+            &ipv4(A, B, wire::ip::protocol::GRE, 0, &[0; 8]),
+        );
         assert_eq!(FlowKey::from_ethernet(&f), Some(v4key(A, B, 0, 0, 47)));
     }
 
@@ -478,12 +485,12 @@ mod tests {
     fn ipv4_fragments() {
         let l4 = ports(1000, 2000, 20);
         // First fragment (MF, offset 0): ports are there.
-        let f = eth(None, 0x0800, &ipv4(A, B, 6, 0x2000, &l4));
+        let f = eth(None, ethertype::IPV4, &ipv4(A, B, TCP, 0x2000, &l4));
         assert_eq!(FlowKey::from_ethernet(&f), Some(v4key(A, B, 1000, 2000, 6)));
         // Later fragment (offset 185 * 8): the bytes are not a TCP header.
-        let ip = ipv4(A, B, 6, 185, &l4);
+        let ip = ipv4(A, B, TCP, 185, &l4);
         assert_eq!(
-            FlowKey::from_ethernet(&eth(None, 0x0800, &ip)),
+            FlowKey::from_ethernet(&eth(None, ethertype::IPV4, &ip)),
             Some(v4key(A, B, 0, 0, 6))
         );
         assert_eq!(FlowKey::from_ip(&ip), Some(v4key(A, B, 0, 0, 6)));
@@ -503,7 +510,7 @@ mod tests {
         let ip = ipv6(s, d, 17, &ports(5000, 443, 8));
         assert_eq!(FlowKey::from_ip(&ip), Some(want));
         assert_eq!(
-            FlowKey::from_ethernet(&eth(Some(3), 0x86dd, &ip)),
+            FlowKey::from_ethernet(&eth(Some(3), ethertype::IPV6, &ip)),
             Some(want)
         );
 
@@ -513,7 +520,10 @@ mod tests {
         rest.extend_from_slice(&ports(5000, 443, 8));
         let ip = ipv6(s, d, 0, &rest);
         assert_eq!(FlowKey::from_ip(&ip), Some(want));
-        assert_eq!(FlowKey::from_ethernet(&eth(None, 0x86dd, &ip)), Some(want));
+        assert_eq!(
+            FlowKey::from_ethernet(&eth(None, ethertype::IPV6, &ip)),
+            Some(want)
+        );
 
         // A non-first fragment: protocol known, no ports.
         let mut rest = vec![17, 0, 0x05, 0x00, 0, 0, 0, 9]; // offset 160
@@ -526,18 +536,21 @@ mod tests {
         };
         assert_eq!(FlowKey::from_ip(&ip), Some(no_ports));
         assert_eq!(
-            FlowKey::from_ethernet(&eth(None, 0x86dd, &ip)),
+            FlowKey::from_ethernet(&eth(None, ethertype::IPV6, &ip)),
             Some(no_ports)
         );
     }
 
     #[test]
     fn not_ip_or_broken() {
-        assert_eq!(FlowKey::from_ethernet(&eth(None, 0x0806, &[0; 28])), None);
+        assert_eq!(
+            FlowKey::from_ethernet(&eth(None, ethertype::ARP, &[0; 28])),
+            None
+        );
         assert_eq!(FlowKey::from_ethernet(&[]), None);
         assert_eq!(FlowKey::from_ip(&[]), None);
         assert_eq!(FlowKey::from_ip(&[0x50; 40]), None);
-        let good = eth(None, 0x0800, &ipv4(A, B, 6, 0, &ports(1, 2, 20)));
+        let good = eth(None, ethertype::IPV4, &ipv4(A, B, TCP, 0, &ports(1, 2, 20)));
         for n in 0..good.len() {
             // Never panics; a cut IPv4 header gives no key.
             let k = FlowKey::from_ethernet(&good[..n]);
@@ -554,14 +567,18 @@ mod tests {
         assert_eq!(r, v4key(B, A, 80, 40000, 6));
         assert_eq!(r.reversed(), k);
         // The reply frame gives the reversed key.
-        let reply = eth(None, 0x0800, &ipv4(B, A, 6, 0, &ports(80, 40000, 20)));
+        let reply = eth(
+            None,
+            ethertype::IPV4,
+            &ipv4(B, A, TCP, 0, &ports(80, 40000, 20)),
+        );
         assert_eq!(FlowKey::from_ethernet(&reply), Some(r));
     }
 
     #[test]
     fn ipv4_view_port_rules() {
         // TCP first fragment: every rule reads the ports.
-        let ip = ipv4(A, B, 6, 0, &ports(40000, 80, 20));
+        let ip = ipv4(A, B, TCP, 0, &ports(40000, 80, 20));
         let v = Ipv4Flow::parse(&ip).unwrap();
         for rule in [Ports::Raw, Ports::TcpUdp, Ports::Transport] {
             assert_eq!(v.key(rule), v4key(A, B, 40000, 80, 6), "{rule:?}");
@@ -575,20 +592,20 @@ mod tests {
             (20, 20, 4)
         );
         // A later fragment: only the raw rule reads the words after the header.
-        let ip = ipv4(A, B, 17, 185, &ports(1, 2, 8));
+        let ip = ipv4(A, B, UDP, 185, &ports(1, 2, 8));
         let v = Ipv4Flow::parse(&ip).unwrap();
         assert!(!v.first_fragment());
         assert_eq!(v.ports(Ports::Raw), (1, 2));
         assert_eq!(v.ports(Ports::TcpUdp), (0, 0));
         assert_eq!(v.ports(Ports::Transport), (0, 0));
         // ICMP echo: the identifier under the transport rule only.
-        let ip = ipv4(A, B, 1, 0, &[8, 0, 0, 0, 0x12, 0x34, 0, 1]);
+        let ip = ipv4(A, B, ICMP, 0, &[8, 0, 0, 0, 0x12, 0x34, 0, 1]);
         let v = Ipv4Flow::parse(&ip).unwrap();
         assert_eq!(v.ports(Ports::Transport), (0x1234, 0x1234));
         assert_eq!(v.ports(Ports::TcpUdp), (0, 0));
         assert_eq!(v.ports(Ports::Raw), (0x0800, 0));
         // Three transport bytes: the raw rule reads the first word only.
-        let ip = ipv4(A, B, 6, 0, &[1, 2, 3]);
+        let ip = ipv4(A, B, TCP, 0, &[1, 2, 3]);
         let v = Ipv4Flow::parse(&ip).unwrap();
         assert_eq!(v.ports(Ports::Raw), (0x0102, 0));
         assert_eq!(v.ports(Ports::TcpUdp), (0, 0));
@@ -596,7 +613,7 @@ mod tests {
 
     #[test]
     fn ipv4_view_checks_and_trimming() {
-        let mut ip = ipv4(A, B, 6, 0, &ports(1, 2, 20));
+        let mut ip = ipv4(A, B, TCP, 0, &ports(1, 2, 20));
         assert!(Ipv4Flow::parse(&ip[..19]).is_none());
         // The version is not checked; the header length is.
         ip[0] = 0x65;
@@ -620,19 +637,19 @@ mod tests {
         let mut t = ports(1, 2, 20);
         t[12] = 5 << 4;
         t[13] = 0x12;
-        let ip = ipv4(A, B, 6, 0, &t);
+        let ip = ipv4(A, B, TCP, 0, &t);
         let v = Ipv4Flow::parse(&ip).unwrap();
         assert_eq!(v.tcp_flags(), 0x12);
         assert!(!v.tcp_has_payload());
         t.push(9);
-        let ip = ipv4(A, B, 6, 0, &t);
+        let ip = ipv4(A, B, TCP, 0, &t);
         assert!(Ipv4Flow::parse(&ip).unwrap().tcp_has_payload());
     }
 
     #[test]
     fn table_key_reads_anything() {
         assert_eq!(Ipv4Flow::table_key(&[]), 0);
-        let ip = ipv4(A, B, 17, 0, &ports(53, 5353, 8));
+        let ip = ipv4(A, B, UDP, 0, &ports(53, 5353, 8));
         let k = Ipv4Flow::table_key(&ip);
         assert_eq!(k >> 96, 17);
         assert_eq!((k >> 64) as u32, u32::from_be_bytes(A));
@@ -640,7 +657,7 @@ mod tests {
         assert_eq!((k >> 16) as u32, u32::from_be_bytes(B));
         assert_eq!(k as u16, 5353);
         // ICMP echo: type and code, then the identifier, whatever the sequence number.
-        let echo = |seq: u8| ipv4(A, B, 1, 0, &[8, 0, 0xaa, seq, 0x12, 0x34, 0, seq]);
+        let echo = |seq: u8| ipv4(A, B, ICMP, 0, &[8, 0, 0xaa, seq, 0x12, 0x34, 0, seq]);
         assert_eq!(Ipv4Flow::table_key(&echo(1)), Ipv4Flow::table_key(&echo(2)));
         assert_eq!(Ipv4Flow::table_key(&echo(1)) as u16, 0x1234);
         for n in 0..ip.len() {

@@ -1,7 +1,9 @@
 //! Test packets built from the headers' [`Repr`](crate::ipv4::Repr)s: one builder for the
-//! Ethernet/IPv4/TCP/UDP/ICMP frames the tests of every crate need, with correct checksums
-//! by default and ways to break them (a wrong or zero checksum, a short frame, a lying
-//! length) for the negative tests.
+//! Ethernet/IPv4/TCP/UDP/ICMP frames the tests of every crate need (ICMP errors quoting a
+//! datagram: [`Frame::icmp_error`] and [`quote`]), one for Ethernet/ARP frames ([`Arp`]),
+//! with correct checksums by default and ways to break them (a wrong or zero checksum, a
+//! short frame, a lying length, odd ARP types) for the negative tests. `fusebox explain
+//! --packet` builds its sample frame with it too.
 //!
 //! ```
 //! use wire::build::{Frame, Sum};
@@ -20,7 +22,7 @@
 //! sequence, acknowledgement, flags and window 0; no payload.
 
 use crate::ip::protocol;
-use crate::{ethernet, icmpv4, ipv4, tcp, udp};
+use crate::{arp, ethernet, icmpv4, ipv4, tcp, udp};
 use std::net::Ipv4Addr;
 
 /// How a checksum is written.
@@ -150,6 +152,20 @@ impl Frame {
             rest: 0,
         };
         Frame::new(src.into(), dst.into(), protocol::ICMP, t)
+    }
+
+    /// An ICMP error (destination unreachable, time exceeded, …: `msg_type`, `code`)
+    /// quoting `datagram`, the bytes of the IPv4 packet it answers from its IP header on, as
+    /// many as the sender quotes ([`quote`] cuts a packet to RFC 792's header and 8 bytes).
+    /// The rest of the ICMP header is 0 (a next-hop MTU or a gateway: [`Frame::icmp_rest`]).
+    pub fn icmp_error(
+        src: impl Into<Ipv4Addr>,
+        dst: impl Into<Ipv4Addr>,
+        msg_type: u8,
+        code: u8,
+        datagram: &[u8],
+    ) -> Frame {
+        Frame::icmp(src, dst, msg_type, code).payload(datagram)
     }
 
     /// An IPv4 packet of `protocol` whose payload is the bytes given by [`Frame::payload`]
@@ -392,6 +408,141 @@ fn apply(sum: Sum, correct: u16) -> u16 {
     }
 }
 
+/// The RFC 792 quote of an IPv4 packet in an ICMP error: its header (options included) and
+/// the first 8 bytes after it, or fewer when the packet is shorter. Bytes that are not an
+/// IPv4 header are quoted whole up to 28 bytes.
+pub fn quote(ip: &[u8]) -> &[u8] {
+    let hl = ip
+        .first()
+        .map_or(ipv4::HEADER_LEN, |b| usize::from(b & 0x0f) * 4)
+        .max(ipv4::HEADER_LEN);
+    &ip[..ip.len().min(hl + 8)]
+}
+
+/// An Ethernet/ARP frame under construction: a request or a reply with correct header
+/// fields by default, and ways to break them (EtherType, hardware or protocol type) or pad
+/// the frame for the negative tests.
+///
+/// ```
+/// use wire::build::Arp;
+/// let who_has = Arp::request([2, 0, 0, 0, 0, 9], [10, 0, 0, 9], [10, 0, 0, 1]).build();
+/// assert_eq!(who_has.len(), 42);
+/// assert_eq!(&who_has[..6], &[0xff; 6]);
+/// let padded = Arp::request([2, 0, 0, 0, 0, 9], [10, 0, 0, 9], [10, 0, 0, 1])
+///     .pad_to(60)
+///     .build();
+/// assert_eq!(&padded[..42], &who_has[..]);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Arp {
+    eth_dst: [u8; 6],
+    eth_src: [u8; 6],
+    repr: arp::Repr,
+    ethertype: u16,
+    hardware_type: u16,
+    protocol_type: u16,
+    pad_to: usize,
+}
+
+impl Arp {
+    fn new(eth_dst: [u8; 6], eth_src: [u8; 6], repr: arp::Repr) -> Arp {
+        Arp {
+            eth_dst,
+            eth_src,
+            repr,
+            ethertype: ethernet::ethertype::ARP,
+            hardware_type: arp::HARDWARE_ETHERNET,
+            protocol_type: ethernet::ethertype::IPV4,
+            pad_to: 0,
+        }
+    }
+
+    /// Who has `tpa`, tell `spa` (at `sha`): broadcast from `sha`, target hardware address
+    /// zero.
+    pub fn request(sha: [u8; 6], spa: impl Into<Ipv4Addr>, tpa: impl Into<Ipv4Addr>) -> Arp {
+        let repr = arp::Repr {
+            operation: arp::operation::REQUEST,
+            sender_hardware_addr: ethernet::Address(sha),
+            sender_protocol_addr: spa.into(),
+            target_hardware_addr: ethernet::Address([0; 6]),
+            target_protocol_addr: tpa.into(),
+        };
+        Arp::new([0xff; 6], sha, repr)
+    }
+
+    /// `spa` is at `sha`, told to `tpa` at `tha`: sent from `sha` to `tha`.
+    pub fn reply(
+        sha: [u8; 6],
+        spa: impl Into<Ipv4Addr>,
+        tha: [u8; 6],
+        tpa: impl Into<Ipv4Addr>,
+    ) -> Arp {
+        let repr = arp::Repr {
+            operation: arp::operation::REPLY,
+            sender_hardware_addr: ethernet::Address(sha),
+            sender_protocol_addr: spa.into(),
+            target_hardware_addr: ethernet::Address(tha),
+            target_protocol_addr: tpa.into(),
+        };
+        Arp::new(tha, sha, repr)
+    }
+
+    /// The ARP operation (see [`arp::operation`]), any value.
+    pub fn operation(mut self, op: u16) -> Arp {
+        self.repr.operation = op;
+        self
+    }
+
+    /// Ethernet source and destination addresses.
+    pub fn macs(mut self, src: [u8; 6], dst: [u8; 6]) -> Arp {
+        (self.eth_src, self.eth_dst) = (src, dst);
+        self
+    }
+
+    /// The Ethernet type (ARP by default).
+    pub fn ethertype(mut self, value: u16) -> Arp {
+        self.ethertype = value;
+        self
+    }
+
+    /// The ARP hardware type (Ethernet by default).
+    pub fn hardware_type(mut self, value: u16) -> Arp {
+        self.hardware_type = value;
+        self
+    }
+
+    /// The ARP protocol type (IPv4 by default).
+    pub fn protocol_type(mut self, value: u16) -> Arp {
+        self.protocol_type = value;
+        self
+    }
+
+    /// Zero bytes after the ARP packet up to `len` bytes in all (Ethernet padding).
+    pub fn pad_to(mut self, len: usize) -> Arp {
+        self.pad_to = len;
+        self
+    }
+
+    /// The frame's bytes.
+    pub fn build(&self) -> Vec<u8> {
+        let mut f = self
+            .repr
+            .frame(
+                ethernet::Address(self.eth_dst),
+                ethernet::Address(self.eth_src),
+            )
+            .to_vec();
+        ethernet::Frame::new_unchecked(&mut f[..]).set_ethertype(self.ethertype);
+        let mut a = arp::Packet::new_unchecked(&mut f[ethernet::HEADER_LEN..]);
+        a.set_hardware_type(self.hardware_type);
+        a.set_protocol_type(self.protocol_type);
+        if f.len() < self.pad_to {
+            f.resize(self.pad_to, 0);
+        }
+        f
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -450,5 +601,74 @@ mod tests {
             .build();
         assert_eq!(u16::from_be_bytes([long[16], long[17]]), 100);
         assert_eq!(checksum::data(&long[14..34]), 0);
+    }
+
+    #[test]
+    fn icmp_errors_quote_the_datagram() {
+        let orig = Frame::udp([10, 0, 0, 1], [10, 0, 0, 2], 1000, 53)
+            .payload(&[7; 30])
+            .no_ethernet()
+            .build();
+        assert_eq!(quote(&orig), &orig[..28]);
+        assert_eq!(quote(&orig[..25]), &orig[..25]);
+        let with_options = Frame::udp([10, 0, 0, 1], [10, 0, 0, 2], 1, 2)
+            .ip_options(&[1, 1, 1, 1])
+            .payload(&[7; 30])
+            .no_ethernet()
+            .build();
+        assert_eq!(quote(&with_options).len(), 32);
+        let e = Frame::icmp_error(
+            [10, 0, 0, 254],
+            [10, 0, 0, 1],
+            icmpv4::msg_type::TIME_EXCEEDED,
+            0,
+            quote(&orig),
+        )
+        .build();
+        assert_eq!(e.len(), 14 + 20 + 8 + 28);
+        let ip = ipv4::Packet::new_checked(&e[14..]).unwrap();
+        assert!(ip.verify_checksum());
+        let i = icmpv4::Packet::new_checked(ip.payload()).unwrap();
+        assert!(i.verify_checksum());
+        assert_eq!((i.msg_type(), i.msg_code()), (11, 0));
+        assert_eq!(i.data(), &orig[..28]);
+    }
+
+    #[test]
+    fn arp_requests_and_replies() {
+        let req = Arp::request([2, 0, 0, 0, 0, 9], [10, 0, 0, 9], [10, 0, 0, 1]).build();
+        let r = arp::Repr::parse_frame(&req).unwrap();
+        assert_eq!(r.operation, arp::operation::REQUEST);
+        assert_eq!(
+            &req[..12],
+            &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 2, 0, 0, 0, 0, 9]
+        );
+        assert_eq!(r.target_hardware_addr, ethernet::Address([0; 6]));
+        assert_eq!(r.target_protocol_addr, Ipv4Addr::new(10, 0, 0, 1));
+        let rep = Arp::reply(
+            [2, 0, 0, 0, 0, 1],
+            [10, 0, 0, 1],
+            [2, 0, 0, 0, 0, 9],
+            [10, 0, 0, 9],
+        )
+        .build();
+        let r = arp::Repr::parse_frame(&rep).unwrap();
+        assert_eq!(r.operation, arp::operation::REPLY);
+        assert_eq!(&rep[..12], &[2, 0, 0, 0, 0, 9, 2, 0, 0, 0, 0, 1]);
+        assert_eq!(r.sender_protocol_addr, Ipv4Addr::new(10, 0, 0, 1));
+        let odd = Arp::request([2, 0, 0, 0, 0, 9], [10, 0, 0, 9], [10, 0, 0, 1])
+            .ethertype(0x0800)
+            .hardware_type(6)
+            .protocol_type(0x86dd)
+            .operation(9)
+            .macs([1; 6], [3; 6])
+            .pad_to(60)
+            .build();
+        assert_eq!(odd.len(), 60);
+        assert_eq!(
+            &odd[..22],
+            &[3, 3, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 8, 0, 0, 6, 0x86, 0xdd, 6, 4, 0, 9]
+        );
+        assert_eq!(arp::Repr::parse_frame(&odd), None);
     }
 }

@@ -388,7 +388,7 @@ fn replay_does_what_push_does() {
     let mut replayed = 0;
     for (i, f) in trace.iter().enumerate() {
         let key = (f[26..30].to_vec(), f[30..38].to_vec()); // source; destination and ports
-        let flags = if f[23] == 6 { f[47] } else { 0 };
+        let flags = if f[23] == IpProtocol::TCP { f[47] } else { 0 };
         let guarded = |g: &[Filter]| {
             g.iter()
                 .all(|g| g.get(Field::TcpFlags).contains(u128::from(flags)))
@@ -416,7 +416,7 @@ fn replay_does_what_push_does() {
         assert_eq!(step.states.len(), 1);
         assert_eq!(step.states[0].1, Access::Read);
         assert_eq!(step.opaque, None);
-        if f[23] == 6 {
+        if f[23] == IpProtocol::TCP {
             assert_eq!(step.guards.len(), 1, "TCP records a flags guard");
             let g = step.guards[0].get(Field::TcpFlags);
             assert!(g.contains(u128::from(flags)));
