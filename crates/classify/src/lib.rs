@@ -284,13 +284,13 @@ fn first_match<T: Copy + Into<u64>>(
     None
 }
 
-/// [`first_match`] with `D` fields per rule, fixed at compile time (so the field checks
+/// [`first_match`] with `FIELDS` fields per rule, fixed at compile time (so the field checks
 /// unroll).
 #[inline(always)]
-fn first_match_fixed<T: Copy + Into<u64>, const D: usize>(
-    flat: &[[(T, T); D]],
+fn first_match_fixed<T: Copy + Into<u64>, const FIELDS: usize>(
+    flat: &[[(T, T); FIELDS]],
     ids: &[u32],
-    key: &[u64; D],
+    key: &[u64; FIELDS],
     bound: usize,
 ) -> Option<usize> {
     for (&r, rs) in ids.iter().zip(flat) {
@@ -931,18 +931,18 @@ impl Classifier {
         Ok(())
     }
 
-    /// [`classify_batch`](Self::classify_batch) of at most [`BATCH`] keys, with `W` (a
+    /// [`classify_batch`](Self::classify_batch) of at most [`BATCH`] keys, with `SLOTS` (a
     /// power of two above [`dims`](Self::dims)) values per key in the buffer: the fields,
-    /// then `u64::MAX` (the slot leaves and jumps select, see [`Node`]). `D` is the number
+    /// then `u64::MAX` (the slot leaves and jumps select, see [`Node`]). `FIELDS` is the number
     /// of fields when it is fixed at compile time, else 0.
     #[inline(never)]
-    fn batch_block<const W: usize, const D: usize, K: AsRef<[u64]>>(
+    fn batch_block<const SLOTS: usize, const FIELDS: usize, K: AsRef<[u64]>>(
         &self,
         keys: &[K],
         out: &mut [Option<usize>],
     ) {
         let d = self.dims;
-        let mut buf = [[u64::MAX; W]; BATCH];
+        let mut buf = [[u64::MAX; SLOTS]; BATCH];
         for (b, k) in buf.iter_mut().zip(keys) {
             for (x, &v) in b.iter_mut().zip(k.as_ref().iter().take(d)) {
                 *x = v;
@@ -962,10 +962,10 @@ impl Classifier {
             }
             let (full, rest) = todo[..m].split_at(m - m % LANES);
             for lanes in full.chunks_exact(LANES) {
-                self.lanes::<W, LANES, D>(t, &buf, lanes, &mut best);
+                self.lanes::<SLOTS, LANES, FIELDS>(t, &buf, lanes, &mut best);
             }
             for lanes in rest.chunks(FEW_LANES) {
-                self.lanes::<W, FEW_LANES, D>(t, &buf, lanes, &mut best);
+                self.lanes::<SLOTS, FEW_LANES, FIELDS>(t, &buf, lanes, &mut best);
             }
         }
         for (o, &b) in out.iter_mut().zip(&best) {
@@ -973,14 +973,14 @@ impl Classifier {
         }
     }
 
-    /// Walks the keys `buf[i]` of `idx` (at most `L`) through tree `t` in lockstep, then
-    /// lowers `best[i]` to the first rule each matches in its leaf, if that is lower (`D`:
+    /// Walks the keys `buf[i]` of `idx` (at most `GROUP`) through tree `t` in lockstep, then
+    /// lowers `best[i]` to the first rule each matches in its leaf, if that is lower (`FIELDS`:
     /// see [`batch_block`](Self::batch_block)).
     #[inline(always)]
-    fn lanes<const W: usize, const L: usize, const D: usize>(
+    fn lanes<const SLOTS: usize, const GROUP: usize, const FIELDS: usize>(
         &self,
         t: &Tree,
-        buf: &[[u64; W]; BATCH],
+        buf: &[[u64; SLOTS]; BATCH],
         idx: &[u8],
         best: &mut [usize; BATCH],
     ) {
@@ -988,7 +988,7 @@ impl Classifier {
             return;
         };
         // Short groups repeat their last key (computing its answer twice).
-        let mut lk = [buf[last as usize % BATCH]; L];
+        let mut lk = [buf[last as usize % BATCH]; GROUP];
         for (k, &i) in lk.iter_mut().zip(idx) {
             *k = buf[i as usize % BATCH];
         }
@@ -996,14 +996,14 @@ impl Classifier {
         let Some(top) = nodes.len().checked_sub(1) else {
             return;
         };
-        let mut n = [0u32; L];
+        let mut n = [0u32; GROUP];
         loop {
             let mut moved = 0u32;
             for (nl, k) in n.iter_mut().zip(&lk) {
                 let cur = *nl;
                 // (Always in bounds; the `min` spares a branch.)
                 let node = nodes[(cur as usize).min(top)];
-                let v = k[node.dim as usize & (W - 1)];
+                let v = k[node.dim as usize & (SLOTS - 1)];
                 let next =
                     std::hint::select_unpredictable(v <= node.at, cur.wrapping_add(1), node.right);
                 moved |= next ^ cur;
@@ -1016,10 +1016,10 @@ impl Classifier {
         for ((&nl, k), &i) in n.iter().zip(&lk).zip(idx) {
             let i = i as usize % BATCH;
             let node = nodes[(nl as usize).min(top)];
-            let r = if D > 0 && D < W && D == self.dims {
-                self.leaf_match_fixed::<D>(t, node.at, &k[..D], best[i])
+            let r = if FIELDS > 0 && FIELDS < SLOTS && FIELDS == self.dims {
+                self.leaf_match_fixed::<FIELDS>(t, node.at, &k[..FIELDS], best[i])
             } else {
-                self.leaf_match(t, node.at, &k[..self.dims.min(W)], best[i])
+                self.leaf_match(t, node.at, &k[..self.dims.min(SLOTS)], best[i])
             };
             if let Some(r) = r {
                 best[i] = r;
@@ -1066,26 +1066,32 @@ impl Classifier {
         }
     }
 
-    /// [`leaf_match`](Self::leaf_match) with `D` fields (the classifier's, at least
+    /// [`leaf_match`](Self::leaf_match) with `FIELDS` fields (the classifier's, at least
     /// `key.len()`), fixed at compile time.
     #[inline(always)]
-    fn leaf_match_fixed<const D: usize>(
+    fn leaf_match_fixed<const FIELDS: usize>(
         &self,
         t: &Tree,
         at: u64,
         key: &[u64],
         bound: usize,
     ) -> Option<usize> {
-        let key: &[u64; D] = key.try_into().ok()?;
+        let key: &[u64; FIELDS] = key.try_into().ok()?;
         let (from, to) = leaf_span(at);
         let ids = t.leaf_rules.get(from..to)?;
         match &t.leaf_flat {
-            Flat::Narrow(f) => {
-                first_match_fixed(f.get(from * D..to * D)?.as_chunks().0, ids, key, bound)
-            }
-            Flat::Wide(f) => {
-                first_match_fixed(f.get(from * D..to * D)?.as_chunks().0, ids, key, bound)
-            }
+            Flat::Narrow(f) => first_match_fixed(
+                f.get(from * FIELDS..to * FIELDS)?.as_chunks().0,
+                ids,
+                key,
+                bound,
+            ),
+            Flat::Wide(f) => first_match_fixed(
+                f.get(from * FIELDS..to * FIELDS)?.as_chunks().0,
+                ids,
+                key,
+                bound,
+            ),
         }
     }
 

@@ -154,18 +154,18 @@ impl GenArgs {
 }
 
 /// A ClassBench header (source, destination, ports, protocol) as a generator 5-tuple.
-pub(crate) fn tuple(k: [u64; 5]) -> ports::gen::Tuple {
-    (
-        k[4] as u8,
-        Ipv4Addr::from(k[0] as u32),
-        Ipv4Addr::from(k[1] as u32),
-        k[2] as u16,
-        k[3] as u16,
-    )
+pub(crate) fn tuple(k: [u64; 5]) -> packet::Ipv4FlowKey {
+    packet::FlowKey {
+        protocol: k[4] as u8,
+        src: Ipv4Addr::from(k[0] as u32),
+        src_port: k[2] as u16,
+        dst: Ipv4Addr::from(k[1] as u32),
+        dst_port: k[3] as u16,
+    }
 }
 
 /// The 5-tuples `--headers` or `--rules` give, if either is set.
-fn classbench_tuples(args: &GenArgs) -> Result<Option<Vec<ports::gen::Tuple>>, CliError> {
+fn classbench_tuples(args: &GenArgs) -> Result<Option<Vec<packet::Ipv4FlowKey>>, CliError> {
     let read = |p: &PathBuf| {
         std::fs::read_to_string(p).map_err(|e| CliError::io(p, "cannot read it: ", e))
     };

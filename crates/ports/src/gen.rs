@@ -632,15 +632,11 @@ pub fn generate(cfg: &GenConfig) -> Generator {
     spread(cfg, rng, flows)
 }
 
-/// A 5-tuple: protocol number, source, destination, source port, destination port (the
-/// ICMP echo identifier is the source port).
-pub type Tuple = (u8, Ipv4Addr, Ipv4Addr, u16, u16);
-
 /// Like [`generate`], with the flows' 5-tuples given (a ClassBench header trace, say): flow
-/// `i` is `tuples[i]`, for `cfg.flows` flows (at most one per tuple); the protocol mix and
+/// `i` is `tuples[i]` (for ICMP, the source port is the echo identifier), for `cfg.flows` flows (at most one per tuple); the protocol mix and
 /// address and port ranges of `cfg` are not used. TCP, UDP and ICMP get their headers;
 /// other protocols carry the two ports as the first four bytes after the IPv4 header.
-pub fn generate_tuples(cfg: &GenConfig, tuples: &[Tuple]) -> Generator {
+pub fn generate_tuples(cfg: &GenConfig, tuples: &[packet::Ipv4FlowKey]) -> Generator {
     let mut rng = SplitMix64(cfg.seed);
     let nflows = u64::from(cfg.flows.max(1))
         .min(cfg.packets)
@@ -648,17 +644,17 @@ pub fn generate_tuples(cfg: &GenConfig, tuples: &[Tuple]) -> Generator {
     let flows = tuples
         .iter()
         .take(nflows as usize)
-        .map(|&(p, src, dst, sport, dport)| Flow {
-            proto: match p {
+        .map(|t| Flow {
+            proto: match t.protocol {
                 ipv4::protocol::TCP => Proto::Tcp,
                 ipv4::protocol::UDP => Proto::Udp,
                 ipv4::protocol::ICMP => Proto::Icmp,
                 p => Proto::Other(p),
             },
-            src,
-            dst,
-            sport,
-            dport,
+            src: t.src,
+            dst: t.dst,
+            sport: t.src_port,
+            dport: t.dst_port,
             left: 1,
             sent: 0,
             seq: rng.next_u64() as u32,

@@ -408,7 +408,7 @@ fn isp(b: &mut Bench) -> Result<(), CliError> {
             std::fs::read_to_string(rules).map_err(|e| CliError::io(rules, "cannot read: ", e))?;
         let mut set = classify::classbench::parse_rules(&text, &rules.display().to_string())?;
         set.truncate(first.unwrap_or(usize::MAX));
-        let tuples: Vec<ports::gen::Tuple> = classify::classbench::corners(&set, 2000, 1)
+        let tuples: Vec<packet::Ipv4FlowKey> = classify::classbench::corners(&set, 2000, 1)
             .into_iter()
             .map(crate::gen_cmd::tuple)
             .collect();
