@@ -4,7 +4,7 @@ use crate::args::{parse_bool, parse_uint, parse_uint_max};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::{Packet, PacketType};
 use std::net::Ipv4Addr;
-use wire::icmpv4::Packet as Icmpv4Packet;
+use wire::icmpv4::{dest_unreachable, msg_type, Packet as Icmpv4Packet};
 use wire::ipv4::Packet as Ipv4Packet;
 use wire::IpProtocol;
 
@@ -21,29 +21,27 @@ reasons! {
     }
 }
 
-const UNREACH: u8 = 3;
-const REDIRECT: u8 = 5;
-
 /// True for the ICMP error types (unreachable, source quench, redirect, time exceeded,
 /// parameter problem).
+#[inline]
 pub fn is_error_type(t: u8) -> bool {
-    matches!(t, 3 | 4 | 5 | 11 | 12)
+    msg_type::is_error(t)
 }
 
 /// Parses an ICMP type: a number or one of Click's names.
 pub fn parse_icmp_type(s: &str) -> Result<u8, ConfigError> {
     let t = match s.trim() {
-        "echo-reply" | "echoreply" => 0,
-        "unreachable" => 3,
-        "sourcequench" => 4,
-        "redirect" => 5,
-        "echo" => 8,
-        "routeradvert" => 9,
-        "routersolicit" => 10,
-        "timeexceeded" => 11,
-        "parameterproblem" => 12,
-        "timestamp" => 13,
-        "timestamp-reply" => 14,
+        "echo-reply" | "echoreply" => msg_type::ECHO_REPLY,
+        "unreachable" => msg_type::DEST_UNREACHABLE,
+        "sourcequench" => msg_type::SOURCE_QUENCH,
+        "redirect" => msg_type::REDIRECT,
+        "echo" => msg_type::ECHO_REQUEST,
+        "routeradvert" => msg_type::ROUTER_ADVERT,
+        "routersolicit" => msg_type::ROUTER_SOLICIT,
+        "timeexceeded" => msg_type::TIME_EXCEEDED,
+        "parameterproblem" => msg_type::PARAMETER_PROBLEM,
+        "timestamp" => msg_type::TIMESTAMP,
+        "timestamp-reply" => msg_type::TIMESTAMP_REPLY,
         other => parse_uint_max(
             other,
             255,
@@ -57,31 +55,31 @@ pub fn parse_icmp_type(s: &str) -> Result<u8, ConfigError> {
 pub fn parse_icmp_code(ty: u8, s: &str) -> Result<u8, ConfigError> {
     let s = s.trim();
     let named = match (ty, s) {
-        (3, "net") => Some(0),
-        (3, "host") => Some(1),
-        (3, "protocol" | "proto") => Some(2),
-        (3, "port") => Some(3),
-        (3, "needfrag") => Some(4),
-        (3, "srcroutefail") => Some(5),
-        (3, "net-unknown") => Some(6),
-        (3, "host-unknown") => Some(7),
-        (3, "isolated") => Some(8),
-        (3, "net-prohibited") => Some(9),
-        (3, "host-prohibited") => Some(10),
-        (3, "tos-net") => Some(11),
-        (3, "tos-host") => Some(12),
-        (3, "filter-prohibited") => Some(13),
-        (3, "host-precedence") => Some(14),
-        (3, "precedence-cutoff") => Some(15),
-        (5, "net") => Some(0),
-        (5, "host") => Some(1),
-        (5, "tos-net") => Some(2),
-        (5, "tos-host") => Some(3),
-        (11, "transit") => Some(0),
-        (11, "reassembly") => Some(1),
-        (12, "erroratptr") => Some(0),
-        (12, "missingopt") => Some(1),
-        (12, "length") => Some(2),
+        (msg_type::DEST_UNREACHABLE, "net") => Some(0),
+        (msg_type::DEST_UNREACHABLE, "host") => Some(1),
+        (msg_type::DEST_UNREACHABLE, "protocol" | "proto") => Some(2),
+        (msg_type::DEST_UNREACHABLE, "port") => Some(3),
+        (msg_type::DEST_UNREACHABLE, "needfrag") => Some(4),
+        (msg_type::DEST_UNREACHABLE, "srcroutefail") => Some(5),
+        (msg_type::DEST_UNREACHABLE, "net-unknown") => Some(6),
+        (msg_type::DEST_UNREACHABLE, "host-unknown") => Some(7),
+        (msg_type::DEST_UNREACHABLE, "isolated") => Some(8),
+        (msg_type::DEST_UNREACHABLE, "net-prohibited") => Some(9),
+        (msg_type::DEST_UNREACHABLE, "host-prohibited") => Some(10),
+        (msg_type::DEST_UNREACHABLE, "tos-net") => Some(11),
+        (msg_type::DEST_UNREACHABLE, "tos-host") => Some(12),
+        (msg_type::DEST_UNREACHABLE, "filter-prohibited") => Some(13),
+        (msg_type::DEST_UNREACHABLE, "host-precedence") => Some(14),
+        (msg_type::DEST_UNREACHABLE, "precedence-cutoff") => Some(15),
+        (msg_type::REDIRECT, "net") => Some(0),
+        (msg_type::REDIRECT, "host") => Some(1),
+        (msg_type::REDIRECT, "tos-net") => Some(2),
+        (msg_type::REDIRECT, "tos-host") => Some(3),
+        (msg_type::TIME_EXCEEDED, "transit") => Some(0),
+        (msg_type::TIME_EXCEEDED, "reassembly") => Some(1),
+        (msg_type::PARAMETER_PROBLEM, "erroratptr") => Some(0),
+        (msg_type::PARAMETER_PROBLEM, "missingopt") => Some(1),
+        (msg_type::PARAMETER_PROBLEM, "length") => Some(2),
         _ => None,
     };
     match named {
@@ -270,7 +268,7 @@ impl ICMPError {
         // (Click leaves the route out of a parameter problem about the route itself; the
         // pointer is always 0 here, so that never applies.)
         let sr = Self::source_route(ip, hl);
-        if sr.is_some() && self.icmp_type == REDIRECT {
+        if sr.is_some() && self.icmp_type == msg_type::REDIRECT {
             return Err(ICMPErrorReason::Suppressed);
         }
         // IP options: the reversed source route.
@@ -312,11 +310,13 @@ impl ICMPError {
         let mut icmp = Icmpv4Packet::new_unchecked(&mut d[nhl..]);
         icmp.set_msg_type(self.icmp_type);
         icmp.set_msg_code(self.code);
-        if self.icmp_type == REDIRECT {
+        if self.icmp_type == msg_type::REDIRECT {
             // The gateway address: the whole word after the checksum.
             icmp.set_rest_of_header(u32::from(p.meta.dst_ip));
         }
-        if self.icmp_type == UNREACH && self.code == 4 {
+        if self.icmp_type == msg_type::DEST_UNREACHABLE
+            && self.code == dest_unreachable::FRAG_NEEDED
+        {
             icmp.set_next_hop_mtu(self.pmtu);
         }
         icmp.data_mut().copy_from_slice(&ip[..xlen]);

@@ -7,7 +7,7 @@ use packet::{Packet, Timestamp};
 use proptest::prelude::*;
 use std::path::Path;
 use wire::build::{Frame, Sum};
-use wire::checksum;
+use wire::{checksum, IpProtocol};
 
 /// An IPv4 packet (no Ethernet header) with valid checksums (UDP's only if `udp_ck`);
 /// network header annotation at 0.
@@ -31,9 +31,9 @@ fn packet(
 }
 
 fn verifies(d: &[u8]) -> bool {
-    let off = if d[9] == 6 { 36 } else { 26 };
+    let off = if d[9] == IpProtocol::TCP { 36 } else { 26 };
     let ip_ok = checksum::data(&d[..20]) == 0;
-    if d[9] == 17 && d[off] == 0 && d[off + 1] == 0 {
+    if d[9] == IpProtocol::UDP && d[off] == 0 && d[off + 1] == 0 {
         return ip_ok;
     }
     let src: [u8; 4] = d[12..16].try_into().unwrap();

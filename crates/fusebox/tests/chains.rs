@@ -4,6 +4,8 @@ mod common;
 use common::*;
 use std::collections::{BTreeMap, HashMap};
 use std::net::Ipv4Addr;
+use wire::ethernet::ethertype;
+use wire::IpProtocol;
 
 fn summary(o: &std::process::Output) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).expect("JSON summary on stdout")
@@ -51,9 +53,12 @@ fn fig5_chain_does_what_the_figure_says() {
     let originals: Vec<V4> = input.iter().map(|f| v4(f)).collect();
     let udp1234 = originals
         .iter()
-        .filter(|p| p.proto == 17 && p.dport == 1234)
+        .filter(|p| p.proto == IpProtocol::UDP && p.dport == 1234)
         .count();
-    let tcp = originals.iter().filter(|p| p.proto == 6).count();
+    let tcp = originals
+        .iter()
+        .filter(|p| p.proto == IpProtocol::TCP)
+        .count();
     assert!(
         udp1234 > 100 && tcp > 100,
         "trace lacks variety: {udp1234} {tcp}"
@@ -377,7 +382,11 @@ fn clicks_own_ip_router_runs_unchanged_with_reflected_arp() {
     }
     let errors: Vec<V4> = packets(&d.join("router.eth0.pcap"))
         .iter()
-        .filter(|f| f[12..14] == [8, 0] && f[23] == 1 && f[34] == 11)
+        .filter(|f| {
+            f[12..14] == ethertype::IPV4.to_be_bytes()
+                && f[23] == IpProtocol::ICMP
+                && f[34] == wire::icmpv4::msg_type::TIME_EXCEEDED
+        })
         .map(|f| v4(f))
         .collect();
     assert_eq!(errors.len(), 10, "one ICMP time exceeded per TTL-1 packet");

@@ -10,7 +10,9 @@ fn json(o: &std::process::Output) -> serde_json::Value {
 }
 
 fn is_udp(f: &[u8]) -> bool {
-    f.len() > 23 && f[12..14] == [0x08, 0x00] && f[23] == 17
+    f.len() > 23
+        && f[12..14] == wire::ethernet::ethertype::IPV4.to_be_bytes()
+        && f[23] == wire::IpProtocol::UDP
 }
 
 fn trace(d: &std::path::Path) {

@@ -196,7 +196,7 @@ fn chain1_blacklists_and_verifies_against_synthesis() {
         .iter()
         .filter(|f| {
             let p = v4(f);
-            p.proto == 6 && p.dport == 23
+            p.proto == wire::IpProtocol::TCP && p.dport == 23
         })
         .count() as u64;
     assert!(telnet > 500, "{telnet}");

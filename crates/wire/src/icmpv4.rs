@@ -55,6 +55,16 @@ pub mod msg_type {
     /// Address mask reply.
     pub const ADDRESS_MASK_REPLY: u8 = 18;
 
+    /// Whether messages of type `t` are errors, which quote the datagram they answer:
+    /// destination unreachable, source quench, redirect, time exceeded, parameter problem.
+    #[inline]
+    pub const fn is_error(t: u8) -> bool {
+        matches!(
+            t,
+            DEST_UNREACHABLE | SOURCE_QUENCH | REDIRECT | TIME_EXCEEDED | PARAMETER_PROBLEM
+        )
+    }
+
     /// Whether messages of type `t` are queries or their replies carrying an identifier
     /// (and sequence number) after the checksum: echo, timestamp, information and address
     /// mask.
@@ -403,5 +413,7 @@ mod tests {
     fn query_types_have_an_identifier() {
         let with: Vec<u8> = (0..=255).filter(|&t| msg_type::has_ident(t)).collect();
         assert_eq!(with, vec![0, 8, 13, 14, 15, 16, 17, 18]);
+        let errors: Vec<u8> = (0..=255).filter(|&t| msg_type::is_error(t)).collect();
+        assert_eq!(errors, vec![3, 4, 5, 11, 12]);
     }
 }
