@@ -4,6 +4,7 @@ use elements::classifier::{parse_pattern, Classifier};
 use elements::{build, BuildCtx, Context, Names, PortCount, Verdict};
 use packet::Packet;
 use std::path::Path;
+use wire::ethernet::ethertype;
 
 fn classifier(conf: &str) -> Box<dyn elements::Element> {
     let names = Names::new();
@@ -58,27 +59,30 @@ fn click_manual_example() {
     let mut c = classifier("12/0806 20/0001, 12/0806 20/0002, 12/0800, -");
     assert_eq!(c.port_count(), PortCount::exact(1, 4));
     assert_eq!(c.class_name(), "Classifier");
-    let arp = |op: u8| eth(0x0806, &[0, 1, 8, 0, 6, 4, 0, op]);
+    let arp = |op: u8| eth(ethertype::ARP, &[0, 1, 8, 0, 6, 4, 0, op]);
     assert_eq!(push(&mut c, &arp(1)), Ok(0));
     assert_eq!(push(&mut c, &arp(2)), Ok(1));
-    assert_eq!(push(&mut c, &eth(0x0800, &[0x45; 20])), Ok(2));
-    assert_eq!(push(&mut c, &eth(0x86dd, &[0x60; 40])), Ok(3));
+    assert_eq!(push(&mut c, &eth(ethertype::IPV4, &[0x45; 20])), Ok(2));
+    assert_eq!(push(&mut c, &eth(ethertype::IPV6, &[0x60; 40])), Ok(3));
     assert_eq!(push(&mut c, &arp(3)), Ok(3));
 }
 
 #[test]
 fn no_match_is_dropped() {
     let mut c = classifier("12/0800");
-    assert_eq!(push(&mut c, &eth(0x0806, &[0; 28])), Err("no-match"));
+    assert_eq!(
+        push(&mut c, &eth(ethertype::ARP, &[0; 28])),
+        Err("no-match")
+    );
     assert_eq!(push(&mut c, &[]), Err("no-match"));
 }
 
 #[test]
 fn first_match_wins() {
     let mut c = classifier("12/08, 12/0800, -");
-    assert_eq!(push(&mut c, &eth(0x0800, &[])), Ok(0));
-    assert_eq!(push(&mut c, &eth(0x0806, &[])), Ok(0));
-    assert_eq!(push(&mut c, &eth(0x86dd, &[])), Ok(2));
+    assert_eq!(push(&mut c, &eth(ethertype::IPV4, &[])), Ok(0));
+    assert_eq!(push(&mut c, &eth(ethertype::ARP, &[])), Ok(0));
+    assert_eq!(push(&mut c, &eth(ethertype::IPV6, &[])), Ok(2));
 }
 
 #[test]

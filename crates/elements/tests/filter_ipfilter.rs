@@ -6,6 +6,7 @@ use elements::{build, BuildCtx, Context, Names, PortCount, Verdict};
 use packet::Packet;
 use proptest::prelude::*;
 use std::path::Path;
+use wire::IpProtocol;
 
 /// A packet description for building test frames.
 #[derive(Clone)]
@@ -31,7 +32,7 @@ impl Default for Pkt {
         Pkt {
             src: [10, 0, 0, 1],
             dst: [192, 168, 1, 2],
-            proto: 6,
+            proto: IpProtocol::TCP,
             ttl: 64,
             tos: 0,
             id: 0x1234,
@@ -109,7 +110,7 @@ fn tcp() -> Pkt {
 }
 fn udp() -> Pkt {
     Pkt {
-        proto: 17,
+        proto: IpProtocol::UDP,
         sport: 5353,
         dport: 53,
         ..Pkt::default()
@@ -117,7 +118,7 @@ fn udp() -> Pkt {
 }
 fn icmp() -> Pkt {
     Pkt {
-        proto: 1,
+        proto: IpProtocol::ICMP,
         ..Pkt::default()
     }
 }
@@ -293,7 +294,13 @@ fn tcp_flags_and_window() {
         ),
         "first fragment only"
     );
-    assert!(!m("syn", &Pkt { proto: 17, ..tcp() }));
+    assert!(!m(
+        "syn",
+        &Pkt {
+            proto: IpProtocol::UDP,
+            ..tcp()
+        }
+    ));
     assert!(m("tcp win 8192", &tcp()) && m("tcp win > 100", &tcp()) && !m("tcp win < 100", &tcp()));
     assert!(!m("tcp win != 8192", &tcp()) && !m("tcp win != 1", &udp()));
 }

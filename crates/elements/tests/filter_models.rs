@@ -177,7 +177,7 @@ prop_compose! {
     fn spec()(
         ip in ip_part(),
         eth in prop_oneof![
-            4 => Just(Some(([0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x02, 0, 0, 0, 0, 1], 0x0800u16))),
+            4 => Just(Some(([0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x02, 0, 0, 0, 0, 1], wire::ethernet::ethertype::IPV4))),
             1 => (any::<[u8; 12]>(), any::<u16>()).prop_map(Some),
             1 => Just(None),
         ],

@@ -17,6 +17,7 @@ use elements::{build, BuildCtx, Context, Names, Verdict};
 use packet::Packet;
 use pcap::{Capture, Linktype};
 use std::path::{Path, PathBuf};
+use wire::IpProtocol;
 
 /// (Click pattern, tcpdump expression). The oracle filter is `ip and (<tcpdump>)`.
 const TABLE: &[(&str, &str)] = &[
@@ -230,9 +231,9 @@ fn generated_frames(n: usize) -> Vec<Vec<u8>> {
         };
         let ihl = 5 + opt_words;
         let proto: u8 = match r.below(100) {
-            0..=39 => 6,
-            40..=69 => 17,
-            70..=84 => 1,
+            0..=39 => IpProtocol::TCP,
+            40..=69 => IpProtocol::UDP,
+            70..=84 => IpProtocol::ICMP,
             _ => r.pick(&[47, 132, 2, 33, (x >> 56) as u8]),
         };
         // Transport header + payload.

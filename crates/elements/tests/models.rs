@@ -10,6 +10,8 @@ use packet::{Packet, PacketType, Timestamp, NO_OFFSET};
 use proptest::prelude::*;
 use std::net::Ipv4Addr;
 use std::path::Path;
+use wire::ethernet::ethertype;
+use wire::IpProtocol;
 
 fn make(class: &str, config: &str, noutputs: usize) -> Box<dyn Element> {
     make_in(class, config, 1, noutputs)
@@ -280,7 +282,7 @@ prop_compose! {
     fn arb_spec()(
         eth in prop_oneof![
             4 => (0u8..4, any::<[u8; 6]>(), any::<[u8; 6]>(), prop_oneof![
-                6 => Just(0x0800u16), 1 => Just(0x0806u16), 1 => Just(0x8100u16), 1 => any::<u16>()
+                6 => Just(ethertype::IPV4), 1 => Just(ethertype::ARP), 1 => Just(ethertype::VLAN), 1 => any::<u16>()
             ]).prop_map(Some),
             1 => Just(None),
         ],
@@ -600,9 +602,9 @@ prop_compose! {
     /// An ARP frame: mostly a well-formed request, sometimes a reply, another type, a short
     /// or padded frame; with bytes pulled off in front and the usual annotations.
     fn arb_arp()(
-        ethertype in prop_oneof![6 => Just(0x0806u16), 1 => Just(0x0800u16), 1 => any::<u16>()],
+        ethertype in prop_oneof![6 => Just(ethertype::ARP), 1 => Just(ethertype::IPV4), 1 => any::<u16>()],
         htype in prop_oneof![6 => Just(1u16), 1 => any::<u16>()],
-        ptype in prop_oneof![6 => Just(0x0800u16), 1 => any::<u16>()],
+        ptype in prop_oneof![6 => Just(ethertype::IPV4), 1 => any::<u16>()],
         op in prop_oneof![4 => Just(1u16), 1 => Just(2u16), 1 => any::<u16>()],
         sha in any::<[u8; 6]>(),
         spa in addr(),
@@ -711,7 +713,7 @@ proptest! {
 /// with its network header annotation at 14.
 fn frame(dst: [u8; 4], ttl: u8) -> Packet {
     let spec = Spec {
-        eth: Some((3, [2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2], 0x0800)),
+        eth: Some((3, [2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2], ethertype::IPV4)),
         ip: Ip {
             version: 4,
             ihl: 5,
@@ -721,7 +723,7 @@ fn frame(dst: [u8; 4], ttl: u8) -> Packet {
             flags: 0,
             frag: 0,
             ttl,
-            proto: 17,
+            proto: IpProtocol::UDP,
             good_checksum: true,
             src: [10, 0, 0, 1],
             dst,
@@ -847,10 +849,10 @@ fn arp_querier_without_model() {
     let hop = next_hop([10, 0, 0, 7]);
     assert_eq!(compare(e.as_mut(), &m, hop.duplicate()), Ok(true));
     let reply = arp_frame(
-        0x0806,
-        1,
-        0x0800,
-        2,
+        ethertype::ARP,
+        wire::arp::HARDWARE_ETHERNET,
+        ethertype::IPV4,
+        wire::arp::operation::REPLY,
         [2, 0, 0, 0, 0, 7],
         [10, 0, 0, 7],
         [10, 0, 0, 1],
@@ -882,9 +884,9 @@ fn arp_responder_model_leaves_answered_requests() {
     let config = "10.0.0.1 00:00:00:00:00:0a, 192.168.0.0/16 00:00:00:00:00:0c";
     let ask = |op: u16, tpa: [u8; 4], len: usize| {
         let mut f = arp_frame(
-            0x0806,
-            1,
-            0x0800,
+            ethertype::ARP,
+            wire::arp::HARDWARE_ETHERNET,
+            ethertype::IPV4,
             op,
             [2, 0, 0, 0, 0, 9],
             [10, 0, 0, 9],

@@ -10,6 +10,7 @@ use packet::Packet;
 use pcap::{Capture, Linktype};
 use proptest::prelude::*;
 use std::path::Path;
+use wire::IpProtocol;
 
 // ---------------------------------------------------------------------------------------
 // Frames.
@@ -424,7 +425,7 @@ fn variable_offsets_are_opaque_only_where_they_decide() {
         kind: 0,
         ihl: 5,
         frag: 0,
-        proto: 17,
+        proto: IpProtocol::UDP,
         src: 0,
         dst: 1,
         sport: 53,
@@ -436,7 +437,10 @@ fn variable_offsets_are_opaque_only_where_they_decide() {
     };
     let p = Packet::from_bytes(&udp.frame());
     assert_eq!(modelled(&m, &p), Outcome::Out(1));
-    let tcp = Spec { proto: 6, ..udp };
+    let tcp = Spec {
+        proto: IpProtocol::TCP,
+        ..udp
+    };
     assert_eq!(
         modelled(&m, &Packet::from_bytes(&tcp.frame())),
         Outcome::Runtime
@@ -552,7 +556,7 @@ fn element_outputs_and_drops() {
         kind: 0,
         ihl: 5,
         frag: 0,
-        proto: 6,
+        proto: IpProtocol::TCP,
         src: 0,
         dst: 1,
         sport: 1024,

@@ -457,6 +457,7 @@ impl Packet {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use wire::ethernet::ethertype;
 
     #[test]
     fn push_pull_keep_payload_and_offsets() {
@@ -493,7 +494,7 @@ mod tests {
         p.set_mac_header(0);
         p.set_network_header(14);
         p.set_transport_header(34);
-        assert_eq!(p.ether().unwrap().ethertype(), 0x0800);
+        assert_eq!(p.ether().unwrap().ethertype(), ethertype::IPV4);
         assert_eq!(p.ipv4().unwrap().ttl(), 64);
         assert_eq!(p.udp().unwrap().src_port(), 53);
         assert_eq!(p.icmpv4().unwrap().msg_type(), 0);
@@ -502,7 +503,7 @@ mod tests {
         assert_eq!(p.tcp_mut().err(), Some(HeaderError::Truncated));
         p.ipv4_mut().unwrap().set_ttl(63);
         p.udp_mut().unwrap().set_dst_port(7);
-        p.ether_mut().unwrap().set_ethertype(0x86dd);
+        p.ether_mut().unwrap().set_ethertype(ethertype::IPV6);
         p.icmpv4_mut().unwrap().set_msg_code(9);
         let d = p.data();
         assert_eq!(

@@ -505,7 +505,7 @@ mod tests {
             dst: d.into(),
             src_port: 5000,
             dst_port: 443,
-            protocol: 17,
+            protocol: UDP,
         };
         let ip = ipv6(s, d, 17, &ports(5000, 443, 8));
         assert_eq!(FlowKey::from_ip(&ip), Some(want));

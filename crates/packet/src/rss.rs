@@ -80,6 +80,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use std::net::Ipv4Addr;
+    use wire::ip::protocol::{TCP, UDP};
 
     /// The key of Microsoft's "Verifying the RSS Hash Calculation".
     const MS_KEY: [u8; 40] = [
@@ -143,7 +144,7 @@ mod tests {
                 dst: Ipv4Addr::from(dst).into(),
                 src_port: sport,
                 dst_port: dport,
-                protocol: 6,
+                protocol: TCP,
             };
             assert_eq!(t.hash_flow(&k), with_ports, "{k:?}");
             let mut input = src.to_vec();
@@ -190,7 +191,7 @@ mod tests {
                 dst: dst.into(),
                 src_port: sport,
                 dst_port: dport,
-                protocol: 6,
+                protocol: TCP,
             };
             assert_eq!(t.hash_flow(&k), with_ports, "{k:?}");
             let mut input = src.octets().to_vec();
@@ -209,7 +210,7 @@ mod tests {
             dst: Ipv4Addr::from(dst).into(),
             src_port: sport,
             dst_port: dport,
-            protocol: 6,
+            protocol: TCP,
         };
         let t = Toeplitz::new(MS_KEY);
         assert_ne!(t.hash_flow(&k), t.hash_flow(&k.reversed()));
@@ -219,7 +220,7 @@ mod tests {
     proptest! {
         #[test]
         fn symmetric(a: u32, b: u32, sp: u16, dp: u16) {
-            let k = FlowKey { src: Ipv4Addr::from(a).into(), dst: Ipv4Addr::from(b).into(), src_port: sp, dst_port: dp, protocol: 17 };
+            let k = FlowKey { src: Ipv4Addr::from(a).into(), dst: Ipv4Addr::from(b).into(), src_port: sp, dst_port: dp, protocol: UDP };
             prop_assert_eq!(symmetric_rss(&k), symmetric_rss(&k.reversed()));
         }
 
@@ -230,7 +231,7 @@ mod tests {
                 dst: std::net::Ipv6Addr::from(b).into(),
                 src_port: sp,
                 dst_port: dp,
-                protocol: 6,
+                protocol: TCP,
             };
             prop_assert_eq!(symmetric_rss(&k), symmetric_rss(&k.reversed()));
         }
