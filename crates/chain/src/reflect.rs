@@ -1,7 +1,8 @@
 //! `--reflect`: turn a packet leaving the chain into the reply its destination would send,
 //! so stateful NFs see both directions of every flow they open.
 
-use wire::{arp, checksum, ethernet, IpProtocol};
+use wire::tcp::flags as tcp_flags;
+use wire::{arp, checksum, ethernet, icmpv4, icmpv6, IpProtocol};
 
 /// The reply to an Ethernet frame: MACs, IP addresses and ports swapped, TCP flags answered
 /// (SYN → SYN+ACK, FIN → FIN+ACK, data → ACK; sequence numbers follow), ICMP echo requests
@@ -67,17 +68,17 @@ pub fn reply(p: &packet::Packet) -> Vec<u8> {
             let flags = b[l4 + 13];
             let hl = ((b[l4 + 12] >> 4) as usize) * 4;
             let payload = seg_len.saturating_sub(hl) as u32;
-            let syn = flags & 0x02 != 0;
-            let fin = flags & 0x01 != 0;
-            let rst = flags & 0x04 != 0;
+            let syn = flags & tcp_flags::SYN != 0;
+            let fin = flags & tcp_flags::FIN != 0;
+            let rst = flags & tcp_flags::RST != 0;
             let new_flags = if rst {
-                0x04
-            } else if syn && flags & 0x10 == 0 {
-                0x12
+                tcp_flags::RST
+            } else if syn && flags & tcp_flags::ACK == 0 {
+                tcp_flags::SYN | tcp_flags::ACK
             } else if fin {
-                0x11
+                tcp_flags::FIN | tcp_flags::ACK
             } else {
-                0x10
+                tcp_flags::ACK
             };
             let new_ack = seq
                 .wrapping_add(payload)
@@ -94,15 +95,15 @@ pub fn reply(p: &packet::Packet) -> Vec<u8> {
                 fill_l4(&mut b, l3, l4, ip_end, 6, v6, proto);
             }
         }
-        IpProtocol::ICMP if seg_len >= 8 && b[l4] == 8 => {
-            b[l4] = 0;
+        IpProtocol::ICMP if seg_len >= 8 && b[l4] == icmpv4::msg_type::ECHO_REQUEST => {
+            b[l4] = icmpv4::msg_type::ECHO_REPLY;
             b[l4 + 2] = 0;
             b[l4 + 3] = 0;
             let ck = checksum::data(&b[l4..ip_end]);
             b[l4 + 2..l4 + 4].copy_from_slice(&ck.to_be_bytes());
         }
-        58 if seg_len >= 8 && b[l4] == 128 => {
-            b[l4] = 129;
+        IpProtocol::ICMPV6 if seg_len >= 8 && b[l4] == icmpv6::msg_type::ECHO_REQUEST => {
+            b[l4] = icmpv6::msg_type::ECHO_REPLY;
             fill_l4(&mut b, l3, l4, ip_end, 2, v6, proto);
         }
         _ => {}
