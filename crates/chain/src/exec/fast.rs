@@ -249,7 +249,8 @@ struct Slot {
 /// What one field looks like at the element being recorded, relative to the frame as it
 /// arrived.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum W {
+enum Known {
+    /// This value, whatever the packet held.
     Const(u128),
     /// The TTL, moved down by this many decrements.
     Ttl(u32),
@@ -258,7 +259,8 @@ enum W {
 /// The symbolic state of the packet being recorded.
 #[derive(Debug, Default)]
 struct Track {
-    w: Vec<(Field, W)>,
+    /// What each written field holds now.
+    known: Vec<(Field, Known)>,
     ttl_decs: u32,
     recompute: bool,
     /// A plain write touched the IPv4 header: its checksum's validity is no longer known.
@@ -274,24 +276,24 @@ impl Track {
     fn fingerprint(&self) -> u64 {
         use std::hash::{BuildHasher, Hash, Hasher};
         let mut h = foldhash::fast::FixedState::with_seed(1).build_hasher();
-        for (f, w) in &self.w {
+        for (f, w) in &self.known {
             f.hash(&mut h);
             match w {
-                W::Const(v) => (0u8, *v).hash(&mut h),
-                W::Ttl(k) => (1u8, u128::from(*k)).hash(&mut h),
+                Known::Const(v) => (0u8, *v).hash(&mut h),
+                Known::Ttl(k) => (1u8, u128::from(*k)).hash(&mut h),
             }
         }
         (self.recompute, self.csum_unknown, self.trimmed).hash(&mut h);
         h.finish()
     }
 
-    fn get(&self, f: Field) -> Option<W> {
-        self.w.iter().find(|(g, _)| *g == f).map(|(_, w)| *w)
+    fn get(&self, f: Field) -> Option<Known> {
+        self.known.iter().find(|(g, _)| *g == f).map(|(_, w)| *w)
     }
-    fn set(&mut self, f: Field, w: W) {
-        match self.w.iter_mut().find(|(g, _)| *g == f) {
+    fn set(&mut self, f: Field, w: Known) {
+        match self.known.iter_mut().find(|(g, _)| *g == f) {
             Some(x) => x.1 = w,
-            None => self.w.push((f, w)),
+            None => self.known.push((f, w)),
         }
     }
 }
@@ -315,9 +317,15 @@ struct CaseGuards {
     eth_dst: bool,
 }
 
-/// What a rewriter said about the packet recorded: the mapping that rewrote it, the
-/// lifetime packets like it give the mapping, and the mapping's version.
-type RwSaid = (Option<(u32, Direction)>, Option<u64>, u32);
+/// What a rewriter said about the packet recorded.
+struct RewriterSaid {
+    /// The mapping that rewrote it (index and direction).
+    mapping: Option<(u32, Direction)>,
+    /// The lifetime packets like it give the mapping (none: not steady).
+    lifetime: Option<u64>,
+    /// The mapping's version (an event check compares it).
+    version: u32,
+}
 
 /// The recording in progress.
 struct Recording {
@@ -1038,8 +1046,11 @@ impl Executor {
                 (Some((i, d)), Some(f)) => rw.steady(i, d, f.info),
                 _ => None,
             };
-            let version = last.map_or(0, |(i, _)| rw.version(i));
-            (last, life, version)
+            RewriterSaid {
+                mapping: last,
+                lifetime: life,
+                version: last.map_or(0, |(i, _)| rw.version(i)),
+            }
         });
         let Some(fp) = self.fast.as_mut() else { return };
         let FastState {
@@ -1178,8 +1189,8 @@ fn translate(
     if ip_ok {
         for (f, s) in filter.fields() {
             let fixed = match t.get(f) {
-                Some(W::Const(v)) => Some(v),
-                Some(W::Ttl(_)) => None,
+                Some(Known::Const(v)) => Some(v),
+                Some(Known::Ttl(_)) => None,
                 None if is_key(f) && f.group() != Group::Ethernet => Some(entry.value(f)),
                 None => None,
             };
@@ -1248,7 +1259,7 @@ fn translate_one(
         if head != 0 {
             return Err("ethernet-moved");
         }
-        if let Some(W::Const(v)) = t.get(f) {
+        if let Some(Known::Const(v)) = t.get(f) {
             return Ok(decide(v));
         }
         if is_key(f) {
@@ -1263,7 +1274,7 @@ fn translate_one(
         }
         let (o, l) = (off as usize, usize::from(len));
         let hl = entry.hl.max(20);
-        for (g, _) in &t.w {
+        for (g, _) in &t.known {
             if let Some((a, n)) = frame_location(*g, hl) {
                 if a < o + l && o < a + n {
                     return Err("raw-overlaps-write");
@@ -1307,8 +1318,8 @@ fn translate_one(
         _ => {}
     }
     match t.get(f) {
-        Some(W::Const(v)) => return Ok(decide(v)),
-        Some(W::Ttl(k)) => return Ok(Translated::Keep(f, s.shift(i128::from(k), 8))),
+        Some(Known::Const(v)) => return Ok(decide(v)),
+        Some(Known::Ttl(k)) => return Ok(Translated::Keep(f, s.shift(i128::from(k), 8))),
         None => {}
     }
     let derived_from_written = match f {
@@ -1372,7 +1383,7 @@ fn record_step(
     pre: &Pre,
     step: Step,
     v: &Verdict,
-    rw_last: Option<RwSaid>,
+    rw_last: Option<RewriterSaid>,
     now: u64,
     memo: &mut HashMap<MemoKey, Arc<Memo>, foldhash::fast::FixedState>,
 ) -> Result<(), &'static str> {
@@ -1416,11 +1427,16 @@ fn record_rewriter(
     el: u32,
     pre: &Pre,
     v: &Verdict,
-    (last, life, version): RwSaid,
+    said: RewriterSaid,
     ip_ok: bool,
     now: u64,
 ) -> Result<(), &'static str> {
-    let Some(life) = life else {
+    let RewriterSaid {
+        mapping: last,
+        lifetime,
+        version,
+    } = said;
+    let Some(life) = lifetime else {
         return Err("mapping-not-steady");
     };
     rec.expiry = rec.expiry.min(now.saturating_add(life));
@@ -1469,7 +1485,7 @@ fn record_rewriter(
         (Field::DstPort, u128::from(new.dport)),
     ];
     for (f, x) in nv {
-        rec.t.set(f, W::Const(x));
+        rec.t.set(f, Known::Const(x));
     }
     let info = PacketInfo {
         tcp_flags: input.info.tcp_flags & 0x07,
@@ -1629,7 +1645,7 @@ fn record_declared(
             _ if f.group() != Group::Ethernet => rec.t.csum_unknown = true,
             _ => {}
         }
-        rec.t.set(f, W::Const(x));
+        rec.t.set(f, Known::Const(x));
     }
     if rec.t.rewrote && pre.ip.is_some() {
         // The checksums the element fixed.
@@ -1738,7 +1754,7 @@ impl model::EffectSink for Recorder<'_> {
         } else {
             return Err("write-unlocatable");
         }
-        self.rec.t.set(f, W::Const(v));
+        self.rec.t.set(f, Known::Const(v));
         Ok(())
     }
 
@@ -1746,9 +1762,9 @@ impl model::EffectSink for Recorder<'_> {
         self.need_ip()?;
         let t = &mut self.rec.t;
         let w = match t.get(Field::IpTtl) {
-            None => W::Ttl(1),
-            Some(W::Ttl(k)) => W::Ttl(k + 1),
-            Some(W::Const(v)) => W::Const(v.wrapping_sub(1) & 0xff),
+            None => Known::Ttl(1),
+            Some(Known::Ttl(k)) => Known::Ttl(k + 1),
+            Some(Known::Const(v)) => Known::Const(v.wrapping_sub(1) & 0xff),
         };
         t.set(Field::IpTtl, w);
         t.ttl_decs += 1;
@@ -1779,8 +1795,8 @@ impl model::EffectSink for Recorder<'_> {
             return Err("ethernet-moved");
         }
         let mac = |m: &[u8; 6]| u128::from(wire::ethernet::mac_to_u64(m));
-        self.rec.t.set(Field::EthDst, W::Const(mac(dst)));
-        self.rec.t.set(Field::EthSrc, W::Const(mac(src)));
+        self.rec.t.set(Field::EthDst, Known::Const(mac(dst)));
+        self.rec.t.set(Field::EthSrc, Known::Const(mac(src)));
         Ok(())
     }
 
@@ -1836,19 +1852,20 @@ fn consolidate(
         Some(e) => End::Exit(e),
         None => End::Drop,
     };
-    let writes: Vec<(Field, Val)> =
-        t.w.iter()
-            .filter(|(f, _)| frame_location(*f, 20).is_some())
-            .map(|(f, w)| {
-                (
-                    *f,
-                    match w {
-                        W::Const(v) => Val::Const(*v),
-                        W::Ttl(k) => Val::Orig(*f, -i128::from(*k)),
-                    },
-                )
-            })
-            .collect();
+    let writes: Vec<(Field, Val)> = t
+        .known
+        .iter()
+        .filter(|(f, _)| frame_location(*f, 20).is_some())
+        .map(|(f, w)| {
+            (
+                *f,
+                match w {
+                    Known::Const(v) => Val::Const(*v),
+                    Known::Ttl(k) => Val::Orig(*f, -i128::from(*k)),
+                },
+            )
+        })
+        .collect();
     let head = match out {
         Some(q) => q.data_offset() as i64 - i64::from(rec.entry_offset),
         None => 0,
