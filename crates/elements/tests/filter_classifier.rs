@@ -46,11 +46,7 @@ fn push(e: &mut Box<dyn elements::Element>, data: &[u8]) -> Result<usize, &'stat
 }
 
 fn eth(ethertype: u16, rest: &[u8]) -> Vec<u8> {
-    let mut f = vec![0xff; 6];
-    f.extend_from_slice(&[0x02, 0, 0, 0, 0, 1]);
-    f.extend_from_slice(&ethertype.to_be_bytes());
-    f.extend_from_slice(rest);
-    f
+    wire::build::ethernet([0xff; 6], [2, 0, 0, 0, 0, 1], &[], ethertype, rest)
 }
 
 #[test]

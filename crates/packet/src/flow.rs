@@ -371,18 +371,10 @@ mod tests {
     use super::*;
     use wire::ethernet::ethertype;
 
-    const MAC: [u8; 12] = [2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1];
-
     /// Ethernet (with optional 802.1Q tag) around an L3 packet.
     fn eth(vlan: Option<u16>, ethertype: u16, l3: &[u8]) -> Vec<u8> {
-        let mut f = MAC.to_vec();
-        if let Some(vid) = vlan {
-            f.extend_from_slice(&ethertype::VLAN.to_be_bytes());
-            f.extend_from_slice(&vid.to_be_bytes());
-        }
-        f.extend_from_slice(&ethertype.to_be_bytes());
-        f.extend_from_slice(l3);
-        f
+        let tags: Vec<(u16, u16)> = vlan.map(|v| (ethertype::VLAN, v)).into_iter().collect();
+        wire::build::ethernet([2, 0, 0, 0, 0, 2], [2, 0, 0, 0, 0, 1], &tags, ethertype, l3)
     }
 
     /// IPv4 header (no options, checksum filled) followed by `l4`.

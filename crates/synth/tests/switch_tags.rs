@@ -10,12 +10,13 @@ use ports::pcap::Record;
 use std::net::Ipv4Addr;
 use std::path::Path;
 
+/// `frame` with an 802.1Q tag of `vid` after its MAC addresses.
 fn tagged(frame: &[u8], vid: u16) -> Vec<u8> {
-    let mut f = frame[..12].to_vec();
-    f.extend_from_slice(&[0x81, 0x00]);
-    f.extend_from_slice(&vid.to_be_bytes());
-    f.extend_from_slice(&frame[12..]);
-    f
+    let dst: [u8; 6] = frame[..6].try_into().unwrap();
+    let src: [u8; 6] = frame[6..12].try_into().unwrap();
+    let ethertype = u16::from_be_bytes([frame[12], frame[13]]);
+    let tag = [(wire::ethernet::ethertype::VLAN, vid)];
+    wire::build::ethernet(dst, src, &tag, ethertype, &frame[14..])
 }
 
 type Outcome = (

@@ -1,6 +1,7 @@
 //! Test packets built from the headers' [`Repr`](crate::ipv4::Repr)s: one builder for the
 //! Ethernet/IPv4/TCP/UDP/ICMP frames the tests of every crate need (ICMP errors quoting a
-//! datagram: [`Frame::icmp_error`] and [`quote`]), one for Ethernet/ARP frames ([`Arp`]),
+//! datagram: [`Frame::icmp_error`] and [`quote`]), one for Ethernet/ARP frames ([`Arp`]), and
+//! [`ethernet`] for any payload behind a VLAN tag stack,
 //! with correct checksums by default and ways to break them (a wrong or zero checksum, a
 //! short frame, a lying length, odd ARP types) for the negative tests. `fusebox explain
 //! --packet` builds its sample frame with it too.
@@ -22,7 +23,7 @@
 //! sequence, acknowledgement, flags and window 0; no payload.
 
 use crate::ip::protocol;
-use crate::{arp, ethernet, icmpv4, ipv4, tcp, udp};
+use crate::{arp, ethernet, icmpv4, ipv4, tcp, udp, vlan};
 use std::net::Ipv4Addr;
 
 /// How a checksum is written.
@@ -408,6 +409,42 @@ fn apply(sum: Sum, correct: u16) -> u16 {
     }
 }
 
+/// An Ethernet frame from `src` to `dst` carrying `payload` as `ethertype`, behind the
+/// VLAN tags `tags` (TPID and TCI each, outermost first): for the frames [`Frame`] and
+/// [`Arp`] do not build (IPv6, other EtherTypes, tag stacks, arbitrary payloads).
+///
+/// ```
+/// use wire::ethernet::ethertype;
+/// let tags = [(ethertype::VLAN, 7)];
+/// let f = wire::build::ethernet([0xff; 6], [2, 0, 0, 0, 0, 1], &tags, ethertype::IPV6, &[0x60]);
+/// assert_eq!(&f[12..], &[0x81, 0x00, 0x00, 0x07, 0x86, 0xdd, 0x60]);
+/// ```
+pub fn ethernet(
+    dst: [u8; 6],
+    src: [u8; 6],
+    tags: &[(u16, u16)],
+    ethertype: u16,
+    payload: &[u8],
+) -> Vec<u8> {
+    let l2 = ethernet::HEADER_LEN + tags.len() * vlan::HEADER_LEN;
+    let mut f = vec![0u8; l2 + payload.len()];
+    let outer = tags.first().map_or(ethertype, |t| t.0);
+    ethernet::Repr {
+        dst_addr: ethernet::Address(dst),
+        src_addr: ethernet::Address(src),
+        ethertype: outer,
+    }
+    .emit(&mut ethernet::Frame::new_unchecked(&mut f[..]));
+    for (i, &(_, tci)) in tags.iter().enumerate() {
+        let at = ethernet::HEADER_LEN + i * vlan::HEADER_LEN;
+        let mut tag = vlan::Packet::new_unchecked(&mut f[at..at + vlan::HEADER_LEN]);
+        tag.set_tci(tci);
+        tag.set_ethertype(tags.get(i + 1).map_or(ethertype, |t| t.0));
+    }
+    f[l2..].copy_from_slice(payload);
+    f
+}
+
 /// The RFC 792 quote of an IPv4 packet in an ICMP error: its header (options included) and
 /// the first 8 bytes after it, or fewer when the packet is shorter. Bytes that are not an
 /// IPv4 header are quoted whole up to 28 bytes.
@@ -670,5 +707,24 @@ mod tests {
             &[3, 3, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 8, 0, 0, 6, 0x86, 0xdd, 6, 4, 0, 9]
         );
         assert_eq!(arp::Repr::parse_frame(&odd), None);
+    }
+
+    #[test]
+    fn ethernet_frames_with_tag_stacks() {
+        let f = ethernet([1; 6], [2; 6], &[], 0x0806, &[9, 9]);
+        assert_eq!(f, [&[1u8; 6][..], &[2; 6], &[8, 6, 9, 9]].concat());
+        let q = ethernet(
+            [1; 6],
+            [2; 6],
+            &[(0x88a8, 0x6064), (0x8100, 0x10c8)],
+            0x0800,
+            &[0x45],
+        );
+        assert_eq!(
+            &q[12..],
+            &[0x88, 0xa8, 0x60, 0x64, 0x81, 0x00, 0x10, 0xc8, 0x08, 0x00, 0x45]
+        );
+        let l2 = vlan::walk(&q).unwrap();
+        assert_eq!((l2.tags, l2.ethertype, l2.l3_offset), (2, 0x0800, 22));
     }
 }

@@ -97,14 +97,9 @@ mod tests {
     ];
 
     fn eth(tags: &[(u16, u16)], ethertype: u16, l3: &[u8]) -> Vec<u8> {
-        let mut v = ETH_IPV4_UDP[..12].to_vec();
-        for &(tpid, tci) in tags {
-            v.extend_from_slice(&tpid.to_be_bytes());
-            v.extend_from_slice(&tci.to_be_bytes());
-        }
-        v.extend_from_slice(&ethertype.to_be_bytes());
-        v.extend_from_slice(l3);
-        v
+        let dst: [u8; 6] = ETH_IPV4_UDP[..6].try_into().unwrap();
+        let src: [u8; 6] = ETH_IPV4_UDP[6..12].try_into().unwrap();
+        crate::build::ethernet(dst, src, tags, ethertype, l3)
     }
 
     #[test]
