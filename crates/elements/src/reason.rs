@@ -57,7 +57,7 @@ macro_rules! reasons {
         $vis enum $name {
             $(
                 $(#[$vmeta])*
-                #[doc = concat!("\n\nDrop reason `", stringify!($text), "`.")]
+                #[doc = concat!("\n\nCounted and printed as `", stringify!($text), "`.")]
                 $variant,
             )+
         }

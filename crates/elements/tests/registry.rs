@@ -9,7 +9,7 @@ use packet::{Packet, PacketType, Timestamp};
 use std::collections::{BTreeSet, HashSet};
 use std::net::Ipv4Addr;
 use std::path::Path;
-use wire::build::{Frame, Sum};
+use wire::build::{Arp, Frame, Sum};
 
 #[test]
 fn every_class_builds_from_its_example_under_its_name() {
@@ -74,16 +74,6 @@ fn descriptions_say_what_was_derived() {
         strip.contains("1/1") && strip.contains("model      yes"),
         "{strip}"
     );
-}
-
-/// An Ethernet ARP frame: `op` 1 (request) or 2 (reply), from 10.0.0.9 for `tpa`.
-fn arp(op: u8, tpa: [u8; 4]) -> Vec<u8> {
-    let mut d = vec![0xff; 6];
-    d.extend([2, 0, 0, 0, 0, 9, 0x08, 0x06, 0, 1, 0x08, 0, 6, 4, 0, op]);
-    d.extend([2, 0, 0, 0, 0, 9, 10, 0, 0, 9]);
-    d.extend([0; 6]);
-    d.extend(tpa);
-    d
 }
 
 /// Frames meant to reach the drop branches of the elements' examples: good TCP, UDP, ICMP
@@ -158,9 +148,11 @@ fn corpus() -> Vec<Vec<u8>> {
     v6[14 + 24] = 0x20;
     out.push(v6.clone());
     out.push(v6[..40].to_vec());
-    out.push(arp(1, [10, 0, 0, 1]));
-    out.push(arp(1, [10, 9, 9, 9]));
-    out.push(arp(2, [10, 0, 0, 1]));
+    let sha = [2, 0, 0, 0, 0, 9];
+    out.push(Arp::request(sha, [10, 0, 0, 9], [10, 0, 0, 1]).build());
+    out.push(Arp::request(sha, [10, 0, 0, 9], [10, 9, 9, 9]).build());
+    out.push(Arp::reply(sha, [10, 0, 0, 9], [2, 0, 0, 0, 0, 1], [10, 0, 0, 1]).build());
+    out.push(Arp::reply(sha, [10, 0, 0, 5], [0; 6], [10, 0, 0, 1]).build());
     let mut x: u64 = 0x2545_f491_4f6c_dd1d;
     for len in (0..120).step_by(7) {
         out.push(

@@ -136,20 +136,20 @@ fn locate_ip(data: &[u8], anno: Option<usize>) -> Option<usize> {
 }
 
 /// Decodes the packet at `data` (IPv4 header at `anno` or found by [`locate_ip`]).
-fn decode(data: &[u8], anno: Option<usize>) -> Result<Pkt<'_>, &'static str> {
-    let off = locate_ip(data, anno).ok_or("not_ipv4")?;
-    let ip = data.get(off..).ok_or("not_ipv4")?;
+fn decode(data: &[u8], anno: Option<usize>) -> Result<Pkt<'_>, Malformed> {
+    let off = locate_ip(data, anno).ok_or(Malformed::NotIpv4)?;
+    let ip = data.get(off..).ok_or(Malformed::NotIpv4)?;
     if ip.first().is_some_and(|b| b >> 4 != 4) {
-        return Err("not_ipv4");
+        return Err(Malformed::NotIpv4);
     }
     // At least 20 bytes, 20 <= header length <= data, and the total length covers the
     // header; the packet ends at its total length (Ethernet padding is not payload).
-    let whole = Ipv4Flow::parse(ip).ok_or("bad_ip_header")?;
+    let whole = Ipv4Flow::parse(ip).ok_or(Malformed::BadIpHeader)?;
     let total = usize::from(whole.total_len());
     if total < whole.header_len() {
-        return Err("bad_ip_header");
+        return Err(Malformed::BadIpHeader);
     }
-    let ip = Ipv4Flow::parse(&ip[..total.min(ip.len())]).ok_or("bad_ip_header")?;
+    let ip = Ipv4Flow::parse(&ip[..total.min(ip.len())]).ok_or(Malformed::BadIpHeader)?;
     let l4 = ip.transport();
     let mut p = Pkt {
         key: FlowKey {
@@ -168,7 +168,7 @@ fn decode(data: &[u8], anno: Option<usize>) -> Result<Pkt<'_>, &'static str> {
     }
     match p.key.protocol {
         IpProtocol::TCP => {
-            let t = tcp::Packet::new_checked(l4).map_err(|_| "truncated_transport")?;
+            let t = tcp::Packet::new_checked(l4).map_err(|_| Malformed::TruncatedTransport)?;
             (p.key.src_port, p.key.dst_port) = (t.src_port(), t.dst_port());
             p.flags = t.flags();
             p.ports = true;
@@ -177,7 +177,7 @@ fn decode(data: &[u8], anno: Option<usize>) -> Result<Pkt<'_>, &'static str> {
         IpProtocol::UDP => {
             // The UDP length field is not checked (as Snort's payload is the IP's).
             if l4.len() < udp::HEADER_LEN {
-                return Err("truncated_transport");
+                return Err(Malformed::TruncatedTransport);
             }
             let u = udp::Packet::new_unchecked(l4);
             (p.key.src_port, p.key.dst_port) = (u.src_port(), u.dst_port());
@@ -185,7 +185,7 @@ fn decode(data: &[u8], anno: Option<usize>) -> Result<Pkt<'_>, &'static str> {
             p.payload = &l4[udp::HEADER_LEN..];
         }
         IpProtocol::ICMP => {
-            icmpv4::Packet::new_checked(l4).map_err(|_| "truncated_transport")?;
+            icmpv4::Packet::new_checked(l4).map_err(|_| Malformed::TruncatedTransport)?;
             p.payload = &l4[icmpv4::HEADER_LEN..];
         }
         _ => {}
@@ -458,8 +458,18 @@ impl TableKey {
     }
 }
 
-/// Malformed-packet counters, by reason.
-const MALFORMED: [&str; 3] = ["not_ipv4", "bad_ip_header", "truncated_transport"];
+reasons! {
+    /// Why `SnortIDS` forwards a packet uninspected: its malformed-packet counters (one per
+    /// reason, `reason as usize`, named by the texts in `stats()`).
+    pub enum Malformed {
+        /// No IPv4 header where one is looked for.
+        NotIpv4 => "not_ipv4",
+        /// An IPv4 header shorter than 20 bytes, its IHL or its total length.
+        BadIpHeader => "bad_ip_header",
+        /// A first fragment whose TCP, UDP or ICMP header is cut short.
+        TruncatedTransport => "truncated_transport",
+    }
+}
 
 /// The `SnortIDS` element (see the module documentation).
 #[derive(Debug)]
@@ -481,7 +491,7 @@ pub struct SnortIDS {
     dropped: u64,
     passed: u64,
     exhausted: u64,
-    malformed: [u64; 3],
+    malformed: [u64; Malformed::ALL.len()],
     write_errors: u64,
 }
 
@@ -649,7 +659,7 @@ impl SnortIDS {
             dropped: 0,
             passed: 0,
             exhausted: 0,
-            malformed: [0; 3],
+            malformed: [0; Malformed::ALL.len()],
             write_errors: 0,
         })
     }
@@ -739,10 +749,8 @@ impl SnortIDS {
         self.alerts.push(line);
     }
 
-    fn count_malformed(&mut self, reason: &str) {
-        if let Some(i) = MALFORMED.iter().position(|m| *m == reason) {
-            self.malformed[i] += 1;
-        }
+    fn count_malformed(&mut self, reason: Malformed) {
+        self.malformed[reason as usize] += 1;
     }
 
     fn token_flow(&self, token: u64) -> Option<(usize, usize)> {
@@ -756,7 +764,7 @@ impl SnortIDS {
         flow: usize,
         dir: usize,
         view: &'v ReplayView<'_>,
-    ) -> Result<Pkt<'v>, &'static str> {
+    ) -> Result<Pkt<'v>, Malformed> {
         let data: &'v [u8] = &view.data[..];
         let mut p = decode(data, view.ip)?;
         let f = &self.table[flow];
@@ -983,7 +991,7 @@ impl Element for SnortIDS {
             ("passed", self.passed),
             ("flows", self.table.len() as u64),
         ];
-        for (name, n) in MALFORMED.iter().zip(self.malformed) {
+        for (name, n) in Malformed::TEXTS.iter().zip(self.malformed) {
             v.push((name, n));
         }
         v.push(("search_exhausted", self.exhausted));
