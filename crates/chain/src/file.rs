@@ -21,20 +21,80 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use toml::Spanned;
 
-/// An error in a chain file, with the file and, where known, the line and column.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// An error in a chain file: where (the file and, where known, the line and column) and
+/// what. Displayed as `file:line:col: what` or `file: what`.
+#[derive(Debug, thiserror::Error)]
+#[error("{at}: {kind}")]
 pub struct ChainError {
-    /// `file:line:col: message` or `file: message`.
-    pub message: String,
+    /// `file:line:col`, or `file` when no position is known.
+    pub at: String,
+    /// What is wrong there.
+    #[source]
+    pub kind: ChainErrorKind,
 }
 
-impl fmt::Display for ChainError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
+/// What is wrong with a chain file ([`ChainError`]).
+#[derive(Debug, thiserror::Error)]
+pub enum ChainErrorKind {
+    /// The file cannot be read.
+    #[error("cannot read chain file: {0}")]
+    Read(#[source] std::io::Error),
+    /// The file is not the TOML a chain file is.
+    #[error("{}", .0.message())]
+    Toml(#[source] toml::de::Error),
+    /// An NF name that cannot be used in `NF.IFACE`.
+    #[error("NF name `{0}` must be non-empty and contain no `.` or `/`")]
+    NfName(String),
+    /// An interface not written `NF.INTERFACE`.
+    #[error("expected `NF.INTERFACE`, found `{0}`")]
+    Endpoint(String),
+    /// A link with other than two ends.
+    #[error(
+        "a link needs exactly two interfaces (`between = [\"a.eth1\", \"b.eth0\"]`), found {0}"
+    )]
+    LinkEnds(usize),
+    /// An interface of an NF the chain does not declare.
+    #[error("unknown NF `{nf}` in `{endpoint}` (the chain declares: {declared})", nf = .endpoint.nf, declared = .declared.join(", "))]
+    UnknownNf {
+        /// The interface named.
+        endpoint: Endpoint,
+        /// The NFs the chain declares.
+        declared: Vec<String>,
+    },
+    /// A link between two interfaces of one NF.
+    #[error("NF `{nf}` is linked to itself (`{a}` ↔ `{b}`); a link joins two different NFs", nf = .a.nf)]
+    SelfLink {
+        /// One end.
+        a: Endpoint,
+        /// The other end.
+        b: Endpoint,
+    },
+    /// An interface in two links.
+    #[error("interface `{endpoint}` is already in the link at {previous}; an interface can be in one link only")]
+    LinkedTwice {
+        /// The interface.
+        endpoint: Endpoint,
+        /// Where the first link is.
+        previous: String,
+    },
+    /// An entry that is also linked.
+    #[error("entry `{endpoint}` is linked (at {link}); an entry must be an unlinked interface")]
+    LinkedEntry {
+        /// The entry.
+        endpoint: Endpoint,
+        /// Where the link is.
+        link: String,
+    },
+}
+
+impl ChainError {
+    fn new(at: impl Into<String>, kind: ChainErrorKind) -> ChainError {
+        ChainError {
+            at: at.into(),
+            kind,
+        }
     }
 }
-
-impl std::error::Error for ChainError {}
 
 /// A run was given no input: says which `--input` it could take (the chain's entries).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -166,9 +226,8 @@ impl ChainFile {
 
     /// Reads and parses a chain file.
     pub fn load(path: &Path) -> Result<ChainFile, ChainError> {
-        let src = std::fs::read_to_string(path).map_err(|e| ChainError {
-            message: format!("{}: cannot read chain file: {e}", path.display()),
-        })?;
+        let src = std::fs::read_to_string(path)
+            .map_err(|e| ChainError::new(path.display().to_string(), ChainErrorKind::Read(e)))?;
         ChainFile::parse(&src, path)
     }
 
@@ -203,20 +262,16 @@ impl ChainFile {
         };
         let raw: RawChain = toml::from_str(src).map_err(|e| {
             let pos = e.span().map(&at).unwrap_or_else(|| file.clone());
-            ChainError {
-                message: format!("{pos}: {}", e.message()),
-            }
+            ChainError::new(pos, ChainErrorKind::Toml(e))
         })?;
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         let mut nfs = Vec::new();
         for (name, spec) in raw.nf {
             if name.is_empty() || name.contains('.') || name.contains('/') {
-                return Err(ChainError {
-                    message: format!(
-                        "{}: NF name `{name}` must be non-empty and contain no `.` or `/`",
-                        at(spec.span())
-                    ),
-                });
+                return Err(ChainError::new(
+                    at(spec.span()),
+                    ChainErrorKind::NfName(name),
+                ));
             }
             let spec = spec.into_inner();
             nfs.push(NfSpec {
@@ -227,25 +282,18 @@ impl ChainFile {
             });
         }
         let endpoint = |s: &Spanned<String>| {
-            Endpoint::parse(s.get_ref()).ok_or_else(|| ChainError {
-                message: format!(
-                    "{}: expected `NF.INTERFACE`, found `{}`",
-                    at(s.span()),
-                    s.get_ref()
-                ),
+            Endpoint::parse(s.get_ref()).ok_or_else(|| {
+                ChainError::new(at(s.span()), ChainErrorKind::Endpoint(s.get_ref().clone()))
             })
         };
         let mut links = Vec::new();
         for l in &raw.link {
             let ends = l.between.get_ref();
             if ends.len() != 2 {
-                return Err(ChainError {
-                    message: format!(
-                        "{}: a link needs exactly two interfaces (`between = [\"a.eth1\", \"b.eth0\"]`), found {}",
-                        at(l.between.span()),
-                        ends.len()
-                    ),
-                });
+                return Err(ChainError::new(
+                    at(l.between.span()),
+                    ChainErrorKind::LinkEnds(ends.len()),
+                ));
             }
             links.push((
                 endpoint(&ends[0])?,
@@ -274,14 +322,13 @@ impl ChainFile {
             if self.nfs.iter().any(|n| n.name == e.nf) {
                 Ok(())
             } else {
-                let names: Vec<&str> = self.nfs.iter().map(|n| n.name.as_str()).collect();
-                Err(ChainError {
-                    message: format!(
-                        "{pos}: unknown NF `{}` in `{e}` (the chain declares: {})",
-                        e.nf,
-                        names.join(", ")
-                    ),
-                })
+                Err(ChainError::new(
+                    pos,
+                    ChainErrorKind::UnknownNf {
+                        endpoint: e.clone(),
+                        declared: self.nfs.iter().map(|n| n.name.clone()).collect(),
+                    },
+                ))
             }
         };
         let mut used: BTreeMap<&Endpoint, &str> = BTreeMap::new();
@@ -289,24 +336,36 @@ impl ChainFile {
             known(a, pos)?;
             known(b, pos)?;
             if a.nf == b.nf {
-                return Err(ChainError {
-                    message: format!("{pos}: NF `{}` is linked to itself (`{a}` ↔ `{b}`); a link joins two different NFs", a.nf),
-                });
+                return Err(ChainError::new(
+                    pos,
+                    ChainErrorKind::SelfLink {
+                        a: a.clone(),
+                        b: b.clone(),
+                    },
+                ));
             }
             for e in [a, b] {
                 if let Some(prev) = used.insert(e, pos) {
-                    return Err(ChainError {
-                        message: format!("{pos}: interface `{e}` is already in the link at {prev}; an interface can be in one link only"),
-                    });
+                    return Err(ChainError::new(
+                        pos,
+                        ChainErrorKind::LinkedTwice {
+                            endpoint: e.clone(),
+                            previous: prev.to_string(),
+                        },
+                    ));
                 }
             }
         }
         for (e, pos) in &self.entries {
             known(e, pos)?;
             if let Some(prev) = used.get(e) {
-                return Err(ChainError {
-                    message: format!("{pos}: entry `{e}` is linked (at {prev}); an entry must be an unlinked interface"),
-                });
+                return Err(ChainError::new(
+                    pos.as_str(),
+                    ChainErrorKind::LinkedEntry {
+                        endpoint: e.clone(),
+                        link: prev.to_string(),
+                    },
+                ));
             }
         }
         Ok(())
@@ -352,9 +411,10 @@ mod tests {
         let self_link =
             parse("[nf.a]\nclick = \"a.click\"\n[[link]]\nbetween = [\"a.eth0\", \"a.eth1\"]\n")
                 .unwrap_err();
+        assert!(matches!(self_link.kind, ChainErrorKind::SelfLink { .. }));
         assert!(
             self_link
-                .message
+                .to_string()
                 .starts_with("dir/chain.toml:4:11: NF `a` is linked to itself"),
             "{self_link}"
         );
@@ -363,24 +423,34 @@ mod tests {
         )
         .unwrap_err();
         assert!(
+            matches!(&twice.kind, ChainErrorKind::LinkedTwice { previous, .. } if previous == "dir/chain.toml:8:11"),
+            "{twice}"
+        );
+        assert!(
             twice
-                .message
+                .to_string()
                 .contains("interface `b.y` is already in the link at dir/chain.toml:8:11"),
             "{twice}"
         );
         let unknown = parse("[nf.a]\nclick = \"a\"\n[[entry]]\nto = \"zz.eth0\"\n").unwrap_err();
+        assert_eq!(unknown.at, "dir/chain.toml:4:6");
         assert!(
-            unknown.message.contains("4:6: unknown NF `zz`"),
+            unknown.to_string().contains("4:6: unknown NF `zz`"),
             "{unknown}"
         );
         let bad = parse("[nf.a]\nclick = 3\n").unwrap_err();
-        assert!(bad.message.starts_with("dir/chain.toml:2:9:"), "{bad}");
+        assert!(matches!(bad.kind, ChainErrorKind::Toml(_)), "{bad:?}");
+        assert!(bad.to_string().starts_with("dir/chain.toml:2:9:"), "{bad}");
         let bad_ep = parse("[nf.a]\nclick = \"a\"\n[[entry]]\nto = \"noiface\"\n").unwrap_err();
         assert!(
-            bad_ep.message.contains("expected `NF.INTERFACE`"),
-            "{bad_ep}"
+            matches!(&bad_ep.kind, ChainErrorKind::Endpoint(s) if s == "noiface"),
+            "{bad_ep:?}"
         );
         let three = parse("[nf.a]\nclick = \"a\"\n[nf.b]\nclick = \"b\"\n[[link]]\nbetween = [\"a.x\", \"b.y\", \"b.z\"]\n").unwrap_err();
-        assert!(three.message.contains("exactly two"), "{three}");
+        assert!(
+            matches!(three.kind, ChainErrorKind::LinkEnds(3)),
+            "{three:?}"
+        );
+        assert!(three.to_string().contains("exactly two"), "{three}");
     }
 }

@@ -18,7 +18,12 @@ use crate::{Error, Rule};
 pub const FIELDS: [&str; 5] = ["src", "dst", "sport", "dport", "proto"];
 
 fn at(file: &str, line: usize, col: usize, what: String) -> Error {
-    Error(format!("{file}:{line}:{col}: {what}"))
+    Error::Syntax {
+        file: file.to_string(),
+        line,
+        col,
+        what,
+    }
 }
 
 /// The inclusive range of an IPv4 prefix `A.B.C.D/LEN`.
@@ -253,23 +258,42 @@ mod tests {
     #[test]
     fn errors_name_file_line_column_and_what_was_expected() {
         let e = parse_rules("@1.2.3.4/33\t0.0.0.0/0\t0 : 1\t0 : 1\t0x06/0xFF\n", "fw").unwrap_err();
+        assert!(
+            matches!(
+                &e,
+                Error::Syntax {
+                    line: 1,
+                    col: 2,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
         assert_eq!(
-            e.0,
+            e.to_string(),
             "fw:1:2: expected a source prefix A.B.C.D/LEN, found `1.2.3.4/33`"
         );
         let e = parse_rules("@1.2.3.4/32\t0.0.0.0/0\t0 : 1\t9 : 1\t0x06/0xFF\n", "fw").unwrap_err();
+        let m = e.to_string();
         assert!(
-            e.0.starts_with("fw:1:") && e.0.contains("destination port range"),
+            m.starts_with("fw:1:") && m.contains("destination port range"),
             "{e}"
         );
         let e = parse_rules("@1.2.3.4/32\t0.0.0.0/0\t0 : 1\t0 : 1\t0x06/0x0F\n", "fw").unwrap_err();
-        assert!(e.0.contains("protocol"), "{e}");
-        assert!(parse_rules("1.2.3.4/32\n", "fw")
-            .unwrap_err()
-            .0
-            .starts_with("fw:1:1:"));
+        assert!(e.to_string().contains("protocol"), "{e}");
+        assert!(matches!(
+            parse_rules("1.2.3.4/32\n", "fw").unwrap_err(),
+            Error::Syntax {
+                line: 1,
+                col: 1,
+                ..
+            }
+        ));
         let e = parse_trace("1 2 3 70000 6 0 0\n", "tr").unwrap_err();
-        assert_eq!(e.0, "tr:1:7: expected dport at most 65535, found 70000");
+        assert_eq!(
+            e.to_string(),
+            "tr:1:7: expected dport at most 65535, found 70000"
+        );
         assert!(parse_trace("1 2 3\n", "tr").is_err());
         assert!(parse_answers("x\n", "a").is_err());
     }
