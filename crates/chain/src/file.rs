@@ -28,9 +28,9 @@ use toml::Spanned;
 pub struct ChainError {
     /// `file:line:col`, or `file` when no position is known.
     pub at: String,
-    /// What is wrong there.
+    /// What is wrong there (boxed: errors are rare, `Result`s stay small).
     #[source]
-    pub kind: ChainErrorKind,
+    pub kind: Box<ChainErrorKind>,
 }
 
 /// What is wrong with a chain file ([`ChainError`]).
@@ -91,7 +91,7 @@ impl ChainError {
     fn new(at: impl Into<String>, kind: ChainErrorKind) -> ChainError {
         ChainError {
             at: at.into(),
-            kind,
+            kind: Box::new(kind),
         }
     }
 }
@@ -411,7 +411,7 @@ mod tests {
         let self_link =
             parse("[nf.a]\nclick = \"a.click\"\n[[link]]\nbetween = [\"a.eth0\", \"a.eth1\"]\n")
                 .unwrap_err();
-        assert!(matches!(self_link.kind, ChainErrorKind::SelfLink { .. }));
+        assert!(matches!(*self_link.kind, ChainErrorKind::SelfLink { .. }));
         assert!(
             self_link
                 .to_string()
@@ -423,7 +423,7 @@ mod tests {
         )
         .unwrap_err();
         assert!(
-            matches!(&twice.kind, ChainErrorKind::LinkedTwice { previous, .. } if previous == "dir/chain.toml:8:11"),
+            matches!(&*twice.kind, ChainErrorKind::LinkedTwice { previous, .. } if previous == "dir/chain.toml:8:11"),
             "{twice}"
         );
         assert!(
@@ -439,16 +439,16 @@ mod tests {
             "{unknown}"
         );
         let bad = parse("[nf.a]\nclick = 3\n").unwrap_err();
-        assert!(matches!(bad.kind, ChainErrorKind::Toml(_)), "{bad:?}");
+        assert!(matches!(*bad.kind, ChainErrorKind::Toml(_)), "{bad:?}");
         assert!(bad.to_string().starts_with("dir/chain.toml:2:9:"), "{bad}");
         let bad_ep = parse("[nf.a]\nclick = \"a\"\n[[entry]]\nto = \"noiface\"\n").unwrap_err();
         assert!(
-            matches!(&bad_ep.kind, ChainErrorKind::Endpoint(s) if s == "noiface"),
+            matches!(&*bad_ep.kind, ChainErrorKind::Endpoint(s) if s == "noiface"),
             "{bad_ep:?}"
         );
         let three = parse("[nf.a]\nclick = \"a\"\n[nf.b]\nclick = \"b\"\n[[link]]\nbetween = [\"a.x\", \"b.y\", \"b.z\"]\n").unwrap_err();
         assert!(
-            matches!(three.kind, ChainErrorKind::LinkEnds(3)),
+            matches!(*three.kind, ChainErrorKind::LinkEnds(3)),
             "{three:?}"
         );
         assert!(three.to_string().contains("exactly two"), "{three}");

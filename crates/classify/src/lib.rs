@@ -1415,7 +1415,8 @@ mod tests {
             return Err("rule lists differ".into());
         }
         let mut out = vec![None; keys.len()];
-        c.classify_batch(keys, &mut out).map_err(|e| e.to_string())?;
+        c.classify_batch(keys, &mut out)
+            .map_err(|e| e.to_string())?;
         for (k, o) in keys.iter().zip(&out) {
             let want = model.iter().position(|r| r.matches(k));
             if c.classify(k) != want || *o != want {
