@@ -395,7 +395,7 @@ pub const IP_OFFSET: usize = wire::ethernet::HEADER_LEN;
 /// The value of `field` in `data`, a frame as it arrived (the models' reading with the
 /// IPv4 header at [`IP_OFFSET`]; fresh packets' annotations read 0).
 pub fn frame_value(data: &[u8], field: Field) -> u128 {
-    frame(data).value(field)
+    frame(data).value_of(field)
 }
 
 /// A frame as it arrived, its IPv4 header at [`IP_OFFSET`].
@@ -500,7 +500,7 @@ impl Getter {
             Getter::IpChecksumOk => u128::from(view.ip_checksum_ok()),
             Getter::IpLenOk => u128::from(view.ip_len_ok()),
             Getter::IpAvail => view.ip.len().min(0xffff) as u128,
-            Getter::Other(f) => view.value(f),
+            Getter::Other(f) => view.value_of(f),
         }
     }
 }

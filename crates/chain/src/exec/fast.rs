@@ -506,7 +506,7 @@ fn tcp_flags(data: &[u8]) -> Option<u8> {
 
 fn passes(tests: &[Test], h: &Headers) -> bool {
     tests.iter().all(|(f, iv)| {
-        let v = h.value(*f);
+        let v = h.value_of(*f);
         iv.iter().any(|&(lo, hi)| lo <= v && v <= hi)
     })
 }
@@ -648,7 +648,7 @@ impl Executor {
                             || !c
                                 .ranges
                                 .iter()
-                                .all(|&(f, lo, hi)| (lo..=hi).contains(&h.value(f)))
+                                .all(|&(f, lo, hi)| (lo..=hi).contains(&h.value_of(f)))
                             || !passes(&c.tests, &h)
                             || c.negatives.iter().any(|n| passes(n, &h))
                         {
@@ -1191,7 +1191,7 @@ fn translate(
             let fixed = match t.get(f) {
                 Some(Known::Const(v)) => Some(v),
                 Some(Known::Ttl(_)) => None,
-                None if is_key(f) && f.group() != Group::Ethernet => Some(entry.value(f)),
+                None if is_key(f) && f.group() != Group::Ethernet => Some(entry.value_of(f)),
                 None => None,
             };
             if fixed.is_some_and(|v| !s.contains(v)) {
@@ -1263,7 +1263,7 @@ fn translate_one(
             return Ok(decide(v));
         }
         if is_key(f) {
-            return Ok(decide(entry.value(f)));
+            return Ok(decide(entry.value_of(f)));
         }
         return Ok(Translated::Keep(f, s.clone()));
     }
@@ -1333,7 +1333,7 @@ fn translate_one(
         return Err("length-written");
     }
     if is_key(f) {
-        return Ok(decide(entry.value(f)));
+        return Ok(decide(entry.value_of(f)));
     }
     Ok(Translated::Keep(f, s.clone()))
 }
@@ -1692,7 +1692,7 @@ fn value_with(h: &Headers, annos: &[u128; 5], f: Field) -> u128 {
         Field::DstIpAnno => annos[2],
         Field::FixIpSrc => annos[3],
         Field::PacketType => annos[4],
-        _ => h.value(f),
+        _ => h.value_of(f),
     }
 }
 

@@ -265,7 +265,7 @@ impl FirstMatch {
         let mut key = [0u64; 16];
         let key = key.get_mut(..self.dims.len())?;
         for (k, f) in key.iter_mut().zip(&self.dims) {
-            *k = h.value(*f) as u64;
+            *k = h.value_of(*f) as u64;
         }
         Some(
             self.tree
