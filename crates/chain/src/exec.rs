@@ -1585,53 +1585,14 @@ impl Executor {
             let Some(n) = prog.nodes.get(node as usize) else {
                 return ProgramEnd::Gone;
             };
-            match n {
+            let next = match n {
                 Node::Classify(_) => return ProgramEnd::Gone,
-                Node::Fork { branches } => {
-                    // Copies for the other branches wait on the work stack, in order, with
-                    // the registers the packet has here; this packet takes branch 0.
-                    self.synth.regs.cacheable = false;
-                    for &b in branches.iter().skip(1).rev() {
-                        self.synth.forks.push(ForkCopy {
-                            start: el,
-                            node: b,
-                            regs: self.synth.regs.clone(),
-                        });
-                        self.stack.push((0, Resume::Fork, p.duplicate()));
-                    }
-                    match branches.first() {
-                        Some(&b) => node = b,
-                        None => return ProgramEnd::Gone,
-                    }
-                }
+                Node::Fork { branches } => self.fork_at(el, branches, p),
                 Node::Drop => {
                     self.synth.regs.end = Some(node);
                     return ProgramEnd::Gone;
                 }
-                Node::Lookup {
-                    element,
-                    key,
-                    route_branch,
-                    branches,
-                    miss,
-                } => {
-                    // The route is the flow's as long as the address is.
-                    self.synth.regs.cacheable &= matches!(
-                        key,
-                        Val::Const(_) | Val::Reg(..) | Val::Orig(Field::IpDst | Field::IpSrc, _)
-                    );
-                    let addr = value(key, p.data(), &self.synth.regs) as u32;
-                    let route = self
-                        .elements
-                        .get(*element as usize)
-                        .and_then(|e| e.route_table())
-                        .and_then(|l| l.route_index(addr));
-                    node = route
-                        .and_then(|r| route_branch.get(r))
-                        .and_then(|&b| branches.get(b as usize))
-                        .copied()
-                        .unwrap_or(*miss);
-                }
+                Node::Lookup { .. } => self.lookup_at(n, p),
                 Node::Check { tests, yes, no } => {
                     self.synth.regs.cacheable &= flows::flow_determined(tests);
                     let data = p.data();
@@ -1639,151 +1600,232 @@ impl Executor {
                         let x = value(v, data, &self.synth.regs);
                         iv.iter().any(|&(lo, hi)| lo <= x && x <= hi)
                     });
-                    node = if ok { *yes } else { *no };
+                    Ok(if ok { *yes } else { *no })
                 }
                 Node::Exit { .. } | Node::Handoff { .. } => {
                     self.synth.regs.end = Some(node);
                     return leave(n, p, &self.synth.regs, &self.info);
                 }
-                Node::Rewrite {
-                    element,
-                    port,
-                    reg,
-                    tuple,
-                    has_ip,
-                    trimmed,
-                    dst_anno,
-                    branches,
-                } => {
-                    // Everything the rewriters owe is paid before one decides.
-                    if !self.synth.flows_dirty.is_empty() {
-                        self.flush_flows();
-                    }
-                    self.synth.guards = None;
-                    self.synth.regs.cacheable &= flows::tuple_determined(tuple);
-                    let data = p.data();
-                    // The packet's own header, parsed once per packet (cut or not).
-                    let slot = usize::from(*trimmed);
-                    if self.synth.regs.parsed[slot].is_none() {
-                        self.synth.regs.parsed[slot] = Some(flow_input(data, *trimmed));
-                    }
-                    let base = self.synth.regs.parsed[slot].flatten();
-                    let orig = base.map(|b| {
-                        [
-                            u128::from(u32::from(b.flow.saddr)),
-                            u128::from(b.flow.sport),
-                            u128::from(u32::from(b.flow.daddr)),
-                            u128::from(b.flow.dport),
-                        ]
-                    });
-                    let mut cur = [0u128; 4];
-                    for (k, v) in tuple.iter().enumerate() {
-                        cur[k] = match (v, orig) {
-                            (Val::Orig(f, add), Some(o)) if tuple_slot(*f) == Some(k) => {
-                                o[k].wrapping_add(*add as u128) & f.max_value()
-                            }
-                            _ => value(v, data, &self.synth.regs),
-                        };
-                    }
-                    let input = match base {
-                        Some(mut i) if *has_ip => {
-                            i.flow.saddr = std::net::Ipv4Addr::from(cur[0] as u32);
-                            i.flow.sport = cur[1] as u16;
-                            i.flow.daddr = std::net::Ipv4Addr::from(cur[2] as u32);
-                            i.flow.dport = cur[3] as u16;
-                            Some(i)
-                        }
-                        _ => None,
-                    };
-                    let now = self.cx.now.0;
-                    if self.synth.regs.key.is_none() {
-                        let key = flow.unwrap_or_else(|| flows::flow_key(el, data));
-                        if let Some(e) = self.synth.flows.get(&key) {
-                            self.synth.regs.cached.extend_from_slice(&e.steps);
-                        }
-                        self.synth.regs.key = Some(key);
-                    }
-                    let Some(rw) = self.elements[*element as usize].stateful_flow() else {
-                        return ProgramEnd::Naive(*element, *port);
-                    };
-                    let at = self.synth.regs.record.len();
-                    let step = self
-                        .synth
-                        .regs
-                        .cached
-                        .get(at)
-                        .copied()
-                        .filter(|s| s.0 == *element);
-                    let hint = step
-                        .filter(|s| s.1 != NO_MAPPING)
-                        .map(|(_, idx, dir)| (idx, dir));
-                    let fs = rw.decide_flow(*port as usize, input.as_ref(), now, hint);
-                    let (d, got) = (fs.decision, fs.mapping);
-                    let rec = match got {
-                        Some((idx, dir)) => (*element, idx, dir),
-                        None => (*element, NO_MAPPING, elements::rewriter::Direction::Forward),
-                    };
-                    if step != Some(rec) {
-                        self.synth.regs.dirty = true;
-                    }
-                    match (got, input.as_ref()) {
-                        (Some(_), Some(inp)) => {
-                            self.synth.regs.versions.push(fs.version);
-                            self.synth.regs.info = Some(inp.info);
-                            match fs.steady {
-                                Some(life) => self.synth.regs.life = self.synth.regs.life.min(life),
-                                None => self.synth.regs.cacheable = false,
-                            }
-                        }
-                        // A drop every packet of the flow gets (its protocol): the path
-                        // ends here for all of them.
-                        _ if matches!(d, elements::rewriter::Decision::Drop(r)
-                                if elements::rewriter::drop_is_per_flow(r)) => {}
-                        _ => self.synth.regs.cacheable = false,
-                    }
-                    self.synth.regs.record.push(rec);
-                    let branch = match d {
-                        elements::rewriter::Decision::Rewrite { out, new } => {
-                            let nv = [
-                                u128::from(u32::from(new.saddr)),
-                                u128::from(new.sport),
-                                u128::from(u32::from(new.daddr)),
-                                u128::from(new.dport),
-                            ];
-                            // The checksum operands rewrite_ipv4 adds, folded as we go so
-                            // the sums never overflow.
-                            let (ip, l4) = fast::rewrite_ops(cur, &new);
-                            self.synth.regs.ip_ops = u32::from(fold(self.synth.regs.ip_ops + ip));
-                            self.synth.regs.l4_ops = u32::from(fold(self.synth.regs.l4_ops + l4));
-                            self.synth.regs.rewrote = true;
-                            let r = usize::from(*reg);
-                            if self.synth.regs.flows.len() <= r {
-                                self.synth.regs.flows.resize(r + 1, [0; 4]);
-                            }
-                            self.synth.regs.flows[r] = nv;
-                            let _ = dst_anno;
-                            Branch::Rewrite(out as u32)
-                        }
-                        elements::rewriter::Decision::Pass(out) => Branch::Pass(out as u32),
-                        elements::rewriter::Decision::Drop(reason) => {
-                            self.count_drop(*element, reason);
-                            if elements::rewriter::drop_is_per_flow(reason) {
-                                self.synth.regs.end = Some(node);
-                                self.synth.regs.drop = Some((*element, reason));
-                            }
-                            return ProgramEnd::Gone;
-                        }
-                    };
-                    match branches.iter().find(|(b, _)| *b == branch) {
-                        Some((_, n)) => node = *n,
-                        None => {
-                            self.count_drop(*element, ChainReason::SynthesisMissedBranch.into());
-                            return ProgramEnd::Gone;
-                        }
-                    }
-                }
+                Node::Rewrite { .. } => self.rewrite_at(&walk, n, node, p),
+            };
+            match next {
+                Ok(next) => node = next,
+                Err(end) => return end,
             }
         }
+    }
+
+    /// A fork node: copies for the other branches wait on the work stack, in order, with
+    /// the registers the packet has here; this packet takes branch 0.
+    #[inline]
+    fn fork_at(&mut self, el: u32, branches: &[NodeId], p: &Packet) -> Result<NodeId, ProgramEnd> {
+        self.synth.regs.cacheable = false;
+        for &b in branches.iter().skip(1).rev() {
+            self.synth.forks.push(ForkCopy {
+                start: el,
+                node: b,
+                regs: self.synth.regs.clone(),
+            });
+            self.stack.push((0, Resume::Fork, p.duplicate()));
+        }
+        branches.first().copied().ok_or(ProgramEnd::Gone)
+    }
+
+    /// A route lookup node (`n`): the branch of the route the element's table gives the
+    /// key, or the miss branch.
+    #[inline]
+    fn lookup_at(&mut self, n: &Node, p: &Packet) -> Result<NodeId, ProgramEnd> {
+        let Node::Lookup {
+            element,
+            key,
+            route_branch,
+            branches,
+            miss,
+        } = n
+        else {
+            return Err(ProgramEnd::Gone);
+        };
+        // The route is the flow's as long as the address is.
+        self.synth.regs.cacheable &= matches!(
+            key,
+            Val::Const(_) | Val::Reg(..) | Val::Orig(Field::IpDst | Field::IpSrc, _)
+        );
+        let addr = value(key, p.data(), &self.synth.regs) as u32;
+        let route = self
+            .elements
+            .get(*element as usize)
+            .and_then(|e| e.route_table())
+            .and_then(|l| l.route_index(addr));
+        Ok(route
+            .and_then(|r| route_branch.get(r))
+            .and_then(|&b| branches.get(b as usize))
+            .copied()
+            .unwrap_or(*miss))
+    }
+
+    /// A rewriter node (`n`, node `node` of the walk): the rewriter decides on the packet's
+    /// flow as the program has rewritten it so far; the packet takes the branch of the
+    /// decision, its new tuple in the node's register.
+    #[inline]
+    fn rewrite_at(
+        &mut self,
+        walk: &Walk,
+        n: &Node,
+        node: NodeId,
+        p: &mut Packet,
+    ) -> Result<NodeId, ProgramEnd> {
+        let Node::Rewrite {
+            element,
+            port,
+            reg,
+            tuple,
+            has_ip,
+            trimmed,
+            branches,
+            ..
+        } = n
+        else {
+            return Err(ProgramEnd::Gone);
+        };
+        // Everything the rewriters owe is paid before one decides.
+        if !self.synth.flows_dirty.is_empty() {
+            self.flush_flows();
+        }
+        self.synth.guards = None;
+        self.synth.regs.cacheable &= flows::tuple_determined(tuple);
+        let data = p.data();
+        let (cur, input) = self.rewriter_input(tuple, *has_ip, *trimmed, data);
+        let now = self.cx.now.0;
+        if self.synth.regs.key.is_none() {
+            let key = walk.flow.unwrap_or_else(|| flows::flow_key(walk.el, data));
+            if let Some(e) = self.synth.flows.get(&key) {
+                self.synth.regs.cached.extend_from_slice(&e.steps);
+            }
+            self.synth.regs.key = Some(key);
+        }
+        let Some(rw) = self.elements[*element as usize].stateful_flow() else {
+            return Err(ProgramEnd::Naive(*element, *port));
+        };
+        let at = self.synth.regs.record.len();
+        let step = self
+            .synth
+            .regs
+            .cached
+            .get(at)
+            .copied()
+            .filter(|s| s.0 == *element);
+        let hint = step
+            .filter(|s| s.1 != NO_MAPPING)
+            .map(|(_, idx, dir)| (idx, dir));
+        let fs = rw.decide_flow(*port as usize, input.as_ref(), now, hint);
+        let (d, got) = (fs.decision, fs.mapping);
+        let rec = match got {
+            Some((idx, dir)) => (*element, idx, dir),
+            None => (*element, NO_MAPPING, elements::rewriter::Direction::Forward),
+        };
+        if step != Some(rec) {
+            self.synth.regs.dirty = true;
+        }
+        match (got, input.as_ref()) {
+            (Some(_), Some(inp)) => {
+                self.synth.regs.versions.push(fs.version);
+                self.synth.regs.info = Some(inp.info);
+                match fs.steady {
+                    Some(life) => self.synth.regs.life = self.synth.regs.life.min(life),
+                    None => self.synth.regs.cacheable = false,
+                }
+            }
+            // A drop every packet of the flow gets (its protocol): the path ends here for
+            // all of them.
+            _ if matches!(d, elements::rewriter::Decision::Drop(r)
+                    if elements::rewriter::drop_is_per_flow(r)) => {}
+            _ => self.synth.regs.cacheable = false,
+        }
+        self.synth.regs.record.push(rec);
+        let branch = match d {
+            elements::rewriter::Decision::Rewrite { out, new } => {
+                // The checksum operands rewrite_ipv4 adds, folded as we go so the sums
+                // never overflow.
+                let (ip, l4) = fast::rewrite_ops(cur, &new);
+                let regs = &mut self.synth.regs;
+                regs.ip_ops = u32::from(fold(regs.ip_ops + ip));
+                regs.l4_ops = u32::from(fold(regs.l4_ops + l4));
+                regs.rewrote = true;
+                let r = usize::from(*reg);
+                if regs.flows.len() <= r {
+                    regs.flows.resize(r + 1, [0; 4]);
+                }
+                regs.flows[r] = [
+                    u128::from(u32::from(new.saddr)),
+                    u128::from(new.sport),
+                    u128::from(u32::from(new.daddr)),
+                    u128::from(new.dport),
+                ];
+                Branch::Rewrite(out as u32)
+            }
+            elements::rewriter::Decision::Pass(out) => Branch::Pass(out as u32),
+            elements::rewriter::Decision::Drop(reason) => {
+                self.count_drop(*element, reason);
+                if elements::rewriter::drop_is_per_flow(reason) {
+                    self.synth.regs.end = Some(node);
+                    self.synth.regs.drop = Some((*element, reason));
+                }
+                return Err(ProgramEnd::Gone);
+            }
+        };
+        match branches.iter().find(|(b, _)| *b == branch) {
+            Some((_, n)) => Ok(*n),
+            None => {
+                self.count_drop(*element, ChainReason::SynthesisMissedBranch.into());
+                Err(ProgramEnd::Gone)
+            }
+        }
+    }
+
+    /// The tuple a rewriter node decides on (source address and port, destination address
+    /// and port, as the program has rewritten them so far), and the rewriter's input: the
+    /// packet's own header, parsed once per packet (cut or not), with that tuple.
+    #[inline]
+    fn rewriter_input(
+        &mut self,
+        tuple: &[Val; 4],
+        has_ip: bool,
+        trimmed: bool,
+        data: &[u8],
+    ) -> ([u128; 4], Option<elements::rewriter::FlowInput>) {
+        let slot = usize::from(trimmed);
+        if self.synth.regs.parsed[slot].is_none() {
+            self.synth.regs.parsed[slot] = Some(flow_input(data, trimmed));
+        }
+        let base = self.synth.regs.parsed[slot].flatten();
+        let orig = base.map(|b| {
+            [
+                u128::from(u32::from(b.flow.saddr)),
+                u128::from(b.flow.sport),
+                u128::from(u32::from(b.flow.daddr)),
+                u128::from(b.flow.dport),
+            ]
+        });
+        let mut cur = [0u128; 4];
+        for (k, v) in tuple.iter().enumerate() {
+            cur[k] = match (v, orig) {
+                (Val::Orig(f, add), Some(o)) if tuple_slot(*f) == Some(k) => {
+                    o[k].wrapping_add(*add as u128) & f.max_value()
+                }
+                _ => value(v, data, &self.synth.regs),
+            };
+        }
+        let input = match base {
+            Some(mut i) if has_ip => {
+                i.flow.saddr = std::net::Ipv4Addr::from(cur[0] as u32);
+                i.flow.sport = cur[1] as u16;
+                i.flow.daddr = std::net::Ipv4Addr::from(cur[2] as u32);
+                i.flow.dport = cur[3] as u16;
+                Some(i)
+            }
+            _ => None,
+        };
+        (cur, input)
     }
 
     /// Classifies `p` at `node` when it is a classification node: the switch's tag, the
