@@ -1737,8 +1737,7 @@ impl Executor {
             }
             // A drop every packet of the flow gets (its protocol): the path ends here for
             // all of them.
-            _ if matches!(d, elements::rewriter::Decision::Drop(r)
-                    if elements::rewriter::drop_is_per_flow(r)) => {}
+            _ if matches!(d, elements::rewriter::Decision::Drop(r) if r.per_flow()) => {}
             _ => self.synth.regs.cacheable = false,
         }
         self.synth.regs.record.push(rec);
@@ -1765,10 +1764,10 @@ impl Executor {
             }
             elements::rewriter::Decision::Pass(out) => Branch::Pass(out as u32),
             elements::rewriter::Decision::Drop(reason) => {
-                self.count_drop(*element, reason);
-                if elements::rewriter::drop_is_per_flow(reason) {
+                self.count_drop(*element, reason.as_str());
+                if reason.per_flow() {
                     self.synth.regs.end = Some(node);
-                    self.synth.regs.drop = Some((*element, reason));
+                    self.synth.regs.drop = Some((*element, reason.as_str()));
                 }
                 return Err(ProgramEnd::Gone);
             }

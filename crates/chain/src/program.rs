@@ -379,7 +379,7 @@ pub(crate) struct Regs {
     /// What the packet told the rewriters (TCP flags, payload).
     pub(crate) info: Option<elements::rewriter::PacketInfo>,
     /// The rewriter (element) that dropped the packet for a reason every packet of the
-    /// flow shares ([`elements::rewriter::drop_is_per_flow`]), and the reason.
+    /// flow shares ([`elements::rewriter::RewriterDrop::per_flow`]), and the reason.
     pub(crate) drop: Option<(u32, &'static str)>,
     /// The root classification's choice (next node, class index) and how many of
     /// `pinned` it made, when it was made by the classifier (not taken from the flow's

@@ -90,7 +90,7 @@ pub trait StatefulFlow {
     /// succeed: the version is unchanged and no reap was due).
     fn replay_n(&mut self, idx: u32, dir: Direction, info: PacketInfo, now: u64, n: u32);
 
-    /// What `n` drops for a per-flow reason ([`crate::rewriter::drop_is_per_flow`]) do to
+    /// What `n` drops for a per-flow reason ([`crate::rewriter::RewriterDrop::per_flow`]) do to
     /// the state: its drop count.
     fn drop_n(&mut self, n: u32);
 

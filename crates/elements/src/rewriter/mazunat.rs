@@ -136,7 +136,7 @@ impl Element for MazuNAT {
                 Verdict::Out(out, packet)
             }
             (Decision::Pass(out), _) => Verdict::Out(out, packet),
-            (Decision::Drop(reason), _) => Verdict::Drop(packet, reason),
+            (Decision::Drop(reason), _) => Verdict::Drop(packet, reason.into()),
             (Decision::Rewrite { .. }, None) => {
                 Verdict::Drop(packet, crate::reason::IpHeaderReason::Bad.into())
             }

@@ -278,11 +278,11 @@ impl IPRewriter {
         proto: u8,
         flow: &FlowId,
         now: u64,
-    ) -> Result<Result<usize, usize>, &'static str> {
+    ) -> Result<Result<usize, usize>, RewriterReason> {
         let map_id = self.map_of(proto);
         let random = flow_random(self.seed, proto, flow);
         let (rewritten, fout, rout) = match self.specs.get(port) {
-            None | Some(InputSpec::Drop) => return Err(RewriterReason::Dropped.into()),
+            None | Some(InputSpec::Drop) => return Err(RewriterReason::Dropped),
             Some(InputSpec::Pass(o)) => return Ok(Err(*o)),
             Some(InputSpec::Keep { foutput, routput }) => (*flow, *foutput, *routput),
             Some(InputSpec::Pattern {
@@ -294,11 +294,11 @@ impl IPRewriter {
                     .states
                     .get_mut(port)
                     .and_then(|v| v.first_mut())
-                    .ok_or(RewriterReason::Dropped.as_str())?;
+                    .ok_or(RewriterReason::Dropped)?;
                 let r = self
                     .table
                     .allocate(map_id, pattern, st, flow, random, now)
-                    .ok_or(RewriterReason::NoFreePort.as_str())?;
+                    .ok_or(RewriterReason::NoFreePort)?;
                 (r, *foutput, *routput)
             }
             Some(InputSpec::Mapper { patterns, .. }) => {
@@ -316,7 +316,7 @@ impl IPRewriter {
                         break;
                     }
                 }
-                let (i, r, fo, ro) = found.ok_or(RewriterReason::NoFreePort.as_str())?;
+                let (i, r, fo, ro) = found.ok_or(RewriterReason::NoFreePort)?;
                 if let Some(next) = self.rr_next.get_mut(port) {
                     *next = (i + 1) % n;
                 }
@@ -328,7 +328,7 @@ impl IPRewriter {
             .insert(map_id, proto, *flow, rewritten, fout, rout, port, now)
         {
             Some(idx) => Ok(Ok(idx)),
-            None => Err(RewriterReason::TableFull.into()),
+            None => Err(RewriterReason::TableFull),
         }
     }
 }
@@ -463,7 +463,63 @@ pub enum Decision {
     /// Send it unchanged to output `out` (`pass N`, or `pass` for a refused packet).
     Pass(usize),
     /// Drop it under this reason.
-    Drop(&'static str),
+    Drop(RewriterDrop),
+}
+
+/// Why a rewriter's decision drops a packet: the packet has no IPv4 header, its flow cannot
+/// be keyed, or the rewriter's own reasons.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RewriterDrop {
+    /// No (valid) IPv4 header.
+    Header(IpHeaderReason),
+    /// A packet whose flow the rewriter cannot key.
+    Flow(FlowReason),
+    /// The rewriter's own reasons (input spec, ports, table).
+    Rewriter(RewriterReason),
+}
+
+impl RewriterDrop {
+    /// The reason's text (the drop counter's name).
+    #[inline]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            RewriterDrop::Header(r) => r.as_str(),
+            RewriterDrop::Flow(r) => r.as_str(),
+            RewriterDrop::Rewriter(r) => r.as_str(),
+        }
+    }
+
+    /// Whether the drop follows from the packet's protocol alone (and the input), so that
+    /// every packet of its flow arriving at the same input is dropped the same way, with no
+    /// change to the rewriter but its drop count.
+    #[inline]
+    pub const fn per_flow(self) -> bool {
+        matches!(self, RewriterDrop::Flow(FlowReason::NotTcpUdp))
+    }
+}
+
+impl From<IpHeaderReason> for RewriterDrop {
+    fn from(r: IpHeaderReason) -> Self {
+        RewriterDrop::Header(r)
+    }
+}
+
+impl From<FlowReason> for RewriterDrop {
+    fn from(r: FlowReason) -> Self {
+        RewriterDrop::Flow(r)
+    }
+}
+
+impl From<RewriterReason> for RewriterDrop {
+    fn from(r: RewriterReason) -> Self {
+        RewriterDrop::Rewriter(r)
+    }
+}
+
+impl From<RewriterDrop> for &'static str {
+    fn from(r: RewriterDrop) -> &'static str {
+        r.as_str()
+    }
 }
 
 impl IPRewriter {
@@ -536,7 +592,7 @@ impl IPRewriter {
                 Ok(Err(out)) => return Decision::Pass(out),
                 Err(reason) => {
                     self.dropped += 1;
-                    return Decision::Drop(reason);
+                    return Decision::Drop(reason.into());
                 }
             },
         };
@@ -551,14 +607,6 @@ impl IPRewriter {
         self.last = Some((idx as u32, dir));
         Decision::Rewrite { out, new }
     }
-}
-
-/// Whether a rewriter's drop for `reason` follows from the packet's protocol alone (and the
-/// input), so that every packet of its flow arriving at the same input is dropped the same
-/// way, with no change to the rewriter but its drop count.
-#[inline]
-pub fn drop_is_per_flow(reason: &str) -> bool {
-    reason == FlowReason::NotTcpUdp.as_str()
 }
 
 impl StatefulFlow for IPRewriter {
@@ -695,7 +743,7 @@ impl Element for IPRewriter {
                 Verdict::Out(out, packet)
             }
             (Decision::Pass(out), _) => Verdict::Out(out, packet),
-            (Decision::Drop(reason), _) => Verdict::Drop(packet, reason),
+            (Decision::Drop(reason), _) => Verdict::Drop(packet, reason.into()),
             (Decision::Rewrite { .. }, None) => Verdict::Drop(packet, IpHeaderReason::Bad.into()),
         }
     }
