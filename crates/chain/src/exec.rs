@@ -1754,12 +1754,7 @@ impl Executor {
                 if regs.flows.len() <= r {
                     regs.flows.resize(r + 1, [0; 4]);
                 }
-                regs.flows[r] = [
-                    u128::from(u32::from(new.saddr)),
-                    u128::from(new.sport),
-                    u128::from(u32::from(new.daddr)),
-                    u128::from(new.dport),
-                ];
+                regs.flows[r] = new.values();
                 Branch::Rewrite(out as u32)
             }
             elements::rewriter::Decision::Pass(out) => Branch::Pass(out as u32),
@@ -1797,14 +1792,7 @@ impl Executor {
             self.synth.regs.parsed[slot] = Some(flow_input(data, trimmed));
         }
         let base = self.synth.regs.parsed[slot].flatten();
-        let orig = base.map(|b| {
-            [
-                u128::from(u32::from(b.flow.saddr)),
-                u128::from(b.flow.sport),
-                u128::from(u32::from(b.flow.daddr)),
-                u128::from(b.flow.dport),
-            ]
-        });
+        let orig = base.map(|b| b.flow.values());
         let mut cur = [0u128; 4];
         for (k, v) in tuple.iter().enumerate() {
             cur[k] = match (v, orig) {

@@ -1468,13 +1468,7 @@ fn record_rewriter(
         return Err("rewriter-output");
     };
     let new = after.flow;
-    let cur = [
-        u128::from(u32::from(input.flow.saddr)),
-        u128::from(input.flow.sport),
-        u128::from(u32::from(input.flow.daddr)),
-        u128::from(input.flow.dport),
-    ];
-    let (ip, l4) = rewrite_ops(cur, &new);
+    let (ip, l4) = rewrite_ops(input.flow.values(), &new);
     rec.t.ip_ops = u32::from(fold(rec.t.ip_ops + ip));
     rec.t.l4_ops = u32::from(fold(rec.t.l4_ops + l4));
     rec.t.rewrote = true;

@@ -32,6 +32,18 @@ impl FlowId {
         }
     }
 
+    /// The four fields as values, in this order: source address, source port, destination
+    /// address, destination port (what synthesized programs keep in a flow register).
+    #[inline]
+    pub fn values(&self) -> [u128; 4] {
+        [
+            u128::from(u32::from(self.saddr)),
+            u128::from(self.sport),
+            u128::from(u32::from(self.daddr)),
+            u128::from(self.dport),
+        ]
+    }
+
     fn bytes(&self) -> [u8; 12] {
         let mut b = [0u8; 12];
         b[0..4].copy_from_slice(&self.saddr.octets());
