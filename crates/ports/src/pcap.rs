@@ -922,6 +922,11 @@ impl PcapWriter {
         &self.path
     }
 
+    /// Writes the buffered records to the file, reporting any write error.
+    pub fn flush(&mut self) -> Result<(), PcapError> {
+        self.out.flush().map_err(|e| io_err(&self.path, e))
+    }
+
     /// Flushes the buffer and closes the file, reporting any write error.
     pub fn finish(mut self) -> Result<(), PcapError> {
         self.out.flush().map_err(|e| io_err(&self.path, e))?;
