@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 need=""
-for p in tcpdump libpcap-dev pkg-config build-essential curl fonts-dejavu-core openvswitch-switch; do
+for p in tcpdump iproute2 libpcap-dev pkg-config build-essential curl fonts-dejavu-core openvswitch-switch; do
   dpkg -s "$p" >/dev/null 2>&1 || need="$need $p"
 done
 if [ -n "$need" ]; then

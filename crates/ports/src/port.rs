@@ -95,6 +95,8 @@ pub enum Capability {
     /// Loading BPF programs and creating maps (`CAP_BPF`, or `CAP_SYS_ADMIN` on older
     /// kernels).
     Bpf,
+    /// Joining another network namespace and other administration.
+    SysAdmin,
 }
 
 impl std::fmt::Display for Capability {
@@ -103,6 +105,7 @@ impl std::fmt::Display for Capability {
             Capability::NetRaw => "CAP_NET_RAW",
             Capability::NetAdmin => "CAP_NET_ADMIN",
             Capability::Bpf => "CAP_BPF (or CAP_SYS_ADMIN)",
+            Capability::SysAdmin => "CAP_SYS_ADMIN",
         })
     }
 }

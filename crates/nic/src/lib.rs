@@ -1,0 +1,110 @@
+//! Live ports for FuseBox: Linux devices behind [`ports::port`]'s [`RxPort`] and [`TxPort`].
+//!
+//! This crate owns the rings the kernel shares with FuseBox, so it is the one crate of the
+//! workspace with `unsafe` code: every block states the invariant that makes it sound, and
+//! the rest of the workspace keeps `#![forbid(unsafe_code)]`.
+//!
+//! * [`afpacket`]: AF_PACKET sockets, a TPACKET_V3 memory-mapped receive ring and batched
+//!   `sendmmsg` transmission; works on any Linux interface, needs `CAP_NET_RAW`.
+//! * [`open`] picks and opens a device's ports, falling back when the device lacks what was
+//!   asked for, and says so in [`Device::note`].
+//! * [`netns`]: run code inside a named network namespace (tests, tools).
+//!
+//! System calls go through the `libc` crate only.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+pub mod afpacket;
+pub mod netns;
+mod sys;
+
+pub use ports::port::{Capability, PortCounters, PortError, Recv, RxPort, TxPort};
+
+/// Which kind of socket carries a device's frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// AF_PACKET: a TPACKET_V3 receive ring and `sendmmsg`; any interface.
+    AfPacket,
+    /// AF_XDP: UMEM and rings fed by an XDP program; zero-copy where the driver supports
+    /// it, copy mode otherwise.
+    AfXdp,
+    /// AF_XDP where the device and privileges allow it, otherwise AF_PACKET.
+    Auto,
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Kind::AfPacket => "afpacket",
+            Kind::AfXdp => "afxdp",
+            Kind::Auto => "auto",
+        })
+    }
+}
+
+impl std::str::FromStr for Kind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Kind, String> {
+        match s {
+            "afpacket" => Ok(Kind::AfPacket),
+            "afxdp" => Ok(Kind::AfXdp),
+            "auto" => Ok(Kind::Auto),
+            _ => Err(format!("unknown port kind `{s}` (afpacket, afxdp or auto)")),
+        }
+    }
+}
+
+/// A device opened for receiving and sending.
+pub struct Device {
+    /// Frames received on the device.
+    pub rx: Box<dyn RxPort>,
+    /// Frames to send on the device.
+    pub tx: Box<dyn TxPort>,
+    /// What was actually used ([`Kind::AfPacket`] or [`Kind::AfXdp`], never `Auto`).
+    pub kind: Kind,
+    /// Why the device runs in a lesser mode than asked for, e.g. "veth1: no zero-copy,
+    /// AF_XDP in copy mode" or "veth1: XDP not available (...), using AF_PACKET".
+    pub note: Option<String>,
+}
+
+impl std::fmt::Debug for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Device")
+            .field("rx", &self.rx.name())
+            .field("tx", &self.tx.name())
+            .field("kind", &self.kind)
+            .field("note", &self.note)
+            .finish()
+    }
+}
+
+/// Opens `dev` (in the calling thread's network namespace) for receiving and sending.
+///
+/// A missing device is an error whatever the kind. AF_XDP falls back to AF_PACKET (saying
+/// why in [`Device::note`]) when the device or the kernel cannot run it.
+pub fn open(dev: &str, kind: Kind) -> Result<Device, PortError> {
+    match kind {
+        Kind::AfPacket => open_afpacket(dev, None),
+        Kind::AfXdp | Kind::Auto => {
+            // Checked first so a missing device is reported as such, not as a fallback.
+            sys::ifindex(dev)?;
+            open_afpacket(
+                dev,
+                Some(format!(
+                    "{dev}: AF_XDP is not available in this build, using AF_PACKET"
+                )),
+            )
+        }
+    }
+}
+
+fn open_afpacket(dev: &str, note: Option<String>) -> Result<Device, PortError> {
+    let rx = afpacket::AfPacketRx::open(dev)?;
+    let tx = afpacket::AfPacketTx::open(dev)?;
+    Ok(Device {
+        rx: Box::new(rx),
+        tx: Box::new(tx),
+        kind: Kind::AfPacket,
+        note,
+    })
+}
