@@ -6,15 +6,25 @@
 //!
 //! * [`afpacket`]: AF_PACKET sockets, a TPACKET_V3 memory-mapped receive ring and batched
 //!   `sendmmsg` transmission; works on any Linux interface, needs `CAP_NET_RAW`.
+//! * [`afxdp`]: AF_XDP sockets, a UMEM with fill/completion/receive/transmit rings and an
+//!   XDP program redirecting the device's queue into the socket; zero-copy where the driver
+//!   supports it, copy mode otherwise. Needs `CAP_NET_ADMIN`, `CAP_BPF` (or
+//!   `CAP_SYS_ADMIN`) and `CAP_NET_RAW`.
 //! * [`open`] picks and opens a device's ports, falling back when the device lacks what was
 //!   asked for, and says so in [`Device::note`].
 //! * [`netns`]: run code inside a named network namespace (tests, tools).
 //!
-//! System calls go through the `libc` crate only.
+//! System calls go through the `libc` crate only. The XDP program is six hand-assembled
+//! instructions loaded with the `bpf(2)` system call (module `bpf`), not C compiled by
+//! clang and loaded by libbpf: no C toolchain, libbpf or object file is needed to build or
+//! run FuseBox, and the program is attached through a BPF link, so it is detached whenever
+//! its descriptor closes (the port dropped, an error path, the process killed).
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
 pub mod afpacket;
+pub mod afxdp;
+mod bpf;
 pub mod netns;
 mod sys;
 
@@ -85,16 +95,27 @@ impl std::fmt::Debug for Device {
 pub fn open(dev: &str, kind: Kind) -> Result<Device, PortError> {
     match kind {
         Kind::AfPacket => open_afpacket(dev, None),
-        Kind::AfXdp | Kind::Auto => {
-            // Checked first so a missing device is reported as such, not as a fallback.
-            sys::ifindex(dev)?;
-            open_afpacket(
-                dev,
-                Some(format!(
-                    "{dev}: AF_XDP is not available in this build, using AF_PACKET"
-                )),
-            )
-        }
+        Kind::AfXdp | Kind::Auto => match afxdp::open(dev, &afxdp::Config::default()) {
+            Ok((rx, tx, mode)) => Ok(Device {
+                rx: Box::new(rx),
+                tx: Box::new(tx),
+                kind: Kind::AfXdp,
+                note: mode.note,
+            }),
+            Err(
+                e @ (PortError::NoDevice { .. } | PortError::Gone { .. } | PortError::Down { .. }),
+            ) => Err(e),
+            Err(e) => {
+                let why = match &e {
+                    PortError::NoXdp { reason, .. } => reason.clone(),
+                    other => other.to_string(),
+                };
+                open_afpacket(
+                    dev,
+                    Some(format!("{dev}: XDP not available ({why}), using AF_PACKET")),
+                )
+            }
+        },
     }
 }
 

@@ -323,3 +323,11 @@ pub(crate) fn device_fault(dev: &str, errno: i32) -> Option<PortError> {
         _ => None,
     }
 }
+
+/// The current wall-clock time as a packet timestamp.
+pub(crate) fn now() -> packet::Timestamp {
+    let d = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    packet::Timestamp::from_parts(d.as_secs(), d.subsec_nanos())
+}
