@@ -251,6 +251,11 @@ impl std::fmt::Debug for AfXdpTx {
     }
 }
 
+/// What creating the XSKMAP and loading an XDP program need, in the order the kernel checks.
+const BPF_NEEDS: &[Capability] = &[Capability::Bpf, Capability::NetAdmin];
+/// What attaching the program to a device needs.
+const ATTACH_NEEDS: &[Capability] = &[Capability::NetAdmin, Capability::Bpf];
+
 fn no_xdp(dev: &str, reason: String) -> PortError {
     PortError::NoXdp {
         dev: dev.to_string(),
@@ -260,12 +265,12 @@ fn no_xdp(dev: &str, reason: String) -> PortError {
 
 /// Maps an error of a bpf or XDP step: a missing privilege names `cap`, anything else means
 /// the kernel or device cannot run AF_XDP.
-fn xdp_err(dev: &str, what: &'static str, cap: Capability, e: std::io::Error) -> PortError {
+fn xdp_err(dev: &str, what: &'static str, needs: &[Capability], e: std::io::Error) -> PortError {
     match e.raw_os_error() {
         Some(libc::EPERM) | Some(libc::EACCES) => PortError::Privilege {
             dev: dev.to_string(),
             what,
-            cap,
+            cap: sys::missing(needs),
         },
         Some(libc::ENODEV) | Some(libc::ENXIO) => PortError::Gone {
             dev: dev.to_string(),
@@ -286,7 +291,7 @@ struct Bound {
 
 fn bind_socket(dev: &str, ifindex: u32, cfg: &Config, flags: u16) -> Result<Bound, PortError> {
     let what = "setting up the AF_XDP socket";
-    let err = |e: std::io::Error| xdp_err(dev, what, Capability::NetRaw, e);
+    let err = |e: std::io::Error| xdp_err(dev, what, &[Capability::NetRaw], e);
     let frames = cfg.frames;
     let umem = Mmap::new(None, (2 * frames * FRAME_SIZE) as usize, 0)
         .map_err(|e| sys::port_err(dev, "allocating the UMEM", Capability::NetAdmin, e))?;
@@ -347,7 +352,7 @@ fn bind_socket(dev: &str, ifindex: u32, cfg: &Config, flags: u16) -> Result<Boun
         Some(libc::EPERM) | Some(libc::EACCES) => PortError::Privilege {
             dev: dev.to_string(),
             what: "binding an AF_XDP socket",
-            cap: Capability::NetRaw,
+            cap: sys::missing(&[Capability::NetRaw]),
         },
         Some(libc::ENODEV) => PortError::Gone {
             dev: dev.to_string(),
@@ -392,12 +397,12 @@ pub fn open(dev: &str, cfg: &Config) -> Result<(AfXdpRx, AfXdpTx, Mode), PortErr
     let mut notes = Vec::new();
 
     let map = bpf::xsk_map(cfg.queue + 1)
-        .map_err(|e| xdp_err(dev, "creating an XSKMAP", Capability::Bpf, e))?;
+        .map_err(|e| xdp_err(dev, "creating an XSKMAP", BPF_NEEDS, e))?;
     let prog = bpf::load_redirect(&map).map_err(|(e, log)| match e.raw_os_error() {
         Some(libc::EPERM) | Some(libc::EACCES) => PortError::Privilege {
             dev: dev.to_string(),
             what: "loading an XDP program",
-            cap: Capability::Bpf,
+            cap: sys::missing(BPF_NEEDS),
         },
         _ => no_xdp(dev, format!("loading the XDP program: {e} {log}")),
     })?;
@@ -406,7 +411,7 @@ pub fn open(dev: &str, cfg: &Config) -> Result<(AfXdpRx, AfXdpTx, Mode), PortErr
             Some(libc::EBUSY) | Some(libc::EEXIST) => {
                 no_xdp(dev, "another XDP program is attached".into())
             }
-            _ => xdp_err(dev, "attaching an XDP program", Capability::NetAdmin, e),
+            _ => xdp_err(dev, "attaching an XDP program", ATTACH_NEEDS, e),
         })
     };
     let mut native = false;
@@ -456,7 +461,7 @@ pub fn open(dev: &str, cfg: &Config) -> Result<(AfXdpRx, AfXdpTx, Mode), PortErr
         bind_socket(dev, ifindex, cfg, copy)?
     };
     bpf::set_socket(&map, cfg.queue, &bound.fd)
-        .map_err(|e| xdp_err(dev, "adding the socket to the XSKMAP", Capability::Bpf, e))?;
+        .map_err(|e| xdp_err(dev, "adding the socket to the XSKMAP", BPF_NEEDS, e))?;
     // Frames addressed to other hosts must reach the program too (real NICs filter them).
     let promisc = sys::socket(libc::AF_PACKET, libc::SOCK_RAW, 0)
         .ok()

@@ -21,7 +21,7 @@ pub(crate) fn port_err(dev: &str, what: &'static str, cap: Capability, e: io::Er
         Some(libc::EPERM) | Some(libc::EACCES) => PortError::Privilege {
             dev: dev.to_string(),
             what,
-            cap,
+            cap: missing(&[cap]),
         },
         Some(libc::ENODEV) | Some(libc::ENXIO) => PortError::Gone {
             dev: dev.to_string(),
@@ -330,4 +330,64 @@ pub(crate) fn now() -> packet::Timestamp {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
     packet::Timestamp::from_parts(d.as_secs(), d.subsec_nanos())
+}
+
+/// `_LINUX_CAPABILITY_VERSION_3`: 64-bit capability sets in two 32-bit words.
+const CAP_VERSION_3: u32 = 0x2008_0522;
+
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: i32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+/// The calling thread's effective capability set (bit n: capability n), or None when it
+/// cannot be read.
+fn effective_caps() -> Option<u64> {
+    let mut h = CapHeader {
+        version: CAP_VERSION_3,
+        pid: 0,
+    };
+    let mut d = [CapData::default(); 2];
+    // SAFETY: capget(2) with a version-3 header reads the header and writes two CapData
+    // entries, both live and writable for the call.
+    let r = unsafe { libc::syscall(libc::SYS_capget, &mut h as *mut CapHeader, d.as_mut_ptr()) };
+    (r == 0).then(|| d[0].effective as u64 | (d[1].effective as u64) << 32)
+}
+
+fn holds(caps: u64, c: Capability) -> bool {
+    const NET_ADMIN: u32 = 12;
+    const NET_RAW: u32 = 13;
+    const SYS_ADMIN: u32 = 21;
+    const BPF: u32 = 39;
+    let has = |n: u32| caps & (1u64 << n) != 0;
+    match c {
+        Capability::NetRaw => has(NET_RAW),
+        Capability::NetAdmin => has(NET_ADMIN),
+        Capability::Bpf => has(BPF) || has(SYS_ADMIN),
+        Capability::SysAdmin => has(SYS_ADMIN),
+    }
+}
+
+/// Of the capabilities an operation needs (`needs`, in the order the kernel checks them),
+/// the first the calling thread lacks; the first of `needs` when it holds them all (the
+/// refusal then came from elsewhere, a security module, and this is the best guess).
+pub(crate) fn missing(needs: &[Capability]) -> Capability {
+    let first = needs.first().copied().unwrap_or(Capability::NetRaw);
+    match effective_caps() {
+        Some(caps) => needs
+            .iter()
+            .copied()
+            .find(|&c| !holds(caps, c))
+            .unwrap_or(first),
+        None => first,
+    }
 }

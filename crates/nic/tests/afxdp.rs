@@ -3,22 +3,12 @@
 
 mod common;
 
-use std::process::Command;
 use std::time::Duration;
 
-use common::{can_run, frames, receive, send_all, until_error, Net};
+use common::{can_run, frames, has_xdp, receive, send_all, until_error, Net};
 use nic::afpacket::{AfPacketRx, AfPacketTx};
 use nic::afxdp::{self, Config};
 use nic::{Kind, PortError, RxPort, TxPort};
-
-/// Whether `ip` shows an XDP program on the device.
-fn has_xdp(ns: &str, dev: &str) -> bool {
-    let out = Command::new("ip")
-        .args(["-n", ns, "link", "show", "dev", dev])
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout).contains("xdp")
-}
 
 fn both_ways(cfg: Config) {
     let net = Net::new();

@@ -196,3 +196,12 @@ pub fn until_error(rx: &mut dyn RxPort, limit: Duration) -> (Option<PortError>, 
     }
     (None, start.elapsed())
 }
+
+/// Whether `ip` shows an XDP program on the device `dev` of namespace `ns`.
+pub fn has_xdp(ns: &str, dev: &str) -> bool {
+    let out = Command::new("ip")
+        .args(["-n", ns, "link", "show", "dev", dev])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).contains("xdp")
+}
