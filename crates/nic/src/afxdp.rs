@@ -70,18 +70,24 @@ pub struct Mode {
     pub note: Option<String>,
 }
 
-/// What every part of one socket shares and what must outlive its rings: closing `link`
-/// detaches the XDP program.
-struct Xsk {
-    // Dropped first (fields drop in order): no frame is redirected to a closing socket.
+/// The XDP program on one device and what it needs, shared by the sockets of every queue it
+/// serves; dropping the last socket detaches it.
+struct Program {
+    // Dropped first (fields drop in order): the program goes before its map.
     _link: bpf::XdpLink,
+    map: OwnedFd,
+    _prog: OwnedFd,
+    _promisc: Option<OwnedFd>,
+}
+
+/// What the receive and transmit sides of one socket share and what must outlive its rings.
+struct Xsk {
     dev: String,
+    queue: u32,
     live: Liveness,
     fd: OwnedFd,
     umem: Mmap,
-    _map: OwnedFd,
-    _prog: OwnedFd,
-    _promisc: Option<OwnedFd>,
+    _program: Arc<Program>,
 }
 
 /// One ring shared with the kernel: a power-of-two array of `elem`-byte entries with a
@@ -289,7 +295,13 @@ struct Bound {
     tx: Ring,
 }
 
-fn bind_socket(dev: &str, ifindex: u32, cfg: &Config, flags: u16) -> Result<Bound, PortError> {
+fn bind_socket(
+    dev: &str,
+    ifindex: u32,
+    cfg: &Config,
+    queue: u32,
+    flags: u16,
+) -> Result<Bound, PortError> {
     let what = "setting up the AF_XDP socket";
     let err = |e: std::io::Error| xdp_err(dev, what, &[Capability::NetRaw], e);
     let frames = cfg.frames;
@@ -345,7 +357,7 @@ fn bind_socket(dev: &str, ifindex: u32, cfg: &Config, flags: u16) -> Result<Boun
         sxdp_family: libc::AF_XDP as u16,
         sxdp_flags: flags,
         sxdp_ifindex: ifindex,
-        sxdp_queue_id: cfg.queue,
+        sxdp_queue_id: queue,
         sxdp_shared_umem_fd: 0,
     };
     sys::bind(&fd, &addr).map_err(|e| match e.raw_os_error() {
@@ -357,7 +369,7 @@ fn bind_socket(dev: &str, ifindex: u32, cfg: &Config, flags: u16) -> Result<Boun
         Some(libc::ENODEV) => PortError::Gone {
             dev: dev.to_string(),
         },
-        Some(libc::EINVAL) => no_xdp(dev, format!("no receive queue {}", cfg.queue)),
+        Some(libc::EINVAL) => no_xdp(dev, format!("no receive queue {queue}")),
         _ => no_xdp(
             dev,
             format!(
@@ -382,9 +394,48 @@ fn bind_socket(dev: &str, ifindex: u32, cfg: &Config, flags: u16) -> Result<Boun
 
 /// Opens an AF_XDP socket on `dev`'s queue `cfg.queue` (in the calling thread's network
 /// namespace), attaches the redirect program, and returns the receive and transmit ports
-/// and the mode used. Needs `CAP_NET_ADMIN`, `CAP_BPF` (or `CAP_SYS_ADMIN`) and
-/// `CAP_NET_RAW`. The program is detached when both ports are dropped.
+/// and the mode used. Frames arriving on the device's other queues go on to the kernel
+/// ([`open_queues`] serves several). Needs `CAP_NET_ADMIN`, `CAP_BPF` (or `CAP_SYS_ADMIN`)
+/// and `CAP_NET_RAW`. The program is detached when both ports are dropped.
 pub fn open(dev: &str, cfg: &Config) -> Result<(AfXdpRx, AfXdpTx, Mode), PortError> {
+    let (mut ports, mode) = open_range(dev, cfg, cfg.queue, cfg.queue + 1)?;
+    let (rx, tx) = ports
+        .pop()
+        .ok_or_else(|| no_xdp(dev, "no queue opened".into()))?;
+    Ok((rx, tx, mode))
+}
+
+/// Opens one AF_XDP socket for each of the device's first `queues` receive queues, all fed
+/// by one XDP program (`cfg.queue` is ignored): a worker per queue, each with its own
+/// receive and transmit port (transmitting on the queue of the same number). The program is
+/// detached when every port is dropped.
+pub fn open_queues(
+    dev: &str,
+    cfg: &Config,
+    queues: u32,
+) -> Result<(Vec<(AfXdpRx, AfXdpTx)>, Mode), PortError> {
+    if queues == 0 {
+        return Err(PortError::Unsupported {
+            dev: dev.to_string(),
+            what: "zero AF_XDP queues".into(),
+        });
+    }
+    open_range(dev, cfg, 0, queues)
+}
+
+/// How many receive queues `dev` has (what the driver reports through ethtool: receive-only
+/// plus combined channels; 1 when it reports nothing).
+pub fn rx_queues(dev: &str) -> Result<u32, PortError> {
+    let ifindex = sys::ifindex(dev)?;
+    Liveness::new(dev, ifindex)?.rx_queues()
+}
+
+fn open_range(
+    dev: &str,
+    cfg: &Config,
+    first: u32,
+    end: u32,
+) -> Result<(Vec<(AfXdpRx, AfXdpTx)>, Mode), PortError> {
     if !cfg.frames.is_power_of_two() || cfg.frames < 8 {
         return Err(PortError::Unsupported {
             dev: dev.to_string(),
@@ -392,12 +443,10 @@ pub fn open(dev: &str, cfg: &Config) -> Result<(AfXdpRx, AfXdpTx, Mode), PortErr
         });
     }
     let ifindex = sys::ifindex(dev)?;
-    let live = Liveness::new(dev, ifindex)?;
-    live.check()?;
+    Liveness::new(dev, ifindex)?.check()?;
     let mut notes = Vec::new();
 
-    let map = bpf::xsk_map(cfg.queue + 1)
-        .map_err(|e| xdp_err(dev, "creating an XSKMAP", BPF_NEEDS, e))?;
+    let map = bpf::xsk_map(end).map_err(|e| xdp_err(dev, "creating an XSKMAP", BPF_NEEDS, e))?;
     let prog = bpf::load_redirect(&map).map_err(|(e, log)| match e.raw_os_error() {
         Some(libc::EPERM) | Some(libc::EACCES) => PortError::Privilege {
             dev: dev.to_string(),
@@ -430,38 +479,6 @@ pub fn open(dev: &str, cfg: &Config) -> Result<(AfXdpRx, AfXdpTx, Mode), PortErr
     } else {
         attach(bpf::XDP_FLAGS_SKB_MODE)?
     };
-
-    let copy = libc::XDP_COPY | libc::XDP_USE_NEED_WAKEUP;
-    let mut zero_copy = false;
-    let bound = if cfg.zero_copy && native {
-        match bind_socket(
-            dev,
-            ifindex,
-            cfg,
-            libc::XDP_ZEROCOPY | libc::XDP_USE_NEED_WAKEUP,
-        ) {
-            Ok(b) => {
-                zero_copy = true;
-                b
-            }
-            Err(e @ (PortError::Privilege { .. } | PortError::Gone { .. })) => return Err(e),
-            Err(e) => {
-                let why = match &e {
-                    PortError::NoXdp { reason, .. } => reason.clone(),
-                    other => other.to_string(),
-                };
-                notes.push(format!("no zero-copy ({why}), AF_XDP in copy mode"));
-                bind_socket(dev, ifindex, cfg, copy)?
-            }
-        }
-    } else {
-        if cfg.zero_copy {
-            notes.push("AF_XDP in copy mode".into());
-        }
-        bind_socket(dev, ifindex, cfg, copy)?
-    };
-    bpf::set_socket(&map, cfg.queue, &bound.fd)
-        .map_err(|e| xdp_err(dev, "adding the socket to the XSKMAP", BPF_NEEDS, e))?;
     // Frames addressed to other hosts must reach the program too (real NICs filter them).
     let promisc = sys::socket(libc::AF_PACKET, libc::SOCK_RAW, 0)
         .ok()
@@ -469,7 +486,73 @@ pub fn open(dev: &str, cfg: &Config) -> Result<(AfXdpRx, AfXdpTx, Mode), PortErr
     if promisc.is_none() {
         notes.push("not promiscuous".into());
     }
+    let program = Arc::new(Program {
+        _link: link,
+        map,
+        _prog: prog,
+        _promisc: promisc,
+    });
 
+    let copy = libc::XDP_COPY | libc::XDP_USE_NEED_WAKEUP;
+    let mut zero_copy = cfg.zero_copy && native;
+    if cfg.zero_copy && !native {
+        notes.push("AF_XDP in copy mode".into());
+    }
+    let mut ports = Vec::new();
+    for queue in first..end {
+        let bound = if zero_copy {
+            match bind_socket(
+                dev,
+                ifindex,
+                cfg,
+                queue,
+                libc::XDP_ZEROCOPY | libc::XDP_USE_NEED_WAKEUP,
+            ) {
+                Ok(b) => b,
+                Err(e @ (PortError::Privilege { .. } | PortError::Gone { .. })) => return Err(e),
+                Err(e) => {
+                    let why = match &e {
+                        PortError::NoXdp { reason, .. } => reason.clone(),
+                        other => other.to_string(),
+                    };
+                    notes.push(format!("no zero-copy ({why}), AF_XDP in copy mode"));
+                    // Every queue in the same mode: earlier zero-copy sockets are redone.
+                    zero_copy = false;
+                    ports.clear();
+                    for q in first..queue {
+                        let b = bind_socket(dev, ifindex, cfg, q, copy)?;
+                        ports.push(ports_of(dev, q, ifindex, b, &program, cfg)?);
+                    }
+                    bind_socket(dev, ifindex, cfg, queue, copy)?
+                }
+            }
+        } else {
+            bind_socket(dev, ifindex, cfg, queue, copy)?
+        };
+        ports.push(ports_of(dev, queue, ifindex, bound, &program, cfg)?);
+    }
+    let note = (!notes.is_empty()).then(|| format!("{dev}: {}", notes.join("; ")));
+    Ok((
+        ports,
+        Mode {
+            zero_copy,
+            native,
+            note,
+        },
+    ))
+}
+
+/// Registers a bound socket in the program's map and splits it into its two ports.
+fn ports_of(
+    dev: &str,
+    queue: u32,
+    ifindex: u32,
+    bound: Bound,
+    program: &Arc<Program>,
+    cfg: &Config,
+) -> Result<(AfXdpRx, AfXdpTx), PortError> {
+    bpf::set_socket(&program.map, queue, &bound.fd)
+        .map_err(|e| xdp_err(dev, "adding the socket to the XSKMAP", BPF_NEEDS, e))?;
     let Bound {
         fd,
         umem,
@@ -479,14 +562,12 @@ pub fn open(dev: &str, cfg: &Config) -> Result<(AfXdpRx, AfXdpTx, Mode), PortErr
         tx,
     } = bound;
     let xsk = Arc::new(Xsk {
-        _link: link,
         dev: dev.to_string(),
-        live,
+        queue,
+        live: Liveness::new(dev, ifindex)?,
         fd,
         umem,
-        _map: map,
-        _prog: prog,
-        _promisc: promisc,
+        _program: program.clone(),
     });
     let frames = cfg.frames;
     let rxp = AfXdpRx {
@@ -508,16 +589,7 @@ pub fn open(dev: &str, cfg: &Config) -> Result<(AfXdpRx, AfXdpTx, Mode), PortErr
         batch: cfg.tx_batch,
         counters: PortCounters::default(),
     };
-    let note = (!notes.is_empty()).then(|| format!("{dev}: {}", notes.join("; ")));
-    Ok((
-        rxp,
-        txp,
-        Mode {
-            zero_copy,
-            native,
-            note,
-        },
-    ))
+    Ok((rxp, txp))
 }
 
 impl Xsk {
@@ -574,37 +646,17 @@ impl Xsk {
     }
 }
 
-impl RxPort for AfXdpRx {
-    fn name(&self) -> &str {
-        &self.xsk.dev
+impl AfXdpRx {
+    /// The device queue this port serves.
+    pub fn queue(&self) -> u32 {
+        self.xsk.queue
     }
 
-    fn recv(
-        &mut self,
-        max: usize,
-        timeout: Duration,
-        f: &mut dyn FnMut(Timestamp, Precision, &[u8]),
-    ) -> Result<Recv, PortError> {
-        let max = max.min(u32::MAX as usize) as u32;
-        if max == 0 {
-            return Ok(Recv::Idle);
-        }
-        let mut n = self.rx.ready().min(max);
+    /// Hands over up to `max` frames already in the receive ring, without waiting.
+    fn take(&mut self, max: u32, f: &mut dyn FnMut(Timestamp, Precision, &[u8])) -> u32 {
+        let n = self.rx.ready().min(max);
         if n == 0 {
-            let ev = sys::poll(self.xsk.fd.as_raw_fd(), libc::POLLIN, timeout).map_err(|e| {
-                PortError::Io {
-                    dev: self.xsk.dev.clone(),
-                    what: "waiting for frames",
-                    source: e,
-                }
-            })?;
-            n = self.rx.ready().min(max);
-            if n == 0 {
-                if ev == 0 || ev & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0 {
-                    self.xsk.fault()?;
-                }
-                return Ok(Recv::Idle);
-            }
+            return 0;
         }
         let ts = sys::now();
         // Every receive frame is in the fill ring, in the receive ring or lent here, so the
@@ -632,11 +684,47 @@ impl RxPort for AfXdpRx {
             // Zero-copy drivers wait for a wake-up to take the refilled frames.
             let _ = sys::poll(self.xsk.fd.as_raw_fd(), libc::POLLIN, Duration::ZERO);
         }
-        Ok(if handed > 0 {
-            Recv::Frames(handed)
-        } else {
-            Recv::Idle
-        })
+        handed
+    }
+}
+
+fn wait_err(dev: &str, e: std::io::Error) -> PortError {
+    PortError::Io {
+        dev: dev.to_string(),
+        what: "waiting for frames",
+        source: e,
+    }
+}
+
+impl RxPort for AfXdpRx {
+    fn name(&self) -> &str {
+        &self.xsk.dev
+    }
+
+    fn recv(
+        &mut self,
+        max: usize,
+        timeout: Duration,
+        f: &mut dyn FnMut(Timestamp, Precision, &[u8]),
+    ) -> Result<Recv, PortError> {
+        let max = max.min(u32::MAX as usize) as u32;
+        if max == 0 {
+            return Ok(Recv::Idle);
+        }
+        let n = self.take(max, f);
+        if n > 0 {
+            return Ok(Recv::Frames(n as usize));
+        }
+        let ev = sys::poll(self.xsk.fd.as_raw_fd(), libc::POLLIN, timeout)
+            .map_err(|e| wait_err(&self.xsk.dev, e))?;
+        let n = self.take(max, f);
+        if n > 0 {
+            return Ok(Recv::Frames(n as usize));
+        }
+        if ev == 0 || ev & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0 {
+            self.xsk.fault()?;
+        }
+        Ok(Recv::Idle)
     }
 
     fn counters(&self) -> PortCounters {
@@ -651,6 +739,94 @@ impl RxPort for AfXdpRx {
             rx_kernel_drops: drops,
             ..self.counters
         }
+    }
+}
+
+/// Receives from several queues' AF_XDP sockets of one device as one port (a device with
+/// several receive queues served by one worker). Each queue's frames keep their order;
+/// frames of different queues are interleaved batch by batch, queues taken in turn.
+pub struct AfXdpQueuesRx {
+    ports: Vec<AfXdpRx>,
+    next: usize,
+}
+
+impl std::fmt::Debug for AfXdpQueuesRx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AfXdpQueuesRx")
+            .field("ports", &self.ports)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AfXdpQueuesRx {
+    /// One port over `ports` (at least one, all of the same device).
+    pub fn new(ports: Vec<AfXdpRx>) -> Option<AfXdpQueuesRx> {
+        (!ports.is_empty()).then_some(AfXdpQueuesRx { ports, next: 0 })
+    }
+
+    fn take(&mut self, max: u32, f: &mut dyn FnMut(Timestamp, Precision, &[u8])) -> u32 {
+        let n = self.ports.len();
+        let mut got = 0;
+        for k in 0..n {
+            if got == max {
+                break;
+            }
+            let i = (self.next + k) % n;
+            got += self.ports[i].take(max - got, f);
+        }
+        self.next = (self.next + 1) % n;
+        got
+    }
+}
+
+impl RxPort for AfXdpQueuesRx {
+    fn name(&self) -> &str {
+        self.ports[0].name()
+    }
+
+    fn recv(
+        &mut self,
+        max: usize,
+        timeout: Duration,
+        f: &mut dyn FnMut(Timestamp, Precision, &[u8]),
+    ) -> Result<Recv, PortError> {
+        let max = max.min(u32::MAX as usize) as u32;
+        if max == 0 {
+            return Ok(Recv::Idle);
+        }
+        let n = self.take(max, f);
+        if n > 0 {
+            return Ok(Recv::Frames(n as usize));
+        }
+        let mut fds: Vec<libc::pollfd> = self
+            .ports
+            .iter()
+            .map(|p| libc::pollfd {
+                fd: p.xsk.fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        let ready = sys::poll_many(&mut fds, timeout).map_err(|e| wait_err(self.name(), e))?;
+        let n = self.take(max, f);
+        if n > 0 {
+            return Ok(Recv::Frames(n as usize));
+        }
+        let error = fds
+            .iter()
+            .any(|p| p.revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0);
+        if ready == 0 || error {
+            self.ports[0].xsk.fault()?;
+        }
+        Ok(Recv::Idle)
+    }
+
+    fn counters(&self) -> PortCounters {
+        let mut c = PortCounters::default();
+        for p in &self.ports {
+            c.add(&p.counters());
+        }
+        c
     }
 }
 

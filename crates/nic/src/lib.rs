@@ -95,13 +95,8 @@ impl std::fmt::Debug for Device {
 pub fn open(dev: &str, kind: Kind) -> Result<Device, PortError> {
     match kind {
         Kind::AfPacket => open_afpacket(dev, None),
-        Kind::AfXdp | Kind::Auto => match afxdp::open(dev, &afxdp::Config::default()) {
-            Ok((rx, tx, mode)) => Ok(Device {
-                rx: Box::new(rx),
-                tx: Box::new(tx),
-                kind: Kind::AfXdp,
-                note: mode.note,
-            }),
+        Kind::AfXdp | Kind::Auto => match open_afxdp(dev) {
+            Ok(d) => Ok(d),
             Err(
                 e @ (PortError::NoDevice { .. } | PortError::Gone { .. } | PortError::Down { .. }),
             ) => Err(e),
@@ -117,6 +112,29 @@ pub fn open(dev: &str, kind: Kind) -> Result<Device, PortError> {
             }
         },
     }
+}
+
+/// Every receive queue of the device into one receive port; sending on queue 0.
+fn open_afxdp(dev: &str) -> Result<Device, PortError> {
+    let queues = afxdp::rx_queues(dev)?;
+    let (ports, mode) = afxdp::open_queues(dev, &afxdp::Config::default(), queues)?;
+    let (mut rxs, txs): (Vec<_>, Vec<_>) = ports.into_iter().unzip();
+    let no_queue = || PortError::NoXdp {
+        dev: dev.to_string(),
+        reason: "no receive queue".into(),
+    };
+    let tx = txs.into_iter().next().ok_or_else(no_queue)?;
+    let rx: Box<dyn RxPort> = if rxs.len() == 1 {
+        Box::new(rxs.pop().ok_or_else(no_queue)?)
+    } else {
+        Box::new(afxdp::AfXdpQueuesRx::new(rxs).ok_or_else(no_queue)?)
+    };
+    Ok(Device {
+        rx,
+        tx: Box::new(tx),
+        kind: Kind::AfXdp,
+        note: mode.note,
+    })
 }
 
 fn open_afpacket(dev: &str, note: Option<String>) -> Result<Device, PortError> {

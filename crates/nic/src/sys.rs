@@ -135,6 +135,22 @@ pub(crate) fn poll(fd: RawFd, events: i16, timeout: Duration) -> io::Result<i16>
     Ok(if r == 0 { 0 } else { p.revents })
 }
 
+/// Waits up to `timeout` for the events asked in `fds`; returns how many descriptors have
+/// events (0 on time out or interruption), their `revents` filled in.
+pub(crate) fn poll_many(fds: &mut [libc::pollfd], timeout: Duration) -> io::Result<usize> {
+    let ms = timeout.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32;
+    // SAFETY: `fds` is a live, writable slice of pollfd and its length is passed with it.
+    let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+    if r < 0 {
+        let e = last_err();
+        if e.kind() == io::ErrorKind::Interrupted {
+            return Ok(0);
+        }
+        return Err(e);
+    }
+    Ok(r as usize)
+}
+
 /// Reads and clears the socket's pending error (`SO_ERROR`); 0 when there is none.
 pub(crate) fn take_socket_error(fd: &OwnedFd) -> i32 {
     getsockopt::<libc::c_int>(fd, libc::SOL_SOCKET, libc::SO_ERROR).unwrap_or(0)
@@ -259,7 +275,9 @@ impl Liveness {
 
     fn ioctl(&self, req: libc::c_ulong, r: &mut IfReq) -> io::Result<()> {
         // SAFETY: `r` is a live, writable ifreq-sized buffer (40 bytes, as the kernel's
-        // `struct ifreq` on 64-bit Linux); both requests read and write only that structure.
+        // `struct ifreq` on 64-bit Linux). SIOCGIFNAME and SIOCGIFFLAGS read and write only
+        // that structure; SIOCETHTOOL also writes the `ethtool_channels` whose address its
+        // caller put in the union and keeps alive across the call.
         let rc = unsafe { libc::ioctl(self.ctl.as_raw_fd(), req as _, r as *mut IfReq) };
         if rc < 0 {
             Err(last_err())
@@ -268,16 +286,15 @@ impl Liveness {
         }
     }
 
-    /// Ok while the device exists and is up; [`PortError::Gone`] once it was deleted,
-    /// [`PortError::Down`] while it is down.
-    pub(crate) fn check(&self) -> Result<(), PortError> {
+    /// The device's current name (it may have been renamed), or `Gone`.
+    fn current_name(&self) -> Result<[u8; 16], PortError> {
         let mut r = IfReq {
             name: [0; 16],
             data: [0; 24],
         };
         r.data[..4].copy_from_slice(&(self.ifindex as i32).to_ne_bytes());
-        if let Err(e) = self.ioctl(SIOCGIFNAME, &mut r) {
-            return Err(match e.raw_os_error() {
+        self.ioctl(SIOCGIFNAME, &mut r)
+            .map_err(|e| match e.raw_os_error() {
                 Some(libc::ENODEV) | Some(libc::ENXIO) => PortError::Gone {
                     dev: self.dev.clone(),
                 },
@@ -286,9 +303,38 @@ impl Liveness {
                     what: "looking the device up",
                     source: e,
                 },
-            });
+            })?;
+        Ok(r.name)
+    }
+
+    /// How many receive queues the driver reports (ethtool's receive-only plus combined
+    /// channels), 1 when it reports none.
+    pub(crate) fn rx_queues(&self) -> Result<u32, PortError> {
+        const SIOCETHTOOL: libc::c_ulong = 0x8946;
+        const ETHTOOL_GCHANNELS: u32 = 0x3c;
+        // struct ethtool_channels: cmd, max_rx, max_tx, max_other, max_combined, rx_count,
+        // tx_count, other_count, combined_count.
+        let mut ch = [0u32; 9];
+        ch[0] = ETHTOOL_GCHANNELS;
+        let mut r = IfReq {
+            name: self.current_name()?,
+            data: [0; 24],
+        };
+        r.data[..8].copy_from_slice(&(ch.as_mut_ptr() as u64).to_ne_bytes());
+        // `ch` lives until the end of this function, past the ioctl that writes it.
+        match self.ioctl(SIOCETHTOOL, &mut r) {
+            Ok(()) => Ok((ch[5] + ch[8]).max(1)),
+            Err(_) => Ok(1),
         }
-        r.data = [0; 24];
+    }
+
+    /// Ok while the device exists and is up; [`PortError::Gone`] once it was deleted,
+    /// [`PortError::Down`] while it is down.
+    pub(crate) fn check(&self) -> Result<(), PortError> {
+        let mut r = IfReq {
+            name: self.current_name()?,
+            data: [0; 24],
+        };
         if let Err(e) = self.ioctl(SIOCGIFFLAGS, &mut r) {
             return Err(match e.raw_os_error() {
                 Some(libc::ENODEV) | Some(libc::ENXIO) => PortError::Gone {

@@ -241,3 +241,57 @@ fn a_failed_open_leaves_no_program_attached() {
         .unwrap_err();
     assert!(matches!(e, PortError::Unsupported { .. }), "{e:?}");
 }
+
+#[test]
+fn each_queue_gets_its_frames_and_open_serves_them_all() {
+    if !can_run("each_queue_gets_its_frames_and_open_serves_them_all") {
+        return;
+    }
+    let net = Net::with_queues(2);
+    assert_eq!(net.in_b(|| afxdp::rx_queues(&net.dev_b)).unwrap(), 2);
+    let cfg = Config::default();
+    // Sent from queue q of one end, a frame arrives on queue q of the other (veth keeps the
+    // queue), so each of b's sockets sees exactly what a's socket of the same queue sent.
+    let (mut a, _) = net
+        .in_a(|| afxdp::open_queues(&net.dev_a, &cfg, 2))
+        .unwrap();
+    let (mut b, mode) = net
+        .in_b(|| afxdp::open_queues(&net.dev_b, &cfg, 2))
+        .unwrap();
+    assert!(mode.native, "{mode:?}");
+    let batches: Vec<Vec<Vec<u8>>> = (0..2u32)
+        .map(|q| {
+            (0..40)
+                .map(|i| common::frame(q * 1000 + i, 60 + i as usize, None))
+                .collect()
+        })
+        .collect();
+    for q in 0..2 {
+        assert_eq!(b[q].0.queue(), q as u32);
+        send_all(&mut a[q].1, &batches[q]);
+        let (got, _) = receive(&mut b[q].0, 40, Duration::from_secs(5));
+        assert_eq!(got, batches[q], "queue {q}");
+        let (other, _) = receive(&mut b[1 - q].0, 1, Duration::from_millis(100));
+        assert!(
+            other.is_empty(),
+            "queue {q}'s frames reached queue {}",
+            1 - q
+        );
+    }
+    drop(b);
+    assert!(!has_xdp(&net.b, &net.dev_b), "XDP program left attached");
+
+    // nic::open takes every queue into one receive port; each queue's frames keep order.
+    let mut d = net.in_b(|| nic::open(&net.dev_b, Kind::AfXdp)).unwrap();
+    assert_eq!(d.kind, Kind::AfXdp);
+    for q in 0..2 {
+        send_all(&mut a[q].1, &batches[q]);
+    }
+    let (got, all) = receive(d.rx.as_mut(), 80, Duration::from_secs(5));
+    assert_eq!(got.len(), 80);
+    for (q, batch) in batches.iter().enumerate() {
+        let mine: Vec<Vec<u8>> = got.iter().filter(|f| batch.contains(f)).cloned().collect();
+        assert_eq!(&mine, batch, "queue {q}");
+    }
+    assert_eq!(d.rx.counters().rx_packets, all);
+}

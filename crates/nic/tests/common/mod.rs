@@ -54,6 +54,12 @@ impl Net {
     /// Makes the namespaces and the pair, both ends up, without IPv6 addresses (so the
     /// kernel sends nothing on its own).
     pub fn new() -> Net {
+        Net::with_queues(1)
+    }
+
+    /// As [`Net::new`], each end with `queues` receive and transmit queues.
+    pub fn with_queues(queues: u32) -> Net {
+        let q = queues.to_string();
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let pid = std::process::id() % 100_000;
         let net = Net {
@@ -66,8 +72,26 @@ impl Net {
             ip(&["netns", "add", &net.a])?;
             ip(&["netns", "add", &net.b])?;
             ip(&[
-                "link", "add", &net.dev_a, "netns", &net.a, "type", "veth", "peer", "name",
-                &net.dev_b, "netns", &net.b,
+                "link",
+                "add",
+                &net.dev_a,
+                "numtxqueues",
+                &q,
+                "numrxqueues",
+                &q,
+                "netns",
+                &net.a,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                &net.dev_b,
+                "numtxqueues",
+                &q,
+                "numrxqueues",
+                &q,
+                "netns",
+                &net.b,
             ])?;
             for (ns, dev) in [(&net.a, &net.dev_a), (&net.b, &net.dev_b)] {
                 ip(&["-n", ns, "link", "set", dev, "addrgenmode", "none"])?;
