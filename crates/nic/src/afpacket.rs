@@ -137,7 +137,7 @@ impl AfPacketRx {
             .map_err(io(dev, "mapping the receive ring"))?;
         promiscuous(dev, &fd, ifindex)?;
         sys::bind(&fd, &ll_addr(ifindex, eth_p_all())).map_err(io(dev, "binding to the device"))?;
-        live.check()?;
+        live.check_open()?;
         Ok(AfPacketRx {
             dev: dev.to_string(),
             live,
@@ -351,7 +351,7 @@ impl AfPacketTx {
         // Best effort: without it frames go through the device's queueing discipline.
         let _ = sys::setsockopt(&fd, libc::SOL_PACKET, libc::PACKET_QDISC_BYPASS, &one);
         sys::bind(&fd, &ll_addr(ifindex, 0)).map_err(io(dev, "binding to the device"))?;
-        live.check()?;
+        live.check_open()?;
         Ok(AfPacketTx {
             dev: dev.to_string(),
             live,

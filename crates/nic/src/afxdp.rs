@@ -443,7 +443,7 @@ fn open_range(
         });
     }
     let ifindex = sys::ifindex(dev)?;
-    Liveness::new(dev, ifindex)?.check()?;
+    Liveness::new(dev, ifindex)?.check_open()?;
     let mut notes = Vec::new();
 
     let map = bpf::xsk_map(end).map_err(|e| xdp_err(dev, "creating an XSKMAP", BPF_NEEDS, e))?;

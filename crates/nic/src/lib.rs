@@ -98,7 +98,10 @@ pub fn open(dev: &str, kind: Kind) -> Result<Device, PortError> {
         Kind::AfXdp | Kind::Auto => match open_afxdp(dev) {
             Ok(d) => Ok(d),
             Err(
-                e @ (PortError::NoDevice { .. } | PortError::Gone { .. } | PortError::Down { .. }),
+                e @ (PortError::NoDevice { .. }
+                | PortError::Gone { .. }
+                | PortError::Down { .. }
+                | PortError::NotUp { .. }),
             ) => Err(e),
             Err(e) => {
                 let why = match &e {

@@ -328,6 +328,14 @@ impl Liveness {
         }
     }
 
+    /// As [`Liveness::check`] for a device about to be opened: down is [`PortError::NotUp`].
+    pub(crate) fn check_open(&self) -> Result<(), PortError> {
+        match self.check() {
+            Err(PortError::Down { dev }) => Err(PortError::NotUp { dev }),
+            other => other,
+        }
+    }
+
     /// Ok while the device exists and is up; [`PortError::Gone`] once it was deleted,
     /// [`PortError::Down`] while it is down.
     pub(crate) fn check(&self) -> Result<(), PortError> {

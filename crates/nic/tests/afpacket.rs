@@ -111,3 +111,23 @@ fn a_device_taken_down_mid_receive_is_down() {
         assert!(took < Duration::from_secs(2), "took {took:?}");
     });
 }
+
+#[test]
+fn a_device_down_at_open_says_so() {
+    if !can_run("a_device_down_at_open_says_so") {
+        return;
+    }
+    let net = Net::new();
+    net.down_b();
+    for kind in [Kind::AfPacket, Kind::AfXdp, Kind::Auto] {
+        let e = net.in_b(|| nic::open(&net.dev_b, kind)).unwrap_err();
+        assert!(matches!(e, PortError::NotUp { .. }), "{kind}: {e:?}");
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "{0}: is down (bring it up first: ip link set {0} up)",
+                net.dev_b
+            )
+        );
+    }
+}

@@ -130,7 +130,13 @@ pub enum PortError {
         /// The capability missing.
         cap: Capability,
     },
-    /// The device went down (administratively or lost its carrier) while in use.
+    /// The device is down when a port is opened on it.
+    #[error("{dev}: is down (bring it up first: ip link set {dev} up)")]
+    NotUp {
+        /// The device.
+        dev: String,
+    },
+    /// The device was taken down while in use.
     #[error("{dev}: went down")]
     Down {
         /// The device.
