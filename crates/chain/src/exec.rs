@@ -70,7 +70,7 @@ mod error;
 mod fast;
 mod flows;
 
-pub use error::{FinishError, SetupError};
+pub use error::{FinishError, SetupError, SinkError};
 pub use fast::{FastOptions, FastStats, Initial};
 
 /// A packet crossing more links than this is dropped with reason `loop`.
@@ -123,6 +123,9 @@ pub enum ExitSink {
     Memory(Captured),
     /// Only counted (in-memory replay).
     Count,
+    /// Sent to a port (a live device: `--iface`): queued per packet, sent when the run
+    /// flushes its ports (after every batch).
+    Port(Box<dyn ports::port::TxPort>),
 }
 
 struct Exit {
@@ -132,6 +135,8 @@ struct Exit {
     bytes: u64,
     /// For `--reflect`: the (global) element replies re-enter at.
     reflect_to: Option<u32>,
+    /// The counters of the port it sent to, once [`Executor::finish`] has closed it.
+    port: Option<ports::port::PortCounters>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -172,6 +177,10 @@ struct NfCounters {
     dropped: u64,
 }
 
+/// A port whose frames enter the chain at an entry element (NF index, element index), for
+/// [`Executor::run_ports`].
+pub type PortInput = ((usize, usize), Box<dyn ports::port::RxPort>);
+
 /// One input of a run: packets for an entry element, streamed or in memory.
 pub struct Source {
     /// Display name (`NF.IFACE=FILE`).
@@ -210,6 +219,8 @@ pub struct Executor {
     /// The end of the last replay (its last timestamp plus one gap): a later replay starts
     /// there, so virtual time never goes back between calls.
     replayed_until: u64,
+    /// The first error of a port an exit sends to (the run stops at the batch's end).
+    port_error: Option<ports::port::PortError>,
     next_input: u64,
     batch: usize,
     /// The synthesized mode's state (empty until [`Executor::install`]).
@@ -400,7 +411,7 @@ fn element_kinds(
     nfs: &[Nf],
     base: &[u32],
     entries: &BTreeMap<Endpoint, (usize, usize)>,
-    sink: &mut impl FnMut(&str, Option<&PathBuf>) -> Result<ExitSink, PcapError>,
+    sink: &mut impl FnMut(&str, Option<&PathBuf>) -> Result<ExitSink, SinkError>,
 ) -> Result<(Vec<Kind>, Vec<Exit>), SetupError> {
     let global = |(n, e): (usize, usize)| base[n] + e as u32;
     let mut exits: Vec<Exit> = Vec::new();
@@ -442,6 +453,7 @@ fn element_kinds(
                                         packets: 0,
                                         bytes: 0,
                                         reflect_to,
+                                        port: None,
                                     });
                                     exits.len() - 1
                                 }
@@ -459,6 +471,7 @@ fn element_kinds(
                         packets: 0,
                         bytes: 0,
                         reflect_to: None,
+                        port: None,
                     });
                     Kind::Exit(exits.len() as u32 - 1)
                 }
@@ -542,7 +555,7 @@ impl Executor {
     pub fn new(
         chain: &ChainFile,
         options: &RunOptions,
-        mut sink: impl FnMut(&str, Option<&PathBuf>) -> Result<ExitSink, PcapError>,
+        mut sink: impl FnMut(&str, Option<&PathBuf>) -> Result<ExitSink, SinkError>,
     ) -> Result<Executor, SetupError> {
         let mut nfs = build_nfs(chain, options)?;
         check_interfaces(chain, &nfs)?;
@@ -586,6 +599,7 @@ impl Executor {
             emitted: Vec::new(),
             pool: Vec::new(),
             replayed_until: 0,
+            port_error: None,
             next_input: 0,
             batch: options.batch.max(1),
             synth: SynthState::default(),
@@ -1058,6 +1072,12 @@ impl Executor {
             }
             ExitSink::Memory(v) => v.push((p.meta.timestamp, p.meta.precision, p.data().to_vec())),
             ExitSink::Count => {}
+            ExitSink::Port(tx) => {
+                // A full ring is counted by the port (`tx-full`); a failed port stops the run.
+                if let Err(e) = tx.send(p.meta.timestamp, p.data()) {
+                    self.port_error.get_or_insert(e);
+                }
+            }
         }
         if let Some(target) = reflect_to {
             let bytes = reflect::reply(&p);
@@ -1086,15 +1106,112 @@ impl Executor {
             match std::mem::replace(&mut x.sink, ExitSink::Count) {
                 ExitSink::Pcap(w) => w.finish().map_err(|source| FinishError {
                     exit: x.name.clone(),
-                    source,
+                    source: source.into(),
                 })?,
                 ExitSink::Memory(v) => {
                     mem.insert(x.name.clone(), v);
                 }
                 ExitSink::Count => {}
+                ExitSink::Port(mut tx) => {
+                    let flushed = tx.flush();
+                    x.port = Some(tx.counters());
+                    flushed.map_err(|source| FinishError {
+                        exit: x.name.clone(),
+                        source: source.into(),
+                    })?
+                }
             }
         }
         Ok(mem)
+    }
+
+    /// Sends what the exits bound to ports have queued. The first port error of the run
+    /// (a device that went down or disappeared) is returned, here or by a later call.
+    pub fn flush_ports(&mut self) -> Result<(), ports::port::PortError> {
+        for x in &mut self.exits {
+            if let ExitSink::Port(tx) = &mut x.sink {
+                if let Err(e) = tx.flush() {
+                    self.port_error.get_or_insert(e);
+                }
+            }
+        }
+        match self.port_error.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// The counters of the ports the exits send to, by exit name (live runs).
+    pub fn port_counters(&self) -> Vec<(String, ports::port::PortCounters)> {
+        self.exits
+            .iter()
+            .filter_map(|x| match &x.sink {
+                ExitSink::Port(tx) => Some((x.name.clone(), tx.counters())),
+                _ => x.port.map(|c| (x.name.clone(), c)),
+            })
+            .collect()
+    }
+
+    /// Runs frames received on ports until every port has ended (a file) or `stop` says so
+    /// (checked once per batch, never per packet): each round takes up to a batch from
+    /// every port in turn (waiting at most `wait` on each while all are idle), runs the
+    /// batch's packets one by one to completion, pays the flows' debts, and sends what the
+    /// exits bound to ports queued. `rx` pairs each port with the entry element (NF index,
+    /// element index) its frames enter at. `after_batch` is called after every batch
+    /// (progress, metrics). A port error (a device that went down or disappeared) ends the
+    /// run: every packet received before it has been run, and the error is returned.
+    pub fn run_ports(
+        &mut self,
+        rx: &mut [PortInput],
+        wait: std::time::Duration,
+        mut stop: impl FnMut() -> bool,
+        mut after_batch: impl FnMut(&mut Executor),
+    ) -> Result<(), ports::port::PortError> {
+        use ports::port::Recv;
+        let mut ended = vec![false; rx.len()];
+        let mut batch: Vec<((usize, usize), Packet)> = Vec::with_capacity(self.batch);
+        let mut idle_rounds = 0u32;
+        while !stop() && ended.iter().any(|e| !e) {
+            let mut got = 0;
+            for (i, (entry, port)) in rx.iter_mut().enumerate() {
+                if ended[i] {
+                    continue;
+                }
+                // Wait only when the last round found nothing anywhere.
+                let w = if idle_rounds > 0 {
+                    wait
+                } else {
+                    std::time::Duration::ZERO
+                };
+                let entry = *entry;
+                let r = port.recv(self.batch, w, &mut |ts, precision, data| {
+                    let p = self.packet_from(data, ts, precision);
+                    batch.push((entry, p));
+                });
+                match r {
+                    Ok(Recv::Frames(n)) => got += n,
+                    Ok(Recv::Idle) => {}
+                    Ok(Recv::End) => ended[i] = true,
+                    Err(e) => {
+                        self.port_error.get_or_insert(e);
+                    }
+                }
+                for (entry, p) in batch.drain(..) {
+                    self.push_in(entry, p);
+                }
+            }
+            idle_rounds = if got == 0 {
+                idle_rounds.saturating_add(1)
+            } else {
+                0
+            };
+            self.flush_flows();
+            let flushed = self.flush_ports();
+            after_batch(self);
+            flushed?;
+        }
+        self.flush_flows();
+        self.flush_ports()
     }
 
     /// The state of every stateful element, per NF: `element: line` entries in one format
@@ -2056,7 +2173,7 @@ fn leave(n: &Node, p: &mut Packet, regs: &Regs, info: &[Info]) -> ProgramEnd {
 /// Makes `p` (the frame as it arrived) what the original chain holds at the node: every
 /// write once, checksums once, then the layout and annotations.
 fn finish_packet(p: &mut Packet, f: &Finish, regs: &Regs) {
-    use crate::program::{fixed_offset, frame_location, store, IP_OFFSET};
+    use crate::program::{fixed_offset, store, IP_OFFSET};
     const IHL: usize = fixed_offset(Field::IpIhl);
     const LEN: usize = fixed_offset(Field::IpLen);
     const PROTO: usize = fixed_offset(Field::IpProto);
@@ -2090,17 +2207,16 @@ fn finish_packet(p: &mut Packet, f: &Finish, regs: &Regs) {
             *b = b.wrapping_add(a);
         }
     }
-    for (field, v) in &f.writes {
-        if let Some((off, len)) = frame_location(*field, hl) {
-            let x = match *v {
-                Val::Const(c) => c,
-                Val::Orig(_, add) => {
-                    elements::model::load(d, off, len).wrapping_add(add as u128) & field.max_value()
-                }
-                _ => value(v, d, regs),
-            };
-            store(d, off, len, x);
-        }
+    for w in &f.placed {
+        let (off, len) = w.at(hl);
+        let x = match w.val {
+            Val::Const(c) => c,
+            Val::Orig(_, add) => {
+                elements::model::load(d, off, len).wrapping_add(add as u128) & w.field.max_value()
+            }
+            _ => value(&w.val, d, regs),
+        };
+        store(d, off, len, x);
     }
     let l4 = IP_OFFSET + hl;
     if regs.rewrote && d.len() >= l4 {

@@ -10,11 +10,18 @@
 //! between = ["napt.eth1", "fw.eth0"]
 //! [[entry]]
 //! to = "napt.eth0"
+//! [[device]]                    # optional: run live on a Linux interface
+//! at = "napt.eth0"
+//! dev = "veth1"
+//! via = "afxdp"                 # optional: afxdp or afpacket (default: auto)
 //! ```
 //!
 //! A link is a bidirectional wire between two NF interfaces. Every interface that is not
-//! linked (entries included) is also an exit.
+//! linked (entries included) is also an exit. A device binds an unlinked interface to a
+//! Linux network device: packets received there enter the chain at it (when the NF reads
+//! it), and packets leaving by it are sent there (when the NF writes it).
 
+pub use ports::port::{Attach, UnknownAttach};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -85,6 +92,71 @@ pub enum ChainErrorKind {
         /// Where the link is.
         link: String,
     },
+    /// A device bound to a linked interface.
+    #[error(
+        "`{endpoint}` is linked (at {link}); only an unlinked interface can be bound to a device"
+    )]
+    LinkedDevice {
+        /// The interface.
+        endpoint: Endpoint,
+        /// Where the link is.
+        link: String,
+    },
+    /// An interface bound to two devices.
+    #[error("`{endpoint}` is already bound to a device at {previous}")]
+    DeviceTwice {
+        /// The interface.
+        endpoint: Endpoint,
+        /// Where the first binding is.
+        previous: String,
+    },
+    /// A device binding without a device name, or with an unknown way to attach.
+    #[error("{0}")]
+    Device(DeviceSpecError),
+}
+
+/// A device specification that does not parse (`DEV[,afxdp|afpacket]`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DeviceSpecError {
+    /// No device name.
+    #[error("expected a device name (`DEV[,afxdp|afpacket]`), found `{0}`")]
+    NoDevice(String),
+    /// An attach kind that is not one.
+    #[error(transparent)]
+    Attach(#[from] UnknownAttach),
+}
+
+/// A Linux network device an interface of the chain is bound to.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Device {
+    /// The device's name (`ip link` shows it).
+    pub dev: String,
+    /// How to attach to it.
+    pub via: Attach,
+}
+
+impl Device {
+    /// Parses `DEV[,afxdp|afpacket|auto]` (`--iface`'s right-hand side).
+    pub fn parse(s: &str) -> Result<Device, DeviceSpecError> {
+        let (dev, via) = s.split_once(',').unwrap_or((s, ""));
+        let dev = dev.trim();
+        if dev.is_empty() || dev.contains(['/', ' ']) {
+            return Err(DeviceSpecError::NoDevice(s.to_string()));
+        }
+        Ok(Device {
+            dev: dev.to_string(),
+            via: via.trim().parse()?,
+        })
+    }
+}
+
+impl fmt::Display for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.via {
+            Attach::Auto => write!(f, "{}", self.dev),
+            v => write!(f, "{},{v}", self.dev),
+        }
+    }
 }
 
 impl ChainError {
@@ -172,6 +244,15 @@ struct RawEntry {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+struct RawDevice {
+    at: Spanned<String>,
+    dev: Spanned<String>,
+    #[serde(default)]
+    via: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct RawChain {
     #[serde(default)]
     nf: indexmap::IndexMap<String, Spanned<RawNf>>,
@@ -179,6 +260,8 @@ struct RawChain {
     link: Vec<RawLink>,
     #[serde(default)]
     entry: Vec<RawEntry>,
+    #[serde(default)]
+    device: Vec<RawDevice>,
 }
 
 /// One NF of a chain.
@@ -207,6 +290,8 @@ pub struct ChainFile {
     pub links: Vec<(Endpoint, Endpoint, String)>,
     /// Entry interfaces, with their positions.
     pub entries: Vec<(Endpoint, String)>,
+    /// Interfaces bound to Linux devices (`[[device]]`), with their positions.
+    pub devices: Vec<(Endpoint, Device, String)>,
 }
 
 fn line_col(src: &str, offset: usize) -> (usize, usize) {
@@ -250,6 +335,7 @@ impl ChainFile {
             }],
             links: Vec::new(),
             entries: Vec::new(),
+            devices: Vec::new(),
         }
     }
 
@@ -305,11 +391,24 @@ impl ChainFile {
         for e in &raw.entry {
             entries.push((endpoint(&e.to)?, at(e.to.span())));
         }
+        let mut devices = Vec::new();
+        for d in &raw.device {
+            let via = match &d.via {
+                Some(v) => v.get_ref().parse().map_err(|e: UnknownAttach| {
+                    ChainError::new(at(v.span()), ChainErrorKind::Device(e.into()))
+                })?,
+                None => Attach::Auto,
+            };
+            let dev = Device::parse(d.dev.get_ref())
+                .map_err(|e| ChainError::new(at(d.dev.span()), ChainErrorKind::Device(e)))?;
+            devices.push((endpoint(&d.at)?, Device { via, ..dev }, at(d.at.span())));
+        }
         let chain = ChainFile {
             path: path.to_path_buf(),
             nfs,
             links,
             entries,
+            devices,
         };
         chain.check_wiring()?;
         Ok(chain)
@@ -368,6 +467,28 @@ impl ChainFile {
                 ));
             }
         }
+        let mut bound: BTreeMap<&Endpoint, &str> = BTreeMap::new();
+        for (e, _, pos) in &self.devices {
+            known(e, pos)?;
+            if let Some(link) = used.get(e) {
+                return Err(ChainError::new(
+                    pos.as_str(),
+                    ChainErrorKind::LinkedDevice {
+                        endpoint: e.clone(),
+                        link: link.to_string(),
+                    },
+                ));
+            }
+            if let Some(prev) = bound.insert(e, pos) {
+                return Err(ChainError::new(
+                    pos.as_str(),
+                    ChainErrorKind::DeviceTwice {
+                        endpoint: e.clone(),
+                        previous: prev.to_string(),
+                    },
+                ));
+            }
+        }
         Ok(())
     }
 
@@ -404,6 +525,92 @@ mod tests {
         assert_eq!(c.nfs[1].name, "fw");
         let e = Endpoint::parse("napt.eth1").unwrap();
         assert_eq!(c.peer(&e), Some(&Endpoint::parse("fw.eth0").unwrap()));
+    }
+
+    #[test]
+    fn devices_bind_unlinked_interfaces() {
+        let head = "[nf.a]\nclick = \"a\"\n[nf.b]\nclick = \"b\"\n[[link]]\nbetween = [\"a.eth1\", \"b.eth0\"]\n";
+        let c = parse(&format!(
+            "{head}[[device]]\nat = \"a.eth0\"\ndev = \"veth0\"\n[[device]]\nat = \"b.eth1\"\ndev = \"veth1\"\nvia = \"afpacket\"\n"
+        ))
+        .unwrap();
+        assert_eq!(c.devices.len(), 2);
+        assert_eq!(c.devices[0].0, Endpoint::parse("a.eth0").unwrap());
+        assert_eq!(
+            c.devices[0].1,
+            Device {
+                dev: "veth0".into(),
+                via: Attach::Auto
+            }
+        );
+        assert_eq!(c.devices[1].1.via, Attach::AfPacket);
+        assert_eq!(c.devices[1].2, "dir/chain.toml:11:6");
+        // A linked interface, an interface bound twice, an unknown way to attach, no device.
+        let linked =
+            parse(&format!("{head}[[device]]\nat = \"a.eth1\"\ndev = \"v\"\n")).unwrap_err();
+        assert!(
+            matches!(*linked.kind, ChainErrorKind::LinkedDevice { .. }),
+            "{linked}"
+        );
+        assert!(
+            linked
+                .to_string()
+                .starts_with("dir/chain.toml:8:6: `a.eth1` is linked"),
+            "{linked}"
+        );
+        let twice = parse(&format!(
+            "{head}[[device]]\nat = \"a.eth0\"\ndev = \"v\"\n[[device]]\nat = \"a.eth0\"\ndev = \"w\"\n"
+        ))
+        .unwrap_err();
+        assert!(
+            twice
+                .to_string()
+                .contains("already bound to a device at dir/chain.toml:8:6"),
+            "{twice}"
+        );
+        let via = parse(&format!(
+            "{head}[[device]]\nat = \"a.eth0\"\ndev = \"v\"\nvia = \"dpdk\"\n"
+        ))
+        .unwrap_err();
+        assert!(
+            via.to_string()
+                .starts_with("dir/chain.toml:10:7: unknown way to attach `dpdk`"),
+            "{via}"
+        );
+        let nodev = parse(&format!("{head}[[device]]\nat = \"a.eth0\"\ndev = \"\"\n")).unwrap_err();
+        assert!(
+            nodev.to_string().contains("expected a device name"),
+            "{nodev}"
+        );
+        let unknown = parse(&format!(
+            "{head}[[device]]\nat = \"zz.eth0\"\ndev = \"v\"\n"
+        ))
+        .unwrap_err();
+        assert!(unknown.to_string().contains("unknown NF `zz`"), "{unknown}");
+    }
+
+    #[test]
+    fn device_specs_parse() {
+        assert_eq!(
+            Device::parse("veth0,afxdp").unwrap(),
+            Device {
+                dev: "veth0".into(),
+                via: Attach::AfXdp
+            }
+        );
+        assert_eq!(Device::parse("eth1").unwrap().via, Attach::Auto);
+        assert_eq!(
+            Device::parse("eth1,afpacket").unwrap().to_string(),
+            "eth1,afpacket"
+        );
+        assert!(matches!(
+            Device::parse(",afxdp"),
+            Err(DeviceSpecError::NoDevice(_))
+        ));
+        assert!(matches!(
+            Device::parse("eth0,foo"),
+            Err(DeviceSpecError::Attach(_))
+        ));
     }
 
     #[test]

@@ -18,7 +18,9 @@ pub mod summary;
 pub use exec::{
     Executor, ExitSink, FastOptions, FastStats, FinishError, Initial, Place, RunOptions, SetupError,
 };
-pub use file::{ChainError, ChainErrorKind, ChainFile, Endpoint, NoInputError};
+pub use file::{
+    Attach, ChainError, ChainErrorKind, ChainFile, Device, DeviceSpecError, Endpoint, NoInputError,
+};
 pub use nf::{BuildError, BuildErrorKind, Nf, PortFault};
 pub use reason::ChainReason;
 pub use summary::Summary;

@@ -112,6 +112,34 @@ pub struct Finish {
     /// The 8-bit fields at fixed offsets whose value is the old one plus a constant (a TTL
     /// decrement), as (offset, byte added) by [`Finish::prepare`].
     pub adds: Vec<(u16, u8)>,
+    /// The other writes, each with where its bytes are, by [`Finish::prepare`] (so
+    /// finishing a packet does not look the layout up per write).
+    pub placed: Vec<PlacedWrite>,
+}
+
+/// A write of [`Finish::writes`] with its place in the frame as it arrived.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PlacedWrite {
+    /// The field written.
+    pub field: Field,
+    /// Its value.
+    pub val: Val,
+    /// Whether `off` counts from the transport header (after the IPv4 header, whose length
+    /// varies) rather than from the frame's start.
+    pub transport: bool,
+    /// Byte offset.
+    pub off: u16,
+    /// Bytes.
+    pub len: u8,
+}
+
+impl PlacedWrite {
+    /// Offset and length in a frame whose IPv4 header is `hl` bytes long.
+    #[inline(always)]
+    pub fn at(&self, hl: usize) -> (usize, usize) {
+        let base = if self.transport { IP_OFFSET + hl } else { 0 };
+        (base + usize::from(self.off), usize::from(self.len))
+    }
 }
 
 impl Finish {
@@ -145,6 +173,25 @@ impl Finish {
             }
         });
         self.adds.extend(adds);
+        self.placed = self
+            .writes
+            .iter()
+            .filter_map(|(f, v)| {
+                let l = f.layout().filter(|l| l.whole_bytes())?;
+                let (transport, off) = match l.base {
+                    Base::Frame => (false, l.offset),
+                    Base::Network => (false, IP_OFFSET as u16 + l.offset),
+                    Base::Transport => (true, l.offset),
+                };
+                Some(PlacedWrite {
+                    field: *f,
+                    val: *v,
+                    transport,
+                    off,
+                    len: l.len,
+                })
+            })
+            .collect();
         bytes.sort();
         for (off, b) in bytes {
             match self.runs.last_mut() {

@@ -208,7 +208,9 @@ fn build(
                 .map(|(_, p)| p.clone())
                 .unwrap_or_else(|| out_dir.join(format!("{name}.pcap"))),
         };
-        PcapWriter::create(&path, precision, 1).map(ExitSink::Pcap)
+        PcapWriter::create(&path, precision, 1)
+            .map(ExitSink::Pcap)
+            .map_err(Into::into)
     })
     .map_err(CliError::from)
 }

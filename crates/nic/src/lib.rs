@@ -30,39 +30,9 @@ mod sys;
 
 pub use ports::port::{Capability, PortCounters, PortError, Recv, RxPort, TxPort};
 
-/// Which kind of socket carries a device's frames.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Kind {
-    /// AF_PACKET: a TPACKET_V3 receive ring and `sendmmsg`; any interface.
-    AfPacket,
-    /// AF_XDP: UMEM and rings fed by an XDP program; zero-copy where the driver supports
-    /// it, copy mode otherwise.
-    AfXdp,
-    /// AF_XDP where the device and privileges allow it, otherwise AF_PACKET.
-    Auto,
-}
-
-impl std::fmt::Display for Kind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Kind::AfPacket => "afpacket",
-            Kind::AfXdp => "afxdp",
-            Kind::Auto => "auto",
-        })
-    }
-}
-
-impl std::str::FromStr for Kind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Kind, String> {
-        match s {
-            "afpacket" => Ok(Kind::AfPacket),
-            "afxdp" => Ok(Kind::AfXdp),
-            "auto" => Ok(Kind::Auto),
-            _ => Err(format!("unknown port kind `{s}` (afpacket, afxdp or auto)")),
-        }
-    }
-}
+/// Which kind of socket carries a device's frames: the one [`ports::port::Attach`]
+/// (`Auto`: AF_XDP where the device and privileges allow it, otherwise AF_PACKET).
+pub use ports::port::Attach as Kind;
 
 /// A device opened for receiving and sending.
 pub struct Device {

@@ -85,6 +85,46 @@ impl PortCounters {
     }
 }
 
+/// How FuseBox attaches to a Linux network device (the chain file's `via`, `--iface`'s
+/// `,KIND`, and what `nic::open` was asked for and used).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Attach {
+    /// AF_XDP where the device and privileges allow it, else AF_PACKET (and the run says so).
+    #[default]
+    Auto,
+    /// An AF_XDP socket on the device's queue (zero-copy where the driver allows, else copy).
+    AfXdp,
+    /// An AF_PACKET socket with a memory-mapped receive ring.
+    AfPacket,
+}
+
+impl std::fmt::Display for Attach {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Attach::Auto => "auto",
+            Attach::AfXdp => "afxdp",
+            Attach::AfPacket => "afpacket",
+        })
+    }
+}
+
+/// A way to attach that is not one of `afxdp`, `afpacket`, `auto`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown way to attach `{0}`: expected afxdp, afpacket or auto")]
+pub struct UnknownAttach(pub String);
+
+impl std::str::FromStr for Attach {
+    type Err = UnknownAttach;
+    fn from_str(s: &str) -> Result<Attach, UnknownAttach> {
+        match s {
+            "auto" | "" => Ok(Attach::Auto),
+            "afxdp" => Ok(Attach::AfXdp),
+            "afpacket" => Ok(Attach::AfPacket),
+            o => Err(UnknownAttach(o.to_string())),
+        }
+    }
+}
+
 /// The capabilities a port may need; [`PortError::Privilege`] names the one missing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Capability {

@@ -466,6 +466,7 @@ impl PathState {
             }),
             runs: Vec::new(),
             adds: Vec::new(),
+            placed: Vec::new(),
         }
     }
 }

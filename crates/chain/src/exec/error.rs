@@ -57,9 +57,10 @@ pub enum SetupError {
         "--reflect {0}: not an exit of the chain (exits are unlinked interfaces with a ToDevice)"
     )]
     ReflectNotExit(Endpoint),
-    /// An exit's sink could not be made (its pcap file cannot be created).
+    /// An exit's sink could not be made (its pcap file cannot be created, its device
+    /// cannot be opened).
     #[error(transparent)]
-    Sink(#[from] PcapError),
+    Sink(#[from] SinkError),
 }
 
 /// Why [`Executor::finish`](super::Executor::finish) could not flush an exit's sink.
@@ -68,6 +69,17 @@ pub enum SetupError {
 pub struct FinishError {
     /// The exit's name (`NF.IFACE` or the file of a `ToDump`).
     pub exit: String,
-    /// What went wrong writing its capture.
-    pub source: PcapError,
+    /// What went wrong writing its capture or sending to its port.
+    pub source: SinkError,
+}
+
+/// What went wrong with an exit's sink.
+#[derive(Debug, thiserror::Error)]
+pub enum SinkError {
+    /// Writing a capture file.
+    #[error(transparent)]
+    Pcap(#[from] PcapError),
+    /// Sending to a port (a device that went down or disappeared).
+    #[error(transparent)]
+    Port(#[from] ports::port::PortError),
 }

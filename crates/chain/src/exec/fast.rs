@@ -40,7 +40,7 @@
 //! The table is bounded: when it is full, the oldest entry is evicted (counted).
 
 use super::{finish_packet, Counters, Executor, Kind, NfCounters};
-use crate::program::{frame_location, Finish, IpChecksum, Regs, Val};
+use crate::program::{frame_location, Finish, Getter, IpChecksum, Regs, Val};
 use elements::model::{self, Case, Field, FieldSet, Filter, Group, Headers, Model, Outcome};
 use elements::record::{Access, ReplayView, Step};
 use elements::rewriter::{Direction, FlowInput, PacketInfo};
@@ -123,6 +123,17 @@ struct Key {
 
 /// A test on one field of the frame as it arrived: allowed intervals.
 type Test = (Field, Vec<(u128, u128)>);
+
+/// A [`Test`] with its field's reader compiled ([`Getter::of`]), as a consolidated entry
+/// checks it per packet.
+type GetterTest = (Getter, Vec<(u128, u128)>);
+
+fn compile_tests(tests: &[Test]) -> Vec<GetterTest> {
+    tests
+        .iter()
+        .map(|(f, iv)| (Getter::of(*f), iv.clone()))
+        .collect()
+}
 
 #[derive(Debug)]
 enum End {
@@ -212,11 +223,13 @@ impl Counts {
 
 #[derive(Debug)]
 struct Consolidated {
-    /// Tests of one interval each (most guards), checked first.
-    ranges: Vec<(Field, u128, u128)>,
+    /// Tests of one interval each (most guards), checked first. Each field is read through
+    /// its [`Getter`], compiled once when the entry is made (a plain load for most fields),
+    /// not looked up per packet.
+    ranges: Vec<(Getter, u128, u128)>,
     /// Tests of several intervals.
-    tests: Vec<Test>,
-    negatives: Vec<Vec<Test>>,
+    tests: Vec<GetterTest>,
+    negatives: Vec<Vec<GetterTest>>,
     finish: Finish,
     regs: Regs,
     rewriters: Vec<RwCall>,
@@ -504,9 +517,9 @@ fn tcp_flags(data: &[u8]) -> Option<u8> {
         .then(|| h.value(Field::TcpFlags) as u8)
 }
 
-fn passes(tests: &[Test], h: &Headers) -> bool {
-    tests.iter().all(|(f, iv)| {
-        let v = h.value_of(*f);
+fn passes(tests: &[GetterTest], h: &Headers) -> bool {
+    tests.iter().all(|(g, iv)| {
+        let v = g.get(h);
         iv.iter().any(|&(lo, hi)| lo <= v && v <= hi)
     })
 }
@@ -648,7 +661,7 @@ impl Executor {
                             || !c
                                 .ranges
                                 .iter()
-                                .all(|&(f, lo, hi)| (lo..=hi).contains(&h.value_of(f)))
+                                .all(|&(g, lo, hi)| (lo..=hi).contains(&g.get(&h)))
                             || !passes(&c.tests, &h)
                             || c.negatives.iter().any(|n| passes(n, &h))
                         {
@@ -1879,6 +1892,7 @@ fn consolidate(
         annos: None,
         runs: Vec::new(),
         adds: Vec::new(),
+        placed: Vec::new(),
     };
     finish.prepare();
     let regs = Regs {
@@ -1958,7 +1972,7 @@ fn consolidate(
     if merged.iter().any(|(_, s)| s.is_empty()) {
         return Err("guards-contradict");
     }
-    let negatives: Vec<Vec<Test>> = multi
+    let negatives: Vec<Vec<GetterTest>> = multi
         .into_iter()
         .filter(|n| {
             n.iter().all(|(f, iv)| {
@@ -1968,16 +1982,16 @@ fn consolidate(
                 })
             })
         })
-        .cloned()
+        .map(|n| compile_tests(n))
         .collect();
     // Tests a field's full range passes are no tests.
     let mut ranges = Vec::new();
-    let mut tests: Vec<Test> = Vec::new();
+    let mut tests: Vec<GetterTest> = Vec::new();
     for (f, s) in merged.into_iter().filter(|(f, s)| !s.is_full(f.width())) {
         let iv: Vec<(u128, u128)> = s.intervals().collect();
         match iv.as_slice() {
-            [(lo, hi)] => ranges.push((f, *lo, *hi)),
-            _ => tests.push((f, iv)),
+            [(lo, hi)] => ranges.push((Getter::of(f), *lo, *hi)),
+            _ => tests.push((Getter::of(f), iv)),
         }
     }
     Ok(Consolidated {

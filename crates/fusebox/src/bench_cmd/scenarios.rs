@@ -103,6 +103,7 @@ fn first_nfs(chain: &ChainFile, k: usize) -> ChainFile {
     let kept = |e: &Endpoint| names.contains(&e.nf);
     c.links.retain(|(a, b, _)| kept(a) && kept(b));
     c.entries.retain(|(e, _)| kept(e));
+    c.devices.retain(|(e, _, _)| kept(e));
     c
 }
 
