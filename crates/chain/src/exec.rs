@@ -61,6 +61,7 @@ use packet::{Packet, Precision, Timestamp};
 use ports::pcap::{PcapError, PcapWriter, Record};
 use std::collections::{BTreeMap, HashMap};
 use std::hash::BuildHasherDefault;
+use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::time::Instant;
 use wire::checksum::fold;
@@ -648,7 +649,22 @@ impl Executor {
     /// Runs every source to its end, merged on timestamps (ties: the earlier source).
     /// Returns the errors that stopped sources early (every complete record before the error
     /// was processed). `progress` is called after every batch with the packets done so far.
-    pub fn run(&mut self, mut sources: Vec<Source>, mut progress: impl FnMut(u64)) -> Vec<String> {
+    pub fn run(&mut self, sources: Vec<Source>, mut progress: impl FnMut(u64)) -> Vec<String> {
+        self.run_until(sources, |ex| {
+            progress(ex.counts.chain_in);
+            ControlFlow::Continue(())
+        })
+    }
+
+    /// [`Executor::run`] that asks `each_batch` after every batch whether to go on (it sees
+    /// the executor: counters, [`Executor::summary`]). On `Break` the run stops reading its
+    /// sources; every packet already read has been run to completion (a batch is never cut),
+    /// and the established flows' debts are paid, so the counters balance.
+    pub fn run_until(
+        &mut self,
+        mut sources: Vec<Source>,
+        mut each_batch: impl FnMut(&Executor) -> ControlFlow<()>,
+    ) -> Vec<String> {
         let mut errors = Vec::new();
         let advance = |s: &mut Source, errors: &mut Vec<String>| {
             s.head = match s.records.next() {
@@ -689,7 +705,9 @@ impl Executor {
             for (entry, p) in entries.drain(..).zip(batch.drain()) {
                 self.push_in(entry, p);
             }
-            progress(self.counts.chain_in);
+            if each_batch(self).is_break() {
+                break;
+            }
         }
         // What established flows owe the rewriters is paid when a rewriter is about to
         // decide or be read, and here: a flow's packets between two such moments cost one
@@ -759,6 +777,19 @@ impl Executor {
     /// buffers (recycled from a pool) are filled, then run one by one, then the established
     /// flows' debts are paid. Returns the number of packets pushed.
     pub fn replay(&mut self, inputs: &[((usize, usize), Vec<Record>)], passes: u64) -> u64 {
+        self.replay_until(inputs, passes, |_| ControlFlow::Continue(()))
+    }
+
+    /// [`Executor::replay`] that asks `each_batch` after every batch whether to go on (as
+    /// [`Executor::run_until`]): on `Break` it stops between two batches, pays the flows'
+    /// debts and returns the packets pushed so far. A later call continues the virtual time
+    /// from the last pass begun.
+    pub fn replay_until(
+        &mut self,
+        inputs: &[((usize, usize), Vec<Record>)],
+        passes: u64,
+        mut each_batch: impl FnMut(&Executor) -> ControlFlow<()>,
+    ) -> u64 {
         // Merge once: (timestamp, input order) gives the canonical order.
         let mut order: Vec<(Timestamp, usize, usize)> = Vec::new();
         for (i, (_, recs)) in inputs.iter().enumerate() {
@@ -779,7 +810,9 @@ impl Executor {
         let base = self.replayed_until.saturating_sub(first.0 .0);
         let mut n = 0;
         let mut batch: Vec<((usize, usize), Packet)> = Vec::with_capacity(self.batch);
-        for pass in 0..passes {
+        // Passes begun (all of them unless `each_batch` stops the replay).
+        let mut begun = passes;
+        'passes: for pass in 0..passes {
             let off = base.saturating_add(shift.saturating_mul(pass));
             for chunk in order.chunks(self.batch) {
                 for &(ts, i, j) in chunk {
@@ -795,11 +828,15 @@ impl Executor {
                     self.push_in(entry, p);
                     n += 1;
                 }
+                if each_batch(self).is_break() {
+                    begun = pass + 1;
+                    break 'passes;
+                }
             }
         }
         self.replayed_until = (last.0 .0)
             .saturating_add(base)
-            .saturating_add(shift.saturating_mul(passes - 1))
+            .saturating_add(shift.saturating_mul(begun.saturating_sub(1)))
             .saturating_add(gap);
         // As in `run`: the flows' debts are paid when needed and at the end.
         self.flush_flows();

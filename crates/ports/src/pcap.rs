@@ -380,6 +380,31 @@ fn read_prefix(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
     Ok(n)
 }
 
+/// A file whose first bytes were already read: reads give them again, then the rest.
+struct Replayed {
+    head: Vec<u8>,
+    at: usize,
+    rest: File,
+}
+
+impl Read for Replayed {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let from_head = (self.head.len() - self.at).min(buf.len());
+        buf[..from_head].copy_from_slice(&self.head[self.at..self.at + from_head]);
+        self.at += from_head;
+        if from_head == buf.len() {
+            return Ok(from_head);
+        }
+        // Fill the rest of `buf` from the file in the same call, as a read of the whole
+        // file would (the parsers check the header from their first read alone).
+        match self.rest.read(&mut buf[from_head..]) {
+            Ok(k) => Ok(from_head + k),
+            Err(_) if from_head > 0 => Ok(from_head),
+            Err(e) => Err(e),
+        }
+    }
+}
+
 impl PcapReader {
     /// [`PcapReader::open`] for a capture that must be Ethernet ([`DLT_EN10MB`]), as
     /// every input of a chain is: any other link type is [`PcapError::UnsupportedLinktype`].
@@ -423,8 +448,13 @@ impl PcapReader {
                 found,
             });
         }
-        // Rewind: the parser reads the header again.
-        let file = File::open(path).map_err(|e| io_err(path, e))?;
+        // The parser reads the header again: from the bytes already read, then the file
+        // (not by reopening it, so a pipe or FIFO works as an input).
+        let file = Replayed {
+            head: head[..n].to_vec(),
+            at: 0,
+            rest: file,
+        };
         let map_open_err = |e: ParserError<&[u8]>| match e {
             ParserError::Incomplete(_) | ParserError::UnexpectedEof | ParserError::Eof => {
                 truncated_header()
