@@ -66,9 +66,31 @@ pub struct RunArgs {
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     pub json: bool,
-    /// No progress bar.
+    /// No progress line (the same as `--progress off`).
     #[arg(short, long)]
     pub quiet: bool,
+    /// The progress line on stderr (packets/s in and out over the last second, drops,
+    /// totals): `auto` redraws it in place when stderr is a terminal, `lines` prints it once
+    /// a second as a plain line (for logs), `off` shows nothing.
+    #[arg(long, value_name = "auto|lines|off", default_value = "auto")]
+    pub progress: observe::progress::Style,
+    /// The progress line also shows each worker's rates (when the run has several).
+    #[arg(long)]
+    pub progress_workers: bool,
+    /// Serve the run's counters (the summary's: chain, per NF, element, drop reason, exit and
+    /// worker) in the Prometheus text format at http://ADDR/metrics while it runs and until
+    /// it exits. Port 0 picks a free port; the address is printed on stderr.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub metrics: Option<String>,
+    /// With --metrics: after the run has stopped and printed its summary, keep serving the
+    /// final counters for this many seconds before exiting (a signal ends the wait).
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 0.0,
+        requires = "metrics"
+    )]
+    pub metrics_linger: f64,
     /// Only input packets matching this tcpdump expression enter the chain; the others count
     /// as dropped (`filter-excluded`), so in = out + drops still holds.
     #[arg(long, value_name = "EXPR")]
@@ -257,6 +279,12 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
             .as_ref()
             .is_none_or(|f| f.pred().accepts(&r.data, r.orig_len))
     };
+    if a.metrics_linger.is_nan() || a.metrics_linger < 0.0 {
+        return Err(CliError::Invalid(format!(
+            "--metrics-linger {}: expected seconds >= 0",
+            a.metrics_linger
+        )));
+    }
     let started = Instant::now();
     let mut ex = build(
         &chain,
@@ -327,13 +355,64 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
             sources.push(ex.source(format!("{name}={}", path.display()), entry, recs));
         }
     }
+    // SIGINT or SIGTERM stops the run between two batches; the counters are published for
+    // --metrics and the progress line every ~100 ms.
+    let stop = observe::stop::Flag::on_signals()
+        .map_err(|e| CliError::Invalid(format!("cannot handle SIGINT/SIGTERM: {e}")))?;
+    let board = observe::board::Board::new(1);
+    let server = match &a.metrics {
+        Some(addr) => {
+            let s = observe::metrics::Server::start(addr, board.clone())
+                .map_err(|e| CliError::Invalid(format!("--metrics {addr}: {e}")))?;
+            eprintln!("metrics: serving http://{}/metrics", s.addr());
+            Some(s)
+        }
+        None => None,
+    };
+    let style = if a.quiet {
+        observe::progress::Style::Off
+    } else {
+        a.progress
+    };
+    let mut watch = observe::Watch::new(
+        board,
+        0,
+        observe::progress::Progress::new(style, a.progress_workers),
+    );
+    let go_on = |stop: &observe::stop::Flag| {
+        if stop.is_set() {
+            std::ops::ControlFlow::Break(())
+        } else {
+            std::ops::ControlFlow::Continue(())
+        }
+    };
     if let Some(passes) = a.replay {
-        excluded.set(excluded.get() * passes);
+        // The filter ran once over the trace; each pass (or the part of one a stop left
+        // done) counts its share of the excluded packets.
+        let kept: u64 = memory.iter().map(|(_, r)| r.len() as u64).sum();
+        let per_pass = excluded.get();
+        let excluded_at = |n: u64| match kept {
+            0 => per_pass * passes,
+            k => (u128::from(per_pass) * u128::from(n) / u128::from(k)) as u64,
+        };
         let t0 = Instant::now();
-        let n = ex.replay(&memory, passes);
+        let n = ex.replay_until(&memory, passes, |ex| {
+            watch.tick(|| {
+                let s = ex.summary();
+                let n = s.totals.input;
+                with_excluded(s, excluded_at(n))
+            });
+            go_on(&stop)
+        });
+        excluded.set(excluded_at(n));
         let secs = t0.elapsed().as_secs_f64();
         let pps = n as f64 / secs.max(1e-9);
-        eprintln!("replay: {n} packets in {passes} passes, {secs:.3} s, {:.3} Mpps (one core, in memory, no I/O)", pps / 1e6);
+        let stopped = if stop.is_set() {
+            ", stopped by a signal"
+        } else {
+            ""
+        };
+        eprintln!("replay: {n} packets in {passes} passes{stopped}, {secs:.3} s, {:.3} Mpps (one core, in memory, no I/O)", pps / 1e6);
         if synth.is_some() {
             let (paths, hits) = ex.flow_stats();
             eprintln!(
@@ -342,29 +421,19 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
         }
         if a.json {
             let mut s = with_excluded(ex.summary(), excluded.get()).to_json();
-            s = format!("{{\"replay\": {{\"packets\": {n}, \"passes\": {passes}, \"seconds\": {secs}, \"pps\": {pps}}},{} \"summary\": {s}}}", mode_json(synth.as_ref(), &ex).map(|s| format!(" {s}")).unwrap_or_default());
+            s = format!("{{\"replay\": {{\"packets\": {n}, \"passes\": {passes}, \"stopped\": {}, \"seconds\": {secs}, \"pps\": {pps}}},{} \"summary\": {s}}}", stop.is_set(), mode_json(synth.as_ref(), &ex).map(|s| format!(" {s}")).unwrap_or_default());
             outln!("{s}");
         }
     } else {
-        let bar = (!a.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr())).then(|| {
-            let b = indicatif::ProgressBar::new_spinner();
-            b.set_style(
-                indicatif::ProgressStyle::with_template(
-                    "{spinner} {pos} packets {per_sec} {elapsed}",
-                )
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
-            );
-            b
-        });
-        errors.extend(ex.run(sources, |n| {
-            if let Some(b) = &bar {
-                if n % 4096 < 32 {
-                    b.set_position(n);
-                }
-            }
+        errors.extend(ex.run_until(sources, |ex| {
+            watch.tick(|| with_excluded(ex.summary(), excluded.get()));
+            go_on(&stop)
         }));
-        if let Some(b) = bar {
-            b.finish_and_clear();
+        if stop.is_set() {
+            eprintln!(
+                "run: stopped by a signal after {} input packets",
+                ex.summary().totals.input
+            );
         }
         ex.finish()?;
         if a.json {
@@ -383,9 +452,14 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
         let (held, again) = ex.switch_tag_counts();
         eprintln!("switch tags: {held} frames in their tagged class (classification skipped), {again} classified again");
     }
+    // From here on the metrics serve the final summary.
+    watch.finish(&summary);
     if !a.json {
         eprint!("{}", summary.to_text());
         eprintln!("time: {:.3} s", started.elapsed().as_secs_f64());
+    }
+    if let Some(server) = server {
+        linger(&server, a.metrics_linger, &stop);
     }
     if !errors.is_empty() {
         for e in &errors {
@@ -398,6 +472,23 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
         return Ok(ExitCode::from(3));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--metrics-linger`: keeps `server` serving the final counters for `seconds`, or until a
+/// signal asks to stop (after a run a signal stopped, a second signal exits at once).
+fn linger(server: &observe::metrics::Server, seconds: f64, stop: &observe::stop::Flag) {
+    if seconds <= 0.0 {
+        return;
+    }
+    eprintln!(
+        "metrics: serving the final counters at http://{}/metrics for {seconds} s",
+        server.addr()
+    );
+    let until = Instant::now() + std::time::Duration::from_secs_f64(seconds.min(1e9));
+    let was_set = stop.is_set();
+    while Instant::now() < until && (was_set || !stop.is_set()) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
 
 /// What the fast path did, as (JSON name, count, how the text line says it).
