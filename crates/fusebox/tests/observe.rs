@@ -547,3 +547,60 @@ fn sigint_stops_an_endless_streamed_input_and_flushes_the_outputs() {
     let written = feeder.join().unwrap();
     assert!(written >= input, "{written} < {input}");
 }
+
+#[test]
+fn a_bad_metrics_address_is_one_clear_error() {
+    let d = scratch("observe-bad-addr");
+    let chain = fig5_trace(&d, "10");
+    let c = chain.to_str().unwrap();
+    let o = fusebox(
+        &d,
+        &[
+            "run",
+            c,
+            "--input",
+            "napt.eth0=trace.pcap",
+            "--metrics",
+            "nonsense",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("fusebox: error: --metrics nonsense: cannot listen on nonsense"),
+        "{err}"
+    );
+    // An address in use: the second run cannot listen there.
+    let first =
+        observe::metrics::Server::start("127.0.0.1:0", observe::board::Board::new(1)).unwrap();
+    let taken = first.addr().to_string();
+    let o = fusebox(
+        &d,
+        &[
+            "run",
+            c,
+            "--input",
+            "napt.eth0=trace.pcap",
+            "--metrics",
+            &taken,
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!("--metrics {taken}: cannot listen")),
+        "{err}"
+    );
+    let o = fusebox(
+        &d,
+        &[
+            "run",
+            c,
+            "--input",
+            "napt.eth0=trace.pcap",
+            "--metrics-linger",
+            "1",
+        ],
+    );
+    assert!(!o.status.success(), "--metrics-linger needs --metrics");
+}
