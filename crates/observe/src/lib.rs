@@ -14,6 +14,11 @@
 //!   offline run): `watch.tick(|| ex.summary())` after each batch, `watch.finish(&summary)`
 //!   at the end.
 //!
+//! With several workers, each worker thread owns a [`board::Publisher`] (its index) and
+//! calls `publisher.tick(|| ex.summary())` after each batch and `publish_at` with its final
+//! summary when it stops; the thread that reads the input calls `progress.tick(&board)` per
+//! batch and [`board::Board::mark_stopped`] once every worker has published its last.
+//!
 //! Counters of several workers are kept apart (label `worker="N"`, the worker's index in the
 //! board); a reader sums them when it wants chain-wide numbers.
 #![forbid(unsafe_code)]

@@ -6,7 +6,7 @@
 //! place on a terminal ([`Style::Bar`]), printed once a second as a plain line for logs
 //! ([`Style::Lines`]), or not at all ([`Style::Off`]).
 
-use crate::board::Snapshot;
+use crate::board::{self, Board, Snapshot};
 use std::collections::VecDeque;
 use std::io::IsTerminal as _;
 use std::time::{Duration, Instant};
@@ -71,6 +71,8 @@ pub struct Progress {
     history: VecDeque<Reading>,
     /// When the last plain line was printed ([`Style::Lines`]).
     printed: Option<Instant>,
+    /// When [`Progress::tick`] reads the board next.
+    next_tick: Option<Instant>,
 }
 
 impl Progress {
@@ -100,12 +102,28 @@ impl Progress {
                 workers: Vec::new(),
             }]),
             printed: None,
+            next_tick: None,
         }
     }
 
     /// A display that shows nothing.
     pub fn off() -> Self {
         Self::new(Style::Off, false)
+    }
+
+    /// For a thread that is not a worker (the reader of a multi-worker run): call it as
+    /// often as you like (after every batch); at most every [`board::INTERVAL`] it copies
+    /// the board's snapshots and redraws (one clock read otherwise, nothing when off).
+    #[inline]
+    pub fn tick(&mut self, board: &Board) {
+        if self.style == Style::Off {
+            return;
+        }
+        let now = Instant::now();
+        if self.next_tick.is_none_or(|t| now >= t) {
+            self.next_tick = Some(now + board::INTERVAL);
+            self.update_at(now, &board.snapshot());
+        }
     }
 
     /// Takes the counters of `board` (now) and redraws.
@@ -278,6 +296,24 @@ mod tests {
         let mut q = Progress::new(Style::Lines, false);
         let l = q.line_at(q.started + Duration::from_secs(1), &board);
         assert!(!l.contains("w0"), "{l}");
+    }
+
+    #[test]
+    fn tick_reads_the_board_at_most_every_interval() {
+        let b = Board::new(2);
+        let mut p = Progress::new(Style::Lines, false);
+        p.tick(&b);
+        assert_eq!(p.history.len(), 2, "the first tick reads the board");
+        b.publish(1, summary(5, 5, 0));
+        p.tick(&b);
+        assert_eq!(p.history.len(), 2, "not again within the interval");
+        std::thread::sleep(board::INTERVAL);
+        p.tick(&b);
+        assert_eq!(p.history.len(), 3);
+        assert_eq!(p.history[2].workers, vec![(1, 5, 5, 0)]);
+        let mut off = Progress::off();
+        off.tick(&b);
+        assert_eq!(off.history.len(), 1, "off reads nothing");
     }
 
     #[test]
