@@ -23,7 +23,7 @@ use std::time::Duration;
 use packet::{Precision, Timestamp};
 use ports::port::{Capability, PortCounters, PortError, Recv, RxPort, TxPort};
 
-use crate::sys::{self, Liveness, Mmap};
+use crate::sys::{self, Liveness, Mmap, Pace};
 
 /// Size of one ring block (a multiple of the page size).
 const BLOCK_SIZE: u32 = 1 << 18;
@@ -98,6 +98,7 @@ pub struct AfPacketRx {
     counters: PortCounters,
     drops: Cell<u64>,
     scratch: Vec<u8>,
+    pace: Pace,
 }
 
 impl std::fmt::Debug for AfPacketRx {
@@ -149,6 +150,7 @@ impl AfPacketRx {
             counters: PortCounters::default(),
             drops: Cell::new(0),
             scratch: Vec::with_capacity(FRAME_SIZE as usize),
+            pace: Pace::new(),
         })
     }
 
@@ -296,7 +298,7 @@ impl RxPort for AfPacketRx {
         if n > 0 {
             return Ok(Recv::Frames(n));
         }
-        if ev & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0 || ev == 0 {
+        if ev & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0 || self.pace.due() {
             // Nothing came: a good moment to see whether the device is still there.
             self.fault()?;
         }

@@ -26,7 +26,7 @@ use packet::{Precision, Timestamp};
 use ports::port::{Capability, PortCounters, PortError, Recv, RxPort, TxPort};
 
 use crate::bpf;
-use crate::sys::{self, Liveness, Mmap};
+use crate::sys::{self, Liveness, Mmap, Pace};
 
 /// Bytes per UMEM frame: the largest frame a port sends (received frames also leave the
 /// kernel's 256-byte XDP headroom free in copy mode).
@@ -222,6 +222,7 @@ pub struct AfXdpRx {
     fill: Ring,
     rx: Ring,
     counters: PortCounters,
+    pace: Pace,
 }
 
 /// Sends frames through an AF_XDP socket's transmit ring.
@@ -575,6 +576,7 @@ fn ports_of(
         fill,
         rx,
         counters: PortCounters::default(),
+        pace: Pace::new(),
     };
     let txp = AfXdpTx {
         xsk,
@@ -721,7 +723,7 @@ impl RxPort for AfXdpRx {
         if n > 0 {
             return Ok(Recv::Frames(n as usize));
         }
-        if ev == 0 || ev & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0 {
+        if ev & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0 || self.pace.due() {
             self.xsk.fault()?;
         }
         Ok(Recv::Idle)
@@ -748,6 +750,7 @@ impl RxPort for AfXdpRx {
 pub struct AfXdpQueuesRx {
     ports: Vec<AfXdpRx>,
     next: usize,
+    pace: Pace,
 }
 
 impl std::fmt::Debug for AfXdpQueuesRx {
@@ -761,7 +764,11 @@ impl std::fmt::Debug for AfXdpQueuesRx {
 impl AfXdpQueuesRx {
     /// One port over `ports` (at least one, all of the same device).
     pub fn new(ports: Vec<AfXdpRx>) -> Option<AfXdpQueuesRx> {
-        (!ports.is_empty()).then_some(AfXdpQueuesRx { ports, next: 0 })
+        (!ports.is_empty()).then(|| AfXdpQueuesRx {
+            ports,
+            next: 0,
+            pace: Pace::new(),
+        })
     }
 
     fn take(&mut self, max: u32, f: &mut dyn FnMut(Timestamp, Precision, &[u8])) -> u32 {
@@ -807,7 +814,7 @@ impl RxPort for AfXdpQueuesRx {
                 revents: 0,
             })
             .collect();
-        let ready = sys::poll_many(&mut fds, timeout).map_err(|e| wait_err(self.name(), e))?;
+        sys::poll_many(&mut fds, timeout).map_err(|e| wait_err(self.name(), e))?;
         let n = self.take(max, f);
         if n > 0 {
             return Ok(Recv::Frames(n as usize));
@@ -815,7 +822,7 @@ impl RxPort for AfXdpQueuesRx {
         let error = fds
             .iter()
             .any(|p| p.revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0);
-        if ready == 0 || error {
+        if error || self.pace.due() {
             self.ports[0].xsk.fault()?;
         }
         Ok(Recv::Idle)

@@ -445,3 +445,28 @@ pub(crate) fn missing(needs: &[Capability]) -> Capability {
         None => first,
     }
 }
+
+/// How often an idle receive port asks whether its device is still there and up, at most.
+pub(crate) const LIVENESS_PERIOD: Duration = Duration::from_millis(10);
+
+/// Paces an idle port's device checks (three system calls) to one per [`LIVENESS_PERIOD`],
+/// however often a caller polls with a zero timeout.
+pub(crate) struct Pace(std::time::Instant);
+
+impl Pace {
+    /// A pace whose first check is due at once.
+    pub(crate) fn new() -> Pace {
+        Pace(std::time::Instant::now() - LIVENESS_PERIOD)
+    }
+
+    /// Whether a check is due (and if so, restarts the period).
+    pub(crate) fn due(&mut self) -> bool {
+        let now = std::time::Instant::now();
+        if now.duration_since(self.0) >= LIVENESS_PERIOD {
+            self.0 = now;
+            true
+        } else {
+            false
+        }
+    }
+}
