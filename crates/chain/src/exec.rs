@@ -52,7 +52,7 @@ use crate::program::{
 };
 use crate::reason::ChainReason;
 use crate::reflect;
-use crate::summary::{ElementSummary, ExitSummary, NfSummary, Summary, Totals};
+use crate::summary::{ElementSummary, ExitSummary, NfSummary, PortSummary, Summary, Totals};
 use elements::hash::FlowHasher;
 use elements::model::Field;
 use elements::Element;
@@ -1195,14 +1195,14 @@ impl Executor {
     /// batch's packets one by one to completion, pays the flows' debts, and sends what the
     /// exits bound to ports queued. `rx` pairs each port with the entry element (NF index,
     /// element index) its frames enter at. `after_batch` is called after every batch
-    /// (progress, metrics). A port error (a device that went down or disappeared) ends the
+    /// (progress, metrics) with the ports. A port error (a device that went down or disappeared) ends the
     /// run: every packet received before it has been run, and the error is returned.
     pub fn run_ports(
         &mut self,
         rx: &mut [PortInput],
         wait: std::time::Duration,
         mut stop: impl FnMut() -> bool,
-        mut after_batch: impl FnMut(&mut Executor),
+        mut after_batch: impl FnMut(&mut Executor, &[PortInput]),
     ) -> Result<(), ports::port::PortError> {
         use ports::port::Recv;
         let mut ended = vec![false; rx.len()];
@@ -1244,7 +1244,7 @@ impl Executor {
             };
             self.flush_flows();
             let flushed = self.flush_ports();
-            after_batch(self);
+            after_batch(self, rx);
             flushed?;
         }
         self.flush_flows();
@@ -1347,9 +1347,15 @@ impl Executor {
             .collect();
         t.output = exits.iter().map(|x| x.packets).sum();
         t.balanced = t.input + t.created == t.output + t.dropped + t.held;
+        let ports = self
+            .port_counters()
+            .iter()
+            .map(|(name, c)| PortSummary::new(name.as_str(), c))
+            .collect();
         Summary {
             nfs,
             exits,
+            ports,
             totals: t,
         }
     }

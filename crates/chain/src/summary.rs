@@ -58,6 +58,41 @@ pub struct ExitSummary {
     pub bytes: u64,
 }
 
+/// What one device port received and sent (live runs), by the interface it is bound to.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, Default)]
+pub struct PortSummary {
+    /// `NF.IFACE=DEV`.
+    pub name: String,
+    /// Frames received (each entered the chain).
+    pub rx_packets: u64,
+    /// Bytes received.
+    pub rx_bytes: u64,
+    /// Frames the kernel dropped before FuseBox read them (receive ring overruns).
+    pub rx_kernel_drops: u64,
+    /// Frames sent.
+    pub tx_packets: u64,
+    /// Bytes sent.
+    pub tx_bytes: u64,
+    /// Frames that left the chain by this interface but found the transmit ring full
+    /// (dropped by the port, `tx-full`): the exit's packets = sent + tx-full.
+    pub tx_full: u64,
+}
+
+impl PortSummary {
+    /// The summary of port counters `c` under `name`.
+    pub fn new(name: impl Into<String>, c: &ports::port::PortCounters) -> PortSummary {
+        PortSummary {
+            name: name.into(),
+            rx_packets: c.rx_packets,
+            rx_bytes: c.rx_bytes,
+            rx_kernel_drops: c.rx_kernel_drops,
+            tx_packets: c.tx_packets,
+            tx_bytes: c.tx_bytes,
+            tx_full: c.tx_full,
+        }
+    }
+}
+
 /// Chain-wide totals.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq, Default)]
 pub struct Totals {
@@ -84,6 +119,9 @@ pub struct Summary {
     pub nfs: Vec<NfSummary>,
     /// Per exit.
     pub exits: Vec<ExitSummary>,
+    /// Per device port (live runs; empty otherwise).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ports: Vec<PortSummary>,
     /// Totals.
     pub totals: Totals,
 }
@@ -125,6 +163,13 @@ impl Summary {
                 s,
                 "exit {:<28} {} packets, {} bytes",
                 x.name, x.packets, x.bytes
+            );
+        }
+        for p in &self.ports {
+            let _ = writeln!(
+                s,
+                "port {:<28} received {} ({} bytes, {} dropped by the kernel), sent {} ({} bytes), tx-full {}",
+                p.name, p.rx_packets, p.rx_bytes, p.rx_kernel_drops, p.tx_packets, p.tx_bytes, p.tx_full
             );
         }
         for nf in &self.nfs {

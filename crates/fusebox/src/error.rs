@@ -49,6 +49,9 @@ pub enum CliError {
     /// A ClassBench file or classifier operation that failed.
     #[error(transparent)]
     Classify(#[from] classify::Error),
+    /// A device port that cannot be opened or stopped working.
+    #[error(transparent)]
+    Port(#[from] ports::port::PortError),
     /// A pcap-filter expression that does not parse.
     #[error(transparent)]
     Filter(#[from] elements::pcapfilter::ExprError),

@@ -10,6 +10,7 @@ use packet::Precision;
 use ports::pcap::Record;
 use ports::pcap::{PcapReader, PcapWriter};
 use std::cell::Cell;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::rc::Rc;
@@ -42,6 +43,13 @@ pub struct RunArgs {
     /// Input capture for an entry interface: NF.IFACE=FILE (IFACE=FILE for a single Click file). Repeatable.
     #[arg(short, long = "input", value_name = "NF.IFACE=FILE")]
     pub inputs: Vec<String>,
+    /// Run live on a Linux network device: NF.IFACE=DEV[,afxdp|afpacket] (IFACE=DEV for a
+    /// single Click file). Frames received on DEV enter the chain at NF.IFACE (when the NF
+    /// reads it), packets leaving by NF.IFACE are sent on DEV (when the NF writes it).
+    /// Repeatable; overrides the chain file's `[[device]]` for the same interface. Without a
+    /// kind: AF_XDP where the device allows it, else AF_PACKET (the run says which).
+    #[arg(long = "iface", value_name = "NF.IFACE=DEV[,KIND]")]
+    pub ifaces: Vec<String>,
     /// Output capture for an exit: NF.IFACE=FILE. Exits not named go to NF.IFACE.pcap in --out-dir.
     #[arg(short, long = "output", value_name = "NF.IFACE=FILE")]
     pub outputs: Vec<String>,
@@ -217,10 +225,14 @@ fn build(
     out_dir: &Path,
     precision: Precision,
     in_memory: bool,
+    tx: &mut BTreeMap<String, Box<dyn ports::port::TxPort>>,
 ) -> Result<Executor, CliError> {
     Executor::new(chain, opts, |name, dump| {
         if in_memory {
             return Ok(ExitSink::Count);
+        }
+        if let Some(port) = tx.remove(name) {
+            return Ok(ExitSink::Port(port));
         }
         let path = match dump {
             Some(p) => p.clone(),
@@ -279,6 +291,26 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
             .as_ref()
             .is_none_or(|f| f.pred().accepts(&r.data, r.orig_len))
     };
+    let devices = open_devices(a, &chain)?;
+    if !devices.is_empty() {
+        if a.replay.is_some() {
+            return Err(CliError::Invalid(
+                "--replay: not with devices (--iface or [[device]]): a live run forwards what arrives".into(),
+            ));
+        }
+        if a.filter.is_some() {
+            return Err(CliError::Invalid(
+                "--filter: applies to capture inputs, not yet to devices (--iface or [[device]])"
+                    .into(),
+            ));
+        }
+    }
+    let mut tx: BTreeMap<String, Box<dyn ports::port::TxPort>> = BTreeMap::new();
+    let mut rx: Vec<(Endpoint, Box<dyn ports::port::RxPort>)> = Vec::new();
+    for (ep, d) in devices {
+        tx.insert(ep.to_string(), d.tx);
+        rx.push((ep, d.rx));
+    }
     if a.metrics_linger.is_nan() || a.metrics_linger < 0.0 {
         return Err(CliError::Invalid(format!(
             "--metrics-linger {}: expected seconds >= 0",
@@ -293,6 +325,7 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
         &a.out_dir,
         precision,
         a.replay.is_some(),
+        &mut tx,
     )?;
     if a.trust_switch_tags && a.mode != Mode::Synth {
         return Err(CliError::Invalid(
@@ -314,7 +347,34 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
             )));
         }
     }
-    if inputs.is_empty() && ex.dump_sources().is_empty() {
+    // Every bound interface is an entry or an exit; frames of an interface the NF only
+    // writes are not read (its receive half is closed).
+    let live = !rx.is_empty();
+    let mut rx_ports: Vec<chain::exec::PortInput> = Vec::new();
+    let mut rx_names: Vec<String> = Vec::new();
+    for (ep, port) in rx {
+        let name = ep.to_string();
+        match ex.entry(&ep) {
+            Some(entry) => {
+                rx_ports.push((entry, port));
+                rx_names.push(name);
+            }
+            None if ex.exit_names().contains(&name) => {}
+            None => {
+                return Err(CliError::Invalid(format!(
+                    "--iface {ep}: not an interface of the chain (entries: {}; exits: {})",
+                    chain
+                        .entries
+                        .iter()
+                        .map(|(e, _)| e.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    ex.exit_names().join(", ")
+                )))
+            }
+        }
+    }
+    if inputs.is_empty() && ex.dump_sources().is_empty() && !live {
         return Err(chain.no_input_error().into());
     }
     let mut errors = Vec::new();
@@ -333,6 +393,10 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
             recs.retain(keep);
             excluded.set(excluded.get() + (before - recs.len()) as u64);
             memory.push((entry, recs));
+        } else if live {
+            // Captures given to a live run enter as ports too, as fast as they are read.
+            rx_ports.push((entry, Box::new(ports::port::PcapRx::new(r))));
+            rx_names.push(format!("{ep}={}", file.display()));
         } else {
             let recs = filtered(records(r), filter.clone(), excluded.clone());
             sources.push(ex.source(format!("{ep}={}", file.display()), entry, recs));
@@ -424,6 +488,34 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
             s = format!("{{\"replay\": {{\"packets\": {n}, \"passes\": {passes}, \"stopped\": {}, \"seconds\": {secs}, \"pps\": {pps}}},{} \"summary\": {s}}}", stop.is_set(), mode_json(synth.as_ref(), &ex).map(|s| format!(" {s}")).unwrap_or_default());
             outln!("{s}");
         }
+    } else if live {
+        eprintln!("live: running (SIGINT or SIGTERM stops)");
+        let names = &rx_names;
+        let r = ex.run_ports(
+            &mut rx_ports,
+            std::time::Duration::from_millis(20),
+            || stop.is_set(),
+            |ex, rx| watch.tick(|| with_rx(ex.summary(), names, rx)),
+        );
+        if let Err(e) = r {
+            errors.push(e.to_string());
+        }
+        if stop.is_set() {
+            eprintln!(
+                "live: stopped by a signal after {} input packets",
+                ex.summary().totals.input
+            );
+        }
+        if let Err(e) = ex.finish() {
+            errors.push(e.to_string());
+        }
+        if a.json {
+            let s = with_rx(ex.summary(), &rx_names, &rx_ports).to_json();
+            match (s.strip_prefix("{\n"), mode_json(synth.as_ref(), &ex)) {
+                (Some(rest), Some(m)) => outln!("{{\n  {m}\n{rest}"),
+                _ => outln!("{s}"),
+            }
+        }
     } else {
         errors.extend(ex.run_until(sources, |ex| {
             watch.tick(|| with_excluded(ex.summary(), excluded.get()));
@@ -444,7 +536,11 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
             }
         }
     }
-    let summary = with_excluded(ex.summary(), excluded.get());
+    let summary = with_rx(
+        with_excluded(ex.summary(), excluded.get()),
+        &rx_names,
+        &rx_ports,
+    );
     if let Some(f) = ex.fast_stats() {
         eprintln!("{}", fast_line(&f));
     }
@@ -565,6 +661,53 @@ fn filtered(records: Records, filter: Option<Rc<PcapFilter>>, excluded: Rc<Cell<
 
 /// The summary with the packets `--filter` kept out counted as input dropped for
 /// `filter-excluded` (at chain level: no NF saw them).
+/// `s` with the receive counters of the ports frames came in by (`names[i]` is the
+/// interface of `rx[i]`), merged into the port of the same interface when it also sends.
+fn with_rx(mut s: Summary, names: &[String], rx: &[chain::exec::PortInput]) -> Summary {
+    for (name, (_, port)) in names.iter().zip(rx) {
+        let c = port.counters();
+        match s.ports.iter_mut().find(|p| &p.name == name) {
+            Some(p) => {
+                p.rx_packets = c.rx_packets;
+                p.rx_bytes = c.rx_bytes;
+                p.rx_kernel_drops = c.rx_kernel_drops;
+            }
+            None => s
+                .ports
+                .push(chain::summary::PortSummary::new(name.as_str(), &c)),
+        }
+    }
+    s
+}
+
+/// The devices the chain file's `[[device]]` and `--iface` bind (`--iface` wins for the same
+/// interface), opened, in that order. Says on stderr what each runs on and why it is less
+/// than asked for (AF_XDP in copy mode, or AF_PACKET where XDP cannot run).
+fn open_devices(a: &RunArgs, chain: &ChainFile) -> Result<Vec<(Endpoint, nic::Device)>, CliError> {
+    let mut want: Vec<(Endpoint, chain::Device)> = chain
+        .devices
+        .iter()
+        .map(|(e, d, _)| (e.clone(), d.clone()))
+        .collect();
+    for s in &a.ifaces {
+        let (ep, dev) = parse_binding(s, chain, "--iface")?;
+        let dev = chain::Device::parse(&dev.to_string_lossy())
+            .map_err(|e| CliError::Invalid(format!("--iface {s}: {e}")))?;
+        want.retain(|(e, _)| *e != ep);
+        want.push((ep, dev));
+    }
+    let mut open = Vec::new();
+    for (ep, d) in want {
+        let dev = nic::open(&d.dev, d.via).map_err(|e| CliError::context(ep.to_string(), e))?;
+        eprintln!("live: {ep} on {} via {}", d.dev, dev.kind);
+        if let Some(note) = &dev.note {
+            eprintln!("live: {note}");
+        }
+        open.push((ep, dev));
+    }
+    Ok(open)
+}
+
 fn with_excluded(mut s: Summary, excluded: u64) -> Summary {
     if excluded > 0 {
         s.totals.input += excluded;

@@ -26,6 +26,7 @@
 //! | `fusebox_element_stat` (gauge) | + `stat` | element-specific counters (some go down, e.g. active mappings) |
 //! | `fusebox_element_held_packets` (gauge) | `nf`, `element`, `class` | |
 //! | `fusebox_exit_{packets,bytes}_total` | `exit` | per exit |
+//! | `fusebox_port_{rx,tx}_{packets,bytes}_total`, `fusebox_port_rx_kernel_drops_total`, `fusebox_port_tx_full_total` | `port` | per device port (live runs) |
 //!
 //! and, without labels, `fusebox_run_stopped` (1 once the run has stopped: the numbers are
 //! its final summary) and `fusebox_workers` (workers that have published).
@@ -279,6 +280,42 @@ pub fn render(workers: &[(usize, Summary)], stopped: bool) -> String {
             }),
         );
     }
+    type PortPick = fn(&chain::summary::PortSummary) -> u64;
+    let port_counts: [(&str, &str, PortPick); 6] = [
+        ("rx_packets", "Frames received on the device.", |p| {
+            p.rx_packets
+        }),
+        ("rx_bytes", "Bytes received on the device.", |p| p.rx_bytes),
+        (
+            "rx_kernel_drops",
+            "Frames the kernel dropped before FuseBox read them (receive ring overruns).",
+            |p| p.rx_kernel_drops,
+        ),
+        ("tx_packets", "Frames sent on the device.", |p| p.tx_packets),
+        ("tx_bytes", "Bytes sent on the device.", |p| p.tx_bytes),
+        (
+            "tx_full",
+            "Frames dropped because the transmit ring was full (tx-full).",
+            |p| p.tx_full,
+        ),
+    ];
+    if workers.iter().any(|(_, s)| !s.ports.is_empty()) {
+        for (what, help, pick) in port_counts {
+            family(
+                &mut o,
+                &format!("fusebox_port_{what}_total"),
+                "counter",
+                help,
+                workers.iter().flat_map(|(w, s)| {
+                    s.ports.iter().map(move |p| {
+                        let mut l = worker(*w);
+                        l.push(("port", p.name.clone()));
+                        (l, pick(p))
+                    })
+                }),
+            );
+        }
+    }
     o
 }
 
@@ -390,6 +427,7 @@ mod tests {
                 packets: 9 * k,
                 bytes: 900 * k,
             }],
+            ports: Vec::new(),
             totals: Totals {
                 input: 10 * k,
                 created: 0,

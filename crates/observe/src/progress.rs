@@ -239,6 +239,7 @@ mod tests {
         Summary {
             nfs: Vec::new(),
             exits: Vec::new(),
+            ports: Vec::new(),
             totals: Totals {
                 input,
                 output,
