@@ -361,7 +361,19 @@ fn bind_socket(
         sxdp_queue_id: queue,
         sxdp_shared_umem_fd: 0,
     };
-    sys::bind(&fd, &addr).map_err(|e| match e.raw_os_error() {
+    // A socket closed on this queue moments ago is torn down by the kernel in the
+    // background and holds the queue until then (EBUSY): wait for it, a second at most.
+    let mut tries = 0;
+    let bound = loop {
+        match sys::bind(&fd, &addr) {
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) && tries < 100 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            other => break other,
+        }
+    };
+    bound.map_err(|e| match e.raw_os_error() {
         Some(libc::EPERM) | Some(libc::EACCES) => PortError::Privilege {
             dev: dev.to_string(),
             what: "binding an AF_XDP socket",

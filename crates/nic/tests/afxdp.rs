@@ -295,3 +295,31 @@ fn each_queue_gets_its_frames_and_open_serves_them_all() {
     }
     assert_eq!(d.rx.counters().rx_packets, all);
 }
+
+#[test]
+fn a_device_without_driver_xdp_runs_generic_and_says_so() {
+    if !can_run("a_device_without_driver_xdp_runs_generic_and_says_so") {
+        return;
+    }
+    let net = Net::new();
+    // The namespace's own loopback: its driver has no XDP, the kernel's generic XDP does.
+    let dummy = "lo".to_string();
+    net.loopback_up_b();
+    let (rx, tx, mode) = net
+        .in_b(|| afxdp::open(&dummy, &Config::default()))
+        .unwrap();
+    assert!(!mode.native && !mode.zero_copy, "{mode:?}");
+    let note = mode.note.clone().unwrap_or_default();
+    assert!(
+        note.starts_with(&format!("{dummy}: no native XDP (")) && note.contains("generic mode"),
+        "{note}"
+    );
+    assert!(note.contains("copy mode"), "{note}");
+    assert!(has_xdp(&net.b, &dummy));
+    drop((rx, tx));
+    assert!(!has_xdp(&net.b, &dummy), "XDP program left attached");
+    // nic::open passes the note on.
+    let d = net.in_b(|| nic::open(&dummy, Kind::Auto)).unwrap();
+    assert_eq!(d.kind, Kind::AfXdp, "{:?}", d.note);
+    assert_eq!(d.note, mode.note);
+}

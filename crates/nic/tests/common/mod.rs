@@ -106,6 +106,11 @@ impl Net {
         net
     }
 
+    /// Brings up namespace `b`'s loopback device (whose driver has no XDP of its own).
+    pub fn loopback_up_b(&self) {
+        ip(&["-n", &self.b, "link", "set", "lo", "up"]).unwrap();
+    }
+
     /// Deletes `dev_b` (and so the pair).
     pub fn delete_b(&self) {
         ip(&["-n", &self.b, "link", "del", &self.dev_b]).unwrap();
