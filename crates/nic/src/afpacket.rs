@@ -457,7 +457,7 @@ impl TxPort for AfPacketTx {
         &self.dev
     }
 
-    /// Queues the frame; every [`TX_BATCH`] frames the queue is sent. Frames the device's
+    /// Queues the frame; every 64 frames (`TX_BATCH`) the queue is sent. Frames the device's
     /// queue refuses when the batch is sent are counted in `tx_full`: this port returns
     /// `Ok(true)` for every frame it queued, so `tx_full`, not the count of `Ok(false)`, is
     /// the number of frames dropped; `tx_packets` counts frames the kernel took.
