@@ -2,7 +2,7 @@
 //! so stateful NFs see both directions of every flow they open.
 
 use wire::tcp::flags as tcp_flags;
-use wire::{arp, checksum, ethernet, icmpv4, icmpv6, IpProtocol};
+use wire::{arp, checksum, ethernet, icmpv4, icmpv6, ipv4, ipv6, tcp, udp, IpProtocol};
 
 /// The reply to an Ethernet frame: MACs, IP addresses and ports swapped, TCP flags answered
 /// (SYN → SYN+ACK, FIN → FIN+ACK, data → ACK; sequence numbers follow), ICMP echo requests
@@ -12,66 +12,50 @@ use wire::{arp, checksum, ethernet, icmpv4, icmpv6, IpProtocol};
 /// swapped.
 pub fn reply(p: &packet::Packet) -> Vec<u8> {
     let mut b = p.data().to_vec();
-    if b.len() < 14 {
+    if b.len() < ethernet::HEADER_LEN {
         return b;
     }
     if let Some(r) = arp_reply(&b) {
         return r;
     }
-    let (dst, src) = (b[0..6].to_vec(), b[6..12].to_vec());
-    b[0..6].copy_from_slice(&src);
-    b[6..12].copy_from_slice(&dst);
+    swap(
+        &mut b,
+        ethernet::field::DESTINATION,
+        ethernet::field::SOURCE,
+    );
     let Ok(l) = wire::parse::layers(&b) else {
         return b;
     };
     let (Some(l3), Some(proto)) = (l.l3_offset, l.ip_proto) else {
         return b;
     };
-    let v6 = b.get(l3).is_some_and(|v| v >> 4 == 6);
-    let (sa, da, alen) = if v6 {
-        (l3 + 8, l3 + 24, 16)
-    } else {
-        (l3 + 12, l3 + 16, 4)
+    let ip = match Ip::at(&b, l3) {
+        Some(ip) => ip,
+        None => return b,
     };
-    if b.len() < da + alen {
-        return b;
-    }
-    let s = b[sa..sa + alen].to_vec();
-    let d = b[da..da + alen].to_vec();
-    b[sa..sa + alen].copy_from_slice(&d);
-    b[da..da + alen].copy_from_slice(&s);
-    let ip_end = if v6 {
-        b[l3 + 7] = 64;
-        (l3 + 40 + u16::from_be_bytes([b[l3 + 4], b[l3 + 5]]) as usize).min(b.len())
-    } else {
-        b[l3 + 8] = 64;
-        b[l3 + 10] = 0;
-        b[l3 + 11] = 0;
-        let hl = ((b[l3] & 0x0f) as usize) * 4;
-        let ck = checksum::data(&b[l3..l3 + hl]);
-        b[l3 + 10..l3 + 12].copy_from_slice(&ck.to_be_bytes());
-        (l3 + u16::from_be_bytes([b[l3 + 2], b[l3 + 3]]) as usize).min(b.len())
-    };
+    swap(&mut b, ip.src.clone(), ip.dst.clone());
+    let ip_end = ip.answer(&mut b);
     let Some(l4) = l.l4_offset.filter(|_| !l.is_fragment || l.first_fragment) else {
         return b;
     };
     if l4 >= ip_end {
         return b;
     }
-    let seg_len = ip_end - l4;
+    let seg = l4..ip_end;
+    let at = |r: std::ops::Range<usize>| l4 + r.start..l4 + r.end;
     match proto {
-        IpProtocol::TCP if seg_len >= 20 => {
-            b.swap(l4, l4 + 2);
-            b.swap(l4 + 1, l4 + 3);
-            let seq = u32::from_be_bytes([b[l4 + 4], b[l4 + 5], b[l4 + 6], b[l4 + 7]]);
-            let ack = u32::from_be_bytes([b[l4 + 8], b[l4 + 9], b[l4 + 10], b[l4 + 11]]);
-            let flags = b[l4 + 13];
-            let hl = ((b[l4 + 12] >> 4) as usize) * 4;
-            let payload = seg_len.saturating_sub(hl) as u32;
-            let syn = flags & tcp_flags::SYN != 0;
-            let fin = flags & tcp_flags::FIN != 0;
-            let rst = flags & tcp_flags::RST != 0;
-            let new_flags = if rst {
+        IpProtocol::TCP if seg.len() >= tcp::HEADER_LEN => {
+            use tcp::field;
+            swap(&mut b, at(field::SRC_PORT), at(field::DST_PORT));
+            let read = |b: &[u8], r: std::ops::Range<usize>| {
+                wire::bytes::read_u32(b, l4 + r.start).unwrap_or(0)
+            };
+            let (seq, ack) = (read(&b, field::SEQ_NUM), read(&b, field::ACK_NUM));
+            let flags = b[l4 + field::FLAGS];
+            let hl = usize::from(b[l4 + field::DATA_OFF] >> 4) * 4;
+            let payload = seg.len().saturating_sub(hl) as u32;
+            let (syn, fin) = (flags & tcp_flags::SYN != 0, flags & tcp_flags::FIN != 0);
+            let answer = if flags & tcp_flags::RST != 0 {
                 tcp_flags::RST
             } else if syn && flags & tcp_flags::ACK == 0 {
                 tcp_flags::SYN | tcp_flags::ACK
@@ -83,56 +67,120 @@ pub fn reply(p: &packet::Packet) -> Vec<u8> {
             let new_ack = seq
                 .wrapping_add(payload)
                 .wrapping_add(u32::from(syn) + u32::from(fin));
-            b[l4 + 4..l4 + 8].copy_from_slice(&ack.to_be_bytes());
-            b[l4 + 8..l4 + 12].copy_from_slice(&new_ack.to_be_bytes());
-            b[l4 + 13] = new_flags;
-            fill_l4(&mut b, l3, l4, ip_end, 16, v6, proto);
+            wire::bytes::write_u32(&mut b, l4 + field::SEQ_NUM.start, ack);
+            wire::bytes::write_u32(&mut b, l4 + field::ACK_NUM.start, new_ack);
+            b[l4 + field::FLAGS] = answer;
+            fill_l4(&mut b, &ip, seg, field::CHECKSUM.start, proto);
         }
-        IpProtocol::UDP if seg_len >= 8 => {
-            b.swap(l4, l4 + 2);
-            b.swap(l4 + 1, l4 + 3);
-            if b[l4 + 6] != 0 || b[l4 + 7] != 0 || v6 {
-                fill_l4(&mut b, l3, l4, ip_end, 6, v6, proto);
+        IpProtocol::UDP if seg.len() >= udp::HEADER_LEN => {
+            use udp::field;
+            swap(&mut b, at(field::SRC_PORT), at(field::DST_PORT));
+            // A UDP checksum of zero (none, over IPv4) stays none.
+            if b[at(field::CHECKSUM)] != [0, 0] || ip.v6 {
+                fill_l4(&mut b, &ip, seg, field::CHECKSUM.start, proto);
             }
         }
-        IpProtocol::ICMP if seg_len >= 8 && b[l4] == icmpv4::msg_type::ECHO_REQUEST => {
-            b[l4] = icmpv4::msg_type::ECHO_REPLY;
-            b[l4 + 2] = 0;
-            b[l4 + 3] = 0;
-            let ck = checksum::data(&b[l4..ip_end]);
-            b[l4 + 2..l4 + 4].copy_from_slice(&ck.to_be_bytes());
+        IpProtocol::ICMP
+            if seg.len() >= icmpv4::HEADER_LEN
+                && b[l4 + icmpv4::field::TYPE] == icmpv4::msg_type::ECHO_REQUEST =>
+        {
+            b[l4 + icmpv4::field::TYPE] = icmpv4::msg_type::ECHO_REPLY;
+            let ck = at(icmpv4::field::CHECKSUM);
+            b[ck.clone()].fill(0);
+            let sum = checksum::data(&b[seg]);
+            wire::bytes::write_u16(&mut b, ck.start, sum);
         }
-        IpProtocol::ICMPV6 if seg_len >= 8 && b[l4] == icmpv6::msg_type::ECHO_REQUEST => {
-            b[l4] = icmpv6::msg_type::ECHO_REPLY;
-            fill_l4(&mut b, l3, l4, ip_end, 2, v6, proto);
+        IpProtocol::ICMPV6
+            if seg.len() >= icmpv6::HEADER_LEN
+                && b[l4 + icmpv6::field::TYPE] == icmpv6::msg_type::ECHO_REQUEST =>
+        {
+            b[l4 + icmpv6::field::TYPE] = icmpv6::msg_type::ECHO_REPLY;
+            fill_l4(&mut b, &ip, seg, icmpv6::field::CHECKSUM.start, proto);
         }
         _ => {}
     }
     b
 }
 
-fn fill_l4(b: &mut [u8], l3: usize, l4: usize, end: usize, ck_at: usize, v6: bool, proto: u8) {
-    b[l4 + ck_at] = 0;
-    b[l4 + ck_at + 1] = 0;
-    let len = (end - l4) as u32;
-    let pseudo = if v6 {
+/// Swaps the bytes of two equal-length ranges of `b`.
+fn swap(b: &mut [u8], x: std::ops::Range<usize>, y: std::ops::Range<usize>) {
+    for (i, j) in x.zip(y) {
+        b.swap(i, j);
+    }
+}
+
+/// Where the IP header of the frame being answered keeps its addresses (absolute ranges).
+struct Ip {
+    l3: usize,
+    v6: bool,
+    src: std::ops::Range<usize>,
+    dst: std::ops::Range<usize>,
+}
+
+impl Ip {
+    /// The IPv4 or IPv6 header at `l3`, if its addresses are within the frame.
+    fn at(b: &[u8], l3: usize) -> Option<Ip> {
+        let v6 = b.get(l3).is_some_and(|v| v >> 4 == 6);
+        let (src, dst) = if v6 {
+            (ipv6::field::SRC_ADDR, ipv6::field::DST_ADDR)
+        } else {
+            (ipv4::field::SRC_ADDR, ipv4::field::DST_ADDR)
+        };
+        let abs = |r: std::ops::Range<usize>| l3 + r.start..l3 + r.end;
+        (b.len() >= l3 + dst.end).then(|| Ip {
+            l3,
+            v6,
+            src: abs(src),
+            dst: abs(dst),
+        })
+    }
+
+    /// Makes the header the answer's (TTL or hop limit 64; the IPv4 checksum recomputed)
+    /// and returns where the IP packet ends (its length, within the frame).
+    fn answer(&self, b: &mut [u8]) -> usize {
+        let l3 = self.l3;
+        let len = if self.v6 {
+            b[l3 + ipv6::field::HOP_LIMIT] = 64;
+            let payload = wire::bytes::read_u16(b, l3 + ipv6::field::LENGTH.start).unwrap_or(0);
+            usize::from(payload) + ipv6::HEADER_LEN
+        } else {
+            b[l3 + ipv4::field::TTL] = 64;
+            let hl = usize::from(b[l3 + ipv4::field::VER_IHL] & 0x0f) * 4;
+            let ck = l3 + ipv4::field::CHECKSUM.start;
+            b[ck..ck + 2].fill(0);
+            let sum = checksum::data(&b[l3..l3 + hl]);
+            wire::bytes::write_u16(b, ck, sum);
+            let total = wire::bytes::read_u16(b, l3 + ipv4::field::LENGTH.start).unwrap_or(0);
+            usize::from(total)
+        };
+        (l3 + len).min(b.len())
+    }
+}
+
+/// Recomputes the transport checksum at `ck_at` (from the segment's start) over `seg` with
+/// the pseudo header of `ip`.
+fn fill_l4(b: &mut [u8], ip: &Ip, seg: std::ops::Range<usize>, ck_at: usize, proto: u8) {
+    let ck = seg.start + ck_at;
+    b[ck..ck + 2].fill(0);
+    let len = seg.len() as u32;
+    let pseudo = if ip.v6 {
         let mut s = [0u8; 16];
         let mut d = [0u8; 16];
-        s.copy_from_slice(&b[l3 + 8..l3 + 24]);
-        d.copy_from_slice(&b[l3 + 24..l3 + 40]);
+        s.copy_from_slice(&b[ip.src.clone()]);
+        d.copy_from_slice(&b[ip.dst.clone()]);
         checksum::pseudo_header_v6(s, d, proto, len)
     } else {
         let mut s = [0u8; 4];
         let mut d = [0u8; 4];
-        s.copy_from_slice(&b[l3 + 12..l3 + 16]);
-        d.copy_from_slice(&b[l3 + 16..l3 + 20]);
+        s.copy_from_slice(&b[ip.src.clone()]);
+        d.copy_from_slice(&b[ip.dst.clone()]);
         checksum::pseudo_header_v4(s, d, proto, len as u16)
     };
-    let mut ck = !checksum::fold(checksum::combine(&[pseudo, checksum::sum(&b[l4..end])]));
+    let mut sum = !checksum::fold(checksum::combine(&[pseudo, checksum::sum(&b[seg])]));
     if proto == IpProtocol::UDP {
-        ck = checksum::udp_finish(ck);
+        sum = checksum::udp_finish(sum);
     }
-    b[l4 + ck_at..l4 + ck_at + 2].copy_from_slice(&ck.to_be_bytes());
+    wire::bytes::write_u16(b, ck, sum);
 }
 
 /// The MAC FuseBox's reflection gives the host that owns `ip`.
@@ -160,6 +208,104 @@ fn arp_reply(f: &[u8]) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use wire::build::{Frame, Sum};
+
+    const A: [u8; 6] = [2, 0, 0, 0, 0, 1];
+    const B: [u8; 6] = [2, 0, 0, 0, 0, 2];
+
+    fn answer(f: &Frame) -> Vec<u8> {
+        reply(&packet::Packet::from_bytes(&f.build()))
+    }
+
+    #[test]
+    fn tcp_is_answered_with_swapped_ends_flags_and_sequence_numbers() {
+        let tcp = |s: [u8; 4], d: [u8; 4], sp, dp| Frame::tcp(s, d, sp, dp);
+        let (c, sv) = ([192, 168, 0, 5], [10, 0, 2, 1]);
+        // SYN -> SYN+ACK acknowledging the SYN.
+        let syn = tcp(c, sv, 4000, 80)
+            .macs(A, B)
+            .ttl(9)
+            .flags(tcp_flags::SYN)
+            .seq_ack(100, 0);
+        let want = tcp(sv, c, 80, 4000)
+            .macs(B, A)
+            .ttl(64)
+            .flags(tcp_flags::SYN | tcp_flags::ACK)
+            .seq_ack(0, 101);
+        assert_eq!(answer(&syn), want.build());
+        // Data -> ACK of the data; FIN -> FIN+ACK of the FIN; RST -> RST.
+        let data = tcp(c, sv, 4000, 80)
+            .macs(A, B)
+            .flags(tcp_flags::ACK | tcp_flags::PSH)
+            .seq_ack(1000, 2000)
+            .payload(&[7; 10]);
+        let want = tcp(sv, c, 80, 4000)
+            .macs(B, A)
+            .ttl(64)
+            .flags(tcp_flags::ACK)
+            .seq_ack(2000, 1010)
+            .payload(&[7; 10]);
+        assert_eq!(answer(&data), want.build());
+        let fin = tcp(c, sv, 4000, 80)
+            .macs(A, B)
+            .flags(tcp_flags::FIN | tcp_flags::ACK)
+            .seq_ack(5, 6);
+        let want = tcp(sv, c, 80, 4000)
+            .macs(B, A)
+            .ttl(64)
+            .flags(tcp_flags::FIN | tcp_flags::ACK)
+            .seq_ack(6, 6);
+        assert_eq!(answer(&fin), want.build());
+        let rst = tcp(c, sv, 4000, 80)
+            .macs(A, B)
+            .flags(tcp_flags::RST)
+            .seq_ack(5, 6);
+        let want = tcp(sv, c, 80, 4000)
+            .macs(B, A)
+            .ttl(64)
+            .flags(tcp_flags::RST)
+            .seq_ack(6, 5);
+        assert_eq!(answer(&rst), want.build());
+    }
+
+    #[test]
+    fn udp_and_echo_are_answered_with_valid_checksums() {
+        let (c, sv) = ([192, 168, 0, 5], [10, 0, 2, 1]);
+        let udp = Frame::udp(c, sv, 4000, 53)
+            .macs(A, B)
+            .ttl(3)
+            .payload(b"query");
+        let want = Frame::udp(sv, c, 53, 4000)
+            .macs(B, A)
+            .ttl(64)
+            .payload(b"query");
+        assert_eq!(answer(&udp), want.build());
+        // No checksum stays no checksum.
+        let none = udp.clone().l4_sum(Sum::Zero);
+        assert_eq!(answer(&none), want.clone().l4_sum(Sum::Zero).build());
+        let echo = Frame::icmp(c, sv, icmpv4::msg_type::ECHO_REQUEST, 0)
+            .macs(A, B)
+            .icmp_rest(0x0001_0002)
+            .payload(b"ping");
+        let want = Frame::icmp(sv, c, icmpv4::msg_type::ECHO_REPLY, 0)
+            .macs(B, A)
+            .ttl(64)
+            .icmp_rest(0x0001_0002)
+            .payload(b"ping");
+        assert_eq!(answer(&echo), want.build());
+        // A later fragment: addresses swapped, TTL and header checksum answered, the
+        // transport bytes (not a header) left alone.
+        let frag = Frame::udp(c, sv, 4000, 53)
+            .macs(A, B)
+            .fragment(false, false, 8);
+        let r = answer(&frag);
+        let want = Frame::udp(sv, c, 4000, 53)
+            .macs(B, A)
+            .ttl(64)
+            .fragment(false, false, 8);
+        assert_eq!(r, want.build());
+    }
 
     #[test]
     fn arp_requests_are_answered_by_the_asked_host() {
