@@ -235,6 +235,22 @@ fn equals_summary(s: &Scrape, j: &Value) {
         );
         expected += 2;
     }
+    // Device ports (live runs; the JSON leaves the list out when it is empty).
+    for p in j["ports"].as_array().into_iter().flatten() {
+        let port = p["name"].as_str().unwrap();
+        for k in [
+            "rx_packets",
+            "rx_bytes",
+            "rx_kernel_drops",
+            "tx_packets",
+            "tx_bytes",
+            "tx_full",
+        ] {
+            let got = v(s, &format!("fusebox_port_{k}_total"), &[W, ("port", port)]);
+            assert_eq!(got, n(&p[k]), "{port} {k}");
+            expected += 1;
+        }
+    }
     for nf in j["nfs"].as_array().unwrap() {
         let name = nf["name"].as_str().unwrap();
         for (what, key) in [

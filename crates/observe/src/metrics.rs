@@ -396,7 +396,7 @@ fn serve(http: &tiny_http::Server, board: &Board) {
 mod tests {
     use super::*;
     use crate::scrape::parse;
-    use chain::summary::{ElementSummary, ExitSummary, NfSummary, Totals};
+    use chain::summary::{ElementSummary, ExitSummary, NfSummary, PortSummary, Totals};
     use std::collections::BTreeMap;
 
     fn summary(k: u64) -> Summary {
@@ -427,7 +427,12 @@ mod tests {
                 packets: 9 * k,
                 bytes: 900 * k,
             }],
-            ports: Vec::new(),
+            ports: vec![PortSummary {
+                name: "fw.eth1".into(),
+                tx_packets: 8 * k,
+                tx_full: k,
+                ..PortSummary::default()
+            }],
             totals: Totals {
                 input: 10 * k,
                 created: 0,
@@ -503,7 +508,14 @@ mod tests {
             ),
             Some(900.0)
         );
+        let port = [("worker", "1"), ("port", "fw.eth1")];
+        assert_eq!(s.value("fusebox_port_tx_packets_total", &port), Some(16.0));
+        assert_eq!(s.value("fusebox_port_tx_full_total", &port), Some(2.0));
+        assert_eq!(s.value("fusebox_port_rx_packets_total", &port), Some(0.0));
         assert!(render(&[], true).contains("\nfusebox_run_stopped 1\n"));
+        let mut offline = summary(1);
+        offline.ports.clear();
+        assert!(!render(&[(0, offline)], false).contains("fusebox_port_"));
     }
 
     #[test]
