@@ -58,8 +58,10 @@ impl Watch {
     pub fn tick(&mut self, summary: impl FnOnce() -> Summary) {
         if let Some(now) = self.publisher.due() {
             self.publisher.publish_at(now, summary());
-            let board = self.publisher.board().snapshot();
-            self.progress.update_at(now, &board);
+            if self.progress.is_on() {
+                let board = self.publisher.board().snapshot();
+                self.progress.update_at(now, &board);
+            }
         }
     }
 

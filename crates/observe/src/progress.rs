@@ -106,6 +106,11 @@ impl Progress {
         }
     }
 
+    /// Whether it shows anything (a reader may skip copying the board when not).
+    pub fn is_on(&self) -> bool {
+        self.style != Style::Off
+    }
+
     /// A display that shows nothing.
     pub fn off() -> Self {
         Self::new(Style::Off, false)
