@@ -843,6 +843,7 @@ impl Executor {
         n
     }
 
+    #[inline]
     fn packet_from(&mut self, data: &[u8], ts: Timestamp, precision: Precision) -> Packet {
         let mut p = self.pool.pop().unwrap_or_else(|| Packet::from_bytes(&[]));
         p.reset(data);

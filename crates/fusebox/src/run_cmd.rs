@@ -442,7 +442,8 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
         board,
         0,
         observe::progress::Progress::new(style, a.progress_workers),
-    );
+    )
+    .watched(server.is_some());
     let go_on = |stop: &observe::stop::Flag| {
         if stop.is_set() {
             std::ops::ControlFlow::Break(())

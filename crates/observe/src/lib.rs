@@ -41,6 +41,9 @@ use std::time::Instant;
 pub struct Watch {
     publisher: Publisher,
     progress: Progress,
+    /// Whether anyone reads the snapshots before the run ends (a metrics server or a
+    /// progress line); when not, [`Watch::tick`] does nothing.
+    watched: bool,
 }
 
 impl Watch {
@@ -49,13 +52,26 @@ impl Watch {
         Self {
             publisher: Publisher::new(board, worker),
             progress,
+            watched: true,
         }
+    }
+
+    /// The same watch, told whether anyone reads the snapshots while the run goes on (a
+    /// `--metrics` server, or a progress line that shows): unwatched, [`Watch::tick`] takes
+    /// no snapshots (no clock read, no summary per batch); [`Watch::finish`] still publishes
+    /// the final one.
+    pub fn watched(mut self, watched: bool) -> Self {
+        self.watched = watched || !self.progress.is_off();
+        self
     }
 
     /// Call after every batch: when a snapshot is due, takes one (`summary` is called only
     /// then), publishes it and redraws the progress line.
     #[inline]
     pub fn tick(&mut self, summary: impl FnOnce() -> Summary) {
+        if !self.watched {
+            return;
+        }
         if let Some(now) = self.publisher.due() {
             self.publisher.publish_at(now, summary());
             if self.progress.is_on() {

@@ -116,6 +116,11 @@ impl Progress {
         Self::new(Style::Off, false)
     }
 
+    /// Whether it shows nothing (`off`, or a bar on a stderr that is not a terminal).
+    pub fn is_off(&self) -> bool {
+        self.style == Style::Off
+    }
+
     /// For a thread that is not a worker (the reader of a multi-worker run): call it as
     /// often as you like (after every batch); at most every [`board::INTERVAL`] it copies
     /// the board's snapshots and redraws (one clock read otherwise, nothing when off).
