@@ -1,6 +1,6 @@
 //! The element trait and what the executor hands an element.
 
-use crate::capability::{AsAny, RewriteSpec, RouteTable, StatefulFlow};
+use crate::capability::{AsAny, RewriteSpec, RouteTable, StatefulFlow, WorkerShare};
 use crate::net::Names;
 use crate::record::{Access, Recorder, ReplayView};
 use packet::{Meta, Packet, Timestamp};
@@ -322,6 +322,12 @@ pub trait Element: Send + AsAny {
 
     /// The element's route table, if it is a longest-prefix route lookup.
     fn route_table(&self) -> Option<&dyn RouteTable> {
+        None
+    }
+
+    /// The element's public address or port ranges, if replicas on several workers must
+    /// split them ([`WorkerShare`]: the rewriters and `MazuNAT`).
+    fn worker_share(&mut self) -> Option<&mut dyn WorkerShare> {
         None
     }
 

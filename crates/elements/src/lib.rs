@@ -39,7 +39,7 @@ pub mod record;
 pub mod registry;
 
 pub use args::{Args, ConfigError};
-pub use capability::{AsAny, RewriteSpec, RouteTable, StatefulFlow};
+pub use capability::{AsAny, RewriteSpec, RouteTable, StatefulFlow, WorkerShare};
 pub use element::{BuildCtx, Context, Element, PortCount, Role, Verdict};
 pub use model::Model;
 pub use net::Names;

@@ -147,6 +147,10 @@ impl Element for MazuNAT {
         Some(&mut self.rw)
     }
 
+    fn worker_share(&mut self) -> Option<&mut dyn crate::WorkerShare> {
+        Some(&mut self.rw)
+    }
+
     fn state_dump(&self) -> Vec<String> {
         self.rw.state_dump()
     }

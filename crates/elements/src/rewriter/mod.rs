@@ -18,7 +18,9 @@ pub use table::{
 };
 
 use crate::args::{parse_bool, parse_seconds, parse_uint};
-use crate::capability::{FlowStep, RewriteSpec, StatefulFlow};
+use crate::capability::{
+    slice, FlowStep, Pool, RewriteSpec, ShareError, Sliced, StatefulFlow, WorkerShare,
+};
 use crate::reason::{FlowReason, InputReason, IpHeaderReason};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
@@ -330,6 +332,84 @@ impl IPRewriter {
             Some(idx) => Ok(Ok(idx)),
             None => Err(RewriterReason::TableFull),
         }
+    }
+}
+
+/// Every pattern of `specs` (mappers' included), in order.
+fn patterns_mut(specs: &mut [InputSpec]) -> impl Iterator<Item = &mut Pattern> {
+    specs.iter_mut().flat_map(|s| match s {
+        InputSpec::Pattern { pattern, .. } => vec![pattern],
+        InputSpec::Mapper { patterns, .. } => patterns.iter_mut().map(|(p, _, _)| p).collect(),
+        _ => Vec::new(),
+    })
+}
+
+/// The pool a pattern allocates from, if it has a range.
+fn pool_of(p: &Pattern) -> Option<Pool> {
+    match p.vary {
+        Vary::None => None,
+        Vary::SourcePort { base, top } => Some(Pool {
+            addrs: p.saddr.map(|a| (a, 1)),
+            ports: Some((base, u64::from(top) + 1)),
+            sliced: Sliced::Ports,
+        }),
+        Vary::SourceAddr { base, top } => Some(Pool {
+            addrs: Some((base, u64::from(top) + 1)),
+            ports: p.sport.map(|s| (s, 1)),
+            sliced: Sliced::Addresses,
+        }),
+    }
+}
+
+/// Worker shares of the rewriters: every ranged pattern (input specifications and mappers
+/// alike) narrows to the worker's [`slice`] of its range, so replicas never hand out the
+/// same public address and port; its pool is what the dispatcher steers replies by.
+impl WorkerShare for IPRewriter {
+    fn pools(&self) -> Vec<Pool> {
+        let mut specs = self.specs.clone();
+        patterns_mut(&mut specs)
+            .filter_map(|p| pool_of(p))
+            .collect()
+    }
+
+    fn narrow(&mut self, w: usize, n: usize) -> Result<(), ShareError> {
+        for p in self.pools() {
+            let (count, what) = match p.sliced {
+                Sliced::Ports => (p.ports.map_or(0, |(_, c)| c), "ports"),
+                Sliced::Addresses => (p.addrs.map_or(0, |(_, c)| c), "addresses"),
+            };
+            if count < n as u64 {
+                return Err(ShareError {
+                    count,
+                    what,
+                    workers: n,
+                });
+            }
+        }
+        for p in patterns_mut(&mut self.specs) {
+            match p.vary {
+                Vary::None => {}
+                Vary::SourcePort { base, top } => {
+                    let (off, len) = slice(u64::from(top) + 1, w, n);
+                    let base = base.wrapping_add(off as u16);
+                    p.vary = Vary::SourcePort {
+                        base,
+                        top: len.saturating_sub(1) as u16,
+                    };
+                    p.sport = Some(base);
+                }
+                Vary::SourceAddr { base, top } => {
+                    let (off, len) = slice(u64::from(top) + 1, w, n);
+                    let base = std::net::Ipv4Addr::from(u32::from(base).wrapping_add(off as u32));
+                    p.vary = Vary::SourceAddr {
+                        base,
+                        top: len.saturating_sub(1) as u32,
+                    };
+                    p.saddr = Some(base);
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -753,6 +833,10 @@ impl Element for IPRewriter {
     }
 
     fn rewrite_spec(&self) -> Option<&dyn RewriteSpec> {
+        Some(self)
+    }
+
+    fn worker_share(&mut self) -> Option<&mut dyn WorkerShare> {
         Some(self)
     }
 

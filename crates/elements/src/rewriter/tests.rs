@@ -356,3 +356,74 @@ fn tcp_fin_shortens_timeout() {
         Some(3_000_000_000)
     );
 }
+
+/// Two replicas of a NAPT told they are workers 0 and 1 of 2 allocate from disjoint halves
+/// of the port range; their pools name the full range and steer each allocated port back
+/// to the worker that made it.
+#[test]
+fn worker_shares_allocate_disjoint_ports_and_steer_replies_home() {
+    let names = Names::default();
+    let config = "pattern 10.0.0.1 1000-9000# - - 0 1, drop";
+    let mut seen = Vec::new();
+    for w in 0..2 {
+        let mut e = mk("IPRewriter", config, &names).unwrap();
+        let share = e.worker_share().expect("a rewriter has a worker share");
+        let pools = share.pools();
+        assert_eq!(pools.len(), 1);
+        assert_eq!(pools[0].ports, Some((1000, 8001)));
+        share.narrow(w, 2).unwrap();
+        let mut cx = Context::new(Timestamp(1));
+        for i in 0..50u16 {
+            let p = ip_packet(UDP, [192, 168, 0, 1], 2000 + i, [10, 0, 2, 1], 53, true);
+            let Verdict::Out(0, q) = e.push(0, p, &mut cx) else {
+                panic!("the NAPT maps every UDP flow")
+            };
+            let (src, sport, _, _) = fields(&q);
+            assert_eq!(src, [10, 0, 0, 1]);
+            let range = if w == 0 { 1000..=4999 } else { 5000..=9000 };
+            assert!(range.contains(&sport), "worker {w}: port {sport}");
+            assert_eq!(
+                pools[0].owner(Ipv4Addr::new(10, 0, 0, 1), sport, 2),
+                Some(w)
+            );
+            seen.push(sport);
+        }
+    }
+    let mut unique = seen.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), seen.len(), "no port handed out twice");
+}
+
+#[test]
+fn worker_shares_refuse_ranges_smaller_than_the_workers() {
+    let names = Names::default();
+    let mut e = mk(
+        "IPRewriter",
+        "pattern 10.0.0.1 1000-1002 - - 0 1, drop",
+        &names,
+    )
+    .unwrap();
+    let share = e.worker_share().unwrap();
+    let err = share.narrow(0, 4).unwrap_err();
+    assert_eq!((err.count, err.workers), (3, 4));
+    assert_eq!(share.pools()[0].ports, Some((1000, 3)), "unchanged");
+    share.narrow(2, 3).unwrap();
+    assert_eq!(share.pools()[0].ports, Some((1002, 1)));
+    // An address range is split by addresses; a pattern keeping the address has no pool
+    // replies can be recognised by.
+    let mut e = mk(
+        "IPRewriter",
+        "pattern 10.0.0.0/24 - - - 0 1, pattern - 2000-2999 - - 0 1",
+        &names,
+    )
+    .unwrap();
+    let pools = e.worker_share().unwrap().pools();
+    assert_eq!(pools[0].sliced, crate::capability::Sliced::Addresses);
+    assert_eq!(pools[0].addrs, Some((Ipv4Addr::new(10, 0, 0, 1), 254)));
+    assert_eq!(pools[1].owner(Ipv4Addr::new(1, 2, 3, 4), 2500, 2), None);
+    let mut m = mk("MazuNAT", "EXTERNAL 10.1.1.1, PORTS 50000-50009", &names).unwrap();
+    let share = m.worker_share().expect("MazuNAT has its rewriter's share");
+    share.narrow(1, 2).unwrap();
+    assert_eq!(share.pools()[0].ports, Some((50005, 5)));
+}
