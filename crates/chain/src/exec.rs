@@ -116,6 +116,11 @@ impl Default for RunOptions {
 /// Packets kept in memory: timestamp, resolution and bytes, in output order.
 pub type Captured = Vec<(Timestamp, Precision, Vec<u8>)>;
 
+/// Packets kept in memory with the index of the input whose processing sent each (the
+/// index [`Executor::push_input`] was given), in output order: what a worker hands back
+/// so outputs of several workers can be listed in canonical order.
+pub type Tagged = Vec<(u64, Timestamp, Precision, Vec<u8>)>;
+
 /// Where the packets of one exit go.
 pub enum ExitSink {
     /// Written to a pcap file.
@@ -127,6 +132,8 @@ pub enum ExitSink {
     /// Sent to a port (a live device: `--iface`): queued per packet, sent when the run
     /// flushes its ports (after every batch).
     Port(Box<dyn ports::port::TxPort>),
+    /// Kept in memory, each packet tagged with its input's index ([`Executor::take_tagged`]).
+    Tagged(Tagged),
 }
 
 struct Exit {
@@ -189,6 +196,68 @@ pub struct Source {
     entry: (usize, usize),
     records: Box<dyn Iterator<Item = Result<Record, PcapError>>>,
     head: Option<Record>,
+}
+
+/// The inputs of a run merged into one stream: at every step the source whose next record
+/// is earliest (ties: the earlier source) gives it, with the entry it goes to. A source
+/// that fails stops there and its error is kept ([`Merge::into_errors`]); every complete
+/// record before it was given.
+pub struct Merge {
+    sources: Vec<Source>,
+    errors: Vec<String>,
+    primed: bool,
+}
+
+impl Merge {
+    /// The merge of `sources` (nothing is read yet).
+    pub fn new(sources: Vec<Source>) -> Merge {
+        Merge {
+            sources,
+            errors: Vec::new(),
+            primed: false,
+        }
+    }
+
+    fn advance(s: &mut Source, errors: &mut Vec<String>) {
+        s.head = match s.records.next() {
+            Some(Ok(r)) => Some(r),
+            Some(Err(e)) => {
+                errors.push(format!("{}: {e}", s.name));
+                None
+            }
+            None => None,
+        };
+    }
+
+    /// The errors that stopped sources early (`NAME: error`).
+    pub fn into_errors(self) -> Vec<String> {
+        self.errors
+    }
+}
+
+impl Iterator for Merge {
+    /// A record with its entry (NF index, element index).
+    type Item = ((usize, usize), Record);
+
+    /// The earliest record of all sources, or `None` when every source is done.
+    fn next(&mut self) -> Option<((usize, usize), Record)> {
+        if !self.primed {
+            self.primed = true;
+            for s in self.sources.iter_mut() {
+                Self::advance(s, &mut self.errors);
+            }
+        }
+        let (_, b) = self
+            .sources
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| s.head.as_ref().map(|h| (h.timestamp, i)))
+            .min()?;
+        let s = &mut self.sources[b];
+        let rec = s.head.take()?;
+        Self::advance(s, &mut self.errors);
+        Some((s.entry, rec))
+    }
 }
 
 /// The executor of a chain (see the module documentation for its shape).
@@ -610,6 +679,12 @@ impl Executor {
         })
     }
 
+    /// Element `g` (global index), to change at set-up (a worker's share of a NAT's ports:
+    /// [`elements::WorkerShare`]); before a mode is installed.
+    pub fn element_mut(&mut self, g: usize) -> &mut dyn Element {
+        &mut *self.elements[g]
+    }
+
     /// The NFs of the chain (names, classes, roles and connections of their elements; the
     /// elements themselves run inside the executor).
     pub fn nfs(&self) -> &[Nf] {
@@ -662,42 +737,22 @@ impl Executor {
     /// and the established flows' debts are paid, so the counters balance.
     pub fn run_until(
         &mut self,
-        mut sources: Vec<Source>,
+        sources: Vec<Source>,
         mut each_batch: impl FnMut(&Executor) -> ControlFlow<()>,
     ) -> Vec<String> {
-        let mut errors = Vec::new();
-        let advance = |s: &mut Source, errors: &mut Vec<String>| {
-            s.head = match s.records.next() {
-                Some(Ok(r)) => Some(r),
-                Some(Err(e)) => {
-                    errors.push(format!("{}: {e}", s.name));
-                    None
-                }
-                None => None,
-            };
-        };
-        for s in sources.iter_mut() {
-            advance(s, &mut errors);
-        }
+        let mut merge = Merge::new(sources);
         // Read a batch of packets (with the entry each goes to), then run them one by one.
         let mut batch = packet::Batch::with_capacity(self.batch);
         let mut entries: Vec<(usize, usize)> = Vec::with_capacity(self.batch);
         loop {
             while !batch.is_full() {
-                // The earliest head; ties go to the earlier source.
-                let best = sources
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(i, s)| s.head.as_ref().map(|h| (h.timestamp, i)))
-                    .min();
-                let Some((_, b)) = best else { break };
-                if let Some(rec) = sources[b].head.take() {
-                    let p = self.packet_from(&rec.data, rec.timestamp, rec.precision);
-                    if batch.push(p).is_ok() {
-                        entries.push(sources[b].entry);
-                    }
+                let Some((entry, rec)) = merge.next() else {
+                    break;
+                };
+                let p = self.packet_from(&rec.data, rec.timestamp, rec.precision);
+                if batch.push(p).is_ok() {
+                    entries.push(entry);
                 }
-                advance(&mut sources[b], &mut errors);
             }
             if batch.is_empty() {
                 break;
@@ -713,7 +768,46 @@ impl Executor {
         // decide or be read, and here: a flow's packets between two such moments cost one
         // update per mapping, not one each.
         self.flush_flows();
-        errors
+        merge.into_errors()
+    }
+
+    /// Pushes one chain input packet (`data`, at `timestamp` with `precision`) in at
+    /// `entry` as input number `index` of the run, and runs it and everything it causes to
+    /// completion. A worker's replica gets the run's own indices (increasing), so packets
+    /// an exit keeps as [`ExitSink::Tagged`] name the input that sent them and elements that
+    /// act on input indices (a Maglev's failure schedule) see the run's. Established flows'
+    /// debts are paid later ([`Executor::settle_flows`]), as in [`Executor::run`].
+    pub fn push_input(
+        &mut self,
+        entry: (usize, usize),
+        index: u64,
+        data: &[u8],
+        timestamp: Timestamp,
+        precision: Precision,
+    ) {
+        let p = self.packet_from(data, timestamp, precision);
+        self.next_input = index;
+        self.push_in(entry, p);
+    }
+
+    /// Pays what established flows owe the rewriters (done at the end of [`Executor::run`]
+    /// and [`Executor::replay`]; call it after the last [`Executor::push_input`]).
+    pub fn settle_flows(&mut self) {
+        self.flush_flows();
+    }
+
+    /// The packets every [`ExitSink::Tagged`] exit kept since the last call, by exit index
+    /// (the order of [`Executor::exit_names`]), emptied.
+    pub fn take_tagged(&mut self) -> Vec<(usize, Tagged)> {
+        let mut out = Vec::new();
+        for (i, x) in self.exits.iter_mut().enumerate() {
+            if let ExitSink::Tagged(v) = &mut x.sink {
+                if !v.is_empty() {
+                    out.push((i, std::mem::take(v)));
+                }
+            }
+        }
+        out
     }
 
     /// Starts (`true`) or stops recording, for [`Executor::replay`], the time from the
@@ -1098,6 +1192,7 @@ impl Executor {
         if let Some(l) = &mut self.measures.latency {
             l.samples.push(l.start.elapsed().as_nanos() as u64);
         }
+        let input = self.next_input.wrapping_sub(1);
         let exit = &mut self.exits[x];
         exit.packets += 1;
         exit.bytes += p.len() as u64;
@@ -1115,6 +1210,9 @@ impl Executor {
                 if let Err(e) = tx.send(p.meta.timestamp, p.data()) {
                     self.port_error.get_or_insert(e);
                 }
+            }
+            ExitSink::Tagged(v) => {
+                v.push((input, p.meta.timestamp, p.meta.precision, p.data().to_vec()))
             }
         }
         if let Some(target) = reflect_to {
@@ -1149,7 +1247,7 @@ impl Executor {
                 ExitSink::Memory(v) => {
                     mem.insert(x.name.clone(), v);
                 }
-                ExitSink::Count => {}
+                ExitSink::Count | ExitSink::Tagged(_) => {}
                 ExitSink::Port(mut tx) => {
                     let flushed = tx.flush();
                     x.port = Some(tx.counters());

@@ -126,7 +126,58 @@ pub struct Summary {
     pub totals: Totals,
 }
 
+/// Adds the counts of `b` to those of `a`, key by key.
+fn add_counts(a: &mut BTreeMap<String, u64>, b: &BTreeMap<String, u64>) {
+    for (k, v) in b {
+        *a.entry(k.clone()).or_default() += v;
+    }
+}
+
 impl Summary {
+    /// The counters of several replicas of one chain (the workers of a run) added up: per
+    /// NF, element, output port, drop reason, statistic, exit and total; the accounting
+    /// checks recomputed on the sums. `None` without parts.
+    pub fn sum<'a>(parts: impl IntoIterator<Item = &'a Summary>) -> Option<Summary> {
+        let mut parts = parts.into_iter();
+        let mut s = parts.next()?.clone();
+        for o in parts {
+            for (a, b) in s.nfs.iter_mut().zip(&o.nfs) {
+                a.input += b.input;
+                a.output += b.output;
+                a.created += b.created;
+                a.dropped += b.dropped;
+                a.held += b.held;
+                add_counts(&mut a.drops, &b.drops);
+                for (x, y) in a.elements.iter_mut().zip(&b.elements) {
+                    x.input += y.input;
+                    for (p, q) in x.output.iter_mut().zip(&y.output) {
+                        *p += q;
+                    }
+                    add_counts(&mut x.drops, &y.drops);
+                    add_counts(&mut x.stats, &y.stats);
+                    x.held += y.held;
+                }
+            }
+            for (a, b) in s.exits.iter_mut().zip(&o.exits) {
+                a.packets += b.packets;
+                a.bytes += b.bytes;
+            }
+            let (t, u) = (&mut s.totals, &o.totals);
+            t.input += u.input;
+            t.created += u.created;
+            t.output += u.output;
+            t.dropped += u.dropped;
+            t.held += u.held;
+            add_counts(&mut t.drops, &u.drops);
+        }
+        for n in &mut s.nfs {
+            n.balanced = n.input + n.created == n.output + n.dropped + n.held;
+        }
+        let t = &mut s.totals;
+        t.balanced = t.input + t.created == t.output + t.dropped + t.held;
+        Some(s)
+    }
+
     /// True when the chain and every NF balance.
     pub fn balanced(&self) -> bool {
         self.totals.balanced && self.nfs.iter().all(|n| n.balanced)
