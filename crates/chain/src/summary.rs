@@ -135,7 +135,8 @@ fn add_counts(a: &mut BTreeMap<String, u64>, b: &BTreeMap<String, u64>) {
 
 impl Summary {
     /// The counters of several replicas of one chain (the workers of a run) added up: per
-    /// NF, element, output port, drop reason, statistic, exit and total; the accounting
+    /// NF, element, output port, drop reason, statistic, exit, device port (by name) and
+    /// total; the accounting
     /// checks recomputed on the sums. `None` without parts.
     pub fn sum<'a>(parts: impl IntoIterator<Item = &'a Summary>) -> Option<Summary> {
         let mut parts = parts.into_iter();
@@ -161,6 +162,19 @@ impl Summary {
             for (a, b) in s.exits.iter_mut().zip(&o.exits) {
                 a.packets += b.packets;
                 a.bytes += b.bytes;
+            }
+            for q in &o.ports {
+                match s.ports.iter_mut().find(|p| p.name == q.name) {
+                    Some(p) => {
+                        p.rx_packets += q.rx_packets;
+                        p.rx_bytes += q.rx_bytes;
+                        p.rx_kernel_drops += q.rx_kernel_drops;
+                        p.tx_packets += q.tx_packets;
+                        p.tx_bytes += q.tx_bytes;
+                        p.tx_full += q.tx_full;
+                    }
+                    None => s.ports.push(q.clone()),
+                }
             }
             let (t, u) = (&mut s.totals, &o.totals);
             t.input += u.input;

@@ -6,6 +6,7 @@ use crate::dispatch::Dispatcher;
 use crate::run::Outcome;
 use crate::worker::{panic_text, pin, replica, Error, Setup, WorkerOutcome};
 use chain::ExitSink;
+use observe::board::Publisher;
 use ports::pcap::Record;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::thread::JoinHandle;
@@ -168,11 +169,18 @@ fn worker(setup: Setup, w: usize, n: usize, share: Share, rx: Receiver<Cmd>, tx:
     if tx.send(Msg::Ready(Ok(()))).is_err() {
         return;
     }
+    let mut publisher = setup.board.clone().map(|b| Publisher::new(b, w));
     while let Ok(cmd) = rx.recv() {
         match cmd {
             Cmd::Pass(passes) => {
                 let t0 = Instant::now();
-                let n = ex.replay(&share, passes);
+                let n = match &mut publisher {
+                    None => ex.replay(&share, passes),
+                    Some(p) => ex.replay_until(&share, passes, |ex| {
+                        p.tick(|| ex.summary());
+                        std::ops::ControlFlow::Continue(())
+                    }),
+                };
                 if tx.send(Msg::Passed(n, t0.elapsed())).is_err() {
                     return;
                 }

@@ -9,6 +9,7 @@ use crate::worker::{
 use chain::exec::{Captured, Source, Tagged};
 use chain::summary::Summary;
 use chain::{ChainFile, Endpoint, Executor, ExitSink, FastStats, Merge, RunOptions};
+use observe::board::Publisher;
 use packet::{Precision, Timestamp};
 use ports::pcap::PcapReader;
 use std::collections::BTreeMap;
@@ -90,6 +91,7 @@ impl Outcome {
         Summary::sum(self.workers.iter().map(|w| &w.summary)).unwrap_or_else(|| Summary {
             nfs: Vec::new(),
             exits: Vec::new(),
+            ports: Vec::new(),
             totals: Default::default(),
         })
     }
@@ -142,11 +144,15 @@ fn worker(setup: &Setup, w: usize, n: usize, keep: bool, rx: Receiver<Cmd>, tx: 
     if tx.send(Msg::Ready(Ok(()))).is_err() {
         return;
     }
+    let mut publisher = setup.board.clone().map(|b| Publisher::new(b, w));
     while let Ok(cmd) = rx.recv() {
         match cmd {
             Cmd::Batch(inputs) => {
                 for (index, i) in &inputs {
                     ex.push_input(i.entry, *index, &i.data, i.timestamp, i.precision);
+                }
+                if let Some(p) = &mut publisher {
+                    p.tick(|| ex.summary());
                 }
                 if tx.send(Msg::Outputs(ex.take_tagged())).is_err() {
                     return;
@@ -154,6 +160,9 @@ fn worker(setup: &Setup, w: usize, n: usize, keep: bool, rx: Receiver<Cmd>, tx: 
             }
             Cmd::End => {
                 ex.settle_flows();
+                if let Some(p) = &mut publisher {
+                    p.publish_at(std::time::Instant::now(), ex.summary());
+                }
                 let _ = tx.send(Msg::Done(Box::new(WorkerOutcome::of(&ex, classes))));
                 return;
             }
@@ -361,6 +370,7 @@ pub fn verify_run(
         mode,
         fast: chain::FastOptions::default(),
         trust_switch_tags: false,
+        board: None,
     };
     let mut merge = Merge::new(sources);
     let outcome = run(

@@ -10,6 +10,10 @@ use synth::Mode;
 /// What every worker builds: the chain, its options and the mode (cloned into each worker).
 #[derive(Debug, Clone)]
 pub struct Setup {
+    /// Where each worker publishes a snapshot of its counters every ~100 ms and its final
+    /// summary (worker `w` at index `w`), for `--metrics` and the progress line; `None`:
+    /// nowhere.
+    pub board: Option<std::sync::Arc<observe::board::Board>>,
     /// The chain.
     pub chain: ChainFile,
     /// Batch size, reflected exits, defines.

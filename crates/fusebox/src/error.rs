@@ -34,6 +34,10 @@ pub enum CliError {
     /// A verification run that could not run.
     #[error(transparent)]
     Run(#[from] synth::verify::RunError),
+    /// A run on several workers that could not run (a worker failed, a NAT range too
+    /// small to split).
+    #[error(transparent)]
+    Workers(#[from] dataplane::Error),
     /// A mode name that is not a mode.
     #[error(transparent)]
     Mode(#[from] synth::UnknownMode),

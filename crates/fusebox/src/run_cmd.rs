@@ -71,6 +71,10 @@ pub struct RunArgs {
     /// Packets per batch.
     #[arg(long, default_value_t = packet::DEFAULT_BATCH_SIZE)]
     pub batch: usize,
+    /// Worker threads, each with its own replica of the chain (flows kept on one worker by
+    /// a symmetric RSS hash; NATs split their port ranges). Outputs stay in canonical order.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub cores: usize,
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     pub json: bool,
@@ -218,30 +222,45 @@ pub(crate) fn parse_binding(
     Ok((ep, PathBuf::from(file)))
 }
 
+/// Where the exit `name` (a `ToDump`'s own file when `dump`) is written.
+fn exit_path(
+    name: &str,
+    dump: Option<&PathBuf>,
+    outputs: &[(Endpoint, PathBuf)],
+    out_dir: &Path,
+) -> PathBuf {
+    match dump {
+        Some(p) => p.clone(),
+        None => outputs
+            .iter()
+            .find(|(e, _)| e.to_string() == name)
+            .map(|(_, p)| p.clone())
+            .unwrap_or_else(|| out_dir.join(format!("{name}.pcap"))),
+    }
+}
+
+/// The executor of a run. With `files`, every exit is written to its pcap file; without,
+/// exits only count and the files they would be written to are listed in `paths`, in exit
+/// order (a run on several workers writes them itself).
 fn build(
     chain: &ChainFile,
     opts: &RunOptions,
     outputs: &[(Endpoint, PathBuf)],
     out_dir: &Path,
     precision: Precision,
-    in_memory: bool,
+    files: bool,
+    paths: &mut Vec<PathBuf>,
     tx: &mut BTreeMap<String, Box<dyn ports::port::TxPort>>,
 ) -> Result<Executor, CliError> {
     Executor::new(chain, opts, |name, dump| {
-        if in_memory {
+        let path = exit_path(name, dump, outputs, out_dir);
+        if !files {
+            paths.push(path);
             return Ok(ExitSink::Count);
         }
         if let Some(port) = tx.remove(name) {
             return Ok(ExitSink::Port(port));
         }
-        let path = match dump {
-            Some(p) => p.clone(),
-            None => outputs
-                .iter()
-                .find(|(e, _)| e.to_string() == name)
-                .map(|(_, p)| p.clone())
-                .unwrap_or_else(|| out_dir.join(format!("{name}.pcap"))),
-        };
         PcapWriter::create(&path, precision, 1)
             .map(ExitSink::Pcap)
             .map_err(Into::into)
@@ -318,13 +337,25 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
         )));
     }
     let started = Instant::now();
+    if a.cores == 0 {
+        return Err(CliError::Invalid("--cores 0: expected 1 or more".into()));
+    }
+    let workers = a.cores > 1;
+    if workers && !tx.is_empty() {
+        return Err(CliError::Invalid(format!(
+            "--cores {}: devices (--iface or [[device]]) run on one worker for now",
+            a.cores
+        )));
+    }
+    let mut paths = Vec::new();
     let mut ex = build(
         &chain,
         &opts,
         &outputs,
         &a.out_dir,
         precision,
-        a.replay.is_some(),
+        a.replay.is_none() && !workers,
+        &mut paths,
         &mut tx,
     )?;
     if a.trust_switch_tags && a.mode != Mode::Synth {
@@ -337,7 +368,20 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
         Mode::Fastpath => a.fast_options()?,
         _ => chain::FastOptions::default(),
     };
-    let synth = a.mode.install(&mut ex, fast);
+    // On several workers this executor only checks the set-up and reads the inputs'
+    // entries; each worker builds its own replica.
+    let dispatcher = if workers {
+        let d = dataplane::Dispatcher::for_chain(&mut ex, a.cores);
+        dataplane::share(&mut ex, 0, a.cores)?;
+        Some(d)
+    } else {
+        None
+    };
+    let synth = if workers {
+        None
+    } else {
+        a.mode.install(&mut ex, fast.clone())
+    };
     ex.trust_switch_tags(a.trust_switch_tags);
     for (e, _) in &outputs {
         if !ex.exit_names().contains(&e.to_string()) {
@@ -423,7 +467,7 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
     // --metrics and the progress line every ~100 ms.
     let stop = observe::stop::Flag::on_signals()
         .map_err(|e| CliError::Invalid(format!("cannot handle SIGINT/SIGTERM: {e}")))?;
-    let board = observe::board::Board::new(1);
+    let board = observe::board::Board::new(a.cores);
     let server = match &a.metrics {
         Some(addr) => {
             let s = observe::metrics::Server::start(addr, board.clone())
@@ -438,6 +482,32 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
     } else {
         a.progress
     };
+    if let Some(d) = dispatcher {
+        let setup = dataplane::Setup {
+            chain: chain.clone(),
+            options: opts.clone(),
+            mode: a.mode,
+            fast,
+            trust_switch_tags: a.trust_switch_tags,
+            board: Some(board.clone()),
+        };
+        let w = Workers {
+            setup,
+            dispatcher: d,
+            precision,
+            paths,
+            excluded,
+            started,
+            stop,
+            board,
+            server,
+            progress: observe::progress::Progress::new(style, a.progress_workers),
+        };
+        return match a.replay {
+            Some(passes) => w.replay(a, &memory, passes, errors),
+            None => w.run(a, sources, errors),
+        };
+    }
     let mut watch = observe::Watch::new(
         board,
         0,
@@ -486,7 +556,7 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
         }
         if a.json {
             let mut s = with_excluded(ex.summary(), excluded.get()).to_json();
-            s = format!("{{\"replay\": {{\"packets\": {n}, \"passes\": {passes}, \"stopped\": {}, \"seconds\": {secs}, \"pps\": {pps}}},{} \"summary\": {s}}}", stop.is_set(), mode_json(synth.as_ref(), &ex).map(|s| format!(" {s}")).unwrap_or_default());
+            s = format!("{{\"replay\": {{\"packets\": {n}, \"passes\": {passes}, \"stopped\": {}, \"seconds\": {secs}, \"pps\": {pps}}},{} \"summary\": {s}}}", stop.is_set(), mode_json(synth.as_ref().map(|r| r.classes.len()), ex.fast_stats().as_ref()).map(|s| format!(" {s}")).unwrap_or_default());
             outln!("{s}");
         }
     } else if live {
@@ -512,7 +582,13 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
         }
         if a.json {
             let s = with_rx(ex.summary(), &rx_names, &rx_ports).to_json();
-            match (s.strip_prefix("{\n"), mode_json(synth.as_ref(), &ex)) {
+            match (
+                s.strip_prefix("{\n"),
+                mode_json(
+                    synth.as_ref().map(|r| r.classes.len()),
+                    ex.fast_stats().as_ref(),
+                ),
+            ) {
                 (Some(rest), Some(m)) => outln!("{{\n  {m}\n{rest}"),
                 _ => outln!("{s}"),
             }
@@ -531,7 +607,13 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
         ex.finish()?;
         if a.json {
             let s = with_excluded(ex.summary(), excluded.get()).to_json();
-            match (s.strip_prefix("{\n"), mode_json(synth.as_ref(), &ex)) {
+            match (
+                s.strip_prefix("{\n"),
+                mode_json(
+                    synth.as_ref().map(|r| r.classes.len()),
+                    ex.fast_stats().as_ref(),
+                ),
+            ) {
                 (Some(rest), Some(m)) => outln!("{{\n  {m}\n{rest}"),
                 _ => outln!("{s}"),
             }
@@ -623,13 +705,13 @@ pub fn fast_line(f: &chain::FastStats) -> String {
 
 /// `"synth": {"classes": N},` for the JSON outputs of a synth run, or `"fastpath": {...},`
 /// (what the fast path did) for a fastpath run.
-fn mode_json(report: Option<&synth::Report>, ex: &chain::Executor) -> Option<String> {
-    if let Some(r) = report {
-        return Some(format!("\"synth\": {{\"classes\": {}}},", r.classes.len()));
+fn mode_json(classes: Option<usize>, fast: Option<&chain::FastStats>) -> Option<String> {
+    if let Some(c) = classes {
+        return Some(format!("\"synth\": {{\"classes\": {c}}},"));
     }
-    let f = ex.fast_stats()?;
+    let f = fast?;
     let mut m = serde_json::Map::new();
-    for (name, n, _) in fast_counts(&f) {
+    for (name, n, _) in fast_counts(f) {
         m.insert(name.into(), n.into());
     }
     let refused: serde_json::Map<String, serde_json::Value> = f
@@ -749,4 +831,201 @@ pub fn check(a: &CheckArgs) -> Result<ExitCode, CliError> {
     }
     outln!("ok");
     Ok(ExitCode::SUCCESS)
+}
+
+/// A run on several workers (`--cores N`, N > 1): what the command set up for it.
+struct Workers {
+    setup: dataplane::Setup,
+    dispatcher: dataplane::Dispatcher,
+    /// The resolution of the output files.
+    precision: Precision,
+    /// Each exit's file, in exit order.
+    paths: Vec<PathBuf>,
+    /// Packets `--filter` kept out.
+    excluded: Rc<Cell<u64>>,
+    started: Instant,
+    /// Set by SIGINT/SIGTERM: no more input is read.
+    stop: observe::stop::Flag,
+    /// Every worker's latest summary (the workers publish, --metrics and the progress line
+    /// read).
+    board: std::sync::Arc<observe::board::Board>,
+    server: Option<observe::metrics::Server>,
+    progress: observe::progress::Progress,
+}
+
+impl Workers {
+    /// Streams the inputs through the workers; outputs written in canonical order. A
+    /// signal stops the reading; every packet read is finished and written.
+    fn run(
+        mut self,
+        a: &RunArgs,
+        sources: Vec<Source>,
+        mut errors: Vec<String>,
+    ) -> Result<ExitCode, CliError> {
+        let mut writers = Vec::new();
+        for p in &self.paths {
+            writers.push(PcapWriter::create(p, self.precision, 1)?);
+        }
+        let mut merge = chain::Merge::new(sources);
+        let stop = self.stop.clone();
+        let mut feed = || {
+            if stop.is_set() {
+                None
+            } else {
+                dataplane::Feed::next_input(&mut merge)
+            }
+        };
+        let (board, progress) = (&self.board, &mut self.progress);
+        let outcome = dataplane::run(
+            &self.setup,
+            &self.dispatcher,
+            &mut feed,
+            true,
+            |x, ts, _, data| {
+                if let Some(w) = writers.get_mut(x) {
+                    if let Err(e) = w.write(ts, &data) {
+                        eprintln!("fusebox: {e}");
+                    }
+                }
+            },
+            |_| progress.tick(board),
+        )?;
+        errors.extend(merge.into_errors());
+        for w in writers {
+            w.finish()?;
+        }
+        if self.stop.is_set() {
+            eprintln!(
+                "run: stopped by a signal after {} input packets",
+                outcome.summary().totals.input
+            );
+        }
+        self.report(a, &outcome, None, errors)
+    }
+
+    /// The in-memory replay: the trace dispatched once, each worker replays its share, pass
+    /// after pass (a signal stops between two passes); a pass's time is its slowest
+    /// worker's, the rate every packet over the sum of those times.
+    fn replay(
+        mut self,
+        a: &RunArgs,
+        memory: &[((usize, usize), Vec<Record>)],
+        passes: u64,
+        errors: Vec<String>,
+    ) -> Result<ExitCode, CliError> {
+        let shares = dataplane::predispatch(&self.dispatcher, memory);
+        let mut crew = dataplane::ReplayWorkers::start(&self.setup, shares)?;
+        let (mut n, mut secs, mut done) = (0, 0.0, 0);
+        while done < passes && !self.stop.is_set() {
+            let (k, slowest, _) = crew.pass(1)?;
+            n += k;
+            secs += slowest.as_secs_f64();
+            done += 1;
+            self.progress.tick(&self.board);
+        }
+        let outcome = crew.finish()?;
+        self.excluded.set(self.excluded.get() * done);
+        let pps = n as f64 / f64::max(secs, 1e-9);
+        let stopped = if done < passes {
+            ", stopped by a signal"
+        } else {
+            ""
+        };
+        eprintln!(
+            "replay: {n} packets in {done} passes{stopped}, {secs:.3} s (each pass: its slowest of {} workers), {:.3} Mpps (in memory, no I/O)",
+            a.cores,
+            pps / 1e6
+        );
+        self.report(a, &outcome, Some((n, done, secs, pps)), errors)
+    }
+
+    /// The summary (counters summed over the workers, and per worker), the mode's line and
+    /// the exit status.
+    fn report(
+        &mut self,
+        a: &RunArgs,
+        outcome: &dataplane::Outcome,
+        replay: Option<(u64, u64, f64, f64)>,
+        errors: Vec<String>,
+    ) -> Result<ExitCode, CliError> {
+        let summary = with_excluded(outcome.summary(), self.excluded.get());
+        // The metrics serve the final counters from now on (the packets --filter kept out
+        // with worker 0's).
+        for (w, o) in outcome.workers.iter().enumerate() {
+            let excluded = if w == 0 { self.excluded.get() } else { 0 };
+            self.board
+                .publish(w, with_excluded(o.summary.clone(), excluded));
+        }
+        self.board.mark_stopped();
+        self.progress.finish();
+        let fast = outcome.fast_stats();
+        let per_worker: Vec<String> = outcome
+            .workers
+            .iter()
+            .enumerate()
+            .map(|(w, o)| {
+                let t = &o.summary.totals;
+                format!(
+                    "{{\"worker\": {w}, \"input\": {}, \"created\": {}, \"output\": {}, \"dropped\": {}, \"held\": {}}}",
+                    t.input, t.created, t.output, t.dropped, t.held
+                )
+            })
+            .collect();
+        if self.setup.mode == Mode::Synth {
+            let (paths, hits) = outcome.flow_stats();
+            eprintln!(
+                "synth: {hits} of {} packets took a remembered flow path (one lookup); {paths} paths remembered",
+                summary.totals.input
+            );
+        }
+        if a.json {
+            let mode = mode_json(outcome.classes(), fast.as_ref())
+                .map(|m| format!(" {m}"))
+                .unwrap_or_default();
+            let workers = format!("\"workers\": [{}],", per_worker.join(", "));
+            let s = summary.to_json();
+            match replay {
+                Some((n, passes, secs, pps)) => outln!(
+                    "{{\"replay\": {{\"packets\": {n}, \"passes\": {passes}, \"seconds\": {secs}, \"pps\": {pps}, \"cores\": {}}},{mode} {workers} \"summary\": {s}}}",
+                    a.cores
+                ),
+                None => match s.strip_prefix("{\n") {
+                    Some(rest) => outln!("{{\n {mode} {workers}\n{rest}"),
+                    None => outln!("{s}"),
+                },
+            }
+        }
+        if let Some(f) = &fast {
+            eprintln!("{}", fast_line(f));
+        }
+        if a.trust_switch_tags {
+            let (held, again) = outcome.switch_tags();
+            eprintln!("switch tags: {held} frames in their tagged class (classification skipped), {again} classified again");
+        }
+        if !a.json {
+            eprint!("{}", summary.to_text());
+            for (w, o) in outcome.workers.iter().enumerate() {
+                let t = &o.summary.totals;
+                eprintln!(
+                    "worker {w}: {} in + {} created = {} out + {} dropped + {} held",
+                    t.input, t.created, t.output, t.dropped, t.held
+                );
+            }
+            eprintln!("time: {:.3} s", self.started.elapsed().as_secs_f64());
+        }
+        if let Some(server) = &self.server {
+            linger(server, a.metrics_linger, &self.stop);
+        }
+        if !errors.is_empty() {
+            for e in &errors {
+                eprintln!("fusebox: error: {e}");
+            }
+            return Ok(ExitCode::from(1));
+        }
+        if !summary.balanced() {
+            eprintln!("fusebox: error: packet accounting does not balance (in + created != out + drops + held)");
+            return Ok(ExitCode::from(3));
+        }
+        Ok(ExitCode::SUCCESS)
+    }
 }

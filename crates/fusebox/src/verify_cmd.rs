@@ -38,6 +38,10 @@ pub struct VerifyArgs {
         value_name = "MODE,MODE"
     )]
     pub modes: Vec<String>,
+    /// Worker threads each mode runs on (each with its own replica of the chain; flows kept
+    /// on one worker, outputs merged in canonical order, counters summed, state per worker).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub cores: usize,
     /// Print the result as JSON on stdout.
     #[arg(long)]
     pub json: bool,
@@ -79,6 +83,9 @@ pub fn verify(a: &VerifyArgs) -> Result<ExitCode, CliError> {
             a.modes.join(",")
         )));
     }
+    if a.cores == 0 {
+        return Err(CliError::Invalid("--cores 0: expected 1 or more".into()));
+    }
     let chain = load_chain(&a.chain)?;
     let opts = RunOptions {
         reflect: parse_reflect(&a.reflect)?,
@@ -96,7 +103,7 @@ pub fn verify(a: &VerifyArgs) -> Result<ExitCode, CliError> {
     let mut results: Vec<RunResult> = Vec::new();
     for (i, &m) in modes.iter().enumerate() {
         // Input and configuration errors show in the first run; later ones are the mode's.
-        let r = run(&chain, &inputs, &opts, m);
+        let r = dataplane::verify_run(&chain, &inputs, &opts, m, a.cores);
         results.push(r.map_err(|e| {
             if i == 0 {
                 CliError::from(e)
