@@ -24,5 +24,5 @@ mod worker;
 
 pub use dispatch::Dispatcher;
 pub use replay::{predispatch, ReplayWorkers, Share};
-pub use run::{run, verify_run, Feed, Input, Outcome};
+pub use run::{run, verify_run, Feed, Input, Next, Outcome};
 pub use worker::{share, Error, Setup, WorkerOutcome};

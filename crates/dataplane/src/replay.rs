@@ -37,6 +37,8 @@ pub fn predispatch(
 enum Cmd {
     /// Replay the share this many times.
     Pass(u64),
+    /// Replay the share once, recording every packet's latency.
+    Latency,
     /// Hand back the outcome and stop.
     Finish,
 }
@@ -45,6 +47,8 @@ enum Msg {
     Ready(Result<(), String>),
     /// Packets pushed and the time the worker took.
     Passed(u64, Duration),
+    /// Latency samples (nanoseconds).
+    Latency(Vec<u64>),
     Done(Box<WorkerOutcome>),
 }
 
@@ -111,6 +115,25 @@ impl ReplayWorkers {
             }
         }
         Ok((total, slowest, each))
+    }
+
+    /// Every worker replays its share once, recording the time from each batch's entry to
+    /// each of its packets' exit ([`chain::Executor::record_latency`]); the samples of all
+    /// workers.
+    pub fn latency_pass(&mut self) -> Result<Vec<u64>, Error> {
+        for w in 0..self.tx.len() {
+            if self.tx[w].send(Cmd::Latency).is_err() {
+                return Err(self.failure(w));
+            }
+        }
+        let mut all = Vec::new();
+        for w in 0..self.rx.len() {
+            match self.rx[w].recv() {
+                Ok(Msg::Latency(v)) => all.extend(v),
+                _ => return Err(self.failure(w)),
+            }
+        }
+        Ok(all)
     }
 
     /// Stops the workers and returns what each did.
@@ -182,6 +205,15 @@ fn worker(setup: Setup, w: usize, n: usize, share: Share, rx: Receiver<Cmd>, tx:
                     }),
                 };
                 if tx.send(Msg::Passed(n, t0.elapsed())).is_err() {
+                    return;
+                }
+            }
+            Cmd::Latency => {
+                ex.record_latency(true);
+                ex.replay(&share, 1);
+                let samples = ex.take_latency();
+                ex.record_latency(false);
+                if tx.send(Msg::Latency(samples)).is_err() {
                     return;
                 }
             }

@@ -32,27 +32,41 @@ pub struct Input {
     pub data: Vec<u8>,
 }
 
+/// What a [`Feed`] has next.
+#[derive(Debug, Clone)]
+pub enum Next {
+    /// A packet.
+    Input(Input),
+    /// Nothing now (a live port with no frame waiting): the packets read so far are
+    /// dispatched and their outputs handed on without waiting for a full batch.
+    Idle,
+    /// The input is done (end of the files, or a live run told to stop).
+    End,
+}
+
 /// Where a run's packets come from, in the order they are to be numbered: pcap files
-/// merged on timestamps ([`chain::Merge`]), or a live port. Any `FnMut() -> Option<Input>`
-/// is one.
+/// merged on timestamps ([`chain::Merge`]), or live ports. Any `FnMut() -> Next` is one.
 pub trait Feed {
-    /// The next packet, or `None` when the input is done.
-    fn next_input(&mut self) -> Option<Input>;
+    /// The next packet, or why there is none.
+    fn next_input(&mut self) -> Next;
 }
 
 impl Feed for Merge {
-    fn next_input(&mut self) -> Option<Input> {
-        self.next().map(|(entry, r)| Input {
-            entry,
-            timestamp: r.timestamp,
-            precision: r.precision,
-            data: r.data,
-        })
+    fn next_input(&mut self) -> Next {
+        match self.next() {
+            Some((entry, r)) => Next::Input(Input {
+                entry,
+                timestamp: r.timestamp,
+                precision: r.precision,
+                data: r.data,
+            }),
+            None => Next::End,
+        }
     }
 }
 
-impl<F: FnMut() -> Option<Input>> Feed for F {
-    fn next_input(&mut self) -> Option<Input> {
+impl<F: FnMut() -> Next> Feed for F {
+    fn next_input(&mut self) -> Next {
         self()
     }
 }
@@ -214,7 +228,9 @@ impl Crew {
 /// to completion, in order. With `keep_outputs`, every packet an exit sends is handed to
 /// `out` (exit index in [`Executor::exit_names`] order, timestamp, resolution, bytes) in
 /// canonical order, batch by batch as the workers finish them; otherwise exits only count.
-/// `progress` gets the packets read so far after every batch.
+/// `progress` gets the packets read so far after every batch. A batch is dispatched when it
+/// is full, when the feed is idle ([`Next::Idle`]: then every batch in flight is finished
+/// and handed on, so a live port's packets do not wait for more), and at its end.
 ///
 /// Errors: a replica that does not build ([`Error::Worker`]: the first worker's message), a
 /// worker that panics (the run stops, every worker is joined, nothing hangs).
@@ -258,17 +274,38 @@ pub fn run(
             let mut index = 0u64;
             let mut in_flight = 0usize;
             let mut ok = true;
-            'read: loop {
+            let mut end = false;
+            'read: while !end {
                 let mut parts: Vec<Vec<(u64, Input)>> = (0..n).map(|_| Vec::new()).collect();
                 let mut got = 0;
+                let mut idle = false;
                 while got < batch {
-                    let Some(i) = feed.next_input() else { break };
-                    parts[dispatcher.worker(&i.data)].push((index, i));
-                    index += 1;
-                    got += 1;
+                    match feed.next_input() {
+                        Next::Input(i) => {
+                            parts[dispatcher.worker(&i.data)].push((index, i));
+                            index += 1;
+                            got += 1;
+                        }
+                        Next::Idle => {
+                            idle = true;
+                            break;
+                        }
+                        Next::End => {
+                            end = true;
+                            break;
+                        }
+                    }
                 }
                 if got == 0 {
-                    break;
+                    // Idle with nothing read: hand on what is in flight.
+                    while idle && in_flight > 0 {
+                        if !crew.collect(&mut out) {
+                            ok = false;
+                            break 'read;
+                        }
+                        in_flight -= 1;
+                    }
+                    continue;
                 }
                 for (w, part) in parts.into_iter().enumerate() {
                     if crew.tx[w].send(Cmd::Batch(part)).is_err() {
@@ -278,10 +315,10 @@ pub fn run(
                 }
                 in_flight += 1;
                 progress(index);
-                if in_flight > DEPTH {
+                while in_flight > DEPTH || (idle && in_flight > 0) {
                     if !crew.collect(&mut out) {
                         ok = false;
-                        break;
+                        break 'read;
                     }
                     in_flight -= 1;
                 }

@@ -870,7 +870,7 @@ impl Workers {
         let stop = self.stop.clone();
         let mut feed = || {
             if stop.is_set() {
-                None
+                dataplane::Next::End
             } else {
                 dataplane::Feed::next_input(&mut merge)
             }
