@@ -42,11 +42,12 @@ mod scenarios;
 pub struct BenchArgs {
     /// Scenarios to run, comma-separated: routers, napts (SNF Fig. 7), frame-sizes (SNF
     /// Fig. 8), ttl, lpm (NetBricks' TTL NF and DIR-24-8 router), isp (SNF Fig. 10),
-    /// speedybox (SpeedyBox's BlacklistFilter chains and real chains, naive vs fastpath).
+    /// speedybox (SpeedyBox's BlacklistFilter chains and real chains, naive vs fastpath),
+    /// workers (in-memory replay on 1 and 2 worker threads).
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "routers,napts,frame-sizes,ttl,lpm,isp,speedybox"
+        default_value = "routers,napts,workers,frame-sizes,ttl,lpm,isp,speedybox"
     )]
     pub scenario: Vec<String>,
     /// A short run (seconds), to check that the command works; its numbers mean little.

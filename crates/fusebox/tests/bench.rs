@@ -131,6 +131,34 @@ fn quick_bench_runs_every_scenario_and_prints_json_records() {
             }
         }
     }
+    for chain in ["routers", "napts"] {
+        for mode in ["naive", "synth", "fastpath"] {
+            for nfs in [1, 10] {
+                for workers in [1, 2] {
+                    let r = find(
+                        &records,
+                        &[
+                            ("scenario", "workers".into()),
+                            ("chain", chain.into()),
+                            ("nfs", nfs.into()),
+                            ("mode", mode.into()),
+                            ("workers", workers.into()),
+                        ],
+                    );
+                    check_config(r, 64);
+                }
+                let ratio = format!("{mode} {nfs} x2 / {mode} {nfs}");
+                triple(find(
+                    &records,
+                    &[
+                        ("scenario", "workers".into()),
+                        ("chain", chain.into()),
+                        ("ratio", ratio.into()),
+                    ],
+                ));
+            }
+        }
+    }
     for sc in ["ttl", "lpm"] {
         for mode in ["reference", "naive", "synth"] {
             check_config(

@@ -28,14 +28,22 @@ pub(super) enum Runner {
         records: Vec<Record>,
         bufs: Vec<Packet>,
     },
+    /// Replicas of a chain on worker threads, each over its share of the trace.
+    Workers(Box<dataplane::ReplayWorkers>),
 }
 
 impl Runner {
-    pub(super) fn pass(&mut self) -> u64 {
-        match self {
-            Runner::Chain { ex, inputs } => ex.replay(inputs, 1),
-            Runner::Reference { records, bufs } => reference_pass(records, bufs),
-        }
+    /// One pass: the packets pushed, and for workers the time of the slowest (the harness
+    /// times the others itself).
+    pub(super) fn pass(&mut self) -> Result<(u64, Option<f64>), CliError> {
+        Ok(match self {
+            Runner::Chain { ex, inputs } => (ex.replay(inputs, 1), None),
+            Runner::Reference { records, bufs } => (reference_pass(records, bufs), None),
+            Runner::Workers(crew) => {
+                let (n, slowest, _) = crew.pass(1)?;
+                (n, Some(slowest.as_secs_f64()))
+            }
+        })
     }
 }
 
@@ -73,6 +81,8 @@ pub(super) struct Config {
     pub(super) mode: &'static str,
     /// NFs in the chain (0 for the reference loop).
     pub(super) nfs: usize,
+    /// Worker threads (1: the executor on the calling thread).
+    pub(super) workers: usize,
     pub(super) runner: Runner,
     /// Packets and wire bytes (frames + FCS + preamble + gap) per pass.
     pub(super) packets: u64,
@@ -86,6 +96,7 @@ impl Config {
     pub(super) fn key(&self) -> String {
         match self.mode {
             "reference" => "reference".to_string(),
+            m if self.workers > 1 => format!("{m} {} x{}", self.nfs, self.workers),
             m => format!("{m} {}", self.nfs),
         }
     }
@@ -157,6 +168,51 @@ impl Bench {
                 ex: Box::new(ex),
                 inputs: vec![(at, records.to_vec())],
             },
+            workers: 1,
+            packets: records.len() as u64,
+            wire_bytes: wire_bytes(records),
+            mpps: Vec::new(),
+            gbps: Vec::new(),
+            latency: None,
+        })
+    }
+
+    /// `chain` on `workers` worker threads in `mode`, the trace `records` at `entry`
+    /// dispatched among them once (each worker replays its share; a pass's time is the
+    /// slowest worker's).
+    pub(super) fn workers_config(
+        &self,
+        chain: &ChainFile,
+        entry: &Endpoint,
+        mode: Mode,
+        batch: usize,
+        records: &[Record],
+        workers: usize,
+    ) -> Result<Config, CliError> {
+        let opts = RunOptions {
+            batch,
+            ..RunOptions::default()
+        };
+        let mut probe = Executor::new(chain, &opts, |_, _| Ok(ExitSink::Count))?;
+        let at = probe.entry(entry).ok_or_else(|| {
+            CliError::Invalid(format!("{}: no entry {entry}", chain.path.display()))
+        })?;
+        let dispatcher = dataplane::Dispatcher::for_chain(&mut probe, workers);
+        let shares = dataplane::predispatch(&dispatcher, &[(at, records.to_vec())]);
+        let setup = dataplane::Setup {
+            chain: chain.clone(),
+            options: opts,
+            mode,
+            fast: chain::FastOptions::default(),
+            trust_switch_tags: false,
+            board: None,
+        };
+        let crew = dataplane::ReplayWorkers::start(&setup, shares)?;
+        Ok(Config {
+            mode: mode.name(),
+            nfs: chain.nfs.len(),
+            runner: Runner::Workers(Box::new(crew)),
+            workers,
             packets: records.len() as u64,
             wire_bytes: wire_bytes(records),
             mpps: Vec::new(),
@@ -174,6 +230,7 @@ impl Bench {
                 records: records.to_vec(),
                 bufs: (0..batch.max(1)).map(|_| Packet::from_bytes(&[])).collect(),
             },
+            workers: 1,
             packets: records.len() as u64,
             wire_bytes: wire_bytes(records),
             mpps: Vec::new(),
@@ -202,7 +259,7 @@ impl Bench {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
-        time_group(&mut configs, self.reps, p.passes);
+        time_group(&mut configs, self.reps, p.passes)?;
         self.report.group(p, &configs, ratios, self.reps);
         Ok(())
     }
@@ -211,9 +268,9 @@ impl Bench {
 /// Times a group of configurations: one warm-up pass each, then `reps` repetitions of
 /// `passes` passes in which they take turns pass by pass (each repetition adds one Mpps and
 /// one Gbit/s sample per configuration); then one latency pass per chain.
-fn time_group(configs: &mut [Config], reps: usize, passes: u64) {
+fn time_group(configs: &mut [Config], reps: usize, passes: u64) -> Result<(), CliError> {
     for c in configs.iter_mut() {
-        c.runner.pass();
+        c.runner.pass()?;
     }
     for _ in 0..reps {
         let mut secs = vec![0f64; configs.len()];
@@ -221,8 +278,9 @@ fn time_group(configs: &mut [Config], reps: usize, passes: u64) {
         for _ in 0..passes {
             for (k, c) in configs.iter_mut().enumerate() {
                 let t0 = Instant::now();
-                packets[k] += c.runner.pass();
-                secs[k] += t0.elapsed().as_secs_f64();
+                let (n, slowest) = c.runner.pass()?;
+                packets[k] += n;
+                secs[k] += slowest.unwrap_or_else(|| t0.elapsed().as_secs_f64());
             }
         }
         for (k, c) in configs.iter_mut().enumerate() {
@@ -233,13 +291,18 @@ fn time_group(configs: &mut [Config], reps: usize, passes: u64) {
         }
     }
     for c in configs.iter_mut() {
-        if let Runner::Chain { ex, inputs } = &mut c.runner {
-            ex.record_latency(true);
-            ex.replay(inputs, 1);
-            c.latency = percentiles(ex.take_latency());
-            ex.record_latency(false);
+        match &mut c.runner {
+            Runner::Chain { ex, inputs } => {
+                ex.record_latency(true);
+                ex.replay(inputs, 1);
+                c.latency = percentiles(ex.take_latency());
+                ex.record_latency(false);
+            }
+            Runner::Workers(crew) => c.latency = percentiles(crew.latency_pass()?),
+            Runner::Reference { .. } => {}
         }
     }
+    Ok(())
 }
 
 fn wire_bytes(records: &[Record]) -> u64 {

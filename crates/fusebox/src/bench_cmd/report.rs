@@ -115,6 +115,7 @@ impl Report {
                 "scenario": p.scenario,
                 "mode": c.mode,
                 "nfs": c.nfs,
+                "workers": c.workers,
                 "frame": p.frame,
                 "batch": p.batch,
                 "packets": c.packets,

@@ -38,6 +38,11 @@ pub(super) const SCENARIOS: &[Scenario] = &[
         run: |b| chains(b, "napts", "n"),
     },
     Scenario {
+        name: "workers",
+        about: "In-memory replay on 1 and 2 workers (one chain replica each, the trace dispatched once by symmetric RSS): 1 and 10 routers and NAPTs, every mode",
+        run: workers,
+    },
+    Scenario {
         name: "frame-sizes",
         about: "SNF Fig. 8: the 10-NF chains over frames of 64..1500 bytes",
         run: frame_sizes,
@@ -156,6 +161,54 @@ fn chains(b: &mut Bench, dir: &'static str, prefix: &str) -> Result<(), CliError
                 ("fastpath 10", "naive 1"),
             ],
         )?;
+    }
+    Ok(())
+}
+
+/// Worker counts of the `workers` scenario.
+const WORKERS: [usize; 2] = [1, 2];
+
+/// `workers`: the first 1 and 10 NFs of `examples/routers` and `examples/napts`, in every
+/// mode, on one worker (the executor on the calling thread, as `--cores 1` runs) and on two
+/// worker threads, each replaying its share of the trace (dispatched once); a pass's rate
+/// is its packets over the slowest worker's time. Ratios: two workers over one, per mode and
+/// length.
+fn workers(b: &mut Bench) -> Result<(), CliError> {
+    let batch = b.batches[0];
+    let records = trace(b.packets, 64, 1000, default_dst());
+    for (dir, prefix) in [("routers", "r"), ("napts", "n")] {
+        let chain = ChainFile::load(&b.examples.join(dir).join("chain.toml"))?;
+        let entry = Endpoint {
+            nf: format!("{prefix}1"),
+            iface: "eth0".to_string(),
+        };
+        let mut configs = Vec::new();
+        let mut ratios: Vec<(String, String)> = Vec::new();
+        for mode in Mode::ALL {
+            for k in [1, 10] {
+                let c = first_nfs(&chain, k.min(chain.nfs.len()));
+                for w in WORKERS {
+                    configs.push(if w == 1 {
+                        b.chain_config(&c, &entry, mode, batch, &records)?
+                    } else {
+                        b.workers_config(&c, &entry, mode, batch, &records, w)?
+                    });
+                }
+                ratios.push((format!("{mode} {k} x2"), format!("{mode} {k}")));
+            }
+        }
+        let p = Params {
+            scenario: "workers",
+            frame: 64,
+            batch,
+            passes: b.passes,
+            extra: Some(("chain", json!(dir))),
+        };
+        let ratios: Vec<(&str, &str)> = ratios
+            .iter()
+            .map(|(a, b)| (a.as_str(), b.as_str()))
+            .collect();
+        b.measure(&p, configs, &ratios)?;
     }
     Ok(())
 }
