@@ -239,22 +239,23 @@ fn exit_path(
     }
 }
 
-/// The executor of a run. With `files`, every exit is written to its pcap file; without,
-/// exits only count and the files they would be written to are listed in `paths`, in exit
-/// order (a run on several workers writes them itself).
+/// The executor of a run. Exits bound to a device (`tx`) send there, the others are written
+/// to their pcap files; with `paths`, exits only count and the files they would be written
+/// to are listed there, in exit order (a replay, or a run on several workers, which writes
+/// them itself).
 fn build(
     chain: &ChainFile,
     opts: &RunOptions,
     outputs: &[(Endpoint, PathBuf)],
     out_dir: &Path,
     precision: Precision,
-    files: bool,
-    paths: &mut Vec<PathBuf>,
+    paths: Option<&mut Vec<PathBuf>>,
     tx: &mut BTreeMap<String, Box<dyn ports::port::TxPort>>,
 ) -> Result<Executor, CliError> {
+    let mut paths = paths;
     Executor::new(chain, opts, |name, dump| {
         let path = exit_path(name, dump, outputs, out_dir);
-        if !files {
+        if let Some(paths) = paths.as_deref_mut() {
             paths.push(path);
             return Ok(ExitSink::Count);
         }
@@ -354,8 +355,7 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
         &outputs,
         &a.out_dir,
         precision,
-        a.replay.is_none() && !workers,
-        &mut paths,
+        (a.replay.is_some() || workers).then_some(&mut paths),
         &mut tx,
     )?;
     if a.trust_switch_tags && a.mode != Mode::Synth {
