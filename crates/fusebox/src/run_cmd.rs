@@ -986,7 +986,8 @@ impl Workers {
             let s = summary.to_json();
             match replay {
                 Some((n, passes, secs, pps)) => outln!(
-                    "{{\"replay\": {{\"packets\": {n}, \"passes\": {passes}, \"seconds\": {secs}, \"pps\": {pps}, \"cores\": {}}},{mode} {workers} \"summary\": {s}}}",
+                    "{{\"replay\": {{\"packets\": {n}, \"passes\": {passes}, \"stopped\": {}, \"seconds\": {secs}, \"pps\": {pps}, \"cores\": {}}},{mode} {workers} \"summary\": {s}}}",
+                    self.stop.is_set(),
                     a.cores
                 ),
                 None => match s.strip_prefix("{\n") {

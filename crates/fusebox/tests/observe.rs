@@ -620,3 +620,96 @@ fn a_bad_metrics_address_is_one_clear_error() {
     );
     assert!(!o.status.success(), "--metrics-linger needs --metrics");
 }
+
+#[test]
+fn two_workers_are_labelled_apart_and_stop_cleanly() {
+    let d = scratch("observe-workers");
+    let chain = fig5_trace(&d, "2000");
+    let mut run = Running::start(
+        &d,
+        &[
+            "run",
+            chain.to_str().unwrap(),
+            "--input",
+            "napt.eth0=trace.pcap",
+            "--cores",
+            "2",
+            "--replay",
+            "100000000",
+            "--json",
+            "--metrics",
+            "127.0.0.1:0",
+            "--metrics-linger",
+            "2",
+            "--progress",
+            "lines",
+            "--progress-workers",
+        ],
+    );
+    let line = run.wait_line(Duration::from_secs(20), |l| {
+        l.starts_with("metrics: serving")
+    });
+    let addr: SocketAddr = line
+        .strip_prefix("metrics: serving http://")
+        .and_then(|r| r.strip_suffix("/metrics"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    // Once both workers have published, the line shows each one's rates.
+    let l = run.wait_line(Duration::from_secs(20), |l| {
+        l.starts_with("progress: ") && l.contains(" | w1 in ")
+    });
+    assert!(l.contains(" | w0 in "), "{l}");
+    let per_worker =
+        |s: &Scrape, w: &str, what: &str| v(s, &format!("fusebox_chain_{what}"), &[("worker", w)]);
+    let (s, _) = scrape_now(addr);
+    assert_eq!(v(&s, "fusebox_workers", &[]), 2);
+    for w in ["0", "1"] {
+        let c = |what: &str| per_worker(&s, w, what);
+        assert!(c("input_packets_total") > 0, "worker {w} runs");
+        assert_eq!(
+            c("input_packets_total") + c("created_packets_total"),
+            c("output_packets_total") + c("dropped_packets_total") + c("held_packets"),
+            "worker {w}'s snapshot balances"
+        );
+    }
+    run.signal("INT");
+    let t0 = Instant::now();
+    let last = loop {
+        let (s, _) = scrape_now(addr);
+        if v(&s, "fusebox_run_stopped", &[]) == 1 {
+            break s;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(1),
+            "not stopped within 1 s"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let status = run.wait_exit(Duration::from_secs(10)).expect("exits");
+    let (out, err) = run.outputs();
+    assert!(status.success(), "{status:?}\n{err}");
+    let j: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(j["replay"]["stopped"], true, "{}", j["replay"]);
+    let t = &j["summary"]["totals"];
+    assert_eq!(t["balanced"], true, "{t}");
+    // The last scrape is each worker's final counters; they add up to the summary.
+    let workers = j["workers"].as_array().unwrap();
+    assert_eq!(workers.len(), 2);
+    for (key, what) in [
+        ("input", "input_packets_total"),
+        ("created", "created_packets_total"),
+        ("output", "output_packets_total"),
+        ("dropped", "dropped_packets_total"),
+        ("held", "held_packets"),
+    ] {
+        let mut sum = 0;
+        for x in workers {
+            let w = x["worker"].as_u64().unwrap().to_string();
+            let got = per_worker(&last, &w, what);
+            assert_eq!(got, x[key].as_u64().unwrap(), "worker {w} {key}");
+            sum += got;
+        }
+        assert_eq!(sum, t[key].as_u64().unwrap(), "{key} over the workers");
+    }
+}

@@ -539,6 +539,21 @@ mod tests {
             Some(27.0)
         );
         assert_eq!(crate::scrape::get(server.addr(), "/").unwrap().status, 404);
+        // A large exposition (the server sends it in chunks) arrives whole.
+        for w in 0..64 {
+            board.publish(w, summary(w as u64));
+        }
+        let r = crate::scrape::get(server.addr(), "/metrics").unwrap();
+        assert!(r.body.len() > 64 * 1024, "{}", r.body.len());
+        let s = parse(&r.body).unwrap();
+        assert_eq!(s.value("fusebox_workers", &[]), Some(64.0));
+        assert_eq!(
+            s.value(
+                "fusebox_exit_packets_total",
+                &[("worker", "63"), ("exit", "fw.eth1")]
+            ),
+            Some(9.0 * 63.0)
+        );
         drop(server);
     }
 

@@ -45,15 +45,41 @@ pub fn get(addr: SocketAddr, path: &str) -> io::Result<Response> {
         .and_then(|l| l.split(' ').nth(1))
         .and_then(|c| c.parse().ok())
         .ok_or_else(|| bad("bad status line"))?;
-    let content_type = lines
+    let headers: Vec<(&str, &str)> = lines
         .filter_map(|l| l.split_once(':'))
-        .find(|(k, _)| k.eq_ignore_ascii_case("content-type"))
-        .map(|(_, v)| v.trim().to_string());
+        .map(|(k, v)| (k, v.trim()))
+        .collect();
+    let header = |name: &str| {
+        headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| *v)
+    };
+    let content_type = header("content-type").map(str::to_string);
+    let body = if header("transfer-encoding").is_some_and(|t| t.eq_ignore_ascii_case("chunked")) {
+        dechunk(body).ok_or_else(|| bad("bad chunked body"))?
+    } else {
+        body.to_string()
+    };
     Ok(Response {
         status,
         content_type,
-        body: body.to_string(),
+        body,
     })
+}
+
+/// A chunked body (`SIZE\r\nDATA\r\n` … `0\r\n\r\n`) put back together.
+fn dechunk(mut rest: &str) -> Option<String> {
+    let mut body = String::new();
+    loop {
+        let (size, after) = rest.split_once("\r\n")?;
+        let size = usize::from_str_radix(size.split(';').next()?.trim(), 16).ok()?;
+        if size == 0 {
+            return Some(body);
+        }
+        body.push_str(after.get(..size)?);
+        rest = after.get(size..)?.strip_prefix("\r\n")?;
+    }
 }
 
 /// One sample: labels and value.
@@ -368,6 +394,16 @@ mod tests {
         assert_eq!(s.value("a_total", &[]), Some(4.0));
         assert_eq!(s.family("h").unwrap().samples.len(), 3);
         assert_eq!(s.family("g").unwrap().kind, "untyped");
+    }
+
+    #[test]
+    fn chunked_bodies_are_put_back_together() {
+        assert_eq!(
+            dechunk("5\r\nhello\r\n1;x=y\r\n!\r\n0\r\n\r\n").as_deref(),
+            Some("hello!")
+        );
+        assert_eq!(dechunk("5\r\nhell"), None);
+        assert_eq!(dechunk("zz\r\n"), None);
     }
 
     #[test]
