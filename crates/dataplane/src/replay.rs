@@ -197,11 +197,16 @@ fn worker(setup: Setup, w: usize, n: usize, share: Share, rx: Receiver<Cmd>, tx:
         match cmd {
             Cmd::Pass(passes) => {
                 let t0 = Instant::now();
-                let n = match &mut publisher {
-                    None => ex.replay(&share, passes),
-                    Some(p) => ex.replay_until(&share, passes, |ex| {
-                        p.tick(|| ex.summary());
-                        std::ops::ControlFlow::Continue(())
+                let n = match (&mut publisher, &setup.stop) {
+                    (None, None) => ex.replay(&share, passes),
+                    (p, stop) => ex.replay_until(&share, passes, |ex| {
+                        if let Some(p) = p {
+                            p.tick(|| ex.summary());
+                        }
+                        match stop {
+                            Some(s) if s.is_set() => std::ops::ControlFlow::Break(()),
+                            _ => std::ops::ControlFlow::Continue(()),
+                        }
                     }),
                 };
                 if tx.send(Msg::Passed(n, t0.elapsed())).is_err() {

@@ -408,6 +408,7 @@ pub fn verify_run(
         fast: chain::FastOptions::default(),
         trust_switch_tags: false,
         board: None,
+        stop: None,
     };
     let mut merge = Merge::new(sources);
     let outcome = run(

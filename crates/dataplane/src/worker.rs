@@ -14,6 +14,9 @@ pub struct Setup {
     /// summary (worker `w` at index `w`), for `--metrics` and the progress line; `None`:
     /// nowhere.
     pub board: Option<std::sync::Arc<observe::board::Board>>,
+    /// A replay worker checks it after each batch and ends its pass early when it is set
+    /// (SIGINT/SIGTERM); `None`: passes always run to their end.
+    pub stop: Option<observe::stop::Flag>,
     /// The chain.
     pub chain: ChainFile,
     /// Batch size, reflected exits, defines.

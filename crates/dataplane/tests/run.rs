@@ -40,6 +40,7 @@ fn on_workers(
         fast: chain::FastOptions::default(),
         trust_switch_tags: false,
         board: None,
+        stop: None,
     };
     let mut next = 0usize;
     let mut idled = false;
@@ -138,4 +139,49 @@ fn nat_modes_agree_on_two_workers_from_a_feed() {
         assert_eq!(a.summary(), b.summary(), "{mode}");
         assert_eq!(a.state(), b.state(), "{mode}");
     }
+}
+
+#[test]
+fn a_stop_ends_every_replay_worker_at_its_next_batch() {
+    let chain = example("fig5/chain.toml");
+    let entry = Endpoint::parse("napt.eth0").unwrap();
+    let cfg = GenConfig {
+        packets: 4000,
+        flows: 100,
+        ..GenConfig::default()
+    };
+    let records = generate(&cfg).records();
+    let opts = RunOptions::default();
+    let batch = opts.batch as u64;
+    let mut probe = Executor::new(&chain, &opts, |_, _| Ok(ExitSink::Count)).unwrap();
+    let at = probe.entry(&entry).unwrap();
+    let dispatcher = Dispatcher::for_chain(&mut probe, 2);
+    let shares = dataplane::predispatch(&dispatcher, &[(at, records)]);
+    let sizes: Vec<u64> = shares
+        .iter()
+        .map(|s| s.iter().map(|(_, r)| r.len() as u64).sum())
+        .collect();
+    assert!(sizes.iter().all(|&n| n > batch), "{sizes:?}");
+    let stop = observe::stop::Flag::new();
+    let setup = Setup {
+        chain: chain.clone(),
+        options: opts,
+        mode: Mode::Fastpath,
+        fast: chain::FastOptions::default(),
+        trust_switch_tags: false,
+        board: None,
+        stop: Some(stop.clone()),
+    };
+    let mut crew = dataplane::ReplayWorkers::start(&setup, shares).unwrap();
+    // Not set: whole passes.
+    let (n, _, each) = crew.pass(2).unwrap();
+    assert_eq!(n, 8000);
+    assert_eq!(each, sizes.iter().map(|n| 2 * n).collect::<Vec<_>>());
+    // Set: each worker runs the batch it is in (here its first) and ends the pass there.
+    stop.set();
+    let (n, _, each) = crew.pass(1000).unwrap();
+    assert_eq!(each, vec![batch, batch]);
+    let s = crew.finish().unwrap().summary();
+    assert!(s.balanced(), "{}", s.to_text());
+    assert_eq!(s.totals.input, 8000 + n);
 }

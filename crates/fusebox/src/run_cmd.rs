@@ -490,6 +490,7 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
             fast,
             trust_switch_tags: a.trust_switch_tags,
             board: Some(board.clone()),
+            stop: Some(stop.clone()),
         };
         let w = Workers {
             setup,
@@ -904,8 +905,8 @@ impl Workers {
     }
 
     /// The in-memory replay: the trace dispatched once, each worker replays its share, pass
-    /// after pass (a signal stops between two passes); a pass's time is its slowest
-    /// worker's, the rate every packet over the sum of those times.
+    /// after pass (a signal stops every worker at its next batch); a pass's time is its
+    /// slowest worker's, the rate every packet over the sum of those times.
     fn replay(
         mut self,
         a: &RunArgs,
@@ -924,9 +925,16 @@ impl Workers {
             self.progress.tick(&self.board);
         }
         let outcome = crew.finish()?;
-        self.excluded.set(self.excluded.get() * done);
+        // The filter ran once over the trace: each pass, or the part of one a stop left
+        // done, counts its share of the excluded packets.
+        let kept: u64 = memory.iter().map(|(_, r)| r.len() as u64).sum();
+        let per_pass = self.excluded.get();
+        self.excluded.set(match kept {
+            0 => per_pass * done,
+            k => (u128::from(per_pass) * u128::from(n) / u128::from(k)) as u64,
+        });
         let pps = n as f64 / f64::max(secs, 1e-9);
-        let stopped = if done < passes {
+        let stopped = if self.stop.is_set() {
             ", stopped by a signal"
         } else {
             ""

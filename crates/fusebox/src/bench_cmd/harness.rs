@@ -206,6 +206,7 @@ impl Bench {
             fast: chain::FastOptions::default(),
             trust_switch_tags: false,
             board: None,
+            stop: None,
         };
         let crew = dataplane::ReplayWorkers::start(&setup, shares)?;
         Ok(Config {
