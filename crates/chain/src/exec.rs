@@ -1309,13 +1309,23 @@ impl Executor {
         let mut idle_rounds = 0u32;
         while !stop() && ended.iter().any(|e| !e) {
             let mut got = 0;
+            // With several ports a wait on one delays frames arriving on the others: each
+            // waits at most 1 ms, so an idle run still sleeps but a frame waits no longer.
+            let open = ended.iter().filter(|e| !**e).count();
+            let each = if open > 1 {
+                wait.min(std::time::Duration::from_millis(1))
+            } else {
+                wait
+            };
             for (i, (entry, port)) in rx.iter_mut().enumerate() {
                 if ended[i] {
                     continue;
                 }
-                // Wait only when the last round found nothing anywhere.
-                let w = if idle_rounds > 0 {
-                    wait
+                // Wait only when the last round found nothing anywhere and this one has
+                // found nothing so far (a port must not sit out its wait while frames
+                // received on another are waiting to run).
+                let w = if idle_rounds > 0 && got == 0 {
+                    each
                 } else {
                     std::time::Duration::ZERO
                 };

@@ -34,6 +34,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 mod harness;
+mod live;
 mod report;
 mod scenarios;
 
@@ -43,7 +44,9 @@ pub struct BenchArgs {
     /// Scenarios to run, comma-separated: routers, napts (SNF Fig. 7), frame-sizes (SNF
     /// Fig. 8), ttl, lpm (NetBricks' TTL NF and DIR-24-8 router), isp (SNF Fig. 10),
     /// speedybox (SpeedyBox's BlacklistFilter chains and real chains, naive vs fastpath),
-    /// workers (in-memory replay on 1 and 2 worker threads).
+    /// workers (in-memory replay on 1 and 2 worker threads); live (not in the default
+    /// list: FuseBox over AF_XDP and AF_PACKET against the kernel forwarding between veth
+    /// pairs in namespaces it makes; needs root).
     #[arg(
         long,
         value_delimiter = ',',
@@ -87,6 +90,24 @@ pub struct BenchArgs {
     /// by default; `--quick`: 64).
     #[arg(long, value_delimiter = ',')]
     pub isp_frames: Vec<u32>,
+    /// `live`: seconds per measured phase (default 2; `--quick`: 0.3).
+    #[arg(long)]
+    pub live_seconds: Option<f64>,
+    /// `live`: frame size in bytes with the FCS (64..=1518).
+    #[arg(long, default_value_t = 64)]
+    pub live_frame: u32,
+    /// `live`: offered rate of the fixed-rate phase, packets/s (0: no such phase).
+    #[arg(long, default_value_t = 100_000)]
+    pub live_rate: u64,
+    /// `live`: the ports of the sender and the receiver (afxdp, afpacket or auto).
+    #[arg(long, default_value = "afpacket")]
+    pub live_ports: nic::Kind,
+    /// `live`: FuseBox's execution mode (naive, synth, fastpath).
+    #[arg(long, default_value = "naive")]
+    pub live_mode: String,
+    /// `live`: FuseBox's worker count (`fusebox run --cores`), when given.
+    #[arg(long)]
+    pub live_cores: Option<usize>,
 }
 
 /// A run of `fusebox bench`: settings and what has been measured so far.
@@ -101,6 +122,7 @@ struct Bench {
     batches: Vec<usize>,
     examples: PathBuf,
     out_dir: PathBuf,
+    live: live::LiveOpts,
     report: Report,
 }
 
@@ -135,6 +157,24 @@ pub fn run(a: &BenchArgs) -> Result<ExitCode, CliError> {
             "--batch: expected sizes in 1..=4096".into(),
         ));
     }
+    if !(64..=1518).contains(&a.live_frame) {
+        return Err(CliError::Invalid(format!(
+            "--live-frame {}: expected a size in 64..=1518",
+            a.live_frame
+        )));
+    }
+    if a.live_mode.parse::<synth::Mode>().is_err() {
+        return Err(CliError::Invalid(format!(
+            "--live-mode {}: expected naive, synth or fastpath",
+            a.live_mode
+        )));
+    }
+    let live_seconds = a.live_seconds.unwrap_or(if a.quick { 0.3 } else { 2.0 });
+    if !(live_seconds > 0.0 && live_seconds <= 3600.0) {
+        return Err(CliError::Invalid(format!(
+            "--live-seconds {live_seconds}: expected a duration in (0, 3600]"
+        )));
+    }
     let mut b = Bench {
         quick: a.quick,
         classbench: a.classbench.clone(),
@@ -146,6 +186,14 @@ pub fn run(a: &BenchArgs) -> Result<ExitCode, CliError> {
         batches: a.batch.clone(),
         examples: a.examples.clone(),
         out_dir: a.charts.clone(),
+        live: live::LiveOpts {
+            seconds: live_seconds,
+            frame: a.live_frame,
+            rate: a.live_rate,
+            ports: a.live_ports,
+            mode: a.live_mode.clone(),
+            cores: a.live_cores,
+        },
         report: Report::new(cpu_mhz()),
     };
     for s in SCENARIOS {

@@ -67,6 +67,11 @@ pub(super) const SCENARIOS: &[Scenario] = &[
         about: "SNF Fig. 10: examples/isp (firewall -> router -> NAPT) with the 250-, 1k- and 10k-rule ClassBench lists, frames of 64..1500 bytes",
         run: isp,
     },
+    Scenario {
+        name: "live",
+        about: "FuseBox forwarding one router over AF_XDP and AF_PACKET vs the kernel, between veth pairs in namespaces (root)",
+        run: super::live::live,
+    },
 ];
 
 /// Frame sizes of the `frame-sizes` scenario (with the FCS).
