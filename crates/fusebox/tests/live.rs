@@ -754,3 +754,88 @@ fn live_metrics_scrape_equals_the_summary() {
         .unwrap();
     assert_eq!(napt["rx_packets"].as_u64().unwrap(), trace.len() as u64);
 }
+
+/// `fusebox bench --scenario live --quick`: the plumbing of the live benchmark. It makes its
+/// namespaces, measures the kernel, FuseBox over AF_XDP and over AF_PACKET, prints the three
+/// rows and the two ratios, writes balanced FuseBox summaries in its records, and removes
+/// its namespaces. Never a speed threshold.
+#[test]
+fn live_bench_quick_prints_three_rows_and_cleans_up() {
+    let test = "live_bench_quick";
+    if !can_run(test) {
+        return;
+    }
+    let dir = scratch(test);
+    let examples = root().join("examples");
+    let o = common::fusebox_ok(
+        &dir,
+        &[
+            "bench",
+            "--scenario",
+            "live",
+            "--quick",
+            "--live-seconds",
+            "0.2",
+            "--reps",
+            "1",
+            "--no-charts",
+            "--charts",
+            "out",
+            "--examples",
+            examples.to_str().unwrap(),
+        ],
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    for path in ["kernel", "afxdp", "afpacket"] {
+        assert!(
+            out.lines().any(|l| l.starts_with(&format!("live {path} "))),
+            "no {path} row:\n{out}\n{err}"
+        );
+    }
+    for ratio in ["afxdp / kernel", "afpacket / kernel"] {
+        assert!(out.contains(ratio), "no {ratio}:\n{out}");
+    }
+    // Its namespaces, as it named them, are gone.
+    let names: Vec<&str> = err
+        .lines()
+        .find_map(|l| l.strip_prefix("fusebox bench: live: namespaces "))
+        .and_then(|l| l.split(" (").next())
+        .unwrap_or_else(|| panic!("no namespace names:\n{err}"))
+        .split_whitespace()
+        .collect();
+    assert_eq!(names.len(), 3, "{err}");
+    let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    let list = String::from_utf8_lossy(&list.stdout);
+    for n in &names {
+        assert!(
+            !list.split_whitespace().any(|w| w == *n),
+            "{n} left behind:\n{list}"
+        );
+    }
+    // The records: one per path, FuseBox's summaries balanced, frames delivered.
+    let records = std::fs::read_to_string(dir.join("out/bench.json")).unwrap();
+    let records: Vec<serde_json::Value> = records
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for path in ["kernel", "afxdp", "afpacket"] {
+        let r = records
+            .iter()
+            .find(|r| r["scenario"] == "live" && r["path"] == path)
+            .unwrap_or_else(|| panic!("no {path} record"));
+        let d = r["max_load"]["delivered_mpps"]["median"].as_f64().unwrap();
+        assert!(d > 0.0, "{r}");
+        let l = &r["fixed_rate"]["latency_ns"];
+        assert!(
+            l["p50"].as_f64().unwrap() <= l["p99"].as_f64().unwrap(),
+            "{r}"
+        );
+        if path != "kernel" {
+            for t in r["fusebox"]["totals"].as_array().unwrap() {
+                assert_eq!(t["balanced"], true, "{r}");
+                assert!(t["output"].as_u64().unwrap() > 0, "{r}");
+            }
+        }
+    }
+}

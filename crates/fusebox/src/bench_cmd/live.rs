@@ -170,7 +170,15 @@ impl Net {
         // The kernel's forwarding state (used only while ip_forward is 1): the sources'
         // subnet on f0, a next hop on f1 with a permanent neighbour entry (the receiver's
         // MAC), the route for the destinations through it.
-        ip(&["-n", &net.f, "addr", "add", "10.0.255.254/16", "dev", &net.f0])?;
+        ip(&[
+            "-n",
+            &net.f,
+            "addr",
+            "add",
+            "10.0.255.254/16",
+            "dev",
+            &net.f0,
+        ])?;
         ip(&["-n", &net.f, "addr", "add", "192.0.2.1/24", "dev", &net.f1])?;
         ip(&[
             "-n",
@@ -380,11 +388,7 @@ fn phase(
             }
             let secs = t0.elapsed().as_secs_f64();
             let c1 = tx.counters();
-            Ok((
-                c1.tx_packets - c0.tx_packets,
-                c1.tx_full - c0.tx_full,
-                secs,
-            ))
+            Ok((c1.tx_packets - c0.tx_packets, c1.tx_full - c0.tx_full, secs))
         })();
         sending.store(false, Ordering::Relaxed);
         let lat = receiver
@@ -413,7 +417,12 @@ struct FuseBox {
 }
 
 impl FuseBox {
-    fn start(net: &Net, chain: &std::path::Path, via: Kind, o: &LiveOpts) -> Result<Self, CliError> {
+    fn start(
+        net: &Net,
+        chain: &std::path::Path,
+        via: Kind,
+        o: &LiveOpts,
+    ) -> Result<Self, CliError> {
         let exe = std::env::current_exe()
             .map_err(|e| CliError::Invalid(format!("live: the fusebox binary: {e}")))?;
         let a = format!("r1.eth0={},{via}", net.f0);
@@ -479,7 +488,11 @@ impl FuseBox {
     fn devices(&self) -> Vec<String> {
         self.log
             .iter()
-            .filter(|l| l.starts_with("live: r1.") || l.contains("copy mode") || l.contains("using AF_PACKET"))
+            .filter(|l| {
+                l.starts_with("live: r1.")
+                    || l.contains("copy mode")
+                    || l.contains("using AF_PACKET")
+            })
             .cloned()
             .collect()
     }
@@ -491,9 +504,11 @@ impl FuseBox {
         let _ = Command::new("kill").args(["-INT", &pid]).status();
         let t0 = Instant::now();
         let status = loop {
-            if let Some(s) = self.child.try_wait().map_err(|e| {
-                CliError::Invalid(format!("live: waiting for fusebox run: {e}"))
-            })? {
+            if let Some(s) = self
+                .child
+                .try_wait()
+                .map_err(|e| CliError::Invalid(format!("live: waiting for fusebox run: {e}")))?
+            {
                 break s;
             }
             if t0.elapsed() > Duration::from_secs(10) {
@@ -630,7 +645,14 @@ pub(super) fn live(b: &mut Bench) -> Result<(), CliError> {
             phase(&mut ends, &frames, next_phase(), 0.1, 0, &stop)?;
             let max = phase(&mut ends, &frames, next_phase(), o.seconds, 0, &stop)?;
             let fixed = if o.rate > 0 {
-                Some(phase(&mut ends, &frames, next_phase(), o.seconds, o.rate, &stop)?)
+                Some(phase(
+                    &mut ends,
+                    &frames,
+                    next_phase(),
+                    o.seconds,
+                    o.rate,
+                    &stop,
+                )?)
             } else {
                 None
             };
@@ -716,6 +738,7 @@ fn report(b: &mut Bench, o: &LiveOpts, paths: &[Path], series: &[Series], ends: 
         ));
         let trip = |(lo, med, hi): (f64, f64, f64)| json!({"min": lo, "median": med, "max": hi});
         let totals: Vec<Value> = s.fusebox.iter().map(|v| v["totals"].clone()).collect();
+        let ports: Vec<Value> = s.fusebox.iter().map(|v| v["ports"].clone()).collect();
         r.records.push(json!({
             "scenario": "live",
             "path": p.name(),
@@ -740,10 +763,12 @@ fn report(b: &mut Bench, o: &LiveOpts, paths: &[Path], series: &[Series], ends: 
                 "mode": o.mode,
                 "devices": s.devices,
                 "totals": totals,
+                "ports": ports,
             })},
         }));
         if !s.devices.is_empty() {
-            r.lines.push(format!("  {}: {}", p.name(), s.devices.join("; ")));
+            r.lines
+                .push(format!("  {}: {}", p.name(), s.devices.join("; ")));
         }
     }
     let kernel = &series[0];
