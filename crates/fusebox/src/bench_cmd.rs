@@ -62,7 +62,8 @@ pub struct BenchArgs {
     /// Passes over the trace per repetition.
     #[arg(long)]
     pub passes: Option<u64>,
-    /// Batch sizes for routers and napts, comma-separated; the other scenarios use the first.
+    /// Batch sizes for routers and napts, comma-separated; the other scenarios use the first
+    /// (`live`: FuseBox's `--batch`).
     #[arg(long, value_delimiter = ',', default_value = "32,128")]
     pub batch: Vec<usize>,
     /// Directory of the bundled examples.
@@ -193,6 +194,7 @@ pub fn run(a: &BenchArgs) -> Result<ExitCode, CliError> {
             ports: a.live_ports,
             mode: a.live_mode.clone(),
             cores: a.live_cores,
+            batch: a.batch[0],
         },
         report: Report::new(cpu_mhz()),
     };

@@ -9,8 +9,12 @@
 //! so no ARP is needed) or `fusebox run one.toml --iface r1.eth0=… --iface r1.eth1=…`
 //! does (`ip_forward=0`), started with `ip netns exec`, stopped with SIGINT and its `--json`
 //! summary checked for balance. The sender and the receiver are threads of the bench with
-//! `nic` ports opened in their namespaces; the sender writes a monotonic send time into each
-//! UDP payload, the receiver (same clock) takes receive − send.
+//! `nic` ports opened in their namespaces; the sender writes its send time into each UDP
+//! payload, the receiver takes receive − send on the same host clock. The clock is
+//! `CLOCK_REALTIME`, not the monotonic one, because it is the clock the kernel stamps a
+//! received frame with in AF_PACKET's ring: the receiver's own hand-over delay (a TPACKET_V3
+//! block is handed over when full or after 1 ms) is then not counted. AF_XDP's receive port
+//! reads the same clock when it takes the frame.
 //!
 //! Per path and repetition: a **max-load phase** (the sender sends as fast as it can for
 //! `--live-seconds`; delivered packets/s at the receiver, latency under that load) and a
@@ -61,6 +65,8 @@ pub(super) struct LiveOpts {
     pub(super) mode: String,
     /// FuseBox's `--cores`, when given.
     pub(super) cores: Option<usize>,
+    /// FuseBox's `--batch`.
+    pub(super) batch: usize,
 }
 
 /// One of the paths compared.
@@ -433,6 +439,7 @@ impl FuseBox {
             .arg("run")
             .arg(chain)
             .args(["--iface", &a, "--iface", &b, "--mode", &o.mode])
+            .args(["--batch", &o.batch.to_string()])
             .args(["--json", "--progress", "off"]);
         if let Some(c) = o.cores {
             cmd.args(["--cores", &c.to_string()]);
@@ -683,8 +690,8 @@ pub(super) fn live(b: &mut Bench) -> Result<(), CliError> {
 fn report(b: &mut Bench, o: &LiveOpts, paths: &[Path], series: &[Series], ends: &str) {
     let r = &mut b.report;
     r.lines.push(format!(
-        "live: one router (examples/routers/one.toml, fusebox --mode {}) between veth pairs in three namespaces; {}-byte frames, {} flows, {:.1} s per phase, {} reps; {ends}",
-        o.mode, o.frame, FLOWS, o.seconds, b.reps
+        "live: one router (examples/routers/one.toml, fusebox --mode {} --batch {}) between veth pairs in three namespaces; {}-byte frames, {} flows, {:.1} s per phase, {} reps; {ends}",
+        o.mode, o.batch, o.frame, FLOWS, o.seconds, b.reps
     ));
     r.lines.push(format!(
         "{:<19} {:>23} {:>23} {:>6} {:>9} {:>9}   {:>23} {:>9} {:>9}",
@@ -761,6 +768,7 @@ fn report(b: &mut Bench, o: &LiveOpts, paths: &[Path], series: &[Series], ends: 
             })},
             "fusebox": if matches!(p, Path::Kernel) { Value::Null } else { json!({
                 "mode": o.mode,
+                "batch": o.batch,
                 "devices": s.devices,
                 "totals": totals,
                 "ports": ports,
