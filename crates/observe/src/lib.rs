@@ -61,7 +61,7 @@ impl Watch {
     /// no snapshots (no clock read, no summary per batch); [`Watch::finish`] still publishes
     /// the final one.
     pub fn watched(mut self, watched: bool) -> Self {
-        self.watched = watched || !self.progress.is_off();
+        self.watched = watched || self.progress.is_on();
         self
     }
 

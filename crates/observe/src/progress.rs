@@ -106,7 +106,8 @@ impl Progress {
         }
     }
 
-    /// Whether it shows anything (a reader may skip copying the board when not).
+    /// Whether it shows anything (not `off`, nor a bar on a stderr that is not a terminal):
+    /// a reader may skip copying the board when not.
     pub fn is_on(&self) -> bool {
         self.style != Style::Off
     }
@@ -116,17 +117,12 @@ impl Progress {
         Self::new(Style::Off, false)
     }
 
-    /// Whether it shows nothing (`off`, or a bar on a stderr that is not a terminal).
-    pub fn is_off(&self) -> bool {
-        self.style == Style::Off
-    }
-
     /// For a thread that is not a worker (the reader of a multi-worker run): call it as
     /// often as you like (after every batch); at most every [`board::INTERVAL`] it copies
     /// the board's snapshots and redraws (one clock read otherwise, nothing when off).
     #[inline]
     pub fn tick(&mut self, board: &Board) {
-        if self.style == Style::Off {
+        if !self.is_on() {
             return;
         }
         let now = Instant::now();
