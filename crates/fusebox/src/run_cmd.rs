@@ -73,8 +73,9 @@ pub struct RunArgs {
     pub batch: usize,
     /// Worker threads, each with its own replica of the chain (flows kept on one worker by
     /// a symmetric RSS hash; NATs split their port ranges). Outputs stay in canonical order.
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub cores: usize,
+    /// Default: 1 offline, every core live (with devices).
+    #[arg(long, value_name = "N")]
+    pub cores: Option<usize>,
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     pub json: bool,
@@ -338,16 +339,15 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
         )));
     }
     let started = Instant::now();
-    if a.cores == 0 {
+    let cores = a.cores.unwrap_or(if rx.is_empty() {
+        1
+    } else {
+        std::thread::available_parallelism().map_or(1, usize::from)
+    });
+    if cores == 0 {
         return Err(CliError::Invalid("--cores 0: expected 1 or more".into()));
     }
-    let workers = a.cores > 1;
-    if workers && !tx.is_empty() {
-        return Err(CliError::Invalid(format!(
-            "--cores {}: devices (--iface or [[device]]) run on one worker for now",
-            a.cores
-        )));
-    }
+    let workers = cores > 1;
     let mut paths = Vec::new();
     let mut ex = build(
         &chain,
@@ -371,8 +371,8 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
     // On several workers this executor only checks the set-up and reads the inputs'
     // entries; each worker builds its own replica.
     let dispatcher = if workers {
-        let d = dataplane::Dispatcher::for_chain(&mut ex, a.cores);
-        dataplane::share(&mut ex, 0, a.cores)?;
+        let d = dataplane::Dispatcher::for_chain(&mut ex, cores);
+        dataplane::share(&mut ex, 0, cores)?;
         Some(d)
     } else {
         None
@@ -467,7 +467,7 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
     // --metrics and the progress line every ~100 ms.
     let stop = observe::stop::Flag::on_signals()
         .map_err(|e| CliError::Invalid(format!("cannot handle SIGINT/SIGTERM: {e}")))?;
-    let board = observe::board::Board::new(a.cores);
+    let board = observe::board::Board::new(cores);
     let server = match &a.metrics {
         Some(addr) => {
             let s = observe::metrics::Server::start(addr, board.clone())
@@ -495,6 +495,7 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
         let w = Workers {
             setup,
             dispatcher: d,
+            cores,
             precision,
             paths,
             excluded,
@@ -503,9 +504,11 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
             board,
             server,
             progress: observe::progress::Progress::new(style, a.progress_workers),
+            ports: Vec::new(),
         };
         return match a.replay {
             Some(passes) => w.replay(a, &memory, passes, errors),
+            None if live => w.live(a, rx_ports, rx_names, tx, errors),
             None => w.run(a, sources, errors),
         };
     }
@@ -838,6 +841,8 @@ pub fn check(a: &CheckArgs) -> Result<ExitCode, CliError> {
 struct Workers {
     setup: dataplane::Setup,
     dispatcher: dataplane::Dispatcher,
+    /// Workers.
+    cores: usize,
     /// The resolution of the output files.
     precision: Precision,
     /// Each exit's file, in exit order.
@@ -852,9 +857,174 @@ struct Workers {
     board: std::sync::Arc<observe::board::Board>,
     server: Option<observe::metrics::Server>,
     progress: observe::progress::Progress,
+    /// The device ports' counters, for the summary (live runs).
+    ports: Vec<chain::summary::PortSummary>,
 }
 
 impl Workers {
+    /// A live run on several workers: this thread receives from the device ports (and any
+    /// captures given), dispatches to the workers as offline, and sends what the exits give
+    /// to their devices (or files) in canonical order, flushing whenever the ports go idle
+    /// and after every batch. A signal or a failed device stops the receiving; every packet
+    /// received is finished and sent.
+    fn live(
+        mut self,
+        a: &RunArgs,
+        mut rx: Vec<chain::exec::PortInput>,
+        rx_names: Vec<String>,
+        mut tx: BTreeMap<String, Box<dyn ports::port::TxPort>>,
+        mut errors: Vec<String>,
+    ) -> Result<ExitCode, CliError> {
+        use ports::port::Recv;
+        use std::cell::RefCell;
+        use std::collections::VecDeque;
+        // Per exit: its device, or its file.
+        enum Out {
+            Port(String, Box<dyn ports::port::TxPort>),
+            File(PcapWriter),
+        }
+        let names = Executor::new(&self.setup.chain, &self.setup.options, |_, _| {
+            Ok(ExitSink::Count)
+        })?
+        .exit_names();
+        let mut outs = Vec::new();
+        for (name, path) in names.iter().zip(&self.paths) {
+            outs.push(match tx.remove(name) {
+                Some(port) => Out::Port(name.clone(), port),
+                None => Out::File(PcapWriter::create(path, self.precision, 1)?),
+            });
+        }
+        let outs = RefCell::new(outs);
+        let failed: RefCell<Option<ports::port::PortError>> = RefCell::new(None);
+        let flush = || {
+            for o in outs.borrow_mut().iter_mut() {
+                if let Out::Port(_, port) = o {
+                    if let Err(e) = port.flush() {
+                        failed.borrow_mut().get_or_insert(e);
+                    }
+                }
+            }
+        };
+        let batch = self.setup.options.batch.max(1);
+        let mut queue: VecDeque<dataplane::Input> = VecDeque::new();
+        let mut ended = vec![false; rx.len()];
+        let mut idle_rounds = 0u32;
+        let mut since_flush = 0usize;
+        let stop = self.stop.clone();
+        let mut feed = || {
+            if since_flush >= batch {
+                flush();
+                since_flush = 0;
+            }
+            if let Some(i) = queue.pop_front() {
+                since_flush += 1;
+                return dataplane::Next::Input(i);
+            }
+            if stop.is_set() || failed.borrow().is_some() || ended.iter().all(|e| *e) {
+                return dataplane::Next::End;
+            }
+            let wait = if idle_rounds > 0 {
+                std::time::Duration::from_millis(20)
+            } else {
+                std::time::Duration::ZERO
+            };
+            for (i, (entry, port)) in rx.iter_mut().enumerate() {
+                if ended[i] {
+                    continue;
+                }
+                let entry = *entry;
+                let r = port.recv(batch, wait, &mut |ts, precision, data| {
+                    queue.push_back(dataplane::Input {
+                        entry,
+                        timestamp: ts,
+                        precision,
+                        data: data.to_vec(),
+                    })
+                });
+                match r {
+                    Ok(Recv::End) => ended[i] = true,
+                    Ok(_) => {}
+                    Err(e) => {
+                        failed.borrow_mut().get_or_insert(e);
+                    }
+                }
+            }
+            match queue.pop_front() {
+                Some(i) => {
+                    idle_rounds = 0;
+                    since_flush += 1;
+                    dataplane::Next::Input(i)
+                }
+                None => {
+                    idle_rounds = idle_rounds.saturating_add(1);
+                    flush();
+                    since_flush = 0;
+                    dataplane::Next::Idle
+                }
+            }
+        };
+        eprintln!(
+            "live: running on {} workers (SIGINT or SIGTERM stops)",
+            self.cores
+        );
+        let (board, progress) = (&self.board, &mut self.progress);
+        let outcome = dataplane::run(
+            &self.setup,
+            &self.dispatcher,
+            &mut feed,
+            true,
+            |x, ts, _, data| match outs.borrow_mut().get_mut(x) {
+                Some(Out::Port(_, port)) => {
+                    if let Err(e) = port.send(ts, &data) {
+                        failed.borrow_mut().get_or_insert(e);
+                    }
+                }
+                Some(Out::File(w)) => {
+                    if let Err(e) = w.write(ts, &data) {
+                        eprintln!("fusebox: {e}");
+                    }
+                }
+                None => {}
+            },
+            |_| progress.tick(board),
+        )?;
+        flush();
+        if let Some(e) = failed.take() {
+            errors.push(e.to_string());
+        }
+        if self.stop.is_set() {
+            eprintln!(
+                "live: stopped by a signal after {} input packets",
+                outcome.summary().totals.input
+            );
+        }
+        let mut ports: Vec<chain::summary::PortSummary> = Vec::new();
+        for o in outs.into_inner() {
+            match o {
+                Out::Port(name, mut port) => {
+                    if let Err(e) = port.flush() {
+                        errors.push(e.to_string());
+                    }
+                    ports.push(chain::summary::PortSummary::new(name, &port.counters()));
+                }
+                Out::File(w) => w.finish()?,
+            }
+        }
+        for (name, (_, port)) in rx_names.iter().zip(&rx) {
+            let c = port.counters();
+            match ports.iter_mut().find(|p| &p.name == name) {
+                Some(p) => {
+                    p.rx_packets = c.rx_packets;
+                    p.rx_bytes = c.rx_bytes;
+                    p.rx_kernel_drops = c.rx_kernel_drops;
+                }
+                None => ports.push(chain::summary::PortSummary::new(name.as_str(), &c)),
+            }
+        }
+        self.ports = ports;
+        self.report(a, &outcome, None, errors)
+    }
+
     /// Streams the inputs through the workers; outputs written in canonical order. A
     /// signal stops the reading; every packet read is finished and written.
     fn run(
@@ -941,7 +1111,7 @@ impl Workers {
         };
         eprintln!(
             "replay: {n} packets in {done} passes{stopped}, {secs:.3} s (each pass: its slowest of {} workers), {:.3} Mpps (in memory, no I/O)",
-            a.cores,
+            self.cores,
             pps / 1e6
         );
         self.report(a, &outcome, Some((n, done, secs, pps)), errors)
@@ -956,13 +1126,20 @@ impl Workers {
         replay: Option<(u64, u64, f64, f64)>,
         errors: Vec<String>,
     ) -> Result<ExitCode, CliError> {
-        let summary = with_excluded(outcome.summary(), self.excluded.get());
+        let mut summary = with_excluded(outcome.summary(), self.excluded.get());
+        if !self.ports.is_empty() {
+            summary.ports = self.ports.clone();
+        }
         // The metrics serve the final counters from now on (the packets --filter kept out
         // with worker 0's).
         for (w, o) in outcome.workers.iter().enumerate() {
             let excluded = if w == 0 { self.excluded.get() } else { 0 };
-            self.board
-                .publish(w, with_excluded(o.summary.clone(), excluded));
+            let mut s = with_excluded(o.summary.clone(), excluded);
+            if w == 0 {
+                // The device ports are the reader's, listed once.
+                s.ports = self.ports.clone();
+            }
+            self.board.publish(w, s);
         }
         self.board.mark_stopped();
         self.progress.finish();
@@ -996,7 +1173,7 @@ impl Workers {
                 Some((n, passes, secs, pps)) => outln!(
                     "{{\"replay\": {{\"packets\": {n}, \"passes\": {passes}, \"stopped\": {}, \"seconds\": {secs}, \"pps\": {pps}, \"cores\": {}}},{mode} {workers} \"summary\": {s}}}",
                     self.stop.is_set(),
-                    a.cores
+                    self.cores
                 ),
                 None => match s.strip_prefix("{\n") {
                     Some(rest) => outln!("{{\n {mode} {workers}\n{rest}"),

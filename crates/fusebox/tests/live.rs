@@ -313,8 +313,9 @@ fn summary_json(stdout: &str) -> serde_json::Value {
 /// The fig5 chain live, `via` one kind of port, in `mode`: the receiver captures what the
 /// offline run writes to lb.eth1, flow by flow in order; SIGINT stops it within a second
 /// with exit 0 and a balanced summary.
-fn fig5_live(via: &str, mode: &str) {
-    let test = format!("fig5_live_{via}_{mode}");
+fn fig5_live(via: &str, mode: &str, cores: usize) {
+    let test = format!("fig5_live_{via}_{mode}_{cores}");
+    let cores = cores.to_string();
     if !can_run(&test) {
         return;
     }
@@ -351,6 +352,8 @@ fn fig5_live(via: &str, mode: &str) {
             "napt.eth0=trace.pcap",
             "--mode",
             mode,
+            "--cores",
+            &cores,
             "--out-dir",
             "offline",
         ],
@@ -383,6 +386,8 @@ fn fig5_live(via: &str, mode: &str) {
             "--json",
             "--progress",
             "off",
+            "--cores",
+            &cores,
         ],
     );
     inject(tx.tx.as_mut(), &trace);
@@ -409,14 +414,24 @@ fn fig5_live(via: &str, mode: &str) {
 #[test]
 fn fig5_live_afpacket_every_mode() {
     for mode in ["naive", "synth", "fastpath"] {
-        fig5_live("afpacket", mode);
+        fig5_live("afpacket", mode, 1);
     }
+}
+
+/// On two workers (the NAPT's ports split between them), live equals the offline run on two
+/// workers, every mode.
+#[test]
+fn fig5_live_on_two_workers_every_mode() {
+    for mode in ["naive", "synth", "fastpath"] {
+        fig5_live("afpacket", mode, 2);
+    }
+    fig5_live("afxdp", "fastpath", 2);
 }
 
 #[test]
 fn fig5_live_afxdp_every_mode() {
     for mode in ["naive", "synth", "fastpath"] {
-        fig5_live("afxdp", mode);
+        fig5_live("afxdp", mode, 1);
     }
 }
 
@@ -666,6 +681,8 @@ fn live_metrics_scrape_equals_the_summary() {
             "--iface",
             &fb,
             "--json",
+            "--cores",
+            "1",
             "--metrics",
             "127.0.0.1:0",
             "--metrics-linger",
