@@ -106,6 +106,11 @@ pub struct BenchArgs {
     /// `live`: FuseBox's execution mode (naive, synth, fastpath).
     #[arg(long, default_value = "naive")]
     pub live_mode: String,
+    /// `live`: pin the sender to CPU 0, FuseBox and the receiver to CPU 1 (with `taskset`),
+    /// and steer the kernel's forwarding to CPU 1 (RPS on the forwarder's entry device),
+    /// instead of leaving the threads to the scheduler.
+    #[arg(long)]
+    pub live_pin: bool,
     /// `live`: FuseBox's worker count (`fusebox run --cores`), when given.
     #[arg(long)]
     pub live_cores: Option<usize>,
@@ -195,6 +200,7 @@ pub fn run(a: &BenchArgs) -> Result<ExitCode, CliError> {
             mode: a.live_mode.clone(),
             cores: a.live_cores,
             batch: a.batch[0],
+            pin: a.live_pin,
         },
         report: Report::new(cpu_mhz()),
     };

@@ -67,6 +67,8 @@ pub(super) struct LiveOpts {
     pub(super) cores: Option<usize>,
     /// FuseBox's `--batch`.
     pub(super) batch: usize,
+    /// Pin the sender to CPU 0, FuseBox and the receiver to CPU 1 (`taskset`).
+    pub(super) pin: bool,
 }
 
 /// One of the paths compared.
@@ -223,6 +225,25 @@ impl Net {
             .map_err(|e| CliError::io(&path, "cannot write: ", e))
     }
 
+    /// Steers the frames f0 receives to the CPUs of `mask` (RPS; "0": off), so the kernel
+    /// forwards them there rather than in the sender's softirq.
+    fn rps(&self, mask: &str) -> Result<(), CliError> {
+        let file = format!("/sys/class/net/{}/queues/rx-0/rps_cpus", self.f0);
+        let out = Command::new("ip")
+            .args(["netns", "exec", &self.f, "sh", "-c"])
+            .arg(format!("echo {mask} > {file}"))
+            .output()
+            .map_err(|e| CliError::Invalid(format!("live: setting {file}: {e}")))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(CliError::Invalid(format!(
+                "live: setting {file}: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )))
+        }
+    }
+
     /// The kernel forwards between f0 and f1 (`ip_forward`), or not.
     fn forward(&self, on: bool) -> Result<(), CliError> {
         self.sysctl("net/ipv4/ip_forward", if on { "1" } else { "0" })
@@ -300,6 +321,30 @@ fn realtime_ns() -> u64 {
         .map_or(0, |d| d.as_nanos() as u64)
 }
 
+/// Pins the calling thread to `cpu` (`taskset -pc CPU TID`; the thread id from
+/// `/proc/thread-self`).
+fn pin_thread(cpu: usize) -> Result<(), CliError> {
+    let link = std::fs::read_link("/proc/thread-self")
+        .map_err(|e| CliError::io("/proc/thread-self", "cannot read: ", e))?;
+    let tid = link
+        .file_name()
+        .and_then(|t| t.to_str())
+        .unwrap_or_default()
+        .to_string();
+    let out = Command::new("taskset")
+        .args(["-pc", &cpu.to_string(), &tid])
+        .output()
+        .map_err(|e| CliError::Invalid(format!("live: --live-pin: running taskset: {e}")))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(CliError::Invalid(format!(
+            "live: --live-pin: taskset -pc {cpu} {tid}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )))
+    }
+}
+
 /// What one phase measured.
 #[derive(Debug, Clone, Default)]
 struct PhaseResult {
@@ -340,12 +385,16 @@ fn phase(
     secs: f64,
     rate: u64,
     stop: &observe::stop::Flag,
+    pin: bool,
 ) -> Result<PhaseResult, CliError> {
     let drain = Duration::from_millis(300);
     let sending = AtomicBool::new(true);
     let Ends { tx, rx, .. } = ends;
     let (sent, refused, secs, lat) = std::thread::scope(|s| {
         let receiver = s.spawn(|| -> Result<Vec<u64>, CliError> {
+            if pin {
+                pin_thread(1)?;
+            }
             let mut lat = Vec::with_capacity(1 << 20);
             let mut last = None::<Instant>;
             loop {
@@ -365,7 +414,10 @@ fn phase(
                 }
             }
         });
-        let r = (|| -> Result<(u64, u64, f64), CliError> {
+        let sender = s.spawn(|| -> Result<(u64, u64, f64), CliError> {
+            if pin {
+                pin_thread(0)?;
+            }
             let c0 = tx.counters();
             let mut buf = Vec::with_capacity(2048);
             let t0 = Instant::now();
@@ -395,7 +447,10 @@ fn phase(
             let secs = t0.elapsed().as_secs_f64();
             let c1 = tx.counters();
             Ok((c1.tx_packets - c0.tx_packets, c1.tx_full - c0.tx_full, secs))
-        })();
+        });
+        let r = sender
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
         sending.store(false, Ordering::Relaxed);
         let lat = receiver
             .join()
@@ -434,8 +489,11 @@ impl FuseBox {
         let a = format!("r1.eth0={},{via}", net.f0);
         let b = format!("r1.eth1={},{via}", net.f1);
         let mut cmd = Command::new("ip");
-        cmd.args(["netns", "exec", &net.f])
-            .arg(exe)
+        cmd.args(["netns", "exec", &net.f]);
+        if o.pin {
+            cmd.args(["taskset", "-c", "1"]);
+        }
+        cmd.arg(exe)
             .arg("run")
             .arg(chain)
             .args(["--iface", &a, "--iface", &b, "--mode", &o.mode])
@@ -641,6 +699,9 @@ pub(super) fn live(b: &mut Bench) -> Result<(), CliError> {
             let fb = match path {
                 Path::Kernel => {
                     net.forward(true)?;
+                    if o.pin {
+                        net.rps("2")?;
+                    }
                     None
                 }
                 Path::FuseBox(via) => {
@@ -649,8 +710,8 @@ pub(super) fn live(b: &mut Bench) -> Result<(), CliError> {
                 }
             };
             // A short warm-up, not counted.
-            phase(&mut ends, &frames, next_phase(), 0.1, 0, &stop)?;
-            let max = phase(&mut ends, &frames, next_phase(), o.seconds, 0, &stop)?;
+            phase(&mut ends, &frames, next_phase(), 0.1, 0, &stop, o.pin)?;
+            let max = phase(&mut ends, &frames, next_phase(), o.seconds, 0, &stop, o.pin)?;
             let fixed = if o.rate > 0 {
                 Some(phase(
                     &mut ends,
@@ -659,6 +720,7 @@ pub(super) fn live(b: &mut Bench) -> Result<(), CliError> {
                     o.seconds,
                     o.rate,
                     &stop,
+                    o.pin,
                 )?)
             } else {
                 None
@@ -671,7 +733,12 @@ pub(super) fn live(b: &mut Bench) -> Result<(), CliError> {
                     }
                     s.fusebox.push(fb.stop()?);
                 }
-                None => net.forward(false)?,
+                None => {
+                    net.forward(false)?;
+                    if o.pin {
+                        net.rps("0")?;
+                    }
+                }
             }
             s.max.push(max);
             s.fixed.extend(fixed);
@@ -690,8 +757,18 @@ pub(super) fn live(b: &mut Bench) -> Result<(), CliError> {
 fn report(b: &mut Bench, o: &LiveOpts, paths: &[Path], series: &[Series], ends: &str) {
     let r = &mut b.report;
     r.lines.push(format!(
-        "live: one router (examples/routers/one.toml, fusebox --mode {} --batch {}) between veth pairs in three namespaces; {}-byte frames, {} flows, {:.1} s per phase, {} reps; {ends}",
-        o.mode, o.batch, o.frame, FLOWS, o.seconds, b.reps
+        "live: one router (examples/routers/one.toml, fusebox --mode {} --batch {}) between veth pairs in three namespaces; {}-byte frames, {} flows, {:.1} s per phase, {} reps; {ends}{}",
+        o.mode,
+        o.batch,
+        o.frame,
+        FLOWS,
+        o.seconds,
+        b.reps,
+        if o.pin {
+            "; pinned: sender on CPU 0, FuseBox and the receiver on CPU 1, the kernel's forwarding steered to CPU 1 (RPS on f0)"
+        } else {
+            ""
+        }
     ));
     r.lines.push(format!(
         "{:<19} {:>23} {:>23} {:>6} {:>9} {:>9}   {:>23} {:>9} {:>9}",
@@ -754,6 +831,7 @@ fn report(b: &mut Bench, o: &LiveOpts, paths: &[Path], series: &[Series], ends: 
             "seconds": o.seconds,
             "reps": s.max.len(),
             "ports": ends,
+            "pinned": o.pin,
             "max_load": {
                 "delivered_mpps": trip(d),
                 "offered_mpps": trip(off),
