@@ -111,9 +111,10 @@ pub struct BenchArgs {
     /// instead of leaving the threads to the scheduler.
     #[arg(long)]
     pub live_pin: bool,
-    /// `live`: FuseBox's worker count (`fusebox run --cores`), when given.
-    #[arg(long)]
-    pub live_cores: Option<usize>,
+    /// `live`: FuseBox's worker count (`fusebox run --cores`; 1 by default: the sender
+    /// and the receiver need the machine's other cores).
+    #[arg(long, default_value_t = 1)]
+    pub live_cores: usize,
 }
 
 /// A run of `fusebox bench`: settings and what has been measured so far.
@@ -173,6 +174,12 @@ pub fn run(a: &BenchArgs) -> Result<ExitCode, CliError> {
         return Err(CliError::Invalid(format!(
             "--live-mode {}: expected naive, synth or fastpath",
             a.live_mode
+        )));
+    }
+    if a.live_cores == 0 || a.live_cores > 1024 {
+        return Err(CliError::Invalid(format!(
+            "--live-cores {}: expected 1..=1024",
+            a.live_cores
         )));
     }
     let live_seconds = a.live_seconds.unwrap_or(if a.quick { 0.3 } else { 2.0 });

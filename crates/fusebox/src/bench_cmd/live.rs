@@ -63,8 +63,8 @@ pub(super) struct LiveOpts {
     pub(super) ports: Kind,
     /// FuseBox's `--mode`.
     pub(super) mode: String,
-    /// FuseBox's `--cores`, when given.
-    pub(super) cores: Option<usize>,
+    /// FuseBox's `--cores` (workers).
+    pub(super) cores: usize,
     /// FuseBox's `--batch`.
     pub(super) batch: usize,
     /// Pin the sender to CPU 0, FuseBox and the receiver to CPU 1 (`taskset`).
@@ -499,9 +499,7 @@ impl FuseBox {
             .args(["--iface", &a, "--iface", &b, "--mode", &o.mode])
             .args(["--batch", &o.batch.to_string()])
             .args(["--json", "--progress", "off"]);
-        if let Some(c) = o.cores {
-            cmd.args(["--cores", &c.to_string()]);
-        }
+        cmd.args(["--cores", &o.cores.to_string()]);
         let mut child = cmd
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -757,9 +755,10 @@ pub(super) fn live(b: &mut Bench) -> Result<(), CliError> {
 fn report(b: &mut Bench, o: &LiveOpts, paths: &[Path], series: &[Series], ends: &str) {
     let r = &mut b.report;
     r.lines.push(format!(
-        "live: one router (examples/routers/one.toml, fusebox --mode {} --batch {}) between veth pairs in three namespaces; {}-byte frames, {} flows, {:.1} s per phase, {} reps; {ends}{}",
+        "live: one router (examples/routers/one.toml, fusebox --mode {} --batch {} --cores {}) between veth pairs in three namespaces; {}-byte frames, {} flows, {:.1} s per phase, {} reps; {ends}{}",
         o.mode,
         o.batch,
+        o.cores,
         o.frame,
         FLOWS,
         o.seconds,
@@ -847,6 +846,7 @@ fn report(b: &mut Bench, o: &LiveOpts, paths: &[Path], series: &[Series], ends: 
             "fusebox": if matches!(p, Path::Kernel) { Value::Null } else { json!({
                 "mode": o.mode,
                 "batch": o.batch,
+                "cores": o.cores,
                 "devices": s.devices,
                 "totals": totals,
                 "ports": ports,
