@@ -923,16 +923,24 @@ impl Workers {
             if stop.is_set() || failed.borrow().is_some() || ended.iter().all(|e| *e) {
                 return dataplane::Next::End;
             }
-            let wait = if idle_rounds > 0 {
-                std::time::Duration::from_millis(20)
-            } else {
-                std::time::Duration::ZERO
+            // Wait only while a whole round found nothing, and with several ports at most
+            // 1 ms on each (a wait on one delays the frames arriving on the others), as
+            // Executor::run_ports does.
+            let wait = match (idle_rounds, rx.len()) {
+                (0, _) => std::time::Duration::ZERO,
+                (_, 1) => std::time::Duration::from_millis(20),
+                _ => std::time::Duration::from_millis(1),
             };
             for (i, (entry, port)) in rx.iter_mut().enumerate() {
                 if ended[i] {
                     continue;
                 }
                 let entry = *entry;
+                let wait = if queue.is_empty() {
+                    wait
+                } else {
+                    std::time::Duration::ZERO
+                };
                 let r = port.recv(batch, wait, &mut |ts, precision, data| {
                     queue.push_back(dataplane::Input {
                         entry,
