@@ -856,3 +856,72 @@ fn live_bench_quick_prints_three_rows_and_cleans_up() {
         }
     }
 }
+
+/// A single Click file runs live as it does offline: `--iface IFACE=DEV` binds its own
+/// interfaces (NetBricks' TTL NF between the veths).
+#[test]
+fn a_single_click_file_runs_live() {
+    let test = "live_single_click";
+    if !can_run(test) {
+        return;
+    }
+    let dir = scratch(test);
+    let click = root().join("examples/ttl/ttl.click");
+    let click = click.to_str().unwrap();
+    common::fusebox_ok(
+        &dir,
+        &[
+            "gen",
+            "-o",
+            "trace.pcap",
+            "--packets",
+            "300",
+            "--flows",
+            "30",
+            "--ttl",
+            "1-5",
+        ],
+    );
+    std::fs::create_dir_all(dir.join("offline")).unwrap();
+    common::fusebox_ok(
+        &dir,
+        &[
+            "run",
+            click,
+            "--input",
+            "eth0=trace.pcap",
+            "--out-dir",
+            "offline",
+        ],
+    );
+    let want = pcap_packets(&dir.join("offline/ttl.eth1.pcap"));
+    let trace = pcap_packets(&dir.join("trace.pcap"));
+    assert!(!want.is_empty() && want.len() < trace.len(), "some expire");
+    let net = Net::new();
+    let mut a = net.in_ns(&net.a, || nic::open(&net.sa, nic::Kind::AfPacket).unwrap());
+    let mut b = net.in_ns(&net.b, || nic::open(&net.rb, nic::Kind::AfPacket).unwrap());
+    let e0 = format!("eth0={}", net.fa);
+    let e1 = format!("eth1={}", net.fb);
+    let live = Live::start(
+        &net.f,
+        &dir,
+        &["run", click, "--iface", &e0, "--iface", &e1, "--json"],
+    );
+    inject(a.tx.as_mut(), &trace);
+    let got = capture(
+        b.rx.as_mut(),
+        Duration::from_millis(500),
+        Duration::from_secs(30),
+    );
+    let (status, out, err) = live.stop(Duration::from_secs(1));
+    assert!(status.success(), "{status}\n{err}");
+    assert_same_flows(&got, &want, "the TTL NF live");
+    let s = summary_json(&out);
+    assert_eq!(s["totals"]["input"].as_u64().unwrap(), trace.len() as u64);
+    let drops = s["totals"]["drops"].as_object().unwrap();
+    assert_eq!(
+        drops.values().map(|v| v.as_u64().unwrap()).sum::<u64>(),
+        (trace.len() - want.len()) as u64,
+        "every packet not forwarded is a drop with a reason: {drops:?}"
+    );
+}
