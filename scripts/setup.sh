@@ -5,15 +5,8 @@
 # synthesized.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-need=""
-for p in tcpdump iproute2 libpcap-dev pkg-config build-essential curl fonts-dejavu-core openvswitch-switch; do
-  dpkg -s "$p" >/dev/null 2>&1 || need="$need $p"
-done
-if [ -n "$need" ]; then
-  $SUDO apt-get update -qq
-  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need
-fi
+. scripts/apt-install.sh
+apt_install tcpdump iproute2 libpcap-dev pkg-config build-essential curl fonts-dejavu-core openvswitch-switch
 if ! command -v cargo >/dev/null; then
   curl -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal
   . "$HOME/.cargo/env"
