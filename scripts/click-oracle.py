@@ -40,6 +40,7 @@ Exit status: 0 identical (possibly modulo), 4 different, 1 error.
 """
 
 import argparse
+import copy
 import os
 import re
 import shutil
@@ -184,6 +185,17 @@ def try_modulo(c, f, maps):
     return bytes(c)
 
 
+def same(c, f, maps, commit):
+    """Whether Click's packet equals FuseBox's, modulo the bijections (extended only when
+    `commit`)."""
+    if c == f:
+        return True
+    if not commit:
+        maps = copy.deepcopy(maps)
+    m = try_modulo(c, f, maps)
+    return m is not None and m == f
+
+
 def decode(pkt, ts, tmp):
     path = os.path.join(tmp, "decode.pcap")
     write_pcap(path, [(ts[0], ts[1], pkt)])
@@ -206,25 +218,54 @@ def compare_outputs(pairs, tmp, show=2):
         cpk = read_pcap(cp) if os.path.exists(cp) else []
         fpk = read_pcap(fp) if os.path.exists(fp) else []
         counts.append(f"{name}:{len(cpk)}/{len(fpk)}")
-        for i in range(max(len(cpk), len(fpk))):
-            if i >= len(cpk) or i >= len(fpk):
-                diffs.append((name, i, cpk[i] if i < len(cpk) else None, fpk[i] if i < len(fpk) else None, "missing"))
+        i = j = 0
+        while i < len(cpk) or j < len(fpk):
+            if i >= len(cpk) or j >= len(fpk):
+                if i < len(cpk):
+                    diffs.append((name, i, j, cpk[i], None, "only in Click"))
+                    i += 1
+                else:
+                    diffs.append((name, i, j, None, fpk[j], "only in FuseBox"))
+                    j += 1
                 continue
-            (cs, cn, c), (fs, fn, f) = cpk[i], fpk[i]
-            if (cs, cn // 1000) != (fs, fn // 1000):
-                ts_diffs += 1
-            if c == f:
+            if same(cpk[i][2], fpk[j][2], maps, True):
+                if (cpk[i][0], cpk[i][1] // 1000) != (fpk[j][0], fpk[j][1] // 1000):
+                    ts_diffs += 1
+                i += 1
+                j += 1
                 continue
-            m = try_modulo(c, f, maps)
-            if m is None or m != f:
-                diffs.append((name, i, cpk[i], fpk[i], "bytes"))
+            # resynchronise: a packet only one side wrote shifts the rest
+            skip = None
+            for d in range(1, 17):
+                if i + d < len(cpk) and same(cpk[i + d][2], fpk[j][2], maps, False):
+                    skip = ("c", d)
+                    break
+                if j + d < len(fpk) and same(cpk[i][2], fpk[j + d][2], maps, False):
+                    skip = ("f", d)
+                    break
+            if skip and skip[0] == "c":
+                for _ in range(skip[1]):
+                    diffs.append((name, i, j, cpk[i], None, "only in Click"))
+                    i += 1
+            elif skip:
+                for _ in range(skip[1]):
+                    diffs.append((name, i, j, None, fpk[j], "only in FuseBox"))
+                    j += 1
+            else:
+                diffs.append((name, i, j, cpk[i], fpk[j], "bytes differ"))
+                i += 1
+                j += 1
     lines = ["packets per output (click/fusebox): " + " ".join(counts)]
     used = [m.name for m in maps.values() if m.used]
     if diffs:
         verdict = "different"
         lines.append(f"{len(diffs)} differing packet(s); first:")
-        for name, i, cp, fp, kind in diffs[:show]:
-            lines.append(f"  {name} packet #{i} ({kind})")
+        kinds = {}
+        for d in diffs:
+            kinds[d[5]] = kinds.get(d[5], 0) + 1
+        lines[0] += "; " + ", ".join(f"{v} {k}" for k, v in sorted(kinds.items()))
+        for name, i, j, cp, fp, kind in diffs[:show]:
+            lines.append(f"  {name} Click packet #{i} / FuseBox packet #{j}: {kind}")
             lines.append("   click:" + ("\n" + decode(cp[2], cp[:2], tmp) if cp else " (none)"))
             lines.append("   fusebox:" + ("\n" + decode(fp[2], fp[:2], tmp) if fp else " (none)"))
     elif used:
