@@ -186,14 +186,41 @@ def try_modulo(c, f, maps):
 
 
 def same(c, f, maps, commit):
-    """Whether Click's packet equals FuseBox's, modulo the bijections (extended only when
-    `commit`)."""
+    """Whether Click's packet equals FuseBox's, modulo the bijections. The bijections are
+    extended only when `commit` and the packets do match."""
     if c == f:
         return True
-    if not commit:
-        maps = copy.deepcopy(maps)
-    m = try_modulo(c, f, maps)
-    return m is not None and m == f
+    trial = copy.deepcopy(maps)
+    m = try_modulo(c, f, trial)
+    ok = m is not None and m == f
+    if ok and commit:
+        maps.update(trial)
+    return ok
+
+
+def selftest(_args):
+    """Checks of the comparison itself (no Click needed)."""
+
+    def pkt(sport, adj=None):
+        ip = b"\x45\x00\x00\x1c\x00\x01\x00\x00\x40\x11\x00\x00\x0a\x00\x00\x01\x0a\x01\x01\x02"
+        s = 0x1234 if adj is None else csum_adjust(0x1234, adj, sport)
+        return b"\x02" * 6 + b"\x04" * 6 + b"\x08\x00" + ip + struct.pack(">HHHH", sport, 80, 8, s)
+
+    maps = {"ports": Bijection("ports"), "ip-id": Bijection("ip-id")}
+    checks = [
+        ("equal bytes", same(pkt(5), pkt(5), maps, True), True),
+        ("wrong checksum", same(pkt(7000), pkt(2000), maps, True), False),
+        ("a port mapped, checksum following", same(pkt(5000), pkt(1000, 5000), maps, True), True),
+        ("the same mapping again", same(pkt(5000), pkt(1000, 5000), maps, True), True),
+        ("not a function", same(pkt(5000), pkt(1001, 5000), maps, True), False),
+        ("not one-to-one", same(pkt(6000), pkt(1000, 6000), maps, True), False),
+        ("a failed try left no mapping", same(pkt(7000), pkt(2001, 7000), maps, True), True),
+    ]
+    bad = [name for name, got, want in checks if got != want]
+    for name in bad:
+        print(f"selftest failed: {name}")
+    print("selftest ok" if not bad else "selftest FAILED")
+    return 1 if bad else 0
 
 
 def decode(pkt, ts, tmp):
@@ -427,7 +454,10 @@ def main():
     )
     c.add_argument("--show", type=int, default=2, help="differing packets to print")
     c.add_argument("--keep", action="store_true", help="keep the scratch folder")
+    sub.add_parser("selftest", help="check the comparison itself (no Click needed)")
     a = ap.parse_args()
+    if a.cmd == "selftest":
+        return selftest(a)
     if a.cmd == "build-click":
         return build_click(a)
     a.fusebox = os.path.abspath(a.fusebox) if os.path.exists(a.fusebox) else a.fusebox
