@@ -343,7 +343,8 @@ impl Element for Classifier {
         "Classifier"
     }
     fn port_count(&self) -> PortCount {
-        PortCount::exact(1, self.patterns.len())
+        // Click: `1/-`. Outputs no pattern names get nothing.
+        PortCount::range(1, 1, self.patterns.len(), usize::MAX)
     }
     fn push(&mut self, _port: usize, packet: Packet, _cx: &mut Context) -> Verdict {
         match self.classify(packet.data()) {

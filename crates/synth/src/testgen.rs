@@ -570,6 +570,14 @@ fn firewall(rng: &mut Rng, i: usize, v: &View) -> NfOut {
             counter(rng)
         );
     }
+    // Click's IPFilter is `1/-`: an output no rule names may be connected (SNF-style
+    // `filter[1] -> Discard`) and gets nothing. Chosen without drawing, so the other
+    // choices of a seed stay as they were.
+    for (name, rules) in [("f0", &fwd), ("f1", &back)] {
+        if rules.len() % 2 == 1 {
+            let _ = writeln!(c, "{name}[1] -> Discard;");
+        }
+    }
     NfOut {
         name: format!("fw{i}"),
         kind: format!("firewall ({} + {} rules)", fwd.len(), back.len()),

@@ -99,7 +99,8 @@ impl Element for IPClassifier {
         "IPClassifier"
     }
     fn port_count(&self) -> PortCount {
-        PortCount::exact(1, self.patterns.len())
+        // Click: `1/-`. Outputs no pattern names get nothing.
+        PortCount::range(1, 1, self.patterns.len(), usize::MAX)
     }
     fn push(&mut self, _port: usize, packet: Packet, _cx: &mut Context) -> Verdict {
         match self.classify(&packet) {
@@ -296,7 +297,8 @@ impl Element for IPFilter {
         "IPFilter"
     }
     fn port_count(&self) -> PortCount {
-        PortCount::exact(1, self.noutputs)
+        // Click: `1/-`. Outputs no rule names get nothing.
+        PortCount::range(1, 1, self.noutputs, usize::MAX)
     }
     fn push(&mut self, _port: usize, packet: Packet, _cx: &mut Context) -> Verdict {
         match self.decide(&packet) {

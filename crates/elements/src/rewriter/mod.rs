@@ -803,7 +803,10 @@ impl Element for IPRewriter {
     }
 
     fn port_count(&self) -> PortCount {
-        PortCount::exact(self.specs.len(), self.noutputs)
+        // Click: `1-/1-`, one input per specification; outputs beyond those the
+        // specifications name may be connected and get nothing.
+        let n = self.specs.len();
+        PortCount::range(n, n, self.noutputs, usize::MAX)
     }
 
     fn push(&mut self, port: usize, mut packet: Packet, cx: &mut Context) -> Verdict {
