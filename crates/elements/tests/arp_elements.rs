@@ -135,6 +135,13 @@ fn responder_answers_requests_for_its_prefixes() {
     let mut one = mk("ARPResponder", "10.0.0.1 00:00:00:00:00:0a", 1);
     let run = push(one.as_mut(), 0, Packet::from_bytes(&[0u8; 10]), 1.0);
     assert_eq!(run.drops, vec!["not-arp-request"]);
+    // Issue 16: a request for an address it does not own has its own reason.
+    let req = arp(REQUEST, PEER, PEER, [10, 0, 0, 2], [10, 0, 0, 9], 0);
+    let run = push(one.as_mut(), 0, req, 1.0);
+    assert_eq!(run.drops, vec!["not-our-address"]);
+    let reply = arp(REPLY, PEER, PEER, [10, 0, 0, 2], [10, 0, 0, 1], 0);
+    let run = push(one.as_mut(), 0, reply, 1.0);
+    assert_eq!(run.drops, vec!["not-arp-request"]);
 }
 
 #[test]

@@ -14,8 +14,12 @@ reasons! {
     pub enum ARPResponderReason {
         /// An ARP request it answered (the reply is a new packet).
         Answered => "arp-answered",
-        /// Not an ARP request for its addresses, and output 1 is not connected.
+        /// Not an Ethernet/IPv4 ARP request (another frame, or an ARP reply), and output 1
+        /// is not connected.
         NotArpRequest => "not-arp-request",
+        /// An Ethernet/IPv4 ARP request for an address it does not answer for, and output 1
+        /// is not connected.
+        NotOurAddress => "not-our-address",
     }
 }
 
@@ -30,7 +34,8 @@ reasons! {
 /// request's sender IP, sender = the entry's Ethernet address and the requested IP), and the
 /// request is consumed (dropped, reason `arp-answered`), as Click's ARPResponder makes a new
 /// packet and kills the request. Every other frame goes to output 1 if it is connected, and
-/// is dropped otherwise (`not-arp-request`).
+/// is dropped otherwise: `not-our-address` for an ARP request whose target is none of its
+/// addresses, `not-arp-request` for anything else.
 #[derive(Debug)]
 pub struct ARPResponder {
     /// (network, prefix length, Ethernet address), most specific first.
@@ -129,20 +134,20 @@ impl Element for ARPResponder {
     }
 
     fn push(&mut self, _port: usize, packet: Packet, cx: &mut Context) -> Verdict {
-        let reply = parse_arp(packet.data())
-            .filter(|a| a.op == arp::operation::REQUEST)
-            .and_then(|a| {
-                let eth = self.lookup(Ipv4Addr::from(a.tpa))?;
-                Some(arp_frame(
-                    a.sha,
-                    eth.0,
-                    arp::operation::REPLY,
-                    eth.0,
-                    a.tpa,
-                    a.sha,
-                    a.spa,
-                ))
-            });
+        let request = parse_arp(packet.data()).filter(|a| a.op == arp::operation::REQUEST);
+        let is_request = request.is_some();
+        let reply = request.and_then(|a| {
+            let eth = self.lookup(Ipv4Addr::from(a.tpa))?;
+            Some(arp_frame(
+                a.sha,
+                eth.0,
+                arp::operation::REPLY,
+                eth.0,
+                a.tpa,
+                a.sha,
+                a.spa,
+            ))
+        });
         match reply {
             Some(frame) => {
                 let mut q = cx.new_packet(&frame, &packet.meta);
@@ -153,6 +158,7 @@ impl Element for ARPResponder {
                 Verdict::Done
             }
             None if self.has_out1 => Verdict::Out(1, packet),
+            None if is_request => Verdict::Drop(packet, ARPResponderReason::NotOurAddress.into()),
             None => Verdict::Drop(packet, ARPResponderReason::NotArpRequest.into()),
         }
     }
@@ -164,7 +170,8 @@ impl Element for ARPResponder {
     /// An Ethernet/IPv4 ARP request (what `parse_arp` checks: 42 bytes, EtherType 0x0806,
     /// hardware type 1, protocol 0x0800; operation 1) whose target is one of the entries'
     /// addresses is answered with a new packet: left to the element. Every other frame goes
-    /// to output 1, or is dropped (`not-arp-request`) when output 1 is not connected.
+    /// to output 1, or is dropped when output 1 is not connected (`not-our-address` for a
+    /// request for another address, `not-arp-request` otherwise).
     fn model(&self) -> Option<Model> {
         let raw = |offset: u16, len: u8| Field::Raw { offset, len };
         let targets = self
@@ -175,7 +182,7 @@ impl Element for ARPResponder {
                 let hi = lo | !mask(*len);
                 set.union(&FieldSet::range(u128::from(lo), u128::from(hi)))
             });
-        let request = Filter::any()
+        let any_request = Filter::any()
             .with(
                 Field::FrameLen,
                 FieldSet::range(ARP_FRAME_LEN as u128, 0xffff),
@@ -183,15 +190,19 @@ impl Element for ARPResponder {
             .with(Field::EtherType, FieldSet::single(ethertype::ARP.into()))
             .with(raw(14, 2), FieldSet::single(arp::HARDWARE_ETHERNET.into()))
             .with(raw(16, 2), FieldSet::single(ethertype::IPV4.into()))
-            .with(raw(20, 2), FieldSet::single(arp::operation::REQUEST.into()))
-            .with(raw(38, 4), targets);
-        let other = if self.has_out1 {
-            Outcome::Out(1)
+            .with(raw(20, 2), FieldSet::single(arp::operation::REQUEST.into()));
+        let request = any_request.clone().with(raw(38, 4), targets);
+        let (not_ours, other) = if self.has_out1 {
+            (Outcome::Out(1), Outcome::Out(1))
         } else {
-            Outcome::Drop(ARPResponderReason::NotArpRequest.into())
+            (
+                Outcome::Drop(ARPResponderReason::NotOurAddress.into()),
+                Outcome::Drop(ARPResponderReason::NotArpRequest.into()),
+            )
         };
         Some(Model::new(vec![
             Case::new(request, Outcome::Runtime),
+            Case::new(any_request, not_ours),
             Case::new(Filter::any(), other),
         ]))
     }
