@@ -351,6 +351,9 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
         return Err(CliError::Invalid("--cores 0: expected 1 or more".into()));
     }
     let workers = cores > 1;
+    // Like tcpdump-style tools and Click's ToDump: a missing output folder is made, quietly.
+    std::fs::create_dir_all(&a.out_dir)
+        .map_err(|e| CliError::io(&a.out_dir, "cannot create: ", e))?;
     let mut paths = Vec::new();
     let mut ex = build(
         &chain,

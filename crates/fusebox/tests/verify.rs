@@ -378,3 +378,80 @@ fn run_mode_synth_gives_the_naive_outputs() {
         );
     }
 }
+
+/// Issue 16: Click's `IPFilter`, `IPClassifier` and `Classifier` are `1/-`: outputs no rule
+/// names may be connected and get nothing (SNF-style `filter[1] -> Discard`), and so may a
+/// rewriter's (`1-/1-`). Such a
+/// configuration loads and every mode gives the naive run's result.
+#[test]
+fn filter_with_unused_outputs_connected_is_identical() {
+    let d = scratch("verify-unused-outputs");
+    gen_trace(
+        &d,
+        "trace.pcap",
+        &[
+            "--packets",
+            "600",
+            "--flows",
+            "30",
+            "--mix",
+            "udp=1,tcp=1,icmp=1",
+            "--src",
+            "10.0.0.0/16",
+            "--dst",
+            "10.1.0.0/16",
+            "--dport",
+            "53,80",
+            "--seed",
+            "5",
+        ],
+    );
+    let click = d.join("snf.click");
+    std::fs::write(
+        &click,
+        "FromDevice(eth0) -> c :: Classifier(12/0800);\n\
+         c[0] -> Strip(14) -> CheckIPHeader -> filter :: IPFilter(allow udp);\n\
+         c[1] -> Discard;\n\
+         filter[0] -> cl :: IPClassifier(dst port 53);\n\
+         filter[1] -> Discard;\n\
+         cl[0] -> rw :: IPRewriter(pattern 192.0.2.1 - - - 0 0);\n\
+         rw[0] -> Unstrip(14) -> ToDevice(eth1);\n\
+         rw[1] -> Discard;\n\
+         cl[1] -> Discard;\n\
+         cl[2] -> Discard;\n",
+    )
+    .unwrap();
+    let line = verify_identical(&d, click.to_str().unwrap(), &["--input", "eth0=trace.pcap"]);
+    let (_, _, drops, _) = numbers(&line);
+    assert!(drops > 0, "{line}");
+}
+
+/// Issue 16: `fusebox run --out-dir DIR` makes a missing DIR (and its parents), quietly, as
+/// tcpdump-style tools and Click's `ToDump` do.
+#[test]
+fn run_makes_a_missing_out_dir() {
+    let d = scratch("run-missing-out-dir");
+    gen_trace(
+        &d,
+        "t.pcap",
+        &["--packets", "50", "--mix", "udp=1", "--seed", "2"],
+    );
+    let out = d.join("new/nested");
+    assert!(!out.exists());
+    let click = root().join("examples/ttl/ttl.click");
+    let o = fusebox_ok(
+        &d,
+        &[
+            "run",
+            click.to_str().unwrap(),
+            "--input",
+            "eth0=t.pcap",
+            "--out-dir",
+            out.to_str().unwrap(),
+        ],
+    );
+    // Quietly: the run's usual summary, nothing about the folder.
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("nested"), "{err}");
+    assert!(!packets(&out.join("ttl.eth1.pcap")).is_empty());
+}
