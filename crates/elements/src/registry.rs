@@ -680,7 +680,8 @@ pub static CLASSES: &[ElementClass] = &[
         doc: Doc::new(
             "MYADDR [, OTHERADDRS]",
             "Processes the Record Route and Timestamp options; erroneous packets leave on \
-             output 1, or are dropped.",
+             output 1, or are dropped. Differs from Click: timestamps are the packet's \
+             virtual time (FuseBox's clock), not the wall-clock time Click writes.",
             "10.0.0.1",
         )
         .outputs(2)
@@ -786,7 +787,9 @@ pub static CLASSES: &[ElementClass] = &[
         doc: Doc::new(
             "INPUTSPEC_1, ..., INPUTSPEC_N [, keywords ...]",
             "Rewrites TCP and UDP flows by their input's specification (pattern, pass, \
-             keep, drop, a mapper), keeping a mapping per flow and its reply.",
+             keep, drop, a mapper), keeping a mapping per flow and its reply. A UDP \
+             checksum the update makes zero is written 0xFFFF (RFC 768; \
+             FastClick writes 0x0000).",
             "pattern 10.0.0.1 1000-2000 - - 0 1, drop",
         )
         .outputs(2)
@@ -808,7 +811,8 @@ pub static CLASSES: &[ElementClass] = &[
         build: |_, a, b| boxed(IPRewriter::configure(RewriterKind::Udp, a, b)),
         doc: Doc::new(
             "INPUTSPEC_1, ..., INPUTSPEC_N [, keywords ...]",
-            "IPRewriter for UDP flows.",
+            "IPRewriter for UDP flows. A UDP checksum the update makes zero is written \
+             0xFFFF (RFC 768; FastClick writes 0x0000).",
             "pattern 10.0.0.1 1000-2000 - - 0 1, drop",
         )
         .outputs(2)
@@ -857,7 +861,9 @@ pub static CLASSES: &[ElementClass] = &[
         doc: Doc::new(
             "IP, ETH [, keywords STATIC, DEFAULT_ETH, CAPACITY, TIMEOUT, BROADCAST, ...]",
             "Encapsulates IP packets (input 0) for their next hop, querying unknown ones; \
-             ARP replies arrive on input 1.",
+             ARP replies arrive on input 1. Differs from Click: queries are re-sent and \
+             entries expire on the virtual clock (packet timestamps), not on Click's \
+             wall-clock timers.",
             "10.0.0.1, 00:01:02:03:04:05",
         )
         .drops(&[ARPQuerierReason::TEXTS]),
