@@ -53,7 +53,8 @@ fn eth(ethertype: u16, rest: &[u8]) -> Vec<u8> {
 fn click_manual_example() {
     // ARP requests, ARP replies, IP, everything else.
     let mut c = classifier("12/0806 20/0001, 12/0806 20/0002, 12/0800, -");
-    assert_eq!(c.port_count(), PortCount::exact(1, 4));
+    // Click's `1/-`: at least the four outputs the patterns name.
+    assert_eq!(c.port_count(), PortCount::range(1, 1, 4, usize::MAX));
     assert_eq!(c.class_name(), "Classifier");
     let arp = |op: u8| eth(ethertype::ARP, &[0, 1, 8, 0, 6, 4, 0, op]);
     assert_eq!(push(&mut c, &arp(1)), Ok(0));
