@@ -1303,54 +1303,19 @@ impl Executor {
         mut stop: impl FnMut() -> bool,
         mut after_batch: impl FnMut(&mut Executor, &[PortInput]),
     ) -> Result<(), ports::port::PortError> {
-        use ports::port::Recv;
-        let mut ended = vec![false; rx.len()];
+        let mut rounds = ports::port::Rounds::new(rx.len(), wait);
         let mut batch: Vec<((usize, usize), Packet)> = Vec::with_capacity(self.batch);
-        let mut idle_rounds = 0u32;
-        while !stop() && ended.iter().any(|e| !e) {
-            let mut got = 0;
-            // With several ports a wait on one delays frames arriving on the others: each
-            // waits at most 1 ms, so an idle run still sleeps but a frame waits no longer.
-            let open = ended.iter().filter(|e| !**e).count();
-            let each = if open > 1 {
-                wait.min(std::time::Duration::from_millis(1))
-            } else {
-                wait
-            };
-            for (i, (entry, port)) in rx.iter_mut().enumerate() {
-                if ended[i] {
-                    continue;
-                }
-                // Wait only when the last round found nothing anywhere and this one has
-                // found nothing so far (a port must not sit out its wait while frames
-                // received on another are waiting to run).
-                let w = if idle_rounds > 0 && got == 0 {
-                    each
-                } else {
-                    std::time::Duration::ZERO
-                };
-                let entry = *entry;
-                let r = port.recv(self.batch, w, &mut |ts, precision, data| {
-                    let p = self.packet_from(data, ts, precision);
-                    batch.push((entry, p));
-                });
-                match r {
-                    Ok(Recv::Frames(n)) => got += n,
-                    Ok(Recv::Idle) => {}
-                    Ok(Recv::End) => ended[i] = true,
-                    Err(e) => {
-                        self.port_error.get_or_insert(e);
-                    }
-                }
-                for (entry, p) in batch.drain(..) {
-                    self.push_in(entry, p);
-                }
+        while !stop() && !rounds.all_ended() {
+            let r = rounds.round(rx, self.batch, |entry, ts, precision, data| {
+                let p = self.packet_from(data, ts, precision);
+                batch.push((entry, p));
+            });
+            if let Err(e) = r {
+                self.port_error.get_or_insert(e);
             }
-            idle_rounds = if got == 0 {
-                idle_rounds.saturating_add(1)
-            } else {
-                0
-            };
+            for (entry, p) in batch.drain(..) {
+                self.push_in(entry, p);
+            }
             self.flush_flows();
             let flushed = self.flush_ports();
             after_batch(self, rx);

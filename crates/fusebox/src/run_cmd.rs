@@ -757,20 +757,28 @@ fn filtered(records: Records, filter: Option<Rc<PcapFilter>>, excluded: Rc<Cell<
 /// `s` with the receive counters of the ports frames came in by (`names[i]` is the
 /// interface of `rx[i]`), merged into the port of the same interface when it also sends.
 fn with_rx(mut s: Summary, names: &[String], rx: &[chain::exec::PortInput]) -> Summary {
+    add_rx(&mut s.ports, names, rx);
+    s
+}
+
+/// Adds the receive counters of `rx` (`names[i]` is the interface of `rx[i]`) to `ports`,
+/// into the port of the same interface when it also sends.
+fn add_rx(
+    ports: &mut Vec<chain::summary::PortSummary>,
+    names: &[String],
+    rx: &[chain::exec::PortInput],
+) {
     for (name, (_, port)) in names.iter().zip(rx) {
         let c = port.counters();
-        match s.ports.iter_mut().find(|p| &p.name == name) {
+        match ports.iter_mut().find(|p| &p.name == name) {
             Some(p) => {
                 p.rx_packets = c.rx_packets;
                 p.rx_bytes = c.rx_bytes;
                 p.rx_kernel_drops = c.rx_kernel_drops;
             }
-            None => s
-                .ports
-                .push(chain::summary::PortSummary::new(name.as_str(), &c)),
+            None => ports.push(chain::summary::PortSummary::new(name.as_str(), &c)),
         }
     }
-    s
 }
 
 /// The devices the chain file's `[[device]]` and `--iface` bind (`--iface` wins for the same

@@ -43,6 +43,74 @@ pub trait RxPort: Send {
     fn counters(&self) -> PortCounters;
 }
 
+/// Several receive ports read in turn, a round at a time: the one polling rule of the live
+/// loops (one worker's `Executor::run_ports`, several workers' reader). A port waits for its
+/// first frame only while the last round and this one so far found nothing, so frames
+/// received on one port never wait behind another's timeout; with several ports each waits
+/// at most 1 ms, so an idle run still sleeps but a frame waits no longer.
+#[derive(Debug)]
+pub struct Rounds {
+    ended: Vec<bool>,
+    idle_rounds: u32,
+    wait: Duration,
+}
+
+impl Rounds {
+    /// Rounds over `ports` ports, waiting at most `wait` on a lone idle port.
+    pub fn new(ports: usize, wait: Duration) -> Rounds {
+        Rounds {
+            ended: vec![false; ports],
+            idle_rounds: 0,
+            wait,
+        }
+    }
+
+    /// Whether every port has ended (only files end).
+    pub fn all_ended(&self) -> bool {
+        self.ended.iter().all(|e| *e)
+    }
+
+    /// One round: every port that has not ended hands up to `max` frames to `f` (its tag,
+    /// timestamp, resolution, bytes), in port order. Returns the frames received; the
+    /// first port error ends the round (the frames handed over before it stay handed over).
+    pub fn round<T: Copy>(
+        &mut self,
+        ports: &mut [(T, Box<dyn RxPort>)],
+        max: usize,
+        mut f: impl FnMut(T, Timestamp, Precision, &[u8]),
+    ) -> Result<usize, PortError> {
+        let open = self.ended.iter().filter(|e| !**e).count();
+        let each = if open > 1 {
+            self.wait.min(Duration::from_millis(1))
+        } else {
+            self.wait
+        };
+        let mut got = 0;
+        for (i, (tag, port)) in ports.iter_mut().enumerate() {
+            if self.ended.get(i).copied().unwrap_or(true) {
+                continue;
+            }
+            let w = if self.idle_rounds > 0 && got == 0 {
+                each
+            } else {
+                Duration::ZERO
+            };
+            let tag = *tag;
+            match port.recv(max, w, &mut |ts, pr, data| f(tag, ts, pr, data))? {
+                Recv::Frames(n) => got += n,
+                Recv::Idle => {}
+                Recv::End => self.ended[i] = true,
+            }
+        }
+        self.idle_rounds = if got == 0 {
+            self.idle_rounds.saturating_add(1)
+        } else {
+            0
+        };
+        Ok(got)
+    }
+}
+
 /// A port frames are sent to.
 pub trait TxPort: Send {
     /// The port's name (a device or a file), as messages show it.
@@ -605,5 +673,35 @@ mod tests {
         let b = a;
         a.add(&b);
         assert_eq!(a.rx_packets + a.tx_full + a.rx_kernel_drops, 2 + 10 + 12);
+    }
+
+    #[test]
+    fn rounds_read_every_port_in_turn_until_all_end() {
+        let a: Vec<Record> = (0..5).map(|i| rec(i, Precision::Micro)).collect();
+        let b: Vec<Record> = (10..12).map(|i| rec(i, Precision::Micro)).collect();
+        let mut ports: Vec<(char, Box<dyn RxPort>)> = vec![
+            ('a', Box::new(MemoryRx::new("a", a))),
+            ('b', Box::new(MemoryRx::new("b", b))),
+        ];
+        let mut rounds = Rounds::new(ports.len(), Duration::from_millis(5));
+        let mut seen = Vec::new();
+        let mut got = 0;
+        while !rounds.all_ended() {
+            got += rounds
+                .round(&mut ports, 2, |tag, _, _, data| seen.push((tag, data[0])))
+                .unwrap();
+        }
+        assert_eq!(got, 7);
+        // Two from each port per round, port order within a round.
+        let want = [
+            ('a', 0),
+            ('a', 1),
+            ('b', 10),
+            ('b', 11),
+            ('a', 2),
+            ('a', 3),
+            ('a', 4),
+        ];
+        assert_eq!(seen, want);
     }
 }

@@ -1,6 +1,6 @@
 //! `fusebox run --cores N` (N > 1): a run on several workers, from files, in memory or live.
 
-use super::{fast_line, linger, mode_json, with_excluded, RunArgs};
+use super::{add_rx, fast_line, linger, mode_json, with_excluded, RunArgs};
 use crate::error::CliError;
 use chain::exec::Source;
 use chain::{Executor, ExitSink};
@@ -52,7 +52,6 @@ impl Workers {
         mut tx: BTreeMap<String, Box<dyn ports::port::TxPort>>,
         mut errors: Vec<String>,
     ) -> Result<ExitCode, CliError> {
-        use ports::port::Recv;
         use std::cell::RefCell;
         use std::collections::VecDeque;
         // Per exit: its device, or its file.
@@ -84,8 +83,7 @@ impl Workers {
         };
         let batch = self.setup.options.batch.max(1);
         let mut queue: VecDeque<dataplane::Input> = VecDeque::new();
-        let mut ended = vec![false; rx.len()];
-        let mut idle_rounds = 0u32;
+        let mut rounds = ports::port::Rounds::new(rx.len(), std::time::Duration::from_millis(20));
         let mut since_flush = 0usize;
         let stop = self.stop.clone();
         let mut feed = || {
@@ -97,51 +95,26 @@ impl Workers {
                 since_flush += 1;
                 return dataplane::Next::Input(i);
             }
-            if stop.is_set() || failed.borrow().is_some() || ended.iter().all(|e| *e) {
+            if stop.is_set() || failed.borrow().is_some() || rounds.all_ended() {
                 return dataplane::Next::End;
             }
-            // Wait only while a whole round found nothing, and with several ports at most
-            // 1 ms on each (a wait on one delays the frames arriving on the others), as
-            // Executor::run_ports does.
-            let wait = match (idle_rounds, rx.len()) {
-                (0, _) => std::time::Duration::ZERO,
-                (_, 1) => std::time::Duration::from_millis(20),
-                _ => std::time::Duration::from_millis(1),
-            };
-            for (i, (entry, port)) in rx.iter_mut().enumerate() {
-                if ended[i] {
-                    continue;
-                }
-                let entry = *entry;
-                let wait = if queue.is_empty() {
-                    wait
-                } else {
-                    std::time::Duration::ZERO
-                };
-                let r = port.recv(batch, wait, &mut |ts, precision, data| {
-                    queue.push_back(dataplane::Input {
-                        entry,
-                        timestamp: ts,
-                        precision,
-                        data: data.to_vec(),
-                    })
-                });
-                match r {
-                    Ok(Recv::End) => ended[i] = true,
-                    Ok(_) => {}
-                    Err(e) => {
-                        failed.borrow_mut().get_or_insert(e);
-                    }
-                }
+            let r = rounds.round(&mut rx, batch, |entry, ts, precision, data| {
+                queue.push_back(dataplane::Input {
+                    entry,
+                    timestamp: ts,
+                    precision,
+                    data: data.to_vec(),
+                })
+            });
+            if let Err(e) = r {
+                failed.borrow_mut().get_or_insert(e);
             }
             match queue.pop_front() {
                 Some(i) => {
-                    idle_rounds = 0;
                     since_flush += 1;
                     dataplane::Next::Input(i)
                 }
                 None => {
-                    idle_rounds = idle_rounds.saturating_add(1);
                     flush();
                     since_flush = 0;
                     dataplane::Next::Idle
@@ -195,17 +168,7 @@ impl Workers {
                 Out::File(w) => w.finish()?,
             }
         }
-        for (name, (_, port)) in rx_names.iter().zip(&rx) {
-            let c = port.counters();
-            match ports.iter_mut().find(|p| &p.name == name) {
-                Some(p) => {
-                    p.rx_packets = c.rx_packets;
-                    p.rx_bytes = c.rx_bytes;
-                    p.rx_kernel_drops = c.rx_kernel_drops;
-                }
-                None => ports.push(chain::summary::PortSummary::new(name.as_str(), &c)),
-            }
-        }
+        add_rx(&mut ports, &rx_names, &rx);
         self.ports = ports;
         self.report(a, &outcome, None, errors)
     }
