@@ -514,7 +514,7 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
         };
         return match a.replay {
             Some(passes) => w.replay(a, &memory, passes, errors),
-            None if live => w.live(a, rx_ports, rx_names, tx, errors),
+            None if live => w.live(a, rx_ports, rx_names, tx, ex.exit_names(), errors),
             None => w.run(a, sources, errors),
         };
     }

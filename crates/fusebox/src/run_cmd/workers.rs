@@ -3,7 +3,6 @@
 use super::{add_rx, fast_line, linger, mode_json, with_excluded, RunArgs};
 use crate::error::CliError;
 use chain::exec::Source;
-use chain::{Executor, ExitSink};
 use packet::Precision;
 use ports::pcap::{PcapWriter, Record};
 use std::cell::Cell;
@@ -50,6 +49,7 @@ impl Workers {
         mut rx: Vec<chain::exec::PortInput>,
         rx_names: Vec<String>,
         mut tx: BTreeMap<String, Box<dyn ports::port::TxPort>>,
+        names: Vec<String>,
         mut errors: Vec<String>,
     ) -> Result<ExitCode, CliError> {
         use std::cell::RefCell;
@@ -59,10 +59,6 @@ impl Workers {
             Port(String, Box<dyn ports::port::TxPort>),
             File(PcapWriter),
         }
-        let names = Executor::new(&self.setup.chain, &self.setup.options, |_, _| {
-            Ok(ExitSink::Count)
-        })?
-        .exit_names();
         let mut outs = Vec::new();
         for (name, path) in names.iter().zip(&self.paths) {
             outs.push(match tx.remove(name) {
