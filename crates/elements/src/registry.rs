@@ -25,7 +25,8 @@ use crate::ip::{
     DecIPTTL, DecIPTTLReason, DropBroadcasts, DropBroadcastsReason, FixIPSrc, GetIPAddress,
     GetIPAddressReason, IPEncap, IPEncapReason, IPFragmenter, IPFragmenterReason, IPGWOptions,
     IPGWOptionsReason, IPLookup, IPPrint, L4Kind, LookupIP6Reason, LookupIP6Route, MarkIPHeader,
-    SetIPAddress, SetIPChecksum, SetL4ChecksumReason, SetTCPChecksum, SetUDPChecksum,
+    SetIPAddress, SetIPChecksum, SetL4ChecksumReason, SetPacketType, SetTCPChecksum,
+    SetUDPChecksum,
 };
 use crate::ipfilter::{IPClassifier, IPFilter, IPFilterReason};
 use crate::nfs::{BlacklistFilter, BlacklistFilterReason, Maglev, MaglevReason, Monitor};
@@ -124,11 +125,13 @@ fn named<E: Element + 'static>(
 }
 
 const FROM_DEVICE: Doc = Doc::new(
-    "DEVNAME [, keywords ...]",
+    "DEVNAME [, FORCE_IP, keywords ...]",
     "Packets arriving on the NF's interface DEVNAME enter here (MAC header at the start, \
-     packet type from the destination MAC). Other keywords are accepted and ignored.",
+     packet type from the destination MAC). FORCE_IP true keeps only IP frames (others \
+     leave on output 1). Other keywords are accepted and ignored.",
     "eth0",
-);
+)
+.drops(&[FromDumpReason::TEXTS]);
 const TO_DEVICE: Doc = Doc::new(
     "DEVNAME [, keywords ...]",
     "Packets pushed here leave the NF by its interface DEVNAME.",
@@ -174,22 +177,22 @@ pub static CLASSES: &[ElementClass] = &[
     // Devices and dump files.
     ElementClass {
         name: "FromDevice",
-        build: |c, a, _| named(c, FromDevice::configure(c, a)),
+        build: |c, a, b| named(c, FromDevice::configure(c, a, b)),
         doc: FROM_DEVICE,
     },
     ElementClass {
         name: "PollDevice",
-        build: |c, a, _| named(c, FromDevice::configure(c, a)),
+        build: |c, a, b| named(c, FromDevice::configure(c, a, b)),
         doc: FROM_DEVICE,
     },
     ElementClass {
         name: "FromNetmapDevice",
-        build: |c, a, _| named(c, FromDevice::configure(c, a)),
+        build: |c, a, b| named(c, FromDevice::configure(c, a, b)),
         doc: FROM_DEVICE,
     },
     ElementClass {
         name: "FromDPDKDevice",
-        build: |c, a, _| named(c, FromDevice::configure(c, a)),
+        build: |c, a, b| named(c, FromDevice::configure(c, a, b)),
         doc: FROM_DEVICE,
     },
     ElementClass {
@@ -222,8 +225,9 @@ pub static CLASSES: &[ElementClass] = &[
         build: |c, a, b| named(c, FromDump::configure(a, b)),
         doc: Doc::new(
             "FILENAME [, FORCE_IP, keywords ...]",
-            "The executor reads this pcap file and pushes its packets here; FORCE_IP true \
-             keeps only IP frames (with their header annotations).",
+            "The executor reads this pcap file and pushes its packets here (MAC header at \
+             the start; the packet type is left HOST, as in Click); FORCE_IP true keeps \
+             only IP frames (with their header annotations; others leave on output 1).",
             "in.pcap",
         )
         .drops(&[FromDumpReason::TEXTS]),
@@ -605,11 +609,22 @@ pub static CLASSES: &[ElementClass] = &[
         ),
     },
     ElementClass {
+        name: "SetPacketType",
+        build: |_, a, _| boxed(SetPacketType::configure(a)),
+        doc: Doc::new(
+            "TYPE",
+            "Sets the packet type annotation (HOST, BROADCAST, MULTICAST, OTHERHOST, \
+             OUTGOING, LOOPBACK).",
+            "BROADCAST",
+        ),
+    },
+    ElementClass {
         name: "DropBroadcasts",
-        build: |_, a, _| boxed(DropBroadcasts::configure(a)),
+        build: |_, a, b| boxed(DropBroadcasts::configure(a, b)),
         doc: Doc::new(
             "",
-            "Drops packets whose packet type annotation is broadcast or multicast.",
+            "Drops packets whose packet type annotation is broadcast or multicast (or sends \
+             them to output 1 when it is connected).",
             "",
         )
         .drops(&[DropBroadcastsReason::TEXTS]),
@@ -712,8 +727,13 @@ pub static CLASSES: &[ElementClass] = &[
     },
     ElementClass {
         name: "SetUDPChecksum",
-        build: |_, a, _| boxed(SetUDPChecksum::configure(a)),
-        doc: Doc::new("", "Recomputes the UDP checksum.", "").drops(SET_L4_CHECKSUM),
+        build: |_, a, b| boxed(SetUDPChecksum::configure(a, b)),
+        doc: Doc::new(
+            "",
+            "Recomputes the UDP checksum; fragments and short packets leave on output 1.",
+            "",
+        )
+        .drops(SET_L4_CHECKSUM),
     },
     ElementClass {
         name: "IPPrint",

@@ -19,25 +19,27 @@ fn make(class: &str, config: &str, noutputs: usize) -> Result<Box<dyn Element>, 
     build(class, config, &bcx).map_err(|e| e.message)
 }
 
-/// (class, configuration, connected outputs, Click's port count).
+/// (class, configuration, connected outputs, port count). Click's `port_count()`, except
+/// `ToDevice` (Click `1/0-2`: sent and failed packets) and `ToDump` (Click `1/0-1`: written
+/// packets), whose outputs FuseBox does not have: a packet reaching an exit leaves the NF.
 const CLASSES: &[(&str, &str, usize, &str)] = &[
-    ("FromDevice", "eth0", 1, "0/1"),
-    ("PollDevice", "eth0", 1, "0/1"),
-    ("FromNetmapDevice", "netmap:eth0", 1, "0/1"),
-    ("FromDPDKDevice", "0", 1, "0/1"),
+    ("FromDevice", "eth0", 1, "0/1-2"),
+    ("PollDevice", "eth0", 1, "0/1-2"),
+    ("FromNetmapDevice", "netmap:eth0", 1, "0/1-2"),
+    ("FromDPDKDevice", "0", 1, "0/1-2"),
     ("ToDevice", "eth0", 0, "1/0"),
     ("ToNetmapDevice", "netmap:eth0", 0, "1/0"),
     ("ToDPDKDevice", "0", 0, "1/0"),
-    ("FromDump", "in.pcap, STOP true", 1, "0/1"),
+    ("FromDump", "in.pcap, STOP true", 1, "0/1-2"),
     ("ToDump", "out.pcap", 0, "1/0"),
     ("Discard", "", 0, "1/0"),
     ("Idle", "", 0, "0-/0-"),
     ("Counter", "", 1, "1/1"),
     ("Null", "", 1, "1/1"),
-    ("Queue", "100", 1, "1/1"),
-    ("SimpleQueue", "", 1, "1/1"),
-    ("ThreadSafeQueue", "", 1, "1/1"),
-    ("FullNoteQueue", "", 1, "1/1"),
+    ("Queue", "100", 1, "1/1-2"),
+    ("SimpleQueue", "", 1, "1/1-2"),
+    ("ThreadSafeQueue", "", 1, "1/1-2"),
+    ("FullNoteQueue", "", 1, "1/1-2"),
     ("Unqueue", "", 1, "1/1"),
     ("Unqueue2", "", 1, "1/1"),
     ("Tee", "", 3, "1/1-"),
@@ -55,8 +57,8 @@ const CLASSES: &[(&str, &str, usize, &str)] = &[
     ("Print", "label", 1, "1/1"),
     ("HashSwitch", "12, 2", 4, "1/1-"),
     ("RoundRobinSwitch", "", 3, "1/1-"),
-    ("StaticSwitch", "1", 2, "1/1-"),
-    ("Switch", "", 2, "1/1-"),
+    ("StaticSwitch", "1", 2, "1/0-"),
+    ("Switch", "", 2, "1/0-"),
     ("AddressInfo", "me 10.0.0.1", 0, "0/0"),
     ("IPRewriterPatterns", "p 1.2.3.4 - - -", 0, "0/0"),
     ("ScheduleInfo", "e 2", 0, "0/0"),

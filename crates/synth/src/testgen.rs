@@ -23,6 +23,9 @@
 //!   (sometimes also changing the destination port);
 //! * **TTL and encapsulation changes**: extra `DecIPTTL`s, `Strip`/`Unstrip` pairs,
 //!   `EtherRewrite`, `EtherEncap`, or a pure layer-2 path that lets anything through;
+//!   `SetPacketType` → `DropBroadcasts` (broadcasts dropped or sent out of its output 1 to
+//!   `Discard`); `SetUDPChecksum` → `SetTCPChecksum` (Click's rules, output 1 sometimes
+//!   connected); sometimes `FromDevice(…, FORCE_IP true)` with its output 1 to `Discard`;
 //! * **branches**: an `IPClassifier` splitting TCP / UDP / the rest to `eth1`, an extra
 //!   exit `eth2` or `Discard`, directly (sometimes one class copied by a `Tee` to `eth2`
 //!   too) or through `Paint` / `PaintSwitch`;
@@ -754,7 +757,8 @@ fn mangler(rng: &mut Rng, i: usize) -> NfOut {
     let mut c = String::new();
     let mut recipes = Vec::new();
     for (from, to) in [(0, 1), (1, 0)] {
-        let (name, path) = match rng.below(5) {
+        let mut extra = String::new();
+        let (name, path) = match rng.below(7) {
             0 => {
                 let extra = if rng.pct(50) { " -> DecIPTTL" } else { "" };
                 (
@@ -785,7 +789,7 @@ fn mangler(rng: &mut Rng, i: usize) -> NfOut {
                     counter(rng)
                 ),
             ),
-            _ => (
+            4 => (
                 "Strip/EtherEncap",
                 format!(
                     "Strip(14) -> {}{} -> EtherEncap(0x0800, $MAC{to}, $PEER{to})",
@@ -793,9 +797,53 @@ fn mangler(rng: &mut Rng, i: usize) -> NfOut {
                     counter(rng)
                 ),
             ),
+            5 => {
+                // The packet type FromDevice set, or one set on purpose; broadcasts leave
+                // on DropBroadcasts' output 1 when it is connected.
+                let set = match rng.below(4) {
+                    0 => " -> SetPacketType(BROADCAST)",
+                    1 => " -> SetPacketType(MULTICAST)",
+                    2 => " -> SetPacketType(HOST)",
+                    _ => "",
+                };
+                if rng.pct(50) {
+                    let _ = writeln!(extra, "db{from}[1]{} -> Discard;", counter(rng));
+                }
+                (
+                    "SetPacketType/DropBroadcasts/EtherRewrite",
+                    format!(
+                        "Null{}{set} -> db{from} :: DropBroadcasts -> EtherRewrite($MAC{to}, $PEER{to})",
+                        counter(rng)
+                    ),
+                )
+            }
+            _ => {
+                // Click's transport checksums (opaque to synthesis); fragments and short
+                // datagrams leave on SetUDPChecksum's output 1 when it is connected.
+                if rng.pct(50) {
+                    let _ = writeln!(extra, "uc{from}[1] -> Discard;");
+                }
+                let fixoff = if rng.pct(50) { "FIXOFF true" } else { "" };
+                (
+                    "Strip/SetUDPChecksum/SetTCPChecksum/Unstrip/EtherRewrite",
+                    format!(
+                        "Strip(14) -> {} -> uc{from} :: SetUDPChecksum -> SetTCPChecksum({fixoff}) -> Unstrip(14) -> EtherRewrite($MAC{to}, $PEER{to})",
+                        check(rng)
+                    ),
+                )
+            }
         };
         recipes.push(name);
-        let _ = writeln!(c, "FromDevice(eth{from}) -> {path} -> ToDevice(eth{to});");
+        // Sometimes FORCE_IP: non-IP frames leave on output 1 (to Discard) or are dropped.
+        let src = if rng.pct(20) {
+            if rng.pct(50) {
+                let _ = writeln!(extra, "fd{from}[1] -> Discard;");
+            }
+            format!("fd{from} :: FromDevice(eth{from}, FORCE_IP true)")
+        } else {
+            format!("FromDevice(eth{from})")
+        };
+        let _ = writeln!(c, "{src} -> {path} -> ToDevice(eth{to});\n{extra}");
     }
     NfOut {
         name: format!("mg{i}"),

@@ -16,9 +16,14 @@
 //! without checking. `PollDevice`, `FromNetmapDevice` and `FromDPDKDevice` are synonyms of
 //! `FromDevice`; `ToNetmapDevice` and `ToDPDKDevice` of `ToDevice`.
 //!
-//! `FromDump`'s `FORCE_IP true` keeps only IP packets (Click's `fake_pcap_force_ip`): frames
-//! whose EtherType (after at most one 802.1Q tag) is IPv4 or IPv6 get their network and
-//! transport header annotations set; others are dropped as `not-ip`.
+//! `FORCE_IP true` (on `FromDump` and `FromDevice`) keeps only IP packets (Click's
+//! `fake_pcap_force_ip`): frames whose EtherType (after at most one 802.1Q tag) is IPv4 or
+//! IPv6 get their network and transport header annotations set; others leave on output 1
+//! when it is connected (Click's `0/1-2`) and are dropped as `not-ip` otherwise.
+//!
+//! Only `FromDevice` sets the packet-type annotation from the destination MAC; `FromDump`
+//! leaves it `HOST`, as Click's does (so `FromDump(f) -> DropBroadcasts` drops nothing in
+//! both).
 
 use crate::args::{parse_bool, parse_uint, unquote};
 use crate::model::{Case, Effect, Filter, Model, Outcome};
@@ -27,19 +32,35 @@ use packet::{Packet, PacketType};
 use std::path::PathBuf;
 
 reasons! {
-    /// Why `FromDump` drops a packet.
+    /// Why `FromDump` and `FromDevice` drop a packet.
     pub enum FromDumpReason {
         /// FORCE_IP is set and the frame holds no IP packet.
         NotIp => "not-ip",
     }
 }
 
-/// What a receiving element does to every arriving frame: MAC header at the start, packet
-/// type from the destination MAC.
-fn receive(mut p: Packet) -> Packet {
+/// What a receiving element does to every arriving frame: MAC header at the start (and in
+/// `FromDevice`, the packet type from the destination MAC, which the caller sets), then
+/// FORCE_IP's check when `force_ip`: IP frames get their header annotations, others leave
+/// on output 1 or are dropped as `not-ip`.
+fn receive(mut p: Packet, force_ip: bool, has_out1: bool) -> Verdict {
     p.set_mac_header(0);
-    p.meta.packet_type = PacketType::from_dst_mac(p.data());
-    p
+    if force_ip {
+        match ip_header(p.data()) {
+            Some((off, hl)) => {
+                p.set_network_header(off);
+                p.set_transport_header(off + hl);
+            }
+            None => return crate::ip::bad_out(has_out1, p, FromDumpReason::NotIp),
+        }
+    }
+    Verdict::Out(0, p)
+}
+
+/// `FORCE_IP` (default false).
+fn force_ip(args: &Args) -> Result<bool, ConfigError> {
+    args.keyword("FORCE_IP")
+        .map_or(Ok(false), |v| parse_bool(v, "FORCE_IP"))
 }
 
 fn devname(args: &Args) -> Result<String, ConfigError> {
@@ -69,14 +90,23 @@ pub struct FromDevice {
     class: &'static str,
     /// The interface name.
     pub devname: String,
+    /// `FORCE_IP`: keep only IP frames and set their IP header annotations.
+    pub force_ip: bool,
+    has_out1: bool,
 }
 
 impl FromDevice {
-    /// Reads `DEVNAME`; every other argument is accepted and ignored.
-    pub fn configure(class: &'static str, args: &Args) -> Result<FromDevice, ConfigError> {
+    /// Reads `DEVNAME` and `FORCE_IP`; every other argument is accepted and ignored.
+    pub fn configure(
+        class: &'static str,
+        args: &Args,
+        bcx: &BuildCtx,
+    ) -> Result<FromDevice, ConfigError> {
         Ok(FromDevice {
             class,
             devname: devname(args)?,
+            force_ip: force_ip(args)?,
+            has_out1: bcx.noutputs >= 2,
         })
     }
 }
@@ -86,14 +116,18 @@ impl Element for FromDevice {
         self.class
     }
     fn port_count(&self) -> PortCount {
-        PortCount::exact(0, 1)
+        PortCount::range(0, 0, 1, 2)
     }
-    fn push(&mut self, _port: usize, packet: Packet, _cx: &mut Context) -> Verdict {
-        Verdict::Out(0, receive(packet))
+    fn push(&mut self, _port: usize, mut packet: Packet, _cx: &mut Context) -> Verdict {
+        packet.meta.packet_type = PacketType::from_dst_mac(packet.data());
+        receive(packet, self.force_ip, self.has_out1)
     }
     /// Every frame leaves on output 0 with the MAC header at its start and the packet type
-    /// from its destination MAC (what `receive` does).
+    /// from its destination MAC (what `push` does). Opaque with FORCE_IP.
     fn model(&self) -> Option<Model> {
+        if self.force_ip {
+            return None;
+        }
         Some(Model::new(vec![Case::new(Filter::any(), Outcome::Out(0))
             .effect(Effect::MarkMac)
             .effect(Effect::PacketTypeFromEth)]))
@@ -185,6 +219,7 @@ pub struct FromDump {
     pub active: bool,
     /// `FORCE_IP`: keep only IP packets and set their IP header annotations (default false).
     pub force_ip: bool,
+    has_out1: bool,
 }
 
 impl FromDump {
@@ -207,7 +242,8 @@ impl FromDump {
             stop: b("STOP", false)?,
             timing: b("TIMING", false)?,
             active: b("ACTIVE", true)?,
-            force_ip: b("FORCE_IP", false)?,
+            force_ip: force_ip(args)?,
+            has_out1: bcx.noutputs >= 2,
         })
     }
 }
@@ -235,20 +271,10 @@ impl Element for FromDump {
         "FromDump"
     }
     fn port_count(&self) -> PortCount {
-        PortCount::exact(0, 1)
+        PortCount::range(0, 0, 1, 2)
     }
     fn push(&mut self, _port: usize, packet: Packet, _cx: &mut Context) -> Verdict {
-        let mut p = receive(packet);
-        if self.force_ip {
-            match ip_header(p.data()) {
-                Some((off, hl)) => {
-                    p.set_network_header(off);
-                    p.set_transport_header(off + hl);
-                }
-                None => return Verdict::Drop(p, FromDumpReason::NotIp.into()),
-            }
-        }
-        Verdict::Out(0, p)
+        receive(packet, self.force_ip, self.has_out1)
     }
     fn role(&self) -> Role {
         Role::FromDump(self.path.clone())
@@ -347,7 +373,7 @@ mod tests {
             let mut e = ok(class, "eth0, SNIFFER false, PROMISC true, BURST 32", 1);
             assert_eq!(e.class_name(), class);
             assert_eq!(e.role(), Role::FromDevice("eth0".into()));
-            assert_eq!(e.port_count().describe(), "0/1");
+            assert_eq!(e.port_count().describe(), "0/1-2");
             let mut f = frame();
             f[..6].copy_from_slice(&[0xff; 6]);
             let o = run(e.as_mut(), pkt(&f));
@@ -441,6 +467,27 @@ mod tests {
         // Without FORCE_IP everything passes.
         let mut e = ok("FromDump", "in.pcap", 1);
         assert_eq!(run(e.as_mut(), pkt(&arp)).ports(), vec![0]);
+        // With output 1 connected, non-IP frames leave there (Click's 0/1-2); FromDevice
+        // has the same keyword.
+        for (class, config) in [("FromDump", "in.pcap"), ("FromDevice", "eth0")] {
+            let mut e = ok(class, &format!("{config}, FORCE_IP true"), 2);
+            assert_eq!(run(e.as_mut(), pkt(&arp)).ports(), vec![1]);
+            assert_eq!(run(e.as_mut(), pkt(&frame())).ports(), vec![0]);
+            let mut e = ok(class, &format!("{config}, FORCE_IP true"), 1);
+            assert_eq!(run(e.as_mut(), pkt(&arp)).drops, vec!["not-ip"]);
+        }
+    }
+
+    #[test]
+    fn from_dump_leaves_the_packet_type_alone() {
+        // Click's FromDump sets no packet type (only FromDevice reads the destination MAC),
+        // so a broadcast frame from a dump is HOST.
+        let mut e = ok("FromDump", "in.pcap", 1);
+        let mut f = frame();
+        f[..6].copy_from_slice(&[0xff; 6]);
+        let o = run(e.as_mut(), pkt(&f));
+        assert_eq!(o.out[0].1.meta.packet_type, PacketType::Host);
+        assert_eq!(o.out[0].1.mac_header().map(<[u8]>::len), Some(60));
     }
 
     #[test]

@@ -10,7 +10,9 @@
 //! FuseBox runs every packet to completion: whatever is pushed into a queue is immediately
 //! pulled by the unqueuer (or the pull sink) downstream, so the queue never holds a packet,
 //! never reaches its capacity and never drops. These elements therefore forward each packet
-//! unchanged out of output 0; the arguments are checked as Click checks them.
+//! unchanged out of output 0; the arguments are checked as Click checks them. Click's queues
+//! have ports `1/1-2` (overflow drops leave on output 1 when it is connected); FuseBox
+//! accepts a connected output 1 too, which never gets a packet.
 
 use crate::args::{parse_bool, parse_uint};
 use crate::{Args, ConfigError, Context, Element, PortCount, Verdict};
@@ -42,7 +44,7 @@ impl Element for Queue {
         self.class
     }
     fn port_count(&self) -> PortCount {
-        PortCount::exact(1, 1)
+        PortCount::range(1, 1, 1, 2)
     }
     fn push(&mut self, _port: usize, packet: Packet, _cx: &mut Context) -> Verdict {
         Verdict::Out(0, packet)
@@ -118,7 +120,12 @@ mod tests {
         ] {
             let mut e = ok(class, "", 1);
             assert_eq!(e.class_name(), class);
-            assert_eq!(e.port_count().describe(), "1/1");
+            let ports = if class.starts_with("Unqueue") {
+                "1/1"
+            } else {
+                "1/1-2"
+            };
+            assert_eq!(e.port_count().describe(), ports, "{class}");
             let o = run(e.as_mut(), pkt(&frame()));
             assert_eq!(o.ports(), vec![0]);
             assert_eq!(o.out[0].1.data(), &frame()[..]);

@@ -1,4 +1,5 @@
-//! Annotation elements: `GetIPAddress`, `SetIPAddress`, `DropBroadcasts`, `FixIPSrc`.
+//! Annotation elements: `GetIPAddress`, `SetIPAddress`, `SetPacketType`, `DropBroadcasts`,
+//! `FixIPSrc`.
 
 use super::{ip_header, ip_header_mut, IpHeaderReason};
 use crate::args::parse_uint;
@@ -159,17 +160,71 @@ impl Element for SetIPAddress {
     }
 }
 
+/// `SetPacketType(TYPE)`: sets the packet-type annotation to TYPE (`HOST`, `BROADCAST`,
+/// `MULTICAST`, `OTHERHOST`, `OUTGOING` or `LOOPBACK`, any case, as Click reads it). 1/1.
+pub struct SetPacketType {
+    t: PacketType,
+}
+
+impl SetPacketType {
+    /// Builds the element.
+    pub fn configure(args: &Args) -> Result<SetPacketType, ConfigError> {
+        args.check(1, &["TYPE"])?;
+        let v = args.require(0, "TYPE", "packet type")?;
+        let t = match v.trim().to_ascii_uppercase().as_str() {
+            "HOST" => PacketType::Host,
+            "BROADCAST" => PacketType::Broadcast,
+            "MULTICAST" => PacketType::Multicast,
+            "OTHERHOST" => PacketType::OtherHost,
+            "OUTGOING" => PacketType::Outgoing,
+            "LOOPBACK" => PacketType::Loopback,
+            _ => {
+                return Err(ConfigError::new(format!(
+                    "expected TYPE (HOST, BROADCAST, MULTICAST, OTHERHOST, OUTGOING or \
+                     LOOPBACK), found `{}`",
+                    v.trim()
+                )))
+            }
+        };
+        Ok(SetPacketType { t })
+    }
+}
+
+impl Element for SetPacketType {
+    fn class_name(&self) -> &'static str {
+        "SetPacketType"
+    }
+    fn port_count(&self) -> PortCount {
+        PortCount::exact(1, 1)
+    }
+    fn push(&mut self, _port: usize, mut p: Packet, _cx: &mut Context) -> Verdict {
+        p.meta.packet_type = self.t;
+        Verdict::Out(0, p)
+    }
+    fn model(&self) -> Option<Model> {
+        let v = packet_type_value(self.t);
+        Some(Model::new(vec![Case::new(Filter::any(), Outcome::Out(0))
+            .effect(Effect::Write(Field::PacketType, Op::Set(v)))]))
+    }
+}
+
 /// `DropBroadcasts`: drops packets whose packet type annotation (set from the destination
-/// MAC on reception) is broadcast or multicast, under `broadcast`; others pass. 1/1.
+/// MAC on reception by `FromDevice`) is broadcast or multicast, under `broadcast`, or sends
+/// them to output 1 when it is connected (Click's `1/1-2`); others pass. `drops` counts
+/// them either way.
 pub struct DropBroadcasts {
     drops: u64,
+    has_out1: bool,
 }
 
 impl DropBroadcasts {
     /// Builds the element (no arguments).
-    pub fn configure(args: &Args) -> Result<DropBroadcasts, ConfigError> {
+    pub fn configure(args: &Args, bcx: &BuildCtx) -> Result<DropBroadcasts, ConfigError> {
         args.check(0, &[])?;
-        Ok(DropBroadcasts { drops: 0 })
+        Ok(DropBroadcasts {
+            drops: 0,
+            has_out1: bcx.noutputs >= 2,
+        })
     }
 }
 
@@ -178,7 +233,7 @@ impl Element for DropBroadcasts {
         "DropBroadcasts"
     }
     fn port_count(&self) -> PortCount {
-        PortCount::exact(1, 1)
+        PortCount::range(1, 1, 1, 2)
     }
     fn push(&mut self, _port: usize, p: Packet, _cx: &mut Context) -> Verdict {
         if matches!(
@@ -186,7 +241,7 @@ impl Element for DropBroadcasts {
             PacketType::Broadcast | PacketType::Multicast
         ) {
             self.drops += 1;
-            Verdict::Drop(p, DropBroadcastsReason::Broadcast.into())
+            super::bad_out(self.has_out1, p, DropBroadcastsReason::Broadcast)
         } else {
             Verdict::Out(0, p)
         }
@@ -200,7 +255,7 @@ impl Element for DropBroadcasts {
         Some(Model::new(vec![
             Case::new(
                 Filter::any().with(Field::PacketType, bcast),
-                Outcome::Drop(DropBroadcastsReason::Broadcast.into()),
+                super::bad_outcome(self.has_out1, DropBroadcastsReason::Broadcast),
             )
             .stat("drops"),
             Case::new(Filter::any(), Outcome::Out(0)),
@@ -315,6 +370,7 @@ mod tests {
         assert_eq!(o.out[0].1.meta.dst_ip, Ipv4Addr::new(9, 9, 9, 9));
         assert!(build("SetIPAddress", "9.9.9", 1).is_err());
         let mut e = build("DropBroadcasts", "", 1).unwrap();
+        let mut two = build("DropBroadcasts", "", 2).unwrap();
         for (t, pass) in [
             (PacketType::Host, true),
             (PacketType::Broadcast, false),
@@ -323,10 +379,37 @@ mod tests {
         ] {
             let mut p = Packet::from_bytes(&[0; 4]);
             p.meta.packet_type = t;
-            let o = push(e.as_mut(), p);
+            let o = push(e.as_mut(), p.duplicate());
             assert_eq!(o.out.len(), usize::from(pass));
+            assert_eq!(o.drops.len(), usize::from(!pass));
+            // With output 1 connected, broadcasts leave there instead of being dropped.
+            let o = push(two.as_mut(), p);
+            assert_eq!(
+                o.out.iter().map(|o| o.0).collect::<Vec<_>>(),
+                vec![usize::from(!pass)]
+            );
         }
         assert_eq!(e.stats(), vec![("drops", 2)]);
+        assert_eq!(two.stats(), vec![("drops", 2)]);
+    }
+
+    #[test]
+    fn set_packet_type_sets_the_annotation() {
+        for (arg, t) in [
+            ("HOST", PacketType::Host),
+            ("broadcast", PacketType::Broadcast),
+            ("MULTICAST", PacketType::Multicast),
+            ("OtherHost", PacketType::OtherHost),
+            ("OUTGOING", PacketType::Outgoing),
+            ("LOOPBACK", PacketType::Loopback),
+        ] {
+            let mut e = build("SetPacketType", arg, 1).unwrap();
+            let o = push(e.as_mut(), Packet::from_bytes(&[0; 4]));
+            assert_eq!(o.out[0].1.meta.packet_type, t);
+        }
+        let err = build("SetPacketType", "FASTROUTE", 1).err().unwrap();
+        assert!(err.to_string().contains("expected TYPE"), "{err}");
+        assert!(build("SetPacketType", "", 1).is_err());
     }
 
     #[test]

@@ -1,25 +1,25 @@
 //! `SetIPChecksum`, `SetTCPChecksum`, `SetUDPChecksum`: full checksum recomputation.
 
+use super::bad_out;
 use super::ip_header_mut;
 use crate::args::parse_bool;
 use crate::model::{Case, Effect, Filter, Model, Outcome};
-use crate::{Args, ConfigError, Context, Element, PortCount, Verdict};
+use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
 use wire::checksum::{combine, fold, pseudo_header_v4, sum};
-use wire::ipv4::Packet as Ipv4Packet;
-use wire::tcp::Packet as TcpPacket;
-use wire::udp::Packet as UdpPacket;
-use wire::IpProtocol;
 
 reasons! {
     /// Why `SetTCPChecksum` and `SetUDPChecksum` drop a packet (besides
     /// [`super::IpHeaderReason`]).
     pub enum SetL4ChecksumReason {
-        /// The IP payload (total length − IHL) is shorter than the transport header or not
-        /// all there.
+        /// `SetTCPChecksum`: the IP payload (total length − IHL) is shorter than 20 bytes or
+        /// longer than the bytes there (Click: "bad lengths").
         BadIpLength => super::CheckIPReason::BadLength.as_str(),
-        /// `SetTCPChecksum` without FIXOFF: a TCP data offset below 5 or beyond the segment.
-        BadTcpHeader => "bad-tcp-header",
+        /// `SetUDPChecksum` with output 1 unconnected: the packet is an IP fragment.
+        Fragment => "ip-fragment",
+        /// `SetUDPChecksum` with output 1 unconnected: fewer than 8 bytes after the IP
+        /// header, or a UDP length field larger than the bytes there.
+        BadUdpLength => "bad-udp-length",
     }
 }
 
@@ -28,6 +28,53 @@ reasons! {
 pub(crate) fn l4_checksum(src: [u8; 4], dst: [u8; 4], proto: u8, seg: &[u8]) -> u16 {
     let len = seg.len() as u16;
     !fold(combine(&[pseudo_header_v4(src, dst, proto, len), sum(seg)]))
+}
+
+/// The destination address Click puts in a transport pseudo header for IP header `ip` of
+/// length `hl` (`click_in_cksum_pseudohdr`): the last address of the first strict or loose
+/// source route option of at least 7 bytes, else the header's destination. Options are
+/// walked as Click does: NOP skips a byte, EOL or a malformed length ends the walk.
+fn pseudo_dst(ip: &[u8], hl: usize) -> [u8; 4] {
+    let mut dst = [ip[16], ip[17], ip[18], ip[19]];
+    let mut o = 20;
+    while o < hl {
+        match ip[o] {
+            1 => {
+                o += 1;
+                continue;
+            }
+            0 => break,
+            _ => {}
+        }
+        let len = match ip.get(o + 1) {
+            Some(&l) if o + 1 < hl && l >= 2 && o + usize::from(l) <= hl => usize::from(l),
+            _ => break,
+        };
+        if (ip[o] == 131 || ip[o] == 137) && len >= 7 {
+            dst.copy_from_slice(&ip[o + len - 4..o + len]);
+            break;
+        }
+        o += len;
+    }
+    dst
+}
+
+/// Recomputes the checksum at transport offset `at` over the first `len` transport bytes
+/// after the IP header of length `hl` in `ip`, as Click does: the field is zeroed first
+/// (it may lie beyond `len`, which is summed as it is), and the pseudo header carries
+/// `len`, the header's own protocol number and [`pseudo_dst`]. A computed 0 is written as
+/// 0xFFFF when `udp`. The caller guarantees `hl + max(len, at + 2) <= ip.len()`.
+fn fill_l4(ip: &mut [u8], hl: usize, len: usize, at: usize, udp: bool) {
+    let src = [ip[12], ip[13], ip[14], ip[15]];
+    let (dst, proto) = (pseudo_dst(ip, hl), ip[9]);
+    ip[hl + at..hl + at + 2].fill(0);
+    let c = l4_checksum(src, dst, proto, &ip[hl..hl + len]);
+    let c = if udp {
+        wire::checksum::udp_finish(c)
+    } else {
+        c
+    };
+    ip[hl + at..hl + at + 2].copy_from_slice(&c.to_be_bytes());
 }
 
 /// `SetIPChecksum()`: recomputes the IP header checksum of the header the network header
@@ -67,22 +114,15 @@ impl Element for SetIPChecksum {
     }
 }
 
-/// The IP packet at the network header whose transport segment (the IP payload: total
-/// length − IHL bytes, which [`Ipv4Packet::payload_mut`] returns) is at least `min` bytes
-/// and all present, or the drop reason.
-fn segment(p: &mut Packet, min: usize) -> Result<Ipv4Packet<&mut [u8]>, &'static str> {
-    let (ip, hl) = ip_header_mut(p)?;
-    match usize::from(ip.total_len()).checked_sub(hl) {
-        Some(plen) if plen >= min && hl + plen <= ip.as_ref().len() => Ok(ip),
-        _ => Err(SetL4ChecksumReason::BadIpLength.into()),
-    }
-}
-
-/// `SetTCPChecksum([FIXOFF])`: recomputes the TCP checksum (pseudo header + the IP payload,
-/// whose length is total length − IHL). 1/1. With `FIXOFF true`, a data offset below 5 or
-/// beyond the segment is reset to 5 (Click's FIXOFF); otherwise such a packet is dropped
-/// under `bad-tcp-header`. No network header: `no-ip-header`; bad IP lengths:
-/// `bad-ip-header` / `bad-ip-length` (payload shorter than 20 bytes or truncated).
+/// `SetTCPChecksum([FIXOFF])`: recomputes the TCP checksum over the IP payload (total
+/// length − IHL bytes) as Click does. 1/1. The protocol is not checked: the checksum is
+/// written at transport offset 16 of any IP packet, its pseudo header carrying the IP
+/// header's protocol and, with a source route option, the route's final destination. With
+/// `FIXOFF true`, a TCP data offset below 5 is set to 5 and one beyond the payload (in a
+/// packet that is not a fragment) to payload length / 4; without it the offset is not
+/// read. No network header: `no-ip-header`; a bad header: `bad-ip-header`; a payload
+/// shorter than 20 bytes or longer than the bytes there: `bad-ip-length` (Click: "bad
+/// lengths", killed).
 pub struct SetTCPChecksum {
     fixoff: bool,
 }
@@ -108,37 +148,53 @@ impl Element for SetTCPChecksum {
     }
     fn push(&mut self, _port: usize, mut p: Packet, _cx: &mut Context) -> Verdict {
         let fixoff = self.fixoff;
-        let mut ip = match segment(&mut p, 20) {
-            Ok(ip) => ip,
-            Err(r) => return Verdict::Drop(p, r),
+        let (ip, hl) = match ip_header_mut(&mut p) {
+            Ok(h) => h,
+            Err(r) => return Verdict::Drop(p, r.into()),
         };
-        let (src, dst) = (ip.src_addr(), ip.dst_addr());
-        // The segment holds at least the 20 bytes of a TCP header.
-        let mut tcp = TcpPacket::new_unchecked(ip.payload_mut());
-        let off = tcp.header_len();
-        if off < 20 || off > tcp.as_ref().len() {
-            if !fixoff {
-                return Verdict::Drop(p, SetL4ChecksumReason::BadTcpHeader.into());
+        let frag = ip.more_frags() || ip.frag_offset() != 0;
+        let ip = ip.into_inner();
+        let plen = match usize::from(u16::from_be_bytes([ip[2], ip[3]])).checked_sub(hl) {
+            Some(n) if n >= 20 && hl + n <= ip.len() => n,
+            _ => return Verdict::Drop(p, SetL4ChecksumReason::BadIpLength.into()),
+        };
+        if fixoff {
+            let off = usize::from(ip[hl + 12] >> 4) * 4;
+            let fixed = if off < 20 {
+                Some(20)
+            } else if off > plen && !frag {
+                Some(plen)
+            } else {
+                None
+            };
+            if let Some(n) = fixed {
+                ip[hl + 12] = (ip[hl + 12] & 0x0f) | (((n / 4) as u8) << 4);
             }
-            tcp.set_header_len(20);
         }
-        // Over the whole segment, its length in the pseudo header.
-        tcp.fill_checksum_v4(src, dst);
+        fill_l4(ip, hl, plen, 16, false);
         Verdict::Out(0, p)
     }
 }
 
-/// `SetUDPChecksum()`: recomputes the UDP checksum (pseudo header + the IP payload, length
-/// total length − IHL); a computed 0 is sent as 0xFFFF. Click always computes it, even when
-/// the field was 0. 1/1. Drops as [`SetTCPChecksum`] (payload shorter than 8 bytes:
-/// `bad-ip-length`).
-pub struct SetUDPChecksum;
+/// `SetUDPChecksum()`: recomputes the UDP checksum as Click does: over the number of bytes
+/// the UDP length field gives, measured against the bytes after the IP header (not the IP
+/// total length). 1/1-2. The protocol is not checked; the pseudo header carries the IP
+/// header's protocol and, with a source route option, the route's final destination. A
+/// computed 0 is written as 0xFFFF (RFC 768; Click writes 0x0000). A fragment, fewer than 8
+/// bytes after the IP header or a UDP length beyond them go to output 1, or are dropped
+/// (`ip-fragment`, `bad-udp-length`) when it is not connected. No network header:
+/// `no-ip-header`; a bad header: `bad-ip-header`.
+pub struct SetUDPChecksum {
+    has_out1: bool,
+}
 
 impl SetUDPChecksum {
     /// Builds the element (no arguments).
-    pub fn configure(args: &Args) -> Result<SetUDPChecksum, ConfigError> {
+    pub fn configure(args: &Args, bcx: &BuildCtx) -> Result<SetUDPChecksum, ConfigError> {
         args.check(0, &[])?;
-        Ok(SetUDPChecksum)
+        Ok(SetUDPChecksum {
+            has_out1: bcx.noutputs >= 2,
+        })
     }
 }
 
@@ -147,20 +203,28 @@ impl Element for SetUDPChecksum {
         "SetUDPChecksum"
     }
     fn port_count(&self) -> PortCount {
-        PortCount::exact(1, 1)
+        PortCount::range(1, 1, 1, 2)
     }
     fn push(&mut self, _port: usize, mut p: Packet, _cx: &mut Context) -> Verdict {
-        let mut ip = match segment(&mut p, 8) {
-            Ok(ip) => ip,
-            Err(r) => return Verdict::Drop(p, r),
+        let (ip, hl) = match ip_header_mut(&mut p) {
+            Ok(h) => h,
+            Err(r) => return Verdict::Drop(p, r.into()),
         };
-        let (src, dst) = (ip.src_addr().octets(), ip.dst_addr().octets());
-        // The segment holds at least the 8 bytes of a UDP header. The checksum covers the
-        // whole IP payload (not the UDP length field, as `fill_checksum_v4` would).
-        let mut udp = UdpPacket::new_unchecked(ip.payload_mut());
-        udp.set_checksum(0);
-        let c = l4_checksum(src, dst, IpProtocol::UDP, udp.as_ref());
-        udp.set_checksum(wire::checksum::udp_finish(c));
+        if ip.more_frags() || ip.frag_offset() != 0 {
+            return bad_out(self.has_out1, p, SetL4ChecksumReason::Fragment);
+        }
+        let ip = ip.into_inner();
+        let there = ip.len() - hl;
+        let len = match ip.get(hl + 4..hl + 6) {
+            Some(l) if there >= 8 => usize::from(u16::from_be_bytes([l[0], l[1]])),
+            _ => usize::MAX,
+        };
+        if len > there {
+            return bad_out(self.has_out1, p, SetL4ChecksumReason::BadUdpLength);
+        }
+        // A length field below 8 sums fewer bytes than the header, as in Click; the
+        // checksum field itself is there (8 bytes are).
+        fill_l4(ip, hl, len, 6, true);
         Verdict::Out(0, p)
     }
 }
@@ -210,6 +274,32 @@ mod tests {
         assert_eq!(&o.out[0].1.data()[26..28], &[0xff, 0xff]);
     }
 
+    /// The one's-complement checksum of `seg` after a pseudo header (src, dst, proto,
+    /// len), computed the long way: 16-bit big-endian words, an odd byte padded, carries
+    /// folded. Independent of `wire::checksum`.
+    fn reference(src: [u8; 4], dst: [u8; 4], proto: u8, len: u16, seg: &[u8]) -> u16 {
+        let mut words: Vec<u32> = vec![
+            u32::from(u16::from_be_bytes([src[0], src[1]])),
+            u32::from(u16::from_be_bytes([src[2], src[3]])),
+            u32::from(u16::from_be_bytes([dst[0], dst[1]])),
+            u32::from(u16::from_be_bytes([dst[2], dst[3]])),
+            u32::from(proto),
+            u32::from(len),
+        ];
+        for c in seg.chunks(2) {
+            words.push(u32::from(c[0]) << 8 | u32::from(*c.get(1).unwrap_or(&0)));
+        }
+        let mut s: u32 = words.iter().sum();
+        while s > 0xffff {
+            s = (s & 0xffff) + (s >> 16);
+        }
+        !(s as u16)
+    }
+
+    fn field(d: &[u8], at: usize) -> u16 {
+        u16::from_be_bytes([d[at], d[at + 1]])
+    }
+
     #[test]
     fn tcp_checksum_and_fixoff() {
         let mut seg = vec![0u8; 24];
@@ -220,14 +310,143 @@ mod tests {
         let o = push(e.as_mut(), pkt(&b));
         let d = o.out[0].1.data();
         assert_eq!(l4_checksum([1, 1, 1, 1], [2, 2, 2, 2], 6, &d[20..]), 0);
-        assert_ne!(&d[36..38], &[0, 0]);
+        assert_eq!(field(d, 36), reference([1; 4], [2; 4], 6, 24, &seg));
+        // A data offset of 2 (8 bytes): Click does not read it without FIXOFF.
         let mut bad = b.clone();
         bad[32] = 0x20;
-        assert_eq!(push(e.as_mut(), pkt(&bad)).drops, vec!["bad-tcp-header"]);
+        let o = push(e.as_mut(), pkt(&bad));
+        assert_eq!(o.out[0].1.data()[32], 0x20);
         let mut e = build("SetTCPChecksum", "FIXOFF true", 1).unwrap();
         let o = push(e.as_mut(), pkt(&bad));
         assert_eq!(o.out[0].1.data()[32], 0x50);
+        // An offset beyond the 24-byte segment becomes 24 / 4 = 6 words; in a fragment it
+        // stays.
+        let mut far = b.clone();
+        far[32] = 0xf0;
+        assert_eq!(push(e.as_mut(), pkt(&far)).out[0].1.data()[32], 0x60);
+        far[6] = 0x20; // more fragments
+        far[10..12].fill(0);
+        let c = wire::checksum::data(&far[..20]);
+        far[10..12].copy_from_slice(&c.to_be_bytes());
+        assert_eq!(push(e.as_mut(), pkt(&far)).out[0].1.data()[32], 0xf0);
         let short = ipv4([1, 1, 1, 1], [2, 2, 2, 2], 6, 64, &[], &[0; 10]);
         assert_eq!(push(e.as_mut(), pkt(&short)).drops, vec!["bad-ip-length"]);
+    }
+
+    #[test]
+    fn tcp_checksum_is_written_into_any_protocol_with_its_own_number() {
+        // An ICMP packet with 24 bytes of payload: Click writes a "TCP" checksum at offset
+        // 16, the pseudo header carrying protocol 1.
+        let seg: Vec<u8> = (0..24).collect();
+        let b = ipv4([1, 1, 1, 1], [2, 2, 2, 2], 1, 64, &[], &seg);
+        let mut e = build("SetTCPChecksum", "", 1).unwrap();
+        let o = push(e.as_mut(), pkt(&b));
+        let d = o.out[0].1.data();
+        let mut zeroed = seg.clone();
+        zeroed[16..18].fill(0);
+        assert_eq!(field(d, 36), reference([1; 4], [2; 4], 1, 24, &zeroed));
+        assert_eq!(&d[..36], &b[..36]);
+        assert_eq!(&d[38..], &b[38..]);
+    }
+
+    #[test]
+    fn source_route_gives_the_pseudo_header_its_final_destination() {
+        // NOP, then LSRR (131) of 11 bytes with two addresses; the last, 9.9.9.9, is the
+        // final destination Click puts in the pseudo header. EOL pads to 12 bytes.
+        let opts = [1, 131, 11, 4, 7, 7, 7, 7, 9, 9, 9, 9];
+        let mut seg = vec![0u8; 20];
+        seg[12] = 0x50;
+        let b = ipv4([1, 1, 1, 1], [2, 2, 2, 2], 6, 64, &opts, &seg);
+        let mut e = build("SetTCPChecksum", "", 1).unwrap();
+        let d = push(e.as_mut(), pkt(&b)).out[0].1.data().to_vec();
+        assert_eq!(field(&d, 32 + 16), reference([1; 4], [9; 4], 6, 20, &seg));
+        // A 6-byte route option is too short: the header's destination stays.
+        let opts = [137, 6, 4, 9, 9, 9, 0, 0];
+        let b = ipv4([1, 1, 1, 1], [2, 2, 2, 2], 17, 64, &opts, &[0; 8]);
+        let mut u = build("SetUDPChecksum", "", 1).unwrap();
+        let d = push(u.as_mut(), pkt(&b)).out[0].1.data().to_vec();
+        assert_eq!(field(&d, 28 + 6), reference([1; 4], [2; 4], 17, 0, &[0; 0]));
+    }
+
+    #[test]
+    fn udp_checksum_covers_the_udp_length_not_the_ip_length() {
+        // A datagram whose UDP length (12) is shorter than the IP payload (16): Click sums
+        // 12 bytes and puts 12 in the pseudo header.
+        let mut b = udp(
+            [1, 2, 3, 4],
+            [5, 6, 7, 8],
+            100,
+            200,
+            &[1, 2, 3, 4, 5, 6, 7, 8],
+        );
+        b[24..26].copy_from_slice(&12u16.to_be_bytes());
+        let mut e = build("SetUDPChecksum", "", 1).unwrap();
+        let d = push(e.as_mut(), pkt(&b)).out[0].1.data().to_vec();
+        let mut seg = b[20..32].to_vec();
+        seg[6..8].fill(0);
+        assert_eq!(
+            field(&d, 26),
+            reference([1, 2, 3, 4], [5, 6, 7, 8], 17, 12, &seg)
+        );
+        // Frame bytes past the IP total length count when the UDP length reaches them
+        // (nothing trimmed the frame): 4 trailer bytes, UDP length 20, IP length 36.
+        let mut t = udp([1, 2, 3, 4], [5, 6, 7, 8], 100, 200, &[9; 8]);
+        t.extend_from_slice(&[0xaa; 4]);
+        t[24..26].copy_from_slice(&20u16.to_be_bytes());
+        let d = push(e.as_mut(), pkt(&t)).out[0].1.data().to_vec();
+        let mut seg = t[20..40].to_vec();
+        seg[6..8].fill(0);
+        assert_eq!(
+            field(&d, 26),
+            reference([1, 2, 3, 4], [5, 6, 7, 8], 17, 20, &seg)
+        );
+        // A UDP length of 4 sums the ports only.
+        let mut s = b.clone();
+        s[24..26].copy_from_slice(&4u16.to_be_bytes());
+        let d = push(e.as_mut(), pkt(&s)).out[0].1.data().to_vec();
+        assert_eq!(
+            field(&d, 26),
+            reference([1, 2, 3, 4], [5, 6, 7, 8], 17, 4, &s[20..24])
+        );
+    }
+
+    #[test]
+    fn udp_fragments_and_short_packets_take_output_1_or_are_dropped() {
+        let good = udp([1, 2, 3, 4], [5, 6, 7, 8], 100, 200, b"payload");
+        let mut frag = good.clone();
+        frag[6] = 0x20;
+        frag[10..12].fill(0);
+        let c = wire::checksum::data(&frag[..20]);
+        frag[10..12].copy_from_slice(&c.to_be_bytes());
+        let mut long = good.clone();
+        long[24..26].copy_from_slice(&16u16.to_be_bytes());
+        // IP total length 27 (7 payload bytes) but a 30-byte frame: 10 bytes are there, so
+        // Click checksums the datagram (UDP length 10 reaches the frame's end).
+        let mut seven = udp([1, 2, 3, 4], [5, 6, 7, 8], 100, 200, b"ab");
+        seven[2..4].copy_from_slice(&27u16.to_be_bytes());
+        seven[10..12].fill(0);
+        let c = wire::checksum::data(&seven[..20]);
+        seven[10..12].copy_from_slice(&c.to_be_bytes());
+        let tiny = ipv4([1, 2, 3, 4], [5, 6, 7, 8], 17, 64, &[], &[0; 7]);
+        let mut one = build("SetUDPChecksum", "", 1).unwrap();
+        let mut two = build("SetUDPChecksum", "", 2).unwrap();
+        for (b, reason) in [
+            (&frag, "ip-fragment"),
+            (&long, "bad-udp-length"),
+            (&tiny, "bad-udp-length"),
+        ] {
+            assert_eq!(push(one.as_mut(), pkt(b)).drops, vec![reason]);
+            let o = push(two.as_mut(), pkt(b));
+            assert_eq!(o.out[0].0, 1);
+            assert_eq!(o.out[0].1.data(), &b[..]);
+        }
+        let o = push(one.as_mut(), pkt(&seven));
+        assert_eq!(o.out[0].0, 0);
+        let mut seg = seven[20..30].to_vec();
+        seg[6..8].fill(0);
+        assert_eq!(
+            field(o.out[0].1.data(), 26),
+            reference([1, 2, 3, 4], [5, 6, 7, 8], 17, 10, &seg)
+        );
     }
 }

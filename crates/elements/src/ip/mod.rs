@@ -23,6 +23,7 @@ mod ttl;
 
 pub use anno::{
     DropBroadcasts, DropBroadcastsReason, FixIPSrc, GetIPAddress, GetIPAddressReason, SetIPAddress,
+    SetPacketType,
 };
 pub use check::{
     CheckICMPReason, CheckIPHeader, CheckIPReason, CheckL4Header, CheckTCPReason, CheckUDPReason,
