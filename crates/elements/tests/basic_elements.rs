@@ -46,7 +46,7 @@ const CLASSES: &[(&str, &str, usize, &str)] = &[
     ("Tee", "2", 2, "1/2"),
     ("PullTee", "", 2, "1/1-"),
     ("Paint", "3", 1, "1/1"),
-    ("PaintSwitch", "", 3, "1/1-"),
+    ("PaintSwitch", "", 3, "1/0-"),
     ("CheckPaint", "3", 2, "1/1-2"),
     ("PaintTee", "3", 2, "1/2"),
     ("Strip", "14", 1, "1/1"),

@@ -3,7 +3,7 @@
 //! Click: `PaintSwitch([ANNO])` — "Sends every incoming packet to one of its outputs based
 //! on the packet's paint annotation. If the paint annotation is N, the packet goes out
 //! output N; packets whose paint is out of range are dropped. A paint of 0xFF (255) sends a
-//! copy to every output" (clones to outputs 0..n-2, the original to the last). Ports `1/1-`;
+//! copy to every output" (clones to outputs 0..n-2, the original to the last). Ports `1/-`;
 //! the number of outputs is the number connected. Out-of-range drops are counted as
 //! `no-output`.
 
@@ -36,7 +36,7 @@ impl Element for PaintSwitch {
         "PaintSwitch"
     }
     fn port_count(&self) -> PortCount {
-        PortCount::range(1, 1, 1, usize::MAX)
+        PortCount::range(1, 1, 0, usize::MAX)
     }
     fn push(&mut self, _port: usize, packet: Packet, cx: &mut Context) -> Verdict {
         let paint = usize::from(packet.meta.paint);
