@@ -127,6 +127,12 @@ pub trait RewriteSpec {
 
     /// Whether the destination IP annotation is set to the rewritten destination.
     fn dst_anno(&self) -> bool;
+
+    /// Whether a TCP first fragment with fewer than [`crate::rewriter::TCP_REWRITE_MIN`]
+    /// transport bytes keeps its ports (its addresses are still rewritten): Click's
+    /// `IPRewriter` and `TCPRewriter` do that, its `UDPRewriter` rewrites the ports of any
+    /// packet with 8 transport bytes.
+    fn short_tcp_keeps_ports(&self) -> bool;
 }
 
 /// A longest-prefix-match route table (the `IPLookup` classes).

@@ -100,6 +100,13 @@ pub struct GenArgs {
     #[arg(long, default_value = "0", value_parser = parse_rate, value_name = "P")]
     pub truncate: Rate,
 
+    /// Probability that a TCP or UDP packet is cut to a short transport part: 7 to 19
+    /// transport bytes for TCP, 7 or 8 for UDP (around the 8- and 18-byte thresholds of
+    /// Click's rewriters), the IP total length and the frame ending there (the frame padded
+    /// with zeros to 60 bytes half of the time, as an Ethernet trailer).
+    #[arg(long, default_value = "0", value_parser = parse_rate, value_name = "P")]
+    pub short_transport: Rate,
+
     /// Timestamp of the first packet, in seconds since the Unix epoch.
     #[arg(long, default_value_t = 1_700_000_000)]
     pub start: u64,
@@ -148,6 +155,7 @@ impl GenArgs {
                 ip_options: self.ip_options,
                 arp: self.arp,
                 truncated: self.truncate,
+                short_transport: self.short_transport,
             },
         }
     }
@@ -228,8 +236,8 @@ pub fn run(args: &GenArgs) -> Result<String, CliError> {
     if !cfg.anomalies.is_none() {
         let c = gen.anomaly_counts();
         line.push_str(&format!(
-            "; anomalies: {} TTL <= 1, {} bad IP checksums, {} with IP options, {} ARP, {} cut frames, {} short IP lengths",
-            c.ttl_at_most_1, c.bad_ip_checksum, c.ip_options, c.arp, c.cut_frames, c.short_ip_length
+            "; anomalies: {} TTL <= 1, {} bad IP checksums, {} with IP options, {} ARP, {} cut frames, {} short IP lengths, {} short transport parts",
+            c.ttl_at_most_1, c.bad_ip_checksum, c.ip_options, c.arp, c.cut_frames, c.short_ip_length, c.short_transport
         ));
     }
     Ok(line)

@@ -268,13 +268,14 @@ impl<'a> Ipv4Flow<'a> {
         self.ip.get(self.hl + 13).copied().unwrap_or(0)
     }
 
-    /// Whether a TCP segment carries payload: the total length (at most the data) goes
-    /// past the TCP header (its data offset, at least 20 bytes; meaningful for TCP only).
+    /// Whether a TCP segment carries payload, as Click's TCP rewriter judges it
+    /// (`TCPFlow::apply`): the IPv4 total length goes past the IP header and the TCP data
+    /// offset as written (a data offset the data ends before reads 0; meaningful for TCP
+    /// only). The total length is taken as written, even beyond the data.
     #[inline]
     pub fn tcp_has_payload(&self) -> bool {
         let doff = usize::from(self.ip.get(self.hl + 12).copied().unwrap_or(0) >> 4) * 4;
-        let total = usize::from(self.total_len()).min(self.ip.len());
-        total > self.hl + doff.max(20)
+        usize::from(self.total_len()) > self.hl + doff
     }
 
     /// The fast path's flow-table key of the unchecked bytes `ip` (an IPv4 header, or
@@ -636,6 +637,18 @@ mod tests {
         t.push(9);
         let ip = ipv4(A, B, TCP, 0, &t);
         assert!(Ipv4Flow::parse(&ip).unwrap().tcp_has_payload());
+        // Click's rule: the total length as written (here past the data, whose last byte
+        // is cut) against the data offset as written.
+        assert!(Ipv4Flow::parse(&ip[..ip.len() - 1])
+            .unwrap()
+            .tcp_has_payload());
+        t.pop();
+        t[12] = 0;
+        let ip = ipv4(A, B, TCP, 0, &t);
+        assert!(Ipv4Flow::parse(&ip).unwrap().tcp_has_payload());
+        t[12] = 7 << 4;
+        let ip = ipv4(A, B, TCP, 0, &t);
+        assert!(!Ipv4Flow::parse(&ip).unwrap().tcp_has_payload());
     }
 
     #[test]

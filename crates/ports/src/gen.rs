@@ -51,6 +51,12 @@
 //!   was captured), or the IP total length is lowered by 1 to all of the transport bytes
 //!   (the IP packet ends before the frame, whose rest becomes an Ethernet trailer; the
 //!   header checksum is recomputed).
+//! * `short_transport`: a TCP segment cut to 7 to 19 transport bytes, or a UDP datagram to
+//!   7 or 8 — around the thresholds of Click's rewriters (8 bytes to be rewritten at all,
+//!   18 for a TCP header's ports and checksum). The IP total length ends there (the header
+//!   checksum is recomputed; the transport checksum is left as it was), and the frame
+//!   ends there too, or, with equal chance, carries zeros up to 60 bytes as an Ethernet
+//!   trailer. It replaces `truncated` on a packet both pick.
 
 use packet::Timestamp;
 use std::collections::HashSet;
@@ -187,6 +193,9 @@ pub struct Anomalies {
     pub arp: Rate,
     /// Share of IPv4 packets whose length is cut (frame or IP total length).
     pub truncated: Rate,
+    /// Share of TCP and UDP packets cut to a short transport part (see the module
+    /// documentation): the thresholds of Click's rewriters.
+    pub short_transport: Rate,
 }
 
 impl Anomalies {
@@ -211,6 +220,8 @@ pub struct AnomalyCounts {
     pub cut_frames: u64,
     /// IPv4 packets whose total length was lowered (an Ethernet trailer follows).
     pub short_ip_length: u64,
+    /// TCP and UDP packets cut to a short transport part.
+    pub short_transport: u64,
 }
 
 /// The TTL setting of `fusebox gen --ttl`: one value or a range drawn from per packet.
@@ -369,6 +380,7 @@ impl GenConfig {
             ("IP options", a.ip_options),
             ("ARP", a.arp),
             ("truncated", a.truncated),
+            ("short transport", a.short_transport),
         ] {
             if r > Rate::ALWAYS {
                 return Err(GenError::RateAbove { what, rate: r });
@@ -900,6 +912,24 @@ impl Generator {
             (false, 0)
         };
         let bad = self.arng.chance(a.bad_ip_checksum);
+        let proto = frame.get(ethernet::HEADER_LEN + 9).copied();
+        let short = match proto {
+            Some(ipv4::protocol::TCP) => Some(7..=19u64),
+            Some(ipv4::protocol::UDP) => Some(7..=8u64),
+            _ => None,
+        }
+        // Only a cut counts: a datagram already that short is left alone.
+        .filter(|r| (*r.start() as usize) < l4_len && self.arng.chance(a.short_transport))
+        .map(|r| {
+            let hi = (*r.end()).min(l4_len as u64 - 1);
+            let n = self.arng.range(*r.start(), hi) as usize;
+            (n, self.arng.below(2) == 0)
+        });
+        let (truncate, cut_frame) = if short.is_some() {
+            (false, false)
+        } else {
+            (truncate, cut_frame)
+        };
         let Some(ip_buf) = frame.get_mut(ethernet::HEADER_LEN..) else {
             return;
         };
@@ -916,6 +946,11 @@ impl Generator {
             ip.set_total_len(ip.total_len().saturating_sub(cut as u16));
             self.counts.short_ip_length += 1;
         }
+        let short_end = short.map(|(n, pad)| {
+            let end = ip.header_len() + n;
+            ip.set_total_len(end as u16);
+            (ethernet::HEADER_LEN + end, pad)
+        });
         ip.fill_checksum();
         if bad {
             let good = ip.checksum();
@@ -931,6 +966,13 @@ impl Generator {
         if cut_frame {
             frame.truncate(frame.len().saturating_sub(cut));
             self.counts.cut_frames += 1;
+        }
+        if let Some((end, pad)) = short_end {
+            frame.truncate(end);
+            if pad && frame.len() < 60 {
+                frame.resize(60, 0);
+            }
+            self.counts.short_transport += 1;
         }
     }
 }

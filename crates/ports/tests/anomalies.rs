@@ -1,5 +1,5 @@
-//! Trace anomalies: TTL ranges, bad IP checksums, IP options, ARP frames and truncated
-//! lengths appear at the requested rates, are what a header parser sees, and leave plain
+//! Trace anomalies: TTL ranges, bad IP checksums, IP options, ARP frames, truncated
+//! lengths and short transport parts appear at the requested rates, are what a header parser sees, and leave plain
 //! traces byte for byte as they were.
 
 use packet::Precision;
@@ -69,6 +69,14 @@ struct Seen {
     cut: bool,
     /// The IP packet ends before the frame.
     trailer: bool,
+    /// A TCP or UDP packet whose transport part (per the IP total length) is shorter than
+    /// its header or than its UDP length says: the generator never makes one but by an
+    /// anomaly.
+    short: bool,
+    /// Transport bytes per the IP total length.
+    l4: usize,
+    /// The frame is 60 bytes, all zeros after the IP packet.
+    padded: bool,
 }
 
 /// Checks an options field option by option (RFC 791 layout), as tcpdump prints it.
@@ -124,6 +132,24 @@ fn read(frame: &[u8]) -> Seen {
             let avail = eth.payload().len();
             s.cut = usize::from(raw.total_len()) > avail;
             s.trailer = usize::from(raw.total_len()) < avail;
+            s.l4 = usize::from(raw.total_len()).saturating_sub(raw.header_len());
+            s.short = match raw.next_header() {
+                ipv4::protocol::TCP => s.l4 < tcp::HEADER_LEN,
+                // Header-only datagrams occur (options take the payload): their UDP length
+                // says 8.
+                ipv4::protocol::UDP => {
+                    let at = ethernet::HEADER_LEN + raw.header_len() + 4;
+                    let ulen = frame
+                        .get(at..at + 2)
+                        .map(|b| u16::from_be_bytes([b[0], b[1]]));
+                    s.l4 < udp::HEADER_LEN || (s.l4 == udp::HEADER_LEN && ulen != Some(8))
+                }
+                _ => false,
+            };
+            let end = ethernet::HEADER_LEN + usize::from(raw.total_len());
+            s.padded = frame.len() == 60
+                && s.trailer
+                && frame.get(end..).is_some_and(|t| t.iter().all(|&b| b == 0));
             // A cut frame still has its whole IP header; only the length check fails.
             assert!(raw.header_len() <= avail);
             s.bad_checksum = !raw.verify_checksum();
@@ -134,8 +160,10 @@ fn read(frame: &[u8]) -> Seen {
             match ipv4::Packet::new_checked(eth.payload()) {
                 Ok(ip) => {
                     assert!(!s.cut);
-                    assert!(layers.is_ok());
-                    if !s.trailer {
+                    if !s.short {
+                        assert!(layers.is_ok());
+                    }
+                    if !s.trailer && !s.short {
                         // Whole packets keep right transport checksums, options or not.
                         let (src, dst) = (ip.src_addr(), ip.dst_addr());
                         match ip.protocol() {
@@ -240,6 +268,26 @@ fn each_anomaly_at_its_rate() {
     assert!(seen.iter().all(|s| !s.bad_checksum));
 
     let seen = read_all(&with(Anomalies {
+        short_transport: Rate::from_probability(0.04),
+        ..Anomalies::default()
+    }));
+    // Only TCP and UDP packets are cut (4 of the 5 parts of the mix).
+    let short: Vec<&Seen> = seen.iter().filter(|s| s.short).collect();
+    about(short.len(), n as usize, 0.04 * 0.8, "short transport parts");
+    about(
+        short.iter().filter(|s| s.padded).count(),
+        n as usize,
+        0.02 * 0.8,
+        "padded",
+    );
+    assert!(short
+        .iter()
+        .all(|s| (7..=19).contains(&s.l4) && (s.padded || !s.trailer)));
+    assert!(seen
+        .iter()
+        .all(|s| !s.bad_checksum && !s.cut && (s.short || !s.trailer) && !s.options));
+
+    let seen = read_all(&with(Anomalies {
         ttl_range: Some((1, 12)),
         ..Anomalies::default()
     }));
@@ -264,6 +312,7 @@ fn anomalies_combine_and_are_counted() {
             ip_options: Rate::from_probability(0.3),
             arp: Rate::from_probability(0.1),
             truncated: Rate::from_probability(0.2),
+            short_transport: Rate::NEVER,
         },
         ..mixed(5000, 11)
     };
@@ -287,6 +336,51 @@ fn anomalies_combine_and_are_counted() {
     assert!(count(|s| s.options && s.bad_checksum) > 100);
     assert!(count(|s| s.options && s.cut) > 50);
     assert!(count(|s| s.options && s.trailer) > 50);
+}
+
+/// Short transport parts with the other anomalies but the length faults: counted exactly,
+/// options and bad checksums on short packets too, each packet cut to 7 to 19 TCP bytes
+/// or 7 to 8 UDP bytes.
+#[test]
+fn short_transport_parts_combine_and_are_counted() {
+    let cfg = GenConfig {
+        anomalies: Anomalies {
+            ttl_range: Some((1, 3)),
+            bad_ip_checksum: Rate::from_probability(0.3),
+            ip_options: Rate::from_probability(0.3),
+            arp: Rate::from_probability(0.1),
+            short_transport: Rate::from_probability(0.3),
+            ..Anomalies::default()
+        },
+        ..mixed(5000, 12)
+    };
+    let mut gen = generate(&cfg);
+    let frames: Vec<Vec<u8>> = gen.by_ref().map(|(_, f)| f).collect();
+    let c = gen.anomaly_counts();
+    let seen: Vec<Seen> = frames.iter().map(|f| read(f)).collect();
+    let count = |f: fn(&Seen) -> bool| seen.iter().filter(|s| f(s)).count() as u64;
+    assert_eq!(c.short_transport, count(|s| s.short));
+    assert_eq!(c.ip_options, count(|s| s.options));
+    assert_eq!(c.bad_ip_checksum, count(|s| s.bad_checksum));
+    assert_eq!(c.cut_frames + c.short_ip_length, 0);
+    assert!(count(|s| s.short && s.options) > 50);
+    assert!(count(|s| s.short && s.bad_checksum) > 50);
+    assert!(count(|s| s.short && s.padded) > 100);
+    assert!(count(|s| s.short && !s.trailer) > 100);
+    for (f, s) in frames.iter().zip(&seen).filter(|(_, s)| s.short) {
+        let proto = f[ethernet::HEADER_LEN + 9];
+        let range = if proto == ipv4::protocol::TCP {
+            7..=19
+        } else {
+            7..=8
+        };
+        assert!(range.contains(&s.l4), "{} bytes of protocol {proto}", s.l4);
+        assert!(!s.cut && (s.padded || !s.trailer));
+    }
+    // Every length of the range occurs.
+    for n in 7..=19 {
+        assert!(seen.iter().any(|s| s.short && s.l4 == n), "{n} bytes");
+    }
 }
 
 /// Turning an anomaly on changes only the packets it touches.
@@ -447,6 +541,7 @@ fn tcpdump_sees_the_anomalies() {
             ip_options: Rate::from_probability(0.1),
             arp: Rate::from_probability(0.05),
             truncated: Rate::from_probability(0.05),
+            short_transport: Rate::from_probability(0.05),
         },
         ..mixed(2000, 4)
     };

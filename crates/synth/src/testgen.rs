@@ -34,7 +34,8 @@
 //! (a NAPT's public address becomes the source, a load balancer's backends the
 //! destinations), so that later routes and rules hit the traffic. The returned [`TraceSpec`]
 //! describes traffic that exercises the rules; [`random_trace`] writes it with the
-//! generator's anomalies (expiring TTLs, bad checksums, IP options, ARP, truncated lengths).
+//! generator's anomalies (expiring TTLs, bad checksums, IP options, ARP, truncated lengths,
+//! short transport parts).
 //!
 //! Everything is a function of the seed: the same seed writes the same files.
 
@@ -1050,6 +1051,7 @@ fn trace_spec(rng: &mut Rng) -> TraceSpec {
             ip_options: rate(rng, 0.05),
             arp: rate(rng, 0.02),
             truncated: rate(rng, 0.02),
+            short_transport: rate(rng, 0.03),
         },
         gap_ns: if rng.pct(25) { 50_000_000 } else { 1000 },
         src_mac: Address([0x02, 0, 0, 0, 0, 0x11]),

@@ -1,6 +1,7 @@
 //! The differential harness on random chains: for every seed, a chain from
 //! `synth::testgen::random_chain` and a few hundred packets from `random_trace` (with
-//! expiring TTLs, bad checksums, IP options, ARP and truncated lengths) run in naive and in
+//! expiring TTLs, bad checksums, IP options, ARP, truncated lengths and short transport
+//! parts) run in naive and in
 //! synth mode, and in fastpath mode, with the far end reflected; the runs must not differ in anything `compare`
 //! looks at. Every naive run must also balance and repeat exactly.
 //!

@@ -1056,6 +1056,9 @@ impl Executor {
         let rw_last = self.elements[el as usize].stateful_flow().map(|rw| {
             let last = rw.last_mapping();
             let life = match (last, pre.flow) {
+                // A segment cut before its checksum's end is rewritten apart from the
+                // others of its flow (its ports may stay): it is not recorded.
+                (Some(_), Some(f)) if f.short_tcp() => None,
                 (Some((i, d)), Some(f)) => rw.steady(i, d, f.info),
                 _ => None,
             };

@@ -43,7 +43,7 @@ use super::{Counters, Executor, ProgramEnd, SynthState};
 use crate::program::{NodeId, Program, Regs, Step, Val, NO_MAPPING};
 use elements::hash::FlowHasher;
 use elements::model::Field;
-use elements::rewriter::PacketInfo;
+use elements::rewriter::{PacketInfo, TCP_REWRITE_MIN, TRANSPORT_MIN};
 use packet::Packet;
 
 /// The TCP flags whose presence changes a mapping's state: FIN, SYN, RST.
@@ -158,9 +158,10 @@ fn fast_info(data: &[u8]) -> Option<PacketInfo> {
         return None;
     }
     if ip.protocol() != wire::IpProtocol::TCP {
-        return (ip.transport_len() >= 8).then_some(PacketInfo::default());
+        return (ip.transport_len() >= TRANSPORT_MIN).then_some(PacketInfo::default());
     }
-    if ip.transport_len() < 20 {
+    // A segment cut before its checksum's end is rewritten apart (its ports may stay).
+    if ip.transport_len() < TCP_REWRITE_MIN {
         return None;
     }
     Some(PacketInfo {
@@ -596,7 +597,7 @@ mod tests {
         let a = super::super::flow_input(data, false)?;
         let b = super::super::flow_input(data, true)?;
         let min = if a.proto == wire::IpProtocol::TCP {
-            20
+            18
         } else {
             8
         };

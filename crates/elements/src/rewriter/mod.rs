@@ -46,6 +46,17 @@ reasons! {
 /// DCCP's protocol number (only rewriters name it, as Click's do).
 const DCCP: u8 = 33;
 
+/// The fewest transport bytes a packet needs to be rewritten at all: its two ports (and
+/// UDP's length and checksum). Click's rewriters send shorter ones to the input's
+/// `nochange` output or drop them (`transport_length() < 8`).
+pub const TRANSPORT_MIN: usize = 8;
+
+/// The fewest transport bytes a TCP segment needs for Click's TCP rewriting to touch its
+/// header: up to the end of the checksum. Click's `TCPFlow::apply` returns after the
+/// addresses when `transport_length() < 18`; its `UDPFlow::apply` updates a TCP checksum
+/// only from 18 bytes on.
+pub const TCP_REWRITE_MIN: usize = 18;
+
 /// Which of Click's rewriter classes an [`IPRewriter`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RewriterKind {
@@ -82,10 +93,23 @@ pub enum RewriterKind {
 /// identifier)) mod range size` ([`flow_random`]), so a run always repeats exactly.
 ///
 /// Packets that are not TCP/UDP (`IPRewriter`), not TCP (`TCPRewriter`), not TCP/UDP/DCCP
-/// (`UDPRewriter`), non-first fragments and packets with under 8 transport bytes (20 for
-/// TCP) go to output N of a `pass N` input and are dropped on other inputs (`not-tcp-udp`,
+/// (`UDPRewriter`), non-first fragments and packets with under 8 transport bytes go to
+/// output N of a `pass N` input and are dropped on other inputs (`not-tcp-udp`,
 /// `ip-fragment`, `short-transport`). A packet without a valid IP header annotation is
 /// dropped (`bad-ip-header`).
+///
+/// A TCP first fragment with 8 to 17 transport bytes (cut before the end of its checksum)
+/// is mapped by its ports like any other, and then, as Click's rewriters do
+/// (`TCPRewriter::TCPFlow::apply`, which `IPRewriter` uses for TCP): `IPRewriter` and
+/// `TCPRewriter` rewrite its addresses and IP checksum only — its ports and the bytes of
+/// the TCP checksum there are stay, and its flags are not read (the mapping's TCP state
+/// does not change, its timeout is refreshed); `UDPRewriter` (`UDPFlow::apply`) also
+/// rewrites its ports. From [`TCP_REWRITE_MIN`] (18) bytes on a segment is rewritten in
+/// full and its flags (byte 13) and payload (the IP total length beyond the IP header and
+/// the data offset, as Click computes it) update the mapping's TCP state. The transport
+/// length is the rewriter's view: the bytes after the IP header to the end of the data
+/// (what Click's `transport_length()` counts), trailer included unless an element such as
+/// `CheckIPHeader` cut the packet at its IP total length.
 ///
 /// Keywords (Click's defaults): `TCP_TIMEOUT`/`TIMEOUT` (24 h; `TIMEOUT` is the UDP timeout
 /// for `UDPRewriter`), `TCP_DONE_TIMEOUT` (240 s), `TCP_NODATA_TIMEOUT` (300 s),
@@ -419,7 +443,9 @@ impl WorkerShare for IPRewriter {
 ///
 /// The IP header needs its fixed 20 bytes (else nothing changes). The transport header may
 /// be cut short, as Click's rewriters accept: the ports are rewritten when their 4 bytes are
-/// there, the checksum when its 2 bytes are (offsets from `wire`'s TCP and UDP layouts).
+/// there, the checksum when its 2 bytes are (offsets from `wire`'s TCP and UDP layouts) —
+/// for TCP that is Click's rule of 18 transport bytes ([`TCP_REWRITE_MIN`]). Whether a
+/// short TCP segment's ports change is the decision's (`new` holds its own ports then).
 #[inline]
 pub fn rewrite_ipv4(ip: &mut [u8], hl: usize, proto: u8, new: &FlowId) {
     if ip.len() < wire::ipv4::HEADER_LEN {
@@ -492,6 +518,14 @@ pub struct FlowInput {
 }
 
 impl FlowInput {
+    /// Whether this is a TCP segment with fewer than [`TCP_REWRITE_MIN`] transport bytes:
+    /// one whose TCP header Click's rewriters leave alone past the ports (see
+    /// [`IPRewriter`]).
+    #[inline]
+    pub fn short_tcp(&self) -> bool {
+        self.proto == TCP && self.tlen < TCP_REWRITE_MIN
+    }
+
     /// Reads the input from the bytes `ip` from the IPv4 header to the end of the packet,
     /// or `None` if they do not hold an IPv4 header (`bad-ip-header`).
     #[inline]
@@ -619,8 +653,7 @@ impl IPRewriter {
     fn replayable(&mut self, input: &FlowInput, now: u64, idx: u32, dir: Direction) -> bool {
         self.table.maybe_reap(now);
         let i = input;
-        if !self.handles(i.proto) || !i.first_frag || i.tlen < 8 || (i.proto == TCP && i.tlen < 20)
-        {
+        if !self.handles(i.proto) || !i.first_frag || i.tlen < TRANSPORT_MIN || i.short_tcp() {
             return false;
         }
         let map_id = self.map_of(i.proto);
@@ -661,7 +694,7 @@ impl IPRewriter {
         if !i.first_frag {
             return refuse(self, FlowReason::Fragment);
         }
-        if i.tlen < 8 || (i.proto == TCP && i.tlen < 20) {
+        if i.tlen < TRANSPORT_MIN {
             return refuse(self, FlowReason::ShortTransport);
         }
         let map_id = self.map_of(i.proto);
@@ -680,9 +713,19 @@ impl IPRewriter {
             self.dropped += 1;
             return Decision::Drop(RewriterReason::Dropped.into());
         };
-        let new = f.rewrite_for(dir);
+        let mut new = f.rewrite_for(dir);
         let out = f.output_for(dir);
-        self.table.touch(idx, dir, i.info, now);
+        let info = if i.short_tcp() {
+            // Click reads nothing past the ports of a segment cut before its checksum's end.
+            if self.kind != RewriterKind::Udp {
+                new.sport = i.flow.sport;
+                new.dport = i.flow.dport;
+            }
+            PacketInfo::default()
+        } else {
+            i.info
+        };
+        self.table.touch(idx, dir, info, now);
         self.rewritten += 1;
         self.last = Some((idx as u32, dir));
         Decision::Rewrite { out, new }
@@ -706,6 +749,11 @@ impl StatefulFlow for IPRewriter {
             _ => (self.decide_inner(port, input, now), self.last),
         };
         let (version, steady) = match (mapping, input) {
+            // A segment cut before its checksum's end is rewritten apart from the others of
+            // its flow: no path is remembered from it.
+            (Some((idx, _)), Some(inp)) if inp.short_tcp() => {
+                (self.table.version(idx as usize), None)
+            }
             (Some((idx, dir)), Some(inp)) => (
                 self.table.version(idx as usize),
                 self.table.steady(idx as usize, dir, inp.info),
@@ -790,6 +838,10 @@ impl RewriteSpec for IPRewriter {
 
     fn dst_anno(&self) -> bool {
         self.dst_anno
+    }
+
+    fn short_tcp_keeps_ports(&self) -> bool {
+        self.kind != RewriterKind::Udp
     }
 }
 

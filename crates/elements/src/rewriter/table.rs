@@ -555,8 +555,8 @@ impl MappingTable {
     }
 
     /// Records a packet of flow `idx` in direction `dir` at `now`: updates the TCP state
-    /// (FIN marks its direction done, RST both, SYN reopens its direction; payload marks
-    /// data seen) or the UDP packet count, and pushes the expiry to `now` plus the flow's
+    /// (RST marks both directions done, else FIN its direction, else a SYN or payload
+    /// reopens its direction; payload marks data seen) or the UDP packet count, and pushes the expiry to `now` plus the flow's
     /// timeout (never less than its guarantee).
     pub fn touch(&mut self, idx: usize, dir: Direction, info: PacketInfo, now: u64) {
         self.touch_n(idx, dir, info, now, 1);
@@ -591,7 +591,8 @@ impl MappingTable {
                 f.tcp_flags |= TCP_FWD_DONE | TCP_REP_DONE;
             } else if info.tcp_flags & FIN != 0 {
                 f.tcp_flags |= TCP_FWD_DONE << shift;
-            } else if info.tcp_flags & SYN != 0 {
+            } else if info.tcp_flags & SYN != 0 || info.has_payload {
+                // Click's `TCPFlow::apply`: a SYN or data reopens its direction.
                 f.tcp_flags &= !(TCP_FWD_DONE << shift);
             }
             if info.has_payload {

@@ -428,3 +428,286 @@ fn worker_shares_refuse_ranges_smaller_than_the_workers() {
     share.narrow(1, 2).unwrap();
     assert_eq!(share.pools()[0].ports, Some((50005, 5)));
 }
+
+// Short transport headers, against Click's rules (`elements/tcpudp/iprewriter.cc`,
+// `tcprewriter.cc`, `udprewriter.cc`): fewer than 8 transport bytes are refused; a TCP
+// segment with 8 to 17 is mapped by its ports but `TCPFlow::apply` (IPRewriter,
+// TCPRewriter) rewrites only the addresses and the IP checksum, `UDPFlow::apply`
+// (UDPRewriter) the ports as well; from 18 bytes the TCP checksum is updated too. The
+// expected bytes are built here from those rules with Click's checksum arithmetic
+// (`click_update_in_cksum`, the per-flow deltas of `IPRewriterFlow`), not from FuseBox's
+// helpers.
+
+/// The transport checksum the short packets carry (Click does not check it).
+const SHORT_CK: u16 = 0xb1c5;
+
+/// One's-complement sum of the IPv4 header `h`, as a checksum (RFC 791), computed here.
+fn header_checksum(h: &[u8]) -> u16 {
+    let mut sum: u32 = 0;
+    for (i, w) in h.chunks(2).enumerate() {
+        if i != 5 {
+            sum += u32::from(u16::from_be_bytes([w[0], w[1]]));
+        }
+    }
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
+/// Click's `click_update_in_cksum(csum, old, new)`.
+fn click_update(ck: u16, old: u16, new: u16) -> u16 {
+    let mut sum = u32::from(!ck) + u32::from(!old) + u32::from(new);
+    sum = (sum & 0xffff) + (sum >> 16);
+    !((sum + (sum >> 16)) as u16)
+}
+
+/// Click's `IPRewriterFlow::update_csum` for a packet in `reply` direction with the flow's
+/// delta from the words `old` to `new` (the `_udp_csum_delta` of the constructor).
+fn click_apply(ck: u16, old: &[u16], new: &[u16], reply: bool) -> u16 {
+    let delta = old
+        .iter()
+        .zip(new)
+        .fold(0u16, |d, (&o, &n)| click_update(d, o, n));
+    if delta == 0 {
+        return ck;
+    }
+    click_update(ck, 0, if reply { delta } else { !delta })
+}
+
+/// The 16-bit words of a flow identifier in Click's `IPFlowID` order (saddr, daddr, sport,
+/// dport).
+fn words(s: [u8; 4], d: [u8; 4], sp: u16, dp: u16) -> [u16; 6] {
+    [
+        u16::from_be_bytes([s[0], s[1]]),
+        u16::from_be_bytes([s[2], s[3]]),
+        u16::from_be_bytes([d[0], d[1]]),
+        u16::from_be_bytes([d[2], d[3]]),
+        sp,
+        dp,
+    ]
+}
+
+/// An IPv4 packet whose transport part is the first `n` bytes of a TCP header with `flags`
+/// (sequence numbers, data offset 5, window, checksum [`SHORT_CK`]) or of a UDP datagram
+/// (checksum [`SHORT_CK`], payload 0xaa), the IP total length `20 + n`, IP checksum valid.
+fn short_packet(
+    proto: u8,
+    s: [u8; 4],
+    sp: u16,
+    d: [u8; 4],
+    dp: u16,
+    n: usize,
+    flags: u8,
+) -> Vec<u8> {
+    let mut l4 = Vec::new();
+    l4.extend_from_slice(&sp.to_be_bytes());
+    l4.extend_from_slice(&dp.to_be_bytes());
+    if proto == TCP {
+        l4.extend_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8, 0x50, flags, 0x20, 0]);
+        l4.extend_from_slice(&SHORT_CK.to_be_bytes());
+        l4.extend_from_slice(&[0, 0]);
+    } else {
+        l4.extend_from_slice(&(n as u16).to_be_bytes());
+        l4.extend_from_slice(&SHORT_CK.to_be_bytes());
+    }
+    l4.resize(32, 0xaa);
+    let mut ip = vec![0x45, 0, 0, 0, 0x12, 0x34, 0, 0, 64, proto, 0, 0];
+    ip[2..4].copy_from_slice(&((20 + n) as u16).to_be_bytes());
+    ip.extend_from_slice(&s);
+    ip.extend_from_slice(&d);
+    let ck = header_checksum(&ip);
+    ip[10..12].copy_from_slice(&ck.to_be_bytes());
+    ip.extend_from_slice(&l4[..n]);
+    ip
+}
+
+/// What Click makes of `input` (from `short_packet`) rewritten to `to`, in the `reply`
+/// direction of a flow whose identifiers are `from_flow` → `to_flow` (Click's deltas),
+/// for a rewriter whose TCP flows are `TCPFlow`s (`tcp_flow`) or `UDPFlow`s.
+fn click_expect(
+    input: &[u8],
+    to: ([u8; 4], u16, [u8; 4], u16),
+    deltas: ([u16; 6], [u16; 6]),
+    reply: bool,
+    tcp_flow: bool,
+) -> Vec<u8> {
+    let mut e = input.to_vec();
+    let proto = e[9];
+    let n = e.len() - 20;
+    // IP header: addresses, and the IP checksum by the address delta.
+    e[12..16].copy_from_slice(&to.0);
+    e[16..20].copy_from_slice(&to.2);
+    let ipck = u16::from_be_bytes([e[10], e[11]]);
+    let ipck = click_apply(ipck, &deltas.0[..4], &deltas.1[..4], reply);
+    e[10..12].copy_from_slice(&ipck.to_be_bytes());
+    let ports = proto == UDP || !tcp_flow || n >= 18;
+    if ports {
+        e[20..22].copy_from_slice(&to.1.to_be_bytes());
+        e[22..24].copy_from_slice(&to.3.to_be_bytes());
+    }
+    let ck_at = if proto == TCP { 36 } else { 26 };
+    if (proto == TCP && n >= 18) || proto == UDP {
+        let ck = u16::from_be_bytes([e[ck_at], e[ck_at + 1]]);
+        let ck = click_apply(ck, &deltas.0, &deltas.1, reply);
+        assert!(
+            ck != 0 && ck != 0xffff,
+            "a test value without the ±0 question"
+        );
+        e[ck_at..ck_at + 2].copy_from_slice(&ck.to_be_bytes());
+    }
+    e
+}
+
+fn push_bytes(rw: &mut Box<dyn Element>, port: usize, bytes: &[u8], t: u64) -> Verdict {
+    let mut p = Packet::from_bytes(bytes);
+    p.set_network_header(0);
+    rw.push(port, p, &mut at(t))
+}
+
+const INSIDE: [u8; 4] = [192, 168, 0, 2];
+const OUTSIDE: [u8; 4] = [1, 2, 3, 4];
+const PUBLIC: [u8; 4] = [10, 0, 0, 1];
+
+#[test]
+fn short_transport_rewritten_as_click_does() {
+    let names = Names::new();
+    for class in ["IPRewriter", "TCPRewriter", "UDPRewriter"] {
+        for proto in [TCP, UDP] {
+            if class == "TCPRewriter" && proto == UDP {
+                continue;
+            }
+            // TCP flows of IPRewriter and TCPRewriter are Click's TCPFlows.
+            let tcp_flow = class != "UDPRewriter";
+            for n in [7usize, 8, 12, 16, 17, 18, 19, 20] {
+                let mut rw = mk(class, "pattern 10.0.0.1 5000 - - 0 1, pass 1", &names).unwrap();
+                let fwd = short_packet(proto, INSIDE, 4000, OUTSIDE, 80, n, 0x10);
+                let what = format!("{class} proto {proto} with {n} transport bytes");
+                if n < 8 {
+                    // Refused: dropped on a pattern input, passed unchanged on `pass 1`.
+                    assert_eq!(
+                        drop_reason(push_bytes(&mut rw, 0, &fwd, 1)),
+                        "short-transport",
+                        "{what}"
+                    );
+                    let (o, q) = out(push_bytes(&mut rw, 1, &fwd, 1));
+                    assert_eq!((o, q.data()), (1, &fwd[..]), "{what}");
+                    continue;
+                }
+                let deltas = (
+                    words(INSIDE, OUTSIDE, 4000, 80),
+                    words(PUBLIC, OUTSIDE, 5000, 80),
+                );
+                let (o, q) = out(push_bytes(&mut rw, 0, &fwd, 1));
+                let want = click_expect(&fwd, (PUBLIC, 5000, OUTSIDE, 80), deltas, false, tcp_flow);
+                assert_eq!((o, q.data()), (0, &want[..]), "forward: {what}");
+                assert_eq!(q.meta.dst_ip, Ipv4Addr::from(OUTSIDE), "{what}");
+                // The reply finds the mapping by its ports and is translated back.
+                let rep = short_packet(proto, OUTSIDE, 80, PUBLIC, 5000, n, 0x10);
+                let (o, q) = out(push_bytes(&mut rw, 1, &rep, 2));
+                let want = click_expect(&rep, (OUTSIDE, 80, INSIDE, 4000), deltas, true, tcp_flow);
+                assert_eq!((o, q.data()), (1, &want[..]), "reply: {what}");
+                let st = rw.stats();
+                assert!(
+                    st.contains(&("mappings_created", 1)) && st.contains(&("rewritten", 2)),
+                    "{what}: {st:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_short_segment_makes_the_mapping_a_whole_one_uses() {
+    // Click maps a short segment by its ports: a later whole segment of the flow takes the
+    // same mapping (and has its ports rewritten).
+    let names = Names::new();
+    let mut rw = mk("IPRewriter", "pattern 10.0.0.1 5000-5009 - - 0 1", &names).unwrap();
+    let short = short_packet(TCP, INSIDE, 4000, OUTSIDE, 80, 12, 0x02);
+    let (_, q) = out(push_bytes(&mut rw, 0, &short, 1));
+    assert_eq!(&q.data()[12..16], &PUBLIC);
+    assert_eq!(&q.data()[20..24], &short[20..24], "ports stay");
+    let whole = short_packet(TCP, INSIDE, 4000, OUTSIDE, 80, 20, 0x10);
+    let (_, q) = out(push_bytes(&mut rw, 0, &whole, 2));
+    let sport = u16::from_be_bytes([q.data()[20], q.data()[21]]);
+    assert!((5000..=5009).contains(&sport));
+    assert!(rw.stats().contains(&("mappings_created", 1)));
+}
+
+#[test]
+fn short_segments_leave_the_tcp_state_alone() {
+    // FIN in both directions marks a TCPFlow done (TCP_DONE_TIMEOUT) only when Click reads
+    // the flags: from 18 transport bytes on. With 17 the flags byte is there but unread, and
+    // the mapping keeps the no-data timeout.
+    let names = Names::new();
+    for (n, done) in [(14usize, false), (17, false), (18, true), (20, true)] {
+        let mut rw = mk(
+            "IPRewriter",
+            "pattern 10.0.0.1 5000 - - 0 1, pass 1, TCP_DONE_TIMEOUT 2, TCP_NODATA_TIMEOUT 30, TCP_GUARANTEE 0",
+            &names,
+        )
+        .unwrap();
+        let fin = 0x11;
+        out(push_bytes(
+            &mut rw,
+            0,
+            &short_packet(TCP, INSIDE, 4000, OUTSIDE, 80, n, fin),
+            0,
+        ));
+        out(push_bytes(
+            &mut rw,
+            1,
+            &short_packet(TCP, OUTSIDE, 80, PUBLIC, 5000, n, fin),
+            1,
+        ));
+        let r = rw.as_any().downcast_ref::<IPRewriter>().unwrap();
+        let expiry = r.table().flows().next().map(|(_, f)| f.expiry);
+        let want = if done { 3 } else { 31 } * 1_000_000_000;
+        assert_eq!(expiry, Some(want), "{n} transport bytes");
+    }
+}
+
+#[test]
+fn data_reopens_a_finished_direction() {
+    // Click's TCPFlow::apply: RST ends both directions, else FIN its own, else a SYN or a
+    // segment with payload reopens its direction.
+    let names = Names::new();
+    let mut rw = mk(
+        "IPRewriter",
+        "pattern 10.0.0.1 5000 - - 0 1, pass 1, TCP_DONE_TIMEOUT 2, TCP_NODATA_TIMEOUT 30, TCP_TIMEOUT 100, TCP_GUARANTEE 0",
+        &names,
+    )
+    .unwrap();
+    let expiry = |rw: &Box<dyn Element>| {
+        let r = rw.as_any().downcast_ref::<IPRewriter>().unwrap();
+        r.table()
+            .flows()
+            .next()
+            .map(|(_, f)| f.expiry / 1_000_000_000)
+    };
+    let seg = |fwd: bool, flags: u8, payload: bool| {
+        let mut p = if fwd {
+            short_packet(TCP, INSIDE, 4000, OUTSIDE, 80, 20, flags)
+        } else {
+            short_packet(TCP, OUTSIDE, 80, PUBLIC, 5000, 20, flags)
+        };
+        if payload {
+            p.extend_from_slice(b"data");
+            let len = p.len() as u16;
+            p[2..4].copy_from_slice(&len.to_be_bytes());
+            p[10..12].copy_from_slice(&[0, 0]);
+            let ck = header_checksum(&p[..20]);
+            p[10..12].copy_from_slice(&ck.to_be_bytes());
+        }
+        p
+    };
+    out(push_bytes(&mut rw, 0, &seg(true, 0x11, false), 0));
+    out(push_bytes(&mut rw, 1, &seg(false, 0x11, false), 1));
+    assert_eq!(expiry(&rw), Some(3), "both done");
+    // Data forward: the forward direction is open again (and has seen data).
+    out(push_bytes(&mut rw, 0, &seg(true, 0x10, true), 2));
+    assert_eq!(expiry(&rw), Some(32), "not done, no data both ways");
+    // Data back: both directions have data, neither is done.
+    out(push_bytes(&mut rw, 1, &seg(false, 0x10, true), 3));
+    assert_eq!(expiry(&rw), Some(103));
+}
