@@ -1979,7 +1979,12 @@ impl Executor {
             elements::rewriter::Decision::Rewrite { out, new } => {
                 // The checksum operands rewrite_ipv4 adds, folded as we go so the sums
                 // never overflow.
-                let (ip, l4) = fast::rewrite_ops(cur, &new);
+                let (ip, mut l4) = fast::rewrite_ops(cur, &new);
+                // A TCP checksum the rewriter's view ends before stays as it is (the frame
+                // may go on past the IPv4 length the view was cut at).
+                if input.as_ref().is_some_and(|i| i.short_tcp()) {
+                    l4 = 0;
+                }
                 let regs = &mut self.synth.regs;
                 regs.ip_ops = u32::from(fold(regs.ip_ops + ip));
                 regs.l4_ops = u32::from(fold(regs.l4_ops + l4));

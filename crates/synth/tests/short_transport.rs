@@ -52,7 +52,9 @@ fn trace(name: &str, src: (Ipv4Addr, u8), dst: (Ipv4Addr, u8)) -> PathBuf {
     path
 }
 
-/// Runs `chain` in every mode on `input` at `entry` (replies reflected at `reflect`);
+/// Runs `chain` in every mode on `input` at `entry` (replies reflected at `reflect`: the
+/// reflector answers a TCP segment shorter than its header with the addresses swapped
+/// only, so such replies meet no mapping);
 /// asserts synth and fastpath match naive and returns the naive run.
 fn all_modes(chain: &Path, entry: &str, input: &Path, reflect: &str) -> RunResult {
     let chain = ChainFile::load(chain).unwrap();
@@ -116,8 +118,6 @@ fn napts_rewrite_short_segments_alike_in_every_mode() {
         .all(|(a, _)| *a == Ipv4Addr::new(10, 0, 110, 1)));
     assert!(!short_out(&r, "n10.eth1", 6, 18, 19).is_empty());
     assert!(short_out(&r, "n10.eth1", 6, 0, 7).is_empty(), "refused");
-    // Replies of the short segments come back through all ten.
-    assert!(!short_out(&r, "n1.eth0", 6, 8, 17).is_empty());
 
     let t = trace(
         "fig5",
@@ -154,15 +154,23 @@ fn every_rewriter_class_with_and_without_trimming() {
         (Ipv4Addr::new(10, 1, 0, 0), 16),
     );
     for class in ["IPRewriter", "TCPRewriter", "UDPRewriter"] {
-        for check in ["CheckIPHeader", "MarkIPHeader"] {
-            let dir = scratch(&format!("{class}-{check}"));
+        for (check, ports) in [
+            ("CheckIPHeader", "900-999"),
+            ("MarkIPHeader", "900-999"),
+            ("CheckIPHeader", "999"),
+        ] {
+            let dir = scratch(&format!("{class}-{check}-{ports}"));
+            // After the rewriter a classifier on the source port: synthesis must not take
+            // a short segment's port for one of the pattern's.
             std::fs::write(
                 dir.join("n.click"),
                 format!(
-                    "rw :: {class}(pattern 10.9.0.1 900-999 - - 0 1, pass 1);\n\
+                    "rw :: {class}(pattern 10.9.0.1 {ports} - - 0 1, pass 1);\n\
                      FromDevice(eth0) -> Strip(14) -> {check} -> [0]rw;\n\
                      FromDevice(eth1) -> Strip(14) -> {check} -> [1]rw;\n\
-                     rw[0] -> EtherEncap(0x0800, 02:00:00:00:00:01, 02:00:00:00:00:02) -> ToDevice(eth1);\n\
+                     rw[0] -> c :: IPClassifier(src port < 1000, -);\n\
+                     c[0] -> EtherEncap(0x0800, 02:00:00:00:00:01, 02:00:00:00:00:02) -> ToDevice(eth1);\n\
+                     c[1] -> EtherEncap(0x0800, 02:00:00:00:00:03, 02:00:00:00:00:02) -> ToDevice(eth1);\n\
                      rw[1] -> EtherEncap(0x0800, 02:00:00:00:00:02, 02:00:00:00:00:01) -> ToDevice(eth0);\n"
                 ),
             )
@@ -174,7 +182,7 @@ fn every_rewriter_class_with_and_without_trimming() {
             .unwrap();
             let r = all_modes(&dir.join("chain.toml"), "n.eth0", &t, "n.eth1");
             if check == "CheckIPHeader" {
-                // The pattern's ports (900-999) are not the generator's (1024-65535): a
+                // The pattern's ports (900-999, or 999) are not the generator's (1024-65535): a
                 // short segment keeps its own under the TCP rewriters and gets one of
                 // the pattern's under UDPRewriter; from 18 bytes every class renumbers.
                 let short = short_out(&r, "n.eth1", 6, 8, 17);
