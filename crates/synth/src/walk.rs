@@ -1189,10 +1189,13 @@ impl<'a> Walker<'a> {
         Ok(vec![(st.phi.clone(), id)])
     }
 
-    /// A stateful rewriter: a run-time decision inside the class. A rewriter that keeps the
-    /// ports of TCP segments cut before their checksum's end (Click's `IPRewriter` and
-    /// `TCPRewriter`: fewer than [`TCP_REWRITE_MIN`] transport bytes) splits the class in
-    /// two: such segments, whose outputs keep the ports, and the other packets.
+    /// A stateful rewriter: a run-time decision inside the class.
+    ///
+    /// A rewriter that keeps the ports of TCP segments cut before their checksum's end
+    /// (Click's `IPRewriter` and `TCPRewriter`: fewer than [`TCP_REWRITE_MIN`] transport
+    /// bytes) writes, in a class where TCP is possible, the ports its decision gives (the
+    /// register) rather than a value of its pattern: the decision holds the segment's own
+    /// ports for such a segment.
     fn rewriter(
         &mut self,
         st: PathState,
@@ -1224,58 +1227,10 @@ impl<'a> Walker<'a> {
         {
             return self.handoff(&st, g, port);
         }
-        let tcp = u128::from(wire::IpProtocol::TCP);
-        if !(rw.short_tcp_keeps_ports() && st.net == Some(14) && protos.contains(tcp)) {
-            return self.rewriter_class(st, g, port, rw, false);
-        }
-        let tcp = FieldSet::single(tcp);
-        let short = FieldSet::range(0, TCP_REWRITE_MIN as u128 - 1);
-        let parts = [
-            (
-                Filter::any().with(Field::IpProto, tcp.complement(Field::IpProto.width())),
-                false,
-            ),
-            (
-                Filter::any()
-                    .with(Field::IpProto, tcp.clone())
-                    .with(Field::L4Avail, short.complement(Field::L4Avail.width())),
-                false,
-            ),
-            (
-                Filter::any()
-                    .with(Field::IpProto, tcp)
-                    .with(Field::L4Avail, short),
-                true,
-            ),
-        ];
-        let mut leaves = Vec::new();
-        for (read, keep_ports) in parts {
-            match st.refine(&read, IpAnchor::Annotation) {
-                Ok(None) => {}
-                Ok(Some(phi)) => {
-                    let mut part = st.clone();
-                    part.phi = phi;
-                    leaves.extend(self.rewriter_class(part, g, port, rw, keep_ports)?);
-                }
-                Err(Bail) => return self.handoff(&st, g, port),
-            }
-        }
-        Ok(leaves)
-    }
-
-    /// The rewriter node of the packets of `st` (see [`Walker::rewriter`]); with
-    /// `keep_ports`, its outputs leave the ports as they are.
-    fn rewriter_class(
-        &mut self,
-        st: PathState,
-        g: u32,
-        port: u32,
-        rw: &dyn RewriteSpec,
-        keep_ports: bool,
-    ) -> Result<Vec<(Filter, NodeId)>, Giveup> {
-        let protos = st.phi.get(Field::IpProto);
         let has_ip = st.net == Some(14);
         let reg = st.next_reg;
+        let short_keeps_ports =
+            rw.short_tcp_keeps_ports() && protos.contains(u128::from(wire::IpProtocol::TCP));
         let map_ids: BTreeSet<u8> = protos
             .intervals()
             .flat_map(|(a, b)| a..=b)
@@ -1373,10 +1328,14 @@ impl<'a> Walker<'a> {
                     .into_iter()
                     .zip(ops)
                 {
-                    let fop = if keep_ports && matches!(f, Field::SrcPort | Field::DstPort) {
-                        OutputOp::Identity
-                    } else {
-                        fop
+                    let fop = match fop {
+                        OutputOp::Values(_)
+                            if short_keeps_ports
+                                && matches!(f, Field::SrcPort | Field::DstPort) =>
+                        {
+                            OutputOp::Unknown
+                        }
+                        fop => fop,
                     };
                     let w = b.w.get(f).then(&fop.op(reg), f.width());
                     b.w.set(f, w);
