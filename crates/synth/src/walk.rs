@@ -11,7 +11,7 @@ use chain::{ChainReason, Executor, Place};
 use elements::model::{
     Action, Effect, EffectSink, Field, FieldSet, Filter, Group, IpAnchor, Model, Op, Outcome,
 };
-use elements::rewriter::{InputSpec, Pattern, Vary, TCP_REWRITE_MIN};
+use elements::rewriter::{InputSpec, Pattern, Vary};
 use elements::{Element, RewriteSpec, RouteTable};
 use space::Preimage;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -1192,10 +1192,10 @@ impl<'a> Walker<'a> {
     /// A stateful rewriter: a run-time decision inside the class.
     ///
     /// A rewriter that keeps the ports of TCP segments cut before their checksum's end
-    /// (Click's `IPRewriter` and `TCPRewriter`: fewer than [`TCP_REWRITE_MIN`] transport
-    /// bytes) writes, in a class where TCP is possible, the ports its decision gives (the
-    /// register) rather than a value of its pattern: the decision holds the segment's own
-    /// ports for such a segment.
+    /// (Click's `IPRewriter` and `TCPRewriter`: fewer than
+    /// [`elements::rewriter::TCP_REWRITE_MIN`] transport bytes) writes, in a class where TCP
+    /// is possible, the ports its decision gives (the register) rather than a value of its
+    /// pattern: the decision holds the segment's own ports for such a segment.
     fn rewriter(
         &mut self,
         st: PathState,

@@ -678,7 +678,7 @@ fn data_reopens_a_finished_direction() {
         &names,
     )
     .unwrap();
-    let expiry = |rw: &Box<dyn Element>| {
+    let expiry = |rw: &dyn Element| {
         let r = rw.as_any().downcast_ref::<IPRewriter>().unwrap();
         r.table()
             .flows()
@@ -703,11 +703,11 @@ fn data_reopens_a_finished_direction() {
     };
     out(push_bytes(&mut rw, 0, &seg(true, 0x11, false), 0));
     out(push_bytes(&mut rw, 1, &seg(false, 0x11, false), 1));
-    assert_eq!(expiry(&rw), Some(3), "both done");
+    assert_eq!(expiry(rw.as_ref()), Some(3), "both done");
     // Data forward: the forward direction is open again (and has seen data).
     out(push_bytes(&mut rw, 0, &seg(true, 0x10, true), 2));
-    assert_eq!(expiry(&rw), Some(32), "not done, no data both ways");
+    assert_eq!(expiry(rw.as_ref()), Some(32), "not done, no data both ways");
     // Data back: both directions have data, neither is done.
     out(push_bytes(&mut rw, 1, &seg(false, 0x10, true), 3));
-    assert_eq!(expiry(&rw), Some(103));
+    assert_eq!(expiry(rw.as_ref()), Some(103));
 }
