@@ -75,6 +75,18 @@ for e in "${EXAMPLES[@]}"; do
     done
 done
 
+# The Click router's forwarding path after ARP: the same traces, each with the ARP replies
+# of its destinations arriving first on eth1, merged into one capture that is split by
+# destination MAC between eth0 and eth1 (so Click reads one FromDump, in order).
+cfg=examples/click-router/router.click
+for k in "${KINDS[@]}"; do
+    t=$(gen examples_click-router_router_click "--src 18.26.4.0/24 --dst 1.0.0.0/8" "$k")
+    scripts/click-oracle.py arp-replies "$t" "${t%.pcap}-arp.pcap" \
+        --to 00:00:c0:ca:68:ef,1.0.0.1 --net 1.0.0.0/8 >/dev/null
+    row "$cfg" "gen $k + ARP replies on eth1" "${t%.pcap}-arp.pcap" \
+        --split eth0=00:00:c0:ae:67:ef --split eth1=00:00:c0:ca:68:ef
+done
+
 # Golden cases: each on its own input.pcap, and on a trace with every anomaly.
 for d in crates/fusebox/tests/golden/*/; do
     cfg="${d}config.click"

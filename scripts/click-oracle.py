@@ -13,6 +13,14 @@ Then compare one configuration on one trace:
     scripts/click-oracle.py compare examples/ttl/ttl.click --trace t.pcap \
         --click /path/to/click-source/userlevel/click [--in eth0] [-D NAME=VALUE]
 
+Several interfaces at once: one merged capture, split by destination MAC (Click reads it
+through one FromDump and a Classifier, FuseBox as one capture per interface):
+
+    scripts/click-oracle.py arp-replies t.pcap t-arp.pcap --to 00:00:c0:ca:68:ef,1.0.0.1 \
+        --net 1.0.0.0/8          # the ARP replies of t's destinations, first, to that interface
+    scripts/click-oracle.py compare examples/click-router/router.click --trace t-arp.pcap \
+        --split eth0=00:00:c0:ae:67:ef --split eth1=00:00:c0:ca:68:ef --click ...
+
 How it runs both:
   * Click gets a rewritten copy of the configuration: `FromDevice(X)` / `PollDevice(X)` become
     `FromDump(in-X.pcap, STOP true)` for the input interface (the trace; followed, as
@@ -308,6 +316,10 @@ def compare_outputs(pairs, tmp, show=2):
 
 
 DEV_IN = re.compile(r"\b(FromDevice|PollDevice)\s*\(\s*([A-Za-z0-9_.:$-]+)[^()]*\)")
+# A FromDevice with the name it is declared under, if any (for --split).
+DEV_IN_NAMED = re.compile(
+    r"(?:\b([A-Za-z_][A-Za-z0-9_@/]*)\s*::\s*)?\b(?:FromDevice|PollDevice)\s*\(\s*([A-Za-z0-9_.:$-]+)[^()]*\)"
+)
 DEV_OUT = re.compile(r"\bToDevice\s*\(\s*([A-Za-z0-9_.:$-]+)[^()]*\)")
 TO_HOST = re.compile(r"\bToHost\b(\s*\([^()]*\))?")
 DUMP_IN = re.compile(r"\bFromDump\s*\(([^()]*)\)")
@@ -319,9 +331,26 @@ DUMP_OUT = re.compile(r"\bToDump\s*\(\s*([^,()\s]+)[^()]*\)")
 TIMING = [""]
 
 
-def rewrite_for_click(text, in_ifaces):
+def rewrite_for_click(text, in_ifaces, split=None):
+    """Click's copy of configuration `text`. With `split` ([(iface, mac)], the first the
+    default), one merged capture `in-merged.pcap` feeds every split interface: a Classifier on
+    the destination MAC sends each frame to the elements that followed that interface's
+    FromDevice, frames to other addresses to the first interface's."""
     outs = sorted(set(DEV_OUT.findall(text)))
     ins = sorted(set(m[1] for m in DEV_IN.findall(text)))
+    targets = {}
+    decls = []
+
+    def rsplit(m):
+        name, dev = m.group(1), m.group(2)
+        if dev not in dict(split):
+            return m.group(0)
+        if name:
+            targets[dev] = name
+            return f"{name} :: Null"
+        targets[dev] = f"oracle_in_{dev}"
+        decls.append(f"oracle_in_{dev} :: Null;")
+        return f"oracle_in_{dev}"
 
     def rin(m):
         dev = m.group(2)
@@ -329,6 +358,22 @@ def rewrite_for_click(text, in_ifaces):
             return f"OracleFromDevice(in-{dev}.pcap)"
         return "Idle"
 
+    if split:
+        text = DEV_IN_NAMED.sub(rsplit, text)
+        pats = ", ".join("0/" + mac.replace(":", "").lower() for _, mac in split)
+        # Click wants an element declared before a connection names it.
+        text = "\n".join(decls) + "\n" + text
+        lines = [
+            f"oracle_split :: Classifier({pats}, -);",
+            "OracleFromDevice(in-merged.pcap) -> oracle_split;",
+        ]
+        for i, (dev, _) in enumerate(split):
+            if dev in targets:
+                lines.append(f"oracle_split[{i}] -> {targets[dev]};")
+            else:
+                lines.append(f"oracle_split[{i}] -> Discard;")
+        lines.append(f"oracle_split[{len(split)}] -> {targets.get(split[0][0], 'Discard')};")
+        text = text + "\n" + "\n".join(lines) + "\n"
     text = DEV_IN.sub(rin, text)
     text = DEV_OUT.sub(lambda m: f"ToDump(out-{m.group(1)}.pcap)", text)
     # userlevel Click has no ToHost; FuseBox makes it an exit named `host`
@@ -365,8 +410,9 @@ def compare(args):
                 p = os.path.join(os.path.dirname(config), e)
                 if os.path.isfile(p) and not e.startswith("out"):
                     shutil.copy(p, d)
-        in_ifaces = args.inputs or ["eth0"]
-        ctext, ins, outs = rewrite_for_click(text, in_ifaces)
+        split = [tuple(x.split("=", 1)) for x in args.split or []]
+        in_ifaces = [d for d, _ in split] if split else (args.inputs or ["eth0"])
+        ctext, ins, outs = rewrite_for_click(text, [] if split else in_ifaces, split)
         dumps_out = sorted(set(DUMP_OUT.findall(text)))
         dumps_in = [a.split(",")[0].strip() for a in DUMP_IN.findall(text)]
         defines = []
@@ -376,7 +422,17 @@ def compare(args):
             fh.write(ctext)
             for extra in args.click_extra or []:
                 fh.write(extra + "\n")
-        if ins:
+        if split:
+            # Click reads the merged capture; FuseBox one capture per interface, split by
+            # destination MAC the same way (it merges its inputs on timestamps again).
+            shutil.copy(trace, os.path.join(cdir, "in-merged.pcap"))
+            macs = {bytes.fromhex(mac.replace(":", "")): dev for dev, mac in split}
+            per = {dev: [] for dev, _ in split}
+            for sec, ns, p in read_pcap(trace):
+                per[macs.get(p[:6], split[0][0])].append((sec, ns, p))
+            for dev, pkts in per.items():
+                write_pcap(os.path.join(fdir, f"in-{dev}.pcap"), pkts)
+        elif ins:
             for i in in_ifaces:
                 shutil.copy(trace, os.path.join(cdir, f"in-{i}.pcap"))
                 shutil.copy(trace, os.path.join(fdir, f"in-{i}.pcap"))
@@ -418,6 +474,35 @@ def compare(args):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+def arp_replies(args):
+    """Writes args.out: one ARP reply per distinct IPv4 destination of args.trace inside
+    args.net ("IP is-at 02:aa:IP"), sent to args.to (MAC,IP), 1 µs apart and ending 1 µs
+    before the trace's first packet, then the trace itself."""
+    pkts = read_pcap(args.trace)
+    mac, ip = args.to.split(",")
+    to_mac = bytes.fromhex(mac.replace(":", ""))
+    to_ip = bytes(int(x) for x in ip.split("."))
+    net, plen = args.net.split("/")
+    net = int.from_bytes(bytes(int(x) for x in net.split(".")), "big")
+    mask = (0xFFFFFFFF << (32 - int(plen))) & 0xFFFFFFFF
+    hosts = []
+    for _, _, p in pkts:
+        if len(p) >= 34 and p[12:14] == b"\x08\x00" and p[14] >> 4 == 4:
+            d = p[30:34]
+            if int.from_bytes(d, "big") & mask == net & mask and d not in hosts and d != to_ip:
+                hosts.append(d)
+    t0 = pkts[0][0] * 10**9 + pkts[0][1] if pkts else 10**9
+    out = []
+    for i, h in enumerate(hosts):
+        hmac = b"\x02\xaa" + h
+        arp = struct.pack("!HHBBH", 1, 0x0800, 6, 4, 2) + hmac + h + to_mac + to_ip
+        t = t0 - (len(hosts) - i) * 1000
+        out.append((t // 10**9, t % 10**9, to_mac + hmac + b"\x08\x06" + arp + bytes(18)))
+    write_pcap(args.out, out + pkts)
+    print(f"{len(hosts)} replies")
+    return 0
+
+
 def build_click(args):
     src = os.path.abspath(args.source)
     if not os.path.exists(os.path.join(src, "configure")):
@@ -441,6 +526,12 @@ def main():
     c.add_argument("config")
     c.add_argument("--trace", required=True)
     c.add_argument("--in", dest="inputs", action="append", help="input interface fed the trace (default eth0)")
+    c.add_argument(
+        "--split",
+        action="append",
+        help="IFACE=MAC: the trace is one merged capture; frames to MAC enter by IFACE (repeat; "
+        "frames to other addresses enter by the first IFACE)",
+    )
     c.add_argument("--click", default=os.environ.get("CLICK", "click"))
     c.add_argument("--fusebox", default=os.environ.get("FUSEBOX", "target/release/fusebox"))
     c.add_argument("-D", "--define", action="append", help="NAME=VALUE for both")
@@ -454,12 +545,23 @@ def main():
     )
     c.add_argument("--show", type=int, default=2, help="differing packets to print")
     c.add_argument("--keep", action="store_true", help="keep the scratch folder")
+    r = sub.add_parser(
+        "arp-replies",
+        help="prepend to a trace the ARP replies of every IPv4 destination in it (within PREFIX), "
+        "sent to the router's MAC and IP",
+    )
+    r.add_argument("trace")
+    r.add_argument("out")
+    r.add_argument("--to", required=True, help="MAC,IP of the interface the replies are sent to")
+    r.add_argument("--net", required=True, help="PREFIX/LEN: destinations that get a reply")
     sub.add_parser("selftest", help="check the comparison itself (no Click needed)")
     a = ap.parse_args()
     if a.cmd == "selftest":
         return selftest(a)
     if a.cmd == "build-click":
         return build_click(a)
+    if a.cmd == "arp-replies":
+        return arp_replies(a)
     a.fusebox = os.path.abspath(a.fusebox) if os.path.exists(a.fusebox) else a.fusebox
     a.click = os.path.abspath(a.click) if os.path.exists(a.click) else a.click
     if a.timing:
