@@ -14,7 +14,7 @@ pub use mazunat::MazuNAT;
 pub use pattern::{parse_input_spec, parse_mapper_config, Choice, InputSpec, Pattern, Vary};
 pub use table::{
     flow_random, name_seed, Direction, Flow, FlowId, MappingTable, PacketInfo, PatternState,
-    Timeouts,
+    Timeouts, DEFAULT_CAPACITY,
 };
 
 use crate::args::{parse_bool, parse_seconds, parse_uint};
@@ -115,12 +115,16 @@ pub enum RewriterKind {
 /// for `UDPRewriter`), `TCP_DONE_TIMEOUT` (240 s), `TCP_NODATA_TIMEOUT` (300 s),
 /// `TCP_GUARANTEE`/`GUARANTEE` (5 s), `UDP_TIMEOUT` (300 s), `UDP_STREAMING_TIMEOUT` (the
 /// UDP timeout), `UDP_GUARANTEE` (5 s), `REAP_INTERVAL` (15 min), `MAPPING_CAPACITY`/
-/// `CAPACITY` (unlimited), `DST_ANNO` (true: set the destination IP annotation to the
-/// rewritten destination). A mapping lives until its timeout (never less than its guarantee)
-/// after its last packet; FuseBox removes an expired mapping when a lookup meets it (Click
-/// keeps it until the next reap) and reaps all expired mappings every `REAP_INTERVAL` of
-/// virtual time. When the table is full, the non-guaranteed mapping that expires first is
-/// evicted, or the new flow is dropped (`mapping-table-full`) if all are guaranteed.
+/// `CAPACITY` (the most mappings held; Click's default is unlimited, FuseBox's is
+/// [`DEFAULT_CAPACITY`] = 262,144 so that state stays bounded), `DST_ANNO` (true: set the
+/// destination IP annotation to the rewritten destination). A mapping lives until its
+/// timeout (never less than its guarantee) after its last packet; FuseBox removes an expired
+/// mapping when a lookup meets it (Click keeps it until the next reap) and reaps all expired
+/// mappings every `REAP_INTERVAL` of virtual time. When the table is full, a new flow first
+/// reaps the expired mappings, then evicts the mapping that expires first among those whose
+/// guarantee has passed (counted in `mappings_evicted`), or is dropped
+/// (`mapping-table-full`, counted in `mappings_refused`) if all are guaranteed, as Click's
+/// `IPRewriterBase::store_flow` does.
 ///
 /// Deviation from Click: an SADDR range is honoured in 4-word patterns (Click only
 /// handles it in 2-word `SADDR DADDR` patterns), and a pattern may not range both SADDR and
@@ -222,7 +226,7 @@ impl IPRewriter {
                 })?;
                 usize::try_from(c).unwrap_or(usize::MAX)
             }
-            None => usize::MAX,
+            None => DEFAULT_CAPACITY,
         };
         let dst_anno = args
             .keyword("DST_ANNO")
@@ -932,6 +936,8 @@ impl Element for IPRewriter {
         vec![
             ("mappings_created", self.table.created()),
             ("active_mappings", self.table.len() as u64),
+            ("mappings_evicted", self.table.evicted()),
+            ("mappings_refused", self.table.refused()),
             ("rewritten", self.rewritten),
             ("dropped", self.dropped),
         ]

@@ -4,7 +4,8 @@
 
 use super::pattern::{Choice, Pattern, Vary};
 use crate::hash::{splitmix64, FlowHasher, Fnv};
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::net::Ipv4Addr;
 
@@ -192,11 +193,30 @@ fn key(map_id: u8, flow: &FlowId) -> Key {
         | u128::from(flow.dport)
 }
 
+/// The number of mappings a rewriter holds when `MAPPING_CAPACITY` is not given (Click's
+/// default is unlimited): 2^18, about 64 MB of mappings, so that a flood of new flows
+/// cannot grow a rewriter without bound.
+pub const DEFAULT_CAPACITY: usize = 1 << 18;
+
+/// A lazily kept min-heap of (time, slot) pairs: a slot's entry may be out of date (its
+/// flow's time moved, or the flow is gone), and is checked against the flow when it comes
+/// to the top. Kept so that every live flow has an entry whose time is at most its current
+/// time: the first entry at the top that matches its flow is the live flow with the
+/// smallest (time, slot).
+type LazyHeap = BinaryHeap<Reverse<(u64, u32)>>;
+
 /// The mapping table: flows indexed under (map id, flow identifier) for both directions.
 ///
 /// `map id` separates tables the way Click does: `IPRewriter` keeps TCP (0) and UDP (1)
 /// apart, `TCPRewriter` and `UDPRewriter` use one map (0). Expiry is on the virtual clock:
 /// an expired mapping is removed when a lookup finds it and by [`MappingTable::reap`].
+///
+/// The table holds at most `capacity` flows. A new flow beyond it first reaps the expired
+/// ones, then evicts the flow that expires first among those whose guarantee has passed
+/// (ties: the lowest slot), or is refused when every flow is still guaranteed (Click's
+/// `IPRewriterBase::store_flow`). Finding the victim and reaping cost a logarithm of the
+/// table's size per flow concerned (two lazily kept heaps, by expiry and by guarantee),
+/// nothing per packet but a comparison when a packet shortens a flow's lifetime.
 #[derive(Debug, Clone)]
 pub struct MappingTable {
     map: HashMap<Key, (u32, Direction), BuildHasherDefault<FlowHasher>>,
@@ -214,6 +234,11 @@ pub struct MappingTable {
     next_reap: Option<u64>,
     created: u64,
     evicted: u64,
+    refused: u64,
+    /// Live flows by expiry (see [`LazyHeap`]).
+    by_expiry: LazyHeap,
+    /// Live flows by the end of their guarantee (see [`LazyHeap`]).
+    by_guarantee: LazyHeap,
 }
 
 impl MappingTable {
@@ -233,7 +258,15 @@ impl MappingTable {
             next_reap: None,
             created: 0,
             evicted: 0,
+            refused: 0,
+            by_expiry: BinaryHeap::new(),
+            by_guarantee: BinaryHeap::new(),
         }
+    }
+
+    /// The most flows the table holds.
+    pub fn capacity(&self) -> usize {
+        self.capacity
     }
 
     /// The timeouts in force.
@@ -259,6 +292,11 @@ impl MappingTable {
     /// Flows evicted to make room under the capacity.
     pub fn evicted(&self) -> u64 {
         self.evicted
+    }
+
+    /// New flows refused because the table was full of guaranteed flows.
+    pub fn refused(&self) -> u64 {
+        self.refused
     }
 
     /// The map id of the flow with index `idx`, if it is alive.
@@ -363,13 +401,118 @@ impl MappingTable {
         }
     }
 
-    /// Removes every expired mapping.
+    /// Removes every expired mapping (in order of expiry, then slot).
     pub fn reap(&mut self, now: u64) {
-        for idx in 0..self.flows.len() as u32 {
-            if self.expired(idx, now) {
-                self.remove(idx);
+        while let Some(idx) = self.earliest(now) {
+            self.remove(idx);
+        }
+    }
+
+    /// The live flow with the smallest (expiry, slot) if it has expired at `now`.
+    fn earliest(&mut self, now: u64) -> Option<u32> {
+        while let Some(&Reverse((t, idx))) = self.by_expiry.peek() {
+            if t > now {
+                return None;
+            }
+            self.by_expiry.pop();
+            let Some(Some((_, f))) = self.flows.get(idx as usize) else {
+                continue;
+            };
+            if f.expiry == t {
+                return Some(idx);
+            }
+            if f.expiry > t {
+                self.by_expiry.push(Reverse((f.expiry, idx)));
             }
         }
+        None
+    }
+
+    /// Whether some live flow's guarantee has passed at `now`.
+    fn any_unguaranteed(&mut self, now: u64) -> bool {
+        while let Some(&Reverse((t, idx))) = self.by_guarantee.peek() {
+            if t > now {
+                return false;
+            }
+            let Some(Some((_, f))) = self.flows.get(idx as usize) else {
+                self.by_guarantee.pop();
+                continue;
+            };
+            if f.guaranteed_until == t {
+                return true;
+            }
+            self.by_guarantee.pop();
+            if f.guaranteed_until > t {
+                self.by_guarantee.push(Reverse((f.guaranteed_until, idx)));
+            }
+        }
+        false
+    }
+
+    /// The flow to evict at `now`: the one that expires first (then the lowest slot) among
+    /// those whose guarantee has passed; `None` when every flow is guaranteed.
+    fn victim(&mut self, now: u64) -> Option<u32> {
+        if !self.any_unguaranteed(now) {
+            return None;
+        }
+        let mut guaranteed = Vec::new();
+        let mut found = None;
+        while let Some(Reverse((t, idx))) = self.by_expiry.pop() {
+            let Some(Some((_, f))) = self.flows.get(idx as usize) else {
+                continue;
+            };
+            if f.expiry > t {
+                self.by_expiry.push(Reverse((f.expiry, idx)));
+                continue;
+            }
+            if f.expiry < t {
+                continue;
+            }
+            // Still its flow's entry: kept whether or not the flow goes.
+            guaranteed.push(Reverse((t, idx)));
+            if f.guaranteed_until <= now {
+                found = Some(idx);
+                break;
+            }
+        }
+        self.by_expiry.extend(guaranteed);
+        found
+    }
+
+    /// Records the times of flow `idx` in the heaps when they are earlier than the ones its
+    /// entries hold (`old`: its expiry and guarantee before; `None` for a new flow).
+    fn queue(&mut self, idx: u32, old: Option<(u64, u64)>) {
+        let Some(Some((_, f))) = self.flows.get(idx as usize) else {
+            return;
+        };
+        let (e, g) = (f.expiry, f.guaranteed_until);
+        if old.is_none_or(|(oe, _)| e < oe) {
+            self.by_expiry.push(Reverse((e, idx)));
+        }
+        if old.is_none_or(|(_, og)| g < og) {
+            self.by_guarantee.push(Reverse((g, idx)));
+        }
+        // Entries of flows that are gone linger: rebuild when they outnumber the flows.
+        if self.by_expiry.len() > 2 * self.active + 64
+            || self.by_guarantee.len() > 2 * self.active + 64
+        {
+            self.rebuild_heaps();
+        }
+    }
+
+    fn rebuild_heaps(&mut self) {
+        let live = || {
+            self.flows
+                .iter()
+                .enumerate()
+                .filter_map(|(i, f)| f.as_ref().map(|(_, f)| (i as u32, f)))
+        };
+        let e: Vec<_> = live().map(|(i, f)| Reverse((f.expiry, i))).collect();
+        let g: Vec<_> = live()
+            .map(|(i, f)| Reverse((f.guaranteed_until, i)))
+            .collect();
+        self.by_expiry = BinaryHeap::from(e);
+        self.by_guarantee = BinaryHeap::from(g);
     }
 
     /// Chooses the rewritten identifier of a new flow `flow` from `pattern` (Click's
@@ -498,20 +641,15 @@ impl MappingTable {
             self.reap(now);
         }
         if self.active >= self.capacity {
-            let victim = self
-                .flows
-                .iter()
-                .enumerate()
-                .filter_map(|(i, f)| f.as_ref().map(|(_, f)| (i, f)))
-                .filter(|(_, f)| f.guaranteed_until <= now)
-                .min_by_key(|(i, f)| (f.expiry, *i))
-                .map(|(i, _)| i as u32);
-            match victim {
+            match self.victim(now) {
                 Some(v) => {
                     self.remove(v);
                     self.evicted += 1;
                 }
-                None => return None,
+                None => {
+                    self.refused += 1;
+                    return None;
+                }
             }
         }
         let mut f = Flow {
@@ -551,6 +689,7 @@ impl MappingTable {
             .insert(key(map_id, &rewritten.reverse()), (idx, Direction::Reply));
         self.active += 1;
         self.created += 1;
+        self.queue(idx, None);
         Some(idx as usize)
     }
 
@@ -573,8 +712,13 @@ impl MappingTable {
         let changed = f.tcp_flags != f0.tcp_flags
             || f.reply_seen != f0.reply_seen
             || self.timeout_of(&f) != self.timeout_of(f0);
+        let old = (f0.expiry, f0.guaranteed_until);
+        let earlier = f.expiry < old.0 || f.guaranteed_until < old.1;
         if let Some(Some(slot)) = self.flows.get_mut(idx) {
             slot.1 = f;
+        }
+        if earlier {
+            self.queue(idx as u32, Some(old));
         }
         if changed {
             self.bump(idx);
@@ -736,5 +880,141 @@ mod tests {
         assert!(t.insert(0, 17, g, g, 0, 0, 0, 20).is_some());
         assert_eq!(t.evicted(), 1);
         assert!(t.lookup(0, &f, 20).is_none());
+    }
+
+    /// The old rule, by brute force: the live flow with the smallest (expiry, slot) among
+    /// those whose guarantee has passed.
+    fn reference_victim(t: &MappingTable, now: u64) -> Option<usize> {
+        (0..t.flows.len())
+            .filter_map(|i| t.flow(i).map(|f| (i, f)))
+            .filter(|(_, f)| f.guaranteed_until <= now)
+            .min_by_key(|(i, f)| (f.expiry, *i))
+            .map(|(i, _)| i)
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn eviction_and_reaping_match_the_brute_force_rule(
+            ops in proptest::collection::vec((0u8..4, 0u16..24, 0u64..40, proptest::bool::ANY), 1..200),
+            cap in 1usize..8,
+        ) {
+            // Short timeouts of several classes (TCP data, done, no data; UDP), so that
+            // expiries and guarantees cross, and flows shorten their lifetime by FIN/RST.
+            let to = Timeouts {
+                tcp: 30,
+                tcp_done: 4,
+                tcp_nodata: 12,
+                tcp_guarantee: 6,
+                udp: 9,
+                udp_streaming: 20,
+                udp_guarantee: 3,
+            };
+            let mut t = MappingTable::new(to, cap, 0);
+            let mut now = 0u64;
+            for (op, host, dt, flag) in ops {
+                now += dt % 7;
+                let proto = if host % 2 == 0 { 6 } else { 17 };
+                let f = fid([10, 0, 0, host as u8], 1, [2, 2, 2, 2], 2);
+                match op {
+                    0 | 1 => {
+                        // The old rule on a copy: replace the flow's own mapping, reap
+                        // everything expired when full, then evict by brute force.
+                        let mut r = t.clone();
+                        if let Some(&(i, _)) = r.map.get(&key(0, &f)) {
+                            r.remove(i);
+                        }
+                        if r.len() >= r.capacity() {
+                            let expired: Vec<u32> = (0..r.flows.len() as u32)
+                                .filter(|&i| r.expired(i, now))
+                                .collect();
+                            for i in expired {
+                                r.remove(i);
+                            }
+                        }
+                        let want = (r.len() >= r.capacity()).then(|| reference_victim(&r, now));
+                        if let Some(Some(v)) = want {
+                            r.remove(v as u32);
+                        }
+                        let got = t.insert(0, proto, f, f.reverse(), 0, 1, 0, now);
+                        proptest::prop_assert_eq!(got.is_none(), want == Some(None));
+                        let live = |m: &MappingTable| {
+                            let mut v: Vec<FlowId> = m.flows().map(|(_, g)| g.original).collect();
+                            v.sort();
+                            v
+                        };
+                        let mut expect = live(&r);
+                        if got.is_some() {
+                            expect.push(f);
+                            expect.sort();
+                        }
+                        proptest::prop_assert_eq!(live(&t), expect);
+                        proptest::prop_assert!(t.len() <= t.capacity());
+                    }
+                    2 => {
+                        if let Some((i, d)) = t.lookup(0, &f, now) {
+                            let info = PacketInfo {
+                                tcp_flags: if flag { wire::tcp::flags::FIN } else { 0 },
+                                has_payload: !flag,
+                            };
+                            t.touch(i, d, info, now);
+                        }
+                    }
+                    _ => {
+                        t.reap(now);
+                        proptest::prop_assert!((0..t.flows.len()).all(|i| t.flow(i).is_none_or(|g| now < g.expiry)));
+                    }
+                }
+            }
+        }
+    }
+
+    /// `n` new UDP flows `gap` ns apart into a table of `cap` flows (default timeouts: 5 s
+    /// guarantee, 300 s timeout): the table after them.
+    fn flood(cap: usize, n: u32, gap: u64) -> MappingTable {
+        let mut t = MappingTable::new(Timeouts::default(), cap, 0);
+        for i in 0..n {
+            let f = fid(i.to_be_bytes(), 1, [9, 9, 9, 9], 53);
+            t.insert(1, 17, f, f, 0, 1, 0, u64::from(i) * gap);
+            assert!(t.len() <= cap);
+            assert!(t.by_expiry.len() <= 2 * cap + 64 && t.by_guarantee.len() <= 2 * cap + 64);
+            assert!(t.flows.len() <= cap && t.map.len() <= 2 * cap);
+        }
+        t
+    }
+
+    #[test]
+    fn a_flood_of_new_flows_evicts_the_oldest_once_unguaranteed() {
+        // 10 ms apart: 500 flows a guarantee (5 s), fewer than the capacity: once full, each
+        // new flow evicts the oldest.
+        let t = flood(1000, 20_000, 10_000_000);
+        assert_eq!(
+            (t.len(), t.created(), t.evicted(), t.refused()),
+            (1000, 20_000, 19_000, 0)
+        );
+        // The survivors are the newest 1000.
+        let mut hosts: Vec<u32> = t
+            .flows()
+            .map(|(_, f)| u32::from(f.original.saddr))
+            .collect();
+        hosts.sort();
+        assert_eq!(hosts, (19_000..20_000).collect::<Vec<u32>>());
+    }
+
+    #[test]
+    fn a_flood_of_new_flows_is_refused_while_all_are_guaranteed() {
+        // 1 ms apart: 5000 flows a guarantee, more than the capacity. In every 5 s, the
+        // first 1000 flows are taken (evicting the previous 1000, whose guarantee passed)
+        // and the other 4000 refused (Click's admission control).
+        let t = flood(1000, 20_000, 1_000_000);
+        assert_eq!(
+            (t.len(), t.created(), t.evicted(), t.refused()),
+            (1000, 4000, 3000, 16_000)
+        );
+    }
+
+    #[test]
+    fn the_default_capacity_is_in_force() {
+        let t = MappingTable::new(Timeouts::default(), DEFAULT_CAPACITY, 0);
+        assert_eq!(t.capacity(), 1 << 18);
     }
 }

@@ -711,3 +711,65 @@ fn data_reopens_a_finished_direction() {
     out(push_bytes(&mut rw, 1, &seg(false, 0x10, true), 3));
     assert_eq!(expiry(rw.as_ref()), Some(103));
 }
+
+#[test]
+fn mapping_capacity_evicts_then_refuses_and_counts_both() {
+    let names = Names::new();
+    let mut rw = mk(
+        "IPRewriter",
+        "pattern 10.0.0.1 1000-1999# - - 0 1, drop, MAPPING_CAPACITY 3, UDP_GUARANTEE 2",
+        &names,
+    )
+    .unwrap();
+    let p = |h: u8| ip_packet(UDP, [192, 168, 0, h], 5, [8, 8, 8, 8], 53, true);
+    // Three flows fill the table at 0, 1 and 2 s.
+    for h in 0..3u8 {
+        out(rw.push(0, p(h), &mut at(u64::from(h))));
+    }
+    // At 3 s the first flow's guarantee (2 s) has passed: the fourth flow evicts it.
+    out(rw.push(0, p(3), &mut at(3)));
+    // Still at 3 s, flows 1 (guaranteed until 3 s: passed) then 2 (until 4 s): the fifth
+    // flow evicts flow 1, the sixth finds every flow guaranteed and is dropped.
+    out(rw.push(0, p(4), &mut at(3)));
+    assert_eq!(
+        drop_reason(rw.push(0, p(5), &mut at(3))),
+        "mapping-table-full"
+    );
+    // Flow 0 lost its mapping: its next packet is a new flow (refused too).
+    assert_eq!(
+        drop_reason(rw.push(0, p(0), &mut at(3))),
+        "mapping-table-full"
+    );
+    let st = rw.stats();
+    for want in [
+        ("mappings_created", 5),
+        ("active_mappings", 3),
+        ("mappings_evicted", 2),
+        ("mappings_refused", 2),
+        ("dropped", 2),
+    ] {
+        assert!(st.contains(&want), "{want:?} in {st:?}");
+    }
+    // A reply of an evicted flow finds no mapping.
+    let mut reply = ip_packet(UDP, [8, 8, 8, 8], 53, [10, 0, 0, 1], 1000, true);
+    reply.set_network_header(0);
+    assert_eq!(drop_reason(rw.push(1, reply, &mut at(3))), "rewriter-drop");
+}
+
+#[test]
+fn mapping_capacity_defaults_to_a_bound() {
+    let names = Names::new();
+    let rw = IPRewriter::configure(
+        RewriterKind::Ip,
+        &Args::parse("pattern 10.0.0.1 1000-1999 - - 0 1").unwrap(),
+        &BuildCtx {
+            name: "nf/rw",
+            ninputs: 1,
+            noutputs: 2,
+            names: &names,
+            base_dir: Path::new("."),
+        },
+    )
+    .unwrap();
+    assert_eq!(rw.table().capacity(), DEFAULT_CAPACITY);
+}
