@@ -366,6 +366,8 @@ struct SynthState {
     compiled: Vec<Option<classify::Classes>>,
     /// Packets served by remembered paths (one lookup each).
     flow_hits: u64,
+    /// Times the established-flow table was emptied for its bound (`flows::MAX_FLOWS`).
+    flow_resets: u64,
     /// Whether frames entering synthesized entries carry their class in a VLAN tag a switch
     /// pushed (`Executor::trust_switch_tags`).
     trust_tags: bool,
@@ -1646,6 +1648,12 @@ impl Executor {
         (paths, self.synth.flow_hits)
     }
 
+    /// Times the established-flow table was emptied because it reached its bound (2^20
+    /// flows or 2^16 regions); a forgotten flow's next packet takes the slow path.
+    pub fn flow_resets(&self) -> u64 {
+        self.synth.flow_resets
+    }
+
     /// How many packets reached each node of the installed program.
     pub fn node_counts(&self) -> &[u64] {
         &self.synth.node_counts
@@ -1662,6 +1670,8 @@ impl Executor {
         }
         let r = self.run_program_in(&mut prog, el, None, &mut p);
         self.synth.tag_hint = None;
+        // Room for what this packet may add to the established-flow table.
+        self.bound_flows();
         // Paths through a rewriter, and paths that end (an exit, a hand-off, a drop) without
         // one: a denied flow's packets skip the firewall's ordered tree too.
         let key = self

@@ -561,7 +561,8 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
         if synth.is_some() {
             let (paths, hits) = ex.flow_stats();
             eprintln!(
-                "synth: {hits} of {n} packets took a remembered flow path (one lookup); {paths} paths remembered"
+                "synth: {hits} of {n} packets took a remembered flow path (one lookup); {paths} paths remembered; table emptied {} times at its bound",
+                ex.flow_resets()
             );
         }
         if a.json {

@@ -72,6 +72,11 @@ impl Regions {
         i
     }
 
+    /// How many regions are kept.
+    pub(super) fn len(&self) -> usize {
+        self.boxes.len()
+    }
+
     /// Forgets every region.
     pub(super) fn clear(&mut self) {
         self.boxes.clear();
@@ -311,6 +316,14 @@ pub(super) fn memo_root(
     });
 }
 
+/// The most flows the established-flow table remembers: beyond, it is emptied (after the
+/// debts are paid) and refills from the flows that come next.
+pub(super) const MAX_FLOWS: usize = 1 << 20;
+
+/// The most regions kept (distinct boxes; each remembered path names one): beyond, the
+/// table and the regions are emptied together.
+pub(super) const MAX_REGIONS: usize = 1 << 16;
+
 /// The executor's flow table.
 pub(super) type FlowTable =
     std::collections::HashMap<u128, FlowEntry, std::hash::BuildHasherDefault<FlowHasher>>;
@@ -508,14 +521,23 @@ impl Executor {
         }
     }
 
+    /// Keeps the established-flow table and its regions under [`MAX_FLOWS`] and
+    /// [`MAX_REGIONS`]: when either is reached, pays every debt and forgets both (counted in
+    /// `Executor::flow_resets`). Only speed depends on it: a forgotten flow's next packet
+    /// takes the slow path, which gives the same result.
+    pub(super) fn bound_flows(&mut self) {
+        if self.synth.flows.len() >= MAX_FLOWS || self.synth.regions.len() >= MAX_REGIONS {
+            self.flush_flows();
+            self.synth.flows.clear();
+            self.synth.regions.clear();
+            self.synth.flow_resets += 1;
+        }
+    }
+
     /// Remembers what the slow path just did for the packet of flow `key`: its path when it
     /// is sure to repeat, else its decisions as hints. The entry it replaces has paid its
     /// debt.
     pub(super) fn remember(&mut self, key: u128) {
-        if self.synth.flows.len() >= 1 << 20 {
-            self.flush_flows();
-            self.synth.flows.clear();
-        }
         // A path without a rewriter decision paid nothing on its way: an entry it replaces
         // may still owe.
         if self

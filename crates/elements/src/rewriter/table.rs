@@ -215,8 +215,9 @@ type LazyHeap = BinaryHeap<Reverse<(u64, u32)>>;
 /// ones, then evicts the flow that expires first among those whose guarantee has passed
 /// (ties: the lowest slot), or is refused when every flow is still guaranteed (Click's
 /// `IPRewriterBase::store_flow`). Finding the victim and reaping cost a logarithm of the
-/// table's size per flow concerned (two lazily kept heaps, by expiry and by guarantee),
-/// nothing per packet but a comparison when a packet shortens a flow's lifetime.
+/// table's size per flow or packet concerned (lazily kept heaps: every flow by expiry, the
+/// guaranteed ones by the end of their guarantee, the others by expiry, as Click keeps
+/// them), nothing per packet but a comparison when a packet shortens a flow's lifetime.
 #[derive(Debug, Clone)]
 pub struct MappingTable {
     map: HashMap<Key, (u32, Direction), BuildHasherDefault<FlowHasher>>,
@@ -237,8 +238,10 @@ pub struct MappingTable {
     refused: u64,
     /// Live flows by expiry (see [`LazyHeap`]).
     by_expiry: LazyHeap,
-    /// Live flows by the end of their guarantee (see [`LazyHeap`]).
+    /// Live flows by the end of their guarantee, until it has passed (see [`LazyHeap`]).
     by_guarantee: LazyHeap,
+    /// Live flows whose guarantee has passed, by expiry (see [`LazyHeap`]).
+    best_effort: LazyHeap,
 }
 
 impl MappingTable {
@@ -261,6 +264,7 @@ impl MappingTable {
             refused: 0,
             by_expiry: BinaryHeap::new(),
             by_guarantee: BinaryHeap::new(),
+            best_effort: BinaryHeap::new(),
         }
     }
 
@@ -428,59 +432,57 @@ impl MappingTable {
         None
     }
 
-    /// Whether some live flow's guarantee has passed at `now`.
-    fn any_unguaranteed(&mut self, now: u64) -> bool {
+    /// Moves the flows whose guarantee has passed at `now` from the guarantee heap to the
+    /// best-effort heap (Click's `shift_heap_best_effort`).
+    fn shift_best_effort(&mut self, now: u64) {
         while let Some(&Reverse((t, idx))) = self.by_guarantee.peek() {
             if t > now {
-                return false;
-            }
-            let Some(Some((_, f))) = self.flows.get(idx as usize) else {
-                self.by_guarantee.pop();
-                continue;
-            };
-            if f.guaranteed_until == t {
-                return true;
+                return;
             }
             self.by_guarantee.pop();
+            let Some(Some((_, f))) = self.flows.get(idx as usize) else {
+                continue;
+            };
             if f.guaranteed_until > t {
                 self.by_guarantee.push(Reverse((f.guaranteed_until, idx)));
+            } else if f.guaranteed_until == t {
+                self.best_effort.push(Reverse((f.expiry, idx)));
             }
         }
-        false
     }
 
     /// The flow to evict at `now`: the one that expires first (then the lowest slot) among
     /// those whose guarantee has passed; `None` when every flow is guaranteed.
     fn victim(&mut self, now: u64) -> Option<u32> {
-        if !self.any_unguaranteed(now) {
-            return None;
-        }
-        let mut guaranteed = Vec::new();
-        let mut found = None;
-        while let Some(Reverse((t, idx))) = self.by_expiry.pop() {
+        self.shift_best_effort(now);
+        while let Some(Reverse((t, idx))) = self.best_effort.pop() {
             let Some(Some((_, f))) = self.flows.get(idx as usize) else {
                 continue;
             };
-            if f.expiry > t {
-                self.by_expiry.push(Reverse((f.expiry, idx)));
+            if f.expiry != t {
+                // Out of date: a later expiry is queued again; an earlier one already was.
+                if f.expiry > t {
+                    self.best_effort.push(Reverse((f.expiry, idx)));
+                }
                 continue;
             }
-            if f.expiry < t {
+            if f.guaranteed_until > now {
+                // A packet renewed its guarantee: back to the guarantee heap.
+                self.by_guarantee.push(Reverse((f.guaranteed_until, idx)));
                 continue;
             }
-            // Still its flow's entry: kept whether or not the flow goes.
-            guaranteed.push(Reverse((t, idx)));
-            if f.guaranteed_until <= now {
-                found = Some(idx);
-                break;
-            }
+            return Some(idx);
         }
-        self.by_expiry.extend(guaranteed);
-        found
+        None
     }
 
     /// Records the times of flow `idx` in the heaps when they are earlier than the ones its
     /// entries hold (`old`: its expiry and guarantee before; `None` for a new flow).
+    ///
+    /// Kept so that every live flow has an entry in `by_expiry` at most its expiry, and an
+    /// entry in `by_guarantee` at most its guarantee or (once its guarantee has passed) one
+    /// in `best_effort` at most its expiry; entries are checked against their flow when
+    /// they come to the top.
     fn queue(&mut self, idx: u32, old: Option<(u64, u64)>) {
         let Some(Some((_, f))) = self.flows.get(idx as usize) else {
             return;
@@ -488,13 +490,19 @@ impl MappingTable {
         let (e, g) = (f.expiry, f.guaranteed_until);
         if old.is_none_or(|(oe, _)| e < oe) {
             self.by_expiry.push(Reverse((e, idx)));
+            if old.is_some() {
+                self.best_effort.push(Reverse((e, idx)));
+            }
         }
         if old.is_none_or(|(_, og)| g < og) {
             self.by_guarantee.push(Reverse((g, idx)));
         }
-        // Entries of flows that are gone linger: rebuild when they outnumber the flows.
-        if self.by_expiry.len() > 2 * self.active + 64
-            || self.by_guarantee.len() > 2 * self.active + 64
+        // Entries of flows that are gone or changed linger: rebuild when they outnumber
+        // the flows.
+        let most = 2 * self.active + 64;
+        if self.by_expiry.len() > most
+            || self.by_guarantee.len() > most
+            || self.best_effort.len() > most
         {
             self.rebuild_heaps();
         }
@@ -513,6 +521,7 @@ impl MappingTable {
             .collect();
         self.by_expiry = BinaryHeap::from(e);
         self.by_guarantee = BinaryHeap::from(g);
+        self.best_effort = BinaryHeap::new();
     }
 
     /// Chooses the rewritten identifier of a new flow `flow` from `pattern` (Click's
@@ -976,7 +985,9 @@ mod tests {
             let f = fid(i.to_be_bytes(), 1, [9, 9, 9, 9], 53);
             t.insert(1, 17, f, f, 0, 1, 0, u64::from(i) * gap);
             assert!(t.len() <= cap);
-            assert!(t.by_expiry.len() <= 2 * cap + 64 && t.by_guarantee.len() <= 2 * cap + 64);
+            assert!([&t.by_expiry, &t.by_guarantee, &t.best_effort]
+                .iter()
+                .all(|h| h.len() <= 2 * cap + 64));
             assert!(t.flows.len() <= cap && t.map.len() <= 2 * cap);
         }
         t
