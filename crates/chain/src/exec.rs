@@ -1648,7 +1648,7 @@ impl Executor {
         (paths, self.synth.flow_hits)
     }
 
-    /// Times the established-flow table was emptied because it reached its bound (2^20
+    /// Times the established-flow table was emptied because it reached its bound (229,376
     /// flows or 2^16 regions); a forgotten flow's next packet takes the slow path.
     pub fn flow_resets(&self) -> u64 {
         self.synth.flow_resets

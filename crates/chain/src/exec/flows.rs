@@ -317,8 +317,10 @@ pub(super) fn memo_root(
 }
 
 /// The most flows the established-flow table remembers: beyond, it is emptied (after the
-/// debts are paid) and refills from the flows that come next.
-pub(super) const MAX_FLOWS: usize = 1 << 20;
+/// debts are paid) and refills from the flows that come next. 7/8 of 2^18: the most a hash
+/// table of 2^18 buckets holds before it doubles (an entry is several hundred bytes, kept
+/// inline so that one access finds a flow's path).
+pub(super) const MAX_FLOWS: usize = 7 << 15;
 
 /// The most regions kept (distinct boxes; each remembered path names one): beyond, the
 /// table and the regions are emptied together.
