@@ -931,8 +931,9 @@ pub static CLASSES: &[ElementClass] = &[
         name: "Monitor",
         build: |c, a, _| named(c, Monitor::configure(a)),
         doc: Doc::new(
-            "",
-            "Forwards every packet, counting packets and bytes per flow.",
+            "[CAPACITY N]",
+            "Forwards every packet, counting packets and bytes per flow (at most N flows apart, \
+             262,144 by default; the others together under `untracked`).",
             "",
         )
         .records(),

@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! SnortIDS(RULES path [, CONF snort.conf] [, ALERTS path] [, SKIP_UNSUPPORTED bool]
-//!          [, VAR NAME VALUE …] [, ORDER "pass drop sdrop alert log"] [, RULES more.rules …])
+//!          [, VAR NAME VALUE …] [, ORDER "pass drop sdrop alert log"] [, RULES more.rules …]
+//!          [, FLOW_CAPACITY N] [, ALERT_MEMORY N])
 //! ```
 //!
 //! Ports `1/1`. Every packet leaves on output 0 unless a `drop`/`sdrop` rule matched it
@@ -40,7 +41,10 @@
 //!   alert line and forward. Every matching rule before a pass alerts (Snort's event queue
 //!   is not limited here). A drop is per packet: later packets of the flow are inspected
 //!   again.
-//! * **Flow tracking** (per 5-tuple, both directions, kept for the whole run; no timeout).
+//! * **Flow tracking** (per 5-tuple, both directions, kept for the whole run; no timeout;
+//!   at most `FLOW_CAPACITY` flows, default [`DEFAULT_FLOW_CAPACITY`] = 262,144: a packet of
+//!   a new flow that finds the table full is inspected as the first packet of a flow that
+//!   is not kept, under flow number `-` in alerts, and counted in `untracked`).
 //!   TCP: a SYN (without ACK) makes its sender the *client*; a SYN+ACK from the other side,
 //!   then an ACK from the client complete the handshake: from that ACK on (it included) the
 //!   flow is `established`; a RST closes it (not established until a new handshake).
@@ -63,9 +67,11 @@
 //! * **Counters and state.** `stats()`: `rules_loaded`, `rules_skipped`, `packets`,
 //!   `inspected`, `alerts`, `dropped`, `passed` (packets a pass rule matched), `flows`, the
 //!   malformed counts above, `search_exhausted` (rule checks that ran out of their step
-//!   budget, see [`matcher::STEP_BUDGET`]) and `alert_write_errors`. `state_dump()`: every
-//!   alert line in order, the alert count per `gid:sid`, and every flow's state, so runs
-//!   in different modes compare line by line.
+//!   budget, see [`matcher::STEP_BUDGET`]), `alert_write_errors`, `untracked` and
+//!   `alerts_not_kept`. `state_dump()`: the alert lines kept in memory in order (the first
+//!   `ALERT_MEMORY`, default [`DEFAULT_ALERT_MEMORY`] = 65,536; the `ALERTS` file gets every
+//!   one), how many were not kept, the alert count per `gid:sid`, and every flow's state,
+//!   so runs in different modes compare line by line.
 //!
 //! # The fast path
 //!
@@ -81,6 +87,8 @@
 //! view. [`Element::check`] says no when the flow state the packet would see differs from
 //! the recorded one (a UDP reply arrived, a TCP flow was reset) or when the flow's rules
 //! include `drop`/`sdrop` rules and this payload's verdict differs from the recorded one.
+//! A packet of a flow the full table left out is recorded as opaque: the table never
+//! shrinks, so such a flow always takes the full chain.
 
 pub mod matcher;
 pub mod rules;
@@ -108,6 +116,12 @@ reasons! {
         RuleDrop => "ids-drop",
     }
 }
+
+/// The most flows a `SnortIDS` tracks when `FLOW_CAPACITY` is not given.
+pub const DEFAULT_FLOW_CAPACITY: usize = 1 << 18;
+
+/// The most alert lines a `SnortIDS` keeps in memory when `ALERT_MEMORY` is not given.
+pub const DEFAULT_ALERT_MEMORY: usize = 1 << 16;
 
 /// Drop reason of packets a `drop` or `sdrop` rule matched.
 pub const DROP_REASON: &str = SnortIDSReason::RuleDrop.as_str();
@@ -484,6 +498,11 @@ pub struct SnortIDS {
     checked: Option<(usize, usize, u64, Decision)>,
     hits: Vec<u64>,
     alerts: Vec<String>,
+    /// Alerts raised, kept in memory or not.
+    alert_count: u64,
+    alert_memory: usize,
+    flow_capacity: usize,
+    untracked: u64,
     per_sid: BTreeMap<(u32, u32), u64>,
     out: Option<LineWriter<File>>,
     packets: u64,
@@ -536,8 +555,18 @@ impl SnortIDS {
                 "SKIP_UNSUPPORTED",
                 "VAR",
                 "ORDER",
+                "FLOW_CAPACITY",
+                "ALERT_MEMORY",
             ],
         )?;
+        let limit = |k: &str, default: usize| -> Result<usize, ConfigError> {
+            Ok(match args.keyword(k) {
+                Some(v) => usize::try_from(crate::args::parse_uint(v, k)?).unwrap_or(usize::MAX),
+                None => default,
+            })
+        };
+        let flow_capacity = limit("FLOW_CAPACITY", DEFAULT_FLOW_CAPACITY)?;
+        let alert_memory = limit("ALERT_MEMORY", DEFAULT_ALERT_MEMORY)?;
         let mut vars = Vars::new();
         if let Some(c) = args.keyword("CONF") {
             let path = resolve(bcx.base_dir, c);
@@ -604,7 +633,10 @@ impl SnortIDS {
             }
             None => None,
         };
-        SnortIDS::from_rules(set, order.as_deref(), out)
+        let mut ids = SnortIDS::from_rules(set, order.as_deref(), out)?;
+        ids.flow_capacity = flow_capacity;
+        ids.alert_memory = alert_memory;
+        Ok(ids)
     }
 
     /// The element for an already parsed rule set (`order`: the action evaluation order,
@@ -652,6 +684,10 @@ impl SnortIDS {
             checked: None,
             hits: Vec::new(),
             alerts: Vec::new(),
+            alert_count: 0,
+            alert_memory: DEFAULT_ALERT_MEMORY,
+            flow_capacity: DEFAULT_FLOW_CAPACITY,
+            untracked: 0,
             per_sid: BTreeMap::new(),
             out: alerts,
             packets: 0,
@@ -664,7 +700,7 @@ impl SnortIDS {
         })
     }
 
-    /// The alert lines written so far, in order.
+    /// The alert lines kept in memory (the first `ALERT_MEMORY`), in order.
     pub fn alerts(&self) -> &[String] {
         &self.alerts
     }
@@ -679,15 +715,29 @@ impl SnortIDS {
         &self.engine.rules
     }
 
-    /// The flow of packet `p` and the packet's direction in it (created when new).
-    fn flow_of(&mut self, p: &Pkt) -> (usize, usize) {
-        let (s, d) = ((p.key.src, p.key.src_port), (p.key.dst, p.key.dst_port));
+    /// The flow of packet `p` and the packet's direction in it (created when new); `None`
+    /// when it is new and the table is full.
+    fn flow_of(&mut self, p: &Pkt) -> Option<(usize, usize)> {
+        let s = (p.key.src, p.key.src_port);
         let key = TableKey::of(p);
         if let Some(&i) = self.flows.get(&key) {
             let f = &self.table[i as usize];
             let dir = usize::from(f.ep[0] != s);
-            return (i as usize, dir);
+            return Some((i as usize, dir));
         }
+        if self.table.len() >= self.flow_capacity {
+            return None;
+        }
+        let f = self.new_flow(p);
+        let i = self.table.len();
+        self.table.push(f);
+        self.flows.insert(key, i as u32);
+        Some((i, 0))
+    }
+
+    /// A new flow whose first packet is `p`.
+    fn new_flow(&mut self, p: &Pkt) -> Flow {
+        let (s, d) = ((p.key.src, p.key.src_port), (p.key.dst, p.key.dst_port));
         let proto = p.key.protocol;
         let fwd = self.engine.list_for(proto, p.ports, s, d);
         let rev = if s == d {
@@ -695,8 +745,7 @@ impl SnortIDS {
         } else {
             self.engine.list_for(proto, p.ports, d, s)
         };
-        let i = self.table.len();
-        self.table.push(Flow {
+        Flow {
             proto,
             ports: p.ports,
             ep: [s, d],
@@ -705,9 +754,20 @@ impl SnortIDS {
             seen: [false; 2],
             lists: [fwd, rev],
             packets: 0,
-        });
-        self.flows.insert(key, i as u32);
-        (i, 0)
+        }
+    }
+
+    /// A packet of a new flow the full table leaves out: inspected as the first packet of
+    /// a flow that is not kept. Returns whether it is dropped.
+    fn handle_untracked(&mut self, p: &Pkt, ts: Timestamp, index: u64) -> bool {
+        let mut f = self.new_flow(p);
+        f.update(0, p.flags);
+        self.untracked += 1;
+        self.inspected += 1;
+        let d = self
+            .engine
+            .decide(f.lists[0], f.view(0), p.payload, &mut self.hits);
+        self.conclude(d, p, None, index, ts)
     }
 
     /// What `push` and `replay` share once the packet's flow is known: the flow update, the
@@ -724,6 +784,19 @@ impl SnortIDS {
             Some((fl, di, i, d)) if fl == flow && di == dir && i == index => d,
             _ => self.engine.decide(list, fv, p.payload, &mut self.hits),
         };
+        self.conclude(d, p, Some(flow), index, ts)
+    }
+
+    /// The counters and alerts of a decision on packet `p` of flow `flow` (`None`: a flow
+    /// not kept). Returns whether the packet is dropped.
+    fn conclude(
+        &mut self,
+        d: Decision,
+        p: &Pkt,
+        flow: Option<usize>,
+        index: u64,
+        ts: Timestamp,
+    ) -> bool {
         self.exhausted += d.exhausted;
         if d.passed {
             self.passed += 1;
@@ -737,7 +810,7 @@ impl SnortIDS {
         d.drop
     }
 
-    fn alert(&mut self, r: u32, p: &Pkt, flow: usize, index: u64, ts: Timestamp) {
+    fn alert(&mut self, r: u32, p: &Pkt, flow: Option<usize>, index: u64, ts: Timestamp) {
         let rule = &self.engine.rules[r as usize];
         let line = fast_line(rule, p, flow, index, ts);
         *self.per_sid.entry((rule.gid, rule.sid)).or_insert(0) += 1;
@@ -746,7 +819,10 @@ impl SnortIDS {
                 self.write_errors += 1;
             }
         }
-        self.alerts.push(line);
+        self.alert_count += 1;
+        if self.alerts.len() < self.alert_memory {
+            self.alerts.push(line);
+        }
     }
 
     fn count_malformed(&mut self, reason: Malformed) {
@@ -827,7 +903,7 @@ fn proto_name(p: u8) -> String {
 }
 
 /// One `alert_fast` line with the flow and packet appended (see the module documentation).
-fn fast_line(rule: &Rule, p: &Pkt, flow: usize, index: u64, ts: Timestamp) -> String {
+fn fast_line(rule: &Rule, p: &Pkt, flow: Option<usize>, index: u64, ts: Timestamp) -> String {
     let mut s = format!(
         "{}  [**] [{}:{}:{}] ",
         fast_time(ts),
@@ -858,7 +934,10 @@ fn fast_line(rule: &Rule, p: &Pkt, flow: usize, index: u64, ts: Timestamp) -> St
     } else {
         s.push_str(&format!("{a} -> {b}"));
     }
-    s.push_str(&format!(" [flow {flow}] [packet {index}]"));
+    match flow {
+        Some(f) => s.push_str(&format!(" [flow {f}] [packet {index}]")),
+        None => s.push_str(&format!(" [flow -] [packet {index}]")),
+    }
     s
 }
 
@@ -881,7 +960,16 @@ impl Element for SnortIDS {
                 return Verdict::Out(0, packet);
             }
             Ok(p) => {
-                let (flow, dir) = self.flow_of(&p);
+                let Some((flow, dir)) = self.flow_of(&p) else {
+                    let drop =
+                        self.handle_untracked(&p, packet.meta.timestamp, packet.meta.input_index);
+                    cx.record_opaque("ids: flow table full");
+                    return if drop {
+                        Verdict::Drop(packet, DROP_REASON)
+                    } else {
+                        Verdict::Out(0, packet)
+                    };
+                };
                 let drop = self.handle(
                     flow,
                     dir,
@@ -986,7 +1074,7 @@ impl Element for SnortIDS {
             ("rules_skipped", self.skipped),
             ("packets", self.packets),
             ("inspected", self.inspected),
-            ("alerts", self.alerts.len() as u64),
+            ("alerts", self.alert_count),
             ("dropped", self.dropped),
             ("passed", self.passed),
             ("flows", self.table.len() as u64),
@@ -996,11 +1084,20 @@ impl Element for SnortIDS {
         }
         v.push(("search_exhausted", self.exhausted));
         v.push(("alert_write_errors", self.write_errors));
+        v.push(("untracked", self.untracked));
+        v.push((
+            "alerts_not_kept",
+            self.alert_count - self.alerts.len() as u64,
+        ));
         v
     }
 
     fn state_dump(&self) -> Vec<String> {
         let mut out: Vec<String> = self.alerts.iter().map(|a| format!("alert {a}")).collect();
+        let not_kept = self.alert_count - self.alerts.len() as u64;
+        if not_kept > 0 {
+            out.push(format!("alerts not kept in memory {not_kept}"));
+        }
         for ((gid, sid), n) in &self.per_sid {
             out.push(format!("sid {gid}:{sid} alerts {n}"));
         }

@@ -550,3 +550,45 @@ proptest::proptest! {
         );
     }
 }
+
+#[test]
+fn flow_capacity_and_alert_memory_bound_the_state() {
+    let rules = "alert udp any any -> any any (msg:\"x\"; content:\"x\"; sid:1;)\n\
+                 alert udp any any -> any any (msg:\"est\"; flow:established; content:\"x\"; sid:2;)\n";
+    let mut e = ids("cap", rules, ", FLOW_CAPACITY 2, ALERT_MEMORY 3");
+    let udp = |sport: u16, from_server: bool| {
+        let f = Frame::udp(ip(C), ip(S), sport, 53).payload(b"x").ident(1).no_sums();
+        if from_server {
+            Frame::udp(ip(S), ip(C), 53, sport).payload(b"x").ident(1).no_sums().build()
+        } else {
+            f.build()
+        }
+    };
+    // Flows 1 and 2 are kept; flow 3 finds the table full.
+    for (i, sport) in [1u16, 2, 3].into_iter().enumerate() {
+        assert!(push(&mut e, &udp(sport, false), i as u64));
+    }
+    // A reply establishes flow 1 (kept) but not flow 3 (each of its packets is a first).
+    assert!(push(&mut e, &udp(1, true), 3));
+    assert!(push(&mut e, &udp(3, true), 4));
+    let st: BTreeMap<&str, u64> = e.stats().into_iter().collect();
+    assert_eq!(st["flows"], 2);
+    assert_eq!(st["untracked"], 2);
+    // sid 1 on all five packets, sid 2 on flow 1's reply: six alerts, three kept.
+    assert_eq!(st["alerts"], 6);
+    assert_eq!(st["alerts_not_kept"], 3);
+    assert_eq!(e.alerts().len(), 3);
+    assert!(e.alerts()[2].ends_with("[flow -] [packet 2]"), "{}", e.alerts()[2]);
+    let dump = e.state_dump();
+    assert!(dump.contains(&"alerts not kept in memory 3".to_string()), "{dump:?}");
+    assert!(dump.contains(&"sid 1:2 alerts 1".to_string()), "{dump:?}");
+    // A packet of a flow left out is opaque to the fast path.
+    let mut cx = recording();
+    e.push(0, pkt(&udp(9, false), 5), &mut cx);
+    assert!(cx.recorder.take().opaque.is_some());
+    let d = scratch("cap-bad");
+    std::fs::write(d.join("t.rules"), rules).unwrap();
+    assert!(make_in(&d, "t.rules, FLOW_CAPACITY 5").is_ok());
+    let bad = make_in(&d, "t.rules, FLOW_CAPACITY many").err().map(|e| e.to_string());
+    assert!(bad.is_some_and(|m| m.contains("FLOW_CAPACITY")));
+}

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! Maglev(BACKEND NAME IP MAC, BACKEND ..., [SCHEDULE FILE], [TIMEOUT T], [REAP_INTERVAL T],
-//!        [SEED N])
+//!        [SEED N], [CAPACITY N])
 //! ```
 //!
 //! * **Lookup table.** [`TABLE_SIZE`] = 65,537 entries (a prime), filled by the paper's
@@ -21,6 +21,12 @@
 //!   of the flow on input 0 refreshes it, and it expires `TIMEOUT` (default 60 s) of virtual
 //!   time after the last one. Expired entries are removed when their flow is next looked up
 //!   and all at once every `REAP_INTERVAL` (default 60 s) of virtual time.
+//! * **Bound.** At most `CAPACITY` connection entries (default [`DEFAULT_CAPACITY`] =
+//!   262,144; the paper's connection table is of fixed size too). A new flow that finds
+//!   the table full is balanced by the lookup table alone, without an entry (counted in
+//!   `untracked`): its packets go to the entry's backend as long as the table does not
+//!   change, its replies are dropped (`no-connection`), and it gets an entry at its first
+//!   packet after reaping made room.
 //! * **Rewrite.** Packets on input 0 (TCP and UDP, first fragments) get the backend's IP as
 //!   destination, IP and TCP/UDP checksums updated incrementally (RFC 1624; a UDP checksum 0
 //!   stays 0); when the element sees an Ethernet header in front of the IP header (the
@@ -45,7 +51,8 @@
 //! `state_dump`: the table's size, digest (FNV-1a of its entries) and rebuild count, each
 //! backend with its state, table entries and packet counts, then the connection entries
 //! (flow → backend, last packet time) sorted by flow. `stats`: `packets_NAME` per backend,
-//! `forwarded`, `replies`, `rebuilds`, `evicted` (entries removed by failures).
+//! `forwarded`, `replies`, `rebuilds`, `evicted` (entries removed by failures),
+//! `connections`, `untracked` (packets forwarded without an entry: the table was full).
 //!
 //! **Fast path.** A recorded packet declares its writes (`IpDst` and `EthDst` on input 0,
 //! `IpSrc` on input 1), a guard (an IPv4 first fragment with a whole transport header: what
@@ -54,6 +61,8 @@
 //! index and the reaping due at its time, then says no when the entry is gone, replaced,
 //! expired or on a down backend; [`Element::replay`] refreshes the entry and counts the packet
 //! exactly as `push` does. No expiry is recorded: `check` tests the entry's lifetime itself.
+//! A packet forwarded without an entry (a full table) is recorded as opaque: such a flow
+//! takes the full chain, where its next packet may get an entry.
 
 use super::{config_path, FlowKey, L4, TCP, UDP};
 use crate::args::{parse_seconds, parse_uint};
@@ -78,6 +87,9 @@ reasons! {
         NoBackend => "no-backend",
     }
 }
+
+/// The most connection entries a `Maglev` keeps when `CAPACITY` is not given.
+pub const DEFAULT_CAPACITY: usize = 1 << 18;
 
 /// The lookup table's size M (a prime, as the paper requires).
 pub const TABLE_SIZE: usize = 65_537;
@@ -194,10 +206,12 @@ pub struct Maglev {
     free: Vec<usize>,
     generation: u32,
     two_way: bool,
+    capacity: usize,
     rebuilds: u64,
     evicted: u64,
     forwarded: u64,
     replies: u64,
+    untracked: u64,
 }
 
 /// Bit of a token that marks the reply direction.
@@ -208,8 +222,19 @@ impl Maglev {
     pub fn configure(args: &Args, bcx: &BuildCtx) -> Result<Maglev, ConfigError> {
         args.check(
             0,
-            &["BACKEND", "SCHEDULE", "TIMEOUT", "REAP_INTERVAL", "SEED"],
+            &[
+                "BACKEND",
+                "SCHEDULE",
+                "TIMEOUT",
+                "REAP_INTERVAL",
+                "SEED",
+                "CAPACITY",
+            ],
         )?;
+        let capacity = match args.keyword("CAPACITY") {
+            Some(v) => usize::try_from(parse_uint(v, "CAPACITY")?).unwrap_or(usize::MAX),
+            None => DEFAULT_CAPACITY,
+        };
         let seed = args
             .keyword("SEED")
             .map(|v| parse_uint(v, "SEED"))
@@ -298,10 +323,12 @@ impl Maglev {
             free: Vec::new(),
             generation: 0,
             two_way: bcx.ninputs >= 2 || bcx.noutputs >= 2,
+            capacity,
             rebuilds: 0,
             evicted: 0,
             forwarded: 0,
             replies: 0,
+            untracked: 0,
         };
         m.rebuild();
         m.rebuilds = 0;
@@ -455,11 +482,13 @@ impl Maglev {
         slot as u64 | u64::from(g) << 32
     }
 
-    /// Input 0: the packet's connection entry (found or made), or the drop reason.
-    fn forward(&mut self, key: &FlowKey, now: u64) -> Result<usize, &'static str> {
+    /// Input 0: the packet's connection entry (found or made; `Err(backend)` when the
+    /// table is full and the flow goes to the lookup table's backend without one), or the
+    /// drop reason.
+    fn forward(&mut self, key: &FlowKey, now: u64) -> Result<Result<usize, u16>, &'static str> {
         if let Some(&slot) = self.conns.get(key) {
             if self.alive(slot, now).is_some() {
-                return Ok(slot);
+                return Ok(Ok(slot));
             }
             self.remove(slot);
         }
@@ -467,7 +496,10 @@ impl Maglev {
         if b == EMPTY {
             return Err(MaglevReason::NoBackend.into());
         }
-        Ok(self.insert(*key, b, now))
+        if self.conns.len() >= self.capacity {
+            return Ok(Err(b));
+        }
+        Ok(Ok(self.insert(*key, b, now)))
     }
 
     fn count_forward(&mut self, slot: usize, now: u64) {
@@ -602,14 +634,23 @@ impl Element for Maglev {
         };
         let key = l4.key;
         if port == 0 {
-            let slot = match self.forward(&key, now) {
-                Ok(s) => s,
+            let (slot, b) = match self.forward(&key, now) {
+                Ok(Ok(s)) => {
+                    self.count_forward(s, now);
+                    let b = self.slots[s].as_ref().map_or(0, |c| usize::from(c.backend));
+                    (Some(s), b)
+                }
+                Ok(Err(b)) => {
+                    // A full table: balanced without an entry.
+                    if let Some(be) = self.backends.get_mut(usize::from(b)) {
+                        be.packets += 1;
+                    }
+                    self.forwarded += 1;
+                    self.untracked += 1;
+                    (None, usize::from(b))
+                }
                 Err(r) => return Verdict::Drop(packet, r),
             };
-            self.count_forward(slot, now);
-            let b = self.slots[slot]
-                .as_ref()
-                .map_or(0, |c| usize::from(c.backend));
             let (ip, mac) = (self.backends[b].ip, self.backends[b].mac);
             let new = FlowId {
                 daddr: ip,
@@ -626,12 +667,17 @@ impl Element for Maglev {
                 }
             }
             if cx.recording() {
-                cx.record_write(Field::IpDst, u128::from(u32::from(ip)));
-                if eth {
-                    cx.record_write(Field::EthDst, wire::ethernet::mac_to_u64(&mac).into());
+                match slot {
+                    Some(slot) => {
+                        cx.record_write(Field::IpDst, u128::from(u32::from(ip)));
+                        if eth {
+                            cx.record_write(Field::EthDst, wire::ethernet::mac_to_u64(&mac).into());
+                        }
+                        cx.record_guard(super::l4_guard(if key.protocol == TCP { 20 } else { 8 }));
+                        cx.record_state(self.token(slot), Access::Ignore);
+                    }
+                    None => cx.record_opaque("maglev: connection table full"),
                 }
-                cx.record_guard(super::l4_guard(if key.protocol == TCP { 20 } else { 8 }));
-                cx.record_state(self.token(slot), Access::Ignore);
             }
             Verdict::Out(0, packet)
         } else {
@@ -736,6 +782,7 @@ impl Element for Maglev {
             ("rebuilds", self.rebuilds),
             ("evicted", self.evicted),
             ("connections", self.conns.len() as u64),
+            ("untracked", self.untracked),
         ]);
         v
     }

@@ -1,7 +1,7 @@
 //! `Monitor`: per-flow packet and byte counters (the SpeedyBox paper's traffic monitor).
 //!
 //! ```text
-//! Monitor()
+//! Monitor([CAPACITY N])
 //! ```
 //!
 //! Forwards every packet unchanged on output 0 and counts it for its flow: the flow is
@@ -11,13 +11,19 @@
 //! element receives. Packets without an IPv4 header are counted under `non_ip` and forwarded
 //! too. Ports `1/1`.
 //!
+//! **Bound.** At most `CAPACITY` flows are counted apart (default [`DEFAULT_CAPACITY`] =
+//! 262,144; flows are never forgotten, so the table only grows): the packets of a flow that
+//! arrives when the table is full are forwarded and counted together under `untracked`.
+//!
 //! `state_dump`: one line per flow, sorted by flow: `flow proto P S:SP > D:DP packets N bytes
-//! B`. `stats`: `packets`, `bytes`, `flows`, `non_ip`.
+//! B`, then, when some packets were not counted apart, `untracked packets N bytes B`.
+//! `stats`: `packets`, `bytes`, `flows`, `non_ip`, `untracked`.
 //!
 //! **Fast path.** A recorded TCP/UDP packet is guarded to first fragments holding the ports
 //! (others count under another flow). A recorded IPv4 packet records one state function (`Access::Ignore`)
-//! whose token is the flow's counter slot; [`Element::replay`] adds one packet and the view's
-//! length (`view.data.len()`, the data from the element's view start) to it. A packet
+//! whose token is the flow's counter slot (or [`UNTRACKED`] for a flow the full table left
+//! out: it stays out, the table never shrinks); [`Element::replay`] adds one packet and the
+//! view's length (`view.data.len()`, the data from the element's view start) to it. A packet
 //! without an IPv4 header has no flow to count it in: it is recorded as opaque
 //! (`record_opaque`), so such packets always take the full chain.
 
@@ -27,21 +33,43 @@ use crate::{Args, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
 use std::collections::HashMap;
 
+/// The most flows a `Monitor` counts apart when `CAPACITY` is not given.
+pub const DEFAULT_CAPACITY: usize = 1 << 18;
+
+/// The recorded token of a packet counted under `untracked`.
+pub const UNTRACKED: u64 = u64::MAX;
+
 /// `Monitor`: per-flow packet and byte counters (module docs).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Monitor {
     slots: HashMap<FlowKey, usize>,
     counts: Vec<(FlowKey, u64, u64)>,
+    capacity: usize,
     packets: u64,
     bytes: u64,
     non_ip: u64,
+    untracked: (u64, u64),
 }
 
 impl Monitor {
-    /// Takes no arguments.
+    /// Takes `CAPACITY N` (the most flows counted apart), optionally.
     pub fn configure(args: &Args) -> Result<Monitor, ConfigError> {
-        args.check(0, &[])?;
-        Ok(Monitor::default())
+        args.check(0, &["CAPACITY"])?;
+        let capacity = match args.keyword("CAPACITY") {
+            Some(v) => {
+                usize::try_from(crate::args::parse_uint(v, "CAPACITY")?).unwrap_or(usize::MAX)
+            }
+            None => DEFAULT_CAPACITY,
+        };
+        Ok(Monitor {
+            slots: HashMap::new(),
+            counts: Vec::new(),
+            capacity,
+            packets: 0,
+            bytes: 0,
+            non_ip: 0,
+            untracked: (0, 0),
+        })
     }
 
     /// The packet and byte counts of a flow.
@@ -50,10 +78,19 @@ impl Monitor {
         Some((p, b))
     }
 
-    fn count(&mut self, slot: usize, len: usize) {
-        if let Some(c) = self.counts.get_mut(slot) {
-            c.1 += 1;
-            c.2 += len as u64;
+    fn count(&mut self, slot: u64, len: usize) {
+        match usize::try_from(slot)
+            .ok()
+            .and_then(|s| self.counts.get_mut(s))
+        {
+            Some(c) => {
+                c.1 += 1;
+                c.2 += len as u64;
+            }
+            None => {
+                self.untracked.0 += 1;
+                self.untracked.1 += len as u64;
+            }
         }
         self.packets += 1;
         self.bytes += len as u64;
@@ -78,17 +115,21 @@ impl Element for Monitor {
         let len = packet.len();
         match key {
             Some(key) => {
-                let next = self.counts.len();
-                let slot = *self.slots.entry(key).or_insert(next);
-                if slot == next {
-                    self.counts.push((key, 0, 0));
-                }
+                let slot = match self.slots.get(&key) {
+                    Some(&s) => s as u64,
+                    None if self.counts.len() < self.capacity => {
+                        self.slots.insert(key, self.counts.len());
+                        self.counts.push((key, 0, 0));
+                        (self.counts.len() - 1) as u64
+                    }
+                    None => UNTRACKED,
+                };
                 self.count(slot, len);
                 if cx.recording() && (key.protocol == super::TCP || key.protocol == super::UDP) {
                     // Later fragments and packets cut before the ports count elsewhere.
                     cx.record_guard(super::l4_guard(4));
                 }
-                cx.record_state(slot as u64, Access::Ignore);
+                cx.record_state(slot, Access::Ignore);
             }
             None => {
                 self.non_ip += 1;
@@ -101,15 +142,21 @@ impl Element for Monitor {
     }
 
     fn replay(&mut self, token: u64, view: &mut ReplayView<'_>, _cx: &mut Context) {
-        self.count(token as usize, view.data.len());
+        self.count(token, view.data.len());
     }
 
     fn state_dump(&self) -> Vec<String> {
         let mut v: Vec<&(FlowKey, u64, u64)> = self.counts.iter().collect();
         v.sort_by_key(|c| c.0);
-        v.into_iter()
+        let mut out: Vec<String> = v
+            .into_iter()
             .map(|(k, p, b)| format!("flow {k} packets {p} bytes {b}"))
-            .collect()
+            .collect();
+        if self.untracked.0 > 0 {
+            let (p, b) = self.untracked;
+            out.push(format!("untracked packets {p} bytes {b}"));
+        }
+        out
     }
 
     fn stats(&self) -> Vec<(&'static str, u64)> {
@@ -118,6 +165,7 @@ impl Element for Monitor {
             ("bytes", self.bytes),
             ("flows", self.counts.len() as u64),
             ("non_ip", self.non_ip),
+            ("untracked", self.untracked.0),
         ]
     }
 }
@@ -163,7 +211,8 @@ mod tests {
                 ("packets", 5),
                 ("bytes", 192 + 52 + 3),
                 ("flows", 2),
-                ("non_ip", 1)
+                ("non_ip", 1),
+                ("untracked", 0)
             ]
         );
     }
@@ -209,7 +258,47 @@ mod tests {
     }
 
     #[test]
-    fn takes_no_arguments() {
+    fn takes_only_a_capacity() {
         assert!(err("Monitor", "5").contains("too many"));
+        assert!(err("Monitor", "CAPACITY x").contains("CAPACITY"));
+    }
+
+    #[test]
+    fn capacity_bounds_the_flows_counted_apart() {
+        let mut naive = ok("Monitor", "CAPACITY 2", 1);
+        let mut fast = ok("Monitor", "CAPACITY 2", 1);
+        let f = |h: u8| frame(17, [10, 0, 0, h], 3, [10, 0, 0, 9], 4);
+        let mut tokens = Vec::new();
+        for h in 0..5u8 {
+            push(naive.as_mut(), 0, f(h), 0).unwrap();
+            let (_, step, _) = push_recording(fast.as_mut(), 0, f(h), 0);
+            tokens.push(step.states[0].0);
+        }
+        // Flows 0 and 1 have slots; 2, 3 and 4 came when the table was full.
+        assert_eq!(tokens, vec![0, 1, UNTRACKED, UNTRACKED, UNTRACKED]);
+        for (h, &t) in tokens.iter().enumerate() {
+            push(naive.as_mut(), 0, f(h as u8), 0).unwrap();
+            let mut data = f(h as u8).data().to_vec();
+            let mut view = ReplayView {
+                data: &mut data,
+                ip: Some(14),
+                now: Timestamp(0),
+                input_index: 0,
+            };
+            fast.replay(t, &mut view, &mut Context::default());
+        }
+        assert_eq!(naive.state_dump(), fast.state_dump());
+        assert_eq!(naive.stats(), fast.stats());
+        let st = naive.stats();
+        assert!(
+            st.contains(&("flows", 2)) && st.contains(&("untracked", 6)),
+            "{st:?}"
+        );
+        assert_eq!(
+            naive.state_dump().last().map(String::as_str),
+            Some("untracked packets 6 bytes 312")
+        );
+        let m = naive.as_any().downcast_ref::<Monitor>().unwrap();
+        assert_eq!(m.counts.len(), 2);
     }
 }

@@ -348,3 +348,48 @@ fn configuration_errors_name_what_was_expected() {
     };
     assert!(missing.contains("cannot read"), "{missing}");
 }
+
+#[test]
+fn capacity_bounds_the_connection_table() {
+    // Two entries at most, 5 s timeout, reaped every 5 s.
+    let mut m = maglev(3, "CAPACITY 2, TIMEOUT 5s, REAP_INTERVAL 5s");
+    let mut unbounded = maglev(3, "TIMEOUT 5s, REAP_INTERVAL 5s");
+    let mut dsts = Vec::new();
+    for i in 0..4u32 {
+        let (_, p) = fwd(m.as_mut(), i, u64::from(i), SEC).unwrap();
+        let (_, q) = fwd(unbounded.as_mut(), i, u64::from(i), SEC).unwrap();
+        // Without an entry, a flow still goes where the lookup table sends it.
+        assert_eq!(dst_of(&p), dst_of(&q));
+        dsts.push(dst_of(&p));
+    }
+    let st = |e: &dyn Element, k: &str| e.stats().iter().find(|s| s.0 == k).unwrap().1;
+    assert_eq!(st(m.as_ref(), "connections"), 2);
+    assert_eq!(st(m.as_ref(), "untracked"), 2);
+    assert_eq!(st(m.as_ref(), "forwarded"), 4);
+    assert_eq!(st(unbounded.as_ref(), "connections"), 4);
+    // A flow without an entry is recorded as opaque (it takes the full chain).
+    let mut p = frame(6, [192, 168, 0, 2], 1002, [10, 9, 9, 9], 80);
+    p.meta.input_index = 4;
+    let (_, step, _) = push_recording(m.as_mut(), 0, p, SEC);
+    assert!(step.opaque.is_some());
+    assert_eq!(st(m.as_ref(), "untracked"), 3);
+    // Its replies find no connection.
+    let mut r = frame(6, [10, 0, 1, 1], 80, [192, 168, 0, 2], 1002);
+    r.meta.input_index = 5;
+    assert_eq!(push(m.as_mut(), 1, r, SEC).unwrap_err(), "no-connection");
+    // The first reap is due 5 s after the first packet (6 s): at 7 s both entries (last
+    // packet at 1 s, 5 s timeout) are reaped and new flows get entries again.
+    fwd(m.as_mut(), 2, 6, 7 * SEC).unwrap();
+    assert_eq!(st(m.as_ref(), "connections"), 1);
+    assert_eq!(st(m.as_ref(), "untracked"), 3);
+    assert!(as_maglev(m.as_ref())
+        .backend_of(&FlowKey {
+            protocol: 6,
+            src: std::net::Ipv4Addr::new(192, 168, 0, 2),
+            src_port: 1002,
+            dst: std::net::Ipv4Addr::new(10, 9, 9, 9),
+            dst_port: 80,
+        })
+        .is_some());
+    assert!(err("Maglev", &format!("{}, CAPACITY many", backends(1))).contains("CAPACITY"));
+}
