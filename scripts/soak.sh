@@ -14,7 +14,8 @@
 # the NAPT's 5 s guarantee covers fewer flows than its capacity and full tables evict),
 # MODES (default "naive synth fastpath"), WORK (scratch folder for the trace and logs,
 # default /tmp/fusebox-soak), OUT (where the CSV, table and plot go, default docs/),
-# FUSEBOX (the binary; default: built here with cargo build --release -p fusebox).
+# FUSEBOX (the binary; default: built here with cargo build --release -p fusebox),
+# REPORT_ONLY=1 (no runs: the report from OUT/soak.csv and the logs in WORK).
 # Everything runs under `nice -n 10`. The trace (FLOWS x 76 bytes) is generated once and kept in
 # WORK; outputs go to /dev/null.
 #
@@ -29,12 +30,12 @@ MODES=${MODES:-naive synth fastpath}
 WORK=${WORK:-/tmp/fusebox-soak}
 OUT=${OUT:-docs}
 mkdir -p "$WORK" "$OUT"
-if [ -z "${FUSEBOX:-}" ]; then
+if [ -z "${FUSEBOX:-}" ] && [ -z "${REPORT_ONLY:-}" ]; then
     nice -n 10 cargo build --release -p fusebox >&2
     FUSEBOX=target/release/fusebox
 fi
 TRACE="$WORK/flows-$FLOWS-$GAP_NS.pcap"
-if [ ! -s "$TRACE" ]; then
+if [ ! -s "$TRACE" ] && [ -z "${REPORT_ONLY:-}" ]; then
     echo "soak: generating $FLOWS new flows into $TRACE" >&2
     nice -n 10 "$FUSEBOX" gen -o "$TRACE.part" --packets "$FLOWS" --flows "$FLOWS" \
         --mix tcp=1,udp=1 --src 10.0.0.0/16 --dst 10.1.0.0/16 --dport 80,443,53,1234 \
@@ -43,14 +44,15 @@ if [ ! -s "$TRACE" ]; then
 fi
 
 CSV="$OUT/soak.csv"
-echo "mode,seconds,packets_in,rss_kib" > "$CSV"
+[ -n "${REPORT_ONLY:-}" ] || echo "mode,seconds,packets_in,rss_kib" > "$CSV"
 for mode in $MODES; do
+    [ -z "${REPORT_ONLY:-}" ] || break
     log="$WORK/$mode.log"
     echo "soak: $mode" >&2
     start=$(date +%s.%N)
     nice -n 10 "$FUSEBOX" run examples/isp/chain.toml --input fw.eth0="$TRACE" \
         --output fw.eth0=/dev/null --output napt.eth1=/dev/null --reflect napt.eth1 \
-        --mode "$mode" --progress lines > "$WORK/$mode.summary" 2> "$log" &
+        --mode "$mode" --progress lines 2> "$log" &
     pid=$!
     while kill -0 "$pid" 2>/dev/null; do
         rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)
@@ -66,9 +68,11 @@ for mode in $MODES; do
         echo "soak: $mode run failed; see $log" >&2
         exit 1
     fi
-    # The last sample: every packet read.
-    total=$(grep -o '^chain: [0-9]* in' "$WORK/$mode.summary" | tr -dc '0-9' || true)
+    total=$(grep -o '^chain: [0-9]* in' "$log" | tr -dc '0-9' || true)
     echo "soak: $mode done: ${total:-?} packets" >&2
+    # The last sample: every packet read.
+    rss=$(tail -1 "$CSV" | cut -d, -f4)
+    echo "$mode,$(echo "$(date +%s.%N) - $start" | bc),${total:-0},$rss" >> "$CSV"
 done
 
 python3 - "$CSV" "$OUT" "$WORK" "$FLOWS" $MODES <<'EOF'
@@ -102,12 +106,11 @@ md.append("")
 md.append("Table counters at the end of each run:")
 md.append("")
 for m in modes:
-    text = open(os.path.join(work, m + ".summary")).read()
-    rw = re.search(r"^\s*rw\s+IPRewriter.*$", text, re.M)
-    md.append(f"* {m}: " + (re.sub(r"\s+", " ", rw.group(0).strip()) if rw else "-"))
     log = open(os.path.join(work, m + ".log")).read()
+    rw = re.search(r"^\s*rw\s+IPRewriter.*$", log, re.M)
+    md.append(f"* {m}: `" + (re.sub(r"\s+", " ", rw.group(0).strip()) if rw else "-") + "`")
     for line in log.splitlines():
-        if line.startswith(("fastpath:", "synth:")):
+        if line.startswith(("fastpath:", "chain:")):
             md.append(f"  `{line.strip()}`")
 open(os.path.join(out, "soak.md"), "w").write("\n".join(md) + "\n")
 

@@ -104,8 +104,20 @@ pub fn run(
     options: &RunOptions,
     mode: Mode,
 ) -> Result<RunResult, RunError> {
+    run_with(chain, inputs, options, mode, chain::FastOptions::default())
+}
+
+/// [`run`] with these fast-path settings (used in `fastpath` mode only): a small table
+/// makes every flow's entry come and go.
+pub fn run_with(
+    chain: &ChainFile,
+    inputs: &[(Endpoint, PathBuf)],
+    options: &RunOptions,
+    mode: Mode,
+    fast: chain::FastOptions,
+) -> Result<RunResult, RunError> {
     let mut ex = Executor::new(chain, options, |_, _| Ok(ExitSink::Memory(Vec::new())))?;
-    mode.install(&mut ex, chain::FastOptions::default());
+    mode.install(&mut ex, fast);
     if inputs.is_empty() && ex.dump_sources().is_empty() {
         return Err(chain.no_input_error().into());
     }

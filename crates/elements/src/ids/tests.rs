@@ -557,9 +557,16 @@ fn flow_capacity_and_alert_memory_bound_the_state() {
                  alert udp any any -> any any (msg:\"est\"; flow:established; content:\"x\"; sid:2;)\n";
     let mut e = ids("cap", rules, ", FLOW_CAPACITY 2, ALERT_MEMORY 3");
     let udp = |sport: u16, from_server: bool| {
-        let f = Frame::udp(ip(C), ip(S), sport, 53).payload(b"x").ident(1).no_sums();
+        let f = Frame::udp(ip(C), ip(S), sport, 53)
+            .payload(b"x")
+            .ident(1)
+            .no_sums();
         if from_server {
-            Frame::udp(ip(S), ip(C), 53, sport).payload(b"x").ident(1).no_sums().build()
+            Frame::udp(ip(S), ip(C), 53, sport)
+                .payload(b"x")
+                .ident(1)
+                .no_sums()
+                .build()
         } else {
             f.build()
         }
@@ -578,9 +585,16 @@ fn flow_capacity_and_alert_memory_bound_the_state() {
     assert_eq!(st["alerts"], 6);
     assert_eq!(st["alerts_not_kept"], 3);
     assert_eq!(e.alerts().len(), 3);
-    assert!(e.alerts()[2].ends_with("[flow -] [packet 2]"), "{}", e.alerts()[2]);
+    assert!(
+        e.alerts()[2].ends_with("[flow -] [packet 2]"),
+        "{}",
+        e.alerts()[2]
+    );
     let dump = e.state_dump();
-    assert!(dump.contains(&"alerts not kept in memory 3".to_string()), "{dump:?}");
+    assert!(
+        dump.contains(&"alerts not kept in memory 3".to_string()),
+        "{dump:?}"
+    );
     assert!(dump.contains(&"sid 1:2 alerts 1".to_string()), "{dump:?}");
     // A packet of a flow left out is opaque to the fast path.
     let mut cx = recording();
@@ -589,6 +603,8 @@ fn flow_capacity_and_alert_memory_bound_the_state() {
     let d = scratch("cap-bad");
     std::fs::write(d.join("t.rules"), rules).unwrap();
     assert!(make_in(&d, "t.rules, FLOW_CAPACITY 5").is_ok());
-    let bad = make_in(&d, "t.rules, FLOW_CAPACITY many").err().map(|e| e.to_string());
+    let bad = make_in(&d, "t.rules, FLOW_CAPACITY many")
+        .err()
+        .map(|e| e.to_string());
     assert!(bad.is_some_and(|m| m.contains("FLOW_CAPACITY")));
 }
