@@ -7,6 +7,8 @@
 #
 #   bash scripts/soak.sh                 # 10M flows, naive synth fastpath
 #   FLOWS=1000000 MODES="naive" bash scripts/soak.sh
+#   FLOWS=2000000 TAG=soak-speedybox1 CHAIN=examples/speedybox/chain1.toml ENTRY=nat.eth0 \
+#       REFLECT=bl.eth1 EXITS="nat.eth0 bl.eth1" bash scripts/soak.sh
 #
 # Settings (environment): FLOWS (default 10000000; one packet each, every packet a new
 # flow: half TCP SYNs, half UDP, to ports 80,443,53,1234, so the ACL lets half through to
@@ -15,12 +17,15 @@
 # MODES (default "naive synth fastpath"), WORK (scratch folder for the trace and logs,
 # default /tmp/fusebox-soak), OUT (where the CSV, table and plot go, default docs/),
 # FUSEBOX (the binary; default: built here with cargo build --release -p fusebox),
+# CHAIN, ENTRY, REFLECT (empty: none) and EXITS (written to /dev/null) to soak another chain
+# (default the ISP chain: fw.eth0, napt.eth1, "fw.eth0 napt.eth1"), TAG (the output files'
+# name, default soak),
 # REPORT_ONLY=1 (no runs: the report from OUT/soak.csv and the logs in WORK).
 # Everything runs under `nice -n 10`. The trace (FLOWS x 76 bytes) is generated once and kept in
 # WORK; outputs go to /dev/null.
 #
-# Writes OUT/soak.csv (mode, seconds, packets in, RSS in KiB), OUT/soak.md (RSS at every
-# million packets per mode, and each run's table counters) and OUT/soak.svg (RSS over
+# Writes OUT/TAG.csv (mode, seconds, packets in, RSS in KiB), OUT/TAG.md (RSS at every
+# million packets per mode, and each run's table counters) and OUT/TAG.svg (RSS over
 # packets, one line per mode).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +34,11 @@ GAP_NS=${GAP_NS:-20000}
 MODES=${MODES:-naive synth fastpath}
 WORK=${WORK:-/tmp/fusebox-soak}
 OUT=${OUT:-docs}
+CHAIN=${CHAIN:-examples/isp/chain.toml}
+ENTRY=${ENTRY:-fw.eth0}
+REFLECT=${REFLECT-napt.eth1}
+EXITS=${EXITS:-fw.eth0 napt.eth1}
+TAG=${TAG:-soak}
 mkdir -p "$WORK" "$OUT"
 if [ -z "${FUSEBOX:-}" ] && [ -z "${REPORT_ONLY:-}" ]; then
     nice -n 10 cargo build --release -p fusebox >&2
@@ -43,16 +53,17 @@ if [ ! -s "$TRACE" ] && [ -z "${REPORT_ONLY:-}" ]; then
     mv "$TRACE.part" "$TRACE"
 fi
 
-CSV="$OUT/soak.csv"
+CSV="$OUT/$TAG.csv"
+args=(--input "$ENTRY=$TRACE")
+for e in $EXITS; do args+=(--output "$e=/dev/null"); done
+[ -z "$REFLECT" ] || args+=(--reflect "$REFLECT")
 [ -n "${REPORT_ONLY:-}" ] || echo "mode,seconds,packets_in,rss_kib" > "$CSV"
 for mode in $MODES; do
     [ -z "${REPORT_ONLY:-}" ] || break
-    log="$WORK/$mode.log"
+    log="$WORK/$TAG-$mode.log"
     echo "soak: $mode" >&2
     start=$(date +%s.%N)
-    nice -n 10 "$FUSEBOX" run examples/isp/chain.toml --input fw.eth0="$TRACE" \
-        --output fw.eth0=/dev/null --output napt.eth1=/dev/null --reflect napt.eth1 \
-        --mode "$mode" --progress lines 2> "$log" &
+    nice -n 10 "$FUSEBOX" run "$CHAIN" "${args[@]}" --mode "$mode" --progress lines 2> "$log" &
     pid=$!
     while kill -0 "$pid" 2>/dev/null; do
         rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)
@@ -75,10 +86,10 @@ for mode in $MODES; do
     echo "$mode,$(echo "$(date +%s.%N) - $start" | bc),${total:-0},$rss" >> "$CSV"
 done
 
-python3 - "$CSV" "$OUT" "$WORK" "$FLOWS" $MODES <<'EOF'
+python3 - "$CSV" "$OUT" "$WORK" "$FLOWS" "$TAG" "$CHAIN" $MODES <<'EOF'
 import csv, sys, re, os
-path, out, work, flows = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-modes = sys.argv[5:]
+path, out, work, flows, tag, chain = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6]
+modes = sys.argv[7:]
 rows = {m: [] for m in modes}
 for r in csv.DictReader(open(path)):
     rows[r["mode"]].append((float(r["seconds"]), int(r["packets_in"]), int(r["rss_kib"])))
@@ -93,7 +104,7 @@ def rss_at(samples, n):
     return samples[-1][2] if samples else 0
 
 md = ["# Soak: RSS (MiB) after each million new flows, per mode", "",
-      f"{flows} packets, every one a new flow, through examples/isp (reflected); "
+      f"{flows} packets, every one a new flow, through {chain}; "
       "`scripts/soak.sh`. A cell is the first sample (every 0.5 s) at or after that many "
       "packets read.", ""]
 md.append("| packets read | " + " | ".join(modes) + " |")
@@ -106,13 +117,15 @@ md.append("")
 md.append("Table counters at the end of each run:")
 md.append("")
 for m in modes:
-    log = open(os.path.join(work, m + ".log")).read()
-    rw = re.search(r"^\s*rw\s+IPRewriter.*$", log, re.M)
-    md.append(f"* {m}: `" + (re.sub(r"\s+", " ", rw.group(0).strip()) if rw else "-") + "`")
+    log = open(os.path.join(work, f"{tag}-{m}.log")).read()
+    md.append(f"* {m}:")
+    # The elements that keep per-flow tables, with their counters.
+    for el in re.finditer(r"^\s*\S+\s+(IPRewriter|MazuNAT|Maglev|Monitor|SnortIDS)\s.*$", log, re.M):
+        md.append("  `" + re.sub(r"\s+", " ", el.group(0).strip()) + "`")
     for line in log.splitlines():
         if line.startswith(("fastpath:", "chain:")):
             md.append(f"  `{line.strip()}`")
-open(os.path.join(out, "soak.md"), "w").write("\n".join(md) + "\n")
+open(os.path.join(out, tag + ".md"), "w").write("\n".join(md) + "\n")
 
 # The plot: RSS (MiB) over packets read, one polyline per mode.
 W, H, L, B = 720, 360, 60, 40
@@ -120,7 +133,7 @@ top = max((s[2] for m in modes for s in rows[m]), default=1) / 1024 * 1.1
 colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"]
 svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="11">',
        f'<rect width="{W}" height="{H}" fill="white"/>',
-       f'<text x="{W/2}" y="16" text-anchor="middle" font-size="13">RSS over {flows:,} new flows (examples/isp, reflected)</text>']
+       f'<text x="{W/2}" y="16" text-anchor="middle" font-size="13">RSS over {flows:,} new flows ({chain})</text>']
 pw, ph = W - L - 20, H - B - 30
 def X(n): return L + pw * n / max(flows, 1)
 def Y(mib): return 30 + ph - ph * mib / top
@@ -140,6 +153,6 @@ for i, m in enumerate(modes):
     svg.append(f'<polyline fill="none" stroke="{c}" stroke-width="1.5" points="{pts}"/>')
     svg.append(f'<text x="{L+pw-80}" y="{50+14*i}" fill="{c}">{m}</text>')
 svg.append("</svg>")
-open(os.path.join(out, "soak.svg"), "w").write("\n".join(svg) + "\n")
-print(open(os.path.join(out, "soak.md")).read())
+open(os.path.join(out, tag + ".svg"), "w").write("\n".join(svg) + "\n")
+print(open(os.path.join(out, tag + ".md")).read())
 EOF
