@@ -915,7 +915,7 @@ pub static CLASSES: &[ElementClass] = &[
         name: "Maglev",
         build: |c, a, b| named(c, Maglev::configure(a, b)),
         doc: Doc::new(
-            "BACKEND NAME IP MAC, ... [, SCHEDULE FILE, TIMEOUT T, REAP_INTERVAL T, SEED N]",
+            "BACKEND NAME IP MAC, ... [, SCHEDULE FILE, TIMEOUT T, REAP_INTERVAL T, SEED N, CAPACITY N]",
             "Maglev's load balancer: consistent hashing through a lookup table with \
              connection tracking and backend failures.",
             "BACKEND a 10.0.1.1 02:00:00:00:01:01",
