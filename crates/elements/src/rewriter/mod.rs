@@ -114,7 +114,8 @@ pub enum RewriterKind {
 /// Keywords (Click's defaults): `TCP_TIMEOUT`/`TIMEOUT` (24 h; `TIMEOUT` is the UDP timeout
 /// for `UDPRewriter`), `TCP_DONE_TIMEOUT` (240 s), `TCP_NODATA_TIMEOUT` (300 s),
 /// `TCP_GUARANTEE`/`GUARANTEE` (5 s), `UDP_TIMEOUT` (300 s), `UDP_STREAMING_TIMEOUT` (the
-/// UDP timeout), `UDP_GUARANTEE` (5 s), `REAP_INTERVAL` (15 min), `MAPPING_CAPACITY`/
+/// UDP timeout; `UDPRewriter` also `STREAMING_TIMEOUT`), `UDP_GUARANTEE` (5 s),
+/// `REAP_INTERVAL` (15 min), `MAPPING_CAPACITY`/
 /// `CAPACITY` (the most mappings held; Click's default is unlimited, FuseBox's is
 /// [`DEFAULT_CAPACITY`] = 262,144 so that state stays bounded), `DST_ANNO` (true: set the
 /// destination IP annotation to the rewritten destination). A mapping lives until its
@@ -124,7 +125,9 @@ pub enum RewriterKind {
 /// reaps the expired mappings, then evicts the mapping that expires first among those whose
 /// guarantee has passed (counted in `mappings_evicted`), or is dropped
 /// (`mapping-table-full`, counted in `mappings_refused`) if all are guaranteed, as Click's
-/// `IPRewriterBase::store_flow` does.
+/// `IPRewriterBase::store_flow` does. `UDPRewriter` times every mapping out as UDP, TCP
+/// ones included (Click's `UDPFlow`: the UDP timeout, the streaming timeout once a flow has
+/// 3 packets and a reply; TCP flags are never read).
 ///
 /// Deviation from Click: an SADDR range is honoured in 4-word patterns (Click only
 /// handles it in 2-word `SADDR DADDR` patterns), and a pattern may not range both SADDR and
@@ -171,7 +174,14 @@ impl IPRewriter {
         args: &Args,
         bcx: &BuildCtx,
     ) -> Result<IPRewriter, ConfigError> {
-        args.check(usize::MAX, REWRITER_KEYWORDS)?;
+        if kind == RewriterKind::Udp {
+            // Click's UDPRewriter also names the streaming timeout without `UDP_`.
+            let mut kw = REWRITER_KEYWORDS.to_vec();
+            kw.push("STREAMING_TIMEOUT");
+            args.check(usize::MAX, &kw)?;
+        } else {
+            args.check(usize::MAX, REWRITER_KEYWORDS)?;
+        }
         let secs = |k: &str| -> Result<Option<u64>, ConfigError> {
             args.keyword(k).map(|v| parse_seconds(v, k)).transpose()
         };
@@ -209,7 +219,14 @@ impl IPRewriter {
         if let Some(v) = secs("UDP_GUARANTEE")? {
             t.udp_guarantee = v;
         }
-        t.udp_streaming = secs("UDP_STREAMING_TIMEOUT")?.unwrap_or(t.udp);
+        let streaming = match kind {
+            // Click reads both; the second wins.
+            RewriterKind::Udp => secs("STREAMING_TIMEOUT")?,
+            _ => None,
+        };
+        t.udp_streaming = streaming
+            .or(secs("UDP_STREAMING_TIMEOUT")?)
+            .unwrap_or(t.udp);
         let reap = match (secs("REAP_INTERVAL")?, secs("REAP_TIME")?) {
             (Some(v), _) | (None, Some(v)) => v,
             (None, None) => 900 * 1_000_000_000,
@@ -259,7 +276,10 @@ impl IPRewriter {
             last: None,
             specs,
             states,
-            table: MappingTable::new(t, capacity, reap),
+            table: match kind {
+                RewriterKind::Udp => MappingTable::new(t, capacity, reap).udp_timeouts_only(),
+                _ => MappingTable::new(t, capacity, reap),
+            },
             dst_anno,
             seed: name_seed(bcx.name),
             noutputs,

@@ -242,6 +242,9 @@ pub struct MappingTable {
     by_guarantee: LazyHeap,
     /// Live flows whose guarantee has passed, by expiry (see [`LazyHeap`]).
     best_effort: LazyHeap,
+    /// Whether TCP flows follow the TCP state and timeouts (else every flow is timed out
+    /// as UDP: `UDPRewriter`).
+    tcp_state: bool,
 }
 
 impl MappingTable {
@@ -265,7 +268,16 @@ impl MappingTable {
             by_expiry: BinaryHeap::new(),
             by_guarantee: BinaryHeap::new(),
             best_effort: BinaryHeap::new(),
+            tcp_state: true,
         }
+    }
+
+    /// The table with every flow timed out as UDP, TCP included, its flags never read:
+    /// Click's `UDPRewriter`, whose flows are all `UDPFlow`s (`UDP_TIMEOUT`/`TIMEOUT`, the
+    /// streaming timeout after 3 packets with one reply, `UDP_GUARANTEE`).
+    pub fn udp_timeouts_only(mut self) -> MappingTable {
+        self.tcp_state = false;
+        self
     }
 
     /// The most flows the table holds.
@@ -604,7 +616,7 @@ impl MappingTable {
 
     fn timeout_of(&self, f: &Flow) -> (u64, u64) {
         let t = &self.timeouts;
-        if f.proto == wire::ipv4::protocol::TCP {
+        if f.proto == wire::ipv4::protocol::TCP && self.tcp_state {
             let done = f.tcp_flags & (TCP_FWD_DONE | TCP_REP_DONE) == TCP_FWD_DONE | TCP_REP_DONE;
             let data = f.tcp_flags & (TCP_FWD_DATA | TCP_REP_DATA) == TCP_FWD_DATA | TCP_REP_DATA;
             let to = if done {
@@ -738,7 +750,7 @@ impl MappingTable {
     fn touched(&self, f: &Flow, dir: Direction, info: PacketInfo, now: u64, n: u32) -> Flow {
         let mut f = f.clone();
         let shift = if dir == Direction::Forward { 0 } else { 1 };
-        if f.proto == wire::ipv4::protocol::TCP {
+        if f.proto == wire::ipv4::protocol::TCP && self.tcp_state {
             use wire::tcp::flags::{FIN, RST, SYN};
             if info.tcp_flags & RST != 0 {
                 f.tcp_flags |= TCP_FWD_DONE | TCP_REP_DONE;

@@ -773,3 +773,67 @@ fn mapping_capacity_defaults_to_a_bound() {
     .unwrap();
     assert_eq!(rw.table().capacity(), DEFAULT_CAPACITY);
 }
+
+#[test]
+fn udp_rewriter_times_tcp_out_as_udp() {
+    // Click's UDPRewriter keeps UDPFlows for TCP too: the UDP timeout (TIMEOUT), the
+    // streaming timeout after 3 packets with a reply, and FIN/RST change nothing.
+    let names = Names::new();
+    let mut rw = mk(
+        "UDPRewriter",
+        "pattern 10.0.0.1 5000 - - 0 1, pass 1, TIMEOUT 10, STREAMING_TIMEOUT 50, GUARANTEE 0, TCP_DONE_TIMEOUT 2",
+        &names,
+    )
+    .unwrap();
+    let expiry = |rw: &dyn Element| {
+        let r = rw.as_any().downcast_ref::<IPRewriter>().unwrap();
+        r.table()
+            .flows()
+            .next()
+            .map(|(_, f)| f.expiry / 1_000_000_000)
+    };
+    let fin = 0x11;
+    out(push_bytes(
+        &mut rw,
+        0,
+        &short_packet(TCP, INSIDE, 4000, OUTSIDE, 80, 20, fin),
+        0,
+    ));
+    assert_eq!(expiry(rw.as_ref()), Some(10));
+    out(push_bytes(
+        &mut rw,
+        1,
+        &short_packet(TCP, OUTSIDE, 80, PUBLIC, 5000, 20, fin),
+        1,
+    ));
+    assert_eq!(
+        expiry(rw.as_ref()),
+        Some(11),
+        "two packets: not streaming yet"
+    );
+    out(push_bytes(
+        &mut rw,
+        0,
+        &short_packet(TCP, INSIDE, 4000, OUTSIDE, 80, 20, 0x04),
+        2,
+    ));
+    assert_eq!(
+        expiry(rw.as_ref()),
+        Some(52),
+        "streaming; the RST is not read"
+    );
+    // TCPRewriter: the same segments are TCP state (FIN both ways, then RST: done).
+    let mut t = mk(
+        "TCPRewriter",
+        "pattern 10.0.0.1 5000 - - 0 1, pass 1, TCP_GUARANTEE 0, TCP_DONE_TIMEOUT 2",
+        &names,
+    )
+    .unwrap();
+    out(push_bytes(
+        &mut t,
+        0,
+        &short_packet(TCP, INSIDE, 4000, OUTSIDE, 80, 20, 0x04),
+        0,
+    ));
+    assert_eq!(expiry(t.as_ref()), Some(2));
+}
