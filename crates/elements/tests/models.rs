@@ -365,6 +365,7 @@ impl Spec {
 /// (class, configuration, connected outputs) of every configuration whose model is tested.
 const BASIC: &[(&str, &str, usize)] = &[
     ("FromDevice", "eth0", 1),
+    ("FromDevice", "eth0", 2),
     ("PollDevice", "eth0", 1),
     ("FromNetmapDevice", "netmap:eth0", 1),
     ("FromDPDKDevice", "0", 1),
@@ -372,6 +373,7 @@ const BASIC: &[(&str, &str, usize)] = &[
     ("Idle", "", 0),
     ("Null", "", 1),
     ("Queue", "", 1),
+    ("Queue", "", 2),
     ("SimpleQueue", "20", 1),
     ("ThreadSafeQueue", "", 1),
     ("FullNoteQueue", "", 1),
@@ -417,7 +419,7 @@ const BASIC: &[(&str, &str, usize)] = &[
     ("StaticSwitch", "3", 2),
     ("Switch", "", 2),
     ("Switch", "OUTPUT 2", 3),
-    ("Switch", "2", 2),
+    ("Switch", "-1", 2),
 ];
 
 const CHECKS: &[(&str, &str, usize)] = &[
@@ -465,6 +467,10 @@ const IP: &[(&str, &str, usize)] = &[
     ("DecIPTTL", "MULTICAST false, ACTIVE true", 2),
     ("DecIPTTL", "ACTIVE false", 1),
     ("DropBroadcasts", "", 1),
+    ("DropBroadcasts", "", 2),
+    ("SetPacketType", "BROADCAST", 1),
+    ("SetPacketType", "HOST", 1),
+    ("SetPacketType", "loopback", 1),
     ("IPGWOptions", "10.0.0.1", 1),
     ("IPGWOptions", "10.0.0.1, 192.168.1.1", 2),
     ("IPFragmenter", "8", 1),
