@@ -116,8 +116,23 @@ pub fn run_with(
     mode: Mode,
     fast: chain::FastOptions,
 ) -> Result<RunResult, RunError> {
+    run_installed(chain, inputs, options, |ex| {
+        mode.install(ex, fast);
+    })
+}
+
+/// [`run`] with the mode set up by `install` on the freshly built (naive) executor instead:
+/// for callers that run many inputs through one mode and set it up from parts made once
+/// (a synthesized [`chain::program::Program`] installed with [`Executor::install`], as
+/// [`crate::install`] does, or the fast path with other [`chain::FastOptions`]).
+pub fn run_installed(
+    chain: &ChainFile,
+    inputs: &[(Endpoint, PathBuf)],
+    options: &RunOptions,
+    install: impl FnOnce(&mut Executor),
+) -> Result<RunResult, RunError> {
     let mut ex = Executor::new(chain, options, |_, _| Ok(ExitSink::Memory(Vec::new())))?;
-    mode.install(&mut ex, fast);
+    install(&mut ex);
     if inputs.is_empty() && ex.dump_sources().is_empty() {
         return Err(chain.no_input_error().into());
     }
