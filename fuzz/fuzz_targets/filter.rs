@@ -1,0 +1,4 @@
+//! Fuzz target `filter`: [`fuzzing::filter`] on every input (see docs/fuzzing.md).
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| fuzzing::filter(data));
