@@ -1601,6 +1601,12 @@ fn record_declared(
     }
     for g in &step.guards {
         let act = |f: Field| -> u128 { pre_value(pre, f) };
+        // The recorded packet must pass its own guard: a guard for packets unlike it (a
+        // first-fragment guard recorded for a later fragment whose payload reads as the
+        // flow's ports) would give those packets the action taken for this one.
+        if g.fields().any(|(f, s)| !s.contains(act(f))) {
+            return Err("guard-disagrees");
+        }
         let Some(tests) = translate(&rec.t, g, pre.head, ip_ok, &act, &entry_h)? else {
             return Err("guard-disagrees");
         };
