@@ -102,8 +102,13 @@ pub struct ReplayView<'a> {
     pub data: &'a mut [u8],
     /// Offset of the IPv4 header in `data`, when the element saw one.
     pub ip: Option<usize>,
-    /// Virtual time of the packet.
+    /// Virtual time of the packet: its own timestamp (what an element reading
+    /// `packet.meta.timestamp` in `push` sees).
     pub now: Timestamp,
+    /// The chain's virtual clock when the packet arrived: the latest timestamp seen so far,
+    /// never earlier than `now` (what an element reading [`crate::Context::now`] in `push`
+    /// sees; they differ when a capture's timestamps go backwards).
+    pub clock: Timestamp,
     /// Index of the chain input packet.
     pub input_index: u64,
 }

@@ -871,6 +871,7 @@ impl Executor {
                         data,
                         ip,
                         now: ts,
+                        clock: now,
                         input_index: index,
                     };
                     el.replay(s.token, &mut view, cx);
@@ -911,6 +912,7 @@ impl Executor {
                 data,
                 ip,
                 now: ts,
+                clock: self.cx.now,
                 input_index: index,
             };
             if !self.elements[s.element as usize].check(s.token, &view) {
@@ -933,7 +935,7 @@ impl Executor {
         }
         let parallel = self.fast.as_ref().is_some_and(|f| f.opts.parallel);
         if !(parallel && self.fast_states_parallel(c, &mut p)) {
-            let ts = p.meta.timestamp;
+            let (ts, clock) = (p.meta.timestamp, self.cx.now);
             let index = p.meta.input_index;
             for s in &c.states {
                 let (data, ip) = view_of(&mut p, s);
@@ -941,6 +943,7 @@ impl Executor {
                     data,
                     ip,
                     now: ts,
+                    clock,
                     input_index: index,
                 };
                 self.elements[s.element as usize].replay(s.token, &mut view, &mut self.cx);

@@ -400,6 +400,7 @@ fn replay_does_what_push_does() {
                 data: &mut data,
                 ip: None,
                 now: Timestamp::from_parts(1_709_214_306, 123_456_789),
+                clock: Timestamp::from_parts(1_709_214_306, 123_456_789),
                 input_index: i as u64,
             };
             if fast.check(token, &view) {
@@ -488,6 +489,7 @@ fn chk(e: &mut SnortIDS, token: u64, data: &[u8]) -> bool {
         data: &mut d,
         ip: Some(14),
         now: Timestamp(0),
+        clock: Timestamp(0),
         input_index: 0,
     };
     e.check(token, &view)
@@ -537,7 +539,7 @@ proptest::proptest! {
                 p.set_network_header(o);
             }
             e.push(0, p, &mut recording());
-            let mut view = ReplayView { data: &mut data, ip: anno, now: Timestamp(0), input_index: 0 };
+            let mut view = ReplayView { data: &mut data, ip: anno, now: Timestamp(0), clock: Timestamp(0), input_index: 0 };
             if e.check(token, &view) {
                 e.replay(token, &mut view, &mut Context::default());
             }

@@ -706,7 +706,8 @@ impl Element for Maglev {
     }
 
     fn check(&mut self, token: u64, view: &ReplayView<'_>) -> bool {
-        let now = view.now.0;
+        // The virtual clock, as `push` reads it (`cx.now`), not the packet's own timestamp.
+        let now = view.clock.0;
         self.catch_up(view.input_index, now);
         let slot = (token & 0xffff_ffff) as usize;
         let generation = ((token & !REPLY_BIT) >> 32) as u32;
@@ -733,7 +734,7 @@ impl Element for Maglev {
         if token & REPLY_BIT != 0 {
             self.count_reply(slot);
         } else {
-            self.count_forward(slot, view.now.0);
+            self.count_forward(slot, view.clock.0);
         }
     }
 

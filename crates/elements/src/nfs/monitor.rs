@@ -244,6 +244,7 @@ mod tests {
                 data: &mut data,
                 ip: Some(14),
                 now: Timestamp(0),
+                clock: Timestamp(0),
                 input_index: 0,
             };
             assert!(fast.check(step.states[0].0, &view));

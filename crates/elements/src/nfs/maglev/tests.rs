@@ -283,6 +283,7 @@ fn fast_path_replay_matches_push_and_check_sees_failures() {
                     data: &mut data,
                     ip: Some(14),
                     now: Timestamp(now),
+                    clock: Timestamp(now),
                     input_index: idx,
                 };
                 if fast.check(t, &view) {
