@@ -44,7 +44,11 @@ fn replay(kind: &str) -> usize {
 #[test]
 fn found_inputs_stay_fixed() {
     let n = replay("regressions");
-    assert!(n > 0, "no inputs under {}", fuzz_dir().join("regressions").display());
+    assert!(
+        n > 0,
+        "no inputs under {}",
+        fuzz_dir().join("regressions").display()
+    );
 }
 
 #[test]

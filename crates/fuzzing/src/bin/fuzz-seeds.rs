@@ -4,14 +4,15 @@
 //! ```text
 //! fuzz-seeds frames OUT MAX CAPTURE...          each frame (up to MAX per capture)
 //! fuzz-seeds pair OUT HEX TEXTS MAX CAPTURE...  HEX bytes, a line of TEXTS, 0, a frame
-//! fuzz-seeds chains OUT MAX CAPTURE...          for every example chain, both reflect
-//!                                                flags, the first MAX records
+//! fuzz-seeds chains OUT MAX CAPTURE...          the first MAX records of each capture,
+//!                                                for the example chains in turn
 //! ```
 //! A capture that cannot be read is skipped with a message.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-use ports::pcap::{read_all, Record};
+use packet::Precision;
+use ports::pcap::{read_all, PcapWriter, Record, DLT_EN10MB};
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -50,23 +51,19 @@ fn hex(s: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
-/// A capture's records as the records part of a little-endian microsecond pcap file.
-fn pcap_records(recs: &[Record]) -> Vec<u8> {
-    let mut v = Vec::new();
+/// A capture's records as the records part of a little-endian microsecond pcap file (the
+/// writer's output without its 24-byte header).
+fn pcap_records(recs: &[Record], scratch: &Path) -> std::io::Result<Vec<u8>> {
+    let mut w =
+        PcapWriter::create(scratch, Precision::Micro, DLT_EN10MB).map_err(std::io::Error::other)?;
     for r in recs {
-        let ns = r.timestamp.0;
-        let (sec, usec) = (
-            (ns / 1_000_000_000) as u32,
-            (ns % 1_000_000_000 / 1000) as u32,
-        );
-        let cap = r.data.len().min(65535);
-        v.extend_from_slice(&sec.to_le_bytes());
-        v.extend_from_slice(&usec.to_le_bytes());
-        v.extend_from_slice(&(cap as u32).to_le_bytes());
-        v.extend_from_slice(&r.orig_len.max(cap as u32).to_le_bytes());
-        v.extend_from_slice(&r.data[..cap]);
+        w.write_with_orig_len(r.timestamp, &r.data, r.orig_len)
+            .map_err(std::io::Error::other)?;
     }
-    v
+    w.finish().map_err(std::io::Error::other)?;
+    let bytes = std::fs::read(scratch)?;
+    let _ = std::fs::remove_file(scratch);
+    Ok(bytes.get(24..).unwrap_or(&[]).to_vec())
 }
 
 fn main() -> ExitCode {
@@ -120,23 +117,17 @@ fn main() -> ExitCode {
         }
         ("chains", [max, files @ ..]) => {
             let Some(max) = num(max) else { return usage() };
-            let caps = records(files, max);
-            (0..fuzzing::CHAINS.len()).try_for_each(|c| {
-                // The ISP chain (0) is slow to set up: one capture in eight for it.
-                let step = if fuzzing::chain_of(c as u8) == 0 {
-                    8
-                } else {
-                    1
-                };
-                caps.iter().step_by(step).try_for_each(|recs| {
-                    let body = pcap_records(recs);
-                    (0..2u8).try_for_each(|flags| {
-                        let mut v = vec![c as u8, flags];
-                        v.extend_from_slice(&body);
-                        write(&out, &v)
-                    })
+            // One chain per capture, in turn (the first byte's values 0..16 cover every
+            // chain: see `fuzzing::chain_of`), reflecting every other round.
+            records(files, max)
+                .iter()
+                .enumerate()
+                .try_for_each(|(k, recs)| {
+                    let mut v = vec![(k % 16) as u8, ((k / 16) % 2) as u8];
+                    let scratch = out.join(".fuzz-seeds.pcap");
+                    v.extend_from_slice(&pcap_records(recs, &scratch)?);
+                    write(&out, &v)
                 })
-            })
         }
         _ => return usage(),
     };
