@@ -1486,10 +1486,19 @@ fn value(v: &Val, data: &[u8], regs: &Regs) -> u128 {
     }
 }
 
-impl Executor {
-    /// Makes the executor run `program` (synthesized mode) for packets entering its start
-    /// elements; everything else (and packets a program hands back) runs naive.
-    pub fn install(&mut self, mut program: Program) {
+/// A synthesized program laid out for running: finishes prepared, tests ordered, every
+/// classification node compiled. [`Executor::install`] makes one each time; callers that
+/// install one program into many executors of its chain (the fuzz target running every input
+/// on a fresh executor) make it once and use [`Executor::install_prepared`].
+#[derive(Debug, Clone)]
+pub struct PreparedProgram {
+    program: Program,
+    compiled: Vec<Option<classify::Classes>>,
+}
+
+impl PreparedProgram {
+    /// Lays `program` out for running.
+    pub fn new(mut program: Program) -> PreparedProgram {
         for n in &mut program.nodes {
             match n {
                 Node::Exit { finish, .. } | Node::Handoff { finish, .. } => finish.prepare(),
@@ -1497,29 +1506,8 @@ impl Executor {
                 _ => {}
             }
         }
-        self.synth.node_counts = vec![0; program.nodes.len()];
-        self.synth.node_bytes = vec![(0, 0); program.nodes.len()];
-        self.synth.byte_nodes = program
-            .events
-            .iter()
-            .map(|ev| ev.iter().any(|e| matches!(e, Event::StatBytes { .. })))
-            .collect();
-        self.synth.byte_nodes.resize(program.nodes.len(), false);
-        self.synth.any_bytes = self.synth.byte_nodes.iter().any(|b| *b);
-        self.synth.start_of = vec![None; self.elements.len()];
-        for (&g, seg) in &program.starts {
-            if let Some(s) = self.synth.start_of.get_mut(g as usize) {
-                let mut seg = seg.clone();
-                seg.getters = seg
-                    .fields
-                    .iter()
-                    .map(|f| crate::program::Getter::of(*f))
-                    .collect();
-                *s = Some(seg);
-            }
-        }
         // Each classification node, laid out with the getters of the segment it is in.
-        self.synth.compiled = vec![None; program.nodes.len()];
+        let mut compiled = vec![None; program.nodes.len()];
         for seg in program.starts.values() {
             let getters: Vec<crate::program::Getter> = seg
                 .fields
@@ -1528,7 +1516,7 @@ impl Executor {
                 .collect();
             let mut todo = vec![seg.root];
             while let Some(n) = todo.pop() {
-                let Some(slot) = self.synth.compiled.get_mut(n as usize) else {
+                let Some(slot) = compiled.get_mut(n as usize) else {
                     continue;
                 };
                 match program.nodes.get(n as usize) {
@@ -1550,6 +1538,43 @@ impl Executor {
                 }
             }
         }
+        PreparedProgram { program, compiled }
+    }
+}
+
+impl Executor {
+    /// Makes the executor run `program` (synthesized mode) for packets entering its start
+    /// elements; everything else (and packets a program hands back) runs naive.
+    pub fn install(&mut self, program: Program) {
+        self.install_prepared(PreparedProgram::new(program));
+    }
+
+    /// [`Executor::install`] of a program already laid out (for an executor of the chain it
+    /// was synthesized for).
+    pub fn install_prepared(&mut self, prepared: PreparedProgram) {
+        let PreparedProgram { program, compiled } = prepared;
+        self.synth.node_counts = vec![0; program.nodes.len()];
+        self.synth.node_bytes = vec![(0, 0); program.nodes.len()];
+        self.synth.byte_nodes = program
+            .events
+            .iter()
+            .map(|ev| ev.iter().any(|e| matches!(e, Event::StatBytes { .. })))
+            .collect();
+        self.synth.byte_nodes.resize(program.nodes.len(), false);
+        self.synth.any_bytes = self.synth.byte_nodes.iter().any(|b| *b);
+        self.synth.start_of = vec![None; self.elements.len()];
+        for (&g, seg) in &program.starts {
+            if let Some(s) = self.synth.start_of.get_mut(g as usize) {
+                let mut seg = seg.clone();
+                seg.getters = seg
+                    .fields
+                    .iter()
+                    .map(|f| crate::program::Getter::of(*f))
+                    .collect();
+                *s = Some(seg);
+            }
+        }
+        self.synth.compiled = compiled;
         self.synth.rewriters = program
             .nodes
             .iter()

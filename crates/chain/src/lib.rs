@@ -16,8 +16,8 @@ pub mod reflect;
 pub mod summary;
 
 pub use exec::{
-    Executor, ExitSink, FastOptions, FastStats, FinishError, Initial, Merge, Place, RunOptions,
-    SetupError,
+    Executor, ExitSink, FastOptions, FastStats, FinishError, Initial, Merge, Place,
+    PreparedProgram, RunOptions, SetupError,
 };
 pub use file::{
     Attach, ChainError, ChainErrorKind, ChainFile, Device, DeviceSpecError, Endpoint, NoInputError,

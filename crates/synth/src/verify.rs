@@ -123,8 +123,8 @@ pub fn run_with(
 
 /// [`run`] with the mode set up by `install` on the freshly built (naive) executor instead:
 /// for callers that run many inputs through one mode and set it up from parts made once
-/// (a synthesized [`chain::program::Program`] installed with [`Executor::install`], as
-/// [`crate::install`] does, or the fast path with other [`chain::FastOptions`]).
+/// (a synthesized program laid out once, [`chain::PreparedProgram`], installed with
+/// [`Executor::install_prepared`], or the fast path with other [`chain::FastOptions`]).
 pub fn run_installed(
     chain: &ChainFile,
     inputs: &[(Endpoint, PathBuf)],
