@@ -93,6 +93,7 @@ for t in "${TARGETS[@]}"; do
         done
       fi;;
     chains)
+      "$SEEDS" golden "$out" 16
       [ ${#FEW[@]} -eq 0 ] || "$SEEDS" chains "$out" 12 "${FEW[@]}";;
     *) echo "seed.sh: unknown target $t" >&2; exit 2;;
   esac

@@ -14,12 +14,11 @@
 //! | [`filter`] | a filter text and a packet | the element's model and its `push` agree |
 //! | [`classbench`] | a ClassBench filter set | the compiled classifier equals a linear scan |
 //! | [`snort`] | Snort rules and a packet | rules parse or refuse; the IDS runs the packet |
-//! | [`chains`] | packets for an example chain | naive, synth and fastpath agree |
+//! | [`chains`] | packets for an example chain or a golden configuration | naive, synth and fastpath agree |
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-use chain::program::Program;
-use chain::{ChainFile, Endpoint, Executor, ExitSink, RunOptions};
+use chain::{ChainFile, Endpoint, Executor, ExitSink, PreparedProgram, RunOptions};
 use elements::model::{self, Model, Outcome};
 use elements::{BuildCtx, Context, Element, Names, Verdict};
 use packet::{Packet, Ports, Timestamp};
@@ -34,7 +33,7 @@ pub fn examples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
 }
 
-/// A scratch file that removes itself (unique per process and call).
+/// A scratch file or folder that removes itself (unique per process and call).
 struct Scratch(PathBuf);
 
 impl Scratch {
@@ -61,7 +60,11 @@ impl Scratch {
 
 impl Drop for Scratch {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+        if self.0.is_dir() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        } else {
+            let _ = std::fs::remove_file(&self.0);
+        }
     }
 }
 
@@ -475,37 +478,86 @@ pub const CHAINS: &[(&str, &str, &str)] = &[
     ("routers/chain.toml", "r1.eth0", "r10.eth1"),
 ];
 
-/// The chain `data[0]` of a [`chains`] input picks: the ISP chain ([`CHAINS`]`[0]`) for one
-/// value in 16, the others in turn for the rest. Installing the ISP chain's synthesized
-/// program (a thousand traffic classes) costs far more than running a few packets, so it
-/// gets a smaller share of the executions.
-pub fn chain_of(byte: u8) -> usize {
-    match usize::from(byte % 16) {
-        0 => 0,
-        k => 1 + (k - 1) % (CHAINS.len() - 1),
+/// The golden configurations (`crates/fusebox/tests/golden/*/config.click`, sorted), which
+/// the [`chains`] target also runs: each reads `FromDump(input.pcap)` and writes `ToDump`
+/// files, one element family per configuration (ARP, ICMP errors, IP options, ...).
+pub fn goldens() -> &'static [PathBuf] {
+    static LIST: OnceLock<Vec<PathBuf>> = OnceLock::new();
+    LIST.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fusebox/tests/golden");
+        let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .map(|d| {
+                d.filter_map(|e| Some(e.ok()?.path().join("config.click")))
+                    .filter(|p| p.is_file())
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    })
+}
+
+/// What the first byte of a [`chains`] input runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pick {
+    /// An example chain ([`CHAINS`] index).
+    Example(usize),
+    /// A golden configuration ([`goldens`] index).
+    Golden(usize),
+}
+
+/// The chain `data[0]` of a [`chains`] input picks. Below 128: an example chain, the ISP
+/// chain ([`CHAINS`]`[0]`) for one value in 16 and the others in turn for the rest
+/// (installing the ISP chain's synthesized program, a thousand traffic classes, costs far
+/// more than running a few packets, so it gets a smaller share of the executions). From
+/// 128: the golden configurations in turn.
+pub fn pick(byte: u8) -> Pick {
+    let golden = goldens().len();
+    match (byte >= 128, usize::from(byte % 16)) {
+        (true, _) if golden > 0 => Pick::Golden(usize::from(byte - 128) % golden),
+        (_, 0) => Pick::Example(0),
+        (_, k) => Pick::Example(1 + (k - 1) % (CHAINS.len() - 1)),
     }
 }
 
-/// A chain loaded and synthesized once per process.
+/// A chain loaded, synthesized and its program laid out once per process.
 struct Prepared {
     chain: ChainFile,
-    program: Program,
+    program: PreparedProgram,
 }
 
-fn prepared(i: usize) -> &'static Prepared {
-    static CACHE: OnceLock<Vec<OnceLock<Prepared>>> = OnceLock::new();
-    let cache = CACHE.get_or_init(|| CHAINS.iter().map(|_| OnceLock::new()).collect());
-    cache[i].get_or_init(|| {
-        let path = examples().join(CHAINS[i].0);
-        let chain =
-            ChainFile::load(&path).unwrap_or_else(|e| panic!("harness: {}: {e}", path.display()));
-        let ex = Executor::new(&chain, &RunOptions::default(), |_, _| {
-            Ok(ExitSink::Memory(Vec::new()))
-        })
-        .unwrap_or_else(|e| panic!("harness: {}: {e}", path.display()));
-        let program = synth::synthesize(&ex).program;
-        Prepared { chain, program }
+fn prepare(chain: ChainFile, what: &Path) -> Prepared {
+    let ex = Executor::new(&chain, &RunOptions::default(), |_, _| {
+        Ok(ExitSink::Memory(Vec::new()))
     })
+    .unwrap_or_else(|e| panic!("harness: {}: {e}", what.display()));
+    let program = PreparedProgram::new(synth::synthesize(&ex).program);
+    Prepared { chain, program }
+}
+
+/// One slot per chain, filled on first use.
+type Slots = Vec<OnceLock<Prepared>>;
+
+fn prepared(p: Pick) -> &'static Prepared {
+    static CACHE: OnceLock<(Slots, Slots)> = OnceLock::new();
+    let (ex, gold) = CACHE.get_or_init(|| {
+        (
+            CHAINS.iter().map(|_| OnceLock::new()).collect(),
+            goldens().iter().map(|_| OnceLock::new()).collect(),
+        )
+    });
+    match p {
+        Pick::Example(i) => ex[i].get_or_init(|| {
+            let path = examples().join(CHAINS[i].0);
+            let chain = ChainFile::load(&path)
+                .unwrap_or_else(|e| panic!("harness: {}: {e}", path.display()));
+            prepare(chain, &path)
+        }),
+        Pick::Golden(i) => gold[i].get_or_init(|| {
+            let path = &goldens()[i];
+            prepare(ChainFile::single(path), path)
+        }),
+    }
 }
 
 /// The header of a classic pcap file: microseconds, little-endian, snapshot length 65535,
@@ -514,38 +566,61 @@ pub const PCAP_HEADER: [u8; 24] = [
     0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 1, 0, 0, 0,
 ];
 
-/// Whole-chain processing: `data[0]` picks an example chain ([`chain_of`]), bit 0 of
-/// `data[1]` reflects its far exit back in; the rest is the records of a classic pcap file
-/// (the header is [`PCAP_HEADER`]). The chain runs them in naive, synth and fastpath mode,
-/// and `fusebox verify`'s comparison ([`synth::verify::compare`]) must find no difference.
+/// Whole-chain processing: `data[0]` picks an example chain or a golden configuration
+/// ([`pick`]); bit 0 of `data[1]` reflects an example chain's far exit back in; the rest is
+/// the records of a classic pcap file (the header is [`PCAP_HEADER`]): the input of the
+/// example chain's entry, or the golden configuration's `input.pcap` (the configuration is
+/// copied next to it into a scratch folder). The chain runs them in naive, synth and fastpath
+/// mode, and `fusebox verify`'s comparison ([`synth::verify::compare`]) must find no
+/// difference.
 pub fn chains(data: &[u8]) {
     let (Some(&which), Some(&flags)) = (data.first(), data.get(1)) else {
         return;
     };
-    let i = chain_of(which);
-    let (_, entry, far) = CHAINS[i];
-    let prep = prepared(i);
-    let mut file = PCAP_HEADER.to_vec();
-    file.extend_from_slice(&data[2..]);
-    let file = Scratch::with("chains", &file);
-    let entry = Endpoint::parse(entry).expect("harness: entry name");
-    let options = RunOptions {
-        reflect: if flags & 1 != 0 && !far.is_empty() {
-            vec![Endpoint::parse(far).expect("harness: exit name")]
-        } else {
-            Vec::new()
-        },
-        ..RunOptions::default()
+    let p = pick(which);
+    let prep = prepared(p);
+    let mut pcap = PCAP_HEADER.to_vec();
+    pcap.extend_from_slice(&data[2..]);
+    let mut options = RunOptions::default();
+    // The scratch files, removed when this returns.
+    let mut scratch = Vec::new();
+    let (name, chain, inputs) = match p {
+        Pick::Example(i) => {
+            let (name, entry, far) = CHAINS[i];
+            let file = Scratch::with("chains", &pcap);
+            let entry = Endpoint::parse(entry).expect("harness: entry name");
+            if flags & 1 != 0 && !far.is_empty() {
+                options.reflect = vec![Endpoint::parse(far).expect("harness: exit name")];
+            }
+            let inputs = vec![(entry, file.0.clone())];
+            scratch.push(file);
+            (name.to_string(), prep.chain.clone(), inputs)
+        }
+        Pick::Golden(i) => {
+            let config = &goldens()[i];
+            let dir = Scratch::new("golden");
+            let copy = dir.0.join("config.click");
+            std::fs::create_dir_all(&dir.0)
+                .and_then(|()| std::fs::copy(config, &copy).map(|_| ()))
+                .and_then(|()| std::fs::write(dir.0.join("input.pcap"), &pcap))
+                .unwrap_or_else(|e| panic!("harness: {}: {e}", dir.0.display()));
+            scratch.push(dir);
+            (
+                config.display().to_string(),
+                ChainFile::single(&copy),
+                Vec::new(),
+            )
+        }
     };
-    let inputs = [(entry, file.0.clone())];
     let run = |install: &dyn Fn(&mut Executor)| -> Result<RunResult, String> {
-        run_with(&prep.chain, &inputs, &options, install).map_err(|e| e.to_string())
+        run_with(&chain, &inputs, &options, install).map_err(|e| e.to_string())
     };
     let naive = run(&|_| {});
-    let synth = run(&|ex| ex.install(prep.program.clone()));
+    let synth = run(&|ex| ex.install_prepared(prep.program.clone()));
     let fast = run(&|ex| {
         synth::Mode::Fastpath.install(ex, chain::FastOptions::default());
     });
+    drop(scratch);
     for (mode, other) in [("synth", &synth), ("fastpath", &fast)] {
         match (&naive, other) {
             (Ok(a), Ok(b)) => {
@@ -553,8 +628,7 @@ pub fn chains(data: &[u8]) {
                 if !d.is_empty() {
                     let shown: Vec<String> = d.iter().take(8).map(|d| d.to_string()).collect();
                     panic!(
-                        "{}: naive (a) and {mode} (b) differ in {} ways:\n{}",
-                        CHAINS[i].0,
+                        "{name}: naive (a) and {mode} (b) differ in {} ways:\n{}",
                         d.len(),
                         shown.join("\n")
                     );
@@ -562,7 +636,7 @@ pub fn chains(data: &[u8]) {
             }
             (a, b) => {
                 let msg = |r: &Result<RunResult, String>| r.as_ref().err().cloned();
-                assert_eq!(msg(a), msg(b), "{}: naive and {mode} errors", CHAINS[i].0);
+                assert_eq!(msg(a), msg(b), "{name}: naive and {mode} errors");
             }
         }
     }

@@ -6,6 +6,8 @@
 //! fuzz-seeds pair OUT HEX TEXTS MAX CAPTURE...  HEX bytes, a line of TEXTS, 0, a frame
 //! fuzz-seeds chains OUT MAX CAPTURE...          the first MAX records of each capture,
 //!                                                for the example chains in turn
+//! fuzz-seeds golden OUT MAX                     every golden configuration with the first
+//!                                                MAX records of its input.pcap
 //! ```
 //! A capture that cannot be read is skipped with a message.
 #![forbid(unsafe_code)]
@@ -18,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 fn usage() -> ExitCode {
-    eprintln!("usage: fuzz-seeds frames OUT MAX CAPTURE... | pair OUT HEX TEXTS MAX CAPTURE... | chains OUT MAX CAPTURE...");
+    eprintln!("usage: fuzz-seeds frames OUT MAX CAPTURE... | pair OUT HEX TEXTS MAX CAPTURE... | chains OUT MAX CAPTURE... | golden OUT MAX");
     ExitCode::from(2)
 }
 
@@ -118,7 +120,7 @@ fn main() -> ExitCode {
         ("chains", [max, files @ ..]) => {
             let Some(max) = num(max) else { return usage() };
             // One chain per capture, in turn (the first byte's values 0..16 cover every
-            // chain: see `fuzzing::chain_of`), reflecting every other round.
+            // chain: see `fuzzing::pick`), reflecting every other round.
             records(files, max)
                 .iter()
                 .enumerate()
@@ -126,6 +128,23 @@ fn main() -> ExitCode {
                     let mut v = vec![(k % 16) as u8, ((k / 16) % 2) as u8];
                     let scratch = out.join(".fuzz-seeds.pcap");
                     v.extend_from_slice(&pcap_records(recs, &scratch)?);
+                    write(&out, &v)
+                })
+        }
+        ("golden", [max]) => {
+            // Every golden configuration with the records of its own input.pcap.
+            let Some(max) = num(max) else { return usage() };
+            fuzzing::goldens()
+                .iter()
+                .enumerate()
+                .try_for_each(|(i, config)| {
+                    let input = config.with_file_name("input.pcap");
+                    let recs = records(&[input.display().to_string()], max);
+                    let Some(recs) = recs.first() else {
+                        return Ok(());
+                    };
+                    let mut v = vec![128 + (i % 128) as u8, 0];
+                    v.extend_from_slice(&pcap_records(recs, &out.join(".fuzz-seeds.pcap"))?);
                     write(&out, &v)
                 })
         }
