@@ -621,6 +621,11 @@ pub fn chains(data: &[u8]) {
         synth::Mode::Fastpath.install(ex, chain::FastOptions::default());
     });
     drop(scratch);
+    // The header is ours and the chains are the repository's: a run that cannot start is
+    // the harness's fault (a cut or corrupt record only ends the input, in `errors`).
+    if let Err(e) = &naive {
+        panic!("harness: {name}: the naive run failed: {e}");
+    }
     for (mode, other) in [("synth", &synth), ("fastpath", &fast)] {
         match (&naive, other) {
             (Ok(a), Ok(b)) => {
