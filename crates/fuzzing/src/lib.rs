@@ -25,7 +25,7 @@ use packet::{Packet, Ports, Timestamp};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
-use synth::verify::{compare, run_with, RunResult};
+use synth::verify::{compare, run_installed, RunResult};
 
 /// The repository's `examples/` folder (chain files and Click configurations the targets
 /// resolve relative names against).
@@ -613,7 +613,7 @@ pub fn chains(data: &[u8]) {
         }
     };
     let run = |install: &dyn Fn(&mut Executor)| -> Result<RunResult, String> {
-        run_with(&chain, &inputs, &options, install).map_err(|e| e.to_string())
+        run_installed(&chain, &inputs, &options, install).map_err(|e| e.to_string())
     };
     let naive = run(&|_| {});
     let synth = run(&|ex| ex.install_prepared(prep.program.clone()));

@@ -284,6 +284,7 @@ mod tests {
                 data: &mut data,
                 ip: Some(14),
                 now: Timestamp(0),
+                clock: Timestamp(0),
                 input_index: 0,
             };
             fast.replay(t, &mut view, &mut Context::default());
