@@ -33,10 +33,14 @@ cargo fuzz build -s none
 LOGS=$(mktemp -d)
 trap 'rm -rf "$LOGS"' EXIT
 
+# Findings: what libFuzzer writes for a panic, a timeout, running out of memory or a leak
+# (not slow-unit-* files).
+found() { find "fuzz/artifacts/$1" -maxdepth 1 -type f \( -name 'crash-*' -o -name 'timeout-*' -o -name 'oom-*' -o -name 'leak-*' \) | wc -l; }
+
 one() {
   local t=$1 before
   mkdir -p "fuzz/artifacts/$t"
-  before=$(ls "fuzz/artifacts/$t" | wc -l)
+  before=$(found "$t")
   # -timeout: one input running longer is a finding; -rss_limit_mb: so is memory.
   cargo fuzz run -s none "$t" "fuzz/corpus/$t" -- -max_total_time="$SECS" \
     -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 >"$LOGS/$t.log" 2>&1 || true
@@ -56,15 +60,15 @@ printf '%-12s %12s %8s %8s %9s\n' target executions exec/s corpus findings
 for t in "${TARGETS[@]}"; do
   log=$LOGS/$t.log
   execs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | tail -1 | awk '{print $2}')
-  rate=$(grep -o 'stat::average_exec_per_sec: [0-9]*' "$log" | tail -1 | awk '{print $2}')
+  rate=$(grep -Eo 'stat::average_exec_per_sec: +[0-9]+' "$log" | tail -1 | awk '{print $2}')
   corpus=$(grep -Eo 'corp: [0-9]+' "$log" | tail -1 | awk '{print $2}')
-  found=$(( $(ls "fuzz/artifacts/$t" | wc -l) - $(cat "$LOGS/$t.before") ))
-  printf '%-12s %12s %8s %8s %9s\n' "$t" "${execs:-?}" "${rate:-?}" "${corpus:-?}" "$found"
-  if [ "$found" -gt 0 ] || [ -z "$execs" ]; then
+  new=$(( $(found "$t") - $(cat "$LOGS/$t.before") ))
+  printf '%-12s %12s %8s %8s %9s\n' "$t" "${execs:-?}" "${rate:-?}" "${corpus:-?}" "$new"
+  if [ "$new" -gt 0 ] || [ -z "$execs" ]; then
     status=1
     echo "--- $t: the end of libFuzzer's output:"
     tail -n 40 "$log"
-    ls -1 "fuzz/artifacts/$t" | tail -n "$found" | sed 's|^|  found: fuzz/artifacts/'"$t"'/|'
+    ls -1t "fuzz/artifacts/$t" | head -n "$new" | sed 's|^|  found: fuzz/artifacts/'"$t"'/|'
   fi
 done
 exit $status
