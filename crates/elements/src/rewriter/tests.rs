@@ -559,6 +559,15 @@ fn click_expect(
     e
 }
 
+/// The expiry (whole seconds of virtual time) of the first mapping in `rw`'s table.
+fn expiry(rw: &dyn Element) -> Option<u64> {
+    let r = rw.as_any().downcast_ref::<IPRewriter>().unwrap();
+    r.table()
+        .flows()
+        .next()
+        .map(|(_, f)| f.expiry / 1_000_000_000)
+}
+
 fn push_bytes(rw: &mut Box<dyn Element>, port: usize, bytes: &[u8], t: u64) -> Verdict {
     let mut p = Packet::from_bytes(bytes);
     p.set_network_header(0);
@@ -660,10 +669,8 @@ fn short_segments_leave_the_tcp_state_alone() {
             &short_packet(TCP, OUTSIDE, 80, PUBLIC, 5000, n, fin),
             1,
         ));
-        let r = rw.as_any().downcast_ref::<IPRewriter>().unwrap();
-        let expiry = r.table().flows().next().map(|(_, f)| f.expiry);
-        let want = if done { 3 } else { 31 } * 1_000_000_000;
-        assert_eq!(expiry, Some(want), "{n} transport bytes");
+        let want = if done { 3 } else { 31 };
+        assert_eq!(expiry(rw.as_ref()), Some(want), "{n} transport bytes");
     }
 }
 
@@ -678,13 +685,6 @@ fn data_reopens_a_finished_direction() {
         &names,
     )
     .unwrap();
-    let expiry = |rw: &dyn Element| {
-        let r = rw.as_any().downcast_ref::<IPRewriter>().unwrap();
-        r.table()
-            .flows()
-            .next()
-            .map(|(_, f)| f.expiry / 1_000_000_000)
-    };
     let seg = |fwd: bool, flags: u8, payload: bool| {
         let mut p = if fwd {
             short_packet(TCP, INSIDE, 4000, OUTSIDE, 80, 20, flags)
@@ -785,13 +785,6 @@ fn udp_rewriter_times_tcp_out_as_udp() {
         &names,
     )
     .unwrap();
-    let expiry = |rw: &dyn Element| {
-        let r = rw.as_any().downcast_ref::<IPRewriter>().unwrap();
-        r.table()
-            .flows()
-            .next()
-            .map(|(_, f)| f.expiry / 1_000_000_000)
-    };
     let fin = 0x11;
     out(push_bytes(
         &mut rw,
