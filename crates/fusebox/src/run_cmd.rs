@@ -648,20 +648,39 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
         eprint!("{}", summary.to_text());
         eprintln!("time: {:.3} s", started.elapsed().as_secs_f64());
     }
+    Ok(conclude(
+        server.as_ref(),
+        a.metrics_linger,
+        &stop,
+        &errors,
+        &summary,
+    ))
+}
+
+/// The end of a run, one or several workers: `--metrics-linger` (see [`linger`]), then the
+/// exit status: 1 after errors (each printed), 3 when the packet accounting does not
+/// balance, else success.
+fn conclude(
+    server: Option<&observe::metrics::Server>,
+    linger_s: f64,
+    stop: &observe::stop::Flag,
+    errors: &[String],
+    summary: &Summary,
+) -> ExitCode {
     if let Some(server) = server {
-        linger(&server, a.metrics_linger, &stop);
+        linger(server, linger_s, stop);
     }
     if !errors.is_empty() {
-        for e in &errors {
+        for e in errors {
             eprintln!("fusebox: error: {e}");
         }
-        return Ok(ExitCode::from(1));
+        return ExitCode::from(1);
     }
     if !summary.balanced() {
         eprintln!("fusebox: error: packet accounting does not balance (in + created != out + drops + held)");
-        return Ok(ExitCode::from(3));
+        return ExitCode::from(3);
     }
-    Ok(ExitCode::SUCCESS)
+    ExitCode::SUCCESS
 }
 
 /// `--metrics-linger`: keeps `server` serving the final counters for `seconds`, or until a

@@ -1,6 +1,6 @@
 //! `fusebox run --cores N` (N > 1): a run on several workers, from files, in memory or live.
 
-use super::{add_rx, fast_line, linger, mode_json, with_excluded, RunArgs};
+use super::{add_rx, conclude, fast_line, mode_json, with_excluded, RunArgs};
 use crate::error::CliError;
 use chain::exec::Source;
 use packet::Precision;
@@ -343,19 +343,12 @@ impl Workers {
             }
             eprintln!("time: {:.3} s", self.started.elapsed().as_secs_f64());
         }
-        if let Some(server) = &self.server {
-            linger(server, a.metrics_linger, &self.stop);
-        }
-        if !errors.is_empty() {
-            for e in &errors {
-                eprintln!("fusebox: error: {e}");
-            }
-            return Ok(ExitCode::from(1));
-        }
-        if !summary.balanced() {
-            eprintln!("fusebox: error: packet accounting does not balance (in + created != out + drops + held)");
-            return Ok(ExitCode::from(3));
-        }
-        Ok(ExitCode::SUCCESS)
+        Ok(conclude(
+            self.server.as_ref(),
+            a.metrics_linger,
+            &self.stop,
+            &errors,
+            &summary,
+        ))
     }
 }
