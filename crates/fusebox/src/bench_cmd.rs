@@ -21,6 +21,10 @@
 //! * the **reference loop** copies each frame into a recycled buffer as the executor does,
 //!   reads its Ethernet and IPv4 headers and decrements the TTL (with the checksum update).
 //!
+//! With `--fastclick PATH`, the `routers`, `napts` and `isp` scenarios also run each chain
+//! in FastClick ([`fastclick`]), checked to send the same packets, and report FuseBox ÷
+//! FastClick.
+//!
 //! The code: [`harness`] times configurations, [`scenarios`] builds them (one entry per
 //! scenario in [`scenarios::SCENARIOS`]), [`report`] prints and draws what was measured.
 
@@ -33,6 +37,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
+mod fastclick;
 mod harness;
 mod live;
 mod report;
@@ -115,6 +120,12 @@ pub struct BenchArgs {
     /// and the receiver need the machine's other cores).
     #[arg(long, default_value_t = 1)]
     pub live_cores: usize,
+    /// FastClick's userlevel binary (`userlevel/click`): in `routers`, `napts` and `isp`,
+    /// run the same chains as one FastClick configuration each, in the same repetitions,
+    /// check once per chain that its exits send the same packets, and report FuseBox ÷
+    /// FastClick per mode and chain length (see docs/benchmarks.md).
+    #[arg(long, value_name = "PATH")]
+    pub fastclick: Option<PathBuf>,
 }
 
 /// A run of `fusebox bench`: settings and what has been measured so far.
@@ -130,6 +141,10 @@ struct Bench {
     examples: PathBuf,
     out_dir: PathBuf,
     live: live::LiveOpts,
+    /// FastClick's binary (`--fastclick`), checked to run.
+    fastclick: Option<PathBuf>,
+    /// Chains FastClick was checked on: name -> packets its exits send per pass.
+    fastclick_checked: std::collections::BTreeMap<String, u64>,
     report: Report,
 }
 
@@ -188,6 +203,7 @@ pub fn run(a: &BenchArgs) -> Result<ExitCode, CliError> {
             "--live-seconds {live_seconds}: expected a duration in (0, 3600]"
         )));
     }
+    let fastclick = a.fastclick.as_deref().map(fastclick::binary).transpose()?;
     let mut b = Bench {
         quick: a.quick,
         classbench: a.classbench.clone(),
@@ -209,6 +225,8 @@ pub fn run(a: &BenchArgs) -> Result<ExitCode, CliError> {
             batch: a.batch[0],
             pin: a.live_pin,
         },
+        fastclick,
+        fastclick_checked: std::collections::BTreeMap::new(),
         report: Report::new(cpu_mhz()),
     };
     for s in SCENARIOS {

@@ -149,6 +149,55 @@ pub(crate) fn rules_model<'a>(
     Some(Model::new(cases))
 }
 
+/// The rules of an `IPFilter` configuration in Click's dialect, each with where it was
+/// written: the rules as given, with every `FILE path` argument replaced by the rules it
+/// stands for (see [`rules`]; relative paths resolve against `base_dir`, or the working
+/// directory when not found there) and the keywords `ALLOW_PERCENT`, `SEED` and `FIRST`
+/// applied. What stock Click's `IPFilter` is given in place of FuseBox's `FILE`.
+pub fn rule_texts(
+    args: &Args,
+    base_dir: &std::path::Path,
+) -> Result<Vec<(String, String)>, ConfigError> {
+    let number = |k: &str, default: u64| -> Result<u64, ConfigError> {
+        args.keyword(k).map_or(Ok(default), |v| {
+            v.trim()
+                .parse()
+                .map_err(|_| ConfigError::new(format!("{k}: expected a whole number, found `{v}`")))
+        })
+    };
+    let cb = rules::ClassBenchActions {
+        allow_percent: number("ALLOW_PERCENT", 85)?.min(100) as u32,
+        seed: number("SEED", 1)?,
+        first: match args.keyword("FIRST").map(str::trim) {
+            None | Some("all") => None,
+            Some(_) => Some(number("FIRST", 0)? as usize),
+        },
+    };
+    let mut texts: Vec<(String, String)> = Vec::new();
+    for (a, text) in args.all().iter().zip(raw_args(args)) {
+        match a.keyword.as_deref() {
+            Some("FILE") => {
+                // The configuration's folder first; a path given with `--define`
+                // may be relative to the working directory instead.
+                let written = std::path::PathBuf::from(unquote(&a.value));
+                let path = match base_dir.join(&written) {
+                    p if p.exists() || !written.exists() => p,
+                    _ => written,
+                };
+                for r in rules::load(&path, &cb)? {
+                    texts.push((r.text, r.origin));
+                }
+            }
+            Some("ALLOW_PERCENT" | "SEED" | "FIRST") => {}
+            _ => {
+                let i = texts.len();
+                texts.push((text, format!("rule {i}")));
+            }
+        }
+    }
+    Ok(texts)
+}
+
 /// What an `IPFilter` rule does with the packets it matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FilterAction {
@@ -172,43 +221,7 @@ impl IPFilter {
     /// Parses the rules of an `IPFilter` configuration (`FILE path` arguments read rules
     /// from a file: see [`rules`]).
     pub fn configure(args: &Args, bcx: &BuildCtx) -> Result<IPFilter, ConfigError> {
-        let number = |k: &str, default: u64| -> Result<u64, ConfigError> {
-            args.keyword(k).map_or(Ok(default), |v| {
-                v.trim().parse().map_err(|_| {
-                    ConfigError::new(format!("{k}: expected a whole number, found `{v}`"))
-                })
-            })
-        };
-        let cb = rules::ClassBenchActions {
-            allow_percent: number("ALLOW_PERCENT", 85)?.min(100) as u32,
-            seed: number("SEED", 1)?,
-            first: match args.keyword("FIRST").map(str::trim) {
-                None | Some("all") => None,
-                Some(_) => Some(number("FIRST", 0)? as usize),
-            },
-        };
-        let mut texts: Vec<(String, String)> = Vec::new();
-        for (a, text) in args.all().iter().zip(raw_args(args)) {
-            match a.keyword.as_deref() {
-                Some("FILE") => {
-                    // The configuration's folder first; a path given with `--define`
-                    // may be relative to the working directory instead.
-                    let written = std::path::PathBuf::from(unquote(&a.value));
-                    let path = match bcx.base_dir.join(&written) {
-                        p if p.exists() || !written.exists() => p,
-                        _ => written,
-                    };
-                    for r in rules::load(&path, &cb)? {
-                        texts.push((r.text, r.origin));
-                    }
-                }
-                Some("ALLOW_PERCENT" | "SEED" | "FIRST") => {}
-                _ => {
-                    let i = texts.len();
-                    texts.push((text, format!("rule {i}")));
-                }
-            }
-        }
+        let texts = rule_texts(args, bcx.base_dir)?;
         if texts.is_empty() {
             return Err(ConfigError::new(
                 "expected at least one `ACTION PATTERN` rule",

@@ -30,6 +30,9 @@ pub(super) enum Runner {
     },
     /// Replicas of a chain on worker threads, each over its share of the trace.
     Workers(Box<dataplane::ReplayWorkers>),
+    /// The same chain in FastClick (`--fastclick`): a process per repetition that runs all
+    /// of the repetition's passes at once, timed inside FastClick.
+    FastClick(Box<super::fastclick::Timed>),
 }
 
 impl Runner {
@@ -43,7 +46,17 @@ impl Runner {
                 let (n, slowest, _) = crew.pass(1)?;
                 (n, Some(slowest.as_secs_f64()))
             }
+            Runner::FastClick(peer) => {
+                let (n, secs) = peer.rep()?;
+                (n, Some(secs))
+            }
         })
+    }
+
+    /// Whether a call to [`Runner::pass`] runs all of a repetition's passes (and its own
+    /// warm-up) at once: FastClick, a separate process.
+    fn whole_rep(&self) -> bool {
+        matches!(self, Runner::FastClick(_))
     }
 }
 
@@ -269,8 +282,11 @@ impl Bench {
 /// Times a group of configurations: one warm-up pass each, then `reps` repetitions of
 /// `passes` passes in which they take turns pass by pass (each repetition adds one Mpps and
 /// one Gbit/s sample per configuration); then one latency pass per chain.
+///
+/// A peer run as a separate process (FastClick) takes its turn once per repetition, after
+/// the others' passes: its process warms up and runs the repetition's passes itself.
 fn time_group(configs: &mut [Config], reps: usize, passes: u64) -> Result<(), CliError> {
-    for c in configs.iter_mut() {
+    for c in configs.iter_mut().filter(|c| !c.runner.whole_rep()) {
         c.runner.pass()?;
     }
     for _ in 0..reps {
@@ -278,10 +294,20 @@ fn time_group(configs: &mut [Config], reps: usize, passes: u64) -> Result<(), Cl
         let mut packets = vec![0u64; configs.len()];
         for _ in 0..passes {
             for (k, c) in configs.iter_mut().enumerate() {
+                if c.runner.whole_rep() {
+                    continue;
+                }
                 let t0 = Instant::now();
                 let (n, slowest) = c.runner.pass()?;
                 packets[k] += n;
                 secs[k] += slowest.unwrap_or_else(|| t0.elapsed().as_secs_f64());
+            }
+        }
+        for (k, c) in configs.iter_mut().enumerate() {
+            if c.runner.whole_rep() {
+                let (n, s) = c.runner.pass()?;
+                packets[k] += n;
+                secs[k] += s.unwrap_or(0.0);
             }
         }
         for (k, c) in configs.iter_mut().enumerate() {
@@ -300,13 +326,14 @@ fn time_group(configs: &mut [Config], reps: usize, passes: u64) -> Result<(), Cl
                 ex.record_latency(false);
             }
             Runner::Workers(crew) => c.latency = percentiles(crew.latency_pass()?),
-            Runner::Reference { .. } => {}
+            Runner::Reference { .. } | Runner::FastClick(_) => {}
         }
     }
     Ok(())
 }
 
-fn wire_bytes(records: &[Record]) -> u64 {
+/// Wire bytes of a trace: frames + FCS + preamble + gap.
+pub(super) fn wire_bytes(records: &[Record]) -> u64 {
     records
         .iter()
         .map(|r| r.data.len() as u64 + WIRE_EXTRA)

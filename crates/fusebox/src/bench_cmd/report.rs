@@ -157,12 +157,7 @@ impl Report {
             let (Some(x), Some(y)) = (find(num), find(den)) else {
                 continue;
             };
-            let r: Vec<f64> = x
-                .mpps
-                .iter()
-                .zip(&y.mpps)
-                .map(|(a, b)| a / b.max(1e-9))
-                .collect();
+            let r = per_rep(x, y);
             let (lo, med, hi) = stats(&r);
             let what = format!("{num} / {den}");
             let mut rec = json!({
@@ -173,6 +168,7 @@ impl Report {
                 "median": med,
                 "min": lo,
                 "max": hi,
+                "per_rep": r,
             });
             if let (Some((k, v)), Some(o)) = (&p.extra, rec.as_object_mut()) {
                 o.insert(k.to_string(), v.clone());
@@ -181,6 +177,56 @@ impl Report {
             self.lines.push(format!(
                 "  {label}, {}-byte frames, batch {}: {what} = {med:.3} (per-rep {lo:.3}–{hi:.3})",
                 p.frame, p.batch
+            ));
+        }
+        self.peer_table(p, configs);
+    }
+
+    /// With FastClick in the group: FuseBox ÷ FastClick per chain length (rows) and mode
+    /// (columns), median of the per-repetition ratios (min–max).
+    fn peer_table(&mut self, p: &Params, configs: &[Config]) {
+        let mut ks: Vec<usize> = configs
+            .iter()
+            .filter(|c| c.mode == "fastclick")
+            .map(|c| c.nfs)
+            .collect();
+        ks.dedup();
+        if ks.is_empty() {
+            return;
+        }
+        let modes = ["naive", "synth", "fastpath"];
+        self.lines.push(format!(
+            "  {}, {}-byte frames, batch {}: FuseBox ÷ FastClick, median of the per-repetition ratios (min–max)",
+            p.label(),
+            p.frame,
+            p.batch
+        ));
+        self.lines.push(format!(
+            "    {:>4}  {:>22}  {:>22}  {:>22}",
+            "NFs", modes[0], modes[1], modes[2]
+        ));
+        for k in ks {
+            let Some(fc) = configs.iter().find(|c| c.mode == "fastclick" && c.nfs == k) else {
+                continue;
+            };
+            let cells: Vec<String> = modes
+                .iter()
+                .map(|m| {
+                    match configs
+                        .iter()
+                        .find(|c| c.mode == *m && c.nfs == k && c.workers == 1)
+                    {
+                        Some(c) => {
+                            let (lo, med, hi) = stats(&per_rep(c, fc));
+                            format!("{med:.2} ({lo:.2}–{hi:.2})")
+                        }
+                        None => "-".to_string(),
+                    }
+                })
+                .collect();
+            self.lines.push(format!(
+                "    {k:>4}  {:>22}  {:>22}  {:>22}",
+                cells[0], cells[1], cells[2]
             ));
         }
     }
@@ -266,6 +312,15 @@ impl Report {
         }
         Ok(())
     }
+}
+
+/// The per-repetition ratios of `x`'s rates to `y`'s.
+fn per_rep(x: &Config, y: &Config) -> Vec<f64> {
+    x.mpps
+        .iter()
+        .zip(&y.mpps)
+        .map(|(a, b)| a / b.max(1e-9))
+        .collect()
 }
 
 fn triple((lo, med, hi): (f64, f64, f64)) -> Value {

@@ -106,7 +106,7 @@ fn default_dst() -> (std::net::Ipv4Addr, u8) {
 
 /// The first `k` NFs of a chain file, with the links among them (the k-th NF's far
 /// interface becomes an exit).
-fn first_nfs(chain: &ChainFile, k: usize) -> ChainFile {
+pub(super) fn first_nfs(chain: &ChainFile, k: usize) -> ChainFile {
     let mut c = chain.clone();
     c.nfs.truncate(k);
     let names: Vec<String> = c.nfs.iter().map(|n| n.name.clone()).collect();
@@ -127,7 +127,8 @@ fn lengths(quick: bool) -> Vec<usize> {
 }
 
 /// `routers`, `napts`: the first k NFs of `examples/DIR/chain.toml`, naive and synthesized,
-/// for every chain length and batch size, with the reference loop.
+/// for every chain length and batch size, with the reference loop (and, with
+/// `--fastclick`, each chain in FastClick).
 fn chains(b: &mut Bench, dir: &'static str, prefix: &str) -> Result<(), CliError> {
     let scenario: &'static str = dir;
     let path = b.examples.join(dir).join("chain.toml");
@@ -137,6 +138,7 @@ fn chains(b: &mut Bench, dir: &'static str, prefix: &str) -> Result<(), CliError
         iface: "eth0".to_string(),
     };
     let records = trace(b.packets, 64, 1000, default_dst());
+    let peer_trace = b.fastclick_trace(scenario, &records)?;
     for batch in b.batches.clone() {
         let mut configs = vec![b.reference_config(batch, &records)];
         for mode in [Mode::Naive, Mode::Synth, Mode::Fastpath] {
@@ -145,6 +147,28 @@ fn chains(b: &mut Bench, dir: &'static str, prefix: &str) -> Result<(), CliError
                 configs.push(b.chain_config(&c, &entry, mode, batch, &records)?);
             }
         }
+        let mut ratios: Vec<(String, String)> = [
+            ("synth 10", "naive 1"),
+            ("naive 10", "naive 1"),
+            ("synth 10", "naive 10"),
+            ("synth 1", "naive 1"),
+            ("naive 1", "reference"),
+            ("synth 10", "reference"),
+            ("fastpath 10", "naive 10"),
+            ("fastpath 10", "naive 1"),
+        ]
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+        if let Some(t) = &peer_trace {
+            for k in lengths(b.quick) {
+                let k = k.min(chain.nfs.len());
+                let c = first_nfs(&chain, k);
+                let name = format!("{scenario}-{k}");
+                configs.push(b.fastclick_config(&c, &entry, batch, &records, t, &name, b.passes)?);
+            }
+            ratios.extend(peer_ratios(&lengths(b.quick)));
+        }
         let p = Params {
             scenario,
             frame: 64,
@@ -152,22 +176,105 @@ fn chains(b: &mut Bench, dir: &'static str, prefix: &str) -> Result<(), CliError
             passes: b.passes,
             extra: None,
         };
-        b.measure(
-            &p,
-            configs,
-            &[
-                ("synth 10", "naive 1"),
-                ("naive 10", "naive 1"),
-                ("synth 10", "naive 10"),
-                ("synth 1", "naive 1"),
-                ("naive 1", "reference"),
-                ("synth 10", "reference"),
-                ("fastpath 10", "naive 10"),
-                ("fastpath 10", "naive 1"),
-            ],
-        )?;
+        let ratios: Vec<(&str, &str)> = ratios
+            .iter()
+            .map(|(a, b)| (a.as_str(), b.as_str()))
+            .collect();
+        b.measure(&p, configs, &ratios)?;
     }
     Ok(())
+}
+
+/// FuseBox ÷ FastClick in every mode at every chain length of `ks`.
+fn peer_ratios(ks: &[usize]) -> Vec<(String, String)> {
+    let mut v = Vec::new();
+    for mode in Mode::ALL {
+        for &k in ks {
+            v.push((format!("{mode} {k}"), format!("fastclick {k}")));
+        }
+    }
+    v
+}
+
+impl Bench {
+    /// With `--fastclick`: `records` written as `fastclick/NAME.pcap` in the output folder,
+    /// for FastClick's `FromDump`; `None` without.
+    fn fastclick_trace(&self, name: &str, records: &[Record]) -> Result<Option<PathBuf>, CliError> {
+        if self.fastclick.is_none() {
+            return Ok(None);
+        }
+        let dir = self.out_dir.join("fastclick");
+        std::fs::create_dir_all(&dir).map_err(|e| CliError::io(&dir, "cannot create: ", e))?;
+        let path = dir.join(format!("{name}.pcap"));
+        super::fastclick::write_trace(&path, records)?;
+        // FastClick runs in its own folder: give it an absolute path.
+        Ok(Some(std::path::absolute(&path).unwrap_or(path)))
+    }
+
+    /// `chain` in FastClick fed `trace` (the file of `records`) at `entry` in bursts of
+    /// `batch`, `passes` passes per repetition. The first time a chain `name` is met, the
+    /// check run compares its exits with FuseBox's (a difference beyond the known ones
+    /// fails the bench) and says what agreed.
+    #[allow(clippy::too_many_arguments)]
+    fn fastclick_config(
+        &mut self,
+        chain: &ChainFile,
+        entry: &Endpoint,
+        batch: usize,
+        records: &[Record],
+        trace: &Path,
+        name: &str,
+        passes: u64,
+    ) -> Result<super::harness::Config, CliError> {
+        let Some(bin) = self.fastclick.clone() else {
+            return Err(CliError::Invalid("--fastclick: not given".into()));
+        };
+        let dir = self.out_dir.join("fastclick");
+        let per_pass = match self.fastclick_checked.get(name) {
+            Some(&n) => n,
+            None => {
+                eprintln!("fusebox bench: fastclick: checking {name} against FuseBox's exits");
+                let (ag, n) =
+                    super::fastclick::check(&bin, chain, entry, trace, records, batch, &dir, name)?;
+                self.report.lines.push(format!(
+                    "  fastclick check {name}: {} packets at the exits, the same as FuseBox's in every mode (naive, synth, fastpath) byte for byte, modulo {} NAT source ports (one to one, checksums as the ports account for) and {} UDP checksums FastClick left at 0x0000",
+                    ag.packets, ag.ports_remapped, ag.udp_zero
+                ));
+                self.report.records.push(json!({
+                    "fastclick_check": name,
+                    "packets": ag.packets,
+                    "nat_ports_remapped": ag.ports_remapped,
+                    "udp_checksum_zero": ag.udp_zero,
+                    "modes": ["naive", "synth", "fastpath"],
+                }));
+                self.fastclick_checked.insert(name.to_string(), n);
+                n
+            }
+        };
+        let peer = super::fastclick::timed(
+            &bin,
+            chain,
+            entry,
+            trace,
+            records.len() as u64,
+            batch,
+            passes,
+            &dir,
+            &format!("{name}-b{batch}"),
+            Some(per_pass),
+        )?;
+        Ok(super::harness::Config {
+            mode: "fastclick",
+            nfs: chain.nfs.len(),
+            workers: 1,
+            runner: super::harness::Runner::FastClick(Box::new(peer)),
+            packets: records.len() as u64,
+            wire_bytes: super::harness::wire_bytes(records),
+            mpps: Vec::new(),
+            gbps: Vec::new(),
+            latency: None,
+        })
+    }
 }
 
 /// Worker counts of the `workers` scenario.
@@ -489,6 +596,26 @@ fn isp(b: &mut Bench) -> Result<(), CliError> {
                 c.mode = if synth { "synth-open" } else { "naive-open" };
                 configs.push(c);
             }
+            let mut ratios = vec![
+                ("synth 3", "naive 3"),
+                ("synth 3", "synth-open 3"),
+                ("naive 3", "naive-open 3"),
+                ("synth 3", "reference"),
+            ];
+            // With FastClick: the fast path too, and FastClick with the same rules. The
+            // chain is checked on every trace.
+            if let Some(t) = b.fastclick_trace(&format!("isp-{label}-{frame}"), &records)? {
+                configs.push(b.chain_config(&chain, &entry, Mode::Fastpath, batch, &records)?);
+                let name = format!("isp-{label}-{frame}");
+                let passes = b.passes * scale;
+                configs
+                    .push(b.fastclick_config(&chain, &entry, batch, &records, &t, &name, passes)?);
+                ratios.extend([
+                    ("naive 3", "fastclick 3"),
+                    ("synth 3", "fastclick 3"),
+                    ("fastpath 3", "fastclick 3"),
+                ]);
+            }
             let p = Params {
                 scenario: "isp",
                 frame,
@@ -496,16 +623,7 @@ fn isp(b: &mut Bench) -> Result<(), CliError> {
                 passes: b.passes * scale,
                 extra: Some(("rules", json!(label))),
             };
-            b.measure(
-                &p,
-                configs,
-                &[
-                    ("synth 3", "naive 3"),
-                    ("synth 3", "synth-open 3"),
-                    ("naive 3", "naive-open 3"),
-                    ("synth 3", "reference"),
-                ],
-            )?;
+            b.measure(&p, configs, &ratios)?;
         }
     }
     Ok(())

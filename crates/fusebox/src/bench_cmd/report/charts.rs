@@ -189,7 +189,7 @@ fn fig7(sc: &str, rows: &[&Measured], file: &Path) -> ChartResult<()> {
     batches.dedup();
     let mut color = 0;
     for &batch in &batches {
-        for mode in ["naive", "synth", "fastpath"] {
+        for mode in ["naive", "synth", "fastpath", "fastclick"] {
             let mut pts: Vec<(f64, f64)> = rows
                 .iter()
                 .filter(|r| r.batch == batch && r.mode == mode)
