@@ -210,3 +210,77 @@ fn state_functions_on_two_cores_change_nothing() {
     );
     assert_eq!(outs[0], outs[1]);
 }
+
+/// The rewriters' replays the fast path owes (paid in bulk before a rewriter is next read)
+/// leave every mapping as the naive chain leaves it: two NAPTs with short timeouts and
+/// reaping, replies on the same mappings (`--reflect`), flows idle long enough for their
+/// mappings to expire; the state dumps and counters agree at every checkpoint, not only at
+/// the end.
+#[test]
+fn owed_rewriter_replays_leave_the_naive_state() {
+    let dir = std::env::temp_dir().join(format!("fastpath-{}-owed", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let click = std::fs::read_to_string(root().join("examples/napts/napt.click"))
+        .unwrap()
+        .replace(
+            "0 1, drop);",
+            "0 1, drop, UDP_TIMEOUT 1, TCP_TIMEOUT 2, TCP_DONE_TIMEOUT 1, REAP_INTERVAL 1);",
+        );
+    assert!(click.contains("UDP_TIMEOUT 1"), "{click}");
+    std::fs::write(dir.join("napt.click"), click).unwrap();
+    let mut toml = String::new();
+    for (i, ext) in [(1, "10.0.101.1"), (2, "10.0.102.1")] {
+        toml.push_str(&format!(
+            "[nf.n{i}]\nclick = \"napt.click\"\ndefine = {{ EXT = \"{ext}\" }}\n"
+        ));
+    }
+    toml.push_str("[[link]]\nbetween = [\"n1.eth1\", \"n2.eth0\"]\n[[entry]]\nto = \"n1.eth0\"\n");
+    std::fs::write(dir.join("chain.toml"), toml).unwrap();
+    let chain = ChainFile::load(&dir.join("chain.toml")).unwrap();
+    let mut g = cfg(
+        (Ipv4Addr::new(10, 0, 0, 0), 16),
+        (Ipv4Addr::new(10, 1, 0, 0), 16),
+        None,
+    );
+    g.packets = 4000;
+    g.flows = 300;
+    g.gap_ns = 2_000_000;
+    let records = ports::pcap::read_all(&trace("owed", g)).unwrap().0;
+    let opts = RunOptions {
+        reflect: vec![Endpoint::parse("n2.eth1").unwrap()],
+        ..RunOptions::default()
+    };
+    let mut runs = Vec::new();
+    for fast in [false, true] {
+        let mut ex = Executor::new(&chain, &opts, |_, _| Ok(ExitSink::Memory(Vec::new()))).unwrap();
+        if fast {
+            ex.enable_fastpath(FastOptions::default());
+        }
+        let at = ex.entry(&Endpoint::parse("n1.eth0").unwrap()).unwrap();
+        let mut checkpoints = Vec::new();
+        for (i, r) in records.iter().enumerate() {
+            ex.push_input(at, i as u64, &r.data, r.timestamp, r.precision);
+            if i % 250 == 249 {
+                ex.settle_flows();
+                checkpoints.push((i, ex.state_dump(), ex.summary().to_text()));
+            }
+        }
+        ex.settle_flows();
+        if fast {
+            let f = ex.fast_stats().unwrap();
+            assert!(f.hits > 1000, "{f:?}");
+            assert!(f.expired > 0, "{f:?}");
+        }
+        let s = ex.summary().to_text();
+        runs.push((checkpoints, ex.finish().unwrap(), ex.state_dump(), s));
+    }
+    assert!(
+        runs[0].2.values().flatten().any(|l| l.contains("expiry")),
+        "{:?}",
+        runs[0].2
+    );
+    for (a, b) in runs[0].0.iter().zip(&runs[1].0) {
+        assert_eq!(a, b, "at packet {}", a.0);
+    }
+    assert_eq!(runs[0], runs[1]);
+}

@@ -47,7 +47,6 @@ use elements::rewriter::{Direction, FlowInput, PacketInfo};
 use elements::Verdict;
 use packet::Packet;
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use wire::checksum::{fold, operands16, operands32};
 
@@ -239,11 +238,6 @@ struct Consolidated {
     /// The rewriters' packet info the entry holds for (FIN/SYN/RST, payload or not).
     info: Option<PacketInfo>,
     expiry: u64,
-    /// Packets served since the counters were last paid, and the sums of their frame
-    /// lengths and IPv4 total lengths (for byte counters).
-    pending: AtomicU64,
-    pending_len: AtomicU64,
-    pending_ip_len: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -257,6 +251,69 @@ enum Entry {
 struct Slot {
     entry: Entry,
     last: u64,
+    /// What the packets served owe, and what the entry knows of its rewriters.
+    st: Served,
+}
+
+/// The bookkeeping of an entry's served packets.
+#[derive(Debug)]
+struct Served {
+    /// Packets served since the counters were last paid, and the sums of their frame
+    /// lengths and IPv4 total lengths (for byte counters).
+    pending: u64,
+    pending_len: u64,
+    pending_ip_len: u64,
+    /// Packets served whose rewriter replays are owed (paid by [`Executor::fast_settle`]).
+    owed: u32,
+    /// The time of the last of them.
+    owed_at: u64,
+    /// Its place in the order of every packet whose replays were owed (debts are paid in
+    /// that order: a mapping's expiry is its latest packet's).
+    seq: u64,
+    /// The rewriters' change count when the entry's mapping versions were last found
+    /// unchanged.
+    epoch: u64,
+    /// The [`Guards::generation`] the entry last checked its rewriters under, and the
+    /// earliest time one of them reaps, as then known.
+    generation: u64,
+    reap_at: u64,
+}
+
+impl Served {
+    /// Owes the counters of one more packet `data` served by entry `c` (paid in bulk:
+    /// [`Executor::fast_pay`]).
+    #[inline]
+    fn count(&mut self, c: &Consolidated, data: &[u8]) {
+        self.pending += 1;
+        if !c.counts.byte_stats.is_empty() {
+            let ip_len = u16::from_be_bytes([
+                data.get(16).copied().unwrap_or(0),
+                data.get(17).copied().unwrap_or(0),
+            ]);
+            self.pending_len += data.len() as u64;
+            self.pending_ip_len += u64::from(ip_len);
+        }
+    }
+}
+
+impl Slot {
+    fn new(entry: Entry, last: u64) -> Slot {
+        Slot {
+            entry,
+            last,
+            st: Served {
+                pending: 0,
+                pending_len: 0,
+                pending_ip_len: 0,
+                owed: 0,
+                owed_at: 0,
+                seq: 0,
+                epoch: u64::MAX,
+                generation: 0,
+                reap_at: 0,
+            },
+        }
+    }
 }
 
 /// What one field looks like at the element being recorded, relative to the frame as it
@@ -419,6 +476,100 @@ pub(super) struct FastState {
     pub(super) derived: Vec<Vec<(&'static str, u64)>>,
     /// Drops while a packet is recorded (element, reason).
     pub(super) drops: Vec<(u32, &'static str)>,
+    /// What the entries may assume of the rewriters between two rewriter steps.
+    guards: Guards,
+    /// The rewriter replays the entries owe.
+    debts: Debts,
+}
+
+/// What is known of the chain's rewriters since the last step that could change them (a
+/// naive packet reaching one, a replay checked per packet, a debt paid): kept for the
+/// entries to check their rewriters against without asking them per packet.
+#[derive(Debug, Default)]
+struct Guards {
+    /// The chain's rewriters (element indices).
+    rewriters: Vec<u32>,
+    /// Whether `reap_at` and `changes` are current.
+    ok: bool,
+    /// Counts how many times they were read: an entry that checked its rewriters under
+    /// the same count need not check them again.
+    generation: u64,
+    /// Per element: when its rewriter next reaps (0: not known).
+    reap_at: Vec<u64>,
+    /// The sum of the rewriters' mapping changes.
+    changes: u64,
+}
+
+impl Guards {
+    /// Whether entry `c` (in `slot`) still holds for its rewriters at `now`: none of them
+    /// is due to reap, and every mapping has its recorded version (so it holds the flow,
+    /// and, as the entry's expiry was checked, has not expired). Then a served packet's
+    /// replays can be owed: they would succeed and change only counts and expiries.
+    #[inline]
+    fn hold(
+        &mut self,
+        elements: &mut [Box<dyn elements::Element>],
+        slot: &mut Served,
+        c: &Consolidated,
+        now: u64,
+    ) -> bool {
+        if !self.ok {
+            let mut changes = 0u64;
+            for &g in &self.rewriters {
+                if let Some(rw) = elements[g as usize].stateful_flow() {
+                    self.reap_at[g as usize] = rw.next_reap().unwrap_or(0);
+                    changes = changes.wrapping_add(rw.changes());
+                }
+            }
+            self.changes = changes;
+            self.generation += 1;
+            self.ok = true;
+        }
+        if slot.generation != self.generation {
+            let mut until = u64::MAX;
+            for r in &c.rewriters {
+                until = until.min(self.reap_at[r.element as usize]);
+            }
+            if slot.epoch != self.changes {
+                let same = c.rewriters.iter().all(|r| {
+                    elements[r.element as usize]
+                        .stateful_flow()
+                        .is_some_and(|rw| rw.version(r.idx) == r.version)
+                });
+                if !same {
+                    return false;
+                }
+                slot.epoch = self.changes;
+            }
+            slot.reap_at = until;
+            slot.generation = self.generation;
+        }
+        // A debt's count is bounded: at its bound the packet is replayed now.
+        now < slot.reap_at && slot.owed < u32::MAX
+    }
+}
+
+/// The entries that owe rewriter replays.
+#[derive(Debug, Default)]
+struct Debts {
+    /// Their keys, each once.
+    owing: Vec<Key>,
+    /// The next owed packet's place in the order of all owed packets.
+    seq: u64,
+}
+
+impl Debts {
+    /// One more packet, at `now`, owed by the entry of flow `key` (in `slot`).
+    #[inline]
+    fn owe(&mut self, key: Key, slot: &mut Served, now: u64) {
+        if slot.owed == 0 {
+            self.owing.push(key);
+        }
+        slot.owed += 1;
+        slot.owed_at = now;
+        slot.seq = self.seq;
+        self.seq += 1;
+    }
 }
 
 const TCP: u128 = wire::IpProtocol::TCP as u128;
@@ -555,6 +706,11 @@ impl FastState {
             stats: FastStats::default(),
             derived: vec![Vec::new(); n],
             drops: Vec::new(),
+            guards: Guards {
+                reap_at: vec![0; n],
+                ..Guards::default()
+            },
+            debts: Debts::default(),
         }
     }
 
@@ -596,8 +752,21 @@ pub(super) fn rewrite_ops(cur: [u128; 4], new: &elements::rewriter::FlowId) -> (
 impl Executor {
     /// Turns on the per-flow fast path (`--mode fastpath`): see the `fast` module.
     pub fn enable_fastpath(&mut self, opts: FastOptions) {
+        // A table replaced pays what it owes first.
+        self.fast_settle();
         let models = self.elements.iter().map(|e| e.model()).collect();
-        self.fast = Some(Box::new(FastState::new(opts, models)));
+        let mut fs = FastState::new(opts, models);
+        fs.guards.rewriters = (0..self.elements.len() as u32)
+            .filter(|&g| self.elements[g as usize].stateful_flow().is_some())
+            .collect();
+        self.fast = Some(Box::new(fs));
+        // A naive step into a rewriter pays the entries' owed replays first
+        // (`flush_flows`, which calls `fast_settle`).
+        self.synth.is_rewriter = self
+            .elements
+            .iter_mut()
+            .map(|e| e.stateful_flow().is_some())
+            .collect();
         self.mode_hooks = true;
     }
 
@@ -614,7 +783,8 @@ impl Executor {
     /// to walk the chain (recorded or not).
     pub(super) fn fast_enter(&mut self, el: u32, mut p: Packet) -> Option<Packet> {
         let now = self.cx.now.0;
-        let Some(fp) = self.fast.as_mut() else {
+        let Executor { fast, elements, .. } = self;
+        let Some(fp) = fast.as_deref_mut() else {
             return Some(p);
         };
         let key = key_of(el, p.data());
@@ -633,29 +803,46 @@ impl Executor {
             }
             return Some(p);
         }
-        if let Some(slot) = fp.table.get_mut(&key) {
-            if now.saturating_sub(slot.last) > fp.opts.idle_ns
+        let FastState {
+            table,
+            opts,
+            stats,
+            guards,
+            debts,
+            ..
+        } = fp;
+        if let Some(slot) = table.get_mut(&key) {
+            if now.saturating_sub(slot.last) > opts.idle_ns
                 || matches!(&slot.entry, Entry::Fast(c) if now >= c.expiry)
             {
-                fp.stats.expired += 1;
+                stats.expired += 1;
                 self.fast_remove(&key);
             } else {
                 slot.last = now;
-                match &slot.entry {
+                let Slot { entry, st, .. } = slot;
+                match &*entry {
                     Entry::Refused(why) => {
                         let why = *why;
-                        fp.refuse(why);
+                        *stats.refused.entry(why).or_default() += 1;
                         return Some(p);
                     }
-                    Entry::Fast(c) => {
-                        let c = Arc::clone(c);
+                    Entry::Fast(arc) => {
+                        let c: &Consolidated = arc;
                         let h = Headers::new(p.data(), Some(14));
+                        // What the rewriters would say of the packet, when every one of
+                        // them accepts it as it accepted the recorded one.
+                        let said = match c.info {
+                            Some(_) => super::flows::fast_info(p.data()),
+                            None => None,
+                        };
                         let info_ok = c.info.is_none_or(|i| {
-                            let fi = super::flow_input(p.data(), false);
-                            fi.is_some_and(|fi| {
-                                fi.info.tcp_flags & 0x07 == i.tcp_flags
-                                    && fi.info.has_payload == i.has_payload
-                            })
+                            said == Some(i) || {
+                                let fi = super::flow_input(p.data(), false);
+                                fi.is_some_and(|fi| {
+                                    fi.info.tcp_flags & 0x07 == i.tcp_flags
+                                        && fi.info.has_payload == i.has_payload
+                                })
+                            }
                         });
                         if !info_ok
                             || !c
@@ -667,13 +854,45 @@ impl Executor {
                         {
                             // The packet is unlike the recorded one: it walks the chain and
                             // is recorded in its place (the latest packet defines the entry).
-                            fp.stats.guard_misses += 1;
+                            stats.guard_misses += 1;
                             self.fast_remove(&key);
                             return self.fast_record(key, flags, p);
                         }
+                        let parallel = opts.parallel;
+                        // The rewriters' replays are owed when the entry is sure to hold
+                        // for them (paid in bulk before a rewriter is next read); else they
+                        // are checked and replayed now, after the debts are paid.
+                        let owed = !c.rewriters.is_empty()
+                            && said.is_some()
+                            && said == c.info
+                            && guards.hold(elements, st, c, now);
+                        if (owed || c.rewriters.is_empty()) && c.states.is_empty() && !parallel {
+                            // No event check can fail, nothing runs per packet: the packet
+                            // is served (its counters and replays owed) by the header
+                            // action.
+                            st.count(c, p.data());
+                            if owed {
+                                debts.owe(key, st, now);
+                            }
+                            stats.hits += 1;
+                            let end = match c.end {
+                                End::Exit(el) => {
+                                    finish_packet(&mut p, &c.finish, &c.regs);
+                                    Some(el)
+                                }
+                                End::Drop => None,
+                            };
+                            self.fast_end_packet(end, p);
+                            return None;
+                        }
+                        let c = Arc::clone(arc);
+                        if !owed && !c.rewriters.is_empty() {
+                            self.fast_settle();
+                        }
                         // Events: every check before any state function runs.
-                        if self.fast_checks(&c, &mut p) {
-                            self.fast_apply(&c, p);
+                        if self.fast_checks(&c, &mut p, owed) {
+                            self.fast_served(&key, &c, p.data(), owed);
+                            self.fast_apply(&c, p, owed);
                             if let Some(fp) = self.fast.as_deref_mut() {
                                 fp.stats.hits += 1;
                             }
@@ -688,6 +907,22 @@ impl Executor {
             }
         }
         self.fast_record(key, flags, p)
+    }
+
+    /// Counts packet `data` as served by flow `key`'s entry `c` (its counters are owed),
+    /// and with `owed` its rewriter replays too (after [`Guards::hold`] and the entry's
+    /// event checks passed).
+    fn fast_served(&mut self, key: &Key, c: &Consolidated, data: &[u8], owed: bool) {
+        let now = self.cx.now.0;
+        let Some(fp) = self.fast.as_deref_mut() else {
+            return;
+        };
+        if let Some(slot) = fp.table.get_mut(key) {
+            slot.st.count(c, data);
+            if owed {
+                fp.debts.owe(*key, &mut slot.st, now);
+            }
+        }
     }
 
     /// Records `p` (the packet of flow `key` with TCP flags `flags`) if it may be recorded.
@@ -746,15 +981,60 @@ impl Executor {
         Some(p)
     }
 
+    /// Pays the rewriter replays the entries owe (`StatefulFlow::replay_n`, one call per
+    /// entry and rewriter), in the order of each entry's last owed packet, as if each packet
+    /// had been replayed when it was served. Called before anything reads or changes a
+    /// rewriter's table (`flush_flows`: a naive step into a rewriter, a state dump, the end
+    /// of a run), before a replay checked per packet, and before an owing entry goes.
+    pub(super) fn fast_settle(&mut self) {
+        let Executor { fast, elements, .. } = self;
+        let Some(fp) = fast.as_deref_mut() else {
+            return;
+        };
+        // The rewriters are about to be read or changed: what was cached of them is stale.
+        fp.guards.ok = false;
+        if fp.debts.owing.is_empty() {
+            return;
+        }
+        let mut owing = std::mem::take(&mut fp.debts.owing);
+        if owing.len() > 1 {
+            let table = &fp.table;
+            owing.sort_by_cached_key(|k| table.get(k).map_or(0, |s| s.st.seq));
+        }
+        for k in owing.drain(..) {
+            let Some(slot) = fp.table.get_mut(&k) else {
+                continue;
+            };
+            let n = std::mem::take(&mut slot.st.owed);
+            let (Entry::Fast(c), true) = (&slot.entry, n > 0) else {
+                continue;
+            };
+            let Some(info) = c.info else { continue };
+            for r in &c.rewriters {
+                if let Some(rw) = elements[r.element as usize].stateful_flow() {
+                    rw.replay_n(r.idx, r.dir, info, slot.st.owed_at, n);
+                }
+            }
+        }
+        fp.debts.owing = owing;
+    }
+
     /// Removes flow `key`'s entry, paying what it owes; whether there was one.
     fn fast_remove(&mut self, key: &Key) -> bool {
         let Some(fp) = self.fast.as_mut() else {
             return false;
         };
+        if fp.table.get(key).is_some_and(|s| s.st.owed > 0) {
+            // Its debt is paid with every other (in order) before it goes.
+            self.fast_settle();
+        }
+        let Some(fp) = self.fast.as_mut() else {
+            return false;
+        };
         match fp.table.remove(key) {
             Some(slot) => {
-                if let Entry::Fast(c) = slot.entry {
-                    self.fast_pay(&c);
+                if let Entry::Fast(c) = &slot.entry {
+                    self.fast_pay(c, &slot);
                 }
                 true
             }
@@ -762,11 +1042,10 @@ impl Executor {
         }
     }
 
-    /// Adds to the counters what the packets entry `c` served since the last payment did.
-    fn fast_pay(&mut self, c: &Consolidated) {
-        let n = c.pending.swap(0, Relaxed);
-        let len = c.pending_len.swap(0, Relaxed);
-        let ip_len = c.pending_ip_len.swap(0, Relaxed);
+    /// Adds to the counters what the packets entry `c` (in `slot`) served since the last
+    /// payment did.
+    fn fast_pay(&mut self, c: &Consolidated, slot: &Slot) {
+        let (n, len, ip_len) = (slot.st.pending, slot.st.pending_len, slot.st.pending_ip_len);
         if n == 0 {
             return;
         }
@@ -813,9 +1092,9 @@ impl Executor {
         }
         for slot in fp.table.values() {
             if let Entry::Fast(c) = &slot.entry {
-                let n = c.pending.load(Relaxed);
+                let n = slot.st.pending;
                 if n > 0 {
-                    let bytes = (c.pending_len.load(Relaxed), c.pending_ip_len.load(Relaxed));
+                    let bytes = (slot.st.pending_len, slot.st.pending_ip_len);
                     c.counts.add(n, bytes, arrivals, out, drops, nfs, stats);
                 }
             }
@@ -890,9 +1169,17 @@ impl Executor {
     }
 
     /// Runs every event check of entry `c` for packet `p` (as it arrived).
-    fn fast_checks(&mut self, c: &Consolidated, p: &mut Packet) -> bool {
+    /// `owed`: the rewriters' replays are owed ([`Executor::fast_owe`] checked them).
+    fn fast_checks(&mut self, c: &Consolidated, p: &mut Packet, owed: bool) -> bool {
         let now = self.cx.now.0;
-        for r in &c.rewriters {
+        let per_packet = if owed { &[][..] } else { &c.rewriters[..] };
+        if !per_packet.is_empty() {
+            // The rewriters may reap or change here.
+            if let Some(fp) = self.fast.as_deref_mut() {
+                fp.guards.ok = false;
+            }
+        }
+        for r in per_packet {
             let Some(mut input) = super::flow_input(p.data(), r.trimmed) else {
                 return false;
             };
@@ -923,9 +1210,11 @@ impl Executor {
     }
 
     /// Serves `p` from entry `c`: state functions, counters, the header action, the end.
-    fn fast_apply(&mut self, c: &Consolidated, mut p: Packet) {
+    /// `owed`: the rewriters' replays are owed, not made here.
+    fn fast_apply(&mut self, c: &Consolidated, mut p: Packet, owed: bool) {
         let now = self.cx.now.0;
-        for r in &c.rewriters {
+        let per_packet = if owed { &[][..] } else { &c.rewriters[..] };
+        for r in per_packet {
             if let Some(mut input) = super::flow_input(p.data(), r.trimmed) {
                 input.flow = r.view;
                 if let Some(rw) = self.elements[r.element as usize].stateful_flow() {
@@ -949,29 +1238,30 @@ impl Executor {
                 self.elements[s.element as usize].replay(s.token, &mut view, &mut self.cx);
             }
         }
-        // The counters are owed, and paid in bulk (`fast_pay`).
-        c.pending.fetch_add(1, Relaxed);
-        if !c.counts.byte_stats.is_empty() {
-            let d = p.data();
-            let ip_len = u16::from_be_bytes([
-                d.get(16).copied().unwrap_or(0),
-                d.get(17).copied().unwrap_or(0),
-            ]);
-            c.pending_len.fetch_add(p.len() as u64, Relaxed);
-            c.pending_ip_len.fetch_add(u64::from(ip_len), Relaxed);
-        }
-        match c.end {
-            End::Drop => self.recycle(p),
+        let end = match c.end {
             End::Exit(el) => {
                 finish_packet(&mut p, &c.finish, &c.regs);
-                let info = self.info[el as usize];
-                if let Kind::Exit(x) = info.kind {
-                    self.counts.nf_counters[info.nf as usize].output += 1;
-                    self.exit(x as usize, p);
-                } else {
-                    self.recycle(p);
-                }
+                Some(el)
             }
+            End::Drop => None,
+        };
+        self.fast_end_packet(end, p);
+    }
+
+    /// A packet served by an entry (its header action applied) leaves by exit element
+    /// `end`, or is dropped (`None`).
+    #[inline]
+    fn fast_end_packet(&mut self, end: Option<u32>, p: Packet) {
+        let Some(el) = end else {
+            self.recycle(p);
+            return;
+        };
+        let info = self.info[el as usize];
+        if let Kind::Exit(x) = info.kind {
+            self.counts.nf_counters[info.nf as usize].output += 1;
+            self.exit(x as usize, p);
+        } else {
+            self.recycle(p);
         }
     }
 
@@ -1149,12 +1439,21 @@ impl Executor {
                 }
             }
         }
+        if self
+            .fast
+            .as_ref()
+            .and_then(|f| f.table.get(&rec.key))
+            .is_some_and(|s| s.st.owed > 0)
+        {
+            // The entry replaced pays what it owes (with every other, in order).
+            self.fast_settle();
+        }
         let Some(fp) = self.fast.as_deref_mut() else {
             return;
         };
         if fp
             .table
-            .insert(rec.key, Slot { entry, last: now })
+            .insert(rec.key, Slot::new(entry, now))
             .is_none()
         {
             fp.order.push_back(rec.key);
@@ -2041,8 +2340,5 @@ fn consolidate(
         end,
         info: rec.info,
         expiry: exp,
-        pending: AtomicU64::new(0),
-        pending_len: AtomicU64::new(0),
-        pending_ip_len: AtomicU64::new(0),
     })
 }

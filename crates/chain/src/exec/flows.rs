@@ -155,7 +155,7 @@ pub(super) struct Fast {
 /// What a packet's own headers say to the rewriters, when every rewriter of a remembered
 /// path accepts them as it accepted the packet that made the path: an IPv4 first fragment
 /// whose transport header is long enough, both as it arrived and cut at its IPv4 length.
-fn fast_info(data: &[u8]) -> Option<PacketInfo> {
+pub(super) fn fast_info(data: &[u8]) -> Option<PacketInfo> {
     // The IPv4 header at 14 cut at its IPv4 length: the cut view is the shorter of the two
     // the rewriters may read (whole, or trimmed), so it decides the length checks.
     let ip = packet::Ipv4Flow::parse_trimmed(data.get(14..)?)?;
@@ -449,6 +449,8 @@ impl Executor {
     /// Pays what the packets served by remembered paths owe: the rewriters' state (counts,
     /// expiries, counters) and the nodes' counts, as if each packet had taken the slow path.
     pub(super) fn flush_flows(&mut self) {
+        // The fast path's entries owe the same kind of debt.
+        self.fast_settle();
         let Executor {
             synth:
                 SynthState {
