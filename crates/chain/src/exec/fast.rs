@@ -1451,11 +1451,7 @@ impl Executor {
         let Some(fp) = self.fast.as_deref_mut() else {
             return;
         };
-        if fp
-            .table
-            .insert(rec.key, Slot::new(entry, now))
-            .is_none()
-        {
+        if fp.table.insert(rec.key, Slot::new(entry, now)).is_none() {
             fp.order.push_back(rec.key);
             if fp.order.len() > 2 * fp.opts.max_flows {
                 // Keys of removed entries linger in the eviction order: drop them.
