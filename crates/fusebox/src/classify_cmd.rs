@@ -44,6 +44,21 @@ pub struct ClassifyArgs {
     /// full build's. The rules end as they were, so the answers must not change.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub updates: usize,
+    /// Write the headers classified (read or drawn) to FILE as a ClassBench trace (src dst
+    /// sport dport proto, tab-separated), for other classifiers to read the same headers.
+    #[arg(long, value_name = "FILE")]
+    pub write_trace: Option<PathBuf>,
+    /// Also run DPDK's rte_acl on the same rules and headers through the harness at PATH
+    /// (`scripts/rte-acl/run.sh` builds it; not part of the build): every algorithm the
+    /// CPU has, the same passes in batches of 64, after FuseBox's in each round. Reports
+    /// each algorithm's rate, FuseBox ÷ it, and whether its answers equal FuseBox's (exit
+    /// status 1 if not).
+    #[arg(long, value_name = "PATH")]
+    pub rte_acl: Option<PathBuf>,
+    /// With --rte-acl: this many rounds, FuseBox then rte_acl in each; ratios are the
+    /// medians of the per-round ratios of fastest passes.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub rounds: u64,
 }
 
 fn read(p: &PathBuf) -> Result<String, CliError> {
@@ -97,21 +112,12 @@ pub fn run(a: &ClassifyArgs) -> Result<ExitCode, CliError> {
         );
     }
     let passes = a.passes.max(1);
-    let t1 = Instant::now();
     let batch = usize::try_from(a.batch).unwrap_or(usize::MAX).max(1);
     let mut answers: Vec<Option<usize>> = vec![None; trace.len()];
-    for _ in 0..passes {
-        if batch == 1 {
-            for (o, k) in answers.iter_mut().zip(&trace) {
-                *o = c.classify(&k[..]);
-            }
-        } else {
-            for (ks, os) in trace.chunks(batch).zip(answers.chunks_mut(batch)) {
-                c.classify_batch(ks, os)?;
-            }
-        }
+    if let Some(path) = &a.write_trace {
+        std::fs::write(path, trace_text(&trace)).map_err(|e| CliError::io(path, "", e))?;
     }
-    let secs = t1.elapsed().as_secs_f64().max(1e-9);
+    let (secs, fastest) = timed_passes(&c, &trace, batch, passes, &mut answers)?;
     let rate = (answers.len() * passes) as f64 / secs / 1e6;
     let mut out = String::with_capacity(answers.len() * 6);
     for x in &answers {
@@ -140,6 +146,25 @@ pub fn run(a: &ClassifyArgs) -> Result<ExitCode, CliError> {
             format!("batches of {batch}")
         }
     );
+    let mut same = true;
+    if let Some(harness) = &a.rte_acl {
+        let rounds = usize::try_from(a.rounds).unwrap_or(1).max(1);
+        let ours = answers.len() as f64 / fastest / 1e6;
+        same = rte_acl::compare(
+            harness,
+            &a.rules,
+            &trace,
+            &answers,
+            passes,
+            rounds,
+            ours,
+            || {
+                let mut again = vec![None; trace.len()];
+                let (_, f) = timed_passes(&c, &trace, batch, passes, &mut again)?;
+                Ok(again.len() as f64 / f / 1e6)
+            },
+        )?;
+    }
     if a.check {
         let t2 = Instant::now();
         let linear: Vec<Option<usize>> = trace.iter().map(|k| c.classify_linear(&k[..])).collect();
@@ -161,5 +186,204 @@ pub fn run(a: &ClassifyArgs) -> Result<ExitCode, CliError> {
             return Ok(ExitCode::from(1));
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(if same {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// Classifies `trace` into `answers` `passes` times (in batches of `batch`, or one key at
+/// a time for 1): the whole time and the fastest pass's, in seconds.
+fn timed_passes(
+    c: &Classifier,
+    trace: &[[u64; 5]],
+    batch: usize,
+    passes: usize,
+    answers: &mut [Option<usize>],
+) -> Result<(f64, f64), CliError> {
+    let t1 = Instant::now();
+    let mut fastest = f64::MAX;
+    for _ in 0..passes {
+        let t = Instant::now();
+        if batch == 1 {
+            for (o, k) in answers.iter_mut().zip(trace) {
+                *o = c.classify(&k[..]);
+            }
+        } else {
+            for (ks, os) in trace.chunks(batch).zip(answers.chunks_mut(batch)) {
+                c.classify_batch(ks, os)?;
+            }
+        }
+        fastest = fastest.min(t.elapsed().as_secs_f64());
+    }
+    Ok((t1.elapsed().as_secs_f64().max(1e-9), fastest.max(1e-9)))
+}
+
+/// Headers as ClassBench trace lines (src dst sport dport proto).
+fn trace_text(trace: &[[u64; 5]]) -> String {
+    let mut s = String::with_capacity(trace.len() * 32);
+    for k in trace {
+        let _ = writeln!(s, "{}\t{}\t{}\t{}\t{}", k[0], k[1], k[2], k[3], k[4]);
+    }
+    s
+}
+
+/// The same-run comparison with DPDK's rte_acl (`--rte-acl`).
+mod rte_acl {
+    use super::{trace_text, CliError};
+    use std::path::Path;
+    use std::process::Command;
+
+    /// FNV-1a (64-bit) over the answers, each a little-endian `i64` (-1 for none): what the
+    /// harness prints as `digest=`.
+    pub fn digest(answers: &[Option<usize>]) -> u64 {
+        let mut h = 0xcbf2_9ce4_8422_2325u64;
+        for a in answers {
+            let v = a.map_or(-1i64, |i| i64::try_from(i).unwrap_or(i64::MAX));
+            for b in v.to_le_bytes() {
+                h ^= u64::from(b);
+                h = h.wrapping_mul(0x0000_0100_0000_01b3);
+            }
+        }
+        h
+    }
+
+    /// One algorithm's line of harness output: name, fastest-pass rate, digest.
+    pub fn parse_line(line: &str) -> Option<(String, f64, u64)> {
+        let (mut name, mut best, mut dig) = (None, None, None);
+        for w in line.split_whitespace() {
+            match w.split_once('=')? {
+                ("alg", v) => name = Some(v.to_string()),
+                ("best", v) => best = v.parse::<f64>().ok().filter(|x| x.is_finite()),
+                ("digest", v) => dig = u64::from_str_radix(v.strip_prefix("0x")?, 16).ok(),
+                _ => {}
+            }
+        }
+        Some((name?, best?, dig?))
+    }
+
+    fn median(mut v: Vec<f64>) -> (f64, f64, f64) {
+        v.sort_by(f64::total_cmp);
+        match (v.first(), v.get(v.len() / 2), v.last()) {
+            (Some(&lo), Some(&mid), Some(&hi)) => (mid, lo, hi),
+            _ => (f64::NAN, f64::NAN, f64::NAN),
+        }
+    }
+
+    /// Runs the harness `rounds` times on `rules` and `trace` (FuseBox's `first` rate, in M
+    /// lookups/s of its fastest pass, stands for round 1; `again` measures FuseBox again
+    /// before each later round), prints per algorithm its rate, FuseBox ÷ it (median and
+    /// range over rounds) and whether its answers equal `answers`, then FuseBox ÷ the best
+    /// SIMD algorithm. Whether every algorithm's answers were the same.
+    #[allow(clippy::too_many_arguments)]
+    pub fn compare(
+        harness: &Path,
+        rules: &Path,
+        trace: &[[u64; 5]],
+        answers: &[Option<usize>],
+        passes: usize,
+        rounds: usize,
+        first: f64,
+        mut again: impl FnMut() -> Result<f64, CliError>,
+    ) -> Result<bool, CliError> {
+        let file =
+            std::env::temp_dir().join(format!("fusebox-rte-acl-{}.trace", std::process::id()));
+        std::fs::write(&file, trace_text(trace)).map_err(|e| CliError::io(&file, "", e))?;
+        let want = digest(answers);
+        // Per algorithm, in the harness's order: per-round ratios, rates, answers equal.
+        let mut algs: Vec<(String, Vec<f64>, Vec<f64>, bool)> = Vec::new();
+        let mut ours = Vec::new();
+        // Per round: FuseBox ÷ the fastest SIMD algorithm of that round.
+        let mut vs_simd = Vec::new();
+        let mut result = Ok(());
+        for round in 0..rounds {
+            let fb = if round == 0 { first } else { again()? };
+            ours.push(fb);
+            let out = Command::new(harness)
+                .arg(rules)
+                .arg(&file)
+                .arg(passes.to_string())
+                .output();
+            let out = match out {
+                Ok(o) if o.status.success() => o,
+                Ok(o) => {
+                    result = Err(CliError::Invalid(format!(
+                        "{}: exit status {}: {}",
+                        harness.display(),
+                        o.status,
+                        String::from_utf8_lossy(&o.stderr).trim()
+                    )));
+                    break;
+                }
+                Err(e) => {
+                    result = Err(CliError::io(harness, "running", e));
+                    break;
+                }
+            };
+            let mut simd = 0f64;
+            for line in String::from_utf8_lossy(&out.stdout).lines() {
+                if !line.starts_with("alg=") {
+                    if round == 0 {
+                        eprintln!("rte-acl: {line}");
+                    }
+                    continue;
+                }
+                let Some((name, best, dig)) = parse_line(line) else {
+                    eprintln!("rte-acl: unreadable line `{line}`");
+                    continue;
+                };
+                let k = match algs.iter().position(|a| a.0 == name) {
+                    Some(k) => k,
+                    None => {
+                        algs.push((name, Vec::new(), Vec::new(), true));
+                        algs.len() - 1
+                    }
+                };
+                algs[k].1.push(fb / best.max(1e-9));
+                algs[k].2.push(best);
+                algs[k].3 &= dig == want;
+                if algs[k].0 != "scalar" {
+                    simd = simd.max(best);
+                }
+            }
+            if simd > 0.0 {
+                vs_simd.push(fb / simd);
+            }
+        }
+        let _ = std::fs::remove_file(&file);
+        result?;
+        let (f, flo, fhi) = median(ours);
+        eprintln!(
+            "rte-acl: FuseBox {f:.2} M lookups/s (fastest pass; median of {rounds} rounds, {flo:.2}-{fhi:.2})"
+        );
+        let mut same = true;
+        let mut best_simd: Option<(&str, f64)> = None;
+        for (name, ratios, rates, eq) in &algs {
+            let (r, rlo, rhi) = median(rates.clone());
+            let q = median(ratios.clone());
+            eprintln!(
+                "rte-acl: {name:<10} {r:>7.2} M lookups/s ({rlo:.2}-{rhi:.2}); FuseBox ÷ {name} {:.2} ({:.2}-{:.2}); answers {}",
+                q.0,
+                q.1,
+                q.2,
+                if *eq { "equal" } else { "DIFFER" }
+            );
+            same &= eq;
+            if name != "scalar" && best_simd.is_none_or(|b| r > b.1) {
+                best_simd = Some((name, r));
+            }
+        }
+        match best_simd {
+            Some((name, _)) => {
+                let q = median(vs_simd);
+                eprintln!(
+                    "rte-acl: FuseBox ÷ best SIMD of each round (mostly {name}): {:.2} ({:.2}-{:.2})",
+                    q.0, q.1, q.2
+                );
+            }
+            None => eprintln!("rte-acl: no SIMD algorithm ran"),
+        }
+        Ok(same)
+    }
 }

@@ -116,6 +116,125 @@ fn fixture_headers_get_their_first_match() {
     );
 }
 
+/// FNV-1a over answers as little-endian i64s (-1 for none): the digest the rte_acl harness
+/// prints (scripts/rte-acl/bench.c).
+fn digest(answers: &[i64]) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for v in answers {
+        for b in v.to_le_bytes() {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// `--write-trace` writes the headers classified; `--rte-acl` runs a harness on the rules
+/// and those headers, reports each algorithm against FuseBox, and fails when an
+/// algorithm's answers differ. The harness here is a stand-in script printing what the
+/// real one (scripts/rte-acl/bench.c, built outside CI) prints.
+#[cfg(unix)]
+#[test]
+fn rte_acl_comparison_reads_the_harness_and_checks_its_answers() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = scratch("classify-rte-acl");
+    std::fs::write(
+        d.join("rules"),
+        "@10.0.0.0/8\t0.0.0.0/0\t0 : 65535\t53 : 53\t0x11/0xFF\t0x0000/0x0000\t\n\
+         @0.0.0.0/0\t0.0.0.0/0\t0 : 65535\t0 : 65535\t0x06/0xFF\t0x0000/0x0000\t\n",
+    )
+    .unwrap();
+    let o = fusebox_ok(
+        &d,
+        &[
+            "classify",
+            "--rules",
+            "rules",
+            "--draw",
+            "50",
+            "--seed",
+            "3",
+            "--write-trace",
+            "drawn",
+        ],
+    );
+    let answers: Vec<i64> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    let drawn = std::fs::read_to_string(d.join("drawn")).unwrap();
+    assert_eq!(drawn.lines().count(), 50);
+    assert!(drawn.lines().all(|l| l.split('\t').count() == 5), "{drawn}");
+    // The drawn headers read back as a trace give the same answers.
+    let o2 = fusebox_ok(&d, &["classify", "--rules", "rules", "--trace", "drawn"]);
+    assert_eq!(o2.stdout, o.stdout);
+
+    let good = digest(&answers);
+    let script = |name: &str, avx: u64| {
+        let p = d.join(name);
+        std::fs::write(
+            &p,
+            format!(
+                "#!/bin/sh\ncp \"$2\" seen-trace\necho \"$1 $3\" > seen-args\n\
+                 echo rules=2 headers=50 build_s=0.001\n\
+                 echo alg=scalar rate=1.0 best=2.0 digest=0x{good:016x}\n\
+                 echo alg=avx2 rate=3.0 best=4.0 digest=0x{avx:016x}\n"
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    };
+    let ok = script("harness-ok", good);
+    let args = [
+        "classify",
+        "--rules",
+        "rules",
+        "--draw",
+        "50",
+        "--seed",
+        "3",
+        "--passes",
+        "3",
+        "--rounds",
+        "2",
+        "--rte-acl",
+    ];
+    let mut a = args.to_vec();
+    a.push(ok.to_str().unwrap());
+    let o3 = fusebox_ok(&d, &a);
+    assert_eq!(o3.stdout, o.stdout);
+    let err = String::from_utf8_lossy(&o3.stderr);
+    assert!(
+        err.contains("rte-acl: rules=2 headers=50")
+            && err.contains("scalar")
+            && err.contains("FuseBox ÷ avx2")
+            && err.contains("answers equal")
+            && err.contains("FuseBox ÷ best SIMD of each round (mostly avx2)")
+            && !err.contains("DIFFER"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.join("seen-trace")).unwrap(),
+        drawn
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.join("seen-args")).unwrap(),
+        "rules 3\n"
+    );
+
+    let bad = script("harness-bad", good ^ 1);
+    let mut a = args.to_vec();
+    a.push(bad.to_str().unwrap());
+    let o4 = fusebox(&d, &a);
+    assert_eq!(o4.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o4.stderr).contains("answers DIFFER"));
+    // A harness that fails or is missing is an error, not a silent skip.
+    let mut a = args.to_vec();
+    a.push("/nonexistent/rte-acl-bench");
+    assert_ne!(fusebox(&d, &a).status.code(), Some(0));
+}
+
 #[test]
 fn classbench_traces_match_their_firstmatch_files() {
     let data =
