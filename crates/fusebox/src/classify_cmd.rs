@@ -117,7 +117,7 @@ pub fn run(a: &ClassifyArgs) -> Result<ExitCode, CliError> {
     if let Some(path) = &a.write_trace {
         std::fs::write(path, trace_text(&trace)).map_err(|e| CliError::io(path, "", e))?;
     }
-    let (secs, fastest) = timed_passes(&c, &trace, batch, passes, &mut answers)?;
+    let (secs, fastest, cpu) = timed_passes(&c, &trace, batch, passes, &mut answers)?;
     let rate = (answers.len() * passes) as f64 / secs / 1e6;
     let mut out = String::with_capacity(answers.len() * 6);
     for x in &answers {
@@ -149,7 +149,11 @@ pub fn run(a: &ClassifyArgs) -> Result<ExitCode, CliError> {
     let mut same = true;
     if let Some(harness) = &a.rte_acl {
         let rounds = usize::try_from(a.rounds).unwrap_or(1).max(1);
-        let ours = answers.len() as f64 / fastest / 1e6;
+        let rates = |f: f64, c: Option<f64>| Rates {
+            wall: answers.len() as f64 / f / 1e6,
+            cpu: c.map(|c| answers.len() as f64 / c.max(1e-9) / 1e6),
+        };
+        let ours = rates(fastest, cpu);
         same = rte_acl::compare(
             harness,
             &a.rules,
@@ -160,8 +164,8 @@ pub fn run(a: &ClassifyArgs) -> Result<ExitCode, CliError> {
             ours,
             || {
                 let mut again = vec![None; trace.len()];
-                let (_, f) = timed_passes(&c, &trace, batch, passes, &mut again)?;
-                Ok(again.len() as f64 / f / 1e6)
+                let (_, f, c2) = timed_passes(&c, &trace, batch, passes, &mut again)?;
+                Ok(rates(f, c2))
             },
         )?;
     }
@@ -193,18 +197,28 @@ pub fn run(a: &ClassifyArgs) -> Result<ExitCode, CliError> {
     })
 }
 
+/// The CPU time this thread has run, in seconds (`CLOCK_THREAD_CPUTIME_ID`, the clock the
+/// rte_acl harness reads; `/proc/thread-self/schedstat` lags by up to a scheduler tick).
+fn thread_cpu() -> Option<f64> {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    Some(t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9)
+}
+
 /// Classifies `trace` into `answers` `passes` times (in batches of `batch`, or one key at
-/// a time for 1): the whole time and the fastest pass's, in seconds.
+/// a time for 1): the whole time, the fastest pass's and the fastest pass's by the thread's
+/// CPU time (`None` where that cannot be read), in seconds.
 fn timed_passes(
     c: &Classifier,
     trace: &[[u64; 5]],
     batch: usize,
     passes: usize,
     answers: &mut [Option<usize>],
-) -> Result<(f64, f64), CliError> {
+) -> Result<(f64, f64, Option<f64>), CliError> {
     let t1 = Instant::now();
     let mut fastest = f64::MAX;
+    let mut cpu: Option<f64> = None;
     for _ in 0..passes {
+        let c0 = thread_cpu();
         let t = Instant::now();
         if batch == 1 {
             for (o, k) in answers.iter_mut().zip(trace) {
@@ -216,8 +230,13 @@ fn timed_passes(
             }
         }
         fastest = fastest.min(t.elapsed().as_secs_f64());
+        if let (Some(a), Some(b)) = (c0, thread_cpu()) {
+            if b > a {
+                cpu = Some(cpu.map_or(b - a, |x: f64| x.min(b - a)));
+            }
+        }
     }
-    Ok((t1.elapsed().as_secs_f64().max(1e-9), fastest.max(1e-9)))
+    Ok((t1.elapsed().as_secs_f64().max(1e-9), fastest.max(1e-9), cpu))
 }
 
 /// Headers as ClassBench trace lines (src dst sport dport proto).
@@ -229,9 +248,16 @@ fn trace_text(trace: &[[u64; 5]]) -> String {
     s
 }
 
+/// Fastest-pass rates, M lookups/s: by the wall clock and by the thread's CPU time.
+#[derive(Debug, Clone, Copy)]
+struct Rates {
+    wall: f64,
+    cpu: Option<f64>,
+}
+
 /// The same-run comparison with DPDK's rte_acl (`--rte-acl`).
 mod rte_acl {
-    use super::{trace_text, CliError};
+    use super::{trace_text, CliError, Rates};
     use std::path::Path;
     use std::process::Command;
 
@@ -249,18 +275,20 @@ mod rte_acl {
         h
     }
 
-    /// One algorithm's line of harness output: name, fastest-pass rate, digest.
-    pub fn parse_line(line: &str) -> Option<(String, f64, u64)> {
-        let (mut name, mut best, mut dig) = (None, None, None);
+    /// One algorithm's line of harness output: name, fastest-pass rates, digest.
+    pub fn parse_line(line: &str) -> Option<(String, Rates, u64)> {
+        let (mut name, mut best, mut cpu, mut dig) = (None, None, None, None);
+        let num = |v: &str| v.parse::<f64>().ok().filter(|x| x.is_finite() && *x > 0.0);
         for w in line.split_whitespace() {
             match w.split_once('=')? {
                 ("alg", v) => name = Some(v.to_string()),
-                ("best", v) => best = v.parse::<f64>().ok().filter(|x| x.is_finite()),
+                ("best", v) => best = num(v),
+                ("cpu", v) => cpu = num(v),
                 ("digest", v) => dig = u64::from_str_radix(v.strip_prefix("0x")?, 16).ok(),
                 _ => {}
             }
         }
-        Some((name?, best?, dig?))
+        Some((name?, Rates { wall: best?, cpu }, dig?))
     }
 
     fn median(mut v: Vec<f64>) -> (f64, f64, f64) {
@@ -271,11 +299,13 @@ mod rte_acl {
         }
     }
 
-    /// Runs the harness `rounds` times on `rules` and `trace` (FuseBox's `first` rate, in M
-    /// lookups/s of its fastest pass, stands for round 1; `again` measures FuseBox again
-    /// before each later round), prints per algorithm its rate, FuseBox ÷ it (median and
-    /// range over rounds) and whether its answers equal `answers`, then FuseBox ÷ the best
-    /// SIMD algorithm. Whether every algorithm's answers were the same.
+    /// Runs the harness `rounds` times on `rules` and `trace` (FuseBox's `first` rates, of
+    /// its fastest pass, stand for round 1; `again` measures FuseBox again before each later
+    /// round), prints per algorithm its rate, FuseBox ÷ it (median and range over rounds)
+    /// and whether its answers equal `answers`, then FuseBox ÷ the best SIMD algorithm of
+    /// each round. Rates are by CPU time where both sides report it (time spent
+    /// descheduled on a busy machine does not count), else by the wall clock; the output
+    /// says which. Whether every algorithm's answers were the same.
     #[allow(clippy::too_many_arguments)]
     pub fn compare(
         harness: &Path,
@@ -284,8 +314,8 @@ mod rte_acl {
         answers: &[Option<usize>],
         passes: usize,
         rounds: usize,
-        first: f64,
-        mut again: impl FnMut() -> Result<f64, CliError>,
+        first: Rates,
+        mut again: impl FnMut() -> Result<Rates, CliError>,
     ) -> Result<bool, CliError> {
         let file =
             std::env::temp_dir().join(format!("fusebox-rte-acl-{}.trace", std::process::id()));
@@ -297,9 +327,18 @@ mod rte_acl {
         // Per round: FuseBox ÷ the fastest SIMD algorithm of that round.
         let mut vs_simd = Vec::new();
         let mut result = Ok(());
+        let mut by_wall = false;
         for round in 0..rounds {
             let fb = if round == 0 { first } else { again()? };
-            ours.push(fb);
+            // FuseBox's rate and the other's, by CPU time when both have it.
+            let mut pair = |o: Rates| match (fb.cpu, o.cpu) {
+                (Some(a), Some(b)) => (a, b),
+                _ => {
+                    by_wall = true;
+                    (fb.wall, o.wall)
+                }
+            };
+            ours.push(fb.cpu.unwrap_or(fb.wall));
             let out = Command::new(harness)
                 .arg(rules)
                 .arg(&file)
@@ -321,7 +360,7 @@ mod rte_acl {
                     break;
                 }
             };
-            let mut simd = 0f64;
+            let (mut simd, mut simd_us) = (0f64, 0f64);
             for line in String::from_utf8_lossy(&out.stdout).lines() {
                 if !line.starts_with("alg=") {
                     if round == 0 {
@@ -340,30 +379,38 @@ mod rte_acl {
                         algs.len() - 1
                     }
                 };
-                algs[k].1.push(fb / best.max(1e-9));
-                algs[k].2.push(best);
+                let (us, them) = pair(best);
+                algs[k].1.push(us / them.max(1e-9));
+                algs[k].2.push(them);
                 algs[k].3 &= dig == want;
-                if algs[k].0 != "scalar" {
-                    simd = simd.max(best);
+                if algs[k].0 != "scalar" && them > simd {
+                    simd = them;
+                    simd_us = us;
                 }
             }
             if simd > 0.0 {
-                vs_simd.push(fb / simd);
+                vs_simd.push(simd_us / simd);
             }
         }
         let _ = std::fs::remove_file(&file);
         result?;
         let (f, flo, fhi) = median(ours);
+        let clock = if by_wall {
+            "wall clock"
+        } else {
+            "thread CPU time"
+        };
         eprintln!(
-            "rte-acl: FuseBox {f:.2} M lookups/s (fastest pass; median of {rounds} rounds, {flo:.2}-{fhi:.2})"
+            "rte-acl: rates of fastest passes by {clock}, in M lookups/s; median of {rounds} rounds (range)"
         );
+        eprintln!("rte-acl: FuseBox    {f:>7.2} ({flo:.2}-{fhi:.2})");
         let mut same = true;
         let mut best_simd: Option<(&str, f64)> = None;
         for (name, ratios, rates, eq) in &algs {
             let (r, rlo, rhi) = median(rates.clone());
             let q = median(ratios.clone());
             eprintln!(
-                "rte-acl: {name:<10} {r:>7.2} M lookups/s ({rlo:.2}-{rhi:.2}); FuseBox ÷ {name} {:.2} ({:.2}-{:.2}); answers {}",
+                "rte-acl: {name:<10} {r:>7.2} ({rlo:.2}-{rhi:.2}); FuseBox ÷ {name} {:.2} ({:.2}-{:.2}); answers {}",
                 q.0,
                 q.1,
                 q.2,
