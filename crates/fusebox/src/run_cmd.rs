@@ -111,9 +111,10 @@ pub struct RunArgs {
     /// as dropped (`filter-excluded`), so in = out + drops still holds.
     #[arg(long, value_name = "EXPR")]
     pub filter: Option<String>,
-    /// Fast path: which packet of a flow is recorded (`first`, or `handshake`: for TCP the
-    /// first after the handshake).
-    #[arg(long, value_name = "first|handshake", default_value = "first")]
+    /// Fast path: which packet of a flow is recorded (`second`: a flow's first packet takes
+    /// the chain unrecorded and the flow is remembered as seen; `first`; or `handshake`: for
+    /// TCP the first after the handshake).
+    #[arg(long, value_name = "second|first|handshake", default_value = "second")]
     pub initial: String,
     /// Fast path: most flows in the global table (the oldest is evicted beyond that).
     #[arg(long, value_name = "N", default_value_t = 1 << 16)]
@@ -136,10 +137,11 @@ impl RunArgs {
     pub fn fast_options(&self) -> Result<chain::FastOptions, CliError> {
         let initial = match self.initial.as_str() {
             "first" => chain::Initial::First,
+            "second" => chain::Initial::Second,
             "handshake" => chain::Initial::AfterHandshake,
             o => {
                 return Err(CliError::Invalid(format!(
-                    "--initial {o}: expected first or handshake"
+                    "--initial {o}: expected second, first or handshake"
                 )))
             }
         };
@@ -701,9 +703,10 @@ fn linger(server: &observe::metrics::Server, seconds: f64, stop: &observe::stop:
 }
 
 /// What the fast path did, as (JSON name, count, how the text line says it).
-fn fast_counts(f: &chain::FastStats) -> [(&'static str, u64, &'static str); 9] {
+fn fast_counts(f: &chain::FastStats) -> [(&'static str, u64, &'static str); 10] {
     [
         ("served", f.hits, "packets served by consolidated entries"),
+        ("first_seen", f.first_seen, "first packets unrecorded"),
         ("recorded", f.recorded, "recorded"),
         ("entries_made", f.consolidated, "entries made"),
         ("entries", f.entries, "in the table"),

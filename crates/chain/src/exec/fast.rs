@@ -54,8 +54,13 @@ use wire::checksum::{fold, operands16, operands32};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Initial {
     /// The first packet of the flow.
-    #[default]
     First,
+    /// The second packet of the flow: its first takes the full chain unrecorded and the
+    /// flow is remembered as seen (8 bytes in a bounded set), so traffic of one-packet flows
+    /// (scans, floods) costs what the naive chain costs plus a table update, not a
+    /// recording and a consolidation each. For TCP, a flow is seen by any packet of it.
+    #[default]
+    Second,
     /// For TCP, the first packet after the handshake: packets with SYN, or without ACK, take
     /// the full chain and are not recorded (SpeedyBox's choice). Other protocols: the first.
     AfterHandshake,
@@ -82,7 +87,7 @@ impl Default for FastOptions {
         FastOptions {
             max_flows: 1 << 16,
             idle_ns: 60_000_000_000,
-            initial: Initial::First,
+            initial: Initial::Second,
             parallel: false,
         }
     }
@@ -111,6 +116,8 @@ pub struct FastStats {
     pub refused: BTreeMap<&'static str, u64>,
     /// Entries in the table at the end.
     pub entries: u64,
+    /// Flows whose first packet took the full chain unrecorded ([`Initial::Second`]).
+    pub first_seen: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -478,6 +485,10 @@ pub(super) struct FastState {
     pub(super) drops: Vec<(u32, &'static str)>,
     /// What the entries may assume of the rewriters between two rewriter steps.
     guards: Guards,
+    /// Flows seen ([`Initial::Second`]): a 64-bit hash of the flow (never 0) at a place
+    /// its hash picks; a flow later at the same place takes it (so it stays bounded, and a
+    /// flow forgotten or mistaken for another is only recorded a packet later or earlier).
+    seen: Vec<u64>,
     /// The rewriter replays the entries owe.
     debts: Debts,
 }
@@ -711,7 +722,25 @@ impl FastState {
                 ..Guards::default()
             },
             debts: Debts::default(),
+            seen: Vec::new(),
         }
+    }
+
+    /// Whether flow `key` was seen before ([`FastState::seen`]); if not, it is now.
+    #[inline]
+    fn seen(&mut self, key: &Key) -> bool {
+        if self.seen.is_empty() {
+            let n = self.opts.max_flows.clamp(1, 1 << 24).next_power_of_two();
+            self.seen = vec![0; n];
+        }
+        let h = key.flow_hash(3) | 1;
+        let i = (h >> 32) as usize & (self.seen.len() - 1);
+        if self.seen[i] == h {
+            return true;
+        }
+        self.seen[i] = h;
+        self.stats.first_seen += 1;
+        false
     }
 
     fn refuse(&mut self, why: &'static str) {
@@ -811,7 +840,9 @@ impl Executor {
             debts,
             ..
         } = fp;
-        if let Some(slot) = table.get_mut(&key) {
+        let found = table.get_mut(&key);
+        let known = found.is_some();
+        if let Some(slot) = found {
             if now.saturating_sub(slot.last) > opts.idle_ns
                 || matches!(&slot.entry, Entry::Fast(c) if now >= c.expiry)
             {
@@ -903,6 +934,14 @@ impl Executor {
                         }
                         self.fast_remove(&key);
                     }
+                }
+            }
+        }
+        if !known {
+            if let Some(fp) = self.fast.as_deref_mut() {
+                if fp.opts.initial == Initial::Second && !fp.seen(&key) {
+                    // A flow's first packet walks the chain unrecorded.
+                    return Some(p);
                 }
             }
         }
@@ -1429,6 +1468,15 @@ impl Executor {
             Entry::Fast(_) => fp.stats.consolidated += 1,
             Entry::Refused(w) => fp.refuse(w),
         }
+        self.fast_insert(rec.key, entry, now);
+    }
+
+    /// Puts `entry` in the table as flow `key`'s, evicting the oldest entry when the table
+    /// is full (counted) and paying what a replaced entry owes.
+    fn fast_insert(&mut self, key: Key, entry: Entry, now: u64) {
+        let Some(fp) = self.fast.as_deref_mut() else {
+            return;
+        };
         if fp.table.len() >= fp.opts.max_flows {
             while let Some(k) = self.fast.as_mut().and_then(|f| f.order.pop_front()) {
                 if self.fast_remove(&k) {
@@ -1442,7 +1490,7 @@ impl Executor {
         if self
             .fast
             .as_ref()
-            .and_then(|f| f.table.get(&rec.key))
+            .and_then(|f| f.table.get(&key))
             .is_some_and(|s| s.st.owed > 0)
         {
             // The entry replaced pays what it owes (with every other, in order).
@@ -1451,8 +1499,8 @@ impl Executor {
         let Some(fp) = self.fast.as_deref_mut() else {
             return;
         };
-        if fp.table.insert(rec.key, Slot::new(entry, now)).is_none() {
-            fp.order.push_back(rec.key);
+        if fp.table.insert(key, Slot::new(entry, now)).is_none() {
+            fp.order.push_back(key);
             if fp.order.len() > 2 * fp.opts.max_flows {
                 // Keys of removed entries linger in the eviction order: drop them.
                 let table = &fp.table;
