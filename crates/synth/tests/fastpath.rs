@@ -284,3 +284,56 @@ fn owed_rewriter_replays_leave_the_naive_state() {
     }
     assert_eq!(runs[0], runs[1]);
 }
+
+/// One-packet flows (a scan, a flood) are not recorded by default ([`Initial::Second`]):
+/// each walks the chain as in naive mode and is only remembered as seen, in a set bounded
+/// like the table; a flow's second packet is recorded. The results are naive's either way.
+#[test]
+fn a_flows_first_packet_is_not_recorded() {
+    let mut g = cfg(
+        (Ipv4Addr::new(10, 0, 0, 0), 16),
+        (Ipv4Addr::new(10, 1, 0, 0), 16),
+        None,
+    );
+    g.packets = 3000;
+    g.flows = 3000;
+    g.mix = Mix {
+        tcp: 0,
+        udp: 1,
+        icmp: 0,
+    };
+    let t = trace("new-flows", g);
+    same("napts/one.toml", "n1.eth0", &t, None);
+    let chain = ChainFile::load(&root().join("examples/napts/one.toml")).unwrap();
+    let records = ports::pcap::read_all(&t).unwrap().0;
+    let flows = records.len() as u64;
+    for (initial, passes) in [
+        (Initial::Second, 1),
+        (Initial::Second, 2),
+        (Initial::First, 1),
+    ] {
+        let mut ex =
+            Executor::new(&chain, &RunOptions::default(), |_, _| Ok(ExitSink::Count)).unwrap();
+        ex.enable_fastpath(FastOptions {
+            initial,
+            max_flows: 1024,
+            ..FastOptions::default()
+        });
+        let at = ex.entry(&Endpoint::parse("n1.eth0").unwrap()).unwrap();
+        ex.replay(&[(at, records.clone())], passes);
+        let f = ex.fast_stats().unwrap();
+        assert!(f.entries <= 1024, "{f:?}");
+        match (initial, passes) {
+            (Initial::Second, 1) => {
+                assert_eq!(
+                    (f.recorded, f.first_seen, f.entries),
+                    (0, flows, 0),
+                    "{f:?}"
+                )
+            }
+            // The second pass: flows still in the (1024-place) set are recorded.
+            (Initial::Second, _) => assert!(f.recorded > 0 && f.recorded < flows, "{f:?}"),
+            _ => assert_eq!((f.recorded, f.first_seen), (flows, 0), "{f:?}"),
+        }
+    }
+}
