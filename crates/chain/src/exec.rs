@@ -366,8 +366,22 @@ struct SynthState {
     compiled: Vec<Option<classify::Classes>>,
     /// Packets served by remembered paths (one lookup each).
     flow_hits: u64,
-    /// Times the established-flow table was emptied for its bound (`flows::MAX_FLOWS`).
+    /// Times the established-flow table was emptied because its regions reached their
+    /// bound (`flows::MAX_REGIONS`).
     flow_resets: u64,
+    /// The most flows the established-flow table holds (`--max-flows`; 0 until a program
+    /// is installed, which sets the default).
+    max_flows: usize,
+    /// The table's keys, oldest first: at the bound the oldest flow is forgotten.
+    flow_order: std::collections::VecDeque<u128>,
+    /// Flows forgotten at the bound (one by one, or all with the regions).
+    flow_evictions: u64,
+    /// Whether the flow of the packet being run has an entry (read once, by the remembered
+    /// path's lookup).
+    known: bool,
+    /// Fingerprints of flows seen once (direct-mapped by hash): a flow is remembered from
+    /// its second slow packet on, so traffic of one-packet flows adds nothing to the table.
+    seen: Vec<u64>,
     /// Whether frames entering synthesized entries carry their class in a VLAN tag a switch
     /// pushed (`Executor::trust_switch_tags`).
     trust_tags: bool,
@@ -1591,9 +1605,18 @@ impl Executor {
             .map(|e| e.stateful_flow().is_some())
             .collect();
         self.synth.flows.clear();
+        self.synth.flow_order.clear();
         self.synth.flows_dirty.clear();
         self.synth.regions.clear();
         self.synth.guards = None;
+        if self.synth.max_flows == 0 {
+            self.synth.max_flows = flows::DEFAULT_MAX_FLOWS;
+        }
+        self.synth.seen = if self.synth.rewriters.is_empty() {
+            Vec::new()
+        } else {
+            vec![0; flows::SEEN_SLOTS]
+        };
         // A rewriter's table is read by the program: naive steps into one pay the
         // remembered flows' debts first.
         self.mode_hooks |= self.synth.is_rewriter.iter().any(|&r| r);
@@ -1673,10 +1696,23 @@ impl Executor {
         (paths, self.synth.flow_hits)
     }
 
-    /// Times the established-flow table was emptied because it reached its bound (229,376
-    /// flows or 2^16 regions); a forgotten flow's next packet takes the slow path.
+    /// Times the established-flow table was emptied because its regions reached their
+    /// bound (2^16); a forgotten flow's next packet takes the slow path.
     pub fn flow_resets(&self) -> u64 {
         self.synth.flow_resets
+    }
+
+    /// Synth mode: flows the established-flow table forgot at its bound (`--max-flows`, the
+    /// oldest first, or all of them with the regions); a forgotten flow's next packet takes
+    /// the slow path, with the same result.
+    pub fn flow_evictions(&self) -> u64 {
+        self.synth.flow_evictions
+    }
+
+    /// Synth mode: the most flows the established-flow table holds (`--max-flows`, by
+    /// default 65,536 as the fast path's table). Set after [`Executor::install`] or before.
+    pub fn limit_flows(&mut self, max_flows: usize) {
+        self.synth.max_flows = max_flows.max(1);
     }
 
     /// How many packets reached each node of the installed program.
@@ -1695,6 +1731,17 @@ impl Executor {
         }
         let r = self.run_program_in(&mut prog, el, None, &mut p);
         self.synth.tag_hint = None;
+        // A flow is remembered from its second slow packet on (at once while it has an
+        // entry): a flow of one packet costs no entry, no region and no eviction.
+        let keep = self
+            .synth
+            .regs
+            .key
+            .is_some_and(|k| self.synth.known || flows::seen_again(&mut self.synth.seen, k));
+        if !keep {
+            self.synth.program = Some(prog);
+            return self.program_end(r, p);
+        }
         // Room for what this packet may add to the established-flow table.
         self.bound_flows();
         // Paths through a rewriter, and paths that end (an exit, a hand-off, a drop) without
@@ -1738,11 +1785,13 @@ impl Executor {
                         regs,
                         regions,
                         flows,
+                        flow_order,
                         ..
                     },
                 ..
             } = self;
-            flows::memo_root(regs, regions, flows, &prog, (root, k), choice, unkeyed);
+            let table = (flows, flow_order);
+            flows::memo_root(regs, regions, table, &prog, (root, k), choice, unkeyed);
         }
         self.synth.program = Some(prog);
         if let Some(k) = key {
@@ -1819,10 +1868,13 @@ impl Executor {
             // An established flow: one lookup, then its class's writes.
             let key = flows::flow_key(el, p.data());
             flow = Some(key);
-            if let Some(r) = self.run_fast(prog, el, key, p) {
-                return r;
-            }
-            if self.synth.tag_hint.is_none() {
+            let known = match self.run_fast(prog, el, key, p) {
+                Ok(r) => return r,
+                Err(known) => known,
+            };
+            // A flow without an entry has nothing to look up again (its first packet).
+            self.synth.known = known;
+            if known && self.synth.tag_hint.is_none() {
                 memo = self.root_memo(el, key, p);
             }
         }
@@ -1967,7 +2019,8 @@ impl Executor {
         let now = self.cx.now.0;
         if self.synth.regs.key.is_none() {
             let key = walk.flow.unwrap_or_else(|| flows::flow_key(walk.el, data));
-            if let Some(e) = self.synth.flows.get(&key) {
+            let entry = self.synth.known.then(|| self.synth.flows.get(&key));
+            if let Some(e) = entry.flatten() {
                 self.synth.regs.cached.extend_from_slice(&e.steps);
             }
             self.synth.regs.key = Some(key);
@@ -2150,7 +2203,8 @@ impl Executor {
                     }
                     let key = flow.unwrap_or_else(|| flows::flow_key(el, p.data()));
                     self.synth.regs.key = Some(key);
-                    if let Some(e) = self.synth.flows.get(&key) {
+                    let entry = self.synth.known.then(|| self.synth.flows.get(&key));
+                    if let Some(e) = entry.flatten() {
                         self.synth.regs.cached.extend_from_slice(&e.steps);
                     }
                 }

@@ -127,6 +127,12 @@ impl Outcome {
             .fold((0, 0), |(p, h), w| (p + w.flows.0, h + w.flows.1))
     }
 
+    /// Flows the workers' established-flow tables forgot at their bound, added up (synth
+    /// mode).
+    pub fn flow_evictions(&self) -> u64 {
+        self.workers.iter().map(|w| w.flow_evictions).sum()
+    }
+
     /// Switch-tagged frames over all workers: (whose class held, classified again).
     pub fn switch_tags(&self) -> (u64, u64) {
         self.workers.iter().fold((0, 0), |(a, b), w| {

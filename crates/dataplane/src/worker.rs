@@ -67,6 +67,8 @@ pub struct WorkerOutcome {
     pub fast: Option<FastStats>,
     /// Remembered flow paths and the packets they served (synth mode).
     pub flows: (usize, u64),
+    /// Flows its established-flow table forgot at its bound (synth mode).
+    pub flow_evictions: u64,
     /// Traffic classes of its synthesized program (synth mode).
     pub classes: Option<usize>,
     /// Switch-tagged frames: (whose class held, classified again).
@@ -81,6 +83,7 @@ impl WorkerOutcome {
             state: ex.state_dump(),
             fast: ex.fast_stats(),
             flows: ex.flow_stats(),
+            flow_evictions: ex.flow_evictions(),
             classes,
             switch_tags: ex.switch_tag_counts(),
         }

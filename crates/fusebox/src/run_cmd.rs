@@ -116,7 +116,8 @@ pub struct RunArgs {
     /// TCP the first after the handshake).
     #[arg(long, value_name = "second|first|handshake", default_value = "second")]
     pub initial: String,
-    /// Fast path: most flows in the global table (the oldest is evicted beyond that).
+    /// Synth and fast path: most flows in the flow table (synth's remembered flows, the fast
+    /// path's global table); the oldest is evicted beyond that, counted as `evicted`.
     #[arg(long, value_name = "N", default_value_t = 1 << 16)]
     pub max_flows: usize,
     /// Fast path: seconds (virtual time) after which an unused flow entry is removed.
@@ -371,9 +372,14 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
             "--trust-switch-tags: only with --mode synth".into(),
         ));
     }
-    // The fast path's options are read (and checked) only in that mode.
+    // The fast path's options are read (and checked) only in that mode; synth takes its
+    // flow table's bound from them.
     let fast = match a.mode {
         Mode::Fastpath => a.fast_options()?,
+        Mode::Synth => chain::FastOptions {
+            max_flows: a.max_flows.max(1),
+            ..chain::FastOptions::default()
+        },
         _ => chain::FastOptions::default(),
     };
     // On several workers this executor only checks the set-up and reads the inputs'
@@ -560,16 +566,9 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
             ""
         };
         eprintln!("replay: {n} packets in {passes} passes{stopped}, {secs:.3} s, {:.3} Mpps (one core, in memory, no I/O)", pps / 1e6);
-        if synth.is_some() {
-            let (paths, hits) = ex.flow_stats();
-            eprintln!(
-                "synth: {hits} of {n} packets took a remembered flow path (one lookup); {paths} paths remembered; table emptied {} times at its bound",
-                ex.flow_resets()
-            );
-        }
         if a.json {
             let mut s = with_excluded(ex.summary(), excluded.get()).to_json();
-            s = format!("{{\"replay\": {{\"packets\": {n}, \"passes\": {passes}, \"stopped\": {}, \"seconds\": {secs}, \"pps\": {pps}}},{} \"summary\": {s}}}", stop.is_set(), mode_json(synth.as_ref().map(|r| r.classes.len()), ex.fast_stats().as_ref()).map(|s| format!(" {s}")).unwrap_or_default());
+            s = format!("{{\"replay\": {{\"packets\": {n}, \"passes\": {passes}, \"stopped\": {}, \"seconds\": {secs}, \"pps\": {pps}}},{} \"summary\": {s}}}", stop.is_set(), mode_json(synth.as_ref().map(|r| SynthFlows::of(&ex, r.classes.len())).as_ref(), ex.fast_stats().as_ref()).map(|s| format!(" {s}")).unwrap_or_default());
             outln!("{s}");
         }
     } else if live {
@@ -598,7 +597,10 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
             match (
                 s.strip_prefix("{\n"),
                 mode_json(
-                    synth.as_ref().map(|r| r.classes.len()),
+                    synth
+                        .as_ref()
+                        .map(|r| SynthFlows::of(&ex, r.classes.len()))
+                        .as_ref(),
                     ex.fast_stats().as_ref(),
                 ),
             ) {
@@ -623,7 +625,10 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
             match (
                 s.strip_prefix("{\n"),
                 mode_json(
-                    synth.as_ref().map(|r| r.classes.len()),
+                    synth
+                        .as_ref()
+                        .map(|r| SynthFlows::of(&ex, r.classes.len()))
+                        .as_ref(),
                     ex.fast_stats().as_ref(),
                 ),
             ) {
@@ -639,6 +644,12 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
     );
     if let Some(f) = ex.fast_stats() {
         eprintln!("{}", fast_line(&f));
+    }
+    if let Some(r) = &synth {
+        eprintln!(
+            "{}",
+            SynthFlows::of(&ex, r.classes.len()).line(summary.totals.input)
+        );
     }
     if a.trust_switch_tags {
         let (held, again) = ex.switch_tag_counts();
@@ -736,11 +747,48 @@ pub fn fast_line(f: &chain::FastStats) -> String {
     )
 }
 
-/// `"synth": {"classes": N},` for the JSON outputs of a synth run, or `"fastpath": {...},`
-/// (what the fast path did) for a fastpath run.
-fn mode_json(classes: Option<usize>, fast: Option<&chain::FastStats>) -> Option<String> {
-    if let Some(c) = classes {
-        return Some(format!("\"synth\": {{\"classes\": {c}}},"));
+/// What a synth run's program and established-flow table did.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct SynthFlows {
+    /// Traffic classes of the program.
+    pub(crate) classes: usize,
+    /// Packets served by remembered flow paths (one lookup each).
+    pub(crate) served: u64,
+    /// Paths remembered at the end.
+    pub(crate) paths: usize,
+    /// Flows the table forgot at its bound (`--max-flows`).
+    pub(crate) evicted: u64,
+}
+
+impl SynthFlows {
+    /// What `ex`'s program (of `classes` classes) and flow table did.
+    fn of(ex: &chain::Executor, classes: usize) -> SynthFlows {
+        let (paths, served) = ex.flow_stats();
+        SynthFlows {
+            classes,
+            served,
+            paths,
+            evicted: ex.flow_evictions(),
+        }
+    }
+
+    /// One line on it, for a run of `input` packets.
+    pub(crate) fn line(&self, input: u64) -> String {
+        format!(
+            "synth: {} of {input} packets took a remembered flow path (one lookup); {} paths remembered; {} flows evicted at the bound (--max-flows)",
+            self.served, self.paths, self.evicted
+        )
+    }
+}
+
+/// `"synth": {"classes": N, "served": S, "paths": P, "evicted": E},` for the JSON outputs
+/// of a synth run, or `"fastpath": {...},` (what the fast path did) for a fastpath run.
+fn mode_json(synth: Option<&SynthFlows>, fast: Option<&chain::FastStats>) -> Option<String> {
+    if let Some(f) = synth {
+        return Some(format!(
+            "\"synth\": {{\"classes\": {}, \"served\": {}, \"paths\": {}, \"evicted\": {}}},",
+            f.classes, f.served, f.paths, f.evicted
+        ));
     }
     let f = fast?;
     let mut m = serde_json::Map::new();

@@ -37,12 +37,16 @@ impl Mode {
     }
 
     /// Installs the mode in `ex` (built naive by [`Executor::new`]): synthesis for
-    /// [`Mode::Synth`] (its report returned), the fast path with `fast` for
-    /// [`Mode::Fastpath`], nothing for [`Mode::Naive`]. It cannot fail.
+    /// [`Mode::Synth`] (its report returned; its established-flow table bounded by
+    /// `fast.max_flows`), the fast path with `fast` for [`Mode::Fastpath`], nothing for
+    /// [`Mode::Naive`]. It cannot fail.
     pub fn install(self, ex: &mut Executor, fast: FastOptions) -> Option<Report> {
         match self {
             Mode::Naive => None,
-            Mode::Synth => Some(crate::install(ex)),
+            Mode::Synth => {
+                ex.limit_flows(fast.max_flows);
+                Some(crate::install(ex))
+            }
             Mode::Fastpath => {
                 ex.enable_fastpath(fast);
                 None

@@ -139,3 +139,81 @@ fn full_tables_decide_the_same_in_every_mode() {
     assert!(stat(&naive, "Maglev", "connections") <= 5, "{got:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Runs `records` into `napts/one.toml`'s entry in `mode` with synth's and the fast path's
+/// flow tables bounded to `max_flows`: the outcome (exits, state, summary) and synth's
+/// (flows evicted, packets served by remembered paths, paths remembered at the end).
+fn run_napt(
+    records: &[ports::pcap::Record],
+    mode: Mode,
+    max_flows: usize,
+) -> (
+    (
+        BTreeMap<String, chain::exec::Captured>,
+        BTreeMap<String, Vec<String>>,
+        String,
+    ),
+    (u64, u64, usize),
+) {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let chain = ChainFile::load(&root.join("napts/one.toml")).unwrap();
+    let mut ex = chain::Executor::new(&chain, &RunOptions::default(), |_, _| {
+        Ok(chain::ExitSink::Memory(Vec::new()))
+    })
+    .unwrap();
+    let fast = FastOptions {
+        max_flows,
+        ..FastOptions::default()
+    };
+    mode.install(&mut ex, fast);
+    let at = ex.entry(&Endpoint::parse("n1.eth0").unwrap()).unwrap();
+    ex.replay(&[(at, records.to_vec())], 2);
+    let (paths, served) = ex.flow_stats();
+    let evicted = ex.flow_evictions();
+    let s = ex.summary().to_text();
+    (
+        (ex.finish().unwrap(), ex.state_dump(), s),
+        (evicted, served, paths),
+    )
+}
+
+#[test]
+fn synth_flow_table_is_bounded_by_max_flows_and_counts_evictions() {
+    // 400 flows of about 15 packets each, in random order, run twice: far more flows than
+    // a table of 8 holds, so remembered flows are evicted over and over.
+    let cfg = GenConfig {
+        packets: 6000,
+        flows: 400,
+        mix: Mix {
+            tcp: 1,
+            udp: 1,
+            icmp: 0,
+        },
+        seed: 17,
+        ..GenConfig::default()
+    };
+    let records = generate(&cfg).records();
+    let (naive, _) = run_napt(&records, Mode::Naive, 8);
+    for max in [1, 8, 1 << 16] {
+        let (synth, (evicted, served, paths)) = run_napt(&records, Mode::Synth, max);
+        assert_eq!(naive.0, synth.0, "exits, --max-flows {max}");
+        assert_eq!(naive.1, synth.1, "state, --max-flows {max}");
+        assert_eq!(naive.2, synth.2, "summary, --max-flows {max}");
+        assert!(paths <= max, "{paths} paths held with --max-flows {max}");
+        if max < 400 {
+            assert!(evicted > 0, "no eviction with --max-flows {max}");
+        } else {
+            assert_eq!(evicted, 0, "evictions with room for every flow");
+            // With room for every flow, most packets take a remembered path.
+            assert!(served > 6000, "{served} served");
+        }
+        if max == 8 {
+            // A flow evicted comes back on its next slow packet: many are served still.
+            assert!(served > 0, "{served} served with --max-flows 8");
+        }
+    }
+    // The fast path keeps to the same bound (and agrees).
+    let (fast, _) = run_napt(&records, Mode::Fastpath, 8);
+    assert_eq!(naive.0, fast.0, "fastpath exits");
+    assert_eq!(naive.2, fast.2, "fastpath summary");
+}

@@ -45,6 +45,7 @@ use elements::hash::FlowHasher;
 use elements::model::Field;
 use elements::rewriter::{PacketInfo, TCP_REWRITE_MIN, TRANSPORT_MIN};
 use packet::Packet;
+use std::collections::VecDeque;
 
 /// The TCP flags whose presence changes a mapping's state: FIN, SYN, RST.
 const STATE_FLAGS: u8 = 0x07;
@@ -289,7 +290,7 @@ pub(super) fn tuple_determined(tuple: &[Val; 4]) -> bool {
 pub(super) fn memo_root(
     regs: &Regs,
     regions: &mut Regions,
-    flows: &mut FlowTable,
+    (flows, order): (&mut FlowTable, &mut VecDeque<u128>),
     prog: &Program,
     (root, key): (NodeId, u128),
     (next, index, pins): (NodeId, u32, usize),
@@ -310,45 +311,81 @@ pub(super) fn memo_root(
         narrow_point(&mut region, i, v);
     }
     let region = regions.id(&region);
-    flows.entry(key).or_default().root = Some(RootMemo {
+    slot(flows, order, key).root = Some(RootMemo {
         choice: (next, index),
         region,
     });
 }
 
-/// The most flows the established-flow table remembers: beyond, it is emptied (after the
-/// debts are paid) and refills from the flows that come next. 7/8 of 2^18: the most a hash
-/// table of 2^18 buckets holds before it doubles (an entry is several hundred bytes, kept
-/// inline so that one access finds a flow's path).
-pub(super) const MAX_FLOWS: usize = 7 << 15;
+/// The most flows the established-flow table remembers unless `--max-flows` says otherwise
+/// (the fast path's default too): beyond, the oldest flow is forgotten (after its debt is
+/// paid), counted in `Executor::flow_evictions`.
+pub(super) const DEFAULT_MAX_FLOWS: usize = 1 << 16;
 
 /// The most regions kept (distinct boxes; each remembered path names one): beyond, the
 /// table and the regions are emptied together.
 pub(super) const MAX_REGIONS: usize = 1 << 16;
 
+/// Slots of the seen-once filter (`SynthState::seen`): 512 KiB of fingerprints.
+pub(super) const SEEN_SLOTS: usize = 1 << 16;
+
+/// Whether the flow of `key` was seen before (its fingerprint is in its slot of `seen`);
+/// if not, notes it. A slot holds the last flow that hashed there, so a flow whose slot
+/// another flow took meanwhile is remembered one packet later: only speed depends on it.
+/// An empty filter says yes.
+#[inline]
+pub(super) fn seen_again(seen: &mut [u64], key: u128) -> bool {
+    let h =
+        elements::hash::splitmix64(key as u64 ^ elements::hash::splitmix64((key >> 64) as u64)) | 1;
+    let Some(s) = seen.get_mut(h as usize & SEEN_SLOTS.wrapping_sub(1)) else {
+        return true;
+    };
+    if *s == h {
+        return true;
+    }
+    *s = h;
+    false
+}
+
+/// The entry of `key` in `flows`, made (and noted in `order` as the newest) when new.
+#[inline]
+fn slot<'a>(flows: &'a mut FlowTable, order: &mut VecDeque<u128>, key: u128) -> &'a mut FlowEntry {
+    flows.entry(key).or_insert_with(|| {
+        order.push_back(key);
+        FlowEntry::default()
+    })
+}
+
 /// The executor's flow table.
 pub(super) type FlowTable =
     std::collections::HashMap<u128, FlowEntry, std::hash::BuildHasherDefault<FlowHasher>>;
 
+/// The earliest time a rewriter of the program (`rewriters`, indices into `elements`)
+/// reaps (0 when one has not scheduled its first reap yet: its next packet takes the slow
+/// path and schedules it), and the sum of the rewriters' mapping changes.
+fn guards_now(rewriters: &[u32], elements: &mut [Box<dyn elements::Element>]) -> (u64, u64) {
+    let (mut t, mut c) = (u64::MAX, 0u64);
+    for &g in rewriters {
+        if let Some(rw) = elements.get_mut(g as usize).and_then(|e| e.stateful_flow()) {
+            t = t.min(rw.next_reap().unwrap_or(0));
+            c = c.wrapping_add(rw.changes());
+        }
+    }
+    (t, c)
+}
+
 impl Executor {
     /// Runs `p`, arriving at entry element `el`, by its flow's remembered path if that path
-    /// still holds for it; `None` when it must take the slow path.
+    /// still holds for it; else `Err(known)`: it must take the slow path, and `known` says
+    /// whether the flow has an entry (a root memo, hints) at all.
     pub(super) fn run_fast(
         &mut self,
         prog: &Program,
         el: u32,
         key: u128,
         p: &mut Packet,
-    ) -> Option<ProgramEnd> {
+    ) -> Result<ProgramEnd, bool> {
         let now = self.cx.now.0;
-        let (deadline, epoch) = match self.synth.guards {
-            Some(g) => g,
-            None => {
-                let g = self.guards_now();
-                self.synth.guards = Some(g);
-                g
-            }
-        };
         let Executor {
             synth:
                 SynthState {
@@ -357,62 +394,80 @@ impl Executor {
                     start_of,
                     flow_hits,
                     regions,
+                    guards,
+                    rewriters,
                     ..
                 },
             elements,
             info: einfo,
             ..
         } = self;
-        let e = flows.get_mut(&key)?;
-        let f = e.fast.as_mut()?;
-        if now >= f.expiry || now >= deadline || f.pending == u32::MAX {
-            return None;
-        }
-        let getters = &start_of.get(el as usize)?.as_ref()?.getters;
-        let view = crate::program::frame(p.data());
-        let region = regions.boxes.get(f.region as usize)?;
-        let inside = region.iter().all(|(i, iv)| {
-            let v = getters.get(usize::from(*i)).map_or(0, |g| g.get(&view));
-            iv.iter().any(|&(lo, hi)| lo <= v && v <= hi)
-        });
-        // `fast_info` also makes sure the flow key's ports are the packet's (a first
-        // fragment, its transport header all there).
-        let info = fast_info(p.data())?;
-        if !inside || f.info.is_some_and(|i| i != info) {
-            return None;
-        }
-        if f.epoch != epoch {
-            // Some mapping changed since: are this path's still as they were?
-            for (s, v) in e.steps.iter().zip(&f.versions) {
-                if elements[s.0 as usize].stateful_flow()?.version(s.1) != *v {
-                    return None;
-                }
+        let Some(e) = flows.get_mut(&key) else {
+            return Err(false);
+        };
+        let Some(f) = e.fast.as_mut() else {
+            return Err(true);
+        };
+        let (deadline, epoch) = match *guards {
+            Some(g) => g,
+            None => {
+                let g = guards_now(rewriters, elements);
+                *guards = Some(g);
+                g
             }
-            f.epoch = epoch;
+        };
+        if now >= f.expiry || now >= deadline || f.pending == u32::MAX {
+            return Err(true);
         }
-        *flow_hits += 1;
-        f.seq = *flow_hits;
-        f.pending += 1;
-        if f.pending == 1 {
-            flows_dirty.push(key);
-        }
-        f.last = now;
-        f.expiry = now.saturating_add(f.life);
-        if f.bytes {
-            let d = p.data();
-            let ip_len = u16::from_be_bytes([
-                d.get(16).copied().unwrap_or(0),
-                d.get(17).copied().unwrap_or(0),
-            ]);
-            f.pending_bytes.0 += d.len() as u64;
-            f.pending_bytes.1 += u64::from(ip_len);
-        }
-        Some(super::leave(
-            prog.nodes.get(f.end as usize)?,
-            p,
-            &f.regs,
-            einfo,
-        ))
+        let steps = &e.steps;
+        let mut serve = || -> Option<ProgramEnd> {
+            let getters = &start_of.get(el as usize)?.as_ref()?.getters;
+            let view = crate::program::frame(p.data());
+            let region = regions.boxes.get(f.region as usize)?;
+            let inside = region.iter().all(|(i, iv)| {
+                let v = getters.get(usize::from(*i)).map_or(0, |g| g.get(&view));
+                iv.iter().any(|&(lo, hi)| lo <= v && v <= hi)
+            });
+            // `fast_info` also makes sure the flow key's ports are the packet's (a first
+            // fragment, its transport header all there).
+            let info = fast_info(p.data())?;
+            if !inside || f.info.is_some_and(|i| i != info) {
+                return None;
+            }
+            if f.epoch != epoch {
+                // Some mapping changed since: are this path's still as they were?
+                for (s, v) in steps.iter().zip(&f.versions) {
+                    if elements[s.0 as usize].stateful_flow()?.version(s.1) != *v {
+                        return None;
+                    }
+                }
+                f.epoch = epoch;
+            }
+            *flow_hits += 1;
+            f.seq = *flow_hits;
+            f.pending += 1;
+            if f.pending == 1 {
+                flows_dirty.push(key);
+            }
+            f.last = now;
+            f.expiry = now.saturating_add(f.life);
+            if f.bytes {
+                let d = p.data();
+                let ip_len = u16::from_be_bytes([
+                    d.get(16).copied().unwrap_or(0),
+                    d.get(17).copied().unwrap_or(0),
+                ]);
+                f.pending_bytes.0 += d.len() as u64;
+                f.pending_bytes.1 += u64::from(ip_len);
+            }
+            Some(super::leave(
+                prog.nodes.get(f.end as usize)?,
+                p,
+                &f.regs,
+                einfo,
+            ))
+        };
+        serve().ok_or(true)
     }
 
     /// The root class the flow of `key` chose before, if `p` is in its region.
@@ -430,20 +485,6 @@ impl Executor {
                 iv.iter().any(|&(lo, hi)| lo <= v && v <= hi)
             })
             .then_some(m.choice)
-    }
-
-    /// The earliest time a rewriter of the program reaps (0 when one has not scheduled its
-    /// first reap yet: its next packet takes the slow path and schedules it), and the sum of
-    /// the rewriters' mapping changes.
-    fn guards_now(&mut self) -> (u64, u64) {
-        let (mut t, mut c) = (u64::MAX, 0u64);
-        for &g in &self.synth.rewriters {
-            if let Some(rw) = self.elements[g as usize].stateful_flow() {
-                t = t.min(rw.next_reap().unwrap_or(0));
-                c = c.wrapping_add(rw.changes());
-            }
-        }
-        (t, c)
     }
 
     /// Pays what the packets served by remembered paths owe: the rewriters' state (counts,
@@ -525,16 +566,37 @@ impl Executor {
         }
     }
 
-    /// Keeps the established-flow table and its regions under [`MAX_FLOWS`] and
-    /// [`MAX_REGIONS`]: when either is reached, pays every debt and forgets both (counted in
-    /// `Executor::flow_resets`). Only speed depends on it: a forgotten flow's next packet
-    /// takes the slow path, which gives the same result.
+    /// Makes room in the established-flow table for one more flow: below its bound
+    /// (`SynthState::max_flows`) by forgetting the oldest flows (their debts paid first),
+    /// and under [`MAX_REGIONS`] by forgetting every flow and region (counted in
+    /// `Executor::flow_resets`). Each forgotten flow counts in `Executor::flow_evictions`.
+    /// Only speed depends on it: a forgotten flow's next packet takes the slow path, which
+    /// gives the same result.
     pub(super) fn bound_flows(&mut self) {
-        if self.synth.flows.len() >= MAX_FLOWS || self.synth.regions.len() >= MAX_REGIONS {
+        if self.synth.regions.len() >= MAX_REGIONS {
             self.flush_flows();
+            self.synth.flow_evictions += self.synth.flows.len() as u64;
             self.synth.flows.clear();
+            self.synth.flow_order.clear();
             self.synth.regions.clear();
             self.synth.flow_resets += 1;
+        }
+        while self.synth.flows.len() >= self.synth.max_flows {
+            let Some(k) = self.synth.flow_order.pop_front() else {
+                break;
+            };
+            let owes = self
+                .synth
+                .flows
+                .get(&k)
+                .and_then(|e| e.fast.as_ref())
+                .is_some_and(|f| f.pending > 0);
+            if owes {
+                self.flush_flows();
+            }
+            if self.synth.flows.remove(&k).is_some() {
+                self.synth.flow_evictions += 1;
+            }
         }
     }
 
@@ -569,6 +631,7 @@ impl Executor {
                 let SynthState {
                     regs: r,
                     flows,
+                    flow_order,
                     byte_nodes,
                     ..
                 } = &mut self.synth;
@@ -576,7 +639,7 @@ impl Executor {
                     .path
                     .iter()
                     .any(|&n| byte_nodes.get(n as usize) == Some(&true));
-                let e = flows.entry(key).or_default();
+                let e = slot(flows, flow_order, key);
                 e.steps.clone_from(&r.record);
                 // In place: the entry's vectors are reused.
                 let f = e.fast.get_or_insert_with(Fast::default);
@@ -605,7 +668,7 @@ impl Executor {
             }
         }
         if r.dirty && !r.record.is_empty() {
-            let e = self.synth.flows.entry(key).or_default();
+            let e = slot(&mut self.synth.flows, &mut self.synth.flow_order, key);
             e.steps.clone_from(&self.synth.regs.record);
             e.fast = None;
         }

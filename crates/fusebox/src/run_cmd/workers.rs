@@ -1,6 +1,6 @@
 //! `fusebox run --cores N` (N > 1): a run on several workers, from files, in memory or live.
 
-use super::{add_rx, conclude, fast_line, mode_json, with_excluded, RunArgs};
+use super::{add_rx, conclude, fast_line, mode_json, with_excluded, RunArgs, SynthFlows};
 use crate::error::CliError;
 use chain::exec::Source;
 use packet::Precision;
@@ -300,15 +300,20 @@ impl Workers {
                 )
             })
             .collect();
-        if self.setup.mode == Mode::Synth {
-            let (paths, hits) = outcome.flow_stats();
-            eprintln!(
-                "synth: {hits} of {} packets took a remembered flow path (one lookup); {paths} paths remembered",
-                summary.totals.input
-            );
+        let synth = (self.setup.mode == Mode::Synth).then(|| {
+            let (paths, served) = outcome.flow_stats();
+            SynthFlows {
+                classes: outcome.classes().unwrap_or(0),
+                served,
+                paths,
+                evicted: outcome.flow_evictions(),
+            }
+        });
+        if let Some(f) = &synth {
+            eprintln!("{}", f.line(summary.totals.input));
         }
         if a.json {
-            let mode = mode_json(outcome.classes(), fast.as_ref())
+            let mode = mode_json(synth.as_ref(), fast.as_ref())
                 .map(|m| format!(" {m}"))
                 .unwrap_or_default();
             let workers = format!("\"workers\": [{}],", per_worker.join(", "));
