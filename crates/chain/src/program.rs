@@ -517,33 +517,43 @@ impl Getter {
         }
     }
 
+    /// The value of a [`Getter::Load`] field in the frame `view` looks at; `None` for a
+    /// computed field. Small: callers testing many fields inline it and keep the computed
+    /// fields out of line.
+    #[inline(always)]
+    pub fn load(&self, view: &FrameView<'_>) -> Option<u128> {
+        let Getter::Load {
+            l4,
+            off,
+            len,
+            shift,
+            mask,
+            wide,
+        } = *self
+        else {
+            return None;
+        };
+        let b = if l4 { view.l4 } else { view.data };
+        let (o, n) = (usize::from(off), usize::from(len));
+        if let Some(w) = b.get(o..o + 8) {
+            let mut x = [0u8; 8];
+            x.copy_from_slice(w);
+            return Some(u128::from((u64::from_be_bytes(x) >> wide) & mask));
+        }
+        Some(match b.get(o..o + n) {
+            Some(x) => {
+                let v = x.iter().fold(0u64, |a, y| (a << 8) | u64::from(*y));
+                u128::from((v >> shift) & mask)
+            }
+            None => 0,
+        })
+    }
+
     /// The value of the field in the frame `view` looks at.
     #[inline(always)]
     pub fn get(&self, view: &FrameView<'_>) -> u128 {
         match *self {
-            Getter::Load {
-                l4,
-                off,
-                len,
-                shift,
-                mask,
-                wide,
-            } => {
-                let b = if l4 { view.l4 } else { view.data };
-                let (o, n) = (usize::from(off), usize::from(len));
-                if let Some(w) = b.get(o..o + 8) {
-                    let mut x = [0u8; 8];
-                    x.copy_from_slice(w);
-                    return u128::from((u64::from_be_bytes(x) >> wide) & mask);
-                }
-                match b.get(o..o + n) {
-                    Some(x) => {
-                        let v = x.iter().fold(0u64, |a, y| (a << 8) | u64::from(*y));
-                        u128::from((v >> shift) & mask)
-                    }
-                    None => 0,
-                }
-            }
+            Getter::Load { .. } => self.load(view).unwrap_or(0),
             Getter::IpChecksumOk => u128::from(view.ip_checksum_ok()),
             Getter::IpLenOk => u128::from(view.ip_len_ok()),
             Getter::IpAvail => view.ip.len().min(0xffff) as u128,

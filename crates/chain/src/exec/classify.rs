@@ -269,6 +269,30 @@ fn real_frames(dims: &[(u16, Getter)], per_dim: &mut [Vec<(u64, u64)>]) {
     }
 }
 
+/// The value of the computed field `field` (read with `g`, not a load) of the frame `view`
+/// looks at: read once per packet, kept in `vals` (which of them are read: `valid`).
+#[inline(never)]
+fn computed(
+    field: u16,
+    g: &Getter,
+    view: &FrameView<'_>,
+    vals: &mut [u128],
+    valid: &mut u64,
+) -> u128 {
+    let i = usize::from(field);
+    if i < 64 && (*valid >> i) & 1 == 1 {
+        return vals.get(i).copied().unwrap_or(0);
+    }
+    let v = g.get(view);
+    if i < 64 {
+        if let Some(x) = vals.get_mut(i) {
+            *x = v;
+            *valid |= 1 << i;
+        }
+    }
+    v
+}
+
 /// The busiest classes (the first entries) are checked before the tree.
 const HOT: usize = 4;
 
@@ -436,23 +460,13 @@ impl Classes {
         vals: &mut [u128],
         valid: &mut u64,
     ) -> Option<(NodeId, u32)> {
-        // Field `field` read with `g`.
+        // Field `field` read with `g`: a load in place (small enough to be inlined in
+        // every test), a computed field once per packet, out of line.
         let mut get = |field: u16, g: &Getter| -> u128 {
-            if let Getter::Load { .. } = g {
-                return g.get(view);
+            match g.load(view) {
+                Some(v) => v,
+                None => computed(field, g, view, vals, valid),
             }
-            let i = usize::from(field);
-            if i < 64 && (*valid >> i) & 1 == 1 {
-                return vals.get(i).copied().unwrap_or(0);
-            }
-            let v = g.get(view);
-            if i < 64 {
-                if let Some(x) = vals.get_mut(i) {
-                    *x = v;
-                    *valid |= 1 << i;
-                }
-            }
-            v
         };
         let i = match &self.tree {
             Some(t) if self.ordered => {
