@@ -48,7 +48,7 @@
 use crate::file::{ChainFile, Endpoint};
 use crate::nf::Nf;
 use crate::program::{
-    Branch, Event, Finish, IpChecksum, Node, NodeId, Program, Regs, Tuple, Val, NO_MAPPING,
+    Branch, Event, Finish, IpChecksum, Node, NodeId, Program, Regs, Track, Tuple, Val, NO_MAPPING,
 };
 use crate::reason::ChainReason;
 use crate::reflect;
@@ -343,6 +343,8 @@ struct SynthState {
     /// Which of `vals` (the first 64) have been read for the packet being classified.
     valid: u64,
     regs: Regs,
+    /// What the packet being run notes on its walk (to remember its flow's path).
+    track: Track,
     /// For each element, its segment in the program when it is a synthesized entry.
     start_of: Vec<Option<crate::program::Segment>>,
     /// Established flows, by (entry element, protocol, addresses and ports) of the packet
@@ -379,8 +381,9 @@ struct SynthState {
     /// Whether the flow of the packet being run has an entry (read once, by the remembered
     /// path's lookup).
     known: bool,
-    /// Fingerprints of flows seen once (direct-mapped by hash): a flow is remembered from
-    /// its second slow packet on, so traffic of one-packet flows adds nothing to the table.
+    /// Fingerprints of flows seen once (direct-mapped by hash, `flows::seen_slots`): a flow
+    /// is remembered from its second slow packet on, so traffic of one-packet flows adds
+    /// nothing to the table.
     seen: Vec<u64>,
     /// Whether frames entering synthesized entries carry their class in a VLAN tag a switch
     /// pushed (`Executor::trust_switch_tags`).
@@ -399,6 +402,8 @@ struct ForkCopy {
     node: NodeId,
     /// The registers the packet had at the fork.
     regs: Regs,
+    /// And what it had noted on its walk.
+    track: Track,
 }
 
 /// Measurements a benchmark asks for, off by default.
@@ -1615,7 +1620,7 @@ impl Executor {
         self.synth.seen = if self.synth.rewriters.is_empty() {
             Vec::new()
         } else {
-            vec![0; flows::SEEN_SLOTS]
+            vec![0; flows::seen_slots(self.synth.max_flows)]
         };
         // A rewriter's table is read by the program: naive steps into one pay the
         // remembered flows' debts first.
@@ -1713,6 +1718,9 @@ impl Executor {
     /// default 65,536 as the fast path's table). Set after [`Executor::install`] or before.
     pub fn limit_flows(&mut self, max_flows: usize) {
         self.synth.max_flows = max_flows.max(1);
+        if !self.synth.seen.is_empty() {
+            self.synth.seen = vec![0; flows::seen_slots(self.synth.max_flows)];
+        }
     }
 
     /// How many packets reached each node of the installed program.
@@ -1735,7 +1743,7 @@ impl Executor {
         // entry): a flow of one packet costs no entry, no region and no eviction.
         let keep = self
             .synth
-            .regs
+            .track
             .key
             .is_some_and(|k| self.synth.known || flows::seen_again(&mut self.synth.seen, k));
         if !keep {
@@ -1748,9 +1756,9 @@ impl Executor {
         // one: a denied flow's packets skip the firewall's ordered tree too.
         let key = self
             .synth
-            .regs
+            .track
             .key
-            .filter(|_| !self.synth.regs.record.is_empty() || self.synth.regs.end.is_some());
+            .filter(|_| !self.synth.track.record.is_empty() || self.synth.track.end.is_some());
         let fields = match self.synth.start_of.get(el as usize) {
             Some(Some(seg)) => seg.fields.as_slice(),
             _ => &[],
@@ -1759,9 +1767,9 @@ impl Executor {
         // type and code that share the ports' bytes) hold for every packet of the flow:
         // regions leave them out (they are also the long lists of intervals).
         let unkeyed = |i: u16| !flows::keyed(fields.get(usize::from(i)));
-        if key.is_some() && self.synth.regs.cacheable {
+        if key.is_some() && self.synth.track.cacheable {
             // The box of classes the packet took (what a later packet must be in).
-            let regs = &mut self.synth.regs;
+            let regs = &mut self.synth.track;
             regs.region.clear();
             for &(node, index) in &regs.visits {
                 if let Some(Node::Classify(cs)) = prog.nodes.get(node as usize) {
@@ -1778,11 +1786,11 @@ impl Executor {
             Some(Some(seg)) => seg.root,
             _ => 0,
         };
-        if let (Some(k), Some(choice)) = (self.synth.regs.key, self.synth.regs.root) {
+        if let (Some(k), Some(choice)) = (self.synth.track.key, self.synth.track.root) {
             let Executor {
                 synth:
                     SynthState {
-                        regs,
+                        track: regs,
                         regions,
                         flows,
                         flow_order,
@@ -1813,8 +1821,10 @@ impl Executor {
             start: el,
             node,
             regs,
+            track,
         } = fork;
         self.synth.regs = regs;
+        self.synth.track = track;
         let r = self.run_program_in(&mut prog, el, Some(node), &mut p);
         self.synth.program = Some(prog);
         self.program_end(r, p)
@@ -1864,7 +1874,7 @@ impl Executor {
         // The flow key, read once (classification writes nothing).
         let mut flow = None;
         if track {
-            fresh_regs(&mut self.synth.regs);
+            fresh_regs(&mut self.synth.regs, &mut self.synth.track);
             // An established flow: one lookup, then its class's writes.
             let key = flows::flow_key(el, p.data());
             flow = Some(key);
@@ -1890,7 +1900,7 @@ impl Executor {
                 *c += 1;
             }
             if track {
-                self.synth.regs.path.push(node);
+                self.synth.track.path.push(node);
             }
             if self.synth.any_bytes && self.synth.byte_nodes.get(node as usize) == Some(&true) {
                 self.count_node_bytes(node, p.data());
@@ -1910,12 +1920,12 @@ impl Executor {
                 Node::Classify(_) => return ProgramEnd::Gone,
                 Node::Fork { branches } => self.fork_at(el, branches, p),
                 Node::Drop => {
-                    self.synth.regs.end = Some(node);
+                    self.synth.track.end = Some(node);
                     return ProgramEnd::Gone;
                 }
                 Node::Lookup { .. } => self.lookup_at(n, p),
                 Node::Check { tests, yes, no } => {
-                    self.synth.regs.cacheable &= flows::flow_determined(tests);
+                    self.synth.track.cacheable &= flows::flow_determined(tests);
                     let data = p.data();
                     let ok = tests.iter().all(|(v, iv)| {
                         let x = value(v, data, &self.synth.regs);
@@ -1924,7 +1934,7 @@ impl Executor {
                     Ok(if ok { *yes } else { *no })
                 }
                 Node::Exit { .. } | Node::Handoff { .. } => {
-                    self.synth.regs.end = Some(node);
+                    self.synth.track.end = Some(node);
                     return leave(n, p, &self.synth.regs, &self.info);
                 }
                 Node::Rewrite { .. } => self.rewrite_at(&walk, n, node, p),
@@ -1940,12 +1950,13 @@ impl Executor {
     /// the registers the packet has here; this packet takes branch 0.
     #[inline]
     fn fork_at(&mut self, el: u32, branches: &[NodeId], p: &Packet) -> Result<NodeId, ProgramEnd> {
-        self.synth.regs.cacheable = false;
+        self.synth.track.cacheable = false;
         for &b in branches.iter().skip(1).rev() {
             self.synth.forks.push(ForkCopy {
                 start: el,
                 node: b,
                 regs: self.synth.regs.clone(),
+                track: self.synth.track.clone(),
             });
             self.stack.push((0, Resume::Fork, p.duplicate()));
         }
@@ -1967,7 +1978,7 @@ impl Executor {
             return Err(ProgramEnd::Gone);
         };
         // The route is the flow's as long as the address is.
-        self.synth.regs.cacheable &= matches!(
+        self.synth.track.cacheable &= matches!(
             key,
             Val::Const(_) | Val::Reg(..) | Val::Orig(Field::IpDst | Field::IpSrc, _)
         );
@@ -2013,25 +2024,25 @@ impl Executor {
             self.flush_flows();
         }
         self.synth.guards = None;
-        self.synth.regs.cacheable &= flows::tuple_determined(tuple);
+        self.synth.track.cacheable &= flows::tuple_determined(tuple);
         let data = p.data();
         let (cur, input) = self.rewriter_input(tuple, *has_ip, *trimmed, data);
         let now = self.cx.now.0;
-        if self.synth.regs.key.is_none() {
+        if self.synth.track.key.is_none() {
             let key = walk.flow.unwrap_or_else(|| flows::flow_key(walk.el, data));
             let entry = self.synth.known.then(|| self.synth.flows.get(&key));
             if let Some(e) = entry.flatten() {
-                self.synth.regs.cached.extend_from_slice(&e.steps);
+                self.synth.track.cached.extend_from_slice(&e.steps);
             }
-            self.synth.regs.key = Some(key);
+            self.synth.track.key = Some(key);
         }
         let Some(rw) = self.elements[*element as usize].stateful_flow() else {
             return Err(ProgramEnd::Naive(*element, *port));
         };
-        let at = self.synth.regs.record.len();
+        let at = self.synth.track.record.len();
         let step = self
             .synth
-            .regs
+            .track
             .cached
             .get(at)
             .copied()
@@ -2046,23 +2057,23 @@ impl Executor {
             None => (*element, NO_MAPPING, elements::rewriter::Direction::Forward),
         };
         if step != Some(rec) {
-            self.synth.regs.dirty = true;
+            self.synth.track.dirty = true;
         }
         match (got, input.as_ref()) {
             (Some(_), Some(inp)) => {
-                self.synth.regs.versions.push(fs.version);
-                self.synth.regs.info = Some(inp.info);
+                self.synth.track.versions.push(fs.version);
+                self.synth.track.info = Some(inp.info);
                 match fs.steady {
-                    Some(life) => self.synth.regs.life = self.synth.regs.life.min(life),
-                    None => self.synth.regs.cacheable = false,
+                    Some(life) => self.synth.track.life = self.synth.track.life.min(life),
+                    None => self.synth.track.cacheable = false,
                 }
             }
             // A drop every packet of the flow gets (its protocol): the path ends here for
             // all of them.
             _ if matches!(d, elements::rewriter::Decision::Drop(r) if r.per_flow()) => {}
-            _ => self.synth.regs.cacheable = false,
+            _ => self.synth.track.cacheable = false,
         }
-        self.synth.regs.record.push(rec);
+        self.synth.track.record.push(rec);
         let branch = match d {
             elements::rewriter::Decision::Rewrite { out, new } => {
                 // The checksum operands rewrite_ipv4 adds, folded as we go so the sums
@@ -2088,8 +2099,8 @@ impl Executor {
             elements::rewriter::Decision::Drop(reason) => {
                 self.count_drop(*element, reason.as_str());
                 if reason.per_flow() {
-                    self.synth.regs.end = Some(node);
-                    self.synth.regs.drop = Some((*element, reason.as_str()));
+                    self.synth.track.end = Some(node);
+                    self.synth.track.drop = Some((*element, reason.as_str()));
                 }
                 return Err(ProgramEnd::Gone);
             }
@@ -2115,10 +2126,10 @@ impl Executor {
         data: &[u8],
     ) -> ([u128; 4], Option<elements::rewriter::FlowInput>) {
         let slot = usize::from(trimmed);
-        if self.synth.regs.parsed[slot].is_none() {
-            self.synth.regs.parsed[slot] = Some(flow_input(data, trimmed));
+        if self.synth.track.parsed[slot].is_none() {
+            self.synth.track.parsed[slot] = Some(flow_input(data, trimmed));
         }
-        let base = self.synth.regs.parsed[slot].flatten();
+        let base = self.synth.track.parsed[slot].flatten();
         let orig = base.map(|b| b.flow.values());
         let mut cur = [0u128; 4];
         for (k, v) in tuple.iter().enumerate() {
@@ -2192,20 +2203,20 @@ impl Executor {
                         .map_or(&[][..], |s| s.getters.as_slice());
                     for &i in classes.fields() {
                         let v = getters.get(usize::from(i)).map_or(0, |g| g.get(&view));
-                        self.synth.regs.pinned.push((i, v));
+                        self.synth.track.pinned.push((i, v));
                     }
                 } else if track {
-                    self.synth.regs.visits.push((node, index));
+                    self.synth.track.visits.push((node, index));
                 }
-                if track && self.synth.regs.path.len() == 1 {
+                if track && self.synth.track.path.len() == 1 {
                     if fresh {
-                        self.synth.regs.root = Some((next, index, self.synth.regs.pinned.len()));
+                        self.synth.track.root = Some((next, index, self.synth.track.pinned.len()));
                     }
                     let key = flow.unwrap_or_else(|| flows::flow_key(el, p.data()));
-                    self.synth.regs.key = Some(key);
+                    self.synth.track.key = Some(key);
                     let entry = self.synth.known.then(|| self.synth.flows.get(&key));
                     if let Some(e) = entry.flatten() {
-                        self.synth.regs.cached.extend_from_slice(&e.steps);
+                        self.synth.track.cached.extend_from_slice(&e.steps);
                     }
                 }
                 Classified::Next(next)
@@ -2299,27 +2310,27 @@ impl Executor {
 
 /// Empties the registers for a packet entering a program (the vectors keep their room).
 #[inline]
-fn fresh_regs(regs: &mut Regs) {
+fn fresh_regs(regs: &mut Regs, track: &mut Track) {
     regs.flows.clear();
     regs.ip_ops = 0;
     regs.l4_ops = 0;
     regs.rewrote = false;
-    regs.key = None;
-    regs.cached.clear();
-    regs.record.clear();
-    regs.dirty = false;
-    regs.parsed = [None, None];
-    regs.path.clear();
-    regs.end = None;
-    regs.cacheable = true;
-    regs.versions.clear();
-    regs.life = u64::MAX;
-    regs.info = None;
-    regs.region.clear();
-    regs.visits.clear();
-    regs.pinned.clear();
-    regs.drop = None;
-    regs.root = None;
+    track.key = None;
+    track.cached.clear();
+    track.record.clear();
+    track.dirty = false;
+    track.parsed = [None, None];
+    track.path.clear();
+    track.end = None;
+    track.cacheable = true;
+    track.versions.clear();
+    track.life = u64::MAX;
+    track.info = None;
+    track.region.clear();
+    track.visits.clear();
+    track.pinned.clear();
+    track.drop = None;
+    track.root = None;
 }
 
 /// Takes off the 802.1Q tag a switch pushed (`fusebox synth --openflow`) and returns the

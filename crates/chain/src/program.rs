@@ -386,13 +386,21 @@ pub(crate) type Step = (u32, u32, elements::rewriter::Direction);
 /// A decision that used no mapping (passed or dropped).
 pub(crate) const NO_MAPPING: u32 = u32::MAX;
 
-/// Per-packet registers of the run-time steps.
+/// Per-packet registers of the run-time steps: what the rewriters decided (each rewriter
+/// node's new tuple) and the checksum operands of their rewrites. All a packet's writes
+/// read; a remembered path keeps them (small: one entry per flow).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Regs {
     pub(crate) flows: Vec<[u128; 4]>,
     pub(crate) ip_ops: u32,
     pub(crate) l4_ops: u32,
     pub(crate) rewrote: bool,
+}
+
+/// What the executor notes while one packet walks a program, to remember its flow's path:
+/// scratch of the packet being run, never kept per flow.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Track {
     /// The flow-cache key of the packet, once its first rewriter is reached.
     pub(crate) key: Option<u128>,
     /// The decisions remembered for the key.

@@ -40,7 +40,7 @@
 //! identifier, so an echo flow keeps its key as its sequence number changes.
 
 use super::{Counters, Executor, ProgramEnd, SynthState};
-use crate::program::{NodeId, Program, Regs, Step, Val, NO_MAPPING};
+use crate::program::{NodeId, Program, Regs, Step, Track, Val, NO_MAPPING};
 use elements::hash::FlowHasher;
 use elements::model::Field;
 use elements::rewriter::{PacketInfo, TCP_REWRITE_MIN, TRANSPORT_MIN};
@@ -288,7 +288,7 @@ pub(super) fn tuple_determined(tuple: &[Val; 4]) -> bool {
 /// `flows`; `root` is the segment's root node): `choice` (next node, class index, pins it made), with the class's tests or its
 /// pinned values outside the flow key (`unkeyed`) as the region.
 pub(super) fn memo_root(
-    regs: &Regs,
+    regs: &Track,
     regions: &mut Regions,
     (flows, order): (&mut FlowTable, &mut VecDeque<u128>),
     prog: &Program,
@@ -326,8 +326,16 @@ pub(super) const DEFAULT_MAX_FLOWS: usize = 1 << 16;
 /// table and the regions are emptied together.
 pub(super) const MAX_REGIONS: usize = 1 << 16;
 
-/// Slots of the seen-once filter (`SynthState::seen`): 512 KiB of fingerprints.
-pub(super) const SEEN_SLOTS: usize = 1 << 16;
+/// Slots of the seen-once filter (`SynthState::seen`) for a table of `max_flows` flows:
+/// twice as many, a power of two, between 2^10 and 2^22 (8 KiB to 32 MiB of fingerprints),
+/// so that a flow's second packet usually finds its first noted while the table could
+/// hold the flows in between.
+pub(super) fn seen_slots(max_flows: usize) -> usize {
+    max_flows
+        .saturating_mul(2)
+        .clamp(1 << 10, 1 << 22)
+        .next_power_of_two()
+}
 
 /// Whether the flow of `key` was seen before (its fingerprint is in its slot of `seen`);
 /// if not, notes it. A slot holds the last flow that hashed there, so a flow whose slot
@@ -337,7 +345,7 @@ pub(super) const SEEN_SLOTS: usize = 1 << 16;
 pub(super) fn seen_again(seen: &mut [u64], key: u128) -> bool {
     let h =
         elements::hash::splitmix64(key as u64 ^ elements::hash::splitmix64((key >> 64) as u64)) | 1;
-    let Some(s) = seen.get_mut(h as usize & SEEN_SLOTS.wrapping_sub(1)) else {
+    let Some(s) = seen.get_mut(h as usize & seen.len().wrapping_sub(1)) else {
         return true;
     };
     if *s == h {
@@ -615,7 +623,7 @@ impl Executor {
         {
             self.flush_flows();
         }
-        let r = &self.synth.regs;
+        let r = &self.synth.track;
         // A path through rewriters needs what the packet told them; a path without one
         // holds for any packet of the flow in its region.
         let mapped = r.record.iter().any(|s| s.1 != NO_MAPPING);
@@ -629,7 +637,8 @@ impl Executor {
                 let now = self.cx.now.0;
                 let region = self.synth.regions.id(&r.region);
                 let SynthState {
-                    regs: r,
+                    regs,
+                    track: r,
                     flows,
                     flow_order,
                     byte_nodes,
@@ -654,10 +663,7 @@ impl Executor {
                 f.bytes = bytes;
                 f.end = end;
                 f.drop = r.drop;
-                f.regs.flows.clone_from(&r.flows);
-                f.regs.ip_ops = r.ip_ops;
-                f.regs.l4_ops = r.l4_ops;
-                f.regs.rewrote = r.rewrote;
+                f.regs.clone_from(regs);
                 f.life = r.life;
                 f.expiry = now.saturating_add(r.life);
                 f.last = now;
@@ -669,7 +675,7 @@ impl Executor {
         }
         if r.dirty && !r.record.is_empty() {
             let e = slot(&mut self.synth.flows, &mut self.synth.flow_order, key);
-            e.steps.clone_from(&self.synth.regs.record);
+            e.steps.clone_from(&self.synth.track.record);
             e.fast = None;
         }
     }
