@@ -140,6 +140,13 @@ fn full_tables_decide_the_same_in_every_mode() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// What a run gave: its exits' packets, its state dump and its summary as text.
+type Outcome = (
+    BTreeMap<String, chain::exec::Captured>,
+    BTreeMap<String, Vec<String>>,
+    String,
+);
+
 /// Runs `records` into `napts/one.toml`'s entry in `mode` with synth's and the fast path's
 /// flow tables bounded to `max_flows`: the outcome (exits, state, summary) and synth's
 /// (flows evicted, packets served by remembered paths, paths remembered at the end).
@@ -147,14 +154,7 @@ fn run_napt(
     records: &[ports::pcap::Record],
     mode: Mode,
     max_flows: usize,
-) -> (
-    (
-        BTreeMap<String, chain::exec::Captured>,
-        BTreeMap<String, Vec<String>>,
-        String,
-    ),
-    (u64, u64, usize),
-) {
+) -> (Outcome, (u64, u64, usize)) {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
     let chain = ChainFile::load(&root.join("napts/one.toml")).unwrap();
     let mut ex = chain::Executor::new(&chain, &RunOptions::default(), |_, _| {
