@@ -716,6 +716,31 @@ mod tests {
         out
     }
 
+    #[test]
+    fn a_remembered_flow_is_compact() {
+        // A table slot (key and entry) holds the path and what its packets' writes read,
+        // not the walk's scratch (`Track`): it was about 640 bytes with it.
+        let slot = std::mem::size_of::<(u128, FlowEntry)>();
+        assert!(slot <= 256, "{slot} bytes per slot");
+        assert!(
+            std::mem::size_of::<Regs>() <= 48,
+            "{}",
+            std::mem::size_of::<Regs>()
+        );
+    }
+
+    #[test]
+    fn a_flow_is_seen_again_only_after_it_was_noted() {
+        let mut seen = vec![0u64; seen_slots(8)];
+        assert_eq!(seen.len(), 1 << 10, "at least 2^10 slots");
+        assert!(!seen_again(&mut seen, 42), "first packet: noted");
+        assert!(seen_again(&mut seen, 42), "second packet: seen");
+        assert!(!seen_again(&mut seen, 43), "another flow: noted");
+        assert!(seen_again(&mut [], 7), "an empty filter says yes");
+        assert_eq!(seen_slots(1 << 16), 1 << 17);
+        assert_eq!(seen_slots(usize::MAX), 1 << 22);
+    }
+
     proptest! {
         #[test]
         fn narrowing_is_the_intersection_per_field(
