@@ -66,6 +66,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 use wire::checksum::fold;
 
+mod batch;
 mod classify;
 mod error;
 mod fast;
@@ -302,6 +303,8 @@ pub struct Executor {
     mode_hooks: bool,
     /// Latency and per-flow time sampling (for `fusebox bench`).
     measures: Measures,
+    /// How batches go element by element, when the chain allows it (the `batch` module).
+    batch_plan: Option<Box<batch::BatchPlan>>,
 }
 
 /// The counters of a run, as the naive mode keeps them: per element, per edge, per NF and
@@ -697,7 +700,35 @@ impl Executor {
             fast: None,
             mode_hooks: false,
             measures: Measures::default(),
-        })
+            batch_plan: None,
+        }
+        .with_batch_plan())
+    }
+
+    fn with_batch_plan(mut self) -> Executor {
+        self.batch_plan = batch::BatchPlan::new(&self).ok().map(Box::new);
+        self
+    }
+
+    /// Whether naive runs take batches element by element (the default where the chain
+    /// allows it: see [`Executor::batch_elements`]).
+    pub fn batches_elements(&self) -> bool {
+        self.batch_plan.is_some()
+    }
+
+    /// Turns element-by-element batches on (where the chain allows it, the default) or off
+    /// (every packet runs to completion before the next). Results are the same either way.
+    pub fn batch_elements(&mut self, on: bool) {
+        self.batch_plan = if on {
+            batch::BatchPlan::new(self).ok().map(Box::new)
+        } else {
+            None
+        };
+    }
+
+    /// Why naive runs of this chain go packet by packet, if they do.
+    pub fn batch_refusal(&self) -> Option<&'static str> {
+        batch::BatchPlan::new(self).err()
     }
 
     /// Element `g` (global index), to change at set-up (a worker's share of a NAT's ports:
@@ -778,8 +809,13 @@ impl Executor {
             if batch.is_empty() {
                 break;
             }
-            for (entry, p) in entries.drain(..).zip(batch.drain()) {
-                self.push_in(entry, p);
+            if self.batched() {
+                let mut b: Vec<_> = entries.drain(..).zip(batch.drain()).collect();
+                self.run_batch(&mut b);
+            } else {
+                for (entry, p) in entries.drain(..).zip(batch.drain()) {
+                    self.push_in(entry, p);
+                }
             }
             if each_batch(self).is_break() {
                 break;
@@ -939,9 +975,13 @@ impl Executor {
                 if let Some(l) = &mut self.measures.latency {
                     l.start = Instant::now();
                 }
-                for (entry, p) in batch.drain(..) {
-                    self.push_in(entry, p);
-                    n += 1;
+                n += batch.len() as u64;
+                if self.batched() {
+                    self.run_batch(&mut batch);
+                } else {
+                    for (entry, p) in batch.drain(..) {
+                        self.push_in(entry, p);
+                    }
                 }
                 if each_batch(self).is_break() {
                     begun = pass + 1;
@@ -1209,11 +1249,17 @@ impl Executor {
         self.cx.settled();
     }
 
+    /// Sends `p`, which the chain input being run caused, out by exit `x`.
+    #[inline]
     fn exit(&mut self, x: usize, p: Packet) {
+        self.exit_as(x, self.next_input.wrapping_sub(1), p)
+    }
+
+    /// Sends `p`, which chain input number `input` caused, out by exit `x`.
+    fn exit_as(&mut self, x: usize, input: u64, p: Packet) {
         if let Some(l) = &mut self.measures.latency {
             l.samples.push(l.start.elapsed().as_nanos() as u64);
         }
-        let input = self.next_input.wrapping_sub(1);
         let exit = &mut self.exits[x];
         exit.packets += 1;
         exit.bytes += p.len() as u64;

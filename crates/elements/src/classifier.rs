@@ -339,6 +339,10 @@ impl Classifier {
 }
 
 impl Element for Classifier {
+    /// A function of the packet and the configuration (counters aside): batches in any order.
+    fn batching(&self) -> crate::Batching {
+        crate::Batching::Free
+    }
     fn class_name(&self) -> &'static str {
         "Classifier"
     }

@@ -40,7 +40,9 @@ pub mod registry;
 
 pub use args::{Args, ConfigError};
 pub use capability::{AsAny, RewriteSpec, RouteTable, StatefulFlow, WorkerShare};
-pub use element::{BuildCtx, Context, Element, PortCount, Role, Verdict};
+pub use element::{
+    BatchClock, BatchOut, Batching, BuildCtx, Context, Element, PortCount, Role, Verdict,
+};
 pub use model::Model;
 pub use net::Names;
 

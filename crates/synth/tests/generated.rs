@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use synth::testgen::{random_chain, random_trace, GeneratedChain};
-use synth::verify::{compare, run, run_with, Mode, RunResult};
+use synth::verify::{compare, run, run_installed, run_with, Mode, RunResult};
 
 const DEFAULT_SEEDS: u64 = 256;
 const PACKETS: u64 = 300;
@@ -100,6 +100,8 @@ struct Tally {
     reached_far_end: u64,
     /// Chains where replies came back out of the entry.
     came_back: u64,
+    /// Chains whose naive runs (without replies) take batches element by element.
+    batched: u64,
 }
 
 /// Adds a naive run's summary to the tally.
@@ -161,10 +163,11 @@ fn for_seeds(
     });
     let t = tally.into_inner().unwrap_or_default();
     eprintln!(
-        "{test}: {} seeds in {:.1?} ({} chains, {} NFs, {} reaching the far end, {} with replies back; naive totals: {} in, {} created, {} out; drops {:?})",
+        "{test}: {} seeds in {:.1?} ({} chains, {} batched, {} NFs, {} reaching the far end, {} with replies back; naive totals: {} in, {} created, {} out; drops {:?})",
         seeds.len(),
         started.elapsed(),
         t.chains,
+        t.batched,
         t.nfs,
         t.reached_far_end,
         t.came_back,
@@ -253,6 +256,32 @@ fn naive_runs_balance_and_repeat() {
         if let Some(d) = differences(&a, &b) {
             return Err(report(seed, &g, &trace, "two naive runs differ", &d));
         }
+        // Without replies (which make a chain run packet by packet), a chain whose elements
+        // allow it runs naive in batches element by element: it must give what packet by
+        // packet gives.
+        let mut one_way = opts.clone();
+        one_way.reflect.clear();
+        let mut batched = false;
+        let c = run_installed(&chain, &inputs, &one_way, |ex| {
+            batched = ex.batches_elements();
+        })
+        .map_err(|e| report(seed, &g, &trace, "naive run without replies failed", &e))?;
+        let d = run_installed(&chain, &inputs, &one_way, |ex| ex.batch_elements(false))
+            .map_err(|e| report(seed, &g, &trace, "packet-by-packet naive run failed", &e))?;
+        if let Some(diff) = differences(&c, &d) {
+            return Err(report(
+                seed,
+                &g,
+                &trace,
+                "batched and packet-by-packet naive runs differ (without replies)",
+                &diff,
+            ));
+        }
+        if batched {
+            if let Ok(mut t) = tally.lock() {
+                t.batched += 1;
+            }
+        }
         add(tally, &g, s);
         Ok(())
     });
@@ -285,6 +314,12 @@ fn naive_runs_balance_and_repeat() {
             );
         }
         assert!(t.created > 0, "no packet created");
+        assert!(
+            t.batched * 4 >= t.chains,
+            "only {} of {} chains run naive in batches",
+            t.batched,
+            t.chains
+        );
     }
 }
 

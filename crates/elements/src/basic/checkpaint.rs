@@ -41,6 +41,10 @@ impl CheckPaint {
 }
 
 impl Element for CheckPaint {
+    /// A function of the packet and the configuration (counters aside): batches in any order.
+    fn batching(&self) -> crate::Batching {
+        crate::Batching::Free
+    }
     fn class_name(&self) -> &'static str {
         "CheckPaint"
     }

@@ -35,6 +35,10 @@ impl Counter {
 }
 
 impl Element for Counter {
+    /// A function of the packet and the configuration (counters aside): batches in any order.
+    fn batching(&self) -> crate::Batching {
+        crate::Batching::Free
+    }
     fn class_name(&self) -> &'static str {
         "Counter"
     }

@@ -112,6 +112,10 @@ impl FromDevice {
 }
 
 impl Element for FromDevice {
+    /// A function of the packet and the configuration (counters aside): batches in any order.
+    fn batching(&self) -> crate::Batching {
+        crate::Batching::Free
+    }
     fn class_name(&self) -> &'static str {
         self.class
     }
@@ -171,6 +175,10 @@ impl ToDevice {
 }
 
 impl Element for ToDevice {
+    /// A function of the packet and the configuration (counters aside): batches in any order.
+    fn batching(&self) -> crate::Batching {
+        crate::Batching::Free
+    }
     fn class_name(&self) -> &'static str {
         self.class
     }
@@ -267,6 +275,10 @@ fn ip_header(frame: &[u8]) -> Option<(usize, usize)> {
 }
 
 impl Element for FromDump {
+    /// A function of the packet and the configuration (counters aside): batches in any order.
+    fn batching(&self) -> crate::Batching {
+        crate::Batching::Free
+    }
     fn class_name(&self) -> &'static str {
         "FromDump"
     }
@@ -340,6 +352,10 @@ impl ToDump {
 }
 
 impl Element for ToDump {
+    /// A function of the packet and the configuration (counters aside): batches in any order.
+    fn batching(&self) -> crate::Batching {
+        crate::Batching::Free
+    }
     fn class_name(&self) -> &'static str {
         "ToDump"
     }

@@ -51,6 +51,10 @@ impl Discard {
 }
 
 impl Element for Discard {
+    /// A function of the packet and the configuration (counters aside): batches in any order.
+    fn batching(&self) -> crate::Batching {
+        crate::Batching::Free
+    }
     fn class_name(&self) -> &'static str {
         "Discard"
     }
@@ -87,6 +91,10 @@ impl Idle {
 }
 
 impl Element for Idle {
+    /// A function of the packet and the configuration (counters aside): batches in any order.
+    fn batching(&self) -> crate::Batching {
+        crate::Batching::Free
+    }
     fn class_name(&self) -> &'static str {
         "Idle"
     }

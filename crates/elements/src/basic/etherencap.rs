@@ -56,6 +56,10 @@ impl EtherEncap {
 }
 
 impl Element for EtherEncap {
+    /// A function of the packet and the configuration (counters aside): batches in any order.
+    fn batching(&self) -> crate::Batching {
+        crate::Batching::Free
+    }
     fn class_name(&self) -> &'static str {
         "EtherEncap"
     }

@@ -39,6 +39,10 @@ impl EtherRewrite {
 }
 
 impl Element for EtherRewrite {
+    /// A function of the packet and the configuration (counters aside): batches in any order.
+    fn batching(&self) -> crate::Batching {
+        crate::Batching::Free
+    }
     fn class_name(&self) -> &'static str {
         "EtherRewrite"
     }

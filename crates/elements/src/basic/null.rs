@@ -19,6 +19,10 @@ impl Null {
 }
 
 impl Element for Null {
+    /// A function of the packet and the configuration (counters aside): batches in any order.
+    fn batching(&self) -> crate::Batching {
+        crate::Batching::Free
+    }
     fn class_name(&self) -> &'static str {
         "Null"
     }

@@ -27,6 +27,10 @@ impl Paint {
 }
 
 impl Element for Paint {
+    /// A function of the packet and the configuration (counters aside): batches in any order.
+    fn batching(&self) -> crate::Batching {
+        crate::Batching::Free
+    }
     fn class_name(&self) -> &'static str {
         "Paint"
     }

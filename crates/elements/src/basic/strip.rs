@@ -37,6 +37,10 @@ impl Strip {
 }
 
 impl Element for Strip {
+    /// A function of the packet and the configuration (counters aside): batches in any order.
+    fn batching(&self) -> crate::Batching {
+        crate::Batching::Free
+    }
     fn class_name(&self) -> &'static str {
         "Strip"
     }

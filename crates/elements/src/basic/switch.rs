@@ -74,6 +74,10 @@ impl StaticSwitch {
 }
 
 impl Element for StaticSwitch {
+    /// A function of the packet and the configuration (counters aside): batches in any order.
+    fn batching(&self) -> crate::Batching {
+        crate::Batching::Free
+    }
     fn class_name(&self) -> &'static str {
         "StaticSwitch"
     }
@@ -106,6 +110,10 @@ impl Switch {
 }
 
 impl Element for Switch {
+    /// A function of the packet and the configuration (counters aside): batches in any order.
+    fn batching(&self) -> crate::Batching {
+        crate::Batching::Free
+    }
     fn class_name(&self) -> &'static str {
         "Switch"
     }

@@ -29,6 +29,10 @@ impl Unstrip {
 }
 
 impl Element for Unstrip {
+    /// A function of the packet and the configuration (counters aside): batches in any order.
+    fn batching(&self) -> crate::Batching {
+        crate::Batching::Free
+    }
     fn class_name(&self) -> &'static str {
         "Unstrip"
     }

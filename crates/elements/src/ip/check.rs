@@ -176,6 +176,10 @@ impl CheckIPHeader {
 }
 
 impl Element for CheckIPHeader {
+    /// A function of the packet and the configuration (counters aside): batches in any order.
+    fn batching(&self) -> crate::Batching {
+        crate::Batching::Free
+    }
     fn class_name(&self) -> &'static str {
         self.class
     }
@@ -281,6 +285,10 @@ impl MarkIPHeader {
 }
 
 impl Element for MarkIPHeader {
+    /// A function of the packet and the configuration (counters aside): batches in any order.
+    fn batching(&self) -> crate::Batching {
+        crate::Batching::Free
+    }
     fn class_name(&self) -> &'static str {
         "MarkIPHeader"
     }
@@ -516,6 +524,10 @@ impl CheckL4Header {
 }
 
 impl Element for CheckL4Header {
+    /// A function of the packet and the configuration (counters aside): batches in any order.
+    fn batching(&self) -> crate::Batching {
+        crate::Batching::Free
+    }
     fn class_name(&self) -> &'static str {
         self.kind.class()
     }

@@ -276,6 +276,10 @@ impl RouteTable for IPLookup {
 }
 
 impl Element for IPLookup {
+    /// A function of the packet and the configuration (counters aside): batches in any order.
+    fn batching(&self) -> crate::Batching {
+        crate::Batching::Free
+    }
     fn class_name(&self) -> &'static str {
         self.class
     }

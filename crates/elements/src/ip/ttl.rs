@@ -48,6 +48,10 @@ impl DecIPTTL {
 }
 
 impl Element for DecIPTTL {
+    /// A function of the packet and the configuration (counters aside): batches in any order.
+    fn batching(&self) -> crate::Batching {
+        crate::Batching::Free
+    }
     fn class_name(&self) -> &'static str {
         "DecIPTTL"
     }

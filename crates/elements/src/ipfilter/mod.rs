@@ -95,6 +95,10 @@ impl IPClassifier {
 }
 
 impl Element for IPClassifier {
+    /// A function of the packet and the configuration (counters aside): batches in any order.
+    fn batching(&self) -> crate::Batching {
+        crate::Batching::Free
+    }
     fn class_name(&self) -> &'static str {
         "IPClassifier"
     }
@@ -306,6 +310,10 @@ impl IPFilter {
 }
 
 impl Element for IPFilter {
+    /// A function of the packet and the configuration (counters aside): batches in any order.
+    fn batching(&self) -> crate::Batching {
+        crate::Batching::Free
+    }
     fn class_name(&self) -> &'static str {
         "IPFilter"
     }

@@ -870,6 +870,10 @@ impl RewriteSpec for IPRewriter {
 }
 
 impl Element for IPRewriter {
+    /// Mappings and the clock: batches in input order.
+    fn batching(&self) -> crate::Batching {
+        crate::Batching::Ordered
+    }
     fn class_name(&self) -> &'static str {
         match self.kind {
             RewriterKind::Ip => "IPRewriter",

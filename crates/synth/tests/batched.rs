@@ -1,0 +1,120 @@
+//! Naive runs in batches element by element (`chain`'s `batch` module) give exactly what
+//! packet-by-packet runs give, on the bundled examples: every exit's packets, the counters
+//! and the state, with and without replies, with anomalies in the traffic.
+
+use chain::{ChainFile, Endpoint, Executor, ExitSink, RunOptions};
+use ports::gen::{generate, Anomalies, GenConfig, Mix, PortSpec, Rate};
+use ports::pcap::{PcapWriter, DLT_EN10MB};
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use synth::verify::{compare, run_installed, RunResult};
+
+fn example(name: &str) -> ChainFile {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    ChainFile::load(&root.join(name)).expect("chain file")
+}
+
+/// 2,000 packets of 300 TCP/UDP/ICMP flows from 10.0.0.0/16, with bad checksums, IP
+/// options, ARP, cut frames, short transport parts and TTLs down to 1.
+fn trace(dir: &Path) -> PathBuf {
+    let cfg = GenConfig {
+        packets: 2000,
+        flows: 300,
+        mix: Mix {
+            tcp: 2,
+            udp: 2,
+            icmp: 1,
+        },
+        src_prefix: (Ipv4Addr::new(10, 0, 0, 0), 16),
+        dst_prefix: (Ipv4Addr::new(0, 0, 0, 0), 0),
+        dst_ports: PortSpec::List(vec![80, 53, 443]),
+        gap_ns: 100_000,
+        anomalies: Anomalies {
+            ttl_range: Some((1, 12)),
+            bad_ip_checksum: Rate(20),
+            ip_options: Rate(20),
+            arp: Rate(30),
+            truncated: Rate(30),
+            short_transport: Rate(20),
+        },
+        ..GenConfig::default()
+    };
+    let path = dir.join("trace.pcap");
+    let mut w = PcapWriter::create(&path, packet::Precision::Micro, DLT_EN10MB).unwrap();
+    for (ts, frame) in generate(&cfg) {
+        w.write(ts, &frame).unwrap();
+    }
+    w.finish().unwrap();
+    path
+}
+
+fn run(
+    chain: &ChainFile,
+    inputs: &[(Endpoint, PathBuf)],
+    opts: &RunOptions,
+    batch: bool,
+) -> RunResult {
+    run_installed(chain, inputs, opts, |ex: &mut Executor| {
+        if batch {
+            assert!(
+                ex.batches_elements(),
+                "the chain is batched: {:?}",
+                ex.batch_refusal()
+            );
+        }
+        ex.batch_elements(batch)
+    })
+    .expect("run")
+}
+
+#[test]
+fn batched_naive_runs_give_what_packet_by_packet_runs_give() {
+    let dir = std::env::temp_dir().join(format!("fusebox-batched-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let t = trace(&dir);
+    for (ex, entry, far) in [
+        ("routers/chain.toml", "r1.eth0", "r10.eth1"),
+        ("routers/one.toml", "r1.eth0", "r1.eth1"),
+        ("napts/chain.toml", "n1.eth0", "n10.eth1"),
+        ("napts/one.toml", "n1.eth0", "n1.eth1"),
+        ("isp/chain.toml", "fw.eth0", "napt.eth1"),
+        ("fig5/chain.toml", "napt.eth0", "lb.eth1"),
+    ] {
+        let chain = example(ex);
+        let inputs = vec![(Endpoint::parse(entry).unwrap(), t.clone())];
+        for reflect in [false, true] {
+            let opts = RunOptions {
+                reflect: if reflect {
+                    vec![Endpoint::parse(far).unwrap()]
+                } else {
+                    Vec::new()
+                },
+                batch: 32,
+                ..RunOptions::default()
+            };
+            let a = run(&chain, &inputs, &opts, true);
+            let b = run(&chain, &inputs, &opts, false);
+            let d = compare(&a, &b);
+            assert!(
+                d.is_empty(),
+                "{ex} (reflect {reflect}): {:?}",
+                &d[..d.len().min(5)]
+            );
+            assert!(a.packets() > 0, "{ex}: packets leave");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A chain of routers is batched from end to end; a chain of NATs up to its first rewriter.
+#[test]
+fn what_is_batched_follows_the_elements() {
+    for ex in ["routers/chain.toml", "napts/chain.toml", "isp/chain.toml"] {
+        let e = Executor::new(&example(ex), &RunOptions::default(), |_, _| {
+            Ok(ExitSink::Count)
+        })
+        .unwrap();
+        assert!(e.batches_elements(), "{ex}: {:?}", e.batch_refusal());
+    }
+}
