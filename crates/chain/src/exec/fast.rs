@@ -595,7 +595,17 @@ const TRANSIENT: &[&str] = &[
 ];
 
 fn key_of(entry: u32, data: &[u8]) -> Key {
+    key_and_flags(entry, data).0
+}
+
+/// The flow key of a frame entering at `entry` ([`key_of`]) and its TCP flags (`None`
+/// unless it is an IPv4 TCP frame), read in one pass.
+#[inline]
+fn key_and_flags(entry: u32, data: &[u8]) -> (Key, Option<u8>) {
     let h = Headers::new(data, Some(14));
+    let proto = h.value(Field::IpProto);
+    let flags = h.value(Field::TcpFlags);
+    let tcp_flags = (proto == TCP && h.value(Field::EtherType) == 0x0800).then_some(flags as u8);
     let vlan = if h.value(Field::HasVlan) == 1 {
         0x1_0000 | h.value(Field::VlanId) as u32
     } else {
@@ -603,21 +613,21 @@ fn key_of(entry: u32, data: &[u8]) -> Key {
     };
     // TCP packets of one flow with and without payload, or with FIN/SYN/RST, are recorded
     // apart (a NAT's mapping treats them apart): data and pure ACKs both get an entry.
-    let variant = if h.value(Field::IpProto) == TCP {
+    let variant = if proto == TCP {
         let payload =
             h.value(Field::IpLen) > 4 * h.value(Field::IpIhl) + 4 * h.value(Field::TcpDataOff);
-        (h.value(Field::TcpFlags) & 0x07) | (u128::from(payload) << 3)
+        (flags & 0x07) | (u128::from(payload) << 3)
     } else {
         0
     };
     let tuple = (variant << 112)
         | (h.value(Field::IpIhl) << 108)
-        | (h.value(Field::IpProto) << 96)
+        | (proto << 96)
         | (h.value(Field::IpSrc) << 64)
         | (h.value(Field::IpDst) << 32)
         | (h.value(Field::SrcPort) << 16)
         | h.value(Field::DstPort);
-    Key { entry, vlan, tuple }
+    (Key { entry, vlan, tuple }, tcp_flags)
 }
 
 impl Key {
@@ -671,12 +681,6 @@ enum Translated {
     False,
     /// A test on this field of the frame as it arrived.
     Keep(Field, FieldSet),
-}
-
-fn tcp_flags(data: &[u8]) -> Option<u8> {
-    let h = Headers::new(data, Some(14));
-    (h.value(Field::EtherType) == 0x0800 && h.value(Field::IpProto) == TCP)
-        .then(|| h.value(Field::TcpFlags) as u8)
 }
 
 fn passes(tests: &[GetterTest], h: &Headers) -> bool {
@@ -816,10 +820,9 @@ impl Executor {
         let Some(fp) = fast.as_deref_mut() else {
             return Some(p);
         };
-        let key = key_of(el, p.data());
+        let (key, flags) = key_and_flags(el, p.data());
         // The flow id stays with the packet (and what it becomes) whatever NATs do.
         p.meta.flow_id = flow_id(&key);
-        let flags = tcp_flags(p.data());
         let closing = flags.is_some_and(|f| f & 0x05 != 0);
         if closing {
             // FIN or RST: every entry of the flow goes (the NFs keep their own state).
