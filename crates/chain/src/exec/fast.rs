@@ -463,6 +463,9 @@ struct MemoKey {
     ip_ok: bool,
 }
 
+/// Most distinct shared entries kept for lookup ([`FastState::shared`]).
+const MAX_SHARED: usize = 4096;
+
 /// Models with more cases than this keep a memo (recording through them scans the cases).
 const MEMO_AT: usize = 64;
 
@@ -485,6 +488,9 @@ pub(super) struct FastState {
     pub(super) drops: Vec<(u32, &'static str)>,
     /// What the entries may assume of the rewriters between two rewriter steps.
     guards: Guards,
+    /// Entries without a rewriter's mapping, by their full description: flows that took
+    /// the same path share one (at most [`MAX_SHARED`] kept; then the lookup starts afresh).
+    shared: HashMap<String, Arc<Consolidated>, foldhash::fast::FixedState>,
     /// Flows seen ([`Initial::Second`]): a 64-bit hash of the flow (never 0) at a place
     /// its hash picks; a flow later at the same place takes it (so it stays bounded, and a
     /// flow forgotten or mistaken for another is only recorded a packet later or earlier).
@@ -727,6 +733,7 @@ impl FastState {
             },
             debts: Debts::default(),
             seen: Vec::new(),
+            shared: HashMap::default(),
         }
     }
 
@@ -1460,7 +1467,7 @@ impl Executor {
         let entry = match why {
             Some(w) => Entry::Refused(w),
             None => match consolidate(&rec, el, out, expiry, self) {
-                Ok(c) => Entry::Fast(Arc::new(c)),
+                Ok(c) => Entry::Fast(self.fast_shared(c)),
                 Err(w) => Entry::Refused(w),
             },
         };
@@ -1472,6 +1479,28 @@ impl Executor {
             Entry::Refused(w) => fp.refuse(w),
         }
         self.fast_insert(rec.key, entry, now);
+    }
+
+    /// Entry `c`, or an equal one already made for another flow (flows that took the same
+    /// path share one: a hit then reads an entry other flows keep in cache). Entries that
+    /// name a rewriter's mapping are the flow's own.
+    fn fast_shared(&mut self, c: Consolidated) -> Arc<Consolidated> {
+        let Some(fp) = self.fast.as_deref_mut() else {
+            return Arc::new(c);
+        };
+        if !c.rewriters.is_empty() {
+            return Arc::new(c);
+        }
+        let text = format!("{c:?}");
+        if let Some(a) = fp.shared.get(&text) {
+            return Arc::clone(a);
+        }
+        if fp.shared.len() >= MAX_SHARED {
+            fp.shared.clear();
+        }
+        let a = Arc::new(c);
+        fp.shared.insert(text, Arc::clone(&a));
+        a
     }
 
     /// Puts `entry` in the table as flow `key`'s, evicting the oldest entry when the table
