@@ -153,6 +153,20 @@ impl Packet {
         self.0.head as u32
     }
 
+    /// Prepends a copy of `bytes` ([`Packet::push`] without zeroing first: an
+    /// encapsulation writes every byte anyway).
+    #[inline]
+    pub fn prepend(&mut self, bytes: &[u8]) {
+        let n = bytes.len();
+        if n > self.0.head {
+            self.push(n).copy_from_slice(bytes);
+            return;
+        }
+        self.0.head -= n;
+        let h = self.0.head;
+        self.0.buf[h..h + n].copy_from_slice(bytes);
+    }
+
     /// Prepends `n` bytes (zeroed) and returns them. Grows the headroom if needed, moving
     /// header offsets with the data.
     #[inline]
@@ -477,6 +491,22 @@ mod tests {
         assert_eq!(p.data()[504], 7);
         p.take(3);
         assert_eq!(&p.data()[500..], &[9, 9]);
+    }
+
+    #[test]
+    fn prepend_copies_in_front_within_and_beyond_the_headroom() {
+        let mut p = Packet::from_bytes(&[1, 2]);
+        p.set_network_header(0);
+        p.prepend(&[7, 8, 9]);
+        assert_eq!(p.data(), &[7, 8, 9, 1, 2]);
+        assert_eq!(p.network_header(), Some(&[1u8, 2][..]));
+        // More than the headroom: it grows, offsets move with the data.
+        let big: Vec<u8> = (0..=255u8).cycle().take(700).collect();
+        p.prepend(&big);
+        assert_eq!(p.len(), 705);
+        assert_eq!(&p.data()[..700], &big[..]);
+        assert_eq!(&p.data()[700..], &[7, 8, 9, 1, 2]);
+        assert_eq!(p.network_header(), Some(&[1u8, 2][..]));
     }
 
     #[test]

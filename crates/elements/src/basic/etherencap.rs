@@ -67,7 +67,7 @@ impl Element for EtherEncap {
         PortCount::exact(1, 1)
     }
     fn push(&mut self, _port: usize, mut packet: Packet, _cx: &mut Context) -> Verdict {
-        packet.push(14).copy_from_slice(&self.header());
+        packet.prepend(&self.header());
         packet.set_mac_header(0);
         packet.set_network_header(14);
         Verdict::Out(0, packet)

@@ -166,7 +166,7 @@ impl Element for IPEncap {
         sum = update16(sum, 0, total);
         sum = update16(sum, 0, id);
         ip.set_checksum(sum);
-        p.push(20).copy_from_slice(&h);
+        p.prepend(&h);
         p.set_network_header(0);
         p.set_transport_header(20);
         Verdict::Out(0, p)
