@@ -56,7 +56,7 @@ pub enum Initial {
     /// The first packet of the flow.
     First,
     /// The second packet of the flow: its first takes the full chain unrecorded and the
-    /// flow is remembered as seen (8 bytes in a bounded set), so traffic of one-packet flows
+    /// flow is remembered as seen (a fingerprint in a bounded set), so traffic of one-packet flows
     /// (scans, floods) costs what the naive chain costs plus a table update, not a
     /// recording and a consolidation each. For TCP, a flow is seen by any packet of it.
     #[default]
@@ -491,9 +491,10 @@ pub(super) struct FastState {
     /// Entries without a rewriter's mapping, by their full description: flows that took
     /// the same path share one (at most [`MAX_SHARED`] kept; then the lookup starts afresh).
     shared: HashMap<String, Arc<Consolidated>, foldhash::fast::FixedState>,
-    /// Flows seen ([`Initial::Second`]): a 64-bit hash of the flow (never 0) at a place
-    /// its hash picks; a flow later at the same place takes it (so it stays bounded, and a
-    /// flow forgotten or mistaken for another is only recorded a packet later or earlier).
+    /// Flows seen ([`Initial::Second`]): a fingerprint of the flow at a place its hash
+    /// picks ([`super::flows::seen_again`]); a flow later at the same place takes it (so it
+    /// stays bounded, and a flow forgotten or mistaken for another is only recorded a
+    /// packet later or earlier).
     seen: Vec<u64>,
     /// The rewriter replays the entries owe.
     debts: Debts,
@@ -737,19 +738,16 @@ impl FastState {
         }
     }
 
-    /// Whether flow `key` was seen before ([`FastState::seen`]); if not, it is now.
+    /// Whether flow `key` was seen before ([`FastState::seen`]); if not, it is now (synth's
+    /// seen-once filter, `flows::seen_again`, over the flow's hash).
     #[inline]
     fn seen(&mut self, key: &Key) -> bool {
         if self.seen.is_empty() {
-            let n = self.opts.max_flows.clamp(1, 1 << 24).next_power_of_two();
-            self.seen = vec![0; n];
+            self.seen = vec![0; super::flows::seen_slots(self.opts.max_flows)];
         }
-        let h = key.flow_hash(3) | 1;
-        let i = (h >> 32) as usize & (self.seen.len() - 1);
-        if self.seen[i] == h {
+        if super::flows::seen_again(&mut self.seen, u128::from(key.flow_hash(3))) {
             return true;
         }
-        self.seen[i] = h;
         self.stats.first_seen += 1;
         false
     }
