@@ -259,7 +259,7 @@ impl<'a> Headers<'a> {
     #[inline]
     pub fn ip_checksum_ok(&self) -> bool {
         let (ip, hl) = (self.ip, self.hl);
-        hl >= 20 && hl <= ip.len() && wire::checksum::data(&ip[..hl]) == 0
+        hl >= 20 && hl <= ip.len() && wire::checksum::ipv4_header_ok(&ip[..hl])
     }
 
     /// Whether the IPv4 total length is at least the header's and within the data

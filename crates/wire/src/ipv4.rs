@@ -208,12 +208,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
 
     /// Whether the header checksum is correct.
     pub fn verify_checksum(&self) -> bool {
-        let h = clamp(self.buffer.as_ref(), 0, self.header_len());
-        // The common header without options, at a length the compiler knows (unrolled).
-        if let Ok(h20) = <&[u8; 20]>::try_from(h) {
-            return checksum::data(h20) == 0;
-        }
-        checksum::data(h) == 0
+        checksum::ipv4_header_ok(clamp(self.buffer.as_ref(), 0, self.header_len()))
     }
 }
 

@@ -247,6 +247,21 @@ struct Consolidated {
     expiry: u64,
 }
 
+impl Consolidated {
+    /// The entry's end for `p`: its consolidated header action applied and the exit it
+    /// leaves by, or `None` when the entry drops it (nothing is written then).
+    #[inline]
+    fn finish_on(&self, p: &mut Packet) -> Option<u32> {
+        match self.end {
+            End::Exit(el) => {
+                finish_packet(p, &self.finish, &self.regs);
+                Some(el)
+            }
+            End::Drop => None,
+        }
+    }
+}
+
 #[derive(Debug)]
 enum Entry {
     Fast(Arc<Consolidated>),
@@ -914,13 +929,7 @@ impl Executor {
                                 debts.owe(key, st, now);
                             }
                             stats.hits += 1;
-                            let end = match c.end {
-                                End::Exit(el) => {
-                                    finish_packet(&mut p, &c.finish, &c.regs);
-                                    Some(el)
-                                }
-                                End::Drop => None,
-                            };
+                            let end = c.finish_on(&mut p);
                             self.fast_end_packet(end, p);
                             return None;
                         }
@@ -1285,13 +1294,7 @@ impl Executor {
                 self.elements[s.element as usize].replay(s.token, &mut view, &mut self.cx);
             }
         }
-        let end = match c.end {
-            End::Exit(el) => {
-                finish_packet(&mut p, &c.finish, &c.regs);
-                Some(el)
-            }
-            End::Drop => None,
-        };
+        let end = c.finish_on(&mut p);
         self.fast_end_packet(end, p);
     }
 
