@@ -139,9 +139,6 @@ pub fn pcap(data: &[u8]) {
 /// finds, every `Repr::parse`, the walkers, and the flow-key parsers of `packet`: none may
 /// panic, and a view `new_checked` accepted answers every getter.
 pub fn wire(data: &[u8]) {
-    use core::net::{Ipv4Addr, Ipv6Addr};
-    use wire::{arp, ethernet, icmpv4, icmpv6, ipv4, ipv6, nsh, tcp, udp, vlan, vxlan};
-    let (a4, a6) = (Ipv4Addr::LOCALHOST, Ipv6Addr::LOCALHOST);
     let mut offsets = vec![0usize, 14];
     if let Ok(l) = wire::parse::layers(data) {
         offsets.extend(l.l3_offset);
@@ -149,55 +146,7 @@ pub fn wire(data: &[u8]) {
     }
     for &off in &offsets {
         let Some(d) = data.get(off..) else { continue };
-        if let Ok(f) = ethernet::Frame::new_checked(d) {
-            let _ = (ethernet::Repr::parse(&f), f.payload(), f.ethertype());
-            let _ = (f.src_addr(), f.dst_addr());
-        }
-        if let Ok(p) = ipv4::Packet::new_checked(d) {
-            let _ = (ipv4::Repr::parse(&p), p.payload(), p.options());
-            let _ = (p.verify_checksum(), p.header_len(), p.total_len());
-            let _ = (p.frag_offset(), p.is_fragment(), p.protocol());
-            let mut copy = d.to_vec();
-            if let Ok(mut m) = ipv4::Packet::new_checked(&mut copy[..]) {
-                m.fill_checksum();
-                assert!(m.verify_checksum(), "fill_checksum then verify_checksum");
-            }
-        }
-        if let Ok(p) = ipv6::Packet::new_checked(d) {
-            let _ = (ipv6::Repr::parse(&p), p.payload());
-        }
-        let _ = ipv6::walk_extension_headers(d);
-        if let Ok(p) = udp::Packet::new_checked(d) {
-            let _ = (udp::Repr::parse(&p), p.payload());
-            let _ = (p.verify_checksum_v4(a4, a4), p.verify_checksum_v6(a6, a6));
-        }
-        if let Ok(p) = tcp::Packet::new_checked(d) {
-            let _ = (tcp::Repr::parse(&p), p.payload(), p.options());
-            let _ = (p.verify_checksum_v4(a4, a4), p.verify_checksum_v6(a6, a6));
-        }
-        if let Ok(p) = icmpv4::Packet::new_checked(d) {
-            let _ = (icmpv4::Repr::parse(&p), p.data(), p.verify_checksum());
-        }
-        if let Ok(p) = icmpv6::Packet::new_checked(d) {
-            let _ = (icmpv6::Repr::parse(&p), p.data(), p.verify_checksum(a6, a6));
-        }
-        if let Ok(p) = arp::Packet::new_checked(d) {
-            let _ = arp::Repr::parse(&p);
-        }
-        let _ = arp::Repr::parse_frame(d);
-        if let Ok(p) = vlan::Packet::new_checked(d) {
-            let _ = (vlan::Repr::parse(&p), p.payload());
-        }
-        let _ = vlan::walk(d);
-        if let Ok(p) = nsh::Packet::new_checked(d) {
-            let _ = (nsh::Repr::parse(&p), p.payload(), p.md1_context());
-            let _ = p.tlvs().count();
-        }
-        let _ = nsh::TlvIter::new(d).count();
-        if let Ok(p) = vxlan::Packet::new_checked(d) {
-            let _ = (vxlan::Repr::parse(&p), p.payload());
-        }
-        let _ = wire::parse::layers(d);
+        wire::every_view(d);
         for parse in [packet::Ipv4Flow::parse, packet::Ipv4Flow::parse_trimmed] {
             if let Some(f) = parse(d) {
                 let _ = (f.bytes(), f.version(), f.header_len(), f.protocol());

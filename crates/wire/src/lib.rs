@@ -187,6 +187,64 @@ pub(crate) fn clamp_mut(data: &mut [u8], start: usize, end: usize) -> &mut [u8] 
     &mut data[start..end]
 }
 
+/// Reads `data` with every view, `Repr::parse` and walker of this crate, calling the getters
+/// of each view `new_checked` accepts: what robustness tests and fuzz targets run over
+/// arbitrary bytes. Nothing here may panic on any input; it panics only if a view breaks
+/// its own contract (an IPv4 header whose checksum was just filled does not verify).
+pub fn every_view(d: &[u8]) {
+    use core::net::{Ipv4Addr, Ipv6Addr};
+    let (a4, a6) = (Ipv4Addr::LOCALHOST, Ipv6Addr::LOCALHOST);
+    if let Ok(f) = ethernet::Frame::new_checked(d) {
+        let _ = (ethernet::Repr::parse(&f), f.payload(), f.ethertype());
+        let _ = (f.src_addr(), f.dst_addr());
+    }
+    if let Ok(p) = ipv4::Packet::new_checked(d) {
+        let _ = (ipv4::Repr::parse(&p), p.payload(), p.options());
+        let _ = (p.verify_checksum(), p.header_len(), p.total_len());
+        let _ = (p.frag_offset(), p.is_fragment(), p.protocol());
+        let mut copy = d.to_vec();
+        if let Ok(mut m) = ipv4::Packet::new_checked(&mut copy[..]) {
+            m.fill_checksum();
+            assert!(m.verify_checksum(), "fill_checksum then verify_checksum");
+        }
+    }
+    if let Ok(p) = ipv6::Packet::new_checked(d) {
+        let _ = (ipv6::Repr::parse(&p), p.payload());
+    }
+    let _ = ipv6::walk_extension_headers(d);
+    if let Ok(p) = udp::Packet::new_checked(d) {
+        let _ = (udp::Repr::parse(&p), p.payload());
+        let _ = (p.verify_checksum_v4(a4, a4), p.verify_checksum_v6(a6, a6));
+    }
+    if let Ok(p) = tcp::Packet::new_checked(d) {
+        let _ = (tcp::Repr::parse(&p), p.payload(), p.options());
+        let _ = (p.verify_checksum_v4(a4, a4), p.verify_checksum_v6(a6, a6));
+    }
+    if let Ok(p) = icmpv4::Packet::new_checked(d) {
+        let _ = (icmpv4::Repr::parse(&p), p.data(), p.verify_checksum());
+    }
+    if let Ok(p) = icmpv6::Packet::new_checked(d) {
+        let _ = (icmpv6::Repr::parse(&p), p.data(), p.verify_checksum(a6, a6));
+    }
+    if let Ok(p) = arp::Packet::new_checked(d) {
+        let _ = arp::Repr::parse(&p);
+    }
+    let _ = arp::Repr::parse_frame(d);
+    if let Ok(p) = vlan::Packet::new_checked(d) {
+        let _ = (vlan::Repr::parse(&p), p.payload());
+    }
+    let _ = vlan::walk(d);
+    if let Ok(p) = nsh::Packet::new_checked(d) {
+        let _ = (nsh::Repr::parse(&p), p.payload(), p.md1_context());
+        let _ = p.tlvs().count();
+    }
+    let _ = nsh::TlvIter::new(d).count();
+    if let Ok(p) = vxlan::Packet::new_checked(d) {
+        let _ = (vxlan::Repr::parse(&p), p.payload());
+    }
+    let _ = parse::layers(d);
+}
+
 /// Deterministic xorshift generator shared by the crate's robustness tests.
 #[cfg(test)]
 pub(crate) struct XorShift(pub u64);
@@ -207,15 +265,14 @@ impl XorShift {
 #[cfg(test)]
 mod robustness {
     use super::*;
-    use core::net::{Ipv4Addr, Ipv6Addr};
 
     /// Feeds pseudo-random byte strings to every `new_checked`, `Repr::parse`
-    /// and walker, and calls every getter on accepted views: none may panic.
+    /// and walker, and calls every getter on accepted views ([`every_view`]): none may
+    /// panic.
     #[test]
     fn random_bytes_never_panic() {
         let mut rng = XorShift(0xDEAD_BEEF_CAFE_F00D);
         let mut buf = [0u8; 256];
-        let (a4, a6) = (Ipv4Addr::LOCALHOST, Ipv6Addr::LOCALHOST);
         for i in 0..20_000 {
             let len = (rng.next_u64() % 256) as usize;
             for b in buf[..len].iter_mut() {
@@ -226,47 +283,7 @@ mod robustness {
                 buf[0] = [0x45, 0x4f, 0x60, 0x0f, 0x50, 0x08][i % 6];
             }
             let d = &buf[..len];
-            if let Ok(f) = ethernet::Frame::new_checked(d) {
-                let _ = (ethernet::Repr::parse(&f), f.payload());
-            }
-            if let Ok(p) = ipv4::Packet::new_checked(d) {
-                let _ = (ipv4::Repr::parse(&p), p.payload(), p.options());
-                let _ = p.verify_checksum();
-            }
-            if let Ok(p) = ipv6::Packet::new_checked(d) {
-                let _ = (ipv6::Repr::parse(&p), p.payload());
-            }
-            let _ = ipv6::walk_extension_headers(d);
-            if let Ok(p) = udp::Packet::new_checked(d) {
-                let _ = (udp::Repr::parse(&p), p.payload());
-                let _ = (p.verify_checksum_v4(a4, a4), p.verify_checksum_v6(a6, a6));
-            }
-            if let Ok(p) = tcp::Packet::new_checked(d) {
-                let _ = (tcp::Repr::parse(&p), p.payload(), p.options());
-                let _ = (p.verify_checksum_v4(a4, a4), p.verify_checksum_v6(a6, a6));
-            }
-            if let Ok(p) = icmpv4::Packet::new_checked(d) {
-                let _ = (icmpv4::Repr::parse(&p), p.data(), p.verify_checksum());
-            }
-            if let Ok(p) = icmpv6::Packet::new_checked(d) {
-                let _ = (icmpv6::Repr::parse(&p), p.data(), p.verify_checksum(a6, a6));
-            }
-            if let Ok(p) = arp::Packet::new_checked(d) {
-                let _ = arp::Repr::parse(&p);
-            }
-            if let Ok(p) = vlan::Packet::new_checked(d) {
-                let _ = (vlan::Repr::parse(&p), p.payload());
-            }
-            let _ = vlan::walk(d);
-            if let Ok(p) = nsh::Packet::new_checked(d) {
-                let _ = (nsh::Repr::parse(&p), p.payload(), p.md1_context());
-                let _ = p.tlvs().count();
-            }
-            let _ = nsh::TlvIter::new(d).count();
-            if let Ok(p) = vxlan::Packet::new_checked(d) {
-                let _ = (vxlan::Repr::parse(&p), p.payload());
-            }
-            let _ = parse::layers(d);
+            every_view(d);
         }
     }
 
