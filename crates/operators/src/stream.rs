@@ -1,0 +1,1 @@
+//! Bytestream operators: `window` (TCP reassembly) and `packetize`.
