@@ -73,7 +73,8 @@ pub struct Doc {
 }
 
 impl Doc {
-    const fn new(args: &'static str, about: &'static str, example: &'static str) -> Doc {
+    /// Documentation with arguments, description and example (one output, no drops).
+    pub const fn new(args: &'static str, about: &'static str, example: &'static str) -> Doc {
         Doc {
             args,
             about,
@@ -83,11 +84,13 @@ impl Doc {
             records: false,
         }
     }
-    const fn outputs(mut self, n: usize) -> Doc {
+    /// The same, with `n` outputs connected when the example is built.
+    pub const fn outputs(mut self, n: usize) -> Doc {
         self.outputs = n;
         self
     }
-    const fn drops(mut self, reasons: &'static [&'static [&'static str]]) -> Doc {
+    /// The same, with these drop reasons.
+    pub const fn drops(mut self, reasons: &'static [&'static [&'static str]]) -> Doc {
         self.drops = reasons;
         self
     }
@@ -99,15 +102,60 @@ impl Doc {
     pub fn documents_drop(&self, reason: &str) -> bool {
         self.drop_reasons().any(|r| r == reason)
     }
-    const fn records(mut self) -> Doc {
+    /// The same, for a class that records its own actions for the fast path.
+    pub const fn records(mut self) -> Doc {
         self.records = true;
         self
     }
 }
 
-/// The class `name`, if FuseBox has it.
+/// The class `name`, if FuseBox has it: one of [`CLASSES`] or one [`register`]ed since.
 pub fn class(name: &str) -> Option<&'static ElementClass> {
-    CLASSES.iter().find(|c| c.name == name)
+    CLASSES
+        .iter()
+        .find(|c| c.name == name)
+        .or_else(|| registered().into_iter().find(|c| c.name == name))
+}
+
+/// Classes registered at run time, in registration order: NFs written in Rust with the
+/// operator API (the `operators` crate), which cannot be in [`CLASSES`] because they are
+/// built on top of this crate.
+static REGISTERED: std::sync::RwLock<Vec<&'static ElementClass>> =
+    std::sync::RwLock::new(Vec::new());
+
+/// Why a class could not be registered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("element class `{0}` exists already")]
+pub struct Taken(pub &'static str);
+
+/// Adds `class` to the classes configurations can name, for the rest of the process.
+/// Registering the same class again (same name, same description) is a no-op, so every
+/// program and test may register what it needs; a built-in class's name, or another class
+/// under a registered name, is refused.
+pub fn register(class: ElementClass) -> Result<(), Taken> {
+    if let Some(old) = self::class(class.name) {
+        let builtin = CLASSES.iter().any(|c| c.name == class.name);
+        return if !builtin && old.doc.about == class.doc.about {
+            Ok(())
+        } else {
+            Err(Taken(class.name))
+        };
+    }
+    let mut list = REGISTERED.write().unwrap_or_else(|e| e.into_inner());
+    if list.iter().all(|c| c.name != class.name) {
+        list.push(Box::leak(Box::new(class)));
+    }
+    Ok(())
+}
+
+/// The classes registered at run time (see [`register`]).
+pub fn registered() -> Vec<&'static ElementClass> {
+    REGISTERED.read().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// Every class: [`CLASSES`], then the [`registered`] ones.
+pub fn all() -> Vec<&'static ElementClass> {
+    CLASSES.iter().chain(registered()).collect()
 }
 
 /// Boxes a built element.

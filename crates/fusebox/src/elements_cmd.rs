@@ -4,7 +4,7 @@
 
 use crate::error::CliError;
 use clap::Args;
-use elements::registry::{class, CLASSES};
+use elements::registry::{all, class};
 use std::process::ExitCode;
 
 /// Arguments of `fusebox elements`.
@@ -18,7 +18,7 @@ pub struct ElementsArgs {
 pub fn run(a: &ElementsArgs) -> Result<ExitCode, CliError> {
     match &a.name {
         None => {
-            for c in CLASSES {
+            for c in all() {
                 outln!("{}", c.summary());
             }
             Ok(ExitCode::SUCCESS)

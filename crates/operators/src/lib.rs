@@ -9,4 +9,13 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod header;
+pub mod nf;
+pub mod pipe;
+pub mod pkt;
 pub mod stream;
+
+pub use header::{Ethernet, Header, Ipv4, Over, Raw, Stack, Tcp, Udp};
+pub use nf::OperatorNf;
+pub use pipe::{pipe, Cx, Pipe, Stage};
+pub use pkt::Pkt;

@@ -1,0 +1,247 @@
+//! An operator pipeline as a FuseBox element: usable by name in Click configurations and
+//! chain files, in every mode, counted and accounted for like any element.
+//!
+//! The pipeline receives each packet as a [`Pkt<Raw>`](crate::Pkt) and what it hands on at
+//! its end leaves by output 0; [`Cx::send`](crate::Cx::send) (the `send` operator) uses
+//! other outputs; drops are counted under the operator's reason. Synthesis runs the NF as
+//! an opaque element unless it declares a model ([`OperatorNf::with_model`]); the fast path
+//! records it as opaque (its flows take the full chain) unless it declares a model, which
+//! the executor then records for it.
+
+use crate::header::{Raw, Stack};
+use crate::pipe::{Cx, Stage};
+use crate::pkt::Pkt;
+use elements::registry::{Doc, ElementClass};
+use elements::{Batching, Context, Element, Model, PortCount, Verdict};
+use packet::Packet;
+
+/// A built operator pipeline `P` as an element of class `class`.
+pub struct OperatorNf<P> {
+    class: &'static str,
+    stage: P,
+    outputs: usize,
+    model: Option<fn() -> Model>,
+    batching: Batching,
+    cx: Cx,
+}
+
+impl<P> std::fmt::Debug for OperatorNf<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OperatorNf")
+            .field("class", &self.class)
+            .field("outputs", &self.outputs)
+            .finish()
+    }
+}
+
+/// What can leave an operator NF at the end of its pipeline.
+pub trait Leave {
+    /// The FuseBox packet.
+    fn into_packet(self) -> Packet;
+}
+
+impl<S: Stack, M> Leave for Pkt<S, M> {
+    #[inline]
+    fn into_packet(self) -> Packet {
+        Pkt::into_packet(self)
+    }
+}
+
+impl<P> OperatorNf<P>
+where
+    P: Stage<Pkt<Raw, ()>> + 'static,
+    P::Out: Leave,
+{
+    /// The pipeline `stage` as an element of class `class` with `outputs` outputs (at least
+    /// one: what the pipeline hands on at its end leaves by output 0).
+    pub fn new(class: &'static str, outputs: usize, stage: P) -> OperatorNf<P> {
+        OperatorNf {
+            class,
+            stage,
+            outputs: outputs.max(1),
+            model: None,
+            batching: Batching::Never,
+            cx: Cx::default(),
+        }
+    }
+
+    /// Declares the NF's semantic model (see `elements::model`): synthesis then folds it
+    /// into traffic classes and the fast path records it, instead of treating the NF as
+    /// opaque. The model must describe exactly what the pipeline does; the differential
+    /// harness checks it.
+    pub fn with_model(mut self, model: fn() -> Model) -> Self {
+        self.model = Some(model);
+        self
+    }
+
+    /// Declares that the NF keeps no state, so the executor may run it over batches
+    /// ([`Batching::Free`]).
+    pub fn stateless(mut self) -> Self {
+        self.batching = Batching::Free;
+        self
+    }
+
+    /// The pipeline's counters (every stage's).
+    pub fn counters(&self) -> Vec<(&'static str, u64)> {
+        let mut out = Vec::new();
+        self.stage.stats(&mut out);
+        out
+    }
+}
+
+impl<P> Element for OperatorNf<P>
+where
+    P: Stage<Pkt<Raw, ()>> + 'static,
+    P::Out: Leave,
+{
+    fn class_name(&self) -> &'static str {
+        self.class
+    }
+
+    fn port_count(&self) -> PortCount {
+        PortCount::range(1, 1, 1, self.outputs)
+    }
+
+    #[inline]
+    fn push(&mut self, _port: usize, packet: Packet, cx: &mut Context) -> Verdict {
+        if self.model.is_none() {
+            cx.record_opaque("operator NF without a model");
+        }
+        let c = &mut self.cx;
+        if c.now != cx.now {
+            c.now = cx.now;
+            self.stage.tick(c);
+        }
+        let rest = self.stage.run(Pkt::new(packet), c);
+        match (rest, c.pending()) {
+            (Some(p), (0, 0)) => Verdict::Out(0, p.into_packet()),
+            (None, (1, 0)) => match c.take_sent().next() {
+                Some((port, p)) => Verdict::Out(port, p),
+                None => Verdict::Done,
+            },
+            (None, (0, 1)) => match c.take_dropped().next() {
+                Some((p, reason)) => Verdict::Drop(p, reason),
+                None => Verdict::Done,
+            },
+            (rest, _) => {
+                for (p, reason) in c.take_dropped() {
+                    cx.drop(p, reason);
+                }
+                for (port, p) in c.take_sent() {
+                    cx.emit(port, p);
+                }
+                if let Some(p) = rest {
+                    cx.emit(0, p.into_packet());
+                }
+                Verdict::Done
+            }
+        }
+    }
+
+    fn batching(&self) -> Batching {
+        self.batching
+    }
+
+    fn stats(&self) -> Vec<(&'static str, u64)> {
+        self.counters()
+    }
+
+    fn model(&self) -> Option<Model> {
+        self.model.map(|m| m())
+    }
+
+    fn state_dump(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        self.stage.state(&mut out);
+        out
+    }
+}
+
+/// A class of operator NFs for the element registry: `name` in configurations, built by
+/// `build` from the configuration's arguments, documented by `doc`. Register it with
+/// [`register`] before configurations naming it are read.
+pub const fn class(
+    name: &'static str,
+    build: elements::registry::Constructor,
+    doc: Doc,
+) -> ElementClass {
+    ElementClass { name, build, doc }
+}
+
+/// Registers operator NF classes so configurations and chain files can name them; a class
+/// registered again is a no-op.
+pub fn register(classes: &[ElementClass]) -> Result<(), elements::registry::Taken> {
+    classes
+        .iter()
+        .try_for_each(|c| elements::registry::register(*c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::header::{Ethernet, Ipv4};
+    use crate::pipe::pipe;
+    use elements::registry::Doc;
+    use elements::{Args, BuildCtx, ConfigError, Names};
+
+    fn ttl_nf() -> impl Stage<Pkt<Raw, ()>, Out = impl Leave> + 'static {
+        pipe::<Raw, ()>()
+            .parse::<Ethernet>()
+            .parse::<Ipv4>()
+            .transform(|p| {
+                let mut ip = p.header_mut();
+                let ttl = ip.ttl().saturating_sub(1);
+                ip.set_ttl(ttl);
+                ip.fill_checksum();
+            })
+            .filter("ttl-expired", |p| p.header().ttl() != 0)
+            .into_stage()
+    }
+
+    fn build(
+        name: &'static str,
+        _: &Args,
+        _: &BuildCtx<'_>,
+    ) -> Result<Box<dyn Element>, ConfigError> {
+        Ok(Box::new(OperatorNf::new(name, 1, ttl_nf())))
+    }
+
+    const TEST_TTL: ElementClass = class(
+        "TestTTLNF",
+        build,
+        Doc::new("", "The TTL NF of NetBricks' Listing 1 (test copy).", ""),
+    );
+
+    #[test]
+    fn a_registered_operator_nf_builds_by_name_and_runs() {
+        register(&[TEST_TTL]).unwrap();
+        register(&[TEST_TTL]).unwrap();
+        assert!(register(&[class("DecIPTTL", build, Doc::new("", "x", ""))]).is_err());
+        let names = Names::default();
+        let bcx = BuildCtx {
+            name: "nf/t",
+            ninputs: 1,
+            noutputs: 1,
+            names: &names,
+            base_dir: std::path::Path::new("."),
+        };
+        let mut e = elements::build("TestTTLNF", "", &bcx).unwrap();
+        assert_eq!(e.class_name(), "TestTTLNF");
+        let mut cx = Context::default();
+        let frame = wire::build::Frame::udp([1, 1, 1, 1], [2, 2, 2, 2], 1, 2)
+            .ttl(2)
+            .build();
+        match e.push(0, Packet::from_bytes(&frame), &mut cx) {
+            Verdict::Out(0, p) => assert_eq!(p.data()[22], 1),
+            v => panic!("{v:?}"),
+        }
+        let frame = wire::build::Frame::udp([1, 1, 1, 1], [2, 2, 2, 2], 1, 2)
+            .ttl(1)
+            .build();
+        match e.push(0, Packet::from_bytes(&frame), &mut cx) {
+            Verdict::Drop(_, "ttl-expired") => {}
+            v => panic!("{v:?}"),
+        }
+        assert!(e.model().is_none());
+    }
+}
