@@ -16,6 +16,6 @@ pub mod pkt;
 pub mod stream;
 
 pub use header::{Ethernet, Header, Ipv4, Over, Raw, Stack, Tcp, Udp};
-pub use nf::OperatorNf;
+pub use nf::{Input, OperatorNf};
 pub use pipe::{pipe, Cx, Pipe, Stage};
 pub use pkt::Pkt;

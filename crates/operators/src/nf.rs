@@ -15,17 +15,48 @@ use elements::registry::{Doc, ElementClass};
 use elements::{Batching, Context, Element, Model, PortCount, Verdict};
 use packet::Packet;
 
-/// A built operator pipeline `P` as an element of class `class`.
-pub struct OperatorNf<P> {
+/// The metadata a packet starts an operator NF's pipeline with: `()` for NFs with one
+/// input, [`Input`] for NFs whose pipeline must know which input a packet came in on
+/// (a NAT's inside and outside).
+pub trait Start: Send + 'static {
+    /// The metadata of a packet arriving on input `port`.
+    fn start(port: usize) -> Self;
+    /// How many inputs an NF starting its packets with this metadata has, at most.
+    const MAX_INPUTS: usize;
+}
+
+impl Start for () {
+    #[inline(always)]
+    fn start(_: usize) {}
+    const MAX_INPUTS: usize = 1;
+}
+
+/// The input port a packet arrived on (metadata of NFs with several inputs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Input(pub usize);
+
+impl Start for Input {
+    #[inline(always)]
+    fn start(port: usize) -> Input {
+        Input(port)
+    }
+    const MAX_INPUTS: usize = usize::MAX;
+}
+
+/// A built operator pipeline `P` as an element of class `class`; `I` is the metadata its
+/// packets start with ([`Start`]).
+pub struct OperatorNf<P, I = ()> {
     class: &'static str,
+    inputs: usize,
     stage: P,
     outputs: usize,
     model: Option<fn() -> Model>,
     batching: Batching,
     cx: Cx,
+    _start: std::marker::PhantomData<fn() -> I>,
 }
 
-impl<P> std::fmt::Debug for OperatorNf<P> {
+impl<P, I> std::fmt::Debug for OperatorNf<P, I> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OperatorNf")
             .field("class", &self.class)
@@ -47,22 +78,31 @@ impl<S: Stack, M> Leave for Pkt<S, M> {
     }
 }
 
-impl<P> OperatorNf<P>
+impl<P, I: Start> OperatorNf<P, I>
 where
-    P: Stage<Pkt<Raw, ()>> + 'static,
+    P: Stage<Pkt<Raw, I>> + 'static,
     P::Out: Leave,
 {
     /// The pipeline `stage` as an element of class `class` with `outputs` outputs (at least
-    /// one: what the pipeline hands on at its end leaves by output 0).
-    pub fn new(class: &'static str, outputs: usize, stage: P) -> OperatorNf<P> {
+    /// one: what the pipeline hands on at its end leaves by output 0) and one input.
+    pub fn new(class: &'static str, outputs: usize, stage: P) -> OperatorNf<P, I> {
         OperatorNf {
             class,
+            inputs: 1,
             stage,
             outputs: outputs.max(1),
             model: None,
             batching: Batching::Never,
             cx: Cx::default(),
+            _start: std::marker::PhantomData,
         }
+    }
+
+    /// The NF has `n` inputs (at most what `I` tells apart: one for `()`); the pipeline
+    /// reads a packet's input from its [`Input`] metadata.
+    pub fn inputs(mut self, n: usize) -> Self {
+        self.inputs = n.clamp(1, I::MAX_INPUTS);
+        self
     }
 
     /// Declares the NF's semantic model (see `elements::model`): synthesis then folds it
@@ -89,9 +129,9 @@ where
     }
 }
 
-impl<P> Element for OperatorNf<P>
+impl<P, I: Start> Element for OperatorNf<P, I>
 where
-    P: Stage<Pkt<Raw, ()>> + 'static,
+    P: Stage<Pkt<Raw, I>> + 'static,
     P::Out: Leave,
 {
     fn class_name(&self) -> &'static str {
@@ -99,11 +139,11 @@ where
     }
 
     fn port_count(&self) -> PortCount {
-        PortCount::range(1, 1, 1, self.outputs)
+        PortCount::range(1, self.inputs, 1, self.outputs)
     }
 
     #[inline]
-    fn push(&mut self, _port: usize, packet: Packet, cx: &mut Context) -> Verdict {
+    fn push(&mut self, port: usize, packet: Packet, cx: &mut Context) -> Verdict {
         if self.model.is_none() {
             cx.record_opaque("operator NF without a model");
         }
@@ -112,7 +152,9 @@ where
             c.now = cx.now;
             self.stage.tick(c);
         }
-        let rest = self.stage.run(Pkt::new(packet), c);
+        let rest = self
+            .stage
+            .run(Pkt::new(packet).with_meta(I::start(port)), c);
         match (rest, c.pending()) {
             (Some(p), (0, 0)) => Verdict::Out(0, p.into_packet()),
             (None, (1, 0)) => match c.take_sent().next() {
@@ -203,7 +245,7 @@ mod tests {
         _: &Args,
         _: &BuildCtx<'_>,
     ) -> Result<Box<dyn Element>, ConfigError> {
-        Ok(Box::new(OperatorNf::new(name, 1, ttl_nf())))
+        Ok(Box::new(OperatorNf::<_, ()>::new(name, 1, ttl_nf())))
     }
 
     const TEST_TTL: ElementClass = class(
