@@ -76,6 +76,12 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // The NFs written with operators (examples/bricks) are element classes like Click's:
+    // configurations and chain files name them.
+    if let Err(e) = bricks::register() {
+        eprintln!("fusebox: error: {e}");
+        return ExitCode::from(1);
+    }
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Run(a) => run_cmd::run(a),

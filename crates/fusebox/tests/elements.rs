@@ -20,8 +20,15 @@ fn lists_every_registered_class() {
     let (ok, out, _) = fusebox(&["elements"]);
     assert!(ok);
     let lines: Vec<&str> = out.lines().collect();
-    assert_eq!(lines.len(), elements::registry::CLASSES.len());
-    for (line, c) in lines.iter().zip(elements::registry::CLASSES) {
+    // The binary registers the operator NFs of examples/bricks at start-up: so does the test.
+    bricks::register().unwrap();
+    let all = elements::registry::all();
+    assert_eq!(
+        all.len(),
+        elements::registry::CLASSES.len() + bricks::CLASSES.len()
+    );
+    assert_eq!(lines.len(), all.len());
+    for (line, c) in lines.iter().zip(all) {
         assert!(line.starts_with(&format!("{}(", c.name)), "{line}");
     }
 }
@@ -34,6 +41,10 @@ fn describes_one_class() {
     assert!(out.contains("ports      1/1-2"), "{out}");
     assert!(out.contains("ttl-expired"), "{out}");
     assert!(out.contains("model      yes"), "{out}");
+    let (ok, out, _) = fusebox(&["elements", "TTLNF"]);
+    assert!(ok);
+    assert!(out.starts_with("TTLNF("), "{out}");
+    assert!(out.contains("ttl-expired"), "{out}");
     let (ok, _, err) = fusebox(&["elements", "NoSuchClass"]);
     assert!(!ok);
     assert!(err.contains("no element class `NoSuchClass`"), "{err}");
