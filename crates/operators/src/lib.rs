@@ -9,10 +9,12 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod event;
 pub mod header;
 pub mod nf;
 pub mod pipe;
 pub mod pkt;
+pub mod state;
 pub mod stream;
 
 pub use header::{Ethernet, Header, Ipv4, Over, Raw, Stack, Tcp, Udp};
