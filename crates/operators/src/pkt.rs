@@ -106,6 +106,13 @@ impl<S: Stack, M> Pkt<S, M> {
         debug_assert_eq!(self.packet.len(), at + bytes.len());
     }
 
+    /// The FuseBox packet underneath, read-only (for readers of whole packets, such as
+    /// [`crate::stream::Window::observe`]).
+    #[inline]
+    pub fn packet(&self) -> &Packet {
+        &self.packet
+    }
+
     /// The whole frame.
     #[inline]
     pub fn data(&self) -> &[u8] {

@@ -7,6 +7,7 @@
 //! |---|---|---|---|
 //! | `TTLNF` | [`ttl`] | decrement the IPv4 TTL, drop at expiry (NetBricks' Listing 1) | `examples/ttl/ttl.click` |
 //! | `MacSwapNF` | [`macswap`] | swap the Ethernet source and destination | — |
+//! | `SignatureNF` | [`signature`] | Snort rules' contents searched in reassembled TCP streams (`window`) | `SnortIDS` (per packet) |
 //!
 //! Each module is short and documented: the pipeline first, the class (its arguments and
 //! constructor) after it.
@@ -14,6 +15,7 @@
 #![warn(missing_docs)]
 
 pub mod macswap;
+pub mod signature;
 pub mod ttl;
 
 #[cfg(test)]
@@ -22,7 +24,7 @@ mod testutil;
 use elements::registry::{ElementClass, Taken};
 
 /// Every class this crate defines, in the order `fusebox elements` lists them.
-pub const CLASSES: &[ElementClass] = &[ttl::CLASS, macswap::CLASS];
+pub const CLASSES: &[ElementClass] = &[ttl::CLASS, macswap::CLASS, signature::CLASS];
 
 /// Registers every class of [`CLASSES`] in the element registry, so that configurations and
 /// chain files read afterwards can name them. Registering again is a no-op; the error is a
