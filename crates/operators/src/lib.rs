@@ -14,6 +14,7 @@ pub mod header;
 pub mod nf;
 pub mod pipe;
 pub mod pkt;
+pub mod runtime;
 pub mod state;
 pub mod stream;
 
