@@ -29,6 +29,7 @@
 //!             })
 //!             .filter("ttl-expired", |p| p.header().ttl() != 0)
 //!     })
+//!     .into_stage()
 //! })?;
 //! println!("{report:?}");
 //! # Ok(()) }
@@ -274,7 +275,7 @@ impl<I, S: Stack, M: Send + 'static, St: Stage<I, Out = Pkt<S, M>>> Pipe<I, St> 
         worker: &mut Worker,
         key: K,
         rest: F,
-    ) -> Pipe<I, Then<St, Shuffle<K, Pkt<S, M>, T>>>
+    ) -> Shuffling<I, St, K, Pkt<S, M>, T>
     where
         K: FnMut(&Pkt<S, M>) -> usize + Send,
         T: Stage<Pkt<S, M>> + 'static,
@@ -288,6 +289,9 @@ impl<I, S: Stack, M: Send + 'static, St: Stage<I, Out = Pkt<S, M>>> Pipe<I, St> 
         self.then(Shuffle { key, route })
     }
 }
+
+/// The pipeline after a `shuffle` (nothing follows it).
+pub type Shuffling<I, St, K, P, T> = Pipe<I, Then<St, Shuffle<K, P, T>>>;
 
 /// A worker's end of one shuffle: its channel and its replica of the shuffle's rest.
 trait Inbox: Send {
@@ -354,12 +358,15 @@ where
     }
 }
 
+/// Frames a [`MemoryTx`] was sent: `(timestamp, bytes)` in order, shared.
+pub type Frames = Arc<Mutex<Vec<(Timestamp, Vec<u8>)>>>;
+
 /// A transmit port that keeps what it is sent in memory (tests, programs that look at their
 /// output): `(timestamp, frame)` in the order sent, shared with whoever holds a clone of
 /// [`MemoryTx::frames`].
 #[derive(Debug, Clone, Default)]
 pub struct MemoryTx {
-    frames: Arc<Mutex<Vec<(Timestamp, Vec<u8>)>>>,
+    frames: Frames,
     counters: PortCounters,
 }
 
@@ -370,7 +377,7 @@ impl MemoryTx {
     }
 
     /// The frames sent so far (shared: read them after the run).
-    pub fn frames(&self) -> Arc<Mutex<Vec<(Timestamp, Vec<u8>)>>> {
+    pub fn frames(&self) -> Frames {
         Arc::clone(&self.frames)
     }
 }
