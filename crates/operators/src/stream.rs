@@ -28,3 +28,109 @@ pub use window::{
     Direction, End, StreamId, Window, WindowError, WindowInfo, WindowKind, WindowStats,
     DEFAULT_MAX_CONNECTIONS,
 };
+
+use crate::header::Stack;
+use crate::pipe::{Cx, Pipe, Stage, Then};
+use crate::pkt::Pkt;
+use std::time::Duration;
+
+/// The `window` operator: every packet is read by a [`Window`] (its TCP segment
+/// reassembled, the UDF called on each window of its stream) and handed on unchanged.
+pub struct WindowOp<F> {
+    window: Window<F>,
+}
+
+impl<F> WindowOp<F> {
+    /// The window.
+    pub fn window(&self) -> &Window<F> {
+        &self.window
+    }
+}
+
+impl<S: Stack, M: Send, F: FnMut(&WindowInfo, &[u8]) + Send> Stage<Pkt<S, M>> for WindowOp<F> {
+    type Out = Pkt<S, M>;
+    #[inline]
+    fn run(&mut self, p: Pkt<S, M>, _: &mut Cx) -> Option<Pkt<S, M>> {
+        self.window.observe(p.packet());
+        Some(p)
+    }
+    fn tick(&mut self, cx: &mut Cx) {
+        self.window.advance(cx.now);
+    }
+    fn stats(&self, out: &mut Vec<(&'static str, u64)>) {
+        let s = self.window.stats();
+        out.extend([
+            ("window_packets", s.packets),
+            ("window_calls", s.calls),
+            ("window_connections", s.connections),
+            ("window_streams_closed", s.streams_closed),
+            ("window_streams_timed_out", s.streams_timed_out),
+        ]);
+    }
+}
+
+impl<I, S: Stack, M: Send + 'static, St: Stage<I, Out = Pkt<S, M>>> Pipe<I, St> {
+    /// NetBricks' `window(size, slide, timeout, udf)`: reassembles the TCP streams of the
+    /// packets passing by and calls `udf` on every `size` bytes of a stream, sliding by
+    /// `slide`, and once more with what is left when the stream ends (FIN, RST, `timeout` of
+    /// packet time without a packet). Packets pass on unchanged. See [`Window`].
+    pub fn window<F: FnMut(&WindowInfo, &[u8]) + Send>(
+        self,
+        size: usize,
+        slide: usize,
+        timeout: Duration,
+        udf: F,
+    ) -> Result<Pipe<I, Then<St, WindowOp<F>>>, WindowError> {
+        Ok(self.then(WindowOp {
+            window: Window::new(size, slide, timeout, udf)?,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod op_tests {
+    use super::*;
+    use crate::header::{Raw, Tcp};
+    use crate::pipe::pipe;
+    use crate::{Ethernet, Ipv4};
+    use std::sync::{Arc, Mutex};
+
+    #[test]
+    fn the_window_operator_sees_the_stream_and_passes_packets_on() {
+        let got = Arc::new(Mutex::new(Vec::new()));
+        let g = Arc::clone(&got);
+        let mut nf = pipe::<Raw, ()>()
+            .window(4, 4, Duration::from_secs(1), move |_, bytes| {
+                g.lock().unwrap().extend_from_slice(bytes)
+            })
+            .unwrap()
+            .parse::<Ethernet>()
+            .parse::<Ipv4>()
+            .parse::<Tcp>()
+            .into_stage();
+        let seg = |seq: u32, flags: u8, data: &[u8]| {
+            packet::Packet::from_bytes(
+                &wire::build::Frame::tcp([1, 1, 1, 1], [2, 2, 2, 2], 5, 6)
+                    .seq_ack(seq, 0)
+                    .flags(flags)
+                    .payload(data)
+                    .build(),
+            )
+        };
+        let mut cx = Cx::default();
+        let mut out = 0;
+        for p in [
+            seg(0, 0x02, b""),
+            seg(4, 0x18, b"world"),
+            seg(1, 0x18, b"abc"),
+            seg(9, 0x11, b""),
+        ] {
+            out += usize::from(nf.run(Pkt::new(p), &mut cx).is_some());
+        }
+        assert_eq!(out, 4);
+        assert_eq!(&got.lock().unwrap()[..], b"abcworld");
+        let mut stats = Vec::new();
+        Stage::<Pkt<Raw>>::stats(&nf, &mut stats);
+        assert!(stats.contains(&("window_packets", 4)), "{stats:?}");
+    }
+}
