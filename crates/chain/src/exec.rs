@@ -424,7 +424,7 @@ fn build_nfs(chain: &ChainFile, options: &RunOptions) -> Result<Vec<Nf>, SetupEr
     for spec in &chain.nfs {
         let mut defines = spec.defines.clone();
         defines.extend(options.defines.iter().cloned());
-        let config = click::parse_file(&spec.click, &defines)?;
+        let config = spec.config(&defines)?;
         let base = spec.click.parent().map(PathBuf::from).unwrap_or_default();
         nfs.push(Nf::build(&spec.name, &config, &base, spec.scoped)?);
     }

@@ -16,6 +16,25 @@
 //! via = "afxdp"                 # optional: afxdp or afpacket (default: auto)
 //! ```
 //!
+//! An NF written in Rust with operators (an element class registered in
+//! `elements::registry`, such as the `bricks` crate's) is an NF of its own without a Click
+//! file:
+//!
+//! ```toml
+//! [nf.t1]
+//! rust = "TTLNF"                # the class
+//! args = ""                     # optional: its configuration string ($NAMEs from `define`)
+//! inputs = 1                    # optional (default 1)
+//! outputs = 1                   # optional (default: as many as inputs)
+//! ```
+//!
+//! Its Click configuration is generated ([`RustNf::click`]): the element is named `nf`,
+//! input `i` is fed by `FromDevice(eth<i>)`, and with `n` = max(inputs, 2) output `j < n`
+//! leaves by `ToDevice(eth<(j + 1) mod n>)`, output `j ≥ n` by `ToDevice(eth<j>)`. So a
+//! one-input NF is `FromDevice(eth0) -> nf :: CLASS(ARGS) -> ToDevice(eth1)`, and a
+//! two-sided one (a NAT: inside on eth0, outside on eth1) is `eth0 -> [0]nf[0] -> eth1`
+//! and `eth1 -> [1]nf[1] -> eth0`.
+//!
 //! A link is a bidirectional wire between two NF interfaces. Every interface that is not
 //! linked (entries included) is also an exit. A device binds an unlinked interface to a
 //! Linux network device: packets received there enter the chain at it (when the NF reads
@@ -113,7 +132,29 @@ pub enum ChainErrorKind {
     /// A device binding without a device name, or with an unknown way to attach.
     #[error("{0}")]
     Device(DeviceSpecError),
+    /// An NF with both or neither of `click` and `rust`.
+    #[error("NF `{0}` needs exactly one of `click = \"FILE.click\"` (a Click configuration) and `rust = \"CLASS\"` (an NF written with operators)")]
+    NfSource(String),
+    /// A key only operator NFs (`rust = ...`) take, given to a Click NF.
+    #[error(
+        "`{0}` is for NFs written with operators (`rust = \"CLASS\"`), not Click configurations"
+    )]
+    RustOnly(&'static str),
+    /// A `rust` class the element registry does not know.
+    #[error("unknown element class `{0}` (`fusebox elements` lists the classes; operator NFs must be registered first)")]
+    UnknownClass(String),
+    /// An operator NF's number of inputs or outputs out of range.
+    #[error("`{key} = {n}`: expected 1 to {MAX_PORTS}")]
+    Ports {
+        /// `inputs` or `outputs`.
+        key: &'static str,
+        /// The number given.
+        n: i64,
+    },
 }
+
+/// The most inputs or outputs a chain file gives an operator NF.
+pub const MAX_PORTS: usize = 64;
 
 /// A device specification that does not parse (`DEV[,afxdp|afpacket]`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -225,7 +266,16 @@ impl fmt::Display for Endpoint {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawNf {
-    click: String,
+    #[serde(default)]
+    click: Option<String>,
+    #[serde(default)]
+    rust: Option<Spanned<String>>,
+    #[serde(default)]
+    args: Option<Spanned<String>>,
+    #[serde(default)]
+    inputs: Option<Spanned<i64>>,
+    #[serde(default)]
+    outputs: Option<Spanned<i64>>,
     #[serde(default)]
     define: BTreeMap<String, String>,
 }
@@ -264,13 +314,64 @@ struct RawChain {
     device: Vec<RawDevice>,
 }
 
+/// An NF written in Rust with operators (`rust = "CLASS"` in a chain file): an element class
+/// of the registry, in a generated Click configuration (see the module documentation).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RustNf {
+    /// The element class.
+    pub class: String,
+    /// Its configuration string.
+    pub args: String,
+    /// Its inputs (interfaces `eth0`..).
+    pub inputs: usize,
+    /// Its outputs.
+    pub outputs: usize,
+    /// Where `rust = ...` is written (`file:line:col`).
+    pub at: String,
+}
+
+impl RustNf {
+    /// The interface output `j` leaves by (see the module documentation).
+    pub fn output_iface(&self, j: usize) -> usize {
+        let n = self.inputs.max(2);
+        if j < n {
+            (j + 1) % n
+        } else {
+            j
+        }
+    }
+
+    /// The generated Click configuration.
+    pub fn click(&self) -> String {
+        let mut s = format!(
+            "// generated for `rust = \"{}\"` at {}\nnf :: {}({});\n",
+            self.class, self.at, self.class, self.args
+        );
+        for i in 0..self.inputs {
+            s.push_str(&format!("FromDevice(eth{i}) -> [{i}]nf;\n"));
+        }
+        for j in 0..self.outputs {
+            s.push_str(&format!(
+                "nf[{j}] -> ToDevice(eth{});\n",
+                self.output_iface(j)
+            ));
+        }
+        s
+    }
+}
+
 /// One NF of a chain.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NfSpec {
     /// NF name.
     pub name: String,
-    /// Path of its Click configuration (resolved against the chain file's directory).
+    /// Path of its Click configuration (resolved against the chain file's directory); for
+    /// an operator NF, the chain file (relative paths in its arguments resolve against the
+    /// chain file's directory).
     pub click: PathBuf,
+    /// For an NF written with operators (`rust = ...`): its class and ports; its Click
+    /// configuration is generated, not read from `click`.
+    pub rust: Option<RustNf>,
     /// `define` overrides for this NF.
     pub defines: Vec<(String, String)>,
     /// Whether its elements' qualified names (which seed their pseudo-random choices) are
@@ -299,6 +400,29 @@ fn line_col(src: &str, offset: usize) -> (usize, usize) {
     let line = before.matches('\n').count() + 1;
     let col = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
     (line, col)
+}
+
+impl NfSpec {
+    /// Parses the NF's Click configuration (the file, or the one generated for an operator
+    /// NF) with these `define` overrides.
+    pub fn config(&self, defines: &[(String, String)]) -> Result<click::Config, click::Error> {
+        match &self.rust {
+            Some(r) => click::parse_str(
+                &r.click(),
+                &format!("{} (generated for nf.{})", r.at, self.name),
+                defines,
+            ),
+            None => click::parse_file(&self.click, defines),
+        }
+    }
+
+    /// Where the NF's configuration comes from: its Click file, or `rust CLASS(ARGS)`.
+    pub fn source(&self) -> String {
+        match &self.rust {
+            Some(r) => format!("rust {}({})", r.class, r.args),
+            None => self.click.display().to_string(),
+        }
+    }
 }
 
 impl ChainFile {
@@ -330,6 +454,7 @@ impl ChainFile {
             nfs: vec![NfSpec {
                 name,
                 click: click.to_path_buf(),
+                rust: None,
                 defines: Vec::new(),
                 scoped: false,
             }],
@@ -359,10 +484,63 @@ impl ChainFile {
                     ChainErrorKind::NfName(name),
                 ));
             }
+            let span = spec.span();
             let spec = spec.into_inner();
+            let (click, rust) = match (&spec.click, &spec.rust) {
+                (Some(c), None) => {
+                    let only = [
+                        ("args", spec.args.as_ref().map(Spanned::span)),
+                        ("inputs", spec.inputs.as_ref().map(Spanned::span)),
+                        ("outputs", spec.outputs.as_ref().map(Spanned::span)),
+                    ];
+                    if let Some((key, Some(sp))) = only.into_iter().find(|(_, sp)| sp.is_some()) {
+                        return Err(ChainError::new(at(sp), ChainErrorKind::RustOnly(key)));
+                    }
+                    (dir.join(c), None)
+                }
+                (None, Some(class)) => {
+                    let ports = |v: &Option<Spanned<i64>>, key, default: usize| match v {
+                        None => Ok(default),
+                        Some(n) => usize::try_from(*n.get_ref())
+                            .ok()
+                            .filter(|k| (1..=MAX_PORTS).contains(k))
+                            .ok_or_else(|| {
+                                ChainError::new(
+                                    at(n.span()),
+                                    ChainErrorKind::Ports {
+                                        key,
+                                        n: *n.get_ref(),
+                                    },
+                                )
+                            }),
+                    };
+                    let inputs = ports(&spec.inputs, "inputs", 1)?;
+                    let outputs = ports(&spec.outputs, "outputs", inputs)?;
+                    if elements::registry::class(class.get_ref()).is_none() {
+                        return Err(ChainError::new(
+                            at(class.span()),
+                            ChainErrorKind::UnknownClass(class.get_ref().clone()),
+                        ));
+                    }
+                    let rust = RustNf {
+                        class: class.get_ref().clone(),
+                        args: spec
+                            .args
+                            .as_ref()
+                            .map(|a| a.get_ref().clone())
+                            .unwrap_or_default(),
+                        inputs,
+                        outputs,
+                        at: at(class.span()),
+                    };
+                    (path.to_path_buf(), Some(rust))
+                }
+                _ => return Err(ChainError::new(at(span), ChainErrorKind::NfSource(name))),
+            };
             nfs.push(NfSpec {
                 name,
-                click: dir.join(&spec.click),
+                click,
+                rust,
                 defines: spec.define.into_iter().collect(),
                 scoped: true,
             });
@@ -587,6 +765,105 @@ mod tests {
         ))
         .unwrap_err();
         assert!(unknown.to_string().contains("unknown NF `zz`"), "{unknown}");
+    }
+
+    #[test]
+    fn rust_nfs_get_a_generated_configuration() {
+        let c = parse(
+            "[nf.t]\nrust = \"DecIPTTL\"\nargs = \"MULTICAST false\"\n[nf.n]\nrust = \"IPRewriter\"\nargs = \"pattern 1.2.3.4 1024-2047 - - 0 1, drop\"\ninputs = 2\n[[link]]\nbetween = [\"t.eth1\", \"n.eth0\"]\n",
+        )
+        .unwrap();
+        let t = c.nfs[0].rust.as_ref().unwrap();
+        assert_eq!((t.inputs, t.outputs), (1, 1));
+        assert_eq!(t.at, "dir/chain.toml:2:8");
+        assert_eq!(c.nfs[0].source(), "rust DecIPTTL(MULTICAST false)");
+        assert_eq!(c.nfs[0].click, Path::new("dir/chain.toml"));
+        let lines: Vec<String> = t.click().lines().skip(1).map(String::from).collect();
+        assert_eq!(
+            lines,
+            [
+                "nf :: DecIPTTL(MULTICAST false);",
+                "FromDevice(eth0) -> [0]nf;",
+                "nf[0] -> ToDevice(eth1);"
+            ]
+        );
+        let n = c.nfs[1].rust.as_ref().unwrap();
+        assert_eq!((n.inputs, n.outputs), (2, 2));
+        let click = n.click();
+        for l in [
+            "FromDevice(eth0) -> [0]nf;",
+            "FromDevice(eth1) -> [1]nf;",
+            "nf[0] -> ToDevice(eth1);",
+            "nf[1] -> ToDevice(eth0);",
+        ] {
+            assert!(click.contains(l), "{click}");
+        }
+        let config = c.nfs[1].config(&[]).unwrap();
+        assert_eq!(config.elements.len(), 5);
+        // One input, three outputs: 0 and 1 across and back, 2 by its own interface.
+        let three = RustNf {
+            outputs: 3,
+            ..t.clone()
+        };
+        assert_eq!(
+            (0..3).map(|j| three.output_iface(j)).collect::<Vec<_>>(),
+            [1, 0, 2]
+        );
+    }
+
+    #[test]
+    fn rust_nf_errors_name_the_place() {
+        let both = parse("[nf.a]\nclick = \"a.click\"\nrust = \"DecIPTTL\"\n").unwrap_err();
+        assert!(matches!(*both.kind, ChainErrorKind::NfSource(_)), "{both}");
+        assert!(
+            both.to_string()
+                .starts_with("dir/chain.toml:1:1: NF `a` needs exactly one of"),
+            "{both}"
+        );
+        let neither = parse("[nf.a]\ndefine = { X = \"1\" }\n").unwrap_err();
+        assert!(
+            matches!(*neither.kind, ChainErrorKind::NfSource(_)),
+            "{neither}"
+        );
+        let unknown = parse("[nf.a]\nrust = \"NoSuchNF\"\n").unwrap_err();
+        assert_eq!(
+            unknown.to_string(),
+            "dir/chain.toml:2:8: unknown element class `NoSuchNF` (`fusebox elements` lists the classes; operator NFs must be registered first)"
+        );
+        let args = parse("[nf.a]\nclick = \"a.click\"\nargs = \"x\"\n").unwrap_err();
+        assert!(
+            args.to_string()
+                .starts_with("dir/chain.toml:3:8: `args` is for NFs written with operators"),
+            "{args}"
+        );
+        let outs = parse("[nf.a]\nclick = \"a.click\"\noutputs = 2\n").unwrap_err();
+        assert!(
+            matches!(*outs.kind, ChainErrorKind::RustOnly("outputs")),
+            "{outs}"
+        );
+        let zero = parse("[nf.a]\nrust = \"DecIPTTL\"\ninputs = 0\n").unwrap_err();
+        assert_eq!(
+            zero.to_string(),
+            "dir/chain.toml:3:10: `inputs = 0`: expected 1 to 64"
+        );
+        let many = parse("[nf.a]\nrust = \"DecIPTTL\"\noutputs = 65\n").unwrap_err();
+        assert!(
+            matches!(
+                *many.kind,
+                ChainErrorKind::Ports {
+                    key: "outputs",
+                    n: 65
+                }
+            ),
+            "{many}"
+        );
+        let typo = parse("[nf.a]\nrust = \"DecIPTTL\"\narg = \"x\"\n").unwrap_err();
+        assert!(matches!(*typo.kind, ChainErrorKind::Toml(_)), "{typo}");
+        let not_string = parse("[nf.a]\nrust = 3\n").unwrap_err();
+        assert!(
+            not_string.to_string().starts_with("dir/chain.toml:2:8:"),
+            "{not_string}"
+        );
     }
 
     #[test]

@@ -903,8 +903,7 @@ pub fn check(a: &CheckArgs) -> Result<ExitCode, CliError> {
         outln!(
             "nf {} ({}): interfaces [{}]",
             nf.name,
-            spec.map(|s| s.click.display().to_string())
-                .unwrap_or_default(),
+            spec.map(|s| s.source()).unwrap_or_default(),
             nf.interfaces().join(", ")
         );
         print!("{}", nf.describe());

@@ -7,6 +7,9 @@
 //! |---|---|---|---|
 //! | `TTLNF` | [`ttl`] | decrement the IPv4 TTL, drop at expiry (NetBricks' Listing 1) | `examples/ttl/ttl.click` |
 //! | `MacSwapNF` | [`macswap`] | swap the Ethernet source and destination | — |
+//! | `MonitorNF` | [`monitor`] | per-flow packet and byte counters | `Monitor` (`examples/bricks/click/monitor.click`) |
+//! | `NatNF` | [`nat`] | NAPT, inside on input 0, outside on input 1 | `IPRewriter` (`examples/bricks/click/nat.click`) |
+//! | `FirewallNF` | [`firewall`] | linear scan of an ACL (`IPFilter`'s rules) | `IPFilter` (`examples/bricks/click/firewall.click`) |
 //! | `SignatureNF` | [`signature`] | Snort rules' contents searched in reassembled TCP streams (`window`) | `SnortIDS` (per packet) |
 //!
 //! Each module is short and documented: the pipeline first, the class (its arguments and
@@ -14,7 +17,10 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod firewall;
 pub mod macswap;
+pub mod monitor;
+pub mod nat;
 pub mod signature;
 pub mod ttl;
 
@@ -24,7 +30,14 @@ mod testutil;
 use elements::registry::{ElementClass, Taken};
 
 /// Every class this crate defines, in the order `fusebox elements` lists them.
-pub const CLASSES: &[ElementClass] = &[ttl::CLASS, macswap::CLASS, signature::CLASS];
+pub const CLASSES: &[ElementClass] = &[
+    ttl::CLASS,
+    macswap::CLASS,
+    firewall::CLASS,
+    monitor::CLASS,
+    nat::CLASS,
+    signature::CLASS,
+];
 
 /// Registers every class of [`CLASSES`] in the element registry, so that configurations and
 /// chain files read afterwards can name them. Registering again is a no-op; the error is a
