@@ -320,7 +320,10 @@ impl Stage<Pkt<(Ethernet, Raw), Input>> for Nat {
         lines.sort();
         out.extend(lines);
         // The rewriter's round-robin positions, which inputs with a pattern never move.
-        out.extend(["rr input 0 next 0".to_string(), "rr input 1 next 0".to_string()]);
+        out.extend([
+            "rr input 0 next 0".to_string(),
+            "rr input 1 next 0".to_string(),
+        ]);
     }
 
     fn stats(&self, out: &mut Vec<(&'static str, u64)>) {
