@@ -195,12 +195,16 @@ fn random_chains_mixing_operator_and_click_nfs_are_identical_in_every_mode() {
             let mut r: Vec<String> = (0..n)
                 .map(|_| {
                     let p = patterns[(next(x) % patterns.len() as u64) as usize];
-                    let a = if next(x) % 3 == 0 { "deny" } else { "allow" };
+                    let a = if next(x).is_multiple_of(3) {
+                        "deny"
+                    } else {
+                        "allow"
+                    };
                     format!("{a} {p}")
                 })
                 .collect();
             r.push(
-                if next(x) % 2 == 0 {
+                if next(x).is_multiple_of(2) {
                     "allow all"
                 } else {
                     "deny all"
