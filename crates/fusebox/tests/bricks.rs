@@ -230,3 +230,50 @@ fn operator_nfs_run_by_name_in_click_configurations_and_chain_files() {
         "{err}"
     );
 }
+
+#[test]
+fn the_ttl_nf_model_is_folded_by_synthesis_and_consolidated_by_the_fast_path() {
+    let d = scratch("bricks-model");
+    gen_trace(
+        &d,
+        "trace.pcap",
+        &["--packets", "3000", "--flows", "60", "--ttl", "1-4"],
+    );
+    let o = fusebox_ok(&d, &["synth", &bricks("ttl.toml")]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("-> drop ttl-expired at ttl/nf"), "{out}");
+    assert!(out.contains("writes ip_ttl-=1 ip_csum once"), "{out}");
+    // The fast path: the TTL NF's flows are consolidated, the monitor's (no model) are not.
+    let served = |chain: &str, entry: &str| {
+        let input = format!("{entry}=trace.pcap");
+        let o = fusebox_ok(
+            &d,
+            &[
+                "run",
+                &bricks(chain),
+                "--input",
+                &input,
+                "--mode",
+                "fastpath",
+            ],
+        );
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        let line = err
+            .lines()
+            .find(|l| l.starts_with("fastpath: "))
+            .unwrap_or_default()
+            .to_string();
+        let n: u64 = line
+            .trim_start_matches("fastpath: ")
+            .split(' ')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{err}"));
+        (n, line)
+    };
+    let (ttl, line) = served("ttl.toml", "ttl.eth0");
+    assert!(ttl > 500, "{line}");
+    let (mon, line) = served("monitor.toml", "mon.eth0");
+    assert_eq!(mon, 0, "{line}");
+    assert!(line.contains("operator NF without a model"), "{line}");
+}

@@ -15,7 +15,20 @@
 //! Drops: `parse-ethernet` (under 14 bytes), `parse-ipv4` (not EtherType 0x0800, or not an
 //! IPv4 header: version, header length, total length), `ttl-expired`. In `ttl.click` the
 //! first two are the `Classifier`'s second output going to `Discard` (`discard`).
+//!
+//! A packet that leaves has its MAC, network and transport header annotations at the
+//! Ethernet header, the IPv4 header and after it, as `MarkIPHeader(14)` leaves them in
+//! `ttl.click`, so Click elements after the NF find the headers.
+//!
+//! **A declared model** ([`model`], `OperatorNf::with_model`): the NF says what it does in
+//! the vocabulary of `elements::model` (the cases of `DecIPTTL`'s model after the parse
+//! checks), so synthesis folds it into traffic classes and the fast path consolidates it
+//! instead of running it as an opaque element. Frames of 14 bytes or less and IPv4 headers
+//! whose lengths are not consistent are left to the NF itself (`Outcome::Runtime`). The
+//! model is checked against the pipeline packet by packet (this module's tests) and in every
+//! mode by the differential tests.
 
+use elements::model::{Case, Effect, Field, FieldSet, Filter, IpAnchor, Model, Outcome};
 use elements::registry::{Doc, ElementClass};
 use elements::{Args, BuildCtx, ConfigError, Element};
 use operators::nf::{class, Leave};
@@ -36,8 +49,64 @@ pub fn pipeline() -> impl Stage<Pkt<Raw>, Out = impl Leave> + 'static {
             let ttl = ip.ttl();
             ip.set_ttl(ttl - 1);
             ip.set_checksum(ttl_decremented(ip.checksum()));
+            // The transport header annotation after the IPv4 header, as MarkIPHeader sets it.
+            let hl = ip.header_len() as u32;
+            let anno = p.anno_mut();
+            anno.transport_offset = anno.network_offset + hl;
         })
         .into_stage()
+}
+
+/// What the pipeline does, as cases over header fields (IPv4 fields read at byte 14).
+pub fn model() -> Model {
+    let any = Filter::any;
+    let parse_ipv4 = || Outcome::Drop("parse-ipv4");
+    let cases = vec![
+        // 14 bytes or less: no Ethernet header (parse-ethernet) or nothing after it.
+        Case::new(
+            any().with(Field::IpAvail, FieldSet::single(0)),
+            Outcome::Runtime,
+        ),
+        Case::new(
+            any().with(
+                Field::EtherType,
+                FieldSet::from_intervals([(0, 0x07ff), (0x0801, 0xffff)]),
+            ),
+            parse_ipv4(),
+        ),
+        Case::new(
+            any().with(Field::IpAvail, FieldSet::range(1, 19)),
+            parse_ipv4(),
+        ),
+        Case::new(
+            any().with(
+                Field::IpVersion,
+                FieldSet::from_intervals([(0, 3), (5, 15)]),
+            ),
+            parse_ipv4(),
+        ),
+        Case::new(
+            any().with(Field::IpIhl, FieldSet::range(0, 4)),
+            parse_ipv4(),
+        ),
+        // Lengths the parse may or may not accept (header or total length beyond the data).
+        Case::new(
+            any().with(Field::IpLenOk, FieldSet::single(0)),
+            Outcome::Runtime,
+        ),
+        Case::new(
+            any().with(Field::IpTtl, FieldSet::range(0, 1)),
+            Outcome::Drop("ttl-expired"),
+        ),
+        Case::new(any(), Outcome::Out(0))
+            .effect(Effect::MarkMac)
+            .effect(Effect::MarkIp)
+            .effect(Effect::DecTtl),
+    ];
+    Model {
+        ip_at: IpAnchor::Data(14),
+        cases,
+    }
 }
 
 /// Builds the NF (no arguments).
@@ -49,7 +118,9 @@ fn build(
     args.check(0, &[])
         .map_err(|e| ConfigError::new(format!("{name}: {}", e.message)))?;
     Ok(Box::new(
-        OperatorNf::<_, ()>::new(name, 1, pipeline()).stateless(),
+        OperatorNf::<_, ()>::new(name, 1, pipeline())
+            .stateless()
+            .with_model(model),
     ))
 }
 
@@ -115,6 +186,82 @@ mod tests {
             Verdict::Drop(_, r) => assert_eq!(r, "parse-ipv4"),
             v => panic!("{v:?}"),
         }
+    }
+
+    /// The model agrees with the pipeline on every packet it does not leave to the NF:
+    /// outcome, bytes and header annotations.
+    #[test]
+    fn the_model_is_what_the_pipeline_does() {
+        let mut nf = build("TTLNF", "", 1);
+        let model = nf.model().expect("TTLNF declares a model");
+        let cfg = ports::gen::GenConfig {
+            packets: 4000,
+            flows: 50,
+            mix: ports::gen::Mix {
+                tcp: 2,
+                udp: 2,
+                icmp: 1,
+            },
+            anomalies: ports::gen::Anomalies {
+                ttl_range: Some((0, 3)),
+                bad_ip_checksum: ports::gen::Rate(50_000),
+                ip_options: ports::gen::Rate(50_000),
+                arp: ports::gen::Rate(50_000),
+                truncated: ports::gen::Rate(50_000),
+                short_transport: ports::gen::Rate(50_000),
+            },
+            ..Default::default()
+        };
+        let mut frames: Vec<Vec<u8>> = ports::gen::generate(&cfg).map(|(_, f)| f).collect();
+        // Headers the generator does not make: other versions and header lengths, short
+        // and empty frames, total lengths below the header.
+        let base = Frame::udp([10, 0, 0, 1], [10, 0, 0, 2], 1, 2)
+            .ttl(9)
+            .build();
+        for (at, v) in [(14, 0x65), (14, 0x44), (14, 0x4f), (17, 10), (16, 0xff)] {
+            let mut f = base.clone();
+            f[at] = v;
+            frames.push(f);
+        }
+        for n in [0, 5, 13, 14, 15, 20, 33, 34] {
+            frames.push(base[..n].to_vec());
+        }
+        let (mut modelled, mut runtime) = (0, 0);
+        for f in &frames {
+            let mut p = packet::Packet::from_bytes(f);
+            p.set_transport_header(3); // stale annotations the NF must overwrite
+            let applied = elements::model::apply(&model, p);
+            let mut q = packet::Packet::from_bytes(f);
+            q.set_transport_header(3);
+            let mut cx = elements::Context::default();
+            let got = nf.push(0, q, &mut cx);
+            match (&applied.outcome, got) {
+                (elements::model::Outcome::Runtime, _) => runtime += 1,
+                (elements::model::Outcome::Out(0), Verdict::Out(0, q)) => {
+                    let p = &applied.packet;
+                    assert_eq!(p.data(), q.data());
+                    assert_eq!(
+                        (
+                            p.meta.mac_offset,
+                            p.meta.network_offset,
+                            p.meta.transport_offset
+                        ),
+                        (
+                            q.meta.mac_offset,
+                            q.meta.network_offset,
+                            q.meta.transport_offset
+                        )
+                    );
+                    modelled += 1;
+                }
+                (elements::model::Outcome::Drop(a), Verdict::Drop(_, b)) => {
+                    assert_eq!(*a, b);
+                    modelled += 1;
+                }
+                (a, b) => panic!("{f:02x?}: model {a:?}, NF {b:?}"),
+            }
+        }
+        assert!(modelled > 3500 && runtime > 0, "{modelled} {runtime}");
     }
 
     #[test]
