@@ -11,6 +11,7 @@
 //! | `NatNF` | [`nat`] | NAPT, inside on input 0, outside on input 1 | `IPRewriter` (`examples/bricks/click/nat.click`) |
 //! | `FirewallNF` | [`firewall`] | linear scan of an ACL (`IPFilter`'s rules) | `IPFilter` (`examples/bricks/click/firewall.click`) |
 //! | `SignatureNF` | [`signature`] | Snort rules' contents searched in reassembled TCP streams (`window`) | `SnortIDS` (per packet) |
+//! | `MaglevNF` | [`maglev`] | Maglev: lookup table in bounded-inconsistency state, flow cache per worker, `group_by` backend (Listing 3) | `Maglev` (`examples/speedybox/lb.click`) |
 //!
 //! Each module is short and documented: the pipeline first, the class (its arguments and
 //! constructor) after it.
@@ -19,6 +20,7 @@
 
 pub mod firewall;
 pub mod macswap;
+pub mod maglev;
 pub mod monitor;
 pub mod nat;
 pub mod signature;
@@ -37,6 +39,7 @@ pub const CLASSES: &[ElementClass] = &[
     monitor::CLASS,
     nat::CLASS,
     signature::CLASS,
+    maglev::CLASS,
 ];
 
 /// Registers every class of [`CLASSES`] in the element registry, so that configurations and
