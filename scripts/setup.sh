@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Installs what FuseBox needs on a fresh Debian machine (root or sudo; fonts-dejavu-core is
-# the font of fusebox bench's charts), builds it, and runs
+# the font of fusebox bench's charts; tshark the reassembly oracle's), builds it, and runs
 # the SNF Fig. 5 example (NAPT -> firewall -> load balancer) on a generated trace, naive and
 # synthesized.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/apt-install.sh
-apt_install tcpdump iproute2 libpcap-dev pkg-config build-essential curl fonts-dejavu-core openvswitch-switch
+apt_install tcpdump iproute2 libpcap-dev pkg-config build-essential curl fonts-dejavu-core openvswitch-switch tshark
 if ! command -v cargo >/dev/null; then
   curl -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal
   . "$HOME/.cargo/env"

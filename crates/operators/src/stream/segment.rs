@@ -2,6 +2,7 @@
 //! payload, read through `wire`'s views.
 
 use packet::{FlowKey, Packet};
+use wire::ethernet::ethertype;
 use wire::ip::protocol::TCP;
 use wire::{ipv4, ipv6, tcp};
 
@@ -16,7 +17,8 @@ pub struct TcpSegment<'a> {
     pub ack: u32,
     /// The flag byte (`wire::tcp::flags`).
     pub flags: u8,
-    /// The payload: the IP packet's length minus the headers (link padding excluded).
+    /// The payload: up to the IP packet's length (link padding excluded), or up to the end
+    /// of the bytes for an IPv4 packet shorter than its total length says.
     pub payload: &'a [u8],
 }
 
@@ -24,7 +26,8 @@ impl<'a> TcpSegment<'a> {
     /// The segment of a packet: from its network header annotation when it is set (an
     /// upstream parse, or a decapsulation, put it there), else from the start of its data
     /// as an Ethernet frame (VLAN tags walked). `None` for anything but an unfragmented (or
-    /// atomic-fragment) IPv4 or IPv6 packet carrying a well-formed TCP header.
+    /// atomic-fragment) IPv4 or IPv6 packet carrying a whole TCP header. An IPv4 packet cut
+    /// short of its total length gives the payload bytes it has (an IPv6 one is not taken).
     pub fn parse(pkt: &'a Packet) -> Option<TcpSegment<'a>> {
         match pkt.network_header() {
             Some(ip) => Self::parse_ip(ip),
@@ -34,19 +37,33 @@ impl<'a> TcpSegment<'a> {
 
     /// The segment of an Ethernet frame (VLAN tags walked).
     pub fn parse_ethernet(frame: &'a [u8]) -> Option<TcpSegment<'a>> {
-        let layers = wire::parse::layers(frame).ok()?;
-        Self::parse_ip(frame.get(layers.l3_offset?..)?)
+        let l2 = wire::vlan::walk(frame).ok()?;
+        match l2.ethertype {
+            ethertype::IPV4 | ethertype::IPV6 => Self::parse_ip(frame.get(l2.l3_offset..)?),
+            _ => None,
+        }
     }
 
     /// The segment of an IP packet (version from the first nibble).
     pub fn parse_ip(ip: &'a [u8]) -> Option<TcpSegment<'a>> {
         match ip.first()? >> 4 {
             4 => {
-                let p = ipv4::Packet::new_checked(ip).ok()?;
+                // The header must be whole; the payload ends at the total length, or at the
+                // end of the bytes when the packet is shorter than it says (a capture cut
+                // by its snap length): what is there is taken.
+                if ip.len() < ipv4::HEADER_LEN {
+                    return None;
+                }
+                let p = ipv4::Packet::new_unchecked(ip);
+                let hl = p.header_len();
+                let tl = usize::from(p.total_len());
+                if p.version() != 4 || hl < ipv4::HEADER_LEN || tl < hl || hl > ip.len() {
+                    return None;
+                }
                 if p.protocol() != TCP || p.is_fragment() {
                     return None;
                 }
-                let seg = ip.get(p.header_len()..usize::from(p.total_len()))?;
+                let seg = &ip[hl..tl.min(ip.len())];
                 Self::parse_tcp(seg, p.src_addr().into(), p.dst_addr().into())
             }
             6 => {
