@@ -13,6 +13,36 @@
 //! * `Packetizer::new(template, mss)` segments bytes into Ethernet + IPv4 + TCP packets of at
 //!   most `mss` payload bytes, continuing the template's sequence numbers, with IPv4 length,
 //!   identification and both checksums filled in.
+//!
+//! ```
+//! use operators::stream::{Direction, Packetizer, Window, WindowInfo};
+//! use std::time::Duration;
+//! use wire::build::Frame;
+//! use wire::tcp::flags::{ACK, SYN};
+//!
+//! // A client's stream, cut into packets and sent out of order.
+//! let template = Frame::tcp([10, 0, 0, 1], [10, 0, 0, 2], 40000, 80).seq_ack(1, 0).flags(ACK).build();
+//! let mut pz = Packetizer::new(&template, 4).unwrap();
+//! let mut pkts = pz.packetize(b"GET /index.html HTTP/1.1\r\n");
+//! pkts.reverse();
+//! pkts.push(pz.fin());
+//! let syn = Frame::tcp([10, 0, 0, 1], [10, 0, 0, 2], 40000, 80).seq_ack(0, 0).flags(SYN).build();
+//! pkts.insert(0, packet::Packet::from_bytes(&syn));
+//!
+//! let mut seen = Vec::new();
+//! let mut w = Window::new(8, 8, Duration::from_secs(30), |i: &WindowInfo, b: &[u8]| {
+//!     if i.stream.direction == Direction::Client {
+//!         seen.extend_from_slice(b);
+//!     }
+//! })
+//! .unwrap();
+//! for p in pkts {
+//!     let _forwarded = w.process(p);
+//! }
+//! assert_eq!(w.stats().reassembly.out_of_order, 6);
+//! drop(w);
+//! assert_eq!(seen, b"GET /index.html HTTP/1.1\r\n");
+//! ```
 
 mod packetize;
 mod reassembly;

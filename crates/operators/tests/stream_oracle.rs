@@ -75,7 +75,7 @@ fn parse_endpoint(s: &str) -> Option<Endpoint> {
 }
 
 fn unhex(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return None;
     }
     (0..s.len())
@@ -339,10 +339,15 @@ fn from_udp(b: &[u8], off: usize) -> Found {
     }
 }
 
+/// A datagram's fragments: source, destination, identification, protocol.
+type FragKey = (u32, u32, u16, u8);
+/// A fragment: offset, More Fragments, header, payload.
+type Fragment = (usize, bool, Vec<u8>, Vec<u8>);
+
 /// IPv4 fragments waiting for the rest of their datagram.
 #[derive(Default)]
 struct Defrag {
-    parts: HashMap<(u32, u32, u16, u8), Vec<(usize, bool, Vec<u8>, Vec<u8>)>>,
+    parts: HashMap<FragKey, Vec<Fragment>>,
 }
 
 impl Defrag {
