@@ -45,7 +45,16 @@ fn check_config(r: &Value, frame: u64) {
     if let Some(c) = r["cycles_per_packet"].as_f64() {
         assert!(c > 0.0, "{r}");
     }
-    if r["mode"] == "reference" {
+    // Loops of their own (the reference, an operator pipeline, NFs on threads joined by
+    // rings) have no latency pass.
+    let loops = [
+        "reference",
+        "operators-loop",
+        "pipeline",
+        "rings-copy",
+        "rings-0copy",
+    ];
+    if loops.iter().any(|m| r["mode"] == *m) {
         assert!(r["latency_ns"].is_null(), "{r}");
     } else {
         let l = &r["latency_ns"];
@@ -160,19 +169,54 @@ fn quick_bench_runs_every_scenario_and_prints_json_records() {
         }
     }
     for sc in ["ttl", "lpm"] {
-        for mode in ["reference", "naive", "synth"] {
+        for mode in ["reference", "naive", "synth", "operators", "operators-loop"] {
             check_config(
                 find(&records, &[("scenario", sc.into()), ("mode", mode.into())]),
                 64,
             );
         }
-        triple(find(
-            &records,
-            &[
-                ("scenario", sc.into()),
-                ("ratio", "synth 1 / naive 1".into()),
-            ],
-        ));
+        for ratio in [
+            "synth 1 / naive 1",
+            "operators 1 / naive 1",
+            "operators 1 / synth 1",
+        ] {
+            triple(find(
+                &records,
+                &[("scenario", sc.into()), ("ratio", ratio.into())],
+            ));
+        }
+    }
+    triple(find(
+        &records,
+        &[
+            ("scenario", "ttl".into()),
+            ("ratio", "operators 1 / reference".into()),
+        ],
+    ));
+    // NetBricks Fig. 7: operator TTL NFs on one core against NFs on threads joined by rings.
+    for k in [1, 2, 4] {
+        for mode in ["naive", "pipeline", "rings-copy", "rings-0copy"] {
+            check_config(
+                find(
+                    &records,
+                    &[
+                        ("scenario", "ops-chain".into()),
+                        ("nfs", k.into()),
+                        ("mode", mode.into()),
+                    ],
+                ),
+                64,
+            );
+        }
+        for ratio in [
+            format!("pipeline {k} / rings-copy {k}"),
+            format!("rings-0copy {k} / rings-copy {k}"),
+        ] {
+            triple(find(
+                &records,
+                &[("scenario", "ops-chain".into()), ("ratio", ratio.into())],
+            ));
+        }
     }
     // SpeedyBox: blacklists naive and fastpath, the early drop, the real chains' flow times.
     for (nfs, mode) in [(1, "naive"), (3, "naive"), (1, "fastpath"), (3, "fastpath")] {

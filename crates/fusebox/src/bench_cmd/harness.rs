@@ -33,6 +33,9 @@ pub(super) enum Runner {
     /// The same chain in FastClick (`--fastclick`): a process per repetition that runs all
     /// of the repetition's passes at once, timed inside FastClick.
     FastClick(Box<super::fastclick::Timed>),
+    /// A loop of its own (an operator pipeline without the executor, NFs on threads joined
+    /// by rings): one call is one pass over its trace, returning the packets it pushed.
+    Loop(Box<dyn FnMut() -> u64>),
 }
 
 impl Runner {
@@ -50,6 +53,7 @@ impl Runner {
                 let (n, secs) = peer.rep()?;
                 (n, Some(secs))
             }
+            Runner::Loop(pass) => (pass(), None),
         })
     }
 
@@ -235,6 +239,28 @@ impl Bench {
         })
     }
 
+    /// A configuration run by its own loop: `pass` pushes `records` once (see
+    /// [`Runner::Loop`]); `mode` names it, `nfs` is how many NFs it chains.
+    pub(super) fn loop_config(
+        &self,
+        mode: &'static str,
+        nfs: usize,
+        records: &[Record],
+        pass: Box<dyn FnMut() -> u64>,
+    ) -> Config {
+        Config {
+            mode,
+            nfs,
+            runner: Runner::Loop(pass),
+            workers: 1,
+            packets: records.len() as u64,
+            wire_bytes: wire_bytes(records),
+            mpps: Vec::new(),
+            gbps: Vec::new(),
+            latency: None,
+        }
+    }
+
     /// The reference loop over `records`, `batch` packets at a time.
     pub(super) fn reference_config(&self, batch: usize, records: &[Record]) -> Config {
         Config {
@@ -326,7 +352,7 @@ fn time_group(configs: &mut [Config], reps: usize, passes: u64) -> Result<(), Cl
                 ex.record_latency(false);
             }
             Runner::Workers(crew) => c.latency = percentiles(crew.latency_pass()?),
-            Runner::Reference { .. } | Runner::FastClick(_) => {}
+            Runner::Reference { .. } | Runner::FastClick(_) | Runner::Loop(_) => {}
         }
     }
     Ok(())

@@ -58,6 +58,11 @@ pub(super) const SCENARIOS: &[Scenario] = &[
         run: lpm,
     },
     Scenario {
+        name: "ops-chain",
+        about: "NetBricks Fig. 7: chains of 1..8 TTL NFs written with operators, in one process on one core (naive chain, one pipeline) against one NF per thread joined by rings, with and without a copy per hop",
+        run: super::ops::chain,
+    },
+    Scenario {
         name: "speedybox",
         about: "SpeedyBox: 1..9 BlacklistFilters naive and fastpath (forward/forward/drop too); its two real chains' per-flow processing times, with state functions on one and two cores",
         run: speedybox,
@@ -97,6 +102,11 @@ fn trace(packets: u64, frame: u32, flows: u32, dst: (std::net::Ipv4Addr, u8)) ->
         ..GenConfig::default()
     };
     generate(&cfg).records()
+}
+
+/// The default trace: `packets` 64-byte UDP frames over 1000 flows to [`default_dst`].
+pub(super) fn default_trace(packets: u64) -> Vec<Record> {
+    trace(packets, 64, 1000, default_dst())
 }
 
 /// The default trace's destinations (routed out of eth1 by the routers, as in SNF Fig. 7).
@@ -374,6 +384,7 @@ fn single(
     click: &Path,
     records: &[Record],
     extra: Option<(&'static str, Value)>,
+    more: (Vec<super::harness::Config>, Vec<(&str, &str)>),
 ) -> Result<(), CliError> {
     let batch = b.batches[0];
     let chain = ChainFile::single(click);
@@ -381,11 +392,18 @@ fn single(
         nf: chain.nfs[0].name.clone(),
         iface: "eth0".to_string(),
     };
-    let configs = vec![
+    let mut configs = vec![
         b.reference_config(batch, records),
         b.chain_config(&chain, &entry, false, batch, records)?,
         b.chain_config(&chain, &entry, true, batch, records)?,
     ];
+    configs.extend(more.0);
+    let mut ratios = vec![
+        ("synth 1", "naive 1"),
+        ("naive 1", "reference"),
+        ("synth 1", "reference"),
+    ];
+    ratios.extend(more.1);
     let p = Params {
         scenario,
         frame: 64,
@@ -393,22 +411,15 @@ fn single(
         passes: b.passes,
         extra,
     };
-    b.measure(
-        &p,
-        configs,
-        &[
-            ("synth 1", "naive 1"),
-            ("naive 1", "reference"),
-            ("synth 1", "reference"),
-        ],
-    )
+    b.measure(&p, configs, &ratios)
 }
 
 /// `ttl`: NetBricks' TTL NF, the bundled `examples/ttl/ttl.click`.
 fn ttl(b: &mut Bench) -> Result<(), CliError> {
     let records = trace(b.packets, 64, 1000, default_dst());
     let click = b.examples.join("ttl").join("ttl.click");
-    single(b, "ttl", &click, &records, None)
+    let ops = super::ops::ttl_configs(b, &records)?;
+    single(b, "ttl", &click, &records, None, ops)
 }
 
 /// `routes` prefixes drawn from `seed` (lengths as in a BGP table: 60 % /24, 32 % /16–/23,
@@ -469,6 +480,7 @@ fn lpm(b: &mut Bench) -> Result<(), CliError> {
         16_384,
         (std::net::Ipv4Addr::new(0, 0, 0, 0), 0),
     );
+    let ops = super::ops::lpm_configs(b, &lpm_routes(LPM_ROUTES, LPM_SEED), &records)?;
     single(
         b,
         "lpm",
@@ -478,6 +490,7 @@ fn lpm(b: &mut Bench) -> Result<(), CliError> {
             "routes",
             json!({"count": LPM_ROUTES, "seed": format!("{LPM_SEED:#x}")}),
         )),
+        ops,
     )?;
     // The table alone: lookups of the trace's destinations, 16k and 500k routes.
     let dsts: Vec<u32> = records

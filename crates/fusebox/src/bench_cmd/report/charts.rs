@@ -269,15 +269,16 @@ fn fig8(sc: &str, rows: &[&Measured], file: &Path) -> ChartResult<()> {
     Ok(())
 }
 
-/// The single-NF scenarios: per scenario, one bar per mode (Mpps), the reference loop first.
+/// The single-NF scenarios: per scenario, one bar per mode (Mpps), the reference loop first,
+/// the NF written with operators last.
 fn bars(rows: &[&Measured], file: &Path) -> ChartResult<()> {
     let groups = ["ttl", "lpm"];
     grouped(
         file,
         (900, 520),
-        "ttl and lpm: Mpps, naive and synth vs the reference loop (64-byte frames)",
+        "ttl and lpm: Mpps, Click (naive, synth) and operators vs the reference loop (64-byte frames)",
         &groups.map(String::from),
-        &["reference", "naive", "synth"],
+        &["reference", "naive", "synth", "operators", "operators-loop"],
         3,
         |g, mode| {
             rows.iter()
