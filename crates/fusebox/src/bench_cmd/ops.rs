@@ -34,31 +34,35 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::thread::JoinHandle;
 
-/// The operator TTL NF's class name in the bench's configurations.
-const TTL_CLASS: &str = "BenchTTLNF";
+/// The operator TTL NF's class (`examples/bricks`, registered at start-up).
+const TTL_CLASS: &str = bricks::ttl::NAME;
 /// The operator DIR-24-8 router's class name.
 const LPM_CLASS: &str = "BenchLpmNF";
 /// Next hops of the `lpm` router (its outputs).
 const HOPS: usize = 4;
 
-/// NetBricks' TTL NF (Listing 1) with operators: parse Ethernet and IPv4, drop when the TTL
-/// runs out (`ttl-expired`, as `DecIPTTL`), decrement it with the checksum updated
-/// incrementally (RFC 1624, as `DecIPTTL`), and hand the packet on with nothing parsed, so
-/// that k of them compose. The bytes out are `examples/ttl/ttl.click`'s.
-pub(super) fn ttl_nf() -> impl Stage<Pkt<Raw>, Out = Pkt<Raw>> + 'static {
-    pipe::<Raw, ()>()
-        .parse::<Ethernet>()
-        .parse::<Ipv4>()
-        .filter("ttl-expired", |p| p.header().ttl() > 1)
-        .transform(|p| {
-            let mut ip = p.header_mut();
-            let ttl = ip.ttl();
-            ip.set_ttl(ttl - 1);
-            ip.set_checksum(wire::checksum::ttl_decremented(ip.checksum()));
-        })
-        .deparse()
-        .deparse()
-        .into_stage()
+/// One NF's pipeline handing its packets on as the next NF receives them: a fresh
+/// [`Pkt<Raw>`] (nothing parsed, the annotations kept), as they cross from NF to NF in a
+/// chain.
+pub(super) struct Next<A>(A);
+
+impl<A> Stage<Pkt<Raw>> for Next<A>
+where
+    A: Stage<Pkt<Raw>>,
+    A::Out: Leave,
+{
+    type Out = Pkt<Raw>;
+    #[inline(always)]
+    fn run(&mut self, p: Pkt<Raw>, cx: &mut Cx) -> Option<Pkt<Raw>> {
+        self.0.run(p, cx).map(|out| Pkt::new(out.into_packet()))
+    }
+}
+
+/// NetBricks' TTL NF (Listing 1), `TTLNF` of `examples/bricks`: parse Ethernet and IPv4,
+/// drop when the TTL runs out, decrement it (the bytes `examples/ttl/ttl.click` gives), as
+/// a stage k of which compose.
+pub(super) fn ttl_nf() -> Next<impl Stage<Pkt<Raw>, Out = impl Leave> + 'static> {
+    Next(bricks::ttl::pipeline())
 }
 
 /// The source MAC address of the router's outputs, and the destination of next hop `hop`
@@ -96,18 +100,6 @@ fn lpm_nf(table: IPLookup) -> impl Stage<Pkt<Raw>, Out = impl Leave> + 'static {
     g.merge().into_stage()
 }
 
-fn build_ttl(
-    name: &'static str,
-    args: &Args,
-    _: &BuildCtx<'_>,
-) -> Result<Box<dyn Element>, ConfigError> {
-    args.check(0, &[])
-        .map_err(|e| ConfigError::new(format!("{name}: {}", e.message)))?;
-    Ok(Box::new(
-        OperatorNf::<_, ()>::new(name, 1, ttl_nf()).stateless(),
-    ))
-}
-
 fn build_lpm(
     name: &'static str,
     args: &Args,
@@ -120,18 +112,8 @@ fn build_lpm(
     ))
 }
 
-/// The bench's operator NF classes.
-const CLASSES: [ElementClass; 2] = [
-    class(
-        TTL_CLASS,
-        build_ttl,
-        Doc::new(
-            "",
-            "fusebox bench: NetBricks' TTL NF written with operators.",
-            "",
-        ),
-    ),
-    class(
+/// The bench's operator NF classes (the TTL NF is `examples/bricks`' `TTLNF`).
+const CLASSES: [ElementClass; 1] = [class(
         LPM_CLASS,
         build_lpm,
         Doc::new(
@@ -139,11 +121,11 @@ const CLASSES: [ElementClass; 2] = [
             "fusebox bench: NetBricks' DIR-24-8 router written with operators (DirectIPLookup's arguments).",
             "",
         ),
-    ),
-];
+)];
 
-/// Registers the bench's operator NF classes (again is a no-op).
+/// Registers the bench's operator NF classes and `examples/bricks`' (again is a no-op).
 fn register() -> Result<(), CliError> {
+    bricks::register().map_err(|e| CliError::Invalid(e.to_string()))?;
     operators::nf::register(&CLASSES).map_err(|e| CliError::Invalid(e.to_string()))
 }
 
