@@ -50,7 +50,8 @@ pub struct BenchArgs {
     /// Scenarios to run, comma-separated: routers, napts (SNF Fig. 7), frame-sizes (SNF
     /// Fig. 8), ttl, lpm (NetBricks' TTL NF and DIR-24-8 router, each also written with
     /// operators), ops-chain (NetBricks Fig. 7: 1..8 operator TTL NFs on one core against
-    /// NFs on threads joined by rings, with and without copies), isp (SNF Fig. 10),
+    /// NFs on threads joined by rings, with and without copies), bricks (the NFs of
+    /// examples/bricks on 1 and 2 workers), isp (SNF Fig. 10),
     /// speedybox (SpeedyBox's BlacklistFilter chains and real chains, naive vs fastpath),
     /// workers (in-memory replay on 1 and 2 worker threads); live (not in the default
     /// list: FuseBox over AF_XDP and AF_PACKET against the kernel forwarding between veth
@@ -58,7 +59,7 @@ pub struct BenchArgs {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "routers,napts,workers,frame-sizes,ttl,lpm,ops-chain,isp,speedybox"
+        default_value = "routers,napts,workers,frame-sizes,ttl,lpm,ops-chain,bricks,isp,speedybox"
     )]
     pub scenario: Vec<String>,
     /// A short run (seconds), to check that the command works; its numbers mean little.

@@ -218,6 +218,29 @@ fn quick_bench_runs_every_scenario_and_prints_json_records() {
             ));
         }
     }
+    // NetBricks §5: the NFs of examples/bricks on one and two workers.
+    for workers in [1, 2] {
+        check_config(
+            find(
+                &records,
+                &[
+                    ("scenario", "bricks".into()),
+                    ("nf", "TTLNF".into()),
+                    ("mode", "naive".into()),
+                    ("workers", workers.into()),
+                ],
+            ),
+            64,
+        );
+    }
+    triple(find(
+        &records,
+        &[
+            ("scenario", "bricks".into()),
+            ("nf", "TTLNF".into()),
+            ("ratio", "naive 1 x2 / naive 1".into()),
+        ],
+    ));
     // SpeedyBox: blacklists naive and fastpath, the early drop, the real chains' flow times.
     for (nfs, mode) in [(1, "naive"), (3, "naive"), (1, "fastpath"), (3, "fastpath")] {
         check_config(

@@ -63,6 +63,11 @@ pub(super) const SCENARIOS: &[Scenario] = &[
         run: super::ops::chain,
     },
     Scenario {
+        name: "bricks",
+        about: "NetBricks §5: the NFs of examples/bricks alone, naive, on 1 and 2 workers (Mpps per worker)",
+        run: super::ops::bricks,
+    },
+    Scenario {
         name: "speedybox",
         about: "SpeedyBox: 1..9 BlacklistFilters naive and fastpath (forward/forward/drop too); its two real chains' per-flow processing times, with state functions on one and two cores",
         run: speedybox,
