@@ -173,13 +173,13 @@ where
     })
 }
 
+/// Configurations added to a group, with the ratios (numerator, denominator) they bring.
+pub(super) type Extra = (Vec<Config>, Vec<(&'static str, &'static str)>);
+
 /// The operator NF configurations of the `ttl` group: the TTL NF with operators in the
 /// executor and in a loop of its own. Ratios: against `examples/ttl` naive and synthesized
 /// and against the reference loop.
-pub(super) fn ttl_configs(
-    b: &Bench,
-    records: &[Record],
-) -> Result<(Vec<Config>, Vec<(&'static str, &'static str)>), CliError> {
+pub(super) fn ttl_configs(b: &Bench, records: &[Record]) -> Result<Extra, CliError> {
     register()?;
     let batch = b.batches[0];
     let click = write(
@@ -217,7 +217,7 @@ pub(super) fn lpm_configs(
     b: &Bench,
     routes: &[(std::net::Ipv4Addr, u8, u64)],
     records: &[Record],
-) -> Result<(Vec<Config>, Vec<(&'static str, &'static str)>), CliError> {
+) -> Result<Extra, CliError> {
     register()?;
     let batch = b.batches[0];
     let mut text = format!(

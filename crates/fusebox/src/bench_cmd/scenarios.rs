@@ -389,7 +389,7 @@ fn single(
     click: &Path,
     records: &[Record],
     extra: Option<(&'static str, Value)>,
-    more: (Vec<super::harness::Config>, Vec<(&str, &str)>),
+    more: super::ops::Extra,
 ) -> Result<(), CliError> {
     let batch = b.batches[0];
     let chain = ChainFile::single(click);
