@@ -218,29 +218,47 @@ fn quick_bench_runs_every_scenario_and_prints_json_records() {
             ));
         }
     }
-    // NetBricks §5: the NFs of examples/bricks on one and two workers.
-    for workers in [1, 2] {
-        check_config(
-            find(
+    // NetBricks §5: the NFs of examples/bricks and their Click counterparts on one and two
+    // workers.
+    for nf in ["TTLNF", "FirewallNF", "MonitorNF", "NatNF"] {
+        for mode in ["operators", "click"] {
+            for workers in [1, 2] {
+                check_config(
+                    find(
+                        &records,
+                        &[
+                            ("scenario", "bricks".into()),
+                            ("nf", nf.into()),
+                            ("mode", mode.into()),
+                            ("workers", workers.into()),
+                        ],
+                    ),
+                    64,
+                );
+            }
+        }
+        for ratio in ["operators 1 x2 / operators 1", "operators 1 / click 1"] {
+            triple(find(
                 &records,
                 &[
                     ("scenario", "bricks".into()),
-                    ("nf", "TTLNF".into()),
-                    ("mode", "naive".into()),
-                    ("workers", workers.into()),
+                    ("nf", nf.into()),
+                    ("ratio", ratio.into()),
                 ],
-            ),
-            64,
-        );
+            ));
+        }
     }
-    triple(find(
-        &records,
-        &[
-            ("scenario", "bricks".into()),
-            ("nf", "TTLNF".into()),
-            ("ratio", "naive 1 x2 / naive 1".into()),
-        ],
-    ));
+    check_config(
+        find(
+            &records,
+            &[
+                ("scenario", "bricks".into()),
+                ("nf", "MacSwapNF".into()),
+                ("mode", "operators".into()),
+            ],
+        ),
+        64,
+    );
     // SpeedyBox: blacklists naive and fastpath, the early drop, the real chains' flow times.
     for (nfs, mode) in [(1, "naive"), (3, "naive"), (1, "fastpath"), (3, "fastpath")] {
         check_config(
