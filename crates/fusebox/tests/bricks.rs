@@ -74,6 +74,12 @@ const PAIRS: &[(&str, &str, Option<&str>, &str)] = &[
     ("firewall.toml", "fw.eth0", None, "click/firewall.click"),
     ("monitor.toml", "mon.eth0", None, "click/monitor.click"),
     ("nat.toml", "nat.eth0", Some("nat.eth1"), "click/nat.click"),
+    (
+        "maglev.toml",
+        "lb.eth0",
+        Some("lb.eth1"),
+        "click/maglev.click",
+    ),
 ];
 
 fn bricks(file: &str) -> String {
@@ -138,6 +144,7 @@ fn operator_nfs_match_their_click_counterparts() {
         match *entry {
             "mon.eth0" => assert!(drops == 0 && state > 80, "{line}"),
             "nat.eth0" => assert!(drops > 0 && state > 10, "{line}"),
+            "lb.eth0" => assert!(drops > 500 && state > 50, "{line}"),
             _ => assert!(drops > 500, "{line}"),
         }
     }
