@@ -220,7 +220,7 @@ fn quick_bench_runs_every_scenario_and_prints_json_records() {
     }
     // NetBricks §5: the NFs of examples/bricks and their Click counterparts on one and two
     // workers.
-    for nf in ["TTLNF", "FirewallNF", "MonitorNF", "NatNF"] {
+    for nf in ["TTLNF", "FirewallNF", "MonitorNF", "NatNF", "MaglevNF"] {
         for mode in ["operators", "click"] {
             for workers in [1, 2] {
                 check_config(
