@@ -186,13 +186,12 @@ fn quick_bench_runs_every_scenario_and_prints_json_records() {
             ));
         }
     }
-    triple(find(
-        &records,
-        &[
-            ("scenario", "ttl".into()),
-            ("ratio", "operators 1 / reference".into()),
-        ],
-    ));
+    for ratio in ["operators 1 / reference", "operators-synth 1 / synth 1"] {
+        triple(find(
+            &records,
+            &[("scenario", "ttl".into()), ("ratio", ratio.into())],
+        ));
+    }
     // NetBricks Fig. 7: operator TTL NFs on one core against NFs on threads joined by rings.
     for k in [1, 2, 4] {
         for mode in ["naive", "pipeline", "rings-copy", "rings-0copy"] {

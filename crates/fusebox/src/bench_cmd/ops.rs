@@ -6,7 +6,8 @@
 //!
 //! Mode names in the report:
 //! * `operators` — the operator NF as an element of the executor (naive mode), built by
-//!   name from a Click configuration, as `fusebox run` runs it;
+//!   name from a Click configuration, as `fusebox run` runs it; `operators-synth` the same
+//!   synthesized (the TTL NF declares its model);
 //! * `operators-loop` — the same pipeline without the executor: each batch copied into
 //!   recycled buffers (as the reference loop does), then run packet by packet to completion;
 //! * `pipeline` — one operator pipeline of k TTL NFs composed at compile time, run as
@@ -177,7 +178,7 @@ where
 pub(super) type Extra = (Vec<Config>, Vec<(&'static str, &'static str)>);
 
 /// The operator NF configurations of the `ttl` group: the TTL NF with operators in the
-/// executor and in a loop of its own. Ratios: against `examples/ttl` naive and synthesized
+/// executor (naive, and synthesized from its declared model) and in a loop of its own. Ratios: against `examples/ttl` naive and synthesized
 /// and against the reference loop.
 pub(super) fn ttl_configs(b: &Bench, records: &[Record]) -> Result<Extra, CliError> {
     register()?;
@@ -191,8 +192,12 @@ pub(super) fn ttl_configs(b: &Bench, records: &[Record]) -> Result<Extra, CliErr
     let entry = entry(&chain.nfs[0].name);
     let mut ops = b.chain_config(&chain, &entry, false, batch, records)?;
     ops.mode = "operators";
+    // TTLNF declares its model: synthesis folds it as it folds the Click configuration.
+    let mut folded = b.chain_config(&chain, &entry, true, batch, records)?;
+    folded.mode = "operators-synth";
     let configs = vec![
         ops,
+        folded,
         b.loop_config(
             "operators-loop",
             1,
@@ -203,6 +208,7 @@ pub(super) fn ttl_configs(b: &Bench, records: &[Record]) -> Result<Extra, CliErr
     let ratios = vec![
         ("operators 1", "naive 1"),
         ("operators 1", "synth 1"),
+        ("operators-synth 1", "synth 1"),
         ("operators 1", "reference"),
         ("operators-loop 1", "reference"),
         ("operators-loop 1", "operators 1"),
@@ -604,14 +610,10 @@ const BRICKS: &[(&str, Setup)] = &[
     ),
     (
         bricks::maglev::NAME,
-        Setup::Text {
-            body: "// Five backends, as examples/speedybox/lb.click without its schedule.\n\
-                   lb :: @NF@(BACKEND web1 10.0.1.1 02:00:00:00:01:01,\n\
-                   BACKEND web2 10.0.1.2 02:00:00:00:01:02, BACKEND web3 10.0.1.3 02:00:00:00:01:03,\n\
-                   BACKEND web4 10.0.1.4 02:00:00:00:01:04, BACKEND web5 10.0.1.5 02:00:00:00:01:05);\n\
-                   FromDevice(eth0) -> CheckIPHeader(14) -> [0]lb[0] -> ToDevice(eth1);\n\
-                   FromDevice(eth1) -> CheckIPHeader(14) -> [1]lb[1] -> ToDevice(eth0);\n",
-            click: Some("Maglev"),
+        Setup::File {
+            chain: "maglev.toml",
+            nf: "lb",
+            click: Some("maglev.click"),
         },
     ),
 ];

@@ -278,7 +278,7 @@ fn bars(rows: &[&Measured], file: &Path) -> ChartResult<()> {
         (900, 520),
         "ttl and lpm: Mpps, Click (naive, synth) and operators vs the reference loop (64-byte frames)",
         &groups.map(String::from),
-        &["reference", "naive", "synth", "operators", "operators-loop"],
+        &["reference", "naive", "synth", "operators", "operators-synth", "operators-loop"],
         3,
         |g, mode| {
             rows.iter()
