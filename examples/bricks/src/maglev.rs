@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! MaglevNF(BACKEND NAME IP MAC, BACKEND ..., [SCHEDULE FILE], [TIMEOUT T], [REAP_INTERVAL T],
-//!          [SEED N], [CAPACITY N], [BOUND K])
+//!          [SEED N], [CAPACITY N], [BOUND K], [SPLIT BOOL])
 //! ```
 //!
 //! The pipeline, one replica per worker:
@@ -22,9 +22,10 @@
 //!    when the table says a backend went down, its entries go. A reply (input 1) is matched to
 //!    its flow's entry. The packet's group is its backend (or "reply");
 //! 4. `group_by` the backend: branch `i` rewrites the destination to backend `i`'s IP and MAC
-//!    (one branch per backend, Listing 3's one output per backend, merged into output 0 here
-//!    as the Click element has it); the reply branch puts the service address back as source
-//!    and sends the packet out of output 1.
+//!    (one branch per backend, merged into output 0 as the Click element has it, or with
+//!    `SPLIT true` Listing 3's one output per backend: output `i` for backend `i`); the reply
+//!    branch puts the service address back as source and sends the packet out of output 1
+//!    (output N with `SPLIT`).
 //!
 //! **Same as `Maglev`.** Configured alike (e.g. `examples/speedybox/lb.click`), `MaglevNF`
 //! forwards, rewrites and drops exactly as the `Maglev` element, with the same counters and
@@ -434,12 +435,29 @@ impl Stage<P> for FlowCache {
     }
 }
 
+/// Rewrites a packet's destination to backend `b` (IP, checksums, MAC).
+fn to_backend(b: Backend) -> impl FnMut(&mut P) + Send + 'static {
+    move |p| {
+        let Route { key, hl, .. } = *p.meta();
+        let to = FlowId {
+            saddr: key.src,
+            sport: key.src_port,
+            daddr: b.ip,
+            dport: key.dst_port,
+        };
+        rewrite_ipv4(p.payload_mut(), hl, key.protocol, &to);
+        p.header_mut().set_dst_addr(Address(b.mac));
+    }
+}
+
 /// The NF's pipeline over `backends`: `control` applies the schedule in line (a program can
-/// instead keep the control plane and give the workers readers of its table).
+/// instead keep the control plane and give the workers readers of its table); `split`: one
+/// output per backend (see [`outputs`]).
 pub fn pipeline(
     backends: Vec<Backend>,
     mut control: Option<Control>,
     flows: Flows,
+    split: bool,
 ) -> impl Stage<Pkt<Raw, Input>, Out = impl operators::nf::Leave> + 'static {
     let n = backends.len();
     let key = FlowKey {
@@ -470,48 +488,44 @@ pub fn pipeline(
         .deparse()
         .then(FlowCache(Local::new(flows)))
         .group_by(n + 1, |p| p.meta().group);
+    // Backend `i`'s packets leave by output 0 (as `Maglev`'s), or by output `i` with SPLIT
+    // (Listing 3's one output per backend); replies by output 1, or `n` with SPLIT.
     for (i, b) in backends.into_iter().enumerate() {
-        groups = groups.branch(i, move |g| {
-            g.transform(move |p| {
-                let Route { key, hl, .. } = *p.meta();
-                rewrite_ipv4(
-                    p.payload_mut(),
-                    hl,
-                    key.protocol,
-                    &FlowId {
-                        saddr: key.src,
-                        sport: key.src_port,
-                        daddr: b.ip,
-                        dport: key.dst_port,
-                    },
-                );
-                p.header_mut().set_dst_addr(Address(b.mac));
-            })
-        });
+        groups = match split {
+            false => groups.branch(i, move |g| g.transform(to_backend(b))),
+            true => groups.branch(i, move |g| g.transform(to_backend(b)).send(i)),
+        };
     }
+    let replies = if split { n } else { 1 };
     groups
         .branch(n, |g| {
             g.transform(|p| {
                 let Route { key, hl, vip, .. } = *p.meta();
-                rewrite_ipv4(
-                    p.payload_mut(),
-                    hl,
-                    key.protocol,
-                    &FlowId {
-                        saddr: vip,
-                        sport: key.src_port,
-                        daddr: key.dst,
-                        dport: key.dst_port,
-                    },
-                );
+                let back = FlowId {
+                    saddr: vip,
+                    sport: key.src_port,
+                    daddr: key.dst,
+                    dport: key.dst_port,
+                };
+                rewrite_ipv4(p.payload_mut(), hl, key.protocol, &back);
             })
-            .send(1)
+            .send(replies)
         })
         .merge()
         .into_stage()
 }
 
-/// Builds the NF from its arguments (those of `Maglev`, and `BOUND K`).
+/// How many outputs the NF has over `n` backends: 2 (forwarded, replies), or with `split`
+/// `n + 1` (backend `i`'s packets on output `i`, replies on output `n`).
+pub fn outputs(n: usize, split: bool) -> usize {
+    if split {
+        n + 1
+    } else {
+        2
+    }
+}
+
+/// Builds the NF from its arguments (those of `Maglev`, and `BOUND K`, `SPLIT BOOL`).
 fn build(
     name: &'static str,
     args: &Args,
@@ -528,6 +542,7 @@ fn build(
             "SEED",
             "CAPACITY",
             "BOUND",
+            "SPLIT",
         ],
     )
     .map_err(err)?;
@@ -601,10 +616,19 @@ fn build(
         }
         None => Vec::new(),
     };
+    let split = args
+        .keyword("SPLIT")
+        .map_or(Ok(false), |v| elements::args::parse_bool(v, "SPLIT"))
+        .map_err(err)?;
+    let n = backends.len();
     let (control, table) = Control::new(&backends, seed, bound, events);
     let flows = Flows::new(&backends, table, seed, [timeout, reap_interval], capacity);
-    let nf =
-        OperatorNf::<_, Input>::new(name, 2, pipeline(backends, Some(control), flows)).inputs(2);
+    let nf = OperatorNf::<_, Input>::new(
+        name,
+        outputs(n, split),
+        pipeline(backends, Some(control), flows, split),
+    )
+    .inputs(2);
     Ok(Box::new(nf))
 }
 
@@ -613,7 +637,7 @@ pub const CLASS: ElementClass = class(
     NAME,
     build,
     Doc::new(
-        "BACKEND NAME IP MAC, ... [, SCHEDULE FILE, TIMEOUT T, REAP_INTERVAL T, SEED N, CAPACITY N, BOUND K]",
+        "BACKEND NAME IP MAC, ... [, SCHEDULE FILE, TIMEOUT T, REAP_INTERVAL T, SEED N, CAPACITY N, BOUND K, SPLIT BOOL]",
         "Maglev written with operators (examples/bricks, NetBricks' Listing 3): the lookup table \
          in bounded-inconsistency state, a flow cache per worker, group_by the backend; \
          behaves as Maglev.",
