@@ -88,14 +88,58 @@ impl<S: Stack, M: Send, F: FnMut(&WindowInfo, &[u8]) + Send> Stage<Pkt<S, M>> fo
         self.window.advance(cx.now);
     }
     fn stats(&self, out: &mut Vec<(&'static str, u64)>) {
-        let s = self.window.stats();
-        out.extend([
-            ("window_packets", s.packets),
-            ("window_calls", s.calls),
-            ("window_connections", s.connections),
-            ("window_streams_closed", s.streams_closed),
-            ("window_streams_timed_out", s.streams_timed_out),
-        ]);
+        window_stats(&self.window, out);
+    }
+}
+
+fn window_stats<F>(w: &Window<F>, out: &mut Vec<(&'static str, u64)>) {
+    let s = w.stats();
+    out.extend([
+        ("window_packets", s.packets),
+        ("window_calls", s.calls),
+        ("window_connections", s.connections),
+        ("window_streams_closed", s.streams_closed),
+        ("window_streams_timed_out", s.streams_timed_out),
+        ("window_out_of_order", s.reassembly.out_of_order),
+        ("window_overflows", s.reassembly.overflows),
+        ("window_bytes_skipped", s.reassembly.bytes_skipped),
+    ]);
+}
+
+/// The own UDF of the window inside a [`WindowEmitOp`]: none (each call is given the
+/// operator's UDF with the pipeline's context).
+type NoUdf = fn(&WindowInfo, &[u8]);
+
+/// The `window` operator whose UDF may send packets ([`Pipe::window_emit`]).
+pub struct WindowEmitOp<F> {
+    window: Window<NoUdf>,
+    udf: F,
+}
+
+impl<F> WindowEmitOp<F> {
+    /// The window.
+    pub fn window(&self) -> &Window<NoUdf> {
+        &self.window
+    }
+}
+
+impl<S: Stack, M: Send, F: FnMut(&WindowInfo, &[u8], &mut Cx) + Send> Stage<Pkt<S, M>>
+    for WindowEmitOp<F>
+{
+    type Out = Pkt<S, M>;
+    #[inline]
+    fn run(&mut self, p: Pkt<S, M>, cx: &mut Cx) -> Option<Pkt<S, M>> {
+        let WindowEmitOp { window, udf } = self;
+        window.observe_with(p.packet(), &mut |i: &WindowInfo, b: &[u8]| udf(i, b, cx));
+        Some(p)
+    }
+    fn tick(&mut self, cx: &mut Cx) {
+        let now = cx.now;
+        let WindowEmitOp { window, udf } = self;
+        window.advance_with(now, &mut |i: &WindowInfo, b: &[u8]| udf(i, b, cx));
+    }
+    fn stats(&self, out: &mut Vec<(&'static str, u64)>) {
+        window_stats(&self.window, out);
     }
 }
 
@@ -113,6 +157,24 @@ impl<I, S: Stack, M: Send + 'static, St: Stage<I, Out = Pkt<S, M>>> Pipe<I, St> 
     ) -> Result<Pipe<I, Then<St, WindowOp<F>>>, WindowError> {
         Ok(self.then(WindowOp {
             window: Window::new(size, slide, timeout, udf)?,
+        }))
+    }
+
+    /// [`Pipe::window`] whose UDF is also given the pipeline's context, so that it can send
+    /// packets: NetBricks' other use of a window, where the NF drops the packets it
+    /// receives (a `filter` after the window) and sends a rewritten stream instead, cut
+    /// into packets by a [`Packetizer`].
+    pub fn window_emit<F: FnMut(&WindowInfo, &[u8], &mut Cx) + Send>(
+        self,
+        size: usize,
+        slide: usize,
+        timeout: Duration,
+        udf: F,
+    ) -> Result<Pipe<I, Then<St, WindowEmitOp<F>>>, WindowError> {
+        let no_udf: NoUdf = |_, _| {};
+        Ok(self.then(WindowEmitOp {
+            window: Window::new(size, slide, timeout, no_udf)?,
+            udf,
         }))
     }
 }
@@ -162,5 +224,76 @@ mod op_tests {
         let mut stats = Vec::new();
         Stage::<Pkt<Raw>>::stats(&nf, &mut stats);
         assert!(stats.contains(&("window_packets", 4)), "{stats:?}");
+    }
+
+    #[test]
+    fn window_emit_rewrites_a_stream_into_new_packets() {
+        use std::collections::HashMap;
+        // The NF upper-cases every client stream: it drops the packets it receives and
+        // sends the rewritten bytes, packetized, out of output 1.
+        let mut packetizers: HashMap<StreamId, Packetizer> = HashMap::new();
+        let mut nf = pipe::<Raw, ()>()
+            .window_emit(3, 3, Duration::from_secs(5), move |info, bytes, cx| {
+                if info.stream.direction != Direction::Client || bytes.is_empty() {
+                    return;
+                }
+                let pz = packetizers.entry(info.stream).or_insert_with(|| {
+                    let f = info.stream.flow;
+                    let (std::net::IpAddr::V4(src), std::net::IpAddr::V4(dst)) = (f.src, f.dst)
+                    else {
+                        unreachable!("IPv4 only here")
+                    };
+                    let t = wire::build::Frame::tcp(src, dst, f.src_port, f.dst_port)
+                        .seq_ack(1000, 0)
+                        .flags(0x10)
+                        .build();
+                    Packetizer::new(&t, 2).unwrap()
+                });
+                for p in pz.packetize(&bytes.to_ascii_uppercase()) {
+                    cx.send(1, Pkt::new(p));
+                }
+            })
+            .unwrap()
+            .filter("rewritten", |_| false)
+            .into_stage();
+        let seg = |seq: u32, flags: u8, data: &[u8]| {
+            packet::Packet::from_bytes(
+                &wire::build::Frame::tcp([1, 1, 1, 1], [2, 2, 2, 2], 5, 6)
+                    .seq_ack(seq, 0)
+                    .flags(flags)
+                    .payload(data)
+                    .build(),
+            )
+        };
+        let mut cx = Cx::default();
+        for p in [
+            seg(0, 0x02, b""),
+            seg(6, 0x18, b"stream"),
+            seg(1, 0x18, b"byte "),
+            seg(12, 0x11, b"!"),
+        ] {
+            assert!(nf.run(Pkt::new(p), &mut cx).is_none());
+        }
+        let dropped: Vec<_> = cx.take_dropped().map(|(_, r)| r).collect();
+        assert_eq!(dropped, ["rewritten"; 4]);
+        // What was sent is a valid stream of its own: reassemble it again.
+        let mut again = Vec::new();
+        let mut w = Window::new(100, 100, Duration::MAX, |i: &WindowInfo, b: &[u8]| {
+            if !b.is_empty() {
+                assert_eq!(i.stream.flow.dst_port, 6);
+            }
+            again.extend_from_slice(b)
+        })
+        .unwrap();
+        w.observe(&seg(999, 0x02, b""));
+        for (port, p) in cx.take_sent() {
+            assert_eq!(port, 1);
+            let t = wire::tcp::Packet::new_checked(&p.data()[34..]).unwrap();
+            assert!(t.verify_checksum_v4([1, 1, 1, 1].into(), [2, 2, 2, 2].into()));
+            w.observe(&p);
+        }
+        w.flush();
+        drop(w);
+        assert_eq!(again, b"BYTE STREAM!");
     }
 }

@@ -282,11 +282,16 @@ struct Shape {
 /// The UDF is called from inside [`Window::observe`] and friends, in stream order for
 /// each stream; calls of different streams interleave in packet order.
 pub struct Window<F> {
+    inner: Streams,
+    udf: F,
+}
+
+/// A window's connections, without its UDF (which each call is given).
+struct Streams {
     shape: Shape,
     timeout: u64,
     buffer_limit: usize,
     max_connections: usize,
-    udf: F,
     conns: HashMap<FlowKey, Conn>,
     /// Connections by (last activity, number): the first is the least recently active.
     idle: BTreeSet<(u64, u64, FlowKey)>,
@@ -299,11 +304,12 @@ pub struct Window<F> {
 
 impl<F> fmt::Debug for Window<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = &self.inner;
         f.debug_struct("Window")
-            .field("size", &self.shape.size)
-            .field("slide", &self.shape.slide)
-            .field("timeout_ns", &self.timeout)
-            .field("connections", &self.conns.len())
+            .field("size", &s.shape.size)
+            .field("slide", &s.shape.slide)
+            .field("timeout_ns", &s.timeout)
+            .field("connections", &s.conns.len())
             .finish()
     }
 }
@@ -312,66 +318,10 @@ impl<F: FnMut(&WindowInfo, &[u8])> Window<F> {
     /// A window of `size` bytes sliding by `slide` (1 ..= `size`), closing connections idle
     /// for longer than `timeout` (`Duration::MAX`: never), calling `udf`.
     pub fn new(size: usize, slide: usize, timeout: Duration, udf: F) -> Result<Self, WindowError> {
-        if size == 0 {
-            return Err(WindowError::ZeroSize);
-        }
-        if slide == 0 || slide > size {
-            return Err(WindowError::BadSlide { size, slide });
-        }
         Ok(Window {
-            shape: Shape { size, slide },
-            timeout: u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX),
-            buffer_limit: DEFAULT_BUFFER_LIMIT,
-            max_connections: DEFAULT_MAX_CONNECTIONS,
+            inner: Streams::new(size, slide, timeout)?,
             udf,
-            conns: HashMap::new(),
-            idle: BTreeSet::new(),
-            now: 0,
-            next_serial: 0,
-            stats: WindowStats::default(),
-            gone: ReassemblyStats::default(),
         })
-    }
-
-    /// Sets the bound of out-of-order bytes buffered per stream (default
-    /// [`DEFAULT_BUFFER_LIMIT`]); applies to streams opened afterwards.
-    pub fn buffer_limit(mut self, bytes: usize) -> Self {
-        self.buffer_limit = bytes;
-        self
-    }
-
-    /// Sets the bound on connections tracked at once (at least 1; default
-    /// [`DEFAULT_MAX_CONNECTIONS`]); past it, the least recently active is evicted.
-    pub fn max_connections(mut self, n: usize) -> Self {
-        self.max_connections = n.max(1);
-        self
-    }
-
-    /// The counters.
-    pub fn stats(&self) -> WindowStats {
-        let mut s = self.stats;
-        s.reassembly = self.gone;
-        for c in self.conns.values() {
-            for st in &c.streams {
-                s.reassembly.add(st.reasm.stats());
-            }
-        }
-        s
-    }
-
-    /// Connections known (open, or ended and not yet idled out).
-    pub fn connections(&self) -> usize {
-        self.conns.len()
-    }
-
-    /// The UDF back (after [`Window::flush`], to read what it gathered).
-    pub fn into_udf(self) -> F {
-        self.udf
-    }
-
-    /// The window's packet time: the largest timestamp seen (or advanced to).
-    pub fn now(&self) -> Timestamp {
-        Timestamp(self.now)
     }
 
     /// Reads one packet and hands it back unchanged.
@@ -383,17 +333,121 @@ impl<F: FnMut(&WindowInfo, &[u8])> Window<F> {
     /// Reads one packet: advances packet time to its timestamp (closing connections idle
     /// for longer than the timeout), then reassembles its TCP segment, if it has one.
     pub fn observe(&mut self, pkt: &Packet) {
-        self.stats.packets += 1;
-        self.advance(pkt.meta.timestamp);
-        match TcpSegment::parse(pkt) {
-            Some(seg) => self.segment(&seg),
-            None => self.stats.not_tcp += 1,
-        }
+        self.inner.observe(pkt, &mut self.udf);
     }
 
     /// Advances packet time to `now` (never backwards) and closes the connections idle
     /// for longer than the timeout ([`End::Timeout`]).
     pub fn advance(&mut self, now: Timestamp) {
+        self.inner.advance(now, &mut self.udf);
+    }
+
+    /// Closes every connection ([`End::Flush`]), in the order they appeared.
+    pub fn flush(&mut self) {
+        self.inner.flush(&mut self.udf);
+    }
+
+    /// Reassembles one segment (at the window's current packet time).
+    pub fn segment(&mut self, seg: &TcpSegment<'_>) {
+        self.inner.segment(seg, &mut self.udf);
+    }
+}
+
+impl<F> Window<F> {
+    /// Sets the bound of out-of-order bytes buffered per stream (default
+    /// [`DEFAULT_BUFFER_LIMIT`]); applies to streams opened afterwards.
+    pub fn buffer_limit(mut self, bytes: usize) -> Self {
+        self.inner.buffer_limit = bytes;
+        self
+    }
+
+    /// Sets the bound on connections tracked at once (at least 1; default
+    /// [`DEFAULT_MAX_CONNECTIONS`]); past it, the least recently active is evicted.
+    pub fn max_connections(mut self, n: usize) -> Self {
+        self.inner.max_connections = n.max(1);
+        self
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> WindowStats {
+        self.inner.stats()
+    }
+
+    /// Connections known (open, or ended and not yet idled out).
+    pub fn connections(&self) -> usize {
+        self.inner.conns.len()
+    }
+
+    /// The UDF back (after [`Window::flush`], to read what it gathered).
+    pub fn into_udf(self) -> F {
+        self.udf
+    }
+
+    /// The window's packet time: the largest timestamp seen (or advanced to).
+    pub fn now(&self) -> Timestamp {
+        Timestamp(self.inner.now)
+    }
+
+    /// [`Window::observe`] calling `udf` instead of the window's own (for a UDF that needs
+    /// something only the caller has at that moment, like the pipeline's context).
+    pub fn observe_with<U: FnMut(&WindowInfo, &[u8])>(&mut self, pkt: &Packet, udf: &mut U) {
+        self.inner.observe(pkt, udf);
+    }
+
+    /// [`Window::advance`] calling `udf` instead of the window's own.
+    pub fn advance_with<U: FnMut(&WindowInfo, &[u8])>(&mut self, now: Timestamp, udf: &mut U) {
+        self.inner.advance(now, udf);
+    }
+
+    /// [`Window::flush`] calling `udf` instead of the window's own.
+    pub fn flush_with<U: FnMut(&WindowInfo, &[u8])>(&mut self, udf: &mut U) {
+        self.inner.flush(udf);
+    }
+}
+
+impl Streams {
+    fn new(size: usize, slide: usize, timeout: Duration) -> Result<Streams, WindowError> {
+        if size == 0 {
+            return Err(WindowError::ZeroSize);
+        }
+        if slide == 0 || slide > size {
+            return Err(WindowError::BadSlide { size, slide });
+        }
+        Ok(Streams {
+            shape: Shape { size, slide },
+            timeout: u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX),
+            buffer_limit: DEFAULT_BUFFER_LIMIT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            conns: HashMap::new(),
+            idle: BTreeSet::new(),
+            now: 0,
+            next_serial: 0,
+            stats: WindowStats::default(),
+            gone: ReassemblyStats::default(),
+        })
+    }
+
+    fn stats(&self) -> WindowStats {
+        let mut s = self.stats;
+        s.reassembly = self.gone;
+        for c in self.conns.values() {
+            for st in &c.streams {
+                s.reassembly.add(st.reasm.stats());
+            }
+        }
+        s
+    }
+
+    fn observe<U: FnMut(&WindowInfo, &[u8])>(&mut self, pkt: &Packet, udf: &mut U) {
+        self.stats.packets += 1;
+        self.advance(pkt.meta.timestamp, udf);
+        match TcpSegment::parse(pkt) {
+            Some(seg) => self.segment(&seg, udf),
+            None => self.stats.not_tcp += 1,
+        }
+    }
+
+    fn advance<U: FnMut(&WindowInfo, &[u8])>(&mut self, now: Timestamp, udf: &mut U) {
         if now.0 <= self.now {
             return;
         }
@@ -402,22 +456,21 @@ impl<F: FnMut(&WindowInfo, &[u8])> Window<F> {
             if self.now.saturating_sub(last) <= self.timeout {
                 break;
             }
-            self.remove(&key, End::Timeout);
+            self.remove(&key, End::Timeout, udf);
         }
     }
 
-    /// Closes every connection ([`End::Flush`]), in the order they appeared.
-    pub fn flush(&mut self) {
+    fn flush<U: FnMut(&WindowInfo, &[u8])>(&mut self, udf: &mut U) {
         let mut keys: Vec<(u64, FlowKey)> =
             self.conns.iter().map(|(k, c)| (c.serial, *k)).collect();
         keys.sort_unstable();
         for (_, key) in keys {
-            self.remove(&key, End::Flush);
+            self.remove(&key, End::Flush, udf);
         }
     }
 
     /// Reassembles one segment (at the window's current packet time).
-    pub fn segment(&mut self, seg: &TcpSegment<'_>) {
+    fn segment<U: FnMut(&WindowInfo, &[u8])>(&mut self, seg: &TcpSegment<'_>, udf: &mut U) {
         let flow = seg.flow;
         let rev = flow.reversed();
         let key = if rev < flow { rev } else { flow };
@@ -426,7 +479,7 @@ impl<F: FnMut(&WindowInfo, &[u8])> Window<F> {
             None => true,
             Some(c) if !c.open() => {
                 if new_syn {
-                    self.remove(&key, End::Replaced);
+                    self.remove(&key, End::Replaced, udf);
                     true
                 } else {
                     self.stats.after_close += 1;
@@ -438,7 +491,7 @@ impl<F: FnMut(&WindowInfo, &[u8])> Window<F> {
                 let d = usize::from(c.client != flow);
                 let r = &c.streams[d].reasm;
                 if new_syn && r.started() && r.isn() != Some(seg.seq) {
-                    self.remove(&key, End::Replaced);
+                    self.remove(&key, End::Replaced, udf);
                     true
                 } else {
                     false
@@ -448,16 +501,14 @@ impl<F: FnMut(&WindowInfo, &[u8])> Window<F> {
         if fresh {
             if self.conns.len() >= self.max_connections {
                 if let Some(&(_, _, oldest)) = self.idle.first() {
-                    self.remove(&oldest, End::Evicted);
+                    self.remove(&oldest, End::Evicted, udf);
                 }
             }
             self.open(key, flow);
         }
         self.touch(&key);
         let shape = self.shape;
-        let Window {
-            conns, udf, stats, ..
-        } = self;
+        let Streams { conns, stats, .. } = self;
         let Some(conn) = conns.get_mut(&key) else {
             return;
         };
@@ -549,7 +600,7 @@ impl<F: FnMut(&WindowInfo, &[u8])> Window<F> {
     }
 
     /// Ends a connection's open streams with `end` and forgets it.
-    fn remove(&mut self, key: &FlowKey, end: End) {
+    fn remove<U: FnMut(&WindowInfo, &[u8])>(&mut self, key: &FlowKey, end: End, udf: &mut U) {
         let Some(mut conn) = self.conns.remove(key) else {
             return;
         };
@@ -563,7 +614,7 @@ impl<F: FnMut(&WindowInfo, &[u8])> Window<F> {
                     end,
                     self.shape,
                     &mut self.stats,
-                    &mut self.udf,
+                    udf,
                 );
             }
             self.gone.add(conn.streams[i].reasm.stats());
