@@ -4,8 +4,9 @@
 //!
 //! * a packet sent (`Cx::send`), handed to another NF or moved to another worker cannot be
 //!   read or written by its sender afterwards (E0382, use of a moved value);
-//! * a header view borrows its packet, so it cannot be kept across a send, a move into a
-//!   channel to another worker, or in the NF's state (E0505, E0597, E0521);
+//! * a header view borrows its packet, so it cannot be kept across a send, a `shuffle` (the
+//!   operator that moves the packet to another worker), a move into a channel to another
+//!   worker, or in the NF's state (E0505, E0597, E0521);
 //! * a view taken through `&Pkt` (`header()`, a filter's UDF) has no setters (E0599,
 //!   E0596); a `Pkt` is not `Clone` (E0599);
 //! * an NF keeps bytes past a send by copying them first (`pass/copy_payload_then_send.rs`).
