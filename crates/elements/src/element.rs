@@ -317,6 +317,14 @@ impl Context {
         }
     }
 
+    /// Counts `n` packets the element made without [`Context::new_packet`] (an operator
+    /// NF's packetized stream), so that every packet stays accounted for.
+    #[inline]
+    pub fn count_created(&mut self, n: u64) {
+        self.created += n;
+        self.pending = true;
+    }
+
     /// Packets created so far, and resets the count (executor use).
     #[inline]
     pub fn take_created(&mut self) -> u64 {

@@ -148,6 +148,7 @@ where
             cx.record_opaque("operator NF without a model");
         }
         let c = &mut self.cx;
+        c.set_origin(&packet.meta);
         if c.now != cx.now {
             c.now = cx.now;
             self.stage.tick(c);
@@ -155,6 +156,10 @@ where
         let rest = self
             .stage
             .run(Pkt::new(packet).with_meta(I::start(port)), c);
+        let created = c.take_created();
+        if created > 0 {
+            cx.count_created(created);
+        }
         match (rest, c.pending()) {
             (Some(p), (0, 0)) => Verdict::Out(0, p.into_packet()),
             (None, (1, 0)) => match c.take_sent().next() {
@@ -285,5 +290,38 @@ mod tests {
             v => panic!("{v:?}"),
         }
         assert!(e.model().is_none());
+    }
+
+    #[test]
+    fn packets_an_nf_makes_are_counted_as_created_with_the_input_lineage() {
+        // Every packet in leaves with a copy of itself made by the NF.
+        let stage = pipe::<Raw, ()>().then(Echo).into_stage();
+        let mut e = OperatorNf::<_, ()>::new("Echo", 2, stage);
+        let mut cx = Context::default();
+        let mut p = Packet::from_bytes(&[1, 2, 3]);
+        p.meta.input_index = 7;
+        p.meta.timestamp = packet::Timestamp(99);
+        assert!(matches!(e.push(0, p, &mut cx), Verdict::Done));
+        assert_eq!(cx.take_created(), 1);
+        let out: Vec<_> = cx.take_emitted().collect();
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[0].0, 1);
+        assert_eq!(out[0].1.meta.input_index, 7);
+        assert_eq!(out[0].1.meta.timestamp, packet::Timestamp(99));
+        assert_eq!(out[0].1.data(), &[3, 2, 1]);
+    }
+
+    /// Sends a reversed copy of each packet out of output 1, hands the packet on.
+    struct Echo;
+
+    impl Stage<Pkt<Raw, ()>> for Echo {
+        type Out = Pkt<Raw, ()>;
+        fn run(&mut self, p: Pkt<Raw, ()>, cx: &mut crate::Cx) -> Option<Pkt<Raw, ()>> {
+            let mut bytes = p.data().to_vec();
+            bytes.reverse();
+            let copy = cx.create(Packet::from_bytes(&bytes));
+            cx.send(1, copy);
+            Some(p)
+        }
     }
 }

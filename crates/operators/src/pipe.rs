@@ -33,6 +33,9 @@ pub struct Cx {
     pub now: Timestamp,
     sent: Vec<(usize, Packet)>,
     dropped: Vec<(Packet, &'static str)>,
+    /// The metadata of the packet being processed (what a created packet inherits).
+    origin: packet::Meta,
+    created: u64,
 }
 
 impl Cx {
@@ -54,6 +57,37 @@ impl Cx {
     #[inline]
     pub fn drop<S: Stack, M>(&mut self, pkt: Pkt<S, M>, reason: &'static str) {
         self.dropped.push((pkt.into_packet(), reason));
+    }
+
+    /// A packet the NF makes itself (a packetized stream, a reply), counted as created and
+    /// given the lineage of the packet being processed (its input index, timestamp,
+    /// ingress), so that every packet stays accounted for and outputs keep their order.
+    /// Its header annotations stay as `packet` has them.
+    pub fn create(&mut self, mut packet: Packet) -> Pkt {
+        let (mac, net, tr) = (
+            packet.meta.mac_offset,
+            packet.meta.network_offset,
+            packet.meta.transport_offset,
+        );
+        packet.meta.clone_from(&self.origin);
+        packet.meta.mac_offset = mac;
+        packet.meta.network_offset = net;
+        packet.meta.transport_offset = tr;
+        self.created += 1;
+        Pkt::new(packet)
+    }
+
+    /// Sets the packet being processed (see [`Cx::create`]; the NF adapter and runtimes
+    /// call it before each packet).
+    #[inline]
+    pub fn set_origin(&mut self, meta: &packet::Meta) {
+        self.origin.clone_from(meta);
+    }
+
+    /// How many packets were created since the count was last taken, and resets it.
+    #[inline]
+    pub fn take_created(&mut self) -> u64 {
+        std::mem::take(&mut self.created)
     }
 
     /// Takes the packets sent so far, in the order they were sent.

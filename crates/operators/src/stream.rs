@@ -163,7 +163,9 @@ impl<I, S: Stack, M: Send + 'static, St: Stage<I, Out = Pkt<S, M>>> Pipe<I, St> 
     /// [`Pipe::window`] whose UDF is also given the pipeline's context, so that it can send
     /// packets: NetBricks' other use of a window, where the NF drops the packets it
     /// receives (a `filter` after the window) and sends a rewritten stream instead, cut
-    /// into packets by a [`Packetizer`].
+    /// into packets by a [`Packetizer`]. Packets the UDF makes go through [`Cx::create`]
+    /// (`let p = cx.create(p); cx.send(port, p)`), which counts them as created and gives
+    /// them the lineage of the packet being processed.
     pub fn window_emit<F: FnMut(&WindowInfo, &[u8], &mut Cx) + Send>(
         self,
         size: usize,
@@ -250,7 +252,8 @@ mod op_tests {
                     Packetizer::new(&t, 2).unwrap()
                 });
                 for p in pz.packetize(&bytes.to_ascii_uppercase()) {
-                    cx.send(1, Pkt::new(p));
+                    let p = cx.create(p);
+                    cx.send(1, p);
                 }
             })
             .unwrap()
@@ -276,6 +279,11 @@ mod op_tests {
         }
         let dropped: Vec<_> = cx.take_dropped().map(|(_, r)| r).collect();
         assert_eq!(dropped, ["rewritten"; 4]);
+        assert_eq!(
+            cx.take_created() as usize,
+            cx.pending().0,
+            "every packet sent was created"
+        );
         // What was sent is a valid stream of its own: reassemble it again.
         let mut again = Vec::new();
         let mut w = Window::new(100, 100, Duration::MAX, |i: &WindowInfo, b: &[u8]| {
