@@ -37,6 +37,15 @@
 //! generator's anomalies (expiring TTLs, bad checksums, IP options, ARP, truncated lengths,
 //! short transport parts).
 //!
+//! With [`Options::operator_nfs`] ([`try_random_chain_with`]), NFs written with operators
+//! (the element classes of `examples/bricks`, registered at run time: the caller must have
+//! registered them, e.g. with `bricks::register()`) are inserted between those NFs, drawn
+//! from a second random stream so the Click NFs stay as the seed makes them: a Click
+//! configuration naming two of `TTLNF`, `MacSwapNF`, `MonitorNF(CAPACITY N)` and
+//! `FirewallNF(RULES)` (one per direction), or a chain-file `rust = "NatNF"` entry (two
+//! inputs: inside `eth0`, outside `eth1`, its external address inside the traffic's source
+//! prefix).
+//!
 //! Everything is a function of the seed: the same seed writes the same files.
 
 use chain::{Endpoint, RunOptions};
@@ -1068,8 +1077,76 @@ pub fn random_chain(seed: u64, dir: &Path) -> GeneratedChain {
     }
 }
 
+/// What [`try_random_chain_with`] may put in a chain besides Click NFs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Insert NFs written with operators (see the module documentation); their classes
+    /// must be registered before the chain is run.
+    pub operator_nfs: bool,
+}
+
 /// [`random_chain`], returning I/O errors instead of panicking.
 pub fn try_random_chain(seed: u64, dir: &Path) -> Result<GeneratedChain, TestgenError> {
+    try_random_chain_with(seed, dir, &Options::default())
+}
+
+/// One NF of the line: a generated Click NF (with its position among them), or an
+/// operator NF (a Click file naming operator classes, or a chain-file `rust` entry).
+enum Slot {
+    Click(usize),
+    Operators(NfOut),
+    Rust {
+        name: String,
+        kind: String,
+        toml: String,
+    },
+}
+
+/// An NF of operator NFs (see the module documentation), drawn from `rng`.
+fn operator_nf(rng: &mut Rng, j: usize, v: &View, ext: Ipv4Addr) -> Slot {
+    if rng.pct(25) {
+        let ports = rng.pick(&["1024-1100", "50000-65535", "4000-4003"]);
+        let timeout = rng.pick(&["1", "30", "300"]);
+        return Slot::Rust {
+            name: format!("nat{j}"),
+            kind: format!("operator NF NatNF({ext}, {ports}, {timeout} s)"),
+            toml: format!(
+                "rust = \"NatNF\"\nargs = \"EXTERNAL {ext}, PORTS {ports}, TIMEOUT {timeout}\"\ninputs = 2"
+            ),
+        };
+    }
+    let one = |rng: &mut Rng, reverse: bool| match rng.below(4) {
+        0 => "TTLNF".to_string(),
+        1 => "MacSwapNF".to_string(),
+        2 => format!("MonitorNF(CAPACITY {})", rng.range(1, 300)),
+        _ => format!("FirewallNF({})", filter_rules(rng, v, reverse).join(", ")),
+    };
+    let (a, b) = (one(rng, false), one(rng, true));
+    let class = |x: &str| x.split('(').next().unwrap_or_default().to_string();
+    NfOut {
+        name: format!("op{j}"),
+        kind: format!("operator NFs {} / {}", class(&a), class(&b)),
+        click: format!(
+            "FromDevice(eth0) -> {a} -> ToDevice(eth1);\nFromDevice(eth1) -> {b} -> ToDevice(eth0);\n"
+        ),
+        extra_exits: Vec::new(),
+    }
+    .into()
+}
+
+impl From<NfOut> for Slot {
+    fn from(nf: NfOut) -> Slot {
+        Slot::Operators(nf)
+    }
+}
+
+/// [`try_random_chain`] with `options`: the same Click NFs, and operator NFs between them
+/// when asked for.
+pub fn try_random_chain_with(
+    seed: u64,
+    dir: &Path,
+    options: &Options,
+) -> Result<GeneratedChain, TestgenError> {
     let mut rng = Rng(ports::gen::SplitMix64(seed ^ 0x7e57_c4a1_2000_0000));
     let trace = trace_spec(&mut rng);
     let mut view = View {
@@ -1097,11 +1174,32 @@ pub fn try_random_chain(seed: u64, dir: &Path) -> Result<GeneratedChain, Testgen
         };
         nfs.push(nf);
     }
+    let mut slots: Vec<Slot> = (0..n).map(Slot::Click).collect();
+    if options.operator_nfs {
+        // A stream of its own: the Click NFs above are the seed's whatever is inserted.
+        let mut ops = Rng(ports::gen::SplitMix64(seed ^ 0x0b5e_b41c_5000_0000));
+        let ext = Ipv4Addr::from(u32::from(trace.src.0) | 1);
+        let mut at: Vec<usize> = (0..=n).filter(|_| ops.pct(40)).collect();
+        if at.is_empty() {
+            at.push(ops.below(n as u64 + 1) as usize);
+        }
+        for (j, pos) in at.into_iter().enumerate().rev() {
+            let nf = operator_nf(&mut ops, j + 1, &view, ext);
+            slots.insert(pos, nf);
+        }
+    }
+    let name_of = |s: &Slot| match s {
+        Slot::Click(k) => nfs[*k].name.clone(),
+        Slot::Operators(nf) => nf.name.clone(),
+        Slot::Rust { name, .. } => name.clone(),
+    };
+    let names: Vec<String> = slots.iter().map(name_of).collect();
     let mut files = Vec::new();
     let mut toml = format!(
-        "# synth::testgen::random_chain({seed}): {n} NFs in a line; enter at {}.eth0, reflect {}.eth1\n",
-        nfs[0].name,
-        nfs[n - 1].name
+        "# synth::testgen::random_chain({seed}): {} NFs in a line; enter at {}.eth0, reflect {}.eth1\n",
+        names.len(),
+        names[0],
+        names[names.len() - 1]
     );
     let write = |path: &Path, text: &str| {
         std::fs::write(path, text).map_err(|source| TestgenError::Io {
@@ -1109,7 +1207,28 @@ pub fn try_random_chain(seed: u64, dir: &Path) -> Result<GeneratedChain, Testgen
             source,
         })
     };
-    for (k, nf) in nfs.iter().enumerate() {
+    for slot in &slots {
+        let (k, nf) = match slot {
+            Slot::Click(k) => (*k, &nfs[*k]),
+            Slot::Operators(nf) => {
+                let file = format!("{}.click", nf.name);
+                let path = dir.join(&file);
+                write(
+                    &path,
+                    &format!(
+                        "// {}: {}\n// generated by synth::testgen::random_chain_with({seed}, operator NFs)\n{}",
+                        nf.name, nf.kind, nf.click
+                    ),
+                )?;
+                files.push(path);
+                let _ = writeln!(toml, "[nf.{}]\nclick = \"{file}\"", nf.name);
+                continue;
+            }
+            Slot::Rust { name, toml: t, .. } => {
+                let _ = writeln!(toml, "[nf.{name}]\n{t}");
+                continue;
+            }
+        };
         let i = k + 1;
         let defs = macs(i, n);
         let header = format!(
@@ -1132,19 +1251,19 @@ pub fn try_random_chain(seed: u64, dir: &Path) -> Result<GeneratedChain, Testgen
             let _ = writeln!(toml, "define = {{ {} }}", d.join(", "));
         }
     }
-    for w in nfs.windows(2) {
+    for w in names.windows(2) {
         let _ = writeln!(
             toml,
             "[[link]]\nbetween = [\"{}.eth1\", \"{}.eth0\"]",
-            w[0].name, w[1].name
+            w[0], w[1]
         );
     }
     let ep = |nf: &str, iface: &str| Endpoint {
         nf: nf.to_string(),
         iface: iface.to_string(),
     };
-    let entry = ep(&nfs[0].name, "eth0");
-    let far = ep(&nfs[n - 1].name, "eth1");
+    let entry = ep(&names[0], "eth0");
+    let far = ep(&names[names.len() - 1], "eth1");
     let _ = writeln!(toml, "[[entry]]\nto = \"{entry}\"");
     let chain = dir.join("chain.toml");
     write(&chain, &toml)?;
@@ -1162,9 +1281,13 @@ pub fn try_random_chain(seed: u64, dir: &Path) -> Result<GeneratedChain, Testgen
         entries: vec![entry],
         reflect: vec![far],
         exits,
-        nfs: nfs
+        nfs: slots
             .iter()
-            .map(|nf| format!("{}: {}", nf.name, nf.kind))
+            .map(|s| match s {
+                Slot::Click(k) => format!("{}: {}", nfs[*k].name, nfs[*k].kind),
+                Slot::Operators(nf) => format!("{}: {}", nf.name, nf.kind),
+                Slot::Rust { name, kind, .. } => format!("{name}: {kind}"),
+            })
             .collect(),
         trace,
     })

@@ -16,7 +16,7 @@ use chain::ChainFile;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use synth::testgen::{random_chain, random_trace, GeneratedChain};
+use synth::testgen::{random_trace, try_random_chain_with, GeneratedChain, Options};
 use synth::verify::{compare, run, run_installed, run_with, Mode, RunResult};
 
 const DEFAULT_SEEDS: u64 = 256;
@@ -46,9 +46,18 @@ fn root(test: &str) -> PathBuf {
 
 /// Generates seed `seed`'s chain and trace under `root`.
 fn setup(root: &Path, seed: u64) -> Result<(GeneratedChain, ChainFile, PathBuf), String> {
+    setup_with(root, seed, &Options::default())
+}
+
+/// [`setup`] with generator options.
+fn setup_with(
+    root: &Path,
+    seed: u64,
+    options: &Options,
+) -> Result<(GeneratedChain, ChainFile, PathBuf), String> {
     let dir = root.join(seed.to_string());
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let g = random_chain(seed, &dir);
+    let g = try_random_chain_with(seed, &dir, options).map_err(|e| e.to_string())?;
     let trace = dir.join("trace.pcap");
     random_trace(seed, &g.trace, PACKETS, &trace).map_err(|e| e.to_string())?;
     let chain = ChainFile::load(&g.chain).map_err(|e| e.to_string())?;
@@ -369,4 +378,89 @@ fn fastpath_matches_naive() {
         add(tally, &g, &naive.summary);
         Ok(())
     });
+}
+
+/// Chains with NFs written with operators (examples/bricks) between the generated Click
+/// NFs: naive balances, and synth and fastpath give the naive bytes, counters and state.
+/// The Click NFs are those of the same seed without operator NFs.
+#[test]
+fn operator_nfs_in_generated_chains_match_naive() {
+    bricks::register().expect("the operator NF classes register");
+    let with_ops = Options { operator_nfs: true };
+    let t = for_seeds("operators", |seed, root, tally| {
+        let (g, chain, trace) =
+            setup_with(root, seed, &with_ops).map_err(|e| format!("seed {seed}: {e}"))?;
+        // The same Click NFs as without operator NFs.
+        let plain = root.join(format!("{seed}-plain"));
+        std::fs::create_dir_all(&plain).map_err(|e| e.to_string())?;
+        let p =
+            try_random_chain_with(seed, &plain, &Options::default()).map_err(|e| e.to_string())?;
+        for f in p.files.iter().skip(1) {
+            let name = f.file_name().unwrap_or_default();
+            let ours = std::fs::read(g.chain.with_file_name(name)).ok();
+            if ours != std::fs::read(f).ok() {
+                return Err(report(
+                    seed,
+                    &g,
+                    &trace,
+                    "a Click NF changed",
+                    &name.to_string_lossy(),
+                ));
+            }
+        }
+        let _ = std::fs::remove_dir_all(&plain);
+        if !g.nfs.iter().any(|n| n.contains("operator NF")) {
+            return Err(report(seed, &g, &trace, "no operator NF", &""));
+        }
+        let inputs = g.inputs(&trace);
+        let opts = g.options();
+        let naive = run(&chain, &inputs, &opts, Mode::Naive)
+            .map_err(|e| report(seed, &g, &trace, "naive run failed", &e))?;
+        if !naive.summary.balanced() || naive.summary.totals.input != PACKETS {
+            return Err(report(
+                seed,
+                &g,
+                &trace,
+                "naive run does not balance",
+                &naive.summary.to_text(),
+            ));
+        }
+        let synth = run(&chain, &inputs, &opts, Mode::Synth)
+            .map_err(|e| report(seed, &g, &trace, "synth run failed", &e))?;
+        if let Some(d) = differences(&naive, &synth) {
+            return Err(report(seed, &g, &trace, "synth differs from naive", &d));
+        }
+        let fast_opts = if seed % 4 == 3 {
+            chain::FastOptions {
+                max_flows: 1 + (seed / 4 % 4) as usize,
+                ..chain::FastOptions::default()
+            }
+        } else {
+            chain::FastOptions::default()
+        };
+        let fast = run_with(&chain, &inputs, &opts, Mode::Fastpath, fast_opts)
+            .map_err(|e| report(seed, &g, &trace, "fastpath run failed", &e))?;
+        if let Some(d) = differences(&naive, &fast) {
+            return Err(report(seed, &g, &trace, "fastpath differs from naive", &d));
+        }
+        add(tally, &g, &naive.summary);
+        Ok(())
+    });
+    if t.chains >= 100 {
+        // The operator NFs see traffic and act on it.
+        for reason in ["ttl-expired", "filter-deny", "rewriter-drop", "parse-ipv4"] {
+            assert!(
+                t.drops.get(reason).copied().unwrap_or(0) > 0,
+                "no `{reason}` drop in {} chains: {:?}",
+                t.chains,
+                t.drops
+            );
+        }
+        assert!(
+            t.reached_far_end * 3 >= t.chains,
+            "{} of {}",
+            t.reached_far_end,
+            t.chains
+        );
+    }
 }
