@@ -200,7 +200,8 @@ pub struct FlowCache(pub Local<Flows>);
 type P = Pkt<(Ethernet, Raw), Route>;
 
 impl Flows {
-    /// A worker's empty flow cache over `backends`, reading the control plane's `table`;
+    /// A worker's empty flow cache over `backends`, reading the control plane's `table` (of a
+    /// [`Control`] over the same backends);
     /// `times`: the entries' idle timeout and the reaping interval (ns of virtual time).
     pub fn new(
         backends: &[Backend],
@@ -270,7 +271,7 @@ impl Flows {
             return;
         }
         for b in 0..self.downs.len() {
-            let d = self.table.held().downs[b];
+            let d = self.table.held().downs.get(b).copied().unwrap_or(0);
             if d != self.downs[b] {
                 self.downs[b] = d;
                 self.totals[2] += self.remove_where(|c| usize::from(c.backend) == b);
@@ -325,7 +326,9 @@ impl Flows {
                 b
             }
         };
-        self.counts[usize::from(b)].0 += 1;
+        if let Some(c) = self.counts.get_mut(usize::from(b)) {
+            c.0 += 1;
+        }
         self.totals[0] += 1;
         Ok(usize::from(b))
     }
@@ -338,7 +341,9 @@ impl Flows {
             .ok_or(MaglevReason::NoConnection.as_str())?;
         match self.conns.get(&flow) {
             Some(c) if now < c.last.saturating_add(self.timeout) => {
-                self.counts[usize::from(c.backend)].1 += 1;
+                if let Some(n) = self.counts.get_mut(usize::from(c.backend)) {
+                    n.1 += 1;
+                }
                 self.totals[1] += 1;
                 Ok(flow.dst)
             }
@@ -416,7 +421,11 @@ impl Stage<P> for FlowCache {
         ));
         for (i, b) in f.backends.iter().enumerate() {
             let owned = t.entries.iter().filter(|&&e| usize::from(e) == i).count();
-            let state = if t.up[i] { "up" } else { "down" };
+            let state = if t.up.get(i) == Some(&true) {
+                "up"
+            } else {
+                "down"
+            };
             let (pk, re) = f.counts[i];
             out.push(format!(
                 "backend {} {} {state} entries {owned} packets {pk} replies {re}",

@@ -304,3 +304,71 @@ fn split_gives_each_backend_its_own_output() {
     assert!(seen.iter().all(|n| *n > 0), "{seen:?}");
     assert_eq!(reference.state_dump(), split.state_dump());
 }
+
+#[test]
+fn maglev_on_two_workers_behind_a_shuffle_reads_one_control_plane() {
+    use bricks::maglev::{pipeline, Backend, Control, Flows};
+    use operators::runtime::{by_flow, MemoryTx, Runtime};
+    use operators::{pipe, Input, Raw};
+    use ports::pcap::Record;
+    let backends: Vec<Backend> = (1..=4)
+        .map(|i| Backend {
+            name: format!("b{i}"),
+            ip: [10, 0, 1, i].into(),
+            mac: [2, 0, 0, 0, 1, i],
+        })
+        .collect();
+    // One control plane, every update published at once; b2 fails before the run.
+    let (mut control, table) = Control::new(&backends, 0, 1, Vec::new());
+    control.set(1, false);
+    let records: Vec<Record> = (0..1000u32)
+        .map(|i| {
+            let f = (i % 200) as u16;
+            let data = Frame::udp(
+                [10, 9, (f >> 8) as u8, f as u8],
+                [198, 51, 100, 7],
+                3000 + f,
+                53,
+            )
+            .payload(&i.to_be_bytes())
+            .build();
+            Record {
+                timestamp: Timestamp(1_000 + u64::from(i)),
+                precision: packet::Precision::Nano,
+                orig_len: data.len() as u32,
+                data,
+            }
+        })
+        .collect();
+    let out = MemoryTx::new();
+    let frames = out.frames();
+    let mut rt = Runtime::new(2);
+    rt.rx(ports::port::MemoryRx::new("clients", records));
+    rt.tx(out);
+    let report = rt
+        .run(|w| {
+            let flows = Flows::new(&backends, table.clone(), 0, [u64::MAX, 0], 1 << 16);
+            let nf = pipeline(backends.clone(), None, flows, false);
+            pipe::<Raw, Input>()
+                .shuffle(w, by_flow(), |_, rest| rest.then(nf))
+                .into_stage()
+        })
+        .unwrap();
+    let frames = frames.lock().unwrap();
+    assert_eq!(frames.len(), 1000);
+    let mut backend_of = std::collections::BTreeMap::new();
+    for (_, f) in frames.iter() {
+        let (client, dst) = (f[26..30].to_vec(), f[30..34].to_vec());
+        assert_ne!(dst, [10, 0, 1, 2], "b2 is down");
+        assert_eq!(*backend_of.entry(client).or_insert(dst.clone()), dst);
+    }
+    assert_eq!(backend_of.len(), 200);
+    // Each worker tracked its own flows: 200 connections between them, both busy.
+    let conns: Vec<usize> = report
+        .workers
+        .iter()
+        .map(|w| w.state.iter().filter(|l| l.starts_with("conn ")).count())
+        .collect();
+    assert_eq!(conns.iter().sum::<usize>(), 200);
+    assert!(conns.iter().all(|n| *n > 0), "{conns:?}");
+}
