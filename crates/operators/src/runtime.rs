@@ -50,7 +50,9 @@
 //! has one replica of every element per data plane worker), `rest` runs in line: shuffle is
 //! the identity. In a chain the data plane's dispatcher already puts each packet on worker
 //! `symmetric RSS hash mod N` of its 5-tuple, the same rule as [`by_flow`], so a shuffle by
-//! flow would send every packet to the worker it is already on; a shuffle by another key
+//! flow would send every packet to the worker it is already on (replies to a NAT's pool are
+//! the dispatcher's one exception: they go to the worker whose slice of the pool made the
+//! mapping, where that NAT's state is); a shuffle by another key
 //! does not move packets between the chain's replicas, and state they must share uses the
 //! bounded or strict levels of [`crate::state`].
 //!
