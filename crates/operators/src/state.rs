@@ -497,6 +497,40 @@ mod tests {
         assert_eq!(r.get().value, [UPDATES; 8]);
     }
 
+    /// Per-key state partitioned over two workers: each worker writes the keys it owns
+    /// (`partition`) into its own partition and reads the other's, at most `k - 1` updates
+    /// behind; at the end every key was counted once, by its owner.
+    #[test]
+    fn per_key_partitions_have_one_writer_each() {
+        use std::collections::BTreeMap;
+        const K: u64 = 3;
+        let (writers, readers) = bounded_partitions(2, K, |_| BTreeMap::<u32, u64>::new());
+        let handles: Vec<_> = writers
+            .into_iter()
+            .enumerate()
+            .map(|(w, mut mine)| {
+                let mut other = readers[1 - w].clone();
+                std::thread::spawn(move || {
+                    for key in (0..1000u32).filter(|k| partition(k, 2) == w) {
+                        mine.update(|m| *m.entry(key).or_default() += 1);
+                        // The other partition's keys are never this worker's.
+                        assert!(other.get().keys().all(|k| partition(k, 2) == 1 - w));
+                    }
+                    mine.publish();
+                    mine.updates()
+                })
+            })
+            .collect();
+        let updates: Vec<u64> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        assert_eq!(updates.iter().sum::<u64>(), 1000);
+        let mut readers = readers;
+        for (w, r) in readers.iter_mut().enumerate() {
+            let s = r.get();
+            assert_eq!(s.updates, updates[w]);
+            assert!(s.iter().all(|(k, n)| *n == 1 && partition(k, 2) == w));
+        }
+    }
+
     /// Transfers between accounts under strict state: every reader sees the total unchanged
     /// (no transaction is seen half done).
     #[test]
