@@ -15,9 +15,10 @@ use std::marker::PhantomData;
 /// them ([`Pkt::payload`]`.to_vec()`).
 pub struct Pkt<S: Stack = Raw, M = ()> {
     packet: Packet,
-    /// `ends[d]`: where the payload starts when `d` headers are parsed (`ends[0] == 0`);
-    /// header `d` (1-based) spans `ends[d - 1]..ends[d]`.
-    ends: [u32; MAX_DEPTH + 1],
+    /// `ends[d - 1]`: where the payload starts when `d ≥ 1` headers are parsed (with none,
+    /// at 0); header `d` (1-based) spans from the end of header `d - 1` to `ends[d - 1]`.
+    /// Sixteen bits each keep a packet four words long (headers start within 64 KiB).
+    ends: [u16; MAX_DEPTH],
     meta: M,
     _stack: PhantomData<fn() -> S>,
 }
@@ -35,11 +36,11 @@ impl<S: Stack, M: std::fmt::Debug> std::fmt::Debug for Pkt<S, M> {
 
 impl Pkt<Raw, ()> {
     /// A packet with nothing parsed yet.
-    #[inline]
+    #[inline(always)]
     pub fn new(packet: Packet) -> Pkt<Raw, ()> {
         Pkt {
             packet,
-            ends: [0; MAX_DEPTH + 1],
+            ends: [0; MAX_DEPTH],
             meta: (),
             _stack: PhantomData,
         }
@@ -47,37 +48,43 @@ impl Pkt<Raw, ()> {
 }
 
 impl<S: Stack, M> Pkt<S, M> {
-    /// Where the top header starts in the data.
-    #[inline]
-    fn top_start(&self) -> usize {
-        match S::DEPTH {
-            0 => 0,
-            d => self.ends[d - 1] as usize,
+    /// Where the payload starts with `d` headers parsed.
+    #[inline(always)]
+    fn end_of(&self, d: usize) -> usize {
+        match d.checked_sub(1) {
+            None => 0,
+            Some(i) => self.ends.get(i).map_or(0, |&e| usize::from(e)),
         }
     }
 
+    /// Where the top header starts in the data.
+    #[inline(always)]
+    fn top_start(&self) -> usize {
+        self.end_of(S::DEPTH.saturating_sub(1))
+    }
+
     /// Where the payload (what follows the top header) starts in the data.
-    #[inline]
+    #[inline(always)]
     fn payload_start(&self) -> usize {
-        self.ends[S::DEPTH] as usize
+        self.end_of(S::DEPTH)
     }
 
     /// The top header, read-only (for [`Raw`], the whole packet).
-    #[inline]
+    #[inline(always)]
     pub fn header(&self) -> <S::Top as Header>::View<'_> {
         let at = self.top_start();
         S::Top::view(self.packet.data().get(at..).unwrap_or_default())
     }
 
     /// The top header, writable.
-    #[inline]
+    #[inline(always)]
     pub fn header_mut(&mut self) -> <S::Top as Header>::ViewMut<'_> {
         let at = self.top_start();
         S::Top::view_mut(self.packet.data_mut().get_mut(at..).unwrap_or_default())
     }
 
     /// The bytes after the top header.
-    #[inline]
+    #[inline(always)]
     pub fn payload(&self) -> &[u8] {
         self.packet
             .data()
@@ -86,7 +93,7 @@ impl<S: Stack, M> Pkt<S, M> {
     }
 
     /// The bytes after the top header, writable.
-    #[inline]
+    #[inline(always)]
     pub fn payload_mut(&mut self) -> &mut [u8] {
         let at = self.payload_start();
         self.packet.data_mut().get_mut(at..).unwrap_or_default()
@@ -180,8 +187,9 @@ impl<S: Stack, M> Pkt<S, M> {
     }
 
     /// Parses header `H` on top of the stack, or gives the packet back unchanged if the
-    /// bytes do not announce or hold one (the operator drops it under `H::PARSE_REASON`).
-    #[inline]
+    /// bytes do not announce or hold one, or it would end past 64 KiB (the operator drops
+    /// it under `H::PARSE_REASON`).
+    #[inline(always)]
     pub fn parse<H: Over<S::Top>>(mut self) -> Result<Pkt<(H, S), M>, Pkt<S, M>> {
         let top = self.top_start();
         let at = self.payload_start();
@@ -194,10 +202,10 @@ impl<S: Stack, M> Pkt<S, M> {
             (true, true, Some(len)) => len,
             _ => return Err(self),
         };
-        let Some(end) = u32::try_from(at + len).ok() else {
+        let (Ok(end), Some(slot)) = (u16::try_from(at + len), self.ends.get_mut(S::DEPTH)) else {
             return Err(self);
         };
-        self.ends[S::DEPTH + 1] = end;
+        *slot = end;
         match H::ANNOTATION {
             Annotation::None => {}
             Annotation::Mac => self.packet.set_mac_header(at),
@@ -214,7 +222,7 @@ impl<S: Stack, M> Pkt<S, M> {
 
     /// Hands the packet back as a FuseBox packet (its annotations set for the headers that
     /// were parsed), ending its life as an operator packet.
-    #[inline]
+    #[inline(always)]
     pub fn into_packet(self) -> Packet {
         self.packet
     }
@@ -224,7 +232,7 @@ impl<S: Stack, M> Pkt<S, M> {
     pub fn reset(self) -> Pkt<Raw, M> {
         Pkt {
             packet: self.packet,
-            ends: [0; MAX_DEPTH + 1],
+            ends: [0; MAX_DEPTH],
             meta: self.meta,
             _stack: PhantomData,
         }
@@ -233,9 +241,8 @@ impl<S: Stack, M> Pkt<S, M> {
 
 impl<H: Header, B: Stack, M> Pkt<(H, B), M> {
     /// Pops the top header: its bytes become payload again.
-    #[inline]
-    pub fn deparse(mut self) -> Pkt<B, M> {
-        self.ends[<(H, B) as Stack>::DEPTH] = 0;
+    #[inline(always)]
+    pub fn deparse(self) -> Pkt<B, M> {
         Pkt {
             packet: self.packet,
             ends: self.ends,
