@@ -616,13 +616,19 @@ const BRICKS: &[(&str, Setup)] = &[
             click: Some("maglev.click"),
         },
     ),
+    (
+        bricks::signature::NAME,
+        Setup::File {
+            chain: "signature.toml",
+            nf: "sig",
+            click: Some("signature.click"),
+        },
+    ),
 ];
 
-/// Classes of `examples/bricks` the `bricks` scenario leaves out, and why.
-const NOT_MEASURED: &[(&str, &str)] = &[(
-    bricks::signature::NAME,
-    "needs Snort rules and reassembled TCP streams; no chain file yet",
-)];
+/// Classes measured over TCP streams (256-byte frames: 202 payload bytes each) instead of
+/// the UDP trace, with their frame size.
+const TCP_NFS: &[(&str, u32)] = &[(bricks::signature::NAME, 256)];
 
 /// The NFs of NetBricks' Table 1 and §5 (by a word of their class name), reported when no
 /// class of `examples/bricks` has it.
@@ -636,17 +642,11 @@ const PAPER_NFS: &[&str] = &["Maglev", "Monitor", "Firewall", "NAT", "Signature"
 pub(super) fn bricks(b: &mut Bench) -> Result<(), CliError> {
     register()?;
     let batch = b.batches[0];
-    let records = super::scenarios::default_trace(b.packets);
+    let udp = super::scenarios::default_trace(b.packets);
     let dir = b.out_dir.join("bricks");
     std::fs::create_dir_all(&dir).map_err(|e| CliError::io(&dir, "cannot create: ", e))?;
     let home = b.examples.join("bricks");
     for c in bricks::CLASSES {
-        if let Some((_, why)) = NOT_MEASURED.iter().find(|(n, _)| *n == c.name) {
-            b.report
-                .lines
-                .push(format!("  bricks: {} not measured: {why}", c.name));
-            continue;
-        }
         let Some((_, setup)) = BRICKS.iter().find(|(n, _)| *n == c.name) else {
             b.report.lines.push(format!(
                 "  bricks: {} not measured: no configuration in the bench's BRICKS table",
@@ -687,18 +687,27 @@ pub(super) fn bricks(b: &mut Bench) -> Result<(), CliError> {
                 (chain, at, click.map(write).transpose()?)
             }
         };
+        let tcp = TCP_NFS.iter().find(|(n, _)| *n == c.name).map(|&(_, f)| f);
+        let tcp_records;
+        let (records, frame) = match tcp {
+            Some(frame) => {
+                tcp_records = super::scenarios::tcp_trace(b.packets, frame);
+                (&tcp_records, frame)
+            }
+            None => (&udp, 64),
+        };
         let mut ratios = vec![("operators 1 x2", "operators 1")];
         let naive = synth::Mode::Naive;
         let mut configs = vec![
-            b.chain_config(&chain, &at, naive, batch, &records)?,
-            b.workers_config(&chain, &at, naive, batch, &records, 2)?,
+            b.chain_config(&chain, &at, naive, batch, records)?,
+            b.workers_config(&chain, &at, naive, batch, records, 2)?,
         ];
         for c in configs.iter_mut() {
             c.mode = "operators";
         }
         if let Some((peer, at)) = peer {
-            let mut one = b.chain_config(&peer, &at, naive, batch, &records)?;
-            let mut two = b.workers_config(&peer, &at, naive, batch, &records, 2)?;
+            let mut one = b.chain_config(&peer, &at, naive, batch, records)?;
+            let mut two = b.workers_config(&peer, &at, naive, batch, records, 2)?;
             one.mode = "click";
             two.mode = "click";
             configs.extend([one, two]);
@@ -710,7 +719,7 @@ pub(super) fn bricks(b: &mut Bench) -> Result<(), CliError> {
         }
         let p = Params {
             scenario: "bricks",
-            frame: 64,
+            frame,
             batch,
             passes: b.passes,
             extra: Some(("nf", serde_json::json!(c.name))),

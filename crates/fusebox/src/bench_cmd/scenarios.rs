@@ -114,6 +114,24 @@ pub(super) fn default_trace(packets: u64) -> Vec<Record> {
     trace(packets, 64, 1000, default_dst())
 }
 
+/// `packets` TCP segments of `frame` bytes over 100 connections to [`default_dst`] (the
+/// generator's streams: sequence numbers continue, payload bytes count up).
+pub(super) fn tcp_trace(packets: u64, frame: u32) -> Vec<Record> {
+    let cfg = GenConfig {
+        packets,
+        flows: 100,
+        mix: Mix {
+            tcp: 1,
+            udp: 0,
+            icmp: 0,
+        },
+        size: SizeDist::Fixed(frame),
+        dst_prefix: default_dst(),
+        ..GenConfig::default()
+    };
+    generate(&cfg).records()
+}
+
 /// The default trace's destinations (routed out of eth1 by the routers, as in SNF Fig. 7).
 fn default_dst() -> (std::net::Ipv4Addr, u8) {
     GenConfig::default().dst_prefix
