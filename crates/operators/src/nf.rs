@@ -226,23 +226,12 @@ pub fn register(classes: &[ElementClass]) -> Result<(), elements::registry::Take
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::header::{Ethernet, Ipv4};
     use crate::pipe::pipe;
     use elements::registry::Doc;
     use elements::{Args, BuildCtx, ConfigError, Names};
 
     fn ttl_nf() -> impl Stage<Pkt<Raw, ()>, Out = impl Leave> + 'static {
-        pipe::<Raw, ()>()
-            .parse::<Ethernet>()
-            .parse::<Ipv4>()
-            .transform(|p| {
-                let mut ip = p.header_mut();
-                let ttl = ip.ttl().saturating_sub(1);
-                ip.set_ttl(ttl);
-                ip.fill_checksum();
-            })
-            .filter("ttl-expired", |p| p.header().ttl() != 0)
-            .into_stage()
+        crate::pipe::tests::listing1()
     }
 
     fn build(

@@ -476,7 +476,7 @@ pub mod group {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::header::{Ethernet, Ipv4, Raw, Udp};
 
@@ -488,9 +488,9 @@ mod tests {
         )
     }
 
-    #[test]
-    fn ttl_pipeline_decrements_and_drops_at_zero() {
-        let mut nf = pipe::<Raw, ()>()
+    /// NetBricks' Listing 1 as written there: decrement, then drop at 0.
+    pub(crate) fn listing1() -> impl Stage<Pkt<Raw, ()>, Out = Pkt<(Ipv4, (Ethernet, Raw)), ()>> {
+        pipe::<Raw, ()>()
             .parse::<Ethernet>()
             .parse::<Ipv4>()
             .transform(|p| {
@@ -500,7 +500,12 @@ mod tests {
                 ip.fill_checksum();
             })
             .filter("ttl-expired", |p| p.header().ttl() != 0)
-            .into_stage();
+            .into_stage()
+    }
+
+    #[test]
+    fn ttl_pipeline_decrements_and_drops_at_zero() {
+        let mut nf = listing1();
         let mut cx = Cx::default();
         let out = nf.run(Pkt::new(frame(5, 53)), &mut cx).unwrap();
         assert_eq!(out.header().ttl(), 4);

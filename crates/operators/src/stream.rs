@@ -189,6 +189,17 @@ mod op_tests {
     use crate::{Ethernet, Ipv4};
     use std::sync::{Arc, Mutex};
 
+    /// A segment of the one connection these tests use.
+    fn seg(seq: u32, flags: u8, data: &[u8]) -> packet::Packet {
+        packet::Packet::from_bytes(
+            &wire::build::Frame::tcp([1, 1, 1, 1], [2, 2, 2, 2], 5, 6)
+                .seq_ack(seq, 0)
+                .flags(flags)
+                .payload(data)
+                .build(),
+        )
+    }
+
     #[test]
     fn the_window_operator_sees_the_stream_and_passes_packets_on() {
         let got = Arc::new(Mutex::new(Vec::new()));
@@ -202,15 +213,6 @@ mod op_tests {
             .parse::<Ipv4>()
             .parse::<Tcp>()
             .into_stage();
-        let seg = |seq: u32, flags: u8, data: &[u8]| {
-            packet::Packet::from_bytes(
-                &wire::build::Frame::tcp([1, 1, 1, 1], [2, 2, 2, 2], 5, 6)
-                    .seq_ack(seq, 0)
-                    .flags(flags)
-                    .payload(data)
-                    .build(),
-            )
-        };
         let mut cx = Cx::default();
         let mut out = 0;
         for p in [
@@ -259,15 +261,6 @@ mod op_tests {
             .unwrap()
             .filter("rewritten", |_| false)
             .into_stage();
-        let seg = |seq: u32, flags: u8, data: &[u8]| {
-            packet::Packet::from_bytes(
-                &wire::build::Frame::tcp([1, 1, 1, 1], [2, 2, 2, 2], 5, 6)
-                    .seq_ack(seq, 0)
-                    .flags(flags)
-                    .payload(data)
-                    .build(),
-            )
-        };
         let mut cx = Cx::default();
         for p in [
             seg(0, 0x02, b""),

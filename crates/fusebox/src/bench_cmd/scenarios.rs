@@ -94,14 +94,31 @@ const LPM_SEED: u64 = 0x4c50_4d31_3662_6e63;
 /// A trace of UDP frames of `frame` bytes (with the FCS) from 10.0.0.0/16 to `dst` over
 /// `flows` flows.
 fn trace(packets: u64, frame: u32, flows: u32, dst: (std::net::Ipv4Addr, u8)) -> Vec<Record> {
-    let cfg = GenConfig {
+    generated(
         packets,
+        frame,
         flows,
-        mix: Mix {
+        dst,
+        Mix {
             tcp: 0,
             udp: 1,
             icmp: 0,
         },
+    )
+}
+
+/// `packets` frames of `frame` bytes over `flows` flows of `mix` to `dst`.
+fn generated(
+    packets: u64,
+    frame: u32,
+    flows: u32,
+    dst: (std::net::Ipv4Addr, u8),
+    mix: Mix,
+) -> Vec<Record> {
+    let cfg = GenConfig {
+        packets,
+        flows,
+        mix,
         size: SizeDist::Fixed(frame),
         dst_prefix: dst,
         ..GenConfig::default()
@@ -117,19 +134,12 @@ pub(super) fn default_trace(packets: u64) -> Vec<Record> {
 /// `packets` TCP segments of `frame` bytes over 100 connections to [`default_dst`] (the
 /// generator's streams: sequence numbers continue, payload bytes count up).
 pub(super) fn tcp_trace(packets: u64, frame: u32) -> Vec<Record> {
-    let cfg = GenConfig {
-        packets,
-        flows: 100,
-        mix: Mix {
-            tcp: 1,
-            udp: 0,
-            icmp: 0,
-        },
-        size: SizeDist::Fixed(frame),
-        dst_prefix: default_dst(),
-        ..GenConfig::default()
+    let tcp = Mix {
+        tcp: 1,
+        udp: 0,
+        icmp: 0,
     };
-    generate(&cfg).records()
+    generated(packets, frame, 100, default_dst(), tcp)
 }
 
 /// The default trace's destinations (routed out of eth1 by the routers, as in SNF Fig. 7).

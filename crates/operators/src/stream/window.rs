@@ -518,17 +518,8 @@ impl Streams {
             let id = conn.id(1 - d);
             let st = &mut conn.streams[1 - d];
             let Stream { reasm, win, .. } = st;
-            let mut emit = |off: u64, bytes: &[u8], kind: WindowKind| {
-                stats.calls += 1;
-                udf(
-                    &WindowInfo {
-                        stream: id,
-                        offset: off,
-                        kind,
-                    },
-                    bytes,
-                );
-            };
+            let mut emit =
+                |off: u64, bytes: &[u8], kind: WindowKind| call(stats, udf, id, off, bytes, kind);
             let mut sink = |dl: Delivery<'_>| feed(win, shape, dl, &mut emit);
             if reasm.acked(seg.ack, &mut sink) && reasm.finished() {
                 end_stream(st, id, End::Fin, shape, stats, udf);
@@ -541,17 +532,8 @@ impl Streams {
                 .segment(seg.seq, seg.syn(), seg.fin(), seg.payload, &mut |_| {});
         } else {
             let Stream { reasm, win, .. } = st;
-            let mut emit = |off: u64, bytes: &[u8], kind: WindowKind| {
-                stats.calls += 1;
-                udf(
-                    &WindowInfo {
-                        stream: id,
-                        offset: off,
-                        kind,
-                    },
-                    bytes,
-                );
-            };
+            let mut emit =
+                |off: u64, bytes: &[u8], kind: WindowKind| call(stats, udf, id, off, bytes, kind);
             let mut sink = |dl: Delivery<'_>| feed(win, shape, dl, &mut emit);
             let kind = reasm.segment(seg.seq, seg.syn(), seg.fin(), seg.payload, &mut sink);
             if kind != SegmentKind::Closed && reasm.finished() {
@@ -623,6 +605,27 @@ impl Streams {
 }
 
 /// Hands one delivery of the reassembler to the stream's windows.
+/// One UDF call: counted, then made.
+#[inline]
+fn call<U: FnMut(&WindowInfo, &[u8])>(
+    stats: &mut WindowStats,
+    udf: &mut U,
+    stream: StreamId,
+    offset: u64,
+    bytes: &[u8],
+    kind: WindowKind,
+) {
+    stats.calls += 1;
+    udf(
+        &WindowInfo {
+            stream,
+            offset,
+            kind,
+        },
+        bytes,
+    );
+}
+
 fn feed<E: FnMut(u64, &[u8], WindowKind)>(
     win: &mut Windower,
     shape: Shape,
@@ -649,17 +652,8 @@ fn end_stream<F: FnMut(&WindowInfo, &[u8])>(
         End::Timeout => stats.streams_timed_out += 1,
         End::Replaced | End::Evicted | End::Flush => stats.streams_dropped += 1,
     }
-    let mut emit = |off: u64, bytes: &[u8], kind: WindowKind| {
-        stats.calls += 1;
-        udf(
-            &WindowInfo {
-                stream: id,
-                offset: off,
-                kind,
-            },
-            bytes,
-        );
-    };
+    let mut emit =
+        |off: u64, bytes: &[u8], kind: WindowKind| call(stats, udf, id, off, bytes, kind);
     let Stream { reasm, win, closed } = st;
     reasm.close(&mut |dl| feed(win, shape, dl, &mut emit));
     win.finish(end, &mut emit);
