@@ -282,11 +282,11 @@ impl Bench {
     /// Measures a group: one warm-up pass each, then `reps` repetitions in which the
     /// configurations take turns pass by pass; then one latency pass per chain. Records
     /// every configuration and the `ratios` (numerator key, denominator key).
-    pub(super) fn measure(
+    pub(super) fn measure<R: AsRef<str>>(
         &mut self,
         p: &Params,
         mut configs: Vec<Config>,
-        ratios: &[(&str, &str)],
+        ratios: &[(R, R)],
     ) -> Result<(), CliError> {
         eprintln!(
             "fusebox bench: {}, {}-byte frames, batch {}: {}",

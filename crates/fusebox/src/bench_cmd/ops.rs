@@ -604,10 +604,6 @@ pub(super) fn chain(b: &mut Bench) -> Result<(), CliError> {
         passes: b.passes,
         extra: None,
     };
-    let ratios: Vec<(&str, &str)> = ratios
-        .iter()
-        .map(|(a, b)| (a.as_str(), b.as_str()))
-        .collect();
     b.measure(&p, configs, &ratios)
 }
 

@@ -83,11 +83,11 @@ impl Report {
 
     /// Records a timed group (`reps` repetitions): every configuration and the `ratios`
     /// (numerator key, denominator key) of their per-repetition rates.
-    pub(super) fn group(
+    pub(super) fn group<R: AsRef<str>>(
         &mut self,
         p: &Params,
         configs: &[Config],
-        ratios: &[(&str, &str)],
+        ratios: &[(R, R)],
         reps: usize,
     ) {
         let label = p.label();
@@ -153,6 +153,7 @@ impl Report {
             self.measured.push(m);
         }
         for (num, den) in ratios {
+            let (num, den) = (num.as_ref(), den.as_ref());
             let find = |k: &str| configs.iter().find(|c| c.key() == k);
             let (Some(x), Some(y)) = (find(num), find(den)) else {
                 continue;

@@ -219,10 +219,6 @@ fn chains(b: &mut Bench, dir: &'static str, prefix: &str) -> Result<(), CliError
             passes: b.passes,
             extra: None,
         };
-        let ratios: Vec<(&str, &str)> = ratios
-            .iter()
-            .map(|(a, b)| (a.as_str(), b.as_str()))
-            .collect();
         b.measure(&p, configs, &ratios)?;
     }
     Ok(())
@@ -359,10 +355,6 @@ fn workers(b: &mut Bench) -> Result<(), CliError> {
             passes: b.passes,
             extra: Some(("chain", json!(dir))),
         };
-        let ratios: Vec<(&str, &str)> = ratios
-            .iter()
-            .map(|(a, b)| (a.as_str(), b.as_str()))
-            .collect();
         b.measure(&p, configs, &ratios)?;
     }
     Ok(())
