@@ -16,7 +16,7 @@ mod common;
 use elements::{build, BuildCtx, Context, Names, Verdict};
 use packet::Packet;
 use pcap::{Capture, Linktype};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use wire::IpProtocol;
 
 /// (Click pattern, tcpdump expression). The oracle filter is `ip and (<tcpdump>)`.
@@ -314,29 +314,9 @@ fn generated_frames(n: usize) -> Vec<Vec<u8>> {
     out
 }
 
-fn pcap_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut entries: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
-    entries.sort();
-    for p in entries {
-        if p.is_dir() {
-            pcap_files(&p, out);
-        } else if p
-            .extension()
-            .and_then(|e| e.to_str())
-            .is_some_and(|e| matches!(e, "pcap" | "pcapng" | "cap"))
-        {
-            out.push(p);
-        }
-    }
-}
-
 fn capture_frames(max_per_file: usize, max_total: usize) -> Option<(usize, Vec<Vec<u8>>)> {
     let dir = common::shared_data("pcaps")?;
-    let mut files = Vec::new();
-    pcap_files(&dir, &mut files);
+    let files = ports::pcap::capture_files(&dir);
     let mut frames = Vec::new();
     let mut used = 0;
     for f in files {

@@ -24,7 +24,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -505,21 +505,6 @@ fn plain_ethernet(frame: &[u8], o: usize) -> bool {
         .is_ok_and(|l| l.l3_offset == o && matches!(l.ethertype, 0x0800 | 0x86dd))
 }
 
-fn capture_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut entries: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
-    entries.sort();
-    for p in entries {
-        if p.is_dir() {
-            capture_files(&p, out);
-        } else if p.extension().is_some_and(|e| e == "pcap" || e == "pcapng") {
-            out.push(p);
-        }
-    }
-}
-
 fn describe(items: &[Item]) -> String {
     let parts: Vec<String> = items
         .iter()
@@ -633,9 +618,8 @@ fn window_matches_tshark_follow() {
     if Command::new("tshark").arg("-v").output().is_err() {
         return skip("tshark not found (Debian package tshark)");
     }
-    let mut files = Vec::new();
-    capture_files(&root.join("zeek-traces"), &mut files);
-    capture_files(&root.join("tcpreplay"), &mut files);
+    let mut files = ports::pcap::capture_files(&root.join("zeek-traces"));
+    files.extend(ports::pcap::capture_files(&root.join("tcpreplay")));
     assert!(!files.is_empty(), "no captures under {}", root.display());
 
     let mut tally = Tally::default();

@@ -854,6 +854,32 @@ pub fn read_all(path: &Path) -> Result<(Vec<Record>, Option<PcapError>), PcapErr
     Ok((records, None))
 }
 
+/// The capture files (`.pcap`, `.pcapng`, `.cap`) under `dir` and its sub-folders, in path
+/// order; none when `dir` cannot be read.
+pub fn capture_files(dir: &Path) -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
+        let mut entries: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        entries.sort();
+        for p in entries {
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p
+                .extension()
+                .and_then(|e| e.to_str())
+                .is_some_and(|e| matches!(e, "pcap" | "pcapng" | "cap"))
+            {
+                out.push(p);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, &mut out);
+    out
+}
+
 /// A buffered writer of classic pcap files.
 pub struct PcapWriter {
     path: PathBuf,
