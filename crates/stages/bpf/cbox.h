@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The contract between FuseBox's NSH stages (Cls, Dec, Enc, Fwd, Enc+Fwd) and user space:
+ * map layouts, counter indices, flags. crates/stages/src/maps.rs mirrors every struct byte
+ * for byte (its tests check the sizes and offsets against this file); change both together.
+ *
+ * Byte order: addresses and ports in `struct flow_key` and the VXLAN-GPE addresses are in
+ * network order (as on the wire); every other integer is in host order.
+ *
+ * Packets on the wire between service functions (RFC 8300, Chaining-Box §5.1):
+ *   Ethernet transport:  outer Ethernet (EtherType 0x894F) | NSH | inner Ethernet frame
+ *   VXLAN-GPE transport: outer Ethernet | IPv4 | UDP (dst 4790) | VXLAN-GPE (P bit, next
+ *                        protocol 4 = NSH) | NSH | inner Ethernet frame
+ * The NSH's next protocol is 3 (Ethernet): the SF sees exactly the frame the classifier saw.
+ */
+#ifndef FUSEBOX_CBOX_H
+#define FUSEBOX_CBOX_H
+
+#include <linux/types.h>
+
+/* The inner 5-tuple: the proxy table's key (Dec writes, Enc reads), and the classifier's. */
+struct flow_key {
+	__u32 saddr; /* network order */
+	__u32 daddr; /* network order */
+	__u16 sport; /* network order; 0 for protocols without ports */
+	__u16 dport; /* network order */
+	__u8 proto;
+	__u8 pad[3]; /* zero */
+}; /* 16 bytes */
+
+/* Classifier key: the ingress interface (0 = any interface) and the 5-tuple. Cls looks up
+ * (ifindex, flow) first, then (0, flow). */
+struct cls_key {
+	__u32 ifindex;
+	struct flow_key flow;
+}; /* 20 bytes */
+
+/* Most context bytes carried: MD type 1 always has 16; MD type 2 up to 32 (TLVs, whole
+ * 4-byte words). */
+#define NSH_MAX_CTX 32
+
+/* An NSH without its base-header constants: what Cls pushes, what Dec saves for Enc. */
+struct nsh_meta {
+	__u32 sph; /* SPI << 8 | SI */
+	__u8 md_type; /* 1 or 2 */
+	__u8 ttl; /* 6 bits; Cls: 0 means 63 */
+	__u8 ctx_len; /* bytes of context: 16 for MD type 1; 0..32, a multiple of 4, for MD type 2 */
+	__u8 flags; /* PROXY_* */
+	__u8 ctx[NSH_MAX_CTX];
+}; /* 40 bytes */
+
+/* nsh_meta.flags in the proxy table. */
+#define PROXY_LEARNED 0x1 /* Enc learned this key from an SF's translated packet (NAT-aware) */
+#define PROXY_STATIC 0x2 /* written by the controller (direct-link corner cases, §5.5) */
+
+/* The forwarding table: key SPH (SPI << 8 | SI) -> next hop. */
+struct fwd_val {
+	__u8 action; /* FWD_* */
+	__u8 flags; /* FWDF_* */
+	__u8 dmac[6]; /* next hop's MAC (outer Ethernet destination) */
+	__u8 smac[6]; /* our MAC on the egress interface (outer Ethernet source) */
+	__u16 udp_sport; /* VXLAN-GPE: UDP source port, 0 = derived from the inner flow */
+	__u32 ifindex; /* redirect to this interface; 0 = continue on the current one */
+	__u32 saddr; /* VXLAN-GPE: outer IPv4 source, network order */
+	__u32 daddr; /* VXLAN-GPE: outer IPv4 destination (tunnel endpoint), network order */
+	__u32 vni; /* VXLAN-GPE: 24-bit VNI */
+}; /* 32 bytes */
+
+#define FWD_ETHERNET 1 /* next hop over Ethernet transport */
+#define FWD_VXLAN_GPE 2 /* next hop over a VXLAN-GPE tunnel */
+#define FWD_END 3 /* end of path: remove transport and NSH, deliver the inner frame */
+
+#define FWDF_INGRESS 0x1 /* redirect to the interface's ingress (bpf_redirect BPF_F_INGRESS) */
+
+/* One per program instance: who we are on the attached interface. */
+struct stage_cfg {
+	__u8 mac[6]; /* this interface's MAC: Dec takes frames for it (and broadcast) */
+	__u16 flags; /* CFG_* */
+	__u32 ifindex;
+}; /* 12 bytes */
+
+#define CFG_ANY_DST 0x1 /* Dec: take NSH frames whatever their destination MAC */
+#define CFG_NAT_LEARN 0x2 /* Enc: on a proxy miss, learn the SF's translated 5-tuple (per-CPU last Dec) */
+
+/* Counters: a per-CPU array indexed STAGE * CTR_PER_STAGE + CTR_*; user space sums the CPUs. */
+#define STAGE_CLS 0
+#define STAGE_DEC 1
+#define STAGE_ENC 2
+#define STAGE_FWD 3
+#define STAGES 4
+#define CTR_PER_STAGE 16
+
+#define CTR_PACKETS 0 /* every packet the stage saw */
+#define CTR_PASSED 1 /* not the stage's traffic: left untouched */
+#define CTR_DONE 2 /* classified / decapsulated / encapsulated / forwarded */
+#define CTR_DELIVERED 3 /* end of path: decapsulated and delivered */
+#define CTR_LEARNED 4 /* Enc: proxy entries learned (NAT-aware) */
+#define CTR_DROP_TRUNCATED 5 /* headers shorter than they say */
+#define CTR_DROP_BAD_NSH 6 /* version, length or MD type not supported */
+#define CTR_DROP_UNKNOWN_SPI 7 /* no forwarding entry for (SPI, SI) */
+#define CTR_DROP_TTL 8 /* NSH TTL expired */
+#define CTR_DROP_NO_ROOM 9 /* the kernel refused to grow or shrink the packet */
+#define CTR_DROP_INNER 10 /* inner frame is not Ethernet + IPv4 */
+#define CTR_PROXY_MISS 11 /* Enc: no proxy entry for the 5-tuple (passed untouched) */
+
+/* Map sizes. */
+#define CLS_ENTRIES 4096
+#define PROXY_ENTRIES 65536
+#define FWD_ENTRIES 4096
+
+#endif
