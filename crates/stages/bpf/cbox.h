@@ -72,7 +72,8 @@ struct fwd_val {
 
 #define FWDF_INGRESS 0x1 /* redirect to the interface's ingress (bpf_redirect BPF_F_INGRESS) */
 
-/* One per program instance: who we are on the attached interface. */
+/* The configuration map, keyed by ifindex (one SF instance's Dec and Enc may sit on two
+ * interfaces): who we are on that interface. */
 struct stage_cfg {
 	__u8 mac[6]; /* this interface's MAC: Dec takes frames for it (and broadcast) */
 	__u16 flags; /* CFG_* */
@@ -80,7 +81,12 @@ struct stage_cfg {
 }; /* 12 bytes */
 
 #define CFG_ANY_DST 0x1 /* Dec: take NSH frames whatever their destination MAC */
-#define CFG_NAT_LEARN 0x2 /* Enc: on a proxy miss, learn the SF's translated 5-tuple (per-CPU last Dec) */
+#define CFG_NAT_LEARN 0x2 /* Enc: on a proxy miss, learn the SF's translated 5-tuple from last_dec */
+
+/* last_dec: a per-CPU array of one struct nsh_meta, written by Dec on every decapsulation
+ * (md_type 0 = nothing yet). A kernel SF (forwarding, iptables NAT) handles a frame from
+ * XDP to TC egress in one softirq run on one CPU, so on a proxy miss Enc in NAT-aware mode
+ * takes this CPU's last Dec as the packet's NSH and learns the translated 5-tuple. */
 
 /* Counters: a per-CPU array indexed STAGE * CTR_PER_STAGE + CTR_*; user space sums the CPUs. */
 #define STAGE_CLS 0
@@ -107,5 +113,6 @@ struct stage_cfg {
 #define CLS_ENTRIES 4096
 #define PROXY_ENTRIES 65536
 #define FWD_ENTRIES 4096
+#define CFG_ENTRIES 64
 
 #endif

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The maps of the stages. Every object that includes this file declares all of them; maps
+ * are pinned by name under the instance's pin directory (libbpf's pin_root_path), so the
+ * Dec, Enc, Fwd and Cls objects loaded for one service function share one proxy table,
+ * one forwarding table, one configuration and one set of counters.
+ */
+#ifndef FUSEBOX_MAPS_H
+#define FUSEBOX_MAPS_H
+
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include "cbox.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, CLS_ENTRIES);
+	__type(key, struct cls_key);
+	__type(value, struct nsh_meta);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} cls_table SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PROXY_ENTRIES);
+	__type(key, struct flow_key);
+	__type(value, struct nsh_meta);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} proxy_table SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FWD_ENTRIES);
+	__type(key, __u32);
+	__type(value, struct fwd_val);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fwd_table SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, CFG_ENTRIES);
+	__type(key, __u32);
+	__type(value, struct stage_cfg);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} cfg SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, STAGES * CTR_PER_STAGE);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct nsh_meta);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} last_dec SEC(".maps");
+
+/* Adds one to counter `ctr` of stage `stage`. */
+static __always_inline void count(__u32 stage, __u32 ctr)
+{
+	__u32 idx = stage * CTR_PER_STAGE + ctr;
+	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
+	if (v)
+		*v += 1;
+}
+
+#endif
