@@ -1,6 +1,7 @@
 //! Test packets built from the headers' [`Repr`](crate::ipv4::Repr)s: one builder for the
 //! Ethernet/IPv4/TCP/UDP/ICMP frames the tests of every crate need (ICMP errors quoting a
-//! datagram: [`Frame::icmp_error`] and [`quote`]), one for Ethernet/ARP frames ([`Arp`]), and
+//! datagram: [`Frame::icmp_error`] and [`quote`]), one for Ethernet/ARP frames ([`Arp`]), one
+//! for NSH-encapsulated frames over Ethernet or VXLAN-GPE ([`Nsh`], [`Gpe`]), and
 //! [`ethernet`] for any payload behind a VLAN tag stack,
 //! with correct checksums by default and ways to break them (a wrong or zero checksum, a
 //! short frame, a lying length, odd ARP types) for the negative tests. `fusebox explain
@@ -23,7 +24,7 @@
 //! sequence, acknowledgement, flags and window 0; no payload.
 
 use crate::ip::protocol;
-use crate::{arp, ethernet, icmpv4, ipv4, tcp, udp, vlan};
+use crate::{arp, ethernet, icmpv4, ipv4, nsh, tcp, udp, vlan, vxlan};
 use std::net::Ipv4Addr;
 
 /// How a checksum is written.
@@ -445,6 +446,173 @@ pub fn ethernet(
     f
 }
 
+/// An NSH-encapsulated frame under construction, as service functions pass them (RFC 8300;
+/// the packet formats of `crates/stages/bpf/cbox.h`): the NSH ([`Nsh::header`]) over
+/// Ethernet transport ([`Nsh::ethernet`]: outer Ethernet, EtherType 0x894F) or over
+/// VXLAN-GPE ([`Nsh::vxlan_gpe`]: outer Ethernet, IPv4, UDP to port 4790, VXLAN-GPE with
+/// the P flag and next protocol NSH), carrying an inner frame. Defaults: TTL 63, OAM bit
+/// clear, next protocol Ethernet (3). The eBPF stages' fixtures, the interoperability tests
+/// (tshark, Open vSwitch) and `fusebox run --nsh`'s tests all build their frames here.
+///
+/// ```
+/// use wire::build::{Frame, Gpe, Nsh};
+/// use wire::nsh::Tlv;
+/// let inner = Frame::udp([10, 0, 0, 1], [10, 0, 0, 2], 1000, 53).build();
+/// let md1 = Nsh::md1(0x42, 255, [1, 2, 3, 4]).ethernet([2; 6], [4; 6], &inner);
+/// assert_eq!(md1.len(), 14 + 24 + inner.len());
+/// assert_eq!(&md1[12..14], &[0x89, 0x4f]);
+/// let tlv = Tlv { class: 0x0101, tlv_type: 7, value: &[9, 9, 9] };
+/// let md2 = Nsh::md2(0x42, 254, &[tlv]).ttl(9);
+/// let gpe = Gpe::new([10, 1, 0, 1], [10, 1, 0, 2], 7);
+/// let f = md2.vxlan_gpe(&gpe, &inner);
+/// assert_eq!(f.len(), 14 + 20 + 8 + 8 + 16 + inner.len());
+/// assert_eq!(wire::nsh::locate(&f).unwrap().inner, 14 + 20 + 8 + 8 + 16);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Nsh {
+    o_bit: bool,
+    ttl: u8,
+    next_protocol: u8,
+    spi: u32,
+    si: u8,
+    md1: Option<[u32; 4]>,
+    md2: Vec<u8>,
+}
+
+impl Nsh {
+    /// An MD type 1 NSH on path `spi` (24 bits) at index `si` with the four context headers.
+    pub fn md1(spi: u32, si: u8, context: [u32; 4]) -> Nsh {
+        Nsh {
+            o_bit: false,
+            ttl: 63,
+            next_protocol: nsh::next_protocol::ETHERNET,
+            spi,
+            si,
+            md1: Some(context),
+            md2: Vec::new(),
+        }
+    }
+
+    /// An MD type 2 NSH on path `spi` at index `si` carrying `tlvs` in order.
+    ///
+    /// # Panics
+    /// If a value is longer than 127 bytes.
+    pub fn md2(spi: u32, si: u8, tlvs: &[nsh::Tlv<'_>]) -> Nsh {
+        Nsh {
+            md1: None,
+            md2: nsh::encode_tlvs(tlvs),
+            ..Nsh::md1(spi, si, [0; 4])
+        }
+    }
+
+    /// The TTL (6 bits; 63 by default).
+    pub fn ttl(mut self, ttl: u8) -> Nsh {
+        self.ttl = ttl;
+        self
+    }
+
+    /// The OAM bit.
+    pub fn oam(mut self, o_bit: bool) -> Nsh {
+        self.o_bit = o_bit;
+        self
+    }
+
+    /// The next protocol (see [`nsh::next_protocol`]; Ethernet by default).
+    pub fn next_protocol(mut self, value: u8) -> Nsh {
+        self.next_protocol = value;
+        self
+    }
+
+    /// The NSH's representation.
+    pub fn repr(&self) -> nsh::Repr<'_> {
+        nsh::Repr {
+            o_bit: self.o_bit,
+            ttl: self.ttl,
+            next_protocol: self.next_protocol,
+            spi: self.spi,
+            si: self.si,
+            metadata: match self.md1 {
+                Some(ctx) => nsh::Metadata::Type1(ctx),
+                None => nsh::Metadata::Type2(&self.md2),
+            },
+        }
+    }
+
+    /// The NSH followed by `inner`.
+    ///
+    /// # Panics
+    /// If the MD type 2 metadata is longer than [`nsh::MAX_MD2_LEN`].
+    pub fn header(&self, inner: &[u8]) -> Vec<u8> {
+        let repr = self.repr();
+        let mut out = vec![0; repr.header_len() + inner.len()];
+        repr.emit(&mut nsh::Packet::new_unchecked(&mut out[..]));
+        out[repr.header_len()..].copy_from_slice(inner);
+        out
+    }
+
+    /// Over Ethernet transport: outer Ethernet from `src` to `dst`, EtherType NSH.
+    pub fn ethernet(&self, dst: [u8; 6], src: [u8; 6], inner: &[u8]) -> Vec<u8> {
+        ethernet(dst, src, &[], ethernet::ethertype::NSH, &self.header(inner))
+    }
+
+    /// Over VXLAN-GPE through `tunnel` (the UDP checksum zero, as RFC 7348 recommends over
+    /// IPv4; the IPv4 checksum valid).
+    pub fn vxlan_gpe(&self, tunnel: &Gpe, inner: &[u8]) -> Vec<u8> {
+        let mut gpe = vec![0; vxlan::HEADER_LEN];
+        vxlan::Repr {
+            vni: tunnel.vni,
+            next_protocol: Some(vxlan::next_protocol::NSH),
+        }
+        .emit(&mut vxlan::Packet::new_unchecked(&mut gpe[..]));
+        gpe.extend_from_slice(&self.header(inner));
+        Frame::udp(
+            tunnel.src_ip,
+            tunnel.dst_ip,
+            tunnel.sport,
+            vxlan::VXLAN_GPE_PORT,
+        )
+        .macs(tunnel.src_mac, tunnel.dst_mac)
+        .ttl(tunnel.ttl)
+        .payload(&gpe)
+        .l4_sum(Sum::Zero)
+        .build()
+    }
+}
+
+/// A VXLAN-GPE tunnel's outer headers, for [`Nsh::vxlan_gpe`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gpe {
+    /// Outer Ethernet destination (the next hop's MAC); `02:00:00:00:00:01` by default.
+    pub dst_mac: [u8; 6],
+    /// Outer Ethernet source; `02:00:00:00:00:02` by default.
+    pub src_mac: [u8; 6],
+    /// Outer IPv4 source (this tunnel end).
+    pub src_ip: Ipv4Addr,
+    /// Outer IPv4 destination (the tunnel endpoint).
+    pub dst_ip: Ipv4Addr,
+    /// UDP source port; 4790 by default.
+    pub sport: u16,
+    /// Outer IPv4 TTL; 64 by default.
+    pub ttl: u8,
+    /// The 24-bit VXLAN network identifier.
+    pub vni: u32,
+}
+
+impl Gpe {
+    /// A tunnel from `src_ip` to `dst_ip` on `vni`, with the defaults above.
+    pub fn new(src_ip: impl Into<Ipv4Addr>, dst_ip: impl Into<Ipv4Addr>, vni: u32) -> Gpe {
+        Gpe {
+            dst_mac: [2, 0, 0, 0, 0, 1],
+            src_mac: [2, 0, 0, 0, 0, 2],
+            src_ip: src_ip.into(),
+            dst_ip: dst_ip.into(),
+            sport: vxlan::VXLAN_GPE_PORT,
+            ttl: 64,
+            vni,
+        }
+    }
+}
+
 /// The RFC 792 quote of an IPv4 packet in an ICMP error: its header (options included) and
 /// the first 8 bytes after it, or fewer when the packet is shorter. Bytes that are not an
 /// IPv4 header are quoted whole up to 28 bytes.
@@ -707,6 +875,65 @@ mod tests {
             &[3, 3, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 8, 0, 0, 6, 0x86, 0xdd, 6, 4, 0, 9]
         );
         assert_eq!(arp::Repr::parse_frame(&odd), None);
+    }
+
+    #[test]
+    fn nsh_frames_over_both_transports() {
+        let inner = Frame::udp([10, 0, 0, 1], [10, 0, 0, 2], 1000, 53)
+            .payload(b"q")
+            .build();
+        let md1 = Nsh::md1(0x12_3456, 9, [1, 2, 3, 0xdead_beef]);
+        let f = md1.ethernet([1; 6], [2; 6], &inner);
+        assert_eq!(
+            &f[..14],
+            &[&[1u8; 6][..], &[2; 6], &[0x89, 0x4f]].concat()[..]
+        );
+        let p = nsh::Packet::new_checked(&f[14..]).unwrap();
+        let r = nsh::Repr::parse(&p).unwrap();
+        assert_eq!(r, md1.repr());
+        assert_eq!((r.ttl, r.spi, r.si, r.next_protocol), (63, 0x12_3456, 9, 3));
+        assert_eq!(p.payload(), &inner[..]);
+        let at = nsh::locate(&f).unwrap();
+        assert_eq!(
+            (at.transport, at.nsh, at.inner),
+            (nsh::Transport::Ethernet, 14, 38)
+        );
+
+        let tlvs = [
+            nsh::Tlv {
+                class: 0x0101,
+                tlv_type: 1,
+                value: &[0xde, 0xad, 0xbe, 0xef],
+            },
+            nsh::Tlv {
+                class: 0xfff6,
+                tlv_type: 0x22,
+                value: &[1, 2, 3, 4, 5],
+            },
+        ];
+        let md2 = Nsh::md2(7, 255, &tlvs).ttl(5).oam(true);
+        let mut gpe = Gpe::new([192, 168, 0, 1], [192, 168, 0, 2], 0xab_cdef);
+        gpe.sport = 40000;
+        let f = md2.vxlan_gpe(&gpe, &inner);
+        let ip = ipv4::Packet::new_checked(&f[14..]).unwrap();
+        assert!(ip.verify_checksum());
+        assert_eq!(ip.protocol(), crate::ip::protocol::UDP);
+        let u = udp::Packet::new_checked(ip.payload()).unwrap();
+        assert_eq!((u.src_port(), u.dst_port(), u.checksum()), (40000, 4790, 0));
+        let g = vxlan::Packet::new_checked(u.payload()).unwrap();
+        let gr = vxlan::Repr::parse(&g).unwrap();
+        assert_eq!((gr.vni, gr.next_protocol), (0xab_cdef, Some(4)));
+        let p = nsh::Packet::new_checked(g.payload()).unwrap();
+        assert!(p.o_bit());
+        assert_eq!((p.ttl(), p.md_type(), p.length()), (5, 2, 7));
+        assert_eq!(p.tlvs().map(Result::unwrap).collect::<Vec<_>>(), tlvs);
+        assert_eq!(p.payload(), &inner[..]);
+        let at = nsh::locate(&f).unwrap();
+        assert_eq!(at.transport, nsh::Transport::VxlanGpe);
+        assert_eq!(&f[at.inner..], &inner[..]);
+        // Plain frames, and NSH cut short, are not NSH packets.
+        assert_eq!(nsh::locate(&inner), None);
+        assert_eq!(nsh::locate(&f[..at.inner - 1]), None);
     }
 
     #[test]

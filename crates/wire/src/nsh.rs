@@ -74,6 +74,97 @@ impl Tlv<'_> {
     pub fn encoded_len(&self) -> usize {
         4 + self.value.len().div_ceil(4) * 4
     }
+
+    /// Writes the TLV (class, type, the unassigned bit clear, length, the value and zero
+    /// padding to a 4-byte boundary) at the start of `buf`; returns the bytes written
+    /// ([`Tlv::encoded_len`]).
+    ///
+    /// # Panics
+    /// If the value is longer than 127 bytes or `buf` is shorter than `encoded_len()`.
+    pub fn emit(&self, buf: &mut [u8]) -> usize {
+        assert!(
+            self.value.len() <= 0x7f,
+            "NSH TLV value longer than 127 bytes"
+        );
+        let n = self.encoded_len();
+        let out = &mut buf[..n];
+        out[..2].copy_from_slice(&self.class.to_be_bytes());
+        out[2] = self.tlv_type;
+        out[3] = self.value.len() as u8;
+        out[4..4 + self.value.len()].copy_from_slice(self.value);
+        out[4 + self.value.len()..].fill(0);
+        n
+    }
+}
+
+/// The MD type 2 metadata area holding `tlvs` in order (for [`Metadata::Type2`]).
+///
+/// # Panics
+/// If a value is longer than 127 bytes.
+pub fn encode_tlvs(tlvs: &[Tlv<'_>]) -> Vec<u8> {
+    let mut out = vec![0; tlvs.iter().map(Tlv::encoded_len).sum()];
+    let mut at = 0;
+    for t in tlvs {
+        at += t.emit(&mut out[at..]);
+    }
+    out
+}
+
+/// How an NSH packet travels between service functions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Transport {
+    /// Outer Ethernet (EtherType 0x894F) | NSH.
+    Ethernet,
+    /// Outer Ethernet | IPv4 | UDP (destination port 4790) | VXLAN-GPE (next protocol NSH) | NSH.
+    VxlanGpe,
+}
+
+/// Where the NSH lies in a frame [`locate`] recognised.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Located {
+    /// The transport the NSH came over.
+    pub transport: Transport,
+    /// Offset of the NSH in the frame (its length is the NSH's own length field).
+    pub nsh: usize,
+    /// Offset of what the NSH carries (the inner frame when its next protocol is Ethernet).
+    pub inner: usize,
+}
+
+/// Finds the NSH in an Ethernet frame carrying one over either [`Transport`] (no VLAN tags;
+/// an IPv4 header with options is walked; UDP to port 4790 with a VXLAN-GPE header whose P
+/// flag is set and next protocol is NSH). The NSH is validated as [`Packet::new_checked`]
+/// does. `None` for any other frame or a truncated one; never panics.
+pub fn locate(frame: &[u8]) -> Option<Located> {
+    use crate::{ethernet, ipv4, udp, vxlan};
+    let eth = ethernet::Frame::new_checked(frame).ok()?;
+    let (transport, nsh) = match eth.ethertype() {
+        ethernet::ethertype::NSH => (Transport::Ethernet, ethernet::HEADER_LEN),
+        ethernet::ethertype::IPV4 => {
+            let ip = ipv4::Packet::new_checked(eth.payload()).ok()?;
+            if ip.protocol() != crate::ip::protocol::UDP || ip.more_frags() || ip.frag_offset() != 0
+            {
+                return None;
+            }
+            let u = udp::Packet::new_checked(ip.payload()).ok()?;
+            if u.dst_port() != vxlan::VXLAN_GPE_PORT {
+                return None;
+            }
+            let g = vxlan::Packet::new_checked(u.payload()).ok()?;
+            if !g.p_flag() || g.gpe_version() != 0 || g.next_protocol() != vxlan::next_protocol::NSH
+            {
+                return None;
+            }
+            let at = ethernet::HEADER_LEN + ip.header_len() + udp::HEADER_LEN + vxlan::HEADER_LEN;
+            (Transport::VxlanGpe, at)
+        }
+        _ => return None,
+    };
+    let p = Packet::new_checked(frame.get(nsh..)?).ok()?;
+    Some(Located {
+        transport,
+        nsh,
+        inner: nsh + p.header_len(),
+    })
 }
 
 /// Iterator over MD type 2 TLVs; yields `Err(Truncated)` once and stops if
@@ -524,6 +615,36 @@ mod tests {
             r.emit(&mut Packet::new_unchecked(&mut buf[..]));
             assert_eq!(buf, fixture);
         }
+    }
+
+    #[test]
+    fn tlvs_are_emitted_as_parsed() {
+        let p = Packet::new_checked(&MD2[..]).unwrap();
+        let tlvs: Vec<_> = p.tlvs().map(|t| t.unwrap()).collect();
+        assert_eq!(encode_tlvs(&tlvs), &MD2[8..28]);
+        // Padding is written as zeros over whatever was there.
+        let mut buf = [0xee; 12];
+        assert_eq!(tlvs[1].emit(&mut buf), 12);
+        assert_eq!(&buf[..], &MD2[16..28]);
+        assert!(encode_tlvs(&[]).is_empty());
+    }
+
+    #[test]
+    fn locate_rejects_other_frames_without_panicking() {
+        // Ethernet transport around the MD1 fixture.
+        let mut f = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x89, 0x4f];
+        f.extend_from_slice(&MD1);
+        let at = locate(&f).unwrap();
+        assert_eq!(
+            (at.transport, at.nsh, at.inner),
+            (Transport::Ethernet, 14, 38)
+        );
+        for n in 0..f.len() {
+            assert_eq!(locate(&f[..n]).is_some(), n >= 38, "{n}");
+        }
+        f[12] = 0x08;
+        f[13] = 0x00;
+        assert_eq!(locate(&f), None);
     }
 
     #[test]
