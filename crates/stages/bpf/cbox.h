@@ -82,6 +82,9 @@ struct stage_cfg {
 
 #define CFG_ANY_DST 0x1 /* Dec: take NSH frames whatever their destination MAC */
 #define CFG_NAT_LEARN 0x2 /* Enc: on a proxy miss, learn the SF's translated 5-tuple from last_dec */
+#define CFG_TO_HOST 0x4 /* Dec: write this interface's MAC into the decapsulated frame's
+			 * destination, so a kernel SF (a Linux router) takes the frame as
+			 * its own; the SF rewrites the MACs when it forwards anyway */
 
 /* last_dec: a per-CPU array of one struct nsh_meta, written by Dec on every decapsulation
  * (md_type 0 = nothing yet). A kernel SF (forwarding, iptables NAT) handles a frame from
