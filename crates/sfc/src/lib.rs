@@ -1,0 +1,15 @@
+//! Chains across hosts, after Chaining-Box: service functions (SFs) on many hosts joined by
+//! NSH (RFC 8300), with eBPF stages beside each SF and a control plane on etcd.
+//!
+//! The pure parts: [`file`] (the chain file: Chaining-Box's JSON format and the same in TOML),
+//! [`registry`] (what each agent's Hello says), [`plan`] (the per-host stages and map entries
+//! computed from both), [`entries`] (the map entries of `crates/stages/bpf/cbox.h`) and
+//! [`keys`] (the etcd key layout, and a changed plan as a diff of keys).
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod entries;
+pub mod file;
+pub mod keys;
+pub mod plan;
+pub mod registry;
