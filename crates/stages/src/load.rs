@@ -1,0 +1,613 @@
+//! One service function's stages: an [`Instance`] owns a pin directory
+//! `/sys/fs/bpf/fusebox/<name>/` where the shared maps are pinned by name (every stage object
+//! declares all of them, so the objects loaded for one SF share one proxy table, one
+//! forwarding table, one configuration and one set of counters), the loaded objects and their
+//! attachments. Dropping an instance (or [`Instance::remove`]) detaches everything, unpins
+//! the maps and deletes the directory, unless [`Instance::keep`] was called (an agent that
+//! exits leaves the data plane running; a new instance of the same name reuses the pins).
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::os::fd::AsFd;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use libbpf_rs::{
+    MapCore, MapFlags, MapHandle, Object, ObjectBuilder, ProgramMut, TcHook, TcHookBuilder, Xdp,
+    XdpFlags, TC_EGRESS, TC_INGRESS,
+};
+
+use crate::maps::{
+    ClsKey, CounterStage, Counters, FlowKey, FwdVal, NshMeta, SizeError, StageCfg, CTR_PER_STAGE,
+};
+use crate::Stage;
+
+/// Where bpffs is mounted.
+pub const BPFFS: &str = "/sys/fs/bpf";
+/// FuseBox's directory on bpffs; instances live under it.
+pub const PIN_ROOT: &str = "/sys/fs/bpf/fusebox";
+
+/// Errors of loading, attaching and map access.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The stage's object was not built (no source, or clang missing at build time).
+    #[error("stage {0}: object not built (no source, or clang missing at build time)")]
+    NotBuilt(&'static str),
+    /// The stage is not loaded in this instance.
+    #[error("stage {0}: not loaded in this instance")]
+    NotLoaded(&'static str),
+    /// The object has no program of the expected name.
+    #[error("object {0}: no program {1}")]
+    NoProgram(&'static str, &'static str),
+    /// An instance name that is not a plain file name.
+    #[error("instance name {0:?}: use letters, digits, '-', '_', '.'")]
+    Name(String),
+    /// A stage attached where it cannot run (XDP program on TC or the reverse).
+    #[error("stage {0:?} cannot attach at {1:?}")]
+    Hook(Stage, Hook),
+    /// A file system operation failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// libbpf refused.
+    #[error("{what}: {source}")]
+    Bpf {
+        /// What was being done.
+        what: String,
+        /// The error.
+        source: libbpf_rs::Error,
+    },
+    /// A map value of the wrong size.
+    #[error(transparent)]
+    Size(#[from] SizeError),
+}
+
+/// Result of this module.
+pub type Result<T> = std::result::Result<T, Error>;
+
+fn bpf(what: impl FnOnce() -> String) -> impl FnOnce(libbpf_rs::Error) -> Error {
+    move |source| Error::Bpf {
+        what: what(),
+        source,
+    }
+}
+
+fn io(what: impl FnOnce() -> String) -> impl FnOnce(std::io::Error) -> Error {
+    move |source| Error::Io {
+        what: what(),
+        source,
+    }
+}
+
+/// Where a stage attaches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Hook {
+    /// XDP (Dec).
+    Xdp,
+    /// TC clsact ingress (Cls, and Fwd after it).
+    Ingress,
+    /// TC clsact egress (Enc, Fwd, Enc+Fwd).
+    Egress,
+}
+
+/// Whether this process runs as root (effective uid 0, from /proc/self/status).
+pub fn is_root() -> bool {
+    fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(2).map(|e| e == "0"))
+        })
+        .unwrap_or(false)
+}
+
+/// Mounts bpffs at /sys/fs/bpf unless it is mounted already.
+pub fn ensure_bpffs() -> Result<()> {
+    let mounted = fs::read_to_string("/proc/mounts")
+        .map(|m| {
+            m.lines().any(|l| {
+                let mut f = l.split_whitespace();
+                let _dev = f.next();
+                f.next() == Some(BPFFS) && f.next() == Some("bpf")
+            })
+        })
+        .unwrap_or(false);
+    if mounted {
+        return Ok(());
+    }
+    fs::create_dir_all(BPFFS).map_err(io(|| format!("create {BPFFS}")))?;
+    let status = Command::new("mount")
+        .args(["-t", "bpf", "bpf", BPFFS])
+        .status()
+        .map_err(io(|| "run mount -t bpf".to_string()))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(Error::Io {
+            what: format!("mount -t bpf bpf {BPFFS}"),
+            source: std::io::Error::other(format!("exit status {status}")),
+        })
+    }
+}
+
+/// The names the maps are pinned under (maps.h).
+const MAP_NAMES: [&str; 6] = [
+    "cls_table",
+    "proxy_table",
+    "fwd_table",
+    "cfg",
+    "counters",
+    "last_dec",
+];
+
+struct Maps {
+    cls: MapHandle,
+    proxy: MapHandle,
+    fwd: MapHandle,
+    cfg: MapHandle,
+    counters: MapHandle,
+    last_dec: MapHandle,
+}
+
+impl Maps {
+    fn open(dir: &Path) -> Result<Maps> {
+        let open = |name: &str| {
+            let path = dir.join(name);
+            MapHandle::from_pinned_path(&path).map_err(bpf(|| format!("open {}", path.display())))
+        };
+        Ok(Maps {
+            cls: open("cls_table")?,
+            proxy: open("proxy_table")?,
+            fwd: open("fwd_table")?,
+            cfg: open("cfg")?,
+            counters: open("counters")?,
+            last_dec: open("last_dec")?,
+        })
+    }
+}
+
+#[derive(Debug)]
+struct Attachment {
+    stage: Stage,
+    ifindex: u32,
+    hook: Hook,
+    tc: Option<TcHook>,
+}
+
+/// One service function's stages (see the module documentation).
+pub struct Instance {
+    name: String,
+    dir: PathBuf,
+    attached: Vec<Attachment>,
+    objects: BTreeMap<&'static str, Object>,
+    maps: Maps,
+    keep: bool,
+}
+
+impl std::fmt::Debug for Instance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Instance")
+            .field("name", &self.name)
+            .field("dir", &self.dir)
+            .field("objects", &self.objects.keys().collect::<Vec<_>>())
+            .field("attached", &self.attached)
+            .finish()
+    }
+}
+
+fn open_object(name: &'static str, dir: &Path) -> Result<Object> {
+    let bytes = crate::object_bytes(name).ok_or(Error::NotBuilt(name))?;
+    let mut b = ObjectBuilder::default();
+    b.pin_root_path(dir)
+        .map_err(bpf(|| format!("pin root {}", dir.display())))?;
+    let open = b
+        .open_memory(bytes)
+        .map_err(bpf(|| format!("open object {name}")))?;
+    open.load().map_err(bpf(|| format!("load object {name}")))
+}
+
+impl Instance {
+    /// Creates (or reopens) the instance `name`: mounts bpffs if needed, makes
+    /// `/sys/fs/bpf/fusebox/<name>/` and creates the shared maps there (by loading the no-op
+    /// object). Maps already pinned there are reused with their entries.
+    pub fn create(name: &str) -> Result<Instance> {
+        let ok = !name.is_empty()
+            && name != "."
+            && name != ".."
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        if !ok {
+            return Err(Error::Name(name.to_string()));
+        }
+        ensure_bpffs()?;
+        let dir = Path::new(PIN_ROOT).join(name);
+        fs::create_dir_all(&dir).map_err(io(|| format!("create {}", dir.display())))?;
+        let noop = match open_object("noop", &dir) {
+            Ok(o) => o,
+            Err(e) => {
+                let _ = fs::remove_dir(&dir);
+                return Err(e);
+            }
+        };
+        let maps = Maps::open(&dir)?;
+        let mut objects = BTreeMap::new();
+        objects.insert("noop", noop);
+        Ok(Instance {
+            name: name.to_string(),
+            dir,
+            attached: Vec::new(),
+            objects,
+            maps,
+            keep: false,
+        })
+    }
+
+    /// The instance's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The pin directory.
+    pub fn pin_dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Loads the object of `stage` (no-op if loaded already); its maps are the instance's.
+    pub fn load(&mut self, stage: Stage) -> Result<()> {
+        let name = stage.object();
+        if !self.objects.contains_key(name) {
+            let obj = open_object(name, &self.dir)?;
+            self.objects.insert(name, obj);
+        }
+        Ok(())
+    }
+
+    /// Whether the object of `stage` is loaded.
+    pub fn is_loaded(&self, stage: Stage) -> bool {
+        self.objects.contains_key(stage.object())
+    }
+
+    /// The loaded program of `stage`.
+    pub fn program(&self, stage: Stage) -> Result<ProgramMut<'_>> {
+        let obj = self
+            .objects
+            .get(stage.object())
+            .ok_or(Error::NotLoaded(stage.object()))?;
+        obj.progs_mut()
+            .find(|p| p.name() == stage.program())
+            .ok_or(Error::NoProgram(stage.object(), stage.program()))
+    }
+
+    /// Attaches `stage` (loading it if needed) to interface `ifindex` at `hook`: XDP for
+    /// Dec, a TC clsact filter at the stage's priority ([`Stage::tc_priority`]) otherwise.
+    /// Attaching the same stage at the same place again replaces it.
+    pub fn attach(&mut self, stage: Stage, ifindex: u32, hook: Hook) -> Result<()> {
+        if stage.is_xdp() != (hook == Hook::Xdp) {
+            return Err(Error::Hook(stage, hook));
+        }
+        self.load(stage)?;
+        let prog = self.program(stage)?;
+        let ifi = ifindex as i32;
+        let tc = if hook == Hook::Xdp {
+            Xdp::new(prog.as_fd())
+                .attach(ifi, XdpFlags::NONE)
+                .map_err(bpf(|| {
+                    format!("attach {stage:?} to XDP of ifindex {ifindex}")
+                }))?;
+            None
+        } else {
+            let point = if hook == Hook::Ingress {
+                TC_INGRESS
+            } else {
+                TC_EGRESS
+            };
+            let mut h = TcHookBuilder::new(prog.as_fd())
+                .ifindex(ifi)
+                .replace(true)
+                .handle(1)
+                .priority(stage.tc_priority())
+                .hook(point);
+            h.create()
+                .map_err(bpf(|| format!("clsact qdisc on ifindex {ifindex}")))?;
+            h.attach().map_err(bpf(|| {
+                format!("attach {stage:?} to {hook:?} of ifindex {ifindex}")
+            }))?;
+            Some(h)
+        };
+        self.attached
+            .retain(|a| !(a.stage == stage && a.ifindex == ifindex && a.hook == hook));
+        self.attached.push(Attachment {
+            stage,
+            ifindex,
+            hook,
+            tc,
+        });
+        Ok(())
+    }
+
+    /// Where the instance's stages are attached: (stage, ifindex, hook).
+    pub fn attachments(&self) -> Vec<(Stage, u32, Hook)> {
+        self.attached
+            .iter()
+            .map(|a| (a.stage, a.ifindex, a.hook))
+            .collect()
+    }
+
+    fn detach_one(&self, a: &mut Attachment) -> Result<()> {
+        match &mut a.tc {
+            Some(h) => h.detach().map_err(bpf(|| {
+                format!(
+                    "detach {:?} from {:?} of ifindex {}",
+                    a.stage, a.hook, a.ifindex
+                )
+            })),
+            None => {
+                let prog = self.program(a.stage)?;
+                Xdp::new(prog.as_fd())
+                    .detach(a.ifindex as i32, XdpFlags::NONE)
+                    .map_err(bpf(|| format!("detach XDP of ifindex {}", a.ifindex)))
+            }
+        }
+    }
+
+    /// Detaches `stage` from `ifindex` at `hook` (no-op if it is not attached there).
+    pub fn detach(&mut self, stage: Stage, ifindex: u32, hook: Hook) -> Result<()> {
+        let Some(i) = self
+            .attached
+            .iter()
+            .position(|a| a.stage == stage && a.ifindex == ifindex && a.hook == hook)
+        else {
+            return Ok(());
+        };
+        let mut a = self.attached.remove(i);
+        self.detach_one(&mut a)
+    }
+
+    /// Leaves the stages attached and the maps pinned when the instance is dropped (the data
+    /// plane outlives the agent); a later [`Instance::create`] of the same name reuses the
+    /// maps.
+    pub fn keep(&mut self) {
+        self.keep = true;
+    }
+
+    fn teardown(&mut self) -> Result<()> {
+        let mut first: Option<Error> = None;
+        let mut attached = std::mem::take(&mut self.attached);
+        for a in attached.iter_mut() {
+            if let Err(e) = self.detach_one(a) {
+                first.get_or_insert(e);
+            }
+        }
+        self.objects.clear();
+        for m in MAP_NAMES {
+            let p = self.dir.join(m);
+            if let Err(e) = fs::remove_file(&p) {
+                if e.kind() != std::io::ErrorKind::NotFound {
+                    first.get_or_insert(Error::Io {
+                        what: format!("unpin {}", p.display()),
+                        source: e,
+                    });
+                }
+            }
+        }
+        if let Err(e) = fs::remove_dir(&self.dir) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                first.get_or_insert(Error::Io {
+                    what: format!("remove {}", self.dir.display()),
+                    source: e,
+                });
+            }
+        }
+        let _ = fs::remove_dir(PIN_ROOT); // only when no other instance is left
+        first.map_or(Ok(()), Err)
+    }
+
+    /// Detaches every stage, unpins the maps and deletes the pin directory.
+    pub fn remove(mut self) -> Result<()> {
+        self.keep = true; // Drop has nothing left to do
+        self.teardown()
+    }
+
+    // ---- typed map access ----
+
+    /// Adds or replaces a classifier entry.
+    pub fn insert_cls(&self, key: &ClsKey, nsh: &NshMeta) -> Result<()> {
+        update(
+            &self.maps.cls,
+            "cls_table",
+            &key.to_bytes(),
+            &nsh.to_bytes(),
+        )
+    }
+
+    /// Deletes a classifier entry (absent: no error).
+    pub fn delete_cls(&self, key: &ClsKey) -> Result<()> {
+        delete(&self.maps.cls, "cls_table", &key.to_bytes())
+    }
+
+    /// Every classifier entry, sorted by key.
+    pub fn list_cls(&self) -> Result<Vec<(ClsKey, NshMeta)>> {
+        list(
+            &self.maps.cls,
+            "cls_table",
+            ClsKey::from_bytes,
+            NshMeta::from_bytes,
+        )
+    }
+
+    /// Adds or replaces a proxy entry.
+    pub fn insert_proxy(&self, key: &FlowKey, nsh: &NshMeta) -> Result<()> {
+        update(
+            &self.maps.proxy,
+            "proxy_table",
+            &key.to_bytes(),
+            &nsh.to_bytes(),
+        )
+    }
+
+    /// Deletes a proxy entry (absent: no error).
+    pub fn delete_proxy(&self, key: &FlowKey) -> Result<()> {
+        delete(&self.maps.proxy, "proxy_table", &key.to_bytes())
+    }
+
+    /// Every proxy entry, sorted by key.
+    pub fn list_proxy(&self) -> Result<Vec<(FlowKey, NshMeta)>> {
+        list(
+            &self.maps.proxy,
+            "proxy_table",
+            FlowKey::from_bytes,
+            NshMeta::from_bytes,
+        )
+    }
+
+    /// Adds or replaces the forwarding entry of SPH `sph` (SPI << 8 | SI).
+    pub fn insert_fwd(&self, sph: u32, val: &FwdVal) -> Result<()> {
+        update(
+            &self.maps.fwd,
+            "fwd_table",
+            &sph.to_ne_bytes(),
+            &val.to_bytes(),
+        )
+    }
+
+    /// Deletes the forwarding entry of `sph` (absent: no error).
+    pub fn delete_fwd(&self, sph: u32) -> Result<()> {
+        delete(&self.maps.fwd, "fwd_table", &sph.to_ne_bytes())
+    }
+
+    /// Every forwarding entry, sorted by SPH.
+    pub fn list_fwd(&self) -> Result<Vec<(u32, FwdVal)>> {
+        list(&self.maps.fwd, "fwd_table", u32_key, FwdVal::from_bytes)
+    }
+
+    /// Adds or replaces the configuration of interface `ifindex`.
+    pub fn insert_cfg(&self, ifindex: u32, cfg: &StageCfg) -> Result<()> {
+        update(
+            &self.maps.cfg,
+            "cfg",
+            &ifindex.to_ne_bytes(),
+            &cfg.to_bytes(),
+        )
+    }
+
+    /// Deletes the configuration of `ifindex` (absent: no error).
+    pub fn delete_cfg(&self, ifindex: u32) -> Result<()> {
+        delete(&self.maps.cfg, "cfg", &ifindex.to_ne_bytes())
+    }
+
+    /// Every configuration entry, sorted by ifindex.
+    pub fn list_cfg(&self) -> Result<Vec<(u32, StageCfg)>> {
+        list(&self.maps.cfg, "cfg", u32_key, StageCfg::from_bytes)
+    }
+
+    /// The counters of `stage`, summed over CPUs.
+    pub fn counters(&self, stage: CounterStage) -> Result<Counters> {
+        let mut out = Counters::default();
+        for (i, slot) in out.0.iter_mut().enumerate() {
+            let idx = stage as u32 * CTR_PER_STAGE as u32 + i as u32;
+            let per_cpu = self
+                .maps
+                .counters
+                .lookup_percpu(&idx.to_ne_bytes(), MapFlags::ANY)
+                .map_err(bpf(|| "read counters".to_string()))?
+                .unwrap_or_default();
+            *slot = per_cpu
+                .iter()
+                .map(|v| {
+                    let mut b = [0u8; 8];
+                    if let Some(s) = v.get(..8) {
+                        b.copy_from_slice(s);
+                    }
+                    u64::from_ne_bytes(b)
+                })
+                .sum();
+        }
+        Ok(out)
+    }
+
+    /// Sets every counter of every stage to zero.
+    pub fn clear_counters(&self) -> Result<()> {
+        let cpus = libbpf_rs::num_possible_cpus().map_err(bpf(|| "count CPUs".to_string()))?;
+        let zero = vec![vec![0u8; 8]; cpus];
+        for idx in 0..(crate::maps::STAGES * CTR_PER_STAGE) as u32 {
+            self.maps
+                .counters
+                .update_percpu(&idx.to_ne_bytes(), &zero, MapFlags::ANY)
+                .map_err(bpf(|| "clear counters".to_string()))?;
+        }
+        Ok(())
+    }
+
+    /// Each CPU's last decapsulated NSH (`md_type` 0: none yet).
+    pub fn last_dec(&self) -> Result<Vec<NshMeta>> {
+        let per_cpu = self
+            .maps
+            .last_dec
+            .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)
+            .map_err(bpf(|| "read last_dec".to_string()))?
+            .unwrap_or_default();
+        per_cpu
+            .iter()
+            .map(|v| NshMeta::from_bytes(v).map_err(Error::from))
+            .collect()
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = self.teardown();
+        }
+    }
+}
+
+fn u32_key(b: &[u8]) -> std::result::Result<u32, SizeError> {
+    let a: [u8; 4] = b.try_into().map_err(|_| SizeError {
+        what: "u32",
+        got: b.len(),
+        want: 4,
+    })?;
+    Ok(u32::from_ne_bytes(a))
+}
+
+fn update(map: &MapHandle, name: &str, key: &[u8], val: &[u8]) -> Result<()> {
+    map.update(key, val, MapFlags::ANY)
+        .map_err(bpf(|| format!("update {name}")))
+}
+
+fn delete(map: &MapHandle, name: &str, key: &[u8]) -> Result<()> {
+    match map.delete(key) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == libbpf_rs::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::Bpf {
+            what: format!("delete from {name}"),
+            source: e,
+        }),
+    }
+}
+
+fn list<K: Ord, V>(
+    map: &MapHandle,
+    name: &str,
+    key: impl Fn(&[u8]) -> std::result::Result<K, SizeError>,
+    val: impl Fn(&[u8]) -> std::result::Result<V, SizeError>,
+) -> Result<Vec<(K, V)>> {
+    let mut out = Vec::new();
+    for k in map.keys() {
+        // An entry deleted between the key walk and the lookup is skipped.
+        if let Some(v) = map
+            .lookup(&k, MapFlags::ANY)
+            .map_err(bpf(|| format!("read {name}")))?
+        {
+            out.push((key(&k)?, val(&v)?));
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
+}

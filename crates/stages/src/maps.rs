@@ -1,0 +1,621 @@
+//! Rust mirrors of `bpf/cbox.h`: the map keys and values with explicit byte encodings (no
+//! transmute), the counter indices and the flags. Each struct's field offsets are constants
+//! ([`FLOW_KEY_LAYOUT`], ...) used by the encoders; the tests compare them with the BTF of
+//! the compiled objects, so the C and Rust sides cannot drift.
+
+use std::net::Ipv4Addr;
+
+/// Most context bytes an NSH carries through the stages (`NSH_MAX_CTX`).
+pub const NSH_MAX_CTX: usize = 32;
+/// Counters per stage in the counters map (`CTR_PER_STAGE`).
+pub const CTR_PER_STAGE: usize = 16;
+/// Stages with counters (`STAGES`).
+pub const STAGES: usize = 4;
+
+/// `nsh_meta.flags`: Enc learned this proxy key from an SF's translated packet.
+pub const PROXY_LEARNED: u8 = 0x1;
+/// `nsh_meta.flags`: written by the controller (direct-link corner cases).
+pub const PROXY_STATIC: u8 = 0x2;
+/// `fwd_val.flags`: redirect to the interface's ingress.
+pub const FWDF_INGRESS: u8 = 0x1;
+/// `stage_cfg.flags`: Dec takes NSH frames whatever their destination MAC.
+pub const CFG_ANY_DST: u16 = 0x1;
+/// `stage_cfg.flags`: Enc learns translated 5-tuples from `last_dec` on a proxy miss.
+pub const CFG_NAT_LEARN: u16 = 0x2;
+/// `stage_cfg.flags`: Dec writes the interface's MAC into the decapsulated frame's
+/// destination (a kernel SF, a Linux router, takes the frame as its own).
+pub const CFG_TO_HOST: u16 = 0x4;
+
+/// Map sizes (`CLS_ENTRIES`, `PROXY_ENTRIES`, `FWD_ENTRIES`, `CFG_ENTRIES`).
+pub const CLS_ENTRIES: u32 = 4096;
+/// Proxy table size.
+pub const PROXY_ENTRIES: u32 = 65536;
+/// Forwarding table size.
+pub const FWD_ENTRIES: u32 = 4096;
+/// Configuration map size.
+pub const CFG_ENTRIES: u32 = 64;
+
+/// A struct's layout as the encoders use it: C name, size, (field, byte offset) pairs.
+#[derive(Debug, Clone, Copy)]
+pub struct Layout {
+    /// The struct's name in cbox.h.
+    pub name: &'static str,
+    /// Its size in bytes.
+    pub size: usize,
+    /// Its fields and their byte offsets.
+    pub fields: &'static [(&'static str, usize)],
+}
+
+/// `struct flow_key`.
+pub const FLOW_KEY_LAYOUT: Layout = Layout {
+    name: "flow_key",
+    size: 16,
+    fields: &[
+        ("saddr", 0),
+        ("daddr", 4),
+        ("sport", 8),
+        ("dport", 10),
+        ("proto", 12),
+        ("pad", 13),
+    ],
+};
+/// `struct cls_key`.
+pub const CLS_KEY_LAYOUT: Layout = Layout {
+    name: "cls_key",
+    size: 20,
+    fields: &[("ifindex", 0), ("flow", 4)],
+};
+/// `struct nsh_meta`.
+pub const NSH_META_LAYOUT: Layout = Layout {
+    name: "nsh_meta",
+    size: 40,
+    fields: &[
+        ("sph", 0),
+        ("md_type", 4),
+        ("ttl", 5),
+        ("ctx_len", 6),
+        ("flags", 7),
+        ("ctx", 8),
+    ],
+};
+/// `struct fwd_val`.
+pub const FWD_VAL_LAYOUT: Layout = Layout {
+    name: "fwd_val",
+    size: 32,
+    fields: &[
+        ("action", 0),
+        ("flags", 1),
+        ("dmac", 2),
+        ("smac", 8),
+        ("udp_sport", 14),
+        ("ifindex", 16),
+        ("saddr", 20),
+        ("daddr", 24),
+        ("vni", 28),
+    ],
+};
+/// `struct stage_cfg`.
+pub const STAGE_CFG_LAYOUT: Layout = Layout {
+    name: "stage_cfg",
+    size: 12,
+    fields: &[("mac", 0), ("flags", 6), ("ifindex", 8)],
+};
+/// Every layout, for the BTF test.
+pub const LAYOUTS: [Layout; 5] = [
+    FLOW_KEY_LAYOUT,
+    CLS_KEY_LAYOUT,
+    NSH_META_LAYOUT,
+    FWD_VAL_LAYOUT,
+    STAGE_CFG_LAYOUT,
+];
+
+fn off(l: &Layout, field: &str) -> usize {
+    l.fields.iter().find(|f| f.0 == field).map_or(0, |f| f.1)
+}
+
+fn get<const N: usize>(b: &[u8], at: usize) -> [u8; N] {
+    let mut out = [0u8; N];
+    if let Some(s) = b.get(at..at + N) {
+        out.copy_from_slice(s);
+    }
+    out
+}
+
+fn put(b: &mut [u8], at: usize, v: &[u8]) {
+    if let Some(d) = b.get_mut(at..at + v.len()) {
+        d.copy_from_slice(v);
+    }
+}
+
+/// A byte encoding failed: the map handed back a value of the wrong size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{what}: {got} bytes, expected {want}")]
+pub struct SizeError {
+    /// The struct.
+    pub what: &'static str,
+    /// Bytes received.
+    pub got: usize,
+    /// Bytes expected.
+    pub want: usize,
+}
+
+fn check(l: &Layout, b: &[u8]) -> Result<(), SizeError> {
+    if b.len() == l.size {
+        Ok(())
+    } else {
+        Err(SizeError {
+            what: l.name,
+            got: b.len(),
+            want: l.size,
+        })
+    }
+}
+
+/// The inner 5-tuple (`struct flow_key`); addresses and ports in host form here, network
+/// order in the map.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FlowKey {
+    /// Source address.
+    pub saddr: Ipv4Addr,
+    /// Destination address.
+    pub daddr: Ipv4Addr,
+    /// Source port (0 for protocols without ports).
+    pub sport: u16,
+    /// Destination port.
+    pub dport: u16,
+    /// IP protocol.
+    pub proto: u8,
+}
+
+impl FlowKey {
+    /// The map encoding.
+    pub fn to_bytes(&self) -> [u8; 16] {
+        let l = &FLOW_KEY_LAYOUT;
+        let mut b = [0u8; 16];
+        put(&mut b, off(l, "saddr"), &self.saddr.octets());
+        put(&mut b, off(l, "daddr"), &self.daddr.octets());
+        put(&mut b, off(l, "sport"), &self.sport.to_be_bytes());
+        put(&mut b, off(l, "dport"), &self.dport.to_be_bytes());
+        put(&mut b, off(l, "proto"), &[self.proto]);
+        b
+    }
+
+    /// Decodes the map encoding.
+    pub fn from_bytes(b: &[u8]) -> Result<FlowKey, SizeError> {
+        let l = &FLOW_KEY_LAYOUT;
+        check(l, b)?;
+        Ok(FlowKey {
+            saddr: Ipv4Addr::from(get::<4>(b, off(l, "saddr"))),
+            daddr: Ipv4Addr::from(get::<4>(b, off(l, "daddr"))),
+            sport: u16::from_be_bytes(get(b, off(l, "sport"))),
+            dport: u16::from_be_bytes(get(b, off(l, "dport"))),
+            proto: get::<1>(b, off(l, "proto"))[0],
+        })
+    }
+}
+
+/// The classifier key (`struct cls_key`): ingress interface (0 = any) and 5-tuple.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ClsKey {
+    /// Ingress interface index; 0 matches any interface.
+    pub ifindex: u32,
+    /// The 5-tuple.
+    pub flow: FlowKey,
+}
+
+impl ClsKey {
+    /// The map encoding.
+    pub fn to_bytes(&self) -> [u8; 20] {
+        let l = &CLS_KEY_LAYOUT;
+        let mut b = [0u8; 20];
+        put(&mut b, off(l, "ifindex"), &self.ifindex.to_ne_bytes());
+        put(&mut b, off(l, "flow"), &self.flow.to_bytes());
+        b
+    }
+
+    /// Decodes the map encoding.
+    pub fn from_bytes(b: &[u8]) -> Result<ClsKey, SizeError> {
+        let l = &CLS_KEY_LAYOUT;
+        check(l, b)?;
+        let f = off(l, "flow");
+        Ok(ClsKey {
+            ifindex: u32::from_ne_bytes(get(b, off(l, "ifindex"))),
+            flow: FlowKey::from_bytes(&b[f..f + FLOW_KEY_LAYOUT.size])?,
+        })
+    }
+}
+
+/// An NSH without its constants (`struct nsh_meta`): what Cls pushes, what Dec saves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct NshMeta {
+    /// SPI << 8 | SI.
+    pub sph: u32,
+    /// MD type (1 or 2).
+    pub md_type: u8,
+    /// TTL (6 bits; in a classifier entry 0 means 63).
+    pub ttl: u8,
+    /// Context bytes used: 16 for MD type 1; 0..=32, a multiple of 4, for MD type 2.
+    pub ctx_len: u8,
+    /// `PROXY_*` flags.
+    pub flags: u8,
+    /// Context (MD type 1: four words; MD type 2: the TLVs), zero past `ctx_len`.
+    pub ctx: [u8; NSH_MAX_CTX],
+}
+
+/// An NSH context that does not fit a [`NshMeta`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("NSH context of {0} bytes: MD type 2 carries at most 32, in whole 4-byte words")]
+pub struct ContextError(pub usize);
+
+impl NshMeta {
+    /// MD type 1 with SPI, SI, TTL and the four context words (host order; written in
+    /// network order as on the wire).
+    pub fn md1(spi: u32, si: u8, ttl: u8, ctx: [u32; 4]) -> NshMeta {
+        let mut c = [0u8; NSH_MAX_CTX];
+        for (i, w) in ctx.iter().enumerate() {
+            c[i * 4..i * 4 + 4].copy_from_slice(&w.to_be_bytes());
+        }
+        NshMeta {
+            sph: (spi & 0x00ff_ffff) << 8 | u32::from(si),
+            md_type: 1,
+            ttl,
+            ctx_len: 16,
+            flags: 0,
+            ctx: c,
+        }
+    }
+
+    /// MD type 2 with SPI, SI, TTL and the encoded TLVs (a multiple of 4, at most 32 bytes).
+    pub fn md2(spi: u32, si: u8, ttl: u8, tlvs: &[u8]) -> Result<NshMeta, ContextError> {
+        if tlvs.len() > NSH_MAX_CTX || !tlvs.len().is_multiple_of(4) {
+            return Err(ContextError(tlvs.len()));
+        }
+        let mut c = [0u8; NSH_MAX_CTX];
+        c[..tlvs.len()].copy_from_slice(tlvs);
+        Ok(NshMeta {
+            sph: (spi & 0x00ff_ffff) << 8 | u32::from(si),
+            md_type: 2,
+            ttl,
+            ctx_len: tlvs.len() as u8,
+            flags: 0,
+            ctx: c,
+        })
+    }
+
+    /// The service path identifier.
+    pub fn spi(&self) -> u32 {
+        self.sph >> 8
+    }
+
+    /// The service index.
+    pub fn si(&self) -> u8 {
+        self.sph as u8
+    }
+
+    /// The context bytes in use.
+    pub fn context(&self) -> &[u8] {
+        &self.ctx[..usize::from(self.ctx_len).min(NSH_MAX_CTX)]
+    }
+
+    /// The map encoding.
+    pub fn to_bytes(&self) -> [u8; 40] {
+        let l = &NSH_META_LAYOUT;
+        let mut b = [0u8; 40];
+        put(&mut b, off(l, "sph"), &self.sph.to_ne_bytes());
+        put(&mut b, off(l, "md_type"), &[self.md_type]);
+        put(&mut b, off(l, "ttl"), &[self.ttl]);
+        put(&mut b, off(l, "ctx_len"), &[self.ctx_len]);
+        put(&mut b, off(l, "flags"), &[self.flags]);
+        put(&mut b, off(l, "ctx"), &self.ctx);
+        b
+    }
+
+    /// Decodes the map encoding.
+    pub fn from_bytes(b: &[u8]) -> Result<NshMeta, SizeError> {
+        let l = &NSH_META_LAYOUT;
+        check(l, b)?;
+        Ok(NshMeta {
+            sph: u32::from_ne_bytes(get(b, off(l, "sph"))),
+            md_type: get::<1>(b, off(l, "md_type"))[0],
+            ttl: get::<1>(b, off(l, "ttl"))[0],
+            ctx_len: get::<1>(b, off(l, "ctx_len"))[0],
+            flags: get::<1>(b, off(l, "flags"))[0],
+            ctx: get(b, off(l, "ctx")),
+        })
+    }
+}
+
+/// What Fwd does with a service path hop (`FWD_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FwdAction {
+    /// Next hop over Ethernet transport.
+    Ethernet,
+    /// Next hop over a VXLAN-GPE tunnel.
+    VxlanGpe,
+    /// End of path: decapsulate and deliver.
+    End,
+    /// A value this crate does not know (kept so decoding never fails).
+    Other(u8),
+}
+
+impl FwdAction {
+    /// The `FWD_*` value.
+    pub fn code(self) -> u8 {
+        match self {
+            FwdAction::Ethernet => 1,
+            FwdAction::VxlanGpe => 2,
+            FwdAction::End => 3,
+            FwdAction::Other(v) => v,
+        }
+    }
+
+    /// From a `FWD_*` value.
+    pub fn from_code(v: u8) -> FwdAction {
+        match v {
+            1 => FwdAction::Ethernet,
+            2 => FwdAction::VxlanGpe,
+            3 => FwdAction::End,
+            v => FwdAction::Other(v),
+        }
+    }
+}
+
+/// The forwarding table's value (`struct fwd_val`), keyed by SPH.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FwdVal {
+    /// What to do.
+    pub action: FwdAction,
+    /// `FWDF_*` flags.
+    pub flags: u8,
+    /// Next hop's MAC.
+    pub dmac: [u8; 6],
+    /// Our MAC on the egress interface.
+    pub smac: [u8; 6],
+    /// VXLAN-GPE UDP source port (0 = derived from the inner flow).
+    pub udp_sport: u16,
+    /// Redirect to this interface (0 = stay).
+    pub ifindex: u32,
+    /// VXLAN-GPE outer source address.
+    pub saddr: Ipv4Addr,
+    /// VXLAN-GPE tunnel endpoint.
+    pub daddr: Ipv4Addr,
+    /// VXLAN-GPE VNI (24 bits).
+    pub vni: u32,
+}
+
+impl FwdVal {
+    /// The map encoding.
+    pub fn to_bytes(&self) -> [u8; 32] {
+        let l = &FWD_VAL_LAYOUT;
+        let mut b = [0u8; 32];
+        put(&mut b, off(l, "action"), &[self.action.code()]);
+        put(&mut b, off(l, "flags"), &[self.flags]);
+        put(&mut b, off(l, "dmac"), &self.dmac);
+        put(&mut b, off(l, "smac"), &self.smac);
+        put(&mut b, off(l, "udp_sport"), &self.udp_sport.to_ne_bytes());
+        put(&mut b, off(l, "ifindex"), &self.ifindex.to_ne_bytes());
+        put(&mut b, off(l, "saddr"), &self.saddr.octets());
+        put(&mut b, off(l, "daddr"), &self.daddr.octets());
+        put(&mut b, off(l, "vni"), &self.vni.to_ne_bytes());
+        b
+    }
+
+    /// Decodes the map encoding.
+    pub fn from_bytes(b: &[u8]) -> Result<FwdVal, SizeError> {
+        let l = &FWD_VAL_LAYOUT;
+        check(l, b)?;
+        Ok(FwdVal {
+            action: FwdAction::from_code(get::<1>(b, off(l, "action"))[0]),
+            flags: get::<1>(b, off(l, "flags"))[0],
+            dmac: get(b, off(l, "dmac")),
+            smac: get(b, off(l, "smac")),
+            udp_sport: u16::from_ne_bytes(get(b, off(l, "udp_sport"))),
+            ifindex: u32::from_ne_bytes(get(b, off(l, "ifindex"))),
+            saddr: Ipv4Addr::from(get::<4>(b, off(l, "saddr"))),
+            daddr: Ipv4Addr::from(get::<4>(b, off(l, "daddr"))),
+            vni: u32::from_ne_bytes(get(b, off(l, "vni"))),
+        })
+    }
+}
+
+/// One interface's configuration (`struct stage_cfg`), keyed by ifindex.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct StageCfg {
+    /// The interface's MAC.
+    pub mac: [u8; 6],
+    /// `CFG_*` flags.
+    pub flags: u16,
+    /// The interface index.
+    pub ifindex: u32,
+}
+
+impl StageCfg {
+    /// The map encoding.
+    pub fn to_bytes(&self) -> [u8; 12] {
+        let l = &STAGE_CFG_LAYOUT;
+        let mut b = [0u8; 12];
+        put(&mut b, off(l, "mac"), &self.mac);
+        put(&mut b, off(l, "flags"), &self.flags.to_ne_bytes());
+        put(&mut b, off(l, "ifindex"), &self.ifindex.to_ne_bytes());
+        b
+    }
+
+    /// Decodes the map encoding.
+    pub fn from_bytes(b: &[u8]) -> Result<StageCfg, SizeError> {
+        let l = &STAGE_CFG_LAYOUT;
+        check(l, b)?;
+        Ok(StageCfg {
+            mac: get(b, off(l, "mac")),
+            flags: u16::from_ne_bytes(get(b, off(l, "flags"))),
+            ifindex: u32::from_ne_bytes(get(b, off(l, "ifindex"))),
+        })
+    }
+}
+
+/// The stages that count (`STAGE_*`): the counters map's first index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CounterStage {
+    /// Cls.
+    Cls = 0,
+    /// Dec.
+    Dec = 1,
+    /// Enc (and the Enc half of Enc+Fwd).
+    Enc = 2,
+    /// Fwd (and the Fwd half of Enc+Fwd).
+    Fwd = 3,
+}
+
+impl CounterStage {
+    /// Every counting stage.
+    pub const ALL: [CounterStage; STAGES] = [
+        CounterStage::Cls,
+        CounterStage::Dec,
+        CounterStage::Enc,
+        CounterStage::Fwd,
+    ];
+
+    /// Lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            CounterStage::Cls => "cls",
+            CounterStage::Dec => "dec",
+            CounterStage::Enc => "enc",
+            CounterStage::Fwd => "fwd",
+        }
+    }
+}
+
+/// A counter of a stage (`CTR_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Counter {
+    /// Every packet the stage saw.
+    Packets = 0,
+    /// Not the stage's traffic: left untouched.
+    Passed = 1,
+    /// Classified / decapsulated / encapsulated / forwarded.
+    Done = 2,
+    /// End of path: decapsulated and delivered.
+    Delivered = 3,
+    /// Enc: proxy entries learned (NAT-aware).
+    Learned = 4,
+    /// Headers shorter than they say.
+    DropTruncated = 5,
+    /// Version, length or MD type not supported.
+    DropBadNsh = 6,
+    /// No forwarding entry for (SPI, SI).
+    DropUnknownSpi = 7,
+    /// NSH TTL expired.
+    DropTtl = 8,
+    /// The kernel refused to grow or shrink the packet.
+    DropNoRoom = 9,
+    /// Inner frame is not Ethernet + IPv4.
+    DropInner = 10,
+    /// Enc: no proxy entry for the 5-tuple (passed untouched).
+    ProxyMiss = 11,
+}
+
+impl Counter {
+    /// Every counter, in index order.
+    pub const ALL: [Counter; 12] = [
+        Counter::Packets,
+        Counter::Passed,
+        Counter::Done,
+        Counter::Delivered,
+        Counter::Learned,
+        Counter::DropTruncated,
+        Counter::DropBadNsh,
+        Counter::DropUnknownSpi,
+        Counter::DropTtl,
+        Counter::DropNoRoom,
+        Counter::DropInner,
+        Counter::ProxyMiss,
+    ];
+
+    /// Snake-case name (as in cbox.h without `CTR_`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Counter::Packets => "packets",
+            Counter::Passed => "passed",
+            Counter::Done => "done",
+            Counter::Delivered => "delivered",
+            Counter::Learned => "learned",
+            Counter::DropTruncated => "drop_truncated",
+            Counter::DropBadNsh => "drop_bad_nsh",
+            Counter::DropUnknownSpi => "drop_unknown_spi",
+            Counter::DropTtl => "drop_ttl",
+            Counter::DropNoRoom => "drop_no_room",
+            Counter::DropInner => "drop_inner",
+            Counter::ProxyMiss => "proxy_miss",
+        }
+    }
+
+    /// The counters map index of this counter of `stage`.
+    pub fn index(self, stage: CounterStage) -> u32 {
+        stage as u32 * CTR_PER_STAGE as u32 + self as u32
+    }
+}
+
+/// One stage's counters, summed over CPUs, indexed by `Counter as usize`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Counters(pub [u64; CTR_PER_STAGE]);
+
+impl Counters {
+    /// The value of one counter.
+    pub fn get(&self, c: Counter) -> u64 {
+        self.0[c as usize]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encodings_round_trip_and_follow_the_layouts() {
+        let f = FlowKey {
+            saddr: Ipv4Addr::new(10, 0, 0, 1),
+            daddr: Ipv4Addr::new(10, 0, 0, 2),
+            sport: 0x1234,
+            dport: 80,
+            proto: 6,
+        };
+        let b = f.to_bytes();
+        assert_eq!(&b[..13], &[10, 0, 0, 1, 10, 0, 0, 2, 0x12, 0x34, 0, 80, 6]);
+        assert_eq!(FlowKey::from_bytes(&b), Ok(f));
+        let k = ClsKey {
+            ifindex: 7,
+            flow: f,
+        };
+        assert_eq!(ClsKey::from_bytes(&k.to_bytes()), Ok(k));
+        assert_eq!(&k.to_bytes()[4..], &b[..]);
+        let m = NshMeta::md1(0x123456, 9, 5, [1, 2, 3, 0xdeadbeef]);
+        assert_eq!((m.spi(), m.si()), (0x123456, 9));
+        assert_eq!(&m.context()[12..], &[0xde, 0xad, 0xbe, 0xef]);
+        assert_eq!(NshMeta::from_bytes(&m.to_bytes()), Ok(m));
+        let m2 = NshMeta::md2(1, 2, 3, &[1, 2, 3, 4, 5, 6, 7, 8]).unwrap();
+        assert_eq!(m2.context(), &[1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(NshMeta::md2(1, 2, 3, &[0; 5]), Err(ContextError(5)));
+        assert_eq!(NshMeta::md2(1, 2, 3, &[0; 36]), Err(ContextError(36)));
+        let v = FwdVal {
+            action: FwdAction::VxlanGpe,
+            flags: FWDF_INGRESS,
+            dmac: [1, 2, 3, 4, 5, 6],
+            smac: [7, 8, 9, 10, 11, 12],
+            udp_sport: 999,
+            ifindex: 4,
+            saddr: Ipv4Addr::new(1, 1, 1, 1),
+            daddr: Ipv4Addr::new(2, 2, 2, 2),
+            vni: 0xabcdef,
+        };
+        assert_eq!(FwdVal::from_bytes(&v.to_bytes()), Ok(v));
+        assert_eq!(v.to_bytes()[20..24], [1, 1, 1, 1]);
+        let c = StageCfg {
+            mac: [2, 0, 0, 0, 0, 9],
+            flags: CFG_ANY_DST,
+            ifindex: 3,
+        };
+        assert_eq!(StageCfg::from_bytes(&c.to_bytes()), Ok(c));
+        assert!(StageCfg::from_bytes(&[0; 11]).is_err());
+        assert_eq!(Counter::DropInner.index(CounterStage::Fwd), 58);
+    }
+}

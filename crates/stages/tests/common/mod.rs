@@ -1,0 +1,32 @@
+//! Shared by the stage fixtures: a unique instance per test (removed by its Drop even when
+//! the test fails) and frame builders independent of the stages.
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use stages::Instance;
+
+/// A fresh instance named after the test and the process, or `None` (after printing why)
+/// where BPF cannot run; under CI=true that panics instead.
+pub fn instance(test: &str) -> Option<Instance> {
+    static N: AtomicU32 = AtomicU32::new(0);
+    if !stages::require_bpf(test) {
+        return None;
+    }
+    let name = format!(
+        "test-{}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed),
+        test
+    );
+    Some(Instance::create(&name).expect("create instance"))
+}
+
+pub const XDP_DROP: u32 = 1;
+pub const XDP_PASS: u32 = 2;
+pub const TC_ACT_OK: u32 = 0;
+pub const TC_ACT_SHOT: u32 = 2;
+pub const TC_ACT_UNSPEC: u32 = u32::MAX;
+
+/// The NSH EtherType.
+pub const ETH_NSH: u16 = 0x894f;
