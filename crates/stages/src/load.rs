@@ -186,6 +186,8 @@ pub struct Instance {
     attached: Vec<Attachment>,
     objects: BTreeMap<&'static str, Object>,
     maps: Maps,
+    /// Interfaces whose clsact qdisc this instance made sure of.
+    clsact: std::collections::BTreeSet<u32>,
     keep: bool,
 }
 
@@ -244,6 +246,7 @@ impl Instance {
             attached: Vec::new(),
             objects,
             maps,
+            clsact: Default::default(),
             keep: false,
         })
     }
@@ -313,8 +316,11 @@ impl Instance {
                 .handle(1)
                 .priority(stage.tc_priority())
                 .hook(point);
-            h.create()
-                .map_err(bpf(|| format!("clsact qdisc on ifindex {ifindex}")))?;
+            if !self.clsact.contains(&ifindex) {
+                h.create()
+                    .map_err(bpf(|| format!("clsact qdisc on ifindex {ifindex}")))?;
+                self.clsact.insert(ifindex);
+            }
             h.attach().map_err(bpf(|| {
                 format!("attach {stage:?} to {hook:?} of ifindex {ifindex}")
             }))?;

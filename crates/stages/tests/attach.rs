@@ -1,0 +1,149 @@
+//! The loader on a real interface: a veth pair made by the test (unique names, deleted by a
+//! Drop guard) gets Dec at XDP, Cls at TC ingress, the no-op at TC egress; `ip` and `tc` see
+//! them; detaching and dropping the instance remove them, its maps and its pin directory.
+
+mod common;
+
+use std::process::Command;
+
+use stages::maps::{FlowKey, NshMeta, StageCfg};
+use stages::{Hook, Instance, Stage};
+
+struct Veth(String);
+
+impl Veth {
+    fn new(tag: &str) -> Veth {
+        let name = format!("fbst{}{tag}", std::process::id() % 100_000);
+        let ok = Command::new("ip")
+            .args([
+                "link",
+                "add",
+                &name,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                &format!("{name}p"),
+            ])
+            .status()
+            .expect("run ip")
+            .success();
+        assert!(ok, "ip link add {name} type veth");
+        let d = Veth(name);
+        assert!(Command::new("ip")
+            .args(["link", "set", &d.0, "up"])
+            .status()
+            .unwrap()
+            .success());
+        d
+    }
+
+    fn ifindex(&self) -> u32 {
+        std::fs::read_to_string(format!("/sys/class/net/{}/ifindex", self.0))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    }
+
+    fn show(&self, args: &[&str]) -> String {
+        let o = Command::new(args[0]).args(&args[1..]).output().unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    fn xdp(&self) -> String {
+        self.show(&["ip", "-d", "link", "show", "dev", &self.0])
+    }
+
+    fn tc(&self, dir: &str) -> String {
+        self.show(&["tc", "filter", "show", "dev", &self.0, dir])
+    }
+}
+
+impl Drop for Veth {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["link", "del", &self.0]).status();
+    }
+}
+
+#[test]
+fn attach_detach_and_remove() {
+    let Some(mut i) = common::instance("attach") else {
+        return;
+    };
+    let dev = Veth::new("a");
+    let ifx = dev.ifindex();
+    assert!(matches!(
+        i.attach(Stage::Dec, ifx, Hook::Egress),
+        Err(stages::Error::Hook(..))
+    ));
+    i.attach(Stage::Dec, ifx, Hook::Xdp).unwrap();
+    i.attach(Stage::Cls, ifx, Hook::Ingress).unwrap();
+    i.attach(Stage::NoopTc, ifx, Hook::Egress).unwrap();
+    assert!(dev.xdp().contains("xdp"), "XDP attached: {}", dev.xdp());
+    assert!(dev.tc("ingress").contains("cls"), "{}", dev.tc("ingress"));
+    assert!(dev.tc("egress").contains("noop_tc"), "{}", dev.tc("egress"));
+    assert_eq!(i.attachments().len(), 3);
+    // Attaching again replaces.
+    i.attach(Stage::Cls, ifx, Hook::Ingress).unwrap();
+    assert_eq!(i.attachments().len(), 3);
+    i.detach(Stage::Cls, ifx, Hook::Ingress).unwrap();
+    assert!(!dev.tc("ingress").contains("cls"), "{}", dev.tc("ingress"));
+    let dir = i.pin_dir().to_path_buf();
+    assert!(dir.join("proxy_table").exists());
+    drop(i);
+    assert!(!dev.xdp().contains("prog/xdp"), "XDP detached on drop");
+    assert!(!dev.tc("egress").contains("noop_tc"), "TC detached on drop");
+    assert!(!dir.exists(), "pin directory removed on drop");
+}
+
+#[test]
+fn removal_happens_on_panic_too() {
+    let Some(i) = common::instance("panic") else {
+        return;
+    };
+    let dir = i.pin_dir().to_path_buf();
+    let r = std::panic::catch_unwind(move || {
+        let _owned = i;
+        panic!("a failing test");
+    });
+    assert!(r.is_err());
+    assert!(!dir.exists(), "pin directory removed while unwinding");
+}
+
+#[test]
+fn kept_instances_survive_and_are_reopened_with_their_entries() {
+    if !stages::require_bpf("kept") {
+        return;
+    }
+    let name = format!("test-{}-kept", std::process::id());
+    let key = FlowKey {
+        saddr: [1, 2, 3, 4].into(),
+        daddr: [5, 6, 7, 8].into(),
+        sport: 1,
+        dport: 2,
+        proto: 17,
+    };
+    let m = NshMeta::md1(7, 7, 7, [7; 4]);
+    let cfg = StageCfg {
+        mac: [2, 0, 0, 0, 0, 7],
+        flags: 0,
+        ifindex: 9,
+    };
+    {
+        let mut i = Instance::create(&name).unwrap();
+        i.insert_proxy(&key, &m).unwrap();
+        i.insert_cfg(9, &cfg).unwrap();
+        i.keep();
+    }
+    let i = Instance::create(&name).unwrap();
+    assert_eq!(i.list_proxy().unwrap(), vec![(key, m)]);
+    assert_eq!(i.list_cfg().unwrap(), vec![(9, cfg)]);
+    let dir = i.pin_dir().to_path_buf();
+    i.remove().unwrap();
+    assert!(!dir.exists());
+    assert!(matches!(
+        Instance::create("../escape"),
+        Err(stages::Error::Name(_))
+    ));
+}

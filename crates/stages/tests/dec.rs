@@ -1,0 +1,337 @@
+//! Dec (XDP) through BPF_PROG_TEST_RUN, one test per branch: input frame built with `wire` →
+//! verdict, output frame (compared byte for byte with the inner frame built on its own),
+//! proxy table and last_dec contents, counters. Without BPF_PROG_TEST_RUN's context the
+//! ingress interface is the loopback (ifindex 1), so the configuration entries use 1.
+
+mod common;
+
+use common::{XDP_DROP, XDP_PASS};
+use stages::maps::{Counter, CounterStage, FlowKey, NshMeta, StageCfg, CFG_ANY_DST, CFG_TO_HOST};
+use stages::{Instance, Stage};
+use wire::build::{Frame, Gpe, Nsh};
+use wire::nsh::Tlv;
+
+const LO: u32 = 1;
+const OUR_MAC: [u8; 6] = [0x02, 0xcb, 0, 0, 0, 0x11];
+const OTHER_MAC: [u8; 6] = [0x02, 0xcb, 0, 0, 0, 0x99];
+const PEER_MAC: [u8; 6] = [0x02, 0xcb, 0, 0, 0, 0x22];
+
+fn inner_tcp() -> (Vec<u8>, FlowKey) {
+    let f = Frame::tcp([10, 0, 0, 1], [10, 0, 0, 2], 40000, 443)
+        .payload(b"inner payload")
+        .build();
+    let k = FlowKey {
+        saddr: [10, 0, 0, 1].into(),
+        daddr: [10, 0, 0, 2].into(),
+        sport: 40000,
+        dport: 443,
+        proto: 6,
+    };
+    (f, k)
+}
+
+fn configure(i: &Instance, flags: u16) {
+    let c = StageCfg {
+        mac: OUR_MAC,
+        flags,
+        ifindex: LO,
+    };
+    i.insert_cfg(LO, &c).unwrap();
+}
+
+fn counters(i: &Instance) -> Vec<(Counter, u64)> {
+    let c = i.counters(CounterStage::Dec).unwrap();
+    Counter::ALL
+        .iter()
+        .map(|&k| (k, c.get(k)))
+        .filter(|&(_, v)| v != 0)
+        .collect()
+}
+
+/// Runs Dec on `frame` and checks a decapsulation: verdict, output = `inner`, the proxy
+/// entry under `key` and this CPU's last_dec equal `meta`, counters packets + done.
+fn expect_decap(i: &mut Instance, frame: &[u8], inner: &[u8], key: FlowKey, meta: NshMeta) {
+    let o = i.test_run(Stage::Dec, frame, 0).unwrap();
+    assert_eq!(o.ret, XDP_PASS);
+    assert_eq!(o.frame, inner, "output frame is the inner frame");
+    assert_eq!(i.list_proxy().unwrap(), vec![(key, meta)]);
+    assert!(
+        i.last_dec().unwrap().contains(&meta),
+        "last_dec holds the NSH"
+    );
+    assert_eq!(counters(i), vec![(Counter::Packets, 1), (Counter::Done, 1)]);
+}
+
+/// Runs Dec on `frame` and checks it was left alone (passed) or dropped with `drop`.
+fn expect_untouched(i: &mut Instance, frame: &[u8], drop: Option<Counter>) {
+    let o = i.test_run(Stage::Dec, frame, 0).unwrap();
+    match drop {
+        None => {
+            assert_eq!(o.ret, XDP_PASS);
+            assert_eq!(o.frame, frame, "passed untouched");
+            assert_eq!(
+                counters(i),
+                vec![(Counter::Packets, 1), (Counter::Passed, 1)]
+            );
+        }
+        Some(c) => {
+            assert_eq!(o.ret, XDP_DROP);
+            assert_eq!(counters(i), vec![(Counter::Packets, 1), (c, 1)]);
+        }
+    }
+    assert_eq!(i.list_proxy().unwrap(), vec![], "no proxy entry");
+    assert!(i.last_dec().unwrap().iter().all(|m| m.md_type == 0));
+}
+
+#[test]
+fn md1_over_ethernet_for_our_mac() {
+    let Some(mut i) = common::instance("dec-md1-eth") else {
+        return;
+    };
+    configure(&i, 0);
+    let (inner, key) = inner_tcp();
+    let frame = Nsh::md1(0x1234, 255, [1, 2, 3, 0xdeadbeef])
+        .ttl(17)
+        .ethernet(OUR_MAC, PEER_MAC, &inner);
+    let meta = NshMeta::md1(0x1234, 255, 17, [1, 2, 3, 0xdeadbeef]);
+    expect_decap(&mut i, &frame, &inner, key, meta);
+}
+
+#[test]
+fn md2_with_tlvs_over_vxlan_gpe() {
+    let Some(mut i) = common::instance("dec-md2-gpe") else {
+        return;
+    };
+    configure(&i, 0);
+    let (inner, key) = inner_tcp();
+    let tlvs = [
+        Tlv {
+            class: 0x0101,
+            tlv_type: 7,
+            value: &[9, 9, 9],
+        },
+        Tlv {
+            class: 0xfff6,
+            tlv_type: 0x22,
+            value: &[1, 2, 3, 4, 5, 6, 7, 8],
+        },
+    ];
+    let mut gpe = Gpe::new([192, 168, 1, 1], [192, 168, 1, 2], 77);
+    gpe.dst_mac = OUR_MAC;
+    let frame = Nsh::md2(0xabcdef, 9, &tlvs).ttl(40).vxlan_gpe(&gpe, &inner);
+    // The TLVs as RFC 8300 §2.5.1 lays them out: class, type, length, value padded to 4.
+    let ctx = [
+        0x01, 0x01, 7, 3, 9, 9, 9, 0, 0xff, 0xf6, 0x22, 8, 1, 2, 3, 4, 5, 6, 7, 8,
+    ];
+    let meta = NshMeta::md2(0xabcdef, 9, 40, &ctx).unwrap();
+    expect_decap(&mut i, &frame, &inner, key, meta);
+}
+
+#[test]
+fn md2_over_tagged_ethernet_to_a_tagged_inner_frame() {
+    let Some(mut i) = common::instance("dec-md2-vlan") else {
+        return;
+    };
+    configure(&i, 0);
+    let (plain, key) = inner_tcp();
+    // The inner frame with one 802.1Q tag (VLAN 12) between the MACs and the IPv4 header.
+    let inner = wire::build::ethernet(
+        [2, 0, 0, 0, 0, 1],
+        [2, 0, 0, 0, 0, 2],
+        &[(0x8100, 12)],
+        0x0800,
+        &plain[14..],
+    );
+    let tlv = [Tlv {
+        class: 0x0102,
+        tlv_type: 1,
+        value: &[0xaa, 0xbb, 0xcc, 0xdd],
+    }];
+    let nsh = Nsh::md2(5, 200, &tlv).header(&inner);
+    let frame = wire::build::ethernet(OUR_MAC, PEER_MAC, &[(0x8100, 3)], 0x894f, &nsh);
+    let ctx = [0x01, 0x02, 1, 4, 0xaa, 0xbb, 0xcc, 0xdd];
+    let meta = NshMeta::md2(5, 200, 63, &ctx).unwrap();
+    expect_decap(&mut i, &frame, &inner, key, meta);
+}
+
+#[test]
+fn md2_without_context() {
+    let Some(mut i) = common::instance("dec-md2-empty") else {
+        return;
+    };
+    let (inner, key) = inner_tcp();
+    let frame = Nsh::md2(6, 1, &[]).ethernet(OUR_MAC, PEER_MAC, &inner);
+    expect_decap(
+        &mut i,
+        &frame,
+        &inner,
+        key,
+        NshMeta::md2(6, 1, 63, &[]).unwrap(),
+    );
+}
+
+#[test]
+fn without_configuration_any_destination_is_taken() {
+    let Some(mut i) = common::instance("dec-nocfg") else {
+        return;
+    };
+    let (inner, key) = inner_tcp();
+    let frame = Nsh::md1(1, 2, [0; 4]).ethernet(OTHER_MAC, PEER_MAC, &inner);
+    expect_decap(&mut i, &frame, &inner, key, NshMeta::md1(1, 2, 63, [0; 4]));
+}
+
+#[test]
+fn any_dst_flag_takes_other_destinations() {
+    let Some(mut i) = common::instance("dec-anydst") else {
+        return;
+    };
+    configure(&i, CFG_ANY_DST);
+    let (inner, key) = inner_tcp();
+    let frame = Nsh::md1(1, 2, [0; 4]).ethernet(OTHER_MAC, PEER_MAC, &inner);
+    expect_decap(&mut i, &frame, &inner, key, NshMeta::md1(1, 2, 63, [0; 4]));
+}
+
+#[test]
+fn broadcast_is_taken() {
+    let Some(mut i) = common::instance("dec-bcast") else {
+        return;
+    };
+    configure(&i, 0);
+    let (inner, key) = inner_tcp();
+    let frame = Nsh::md1(1, 2, [0; 4]).ethernet([0xff; 6], PEER_MAC, &inner);
+    expect_decap(&mut i, &frame, &inner, key, NshMeta::md1(1, 2, 63, [0; 4]));
+}
+
+#[test]
+fn to_host_writes_our_mac_into_the_inner_frame() {
+    let Some(mut i) = common::instance("dec-tohost") else {
+        return;
+    };
+    configure(&i, CFG_TO_HOST);
+    let (inner, key) = inner_tcp();
+    let frame = Nsh::md1(3, 4, [0; 4]).ethernet(OUR_MAC, PEER_MAC, &inner);
+    let mut want = inner.clone();
+    want[..6].copy_from_slice(&OUR_MAC);
+    expect_decap(&mut i, &frame, &want, key, NshMeta::md1(3, 4, 63, [0; 4]));
+}
+
+#[test]
+fn other_destination_mac_passes() {
+    let Some(mut i) = common::instance("dec-othermac") else {
+        return;
+    };
+    configure(&i, 0);
+    let (inner, _) = inner_tcp();
+    let frame = Nsh::md1(1, 2, [0; 4]).ethernet(OTHER_MAC, PEER_MAC, &inner);
+    expect_untouched(&mut i, &frame, None);
+}
+
+#[test]
+fn frames_without_nsh_pass() {
+    let Some(mut i) = common::instance("dec-plain") else {
+        return;
+    };
+    configure(&i, 0);
+    let (inner, _) = inner_tcp();
+    let mut plain = inner.clone();
+    plain[..6].copy_from_slice(&OUR_MAC);
+    expect_untouched(&mut i, &plain, None);
+}
+
+#[test]
+fn vxlan_gpe_not_carrying_nsh_passes() {
+    let Some(mut i) = common::instance("dec-gpe-eth") else {
+        return;
+    };
+    configure(&i, 0);
+    let (inner, _) = inner_tcp();
+    // VXLAN-GPE with next protocol Ethernet (3), not NSH.
+    let mut payload = vec![0x0c, 0, 0, 3, 0, 0, 77, 0];
+    payload.extend_from_slice(&inner);
+    let frame = Frame::udp([192, 168, 1, 1], [192, 168, 1, 2], 4790, 4790)
+        .macs(PEER_MAC, OUR_MAC)
+        .payload(&payload)
+        .build();
+    expect_untouched(&mut i, &frame, None);
+    // Plain UDP to another port.
+    let frame = Frame::udp([192, 168, 1, 1], [192, 168, 1, 2], 4790, 4789)
+        .macs(PEER_MAC, OUR_MAC)
+        .payload(&payload)
+        .build();
+    let o = i.test_run(Stage::Dec, &frame, 0).unwrap();
+    assert_eq!((o.ret, o.frame), (XDP_PASS, frame));
+}
+
+#[test]
+fn truncated_nsh_is_dropped() {
+    let Some(mut i) = common::instance("dec-trunc") else {
+        return;
+    };
+    configure(&i, 0);
+    let (inner, _) = inner_tcp();
+    let whole = Nsh::md1(1, 2, [0; 4]).ethernet(OUR_MAC, PEER_MAC, &inner);
+    // Cut inside the base header, then inside the context.
+    for cut in [14 + 5, 14 + 8 + 10] {
+        expect_untouched(&mut i, &whole[..cut], Some(Counter::DropTruncated));
+        i.clear_counters().unwrap();
+    }
+    // VXLAN-GPE cut inside the GPE header, then inside the NSH.
+    let gpe = Gpe {
+        dst_mac: OUR_MAC,
+        ..Gpe::new([1, 1, 1, 1], [2, 2, 2, 2], 5)
+    };
+    let whole = Nsh::md1(1, 2, [0; 4]).vxlan_gpe(&gpe, &inner);
+    for cut in [14 + 20 + 8 + 4, 14 + 20 + 8 + 8 + 20] {
+        expect_untouched(&mut i, &whole[..cut], Some(Counter::DropTruncated));
+        i.clear_counters().unwrap();
+    }
+}
+
+#[test]
+fn bad_version_length_or_md_type_is_dropped() {
+    let Some(mut i) = common::instance("dec-bad") else {
+        return;
+    };
+    configure(&i, 0);
+    let (inner, _) = inner_tcp();
+    let good = Nsh::md1(1, 2, [0; 4]).ethernet(OUR_MAC, PEER_MAC, &inner);
+    let mut version = good.clone();
+    version[14] |= 0x40; // version 1
+    let mut md1_len = good.clone();
+    md1_len[15] = (md1_len[15] & 0xc0) | 7; // MD type 1 with length 7
+    let mut md_type = good.clone();
+    md_type[16] = 3; // MD type 3
+                     // MD type 2 with 36 context bytes: more than NSH_MAX_CTX.
+    let big = [Tlv {
+        class: 1,
+        tlv_type: 1,
+        value: &[0; 32],
+    }];
+    let md2_long = Nsh::md2(1, 2, &big).ethernet(OUR_MAC, PEER_MAC, &inner);
+    for f in [version, md1_len, md_type, md2_long] {
+        expect_untouched(&mut i, &f, Some(Counter::DropBadNsh));
+        i.clear_counters().unwrap();
+    }
+}
+
+#[test]
+fn inner_frame_not_ipv4_is_dropped() {
+    let Some(mut i) = common::instance("dec-inner") else {
+        return;
+    };
+    configure(&i, 0);
+    let arp = wire::build::Arp::request(PEER_MAC, [10, 0, 0, 1], [10, 0, 0, 2]).build();
+    let f = Nsh::md1(1, 2, [0; 4]).ethernet(OUR_MAC, PEER_MAC, &arp);
+    expect_untouched(&mut i, &f, Some(Counter::DropInner));
+    i.clear_counters().unwrap();
+    // An inner IPv4 packet without Ethernet (NSH next protocol IPv4).
+    let (inner, _) = inner_tcp();
+    let f = Nsh::md1(1, 2, [0; 4])
+        .next_protocol(wire::nsh::next_protocol::IPV4)
+        .ethernet(OUR_MAC, PEER_MAC, &inner[14..]);
+    expect_untouched(&mut i, &f, Some(Counter::DropInner));
+    i.clear_counters().unwrap();
+    // An inner frame cut inside its IPv4 header.
+    let f = Nsh::md1(1, 2, [0; 4]).ethernet(OUR_MAC, PEER_MAC, &inner[..14 + 12]);
+    expect_untouched(&mut i, &f, Some(Counter::DropInner));
+}
