@@ -5,11 +5,14 @@
 //! [`registry`] (what each agent's Hello says), [`plan`] (the per-host stages and map entries
 //! computed from both), [`entries`] (the map entries of `crates/stages/bpf/cbox.h`) and
 //! [`keys`] (the etcd key layout, and a changed plan as a diff of keys).
+//!
+//! [`lab`] builds test and benchmark networks of namespaces (hosts, SFs, end points).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod entries;
 pub mod file;
 pub mod keys;
+pub mod lab;
 pub mod plan;
 pub mod registry;
