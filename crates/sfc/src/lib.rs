@@ -16,3 +16,5 @@ pub mod keys;
 pub mod lab;
 pub mod plan;
 pub mod registry;
+pub mod span;
+pub mod table;

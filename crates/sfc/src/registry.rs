@@ -89,3 +89,94 @@ impl Registry {
         }
     }
 }
+
+impl Registry {
+    /// The registry a dry run assumes: every host of the file live, every SF on interfaces
+    /// named by the file (or after its tag), placeholder ifindexes and MACs
+    /// (`02:00:00:00:00:NN`), classifier hosts with `eth0` unless their rules name an
+    /// interface, and VXLAN-GPE hosts without an underlay address on 192.0.2.0/24.
+    pub fn assumed(file: &crate::file::ChainFile) -> Registry {
+        use crate::file::Transport;
+        let mut hellos: BTreeMap<String, Hello> = BTreeMap::new();
+        let mut n: u32 = 0;
+        let mut next = |name: &str| {
+            n += 1;
+            let b = n.to_be_bytes();
+            Iface {
+                name: name.to_string(),
+                ifindex: 100 + n,
+                mac: Mac([0x02, 0, b[0], b[1], b[2], b[3]]),
+            }
+        };
+        let hello = |hellos: &mut BTreeMap<String, Hello>, host: &str| {
+            hellos.entry(host.to_string()).or_insert_with(|| Hello {
+                host: host.to_string(),
+                functions: BTreeMap::new(),
+                ifaces: Vec::new(),
+                underlay: None,
+            });
+        };
+        for f in &file.functions {
+            hello(&mut hellos, &f.host);
+            let in_name = f.iface_in.clone().unwrap_or_else(|| f.tag.clone());
+            let iface_in = next(&in_name);
+            let iface_out = match &f.iface_out {
+                Some(o) if *o != in_name => Some(next(o)),
+                _ => None,
+            };
+            if let Some(h) = hellos.get_mut(&f.host) {
+                h.functions
+                    .insert(f.tag.clone(), SfPorts { iface_in, iface_out });
+            }
+        }
+        for c in &file.chains {
+            for r in &c.classifier {
+                let Some(host) = r.host.as_ref().or(c.entry.as_ref()) else {
+                    continue;
+                };
+                hello(&mut hellos, host);
+                let name = r.iface.clone().unwrap_or_else(|| "eth0".to_string());
+                let known = hellos.get(host).is_some_and(|h| h.iface(&name).is_some());
+                if !known {
+                    let i = next(&name);
+                    if let Some(h) = hellos.get_mut(host) {
+                        h.ifaces.push(i);
+                    }
+                }
+            }
+        }
+        let mut last = 0u8;
+        for (name, h) in hellos.iter_mut() {
+            let def = file.hosts.iter().find(|d| d.name == *name);
+            if def.is_some_and(|d| d.transport == Transport::VxlanGpe && d.underlay.is_none()) {
+                last = last.wrapping_add(1);
+                h.underlay = Some(Underlay {
+                    addr: Ipv4Addr::new(192, 0, 2, last),
+                    mac: None,
+                });
+            }
+        }
+        Registry { hosts: hellos }
+    }
+
+    /// Who owns `mac`: `"sf3 in"`, `"sf3 out"`, `"server1 eth0"`, if anyone.
+    pub fn owner(&self, mac: crate::entries::Mac) -> Option<String> {
+        for h in self.hosts.values() {
+            for (tag, p) in &h.functions {
+                if p.iface_in.mac == mac {
+                    return Some(format!("{tag} in"));
+                }
+                if p.iface_out.as_ref().is_some_and(|o| o.mac == mac) {
+                    return Some(format!("{tag} out"));
+                }
+            }
+            if let Some(i) = h.ifaces.iter().find(|i| i.mac == mac) {
+                return Some(format!("{} {}", h.host, i.name));
+            }
+            if h.underlay.as_ref().and_then(|u| u.mac) == Some(mac) {
+                return Some(format!("{} underlay", h.host));
+            }
+        }
+        None
+    }
+}
