@@ -279,7 +279,7 @@ impl Ctx<'_> {
     }
     fn into_errors(mut self) -> FileErrors {
         self.errors
-            .sort_by(|a, b| (a.line, a.column).cmp(&(b.line, b.column)));
+            .sort_by_key(|e| (e.line, e.column));
         self.errors.dedup();
         FileErrors(self.errors)
     }
@@ -309,9 +309,32 @@ fn known_fields(pointer: &str) -> &'static [&'static str] {
     match segs.as_slice() {
         [] => &["chains", "functions", "hosts", "direct_links"],
         ["chains", _] => &["id", "nodes", "classifier", "entry"],
-        ["chains", _, "classifier", _] => &["src", "dst", "proto", "sport", "dport", "host", "iface"],
-        ["functions", _] => &["tag", "type", "host", "nsh_aware", "nat", "iface_in", "iface_out"],
+        ["chains", _, "classifier", _] => {
+            &["src", "dst", "proto", "sport", "dport", "host", "iface"]
+        }
+        ["functions", _] => &[
+            "tag",
+            "type",
+            "host",
+            "nsh_aware",
+            "nat",
+            "iface_in",
+            "iface_out",
+        ],
         ["hosts", _] => &["name", "transport", "underlay"],
+        _ => &[],
+    }
+}
+
+/// The schema's required fields of the object at `pointer`.
+fn required_fields(pointer: &str) -> &'static [&'static str] {
+    let segs: Vec<&str> = pointer.split('/').skip(1).collect();
+    match segs.as_slice() {
+        [] => &["chains", "functions"],
+        ["chains", _] => &["id", "nodes"],
+        ["chains", _, "classifier", _] => &["src", "dst", "proto"],
+        ["functions", _] => &["tag", "type", "host"],
+        ["hosts", _] => &["name"],
         _ => &[],
     }
 }
@@ -381,7 +404,14 @@ fn schema_errors(value: &serde_json::Value, cx: &mut Ctx) -> Result<(), String> 
             }
             K::Required { property } => {
                 let name = property.as_str().unwrap_or("?");
-                cx.at(&path, false, format!("missing field {name:?}"));
+                cx.at(
+                    &path,
+                    false,
+                    format!(
+                        "missing field {name:?}: expected the required fields {}",
+                        required_fields(&path).join(", ")
+                    ),
+                );
             }
             K::Type { kind } => {
                 let want = format!("{kind:?}").to_lowercase();
@@ -404,13 +434,25 @@ fn schema_errors(value: &serde_json::Value, cx: &mut Ctx) -> Result<(), String> 
                 cx.at(&path, false, msg);
             }
             K::Enum { options } => {
-                cx.at(&path, false, format!("expected one of {options}, found {found}"));
+                cx.at(
+                    &path,
+                    false,
+                    format!("expected one of {options}, found {found}"),
+                );
             }
             K::Minimum { limit } => {
-                cx.at(&path, false, format!("expected at least {limit}, found {found}"));
+                cx.at(
+                    &path,
+                    false,
+                    format!("expected at least {limit}, found {found}"),
+                );
             }
             K::Maximum { limit } => {
-                cx.at(&path, false, format!("expected at most {limit}, found {found}"));
+                cx.at(
+                    &path,
+                    false,
+                    format!("expected at most {limit}, found {found}"),
+                );
             }
             _ => cx.at(&path, false, e.to_string()),
         }
@@ -449,7 +491,10 @@ impl ChainFile {
             Format::Json => {
                 let v: serde_json::Value = serde_json::from_str(text).map_err(|e| {
                     let m = e.to_string();
-                    let m = m.rfind(" at line ").map_or(m.as_str(), |i| &m[..i]).to_string();
+                    let m = m
+                        .rfind(" at line ")
+                        .map_or(m.as_str(), |i| &m[..i])
+                        .to_string();
                     syntax(e.line(), e.column(), format!("JSON syntax: {m}"))
                 })?;
                 (v, Spans::of_json(text))
@@ -457,7 +502,11 @@ impl ChainFile {
             Format::Toml => {
                 let t: toml::Table = toml::from_str(text).map_err(|e| {
                     let p = pos_of(text, e.span().map_or(0, |r| r.start));
-                    syntax(p.line, p.column, format!("TOML syntax: {}", e.message().trim().replace('\n', "; ")))
+                    syntax(
+                        p.line,
+                        p.column,
+                        format!("TOML syntax: {}", e.message().trim().replace('\n', "; ")),
+                    )
                 })?;
                 let v = serde_json::to_value(t).map_err(|e| syntax(1, 1, e.to_string()))?;
                 (v, Spans::of_toml(text))
@@ -469,7 +518,11 @@ impl ChainFile {
             errors: Vec::new(),
         };
         if let Err(e) = schema_errors(&value, &mut cx) {
-            cx.at("", false, format!("internal error: the chain file schema: {e}"));
+            cx.at(
+                "",
+                false,
+                format!("internal error: the chain file schema: {e}"),
+            );
         }
         spans_id_check(&value, &mut cx);
         if !cx.errors.is_empty() {
@@ -604,7 +657,8 @@ impl ChainFile {
                     cx.at(
                         &p,
                         false,
-                        "no ingress host: expected \"host\" in the rule or \"entry\" in the chain".into(),
+                        "no ingress host: expected \"host\" in the rule or \"entry\" in the chain"
+                            .into(),
                     );
                 }
                 let key = (

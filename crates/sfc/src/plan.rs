@@ -412,11 +412,9 @@ pub fn plan(file: &ChainFile, reg: &Registry) -> Plan {
                     (a.host(), &a.iface_out),
                     (b.host(), &b.iface_in),
                 ) {
-                    report.notes.push(format!(
-                        "not installed: {} → {}: {e}",
-                        a.tag(),
-                        b.tag()
-                    ));
+                    report
+                        .notes
+                        .push(format!("not installed: {} → {}: {e}", a.tag(), b.tag()));
                 }
             }
         }
@@ -468,10 +466,12 @@ pub fn plan(file: &ChainFile, reg: &Registry) -> Plan {
             let aware = sf.func.nsh_aware;
             let dec = !aware && !fed.contains(sf.tag());
             let egress = !feeds.contains(sf.tag());
-            let hp = hosts.entry(sf.host().to_string()).or_insert_with(|| HostPlan {
-                host: sf.host().to_string(),
-                ..HostPlan::default()
-            });
+            let hp = hosts
+                .entry(sf.host().to_string())
+                .or_insert_with(|| HostPlan {
+                    host: sf.host().to_string(),
+                    ..HostPlan::default()
+                });
             let inst = hp.instances.entry(sf.tag().to_string()).or_default();
             if dec {
                 inst.attach.push(Attach {
@@ -494,7 +494,11 @@ pub fn plan(file: &ChainFile, reg: &Registry) -> Plan {
                     iface: sf.iface_out.name.clone(),
                     ifindex: sf.iface_out.ifindex,
                 });
-                let nat = if sf.func.nat && !aware { CFG_NAT_LEARN } else { 0 };
+                let nat = if sf.func.nat && !aware {
+                    CFG_NAT_LEARN
+                } else {
+                    0
+                };
                 add_cfg(inst, &sf.iface_out, nat);
                 let val = if k == n {
                     Ok(FwdVal::end())
@@ -609,6 +613,25 @@ pub fn plan(file: &ChainFile, reg: &Registry) -> Plan {
                     .instances
                     .entry(classifier_instance(&iface.name))
                     .or_default();
+                let key = ClsKey {
+                    ifindex: if rule.iface.is_some() {
+                        iface.ifindex
+                    } else {
+                        0
+                    },
+                    flow: key_flow,
+                };
+                if let Some(other) = inst.cls.iter().find(|c| c.key == key) {
+                    if other.meta.spi() != spi {
+                        notes.push(format!(
+                            "classifier rule {}: chain {} already takes this 5-tuple on {host} {}; not installed there",
+                            r + 1,
+                            other.meta.spi(),
+                            iface.name
+                        ));
+                    }
+                    continue;
+                }
                 inst.attach.push(Attach {
                     stage: Stage::Cls,
                     iface: iface.name.clone(),
@@ -616,10 +639,7 @@ pub fn plan(file: &ChainFile, reg: &Registry) -> Plan {
                 });
                 add_cfg(inst, &iface, 0);
                 inst.cls.push(ClsEntry {
-                    key: ClsKey {
-                        ifindex: if rule.iface.is_some() { iface.ifindex } else { 0 },
-                        flow: key_flow,
-                    },
+                    key,
                     meta: NshMeta::md1(spi, SI_START, 0),
                 });
                 inst.fwd.push(FwdEntry {
@@ -679,7 +699,10 @@ fn direct_links(
     }
     let note = |reports: &mut [ChainReport], a: &str, b: &str, why: String| {
         for c in chosen {
-            if c.hops.windows(2).any(|w| w[0].tag() == a && w[1].tag() == b) {
+            if c.hops
+                .windows(2)
+                .any(|w| w[0].tag() == a && w[1].tag() == b)
+            {
                 let spi = file.chains[c.chain].id;
                 if let Some(r) = reports.iter_mut().find(|r| r.id == spi) {
                     let n = format!("direct link {a} → {b} not used: {why}");
@@ -703,10 +726,7 @@ fn direct_links(
             let why = if a.func.nsh_aware || b.func.nsh_aware {
                 Some("an NSH-aware SF sends and takes NSH itself".to_string())
             } else if succ[a.tag()].len() > 1 {
-                Some(format!(
-                    "{} feeds other next hops in other chains",
-                    a.tag()
-                ))
+                Some(format!("{} feeds other next hops in other chains", a.tag()))
             } else if pred[b.tag()].len() > 1 {
                 Some(format!("{} is fed by other SFs in other chains", b.tag()))
             } else {
@@ -751,9 +771,10 @@ fn direct_links(
                         nat.tag()
                     ))
                 } else {
-                    let dup = chain.classifier.iter().filter_map(flow).find_map(|f| {
-                        seen.insert(f, chain.id).filter(|&other| other != chain.id)
-                    });
+                    let dup =
+                        chain.classifier.iter().filter_map(flow).find_map(|f| {
+                            seen.insert(f, chain.id).filter(|&other| other != chain.id)
+                        });
                     dup.map(|other| {
                         format!(
                             "{b} would keep Enc without Dec (§5.5) and chains {other} and {} classify the same 5-tuple",

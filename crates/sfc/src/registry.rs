@@ -125,8 +125,13 @@ impl Registry {
                 _ => None,
             };
             if let Some(h) = hellos.get_mut(&f.host) {
-                h.functions
-                    .insert(f.tag.clone(), SfPorts { iface_in, iface_out });
+                h.functions.insert(
+                    f.tag.clone(),
+                    SfPorts {
+                        iface_in,
+                        iface_out,
+                    },
+                );
             }
         }
         for c in &file.chains {

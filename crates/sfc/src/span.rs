@@ -72,7 +72,9 @@ impl Spans {
             return spans;
         };
         let lines = LineIndex::new(text);
-        spans.values.insert(String::new(), Pos { line: 1, column: 1 });
+        spans
+            .values
+            .insert(String::new(), Pos { line: 1, column: 1 });
         toml_table(doc.as_table(), "", &lines, &mut spans);
         spans
     }
@@ -93,7 +95,10 @@ impl<'a> LineIndex<'a> {
         let line = self.starts.partition_point(|&s| s <= byte).max(1);
         let start = self.starts[line - 1];
         let end = byte.min(self.text.len()).max(start);
-        let column = self.text.get(start..end).map_or(1, |s| s.chars().count() + 1);
+        let column = self
+            .text
+            .get(start..end)
+            .map_or(1, |s| s.chars().count() + 1);
         Pos { line, column }
     }
 }
@@ -296,22 +301,58 @@ mod tests {
         let t = "{\n  \"a\": [1, {\"b/c\": \"x\"}],\n  \"é\": true\n}";
         let s = Spans::of_json(t);
         assert_eq!(s.value("/a"), Pos { line: 2, column: 8 });
-        assert_eq!(s.value("/a/1"), Pos { line: 2, column: 12 });
-        assert_eq!(s.key("/a/1/b~1c"), Pos { line: 2, column: 13 });
-        assert_eq!(s.value("/a/1/b~1c"), Pos { line: 2, column: 20 });
+        assert_eq!(
+            s.value("/a/1"),
+            Pos {
+                line: 2,
+                column: 12
+            }
+        );
+        assert_eq!(
+            s.key("/a/1/b~1c"),
+            Pos {
+                line: 2,
+                column: 13
+            }
+        );
+        assert_eq!(
+            s.value("/a/1/b~1c"),
+            Pos {
+                line: 2,
+                column: 20
+            }
+        );
         assert_eq!(s.value("/é"), Pos { line: 3, column: 8 });
         // a missing property falls back to its parent
-        assert_eq!(s.value("/a/1/zz"), Pos { line: 2, column: 12 });
+        assert_eq!(
+            s.value("/a/1/zz"),
+            Pos {
+                line: 2,
+                column: 12
+            }
+        );
     }
 
     #[test]
     fn toml_positions() {
         let t = "direct_links = false\n[[chains]]\nid = 1\nnodes = [\"a\", [\"b\", \"c\"]]\n";
         let s = Spans::of_toml(t);
-        assert_eq!(s.value("/direct_links"), Pos { line: 1, column: 16 });
+        assert_eq!(
+            s.value("/direct_links"),
+            Pos {
+                line: 1,
+                column: 16
+            }
+        );
         assert_eq!(s.value("/chains/0/id"), Pos { line: 3, column: 6 });
         assert_eq!(s.key("/chains/0/id"), Pos { line: 3, column: 1 });
-        assert_eq!(s.value("/chains/0/nodes/1/1"), Pos { line: 4, column: 21 });
+        assert_eq!(
+            s.value("/chains/0/nodes/1/1"),
+            Pos {
+                line: 4,
+                column: 21
+            }
+        );
     }
 
     #[test]

@@ -21,11 +21,7 @@ fn hop(reg: &Registry, v: &FwdVal) -> String {
     };
     match v.action {
         FwdAction::End => "end of path (decapsulate, deliver)".to_string(),
-        FwdAction::Ethernet => format!(
-            "ethernet to {} from {}{via}",
-            mac(reg, v.dmac),
-            v.smac
-        ),
+        FwdAction::Ethernet => format!("ethernet to {} from {}{via}", mac(reg, v.dmac), v.smac),
         FwdAction::VxlanGpe => format!(
             "vxlan-gpe {} → {} vni {} to {} from {}{via}",
             v.saddr,
@@ -71,7 +67,11 @@ pub fn render(plan: &Plan, reg: &Registry) -> String {
                 } else {
                     format!(" {}", flags.join(","))
                 };
-                let _ = writeln!(out, "    cfg     ifindex {} mac {}{flags}", c.ifindex, c.mac);
+                let _ = writeln!(
+                    out,
+                    "    cfg     ifindex {} mac {}{flags}",
+                    c.ifindex, c.mac
+                );
             }
             for c in &inst.cls {
                 let f = &c.key.flow;
@@ -107,7 +107,13 @@ pub fn render(plan: &Plan, reg: &Registry) -> String {
                 );
             }
             for f in &inst.fwd {
-                let _ = writeln!(out, "    fwd     ({},{}) → {}", f.spi, f.si, hop(reg, &f.val));
+                let _ = writeln!(
+                    out,
+                    "    fwd     ({},{}) → {}",
+                    f.spi,
+                    f.si,
+                    hop(reg, &f.val)
+                );
             }
         }
         for l in &hp.direct_links {
@@ -130,7 +136,11 @@ pub fn render(plan: &Plan, reg: &Registry) -> String {
             .iter()
             .map(|h| format!("{}@{} (SI {})", h.tag, h.host, h.si))
             .collect();
-        let state = if c.installed { "installed" } else { "NOT installed" };
+        let state = if c.installed {
+            "installed"
+        } else {
+            "NOT installed"
+        };
         let _ = writeln!(out, "  {:<8} {state}: {}", c.id, path.join(" → "));
         for n in &c.notes {
             let _ = writeln!(out, "           {n}");
