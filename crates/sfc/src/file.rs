@@ -278,8 +278,7 @@ impl Ctx<'_> {
         });
     }
     fn into_errors(mut self) -> FileErrors {
-        self.errors
-            .sort_by_key(|e| (e.line, e.column));
+        self.errors.sort_by_key(|e| (e.line, e.column));
         self.errors.dedup();
         FileErrors(self.errors)
     }
