@@ -11,7 +11,7 @@
 //! | `i/<instance>/attach/<stage>/<iface>`                         | [`Attach`]     |
 //! | `i/<instance>/fwd/<spi>/<si>`                                 | [`FwdEntry`]   |
 //! | `i/<instance>/cls/<ifindex>/<src>/<dst>/<proto>/<sport>/<dport>` | [`ClsEntry`] |
-//! | `i/<instance>/cfg/<ifindex>`                                  | [`StageCfg`](crate::entries::StageCfg) |
+//! | `i/<instance>/cfg/<ifindex>`                                  | [`Cfg`](crate::entries::Cfg) |
 //! | `i/<instance>/proxy/<src>/<dst>/<proto>/<sport>/<dport>`      | [`ProxyEntry`] |
 //! | `link/<from tag>/<from iface>/<to tag>/<to iface>`            | [`DirectLink`] |
 
@@ -93,7 +93,7 @@ pub fn keys(plan: &HostPlan) -> Kv {
             out.insert(k, json(c));
         }
         for (ifindex, c) in &inst.cfg {
-            out.insert(format!("{i}/cfg/{ifindex}"), json(c));
+            out.insert(format!("{i}/cfg/{ifindex}"), json(&crate::entries::Cfg(*c)));
         }
         for e in &inst.proxy {
             out.insert(format!("{i}/proxy/{}", flow_path(&e.key)), json(e));
@@ -172,8 +172,8 @@ pub fn host_plan_from_keys<'a>(
                     "cls" => inst.cls.push(val::<ClsEntry>(value).map_err(bad)?),
                     "proxy" => inst.proxy.push(val::<ProxyEntry>(value).map_err(bad)?),
                     "cfg" => {
-                        let c: crate::entries::StageCfg = val(value).map_err(bad)?;
-                        inst.cfg.insert(c.ifindex, c);
+                        let c: crate::entries::Cfg = val(value).map_err(bad)?;
+                        inst.cfg.insert(c.0.ifindex, c.0);
                     }
                     other => return Err(bad(format!("unknown entry kind {other:?}"))),
                 }
@@ -191,11 +191,11 @@ impl HostPlan {
         for inst in self.instances.values_mut() {
             inst.attach.sort();
             inst.attach.dedup();
-            inst.fwd.sort();
+            inst.fwd.sort_by_key(|f| (f.spi, f.si));
             inst.fwd.dedup();
-            inst.cls.sort();
+            inst.cls.sort_by_key(|c| c.key);
             inst.cls.dedup();
-            inst.proxy.sort();
+            inst.proxy.sort_by_key(|p| p.key);
             inst.proxy.dedup();
         }
         self.direct_links.sort();

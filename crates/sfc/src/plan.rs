@@ -23,7 +23,9 @@
 //! - a host without a live agent (no Hello) has no live SF: a node takes its first live
 //!   alternative; a chain with a node without one is reported and not installed.
 
-use crate::entries::{ClsKey, FlowKey, FwdVal, NshMeta, StageCfg};
+use crate::entries::{
+    ClsKey, ClsKeyDef, FlowKey, FlowKeyDef, FwdVal, FwdValDef, NshMeta, NshMetaDef, StageCfg,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -108,31 +110,36 @@ pub struct Attach {
 }
 
 /// One forwarding entry: (SPI, SI) → next hop.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct FwdEntry {
     /// SPI.
     pub spi: u32,
     /// SI of the packet Fwd sees.
     pub si: u8,
     /// The next hop.
+    #[serde(with = "FwdValDef")]
     pub val: FwdVal,
 }
 
 /// One classifier entry.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ClsEntry {
     /// Ingress interface and 5-tuple.
+    #[serde(with = "ClsKeyDef")]
     pub key: ClsKey,
     /// The NSH to push.
+    #[serde(with = "NshMetaDef")]
     pub meta: NshMeta,
 }
 
 /// One static proxy entry (the §5.5 corner cases: Dec skipped, Enc needed).
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ProxyEntry {
     /// The 5-tuple the SF emits.
+    #[serde(with = "FlowKeyDef")]
     pub key: FlowKey,
     /// The NSH Enc pushes back (with SI − 1); flags `PROXY_STATIC`.
+    #[serde(with = "NshMetaDef")]
     pub meta: NshMeta,
 }
 
@@ -146,6 +153,7 @@ pub struct Instance {
     /// Classifier entries (sorted).
     pub cls: Vec<ClsEntry>,
     /// Configuration per interface (key: ifindex).
+    #[serde(with = "crate::entries::cfg_map")]
     pub cfg: BTreeMap<u32, StageCfg>,
     /// Static proxy entries (sorted).
     pub proxy: Vec<ProxyEntry>,
@@ -221,7 +229,9 @@ pub struct Plan {
 // ---------------------------------------------------------------------------------------
 // The planner.
 
-use crate::entries::{FwdAction, Mac, CFG_ANY_DST, CFG_NAT_LEARN, PROXY_STATIC, SI_START};
+use crate::entries::{
+    fwd_end, md1, FwdAction, Mac, CFG_ANY_DST, CFG_NAT_LEARN, PROXY_STATIC, SI_START,
+};
 use crate::file::{ChainFile, Function, Transport};
 use crate::registry::{Iface, Registry};
 use std::collections::BTreeSet;
@@ -316,9 +326,9 @@ fn next_hop(
     (from, out): (&str, &Iface),
     (to, to_in): (&str, &Iface),
 ) -> Result<FwdVal, String> {
-    let mut v = FwdVal::end();
-    v.smac = out.mac;
-    v.dmac = to_in.mac;
+    let mut v = fwd_end();
+    v.smac = out.mac.0;
+    v.dmac = to_in.mac.0;
     if !tunnelled(file, from, to) {
         v.action = FwdAction::Ethernet;
         return Ok(v);
@@ -330,7 +340,7 @@ fn next_hop(
     v.action = FwdAction::VxlanGpe;
     v.saddr = saddr;
     v.daddr = daddr;
-    v.dmac = dmac.unwrap_or(to_in.mac);
+    v.dmac = dmac.unwrap_or(to_in.mac).0;
     v.vni = spi & 0xff_ffff;
     Ok(v)
 }
@@ -501,7 +511,7 @@ pub fn plan(file: &ChainFile, reg: &Registry) -> Plan {
                 };
                 add_cfg(inst, &sf.iface_out, nat);
                 let val = if k == n {
-                    Ok(FwdVal::end())
+                    Ok(fwd_end())
                 } else {
                     let nx = &c.hops[k];
                     next_hop(
@@ -526,7 +536,7 @@ pub fn plan(file: &ChainFile, reg: &Registry) -> Plan {
                         if let Some(key) = flow(rule) {
                             inst.proxy.push(ProxyEntry {
                                 key,
-                                meta: NshMeta::md1(spi, si_in, PROXY_STATIC),
+                                meta: md1(spi, si_in, PROXY_STATIC),
                             });
                         }
                     }
@@ -640,7 +650,7 @@ pub fn plan(file: &ChainFile, reg: &Registry) -> Plan {
                 add_cfg(inst, &iface, 0);
                 inst.cls.push(ClsEntry {
                     key,
-                    meta: NshMeta::md1(spi, SI_START, 0),
+                    meta: md1(spi, SI_START, 0),
                 });
                 inst.fwd.push(FwdEntry {
                     spi,
@@ -665,7 +675,7 @@ pub fn plan(file: &ChainFile, reg: &Registry) -> Plan {
 
 fn add_cfg(inst: &mut Instance, iface: &Iface, flags: u16) {
     let c = inst.cfg.entry(iface.ifindex).or_insert(StageCfg {
-        mac: iface.mac,
+        mac: iface.mac.0,
         flags: 0,
         ifindex: iface.ifindex,
     });

@@ -6,7 +6,8 @@ use crate::plan::Plan;
 use crate::registry::Registry;
 use std::fmt::Write as _;
 
-fn mac(reg: &Registry, m: Mac) -> String {
+fn mac(reg: &Registry, m: [u8; 6]) -> String {
+    let m = Mac(m);
     match reg.owner(m) {
         Some(o) => format!("{m} ({o})"),
         None => m.to_string(),
@@ -21,14 +22,17 @@ fn hop(reg: &Registry, v: &FwdVal) -> String {
     };
     match v.action {
         FwdAction::End => "end of path (decapsulate, deliver)".to_string(),
-        FwdAction::Ethernet => format!("ethernet to {} from {}{via}", mac(reg, v.dmac), v.smac),
+        FwdAction::Other(code) => format!("action {code}"),
+        FwdAction::Ethernet => {
+            format!("ethernet to {} from {}{via}", mac(reg, v.dmac), Mac(v.smac))
+        }
         FwdAction::VxlanGpe => format!(
             "vxlan-gpe {} → {} vni {} to {} from {}{via}",
             v.saddr,
             v.daddr,
             v.vni,
             mac(reg, v.dmac),
-            v.smac
+            Mac(v.smac)
         ),
     }
 }
@@ -70,7 +74,8 @@ pub fn render(plan: &Plan, reg: &Registry) -> String {
                 let _ = writeln!(
                     out,
                     "    cfg     ifindex {} mac {}{flags}",
-                    c.ifindex, c.mac
+                    c.ifindex,
+                    Mac(c.mac)
                 );
             }
             for c in &inst.cls {

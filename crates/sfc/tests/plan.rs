@@ -1,7 +1,7 @@
 //! The planner against the thesis' examples (Fig. 5.10, Listing A.1, hand-checked), the
 //! §5.5 direct-link corner cases, alternatives around a dead host, and the extensions.
 
-use sfc::entries::{FlowKey, FwdAction, FwdVal, Mac, NshMeta, CFG_NAT_LEARN, PROXY_STATIC};
+use sfc::entries::{fwd_end, md1, FlowKey, FwdAction, FwdVal, Mac, CFG_NAT_LEARN, PROXY_STATIC};
 use sfc::file::{ChainFile, Format};
 use sfc::plan::{plan, FwdEntry, Plan, ProxyEntry, Stage};
 use sfc::registry::{Hello, Iface, Registry, SfPorts, Underlay};
@@ -71,9 +71,9 @@ fn stages(p: &Plan, host: &str, inst: &str) -> Vec<Stage> {
 fn eth(from: u8, to: u8) -> FwdVal {
     FwdVal {
         action: FwdAction::Ethernet,
-        smac: mac(from),
-        dmac: mac(to),
-        ..FwdVal::end()
+        smac: mac(from).0,
+        dmac: mac(to).0,
+        ..fwd_end()
     }
 }
 
@@ -90,7 +90,7 @@ fn fig_5_10() {
     assert_eq!(fwd(&p, "server1", "sf2"), vec![(100, 254, eth(2, 3))]);
     assert_eq!(
         fwd(&p, "server2", "sf3"),
-        vec![(100, 253, FwdVal::end()), (200, 253, FwdVal::end())]
+        vec![(100, 253, fwd_end()), (200, 253, fwd_end())]
     );
     for (h, s) in [("server1", "sf1"), ("server1", "sf2"), ("server2", "sf3")] {
         assert_eq!(stages(&p, h, s), vec![Stage::Dec, Stage::EncFwd]);
@@ -114,9 +114,9 @@ fn listing_a_1() {
     let p = plan(&file, &reg);
     assert_eq!(
         fwd(&p, "server1", "sf1"),
-        vec![(1234, 254, eth(1, 2)), (7892, 254, FwdVal::end())]
+        vec![(1234, 254, eth(1, 2)), (7892, 254, fwd_end())]
     );
-    assert_eq!(fwd(&p, "server2", "sf2"), vec![(1234, 253, FwdVal::end())]);
+    assert_eq!(fwd(&p, "server2", "sf2"), vec![(1234, 253, fwd_end())]);
 }
 
 const RULE: &str =
@@ -162,10 +162,10 @@ fn corner_case_a_direct_link_then_remote() {
         p.hosts["h1"].instances["b"].proxy,
         vec![ProxyEntry {
             key: flow(),
-            meta: NshMeta::md1(10, 254, PROXY_STATIC)
+            meta: md1(10, 254, PROXY_STATIC)
         }]
     );
-    assert_eq!(fwd(&p, "h2", "c"), vec![(10, 252, FwdVal::end())]);
+    assert_eq!(fwd(&p, "h2", "c"), vec![(10, 252, fwd_end())]);
     assert_eq!(stages(&p, "h2", "c"), vec![Stage::Dec, Stage::EncFwd]);
     let links = &p.hosts["h1"].direct_links;
     assert_eq!(links.len(), 1);
@@ -188,12 +188,12 @@ fn corner_case_b_direct_link_ends_chain() {
     let p = plan(&three(r#"["c", "a", "b"]"#, RULE), &reg_abcd());
     assert_eq!(stages(&p, "h1", "a"), vec![Stage::Dec]);
     assert_eq!(stages(&p, "h1", "b"), vec![Stage::EncFwd]);
-    assert_eq!(fwd(&p, "h1", "b"), vec![(10, 252, FwdVal::end())]);
+    assert_eq!(fwd(&p, "h1", "b"), vec![(10, 252, fwd_end())]);
     assert_eq!(
         p.hosts["h1"].instances["b"].proxy,
         vec![ProxyEntry {
             key: flow(),
-            meta: NshMeta::md1(10, 253, PROXY_STATIC)
+            meta: md1(10, 253, PROXY_STATIC)
         }]
     );
     // Three on one host: the middle one has no stage at all, the last one the proxy entry.
@@ -202,7 +202,7 @@ fn corner_case_b_direct_link_ends_chain() {
     assert!(p.hosts["h1"].instances["b"].proxy.is_empty());
     assert_eq!(
         p.hosts["h1"].instances["d"].proxy[0].meta,
-        NshMeta::md1(10, 253, PROXY_STATIC)
+        md1(10, 253, PROXY_STATIC)
     );
     assert_eq!(p.hosts["h1"].direct_links.len(), 2);
 }
@@ -275,7 +275,7 @@ fn alternatives_go_around_a_dead_host() {
     let without_h2 = Registry::from_hellos([hello("h1", &[("a", 1)]), hello("h3", &[("d", 4)])]);
     let p = plan(&file, &without_h2);
     assert_eq!(fwd(&p, "h1", "a"), vec![(5, 254, eth(1, 4))]);
-    assert_eq!(fwd(&p, "h3", "d"), vec![(5, 253, FwdVal::end())]);
+    assert_eq!(fwd(&p, "h3", "d"), vec![(5, 253, fwd_end())]);
     assert!(p.chains[0].installed);
     assert!(
         p.chains[0].notes[0].contains("host h2 has no live agent"),
@@ -339,7 +339,7 @@ fn nsh_aware_nat_interfaces_and_vxlan() {
             7
         )
     );
-    assert_eq!((v.smac, v.dmac), (mac(21), mac(0x99)));
+    assert_eq!((v.smac, v.dmac), (mac(21).0, mac(0x99).0));
     // ids takes tunnel frames addressed to its host's underlay MAC.
     assert_eq!(
         p.hosts["h2"].instances["ids"].cfg[&3].flags,
