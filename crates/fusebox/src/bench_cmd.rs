@@ -43,6 +43,7 @@ mod live;
 mod ops;
 mod report;
 mod scenarios;
+mod stages;
 
 /// Arguments of `fusebox bench`.
 #[derive(Args, Debug)]
@@ -55,7 +56,9 @@ pub struct BenchArgs {
     /// speedybox (SpeedyBox's BlacklistFilter chains and real chains, naive vs fastpath),
     /// workers (in-memory replay on 1 and 2 worker threads); live (not in the default
     /// list: FuseBox over AF_XDP and AF_PACKET against the kernel forwarding between veth
-    /// pairs in namespaces it makes; needs root).
+    /// pairs in namespaces it makes; needs root); stages (not in the default list: ns per
+    /// packet of the NSH stages through BPF_PROG_TEST_RUN, with `--chaining-box` against
+    /// Chaining-Box's; needs root).
     #[arg(
         long,
         value_delimiter = ',',
@@ -130,6 +133,11 @@ pub struct BenchArgs {
     /// FastClick per mode and chain length (see docs/benchmarks.md).
     #[arg(long, value_name = "PATH")]
     pub fastclick: Option<PathBuf>,
+    /// `stages`: a directory holding Chaining-Box's own stages (`sfc_stages_kern.o`,
+    /// `sfc_classifier_kern.o`, built by scripts/build-chaining-box.sh): measure them on
+    /// the same frames and report FuseBox ÷ Chaining-Box per stage.
+    #[arg(long, value_name = "DIR")]
+    pub chaining_box: Option<PathBuf>,
 }
 
 /// A run of `fusebox bench`: settings and what has been measured so far.
@@ -149,6 +157,8 @@ struct Bench {
     fastclick: Option<PathBuf>,
     /// Chains FastClick was checked on: name -> packets its exits send per pass.
     fastclick_checked: std::collections::BTreeMap<String, u64>,
+    /// Chaining-Box's stages (`--chaining-box`).
+    chaining_box: Option<PathBuf>,
     report: Report,
 }
 
@@ -231,6 +241,7 @@ pub fn run(a: &BenchArgs) -> Result<ExitCode, CliError> {
         },
         fastclick,
         fastclick_checked: std::collections::BTreeMap::new(),
+        chaining_box: a.chaining_box.clone(),
         report: Report::new(cpu_mhz()),
     };
     for s in SCENARIOS {

@@ -59,6 +59,9 @@ pub enum CliError {
     /// A pcap-filter expression that does not parse.
     #[error(transparent)]
     Filter(#[from] elements::pcapfilter::ExprError),
+    /// The NSH stages could not be loaded, filled or run.
+    #[error(transparent)]
+    Stages(#[from] stages::Error),
     /// A file or directory the command could not read, create or write.
     #[error("{}: {action}{source}", .path.display())]
     Io {

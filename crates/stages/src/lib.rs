@@ -17,7 +17,7 @@ pub mod maps;
 pub mod testrun;
 
 pub use load::{Error, Hook, Instance};
-pub use testrun::RunOutput;
+pub use testrun::{RunOutput, Standalone};
 
 mod objects {
     include!(concat!(env!("OUT_DIR"), "/objects.rs"));

@@ -50,3 +50,75 @@ impl Instance {
         run_program(&prog, frame, repeat)
     }
 }
+
+/// An object loaded on its own (no pin directory, its maps private): another project's
+/// stages measured beside FuseBox's (`fusebox bench --scenario stages --chaining-box`).
+pub struct Standalone {
+    name: String,
+    obj: libbpf_rs::Object,
+}
+
+impl std::fmt::Debug for Standalone {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Standalone")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+impl Standalone {
+    /// Opens and loads the object `bytes` (named `name` in errors).
+    pub fn load(name: &str, bytes: &[u8]) -> Result<Standalone> {
+        let bpf = |what: &str| {
+            let what = format!("{what} {name}");
+            move |source| Error::Bpf { what, source }
+        };
+        let open = libbpf_rs::ObjectBuilder::default()
+            .open_memory(bytes)
+            .map_err(bpf("open object"))?;
+        let obj = open.load().map_err(bpf("load object"))?;
+        Ok(Standalone {
+            name: name.to_string(),
+            obj,
+        })
+    }
+
+    /// The names of the object's programs.
+    pub fn programs(&self) -> Vec<String> {
+        self.obj
+            .progs()
+            .map(|p| p.name().to_string_lossy().into_owned())
+            .collect()
+    }
+
+    /// Writes `key` → `value` into the object's map `map`.
+    pub fn update(&self, map: &str, key: &[u8], value: &[u8]) -> Result<()> {
+        use libbpf_rs::MapCore;
+        let m = self
+            .obj
+            .maps()
+            .find(|m| m.name() == map)
+            .ok_or_else(|| Error::Io {
+                what: format!("object {}: map {map}", self.name),
+                source: std::io::Error::from(std::io::ErrorKind::NotFound),
+            })?;
+        m.update(key, value, libbpf_rs::MapFlags::ANY)
+            .map_err(|source| Error::Bpf {
+                what: format!("update {map} of {}", self.name),
+                source,
+            })
+    }
+
+    /// Runs program `prog` on `frame` through `BPF_PROG_TEST_RUN`, `repeat` times.
+    pub fn test_run(&self, prog: &str, frame: &[u8], repeat: u32) -> Result<RunOutput> {
+        let p = self
+            .obj
+            .progs_mut()
+            .find(|p| p.name() == prog)
+            .ok_or_else(|| Error::Io {
+                what: format!("object {}: program {prog}", self.name),
+                source: std::io::Error::from(std::io::ErrorKind::NotFound),
+            })?;
+        run_program(&p, frame, repeat)
+    }
+}

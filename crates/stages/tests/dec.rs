@@ -335,3 +335,24 @@ fn inner_frame_not_ipv4_is_dropped() {
     let f = Nsh::md1(1, 2, [0; 4]).ethernet(OUR_MAC, PEER_MAC, &inner[..14 + 12]);
     expect_untouched(&mut i, &f, Some(Counter::DropInner));
 }
+
+#[test]
+fn a_flow_whose_nsh_changes_gets_the_new_entry() {
+    let Some(mut i) = common::instance("dec-change") else {
+        return;
+    };
+    let (inner, key) = inner_tcp();
+    for (spi, si) in [(1, 9), (1, 9), (2, 8)] {
+        let frame = Nsh::md1(spi, si, [spi; 4]).ethernet(OUR_MAC, PEER_MAC, &inner);
+        let o = i.test_run(Stage::Dec, &frame, 0).unwrap();
+        assert_eq!((o.ret, &o.frame), (XDP_PASS, &inner));
+        assert_eq!(
+            i.list_proxy().unwrap(),
+            vec![(key, NshMeta::md1(spi, si, 63, [spi; 4]))]
+        );
+    }
+    assert_eq!(
+        counters(&i),
+        vec![(Counter::Packets, 3), (Counter::Done, 3)]
+    );
+}

@@ -82,6 +82,11 @@ pub(super) const SCENARIOS: &[Scenario] = &[
         about: "FuseBox forwarding one router over AF_XDP and AF_PACKET vs the kernel, between veth pairs in namespaces (root)",
         run: super::live::live,
     },
+    Scenario {
+        name: "stages",
+        about: "The NSH stages (crates/stages) through BPF_PROG_TEST_RUN, ns per packet net of a no-op program; with --chaining-box, against Chaining-Box's own stages (root)",
+        run: super::stages::stages,
+    },
 ];
 
 /// Frame sizes of the `frame-sizes` scenario (with the FCS).

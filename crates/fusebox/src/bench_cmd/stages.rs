@@ -1,0 +1,351 @@
+//! The `stages` scenario: ns per packet of each NSH stage (`crates/stages`) through
+//! `BPF_PROG_TEST_RUN`, net of the no-op program of the same hook, and with
+//! `--chaining-box DIR` the same for Chaining-Box's own stages on the same frames
+//! (FuseBox ÷ Chaining-Box per repetition).
+//!
+//! Every stage rewrites the frame it runs on, and the kernel runs the repetitions of one
+//! test run on the same buffer (the second run would see the first one's output: Dec would
+//! find no NSH, Cls an NSH frame), so each sample is one test run with one repetition and
+//! its in-kernel duration; a repetition of the scenario takes the median of many samples
+//! per program, the programs taking turns. Before timing, each program is checked once to
+//! take the path measured (FuseBox: the stage's `done` counter; Chaining-Box: the frame it
+//! returns).
+
+use super::harness::stats;
+use super::Bench;
+use crate::error::CliError;
+use serde_json::json;
+use stages::maps::{ClsKey, Counter, CounterStage, FlowKey, FwdAction, FwdVal, NshMeta, StageCfg};
+use stages::{Instance, Stage, Standalone};
+use std::path::Path;
+
+const OUR_MAC: [u8; 6] = [0x02, 0xfb, 0, 0, 0, 0x01];
+const PEER_MAC: [u8; 6] = [0x02, 0xfb, 0, 0, 0, 0x02];
+const NEXT_MAC: [u8; 6] = [0x02, 0xfb, 0, 0, 0, 0x03];
+const SPI: u32 = 0x42;
+const SI: u8 = 255;
+const CTX: [u32; 4] = [1, 2, 3, 4];
+/// The interface a test run's packet arrives on (the loopback).
+const LO: u32 = 1;
+
+/// One measured stage: its frame, FuseBox's program, Chaining-Box's program(s).
+struct Case {
+    name: &'static str,
+    xdp: bool,
+    frame: Vec<u8>,
+    fusebox: Stage,
+    /// Chaining-Box's programs, (object, program), run one after the other on each
+    /// other's output (Enc+Fwd: its Enc then its Fwd).
+    peer: Vec<(usize, &'static str)>,
+}
+
+/// `stages`.
+pub(super) fn stages(b: &mut Bench) -> Result<(), CliError> {
+    if let Some(why) = stages::unavailable() {
+        return Err(CliError::Invalid(format!("--scenario stages: {why}")));
+    }
+    let inst = Instance::create(&format!("bench-{}", std::process::id()))?;
+    let inner = wire::build::Frame::tcp([10, 0, 0, 1], [10, 0, 0, 2], 40000, 80)
+        .pad_to(60)
+        .build();
+    let flow = FlowKey {
+        saddr: [10, 0, 0, 1].into(),
+        daddr: [10, 0, 0, 2].into(),
+        sport: 40000,
+        dport: 80,
+        proto: 6,
+    };
+    fill_fusebox(&inst, flow)?;
+    let nsh = wire::build::Nsh::md1(SPI, SI, CTX);
+    let dec_frame = nsh.ethernet(OUR_MAC, PEER_MAC, &inner);
+    let fwd_frame = nsh.ethernet([0; 6], [0; 6], &inner);
+    let mut cases = vec![
+        Case {
+            name: "cls",
+            xdp: false,
+            frame: inner.clone(),
+            fusebox: Stage::Cls,
+            peer: vec![(1, "classify_tc")],
+        },
+        Case {
+            name: "dec",
+            xdp: true,
+            frame: dec_frame,
+            fusebox: Stage::Dec,
+            peer: vec![(0, "decap_nsh")],
+        },
+        Case {
+            name: "enc",
+            xdp: false,
+            frame: inner.clone(),
+            fusebox: Stage::Enc,
+            peer: vec![(0, "encap_nsh")],
+        },
+        Case {
+            name: "fwd",
+            xdp: false,
+            frame: fwd_frame,
+            fusebox: Stage::Fwd,
+            peer: vec![(0, "sfc_forwarding")],
+        },
+        Case {
+            name: "enc+fwd",
+            xdp: false,
+            frame: inner.clone(),
+            fusebox: Stage::EncFwd,
+            peer: vec![(0, "encap_nsh"), (0, "sfc_forwarding")],
+        },
+    ];
+    let peers = match &b.chaining_box {
+        Some(dir) => Some(load_peer(dir, flow)?),
+        None => None,
+    };
+    // Keep the stages that are built and take the measured path.
+    let mut inst = inst;
+    cases.retain(|c| {
+        if c.fusebox.object_bytes().is_none() {
+            b.report.lines.push(format!(
+                "  stages {}: not built (bpf/{}.bpf.c missing)",
+                c.name,
+                c.fusebox.object()
+            ));
+            return false;
+        }
+        match check_fusebox(&mut inst, c) {
+            Ok(()) => true,
+            Err(why) => {
+                b.report
+                    .lines
+                    .push(format!("  stages {}: skipped, {why}", c.name));
+                false
+            }
+        }
+    });
+    let mut peer_ok = vec![false; cases.len()];
+    if let Some(p) = &peers {
+        for (k, c) in cases.iter().enumerate() {
+            match check_peer(p, c, &inner) {
+                Ok(()) => peer_ok[k] = true,
+                Err(why) => b.report.lines.push(format!(
+                    "  stages {}: Chaining-Box not measured, {why}",
+                    c.name
+                )),
+            }
+        }
+    }
+    let samples = if b.quick { 300 } else { 3000 };
+    let n = cases.len();
+    let (mut fb, mut cb) = (vec![Vec::new(); n], vec![Vec::new(); n]);
+    let (mut base_xdp, mut base_tc) = (Vec::new(), Vec::new());
+    for _ in 0..b.reps {
+        let bx = median_of(samples, || {
+            Ok(inst.test_run(Stage::NoopXdp, &inner, 0)?.duration_ns)
+        })?;
+        let bt = median_of(samples, || {
+            Ok(inst.test_run(Stage::NoopTc, &inner, 0)?.duration_ns)
+        })?;
+        base_xdp.push(bx);
+        base_tc.push(bt);
+        for (k, c) in cases.iter().enumerate() {
+            let base = if c.xdp { bx } else { bt };
+            let t = median_of(samples, || {
+                Ok(inst.test_run(c.fusebox, &c.frame, 0)?.duration_ns)
+            })?;
+            fb[k].push((t - base).max(0.0));
+            if let (Some(p), true) = (&peers, peer_ok[k]) {
+                // Each program of a pair on the frame the one before it returned, the
+                // baseline subtracted once per program.
+                let mut total = 0.0;
+                let mut frame = c.frame.clone();
+                for &(o, prog) in &c.peer {
+                    let t = median_of(samples, || Ok(p[o].test_run(prog, &frame, 0)?.duration_ns))?;
+                    total += (t - base).max(0.0);
+                    frame = p[o].test_run(prog, &frame, 0)?.frame;
+                }
+                cb[k].push(total);
+            }
+        }
+    }
+    let (bxl, bxm, bxh) = stats(&base_xdp);
+    let (btl, btm, bth) = stats(&base_tc);
+    b.report.lines.push(format!(
+        "stages: ns per packet through BPF_PROG_TEST_RUN ({samples} single runs per program and repetition, median), net of the no-op (XDP {bxm:.1} ns ({bxl:.1}–{bxh:.1}), TC {btm:.1} ns ({btl:.1}–{bth:.1}))"
+    ));
+    b.report.records.push(json!({
+        "scenario": "stages", "baseline": "noop",
+        "xdp_ns": {"min": bxl, "median": bxm, "max": bxh},
+        "tc_ns": {"min": btl, "median": btm, "max": bth},
+        "samples": samples, "reps": b.reps,
+    }));
+    for (k, c) in cases.iter().enumerate() {
+        let (lo, med, hi) = stats(&fb[k]);
+        b.report.records.push(json!({
+            "scenario": "stages", "stage": c.name, "impl": "fusebox",
+            "ns_per_packet": {"min": lo, "median": med, "max": hi},
+            "samples": samples, "reps": b.reps,
+        }));
+        let mut line = format!(
+            "  stages {:<8} fusebox {med:>7.1} ns ({lo:.1}–{hi:.1})",
+            c.name
+        );
+        if !cb[k].is_empty() {
+            let (plo, pmed, phi) = stats(&cb[k]);
+            let ratios: Vec<f64> = fb[k]
+                .iter()
+                .zip(&cb[k])
+                .map(|(x, y)| x / y.max(1e-9))
+                .collect();
+            let (rlo, rmed, rhi) = stats(&ratios);
+            b.report.records.push(json!({
+                "scenario": "stages", "stage": c.name, "impl": "chaining-box",
+                "ns_per_packet": {"min": plo, "median": pmed, "max": phi},
+                "samples": samples, "reps": b.reps,
+            }));
+            b.report.records.push(json!({
+                "scenario": "stages", "stage": c.name, "ratio": "fusebox / chaining-box",
+                "median": rmed, "min": rlo, "max": rhi, "per_rep": ratios,
+            }));
+            line.push_str(&format!(
+                "   chaining-box {pmed:>7.1} ns ({plo:.1}–{phi:.1})   fusebox / chaining-box = {rmed:.3} (per-rep {rlo:.3}–{rhi:.3})"
+            ));
+        }
+        b.report.lines.push(line);
+    }
+    inst.remove()?;
+    Ok(())
+}
+
+/// The median of `n` samples.
+fn median_of(n: usize, mut f: impl FnMut() -> Result<u64, CliError>) -> Result<f64, CliError> {
+    let mut v = Vec::with_capacity(n);
+    for _ in 0..n {
+        v.push(f()? as f64);
+    }
+    Ok(stats(&v).1)
+}
+
+/// FuseBox's entries: this interface's MAC for Dec, the classifier entry for Cls, the proxy
+/// entry for Enc, next hops (Ethernet, same interface) for (SPI, SI) and (SPI, SI − 1).
+fn fill_fusebox(inst: &Instance, flow: FlowKey) -> Result<(), CliError> {
+    inst.insert_cfg(
+        LO,
+        &StageCfg {
+            mac: OUR_MAC,
+            flags: 0,
+            ifindex: LO,
+        },
+    )?;
+    let meta = NshMeta::md1(SPI, SI, 63, CTX);
+    inst.insert_cls(&ClsKey { ifindex: 0, flow }, &meta)?;
+    inst.insert_proxy(&flow, &meta)?;
+    for si in [SI, SI - 1] {
+        let hop = FwdVal {
+            action: FwdAction::Ethernet,
+            flags: 0,
+            dmac: NEXT_MAC,
+            smac: OUR_MAC,
+            udp_sport: 0,
+            ifindex: 0,
+            saddr: [0, 0, 0, 0].into(),
+            daddr: [0, 0, 0, 0].into(),
+            vni: 0,
+        };
+        inst.insert_fwd(SPI << 8 | u32::from(si), &hop)?;
+    }
+    Ok(())
+}
+
+/// Runs FuseBox's stage once: it must count the packet as done.
+fn check_fusebox(inst: &mut Instance, c: &Case) -> Result<(), String> {
+    inst.clear_counters().map_err(|e| e.to_string())?;
+    inst.test_run(c.fusebox, &c.frame, 0)
+        .map_err(|e| e.to_string())?;
+    let stage = match c.fusebox {
+        Stage::Cls => CounterStage::Cls,
+        Stage::Dec => CounterStage::Dec,
+        Stage::Enc => CounterStage::Enc,
+        _ => CounterStage::Fwd,
+    };
+    let done = inst.counters(stage).map_err(|e| e.to_string())?;
+    if done.get(Counter::Done) == 1 {
+        Ok(())
+    } else {
+        let nonzero: Vec<String> = Counter::ALL
+            .iter()
+            .filter(|&&k| done.get(k) != 0)
+            .map(|&k| format!("{}={}", k.name(), done.get(k)))
+            .collect();
+        Err(format!(
+            "the bench frame did not take the done path ({} counters: {})",
+            stage.name(),
+            nonzero.join(" ")
+        ))
+    }
+}
+
+/// Chaining-Box's 5-tuple key (`struct ip_5tuple`, packed: addresses and ports as on the
+/// wire, then the protocol).
+fn peer_tuple(flow: FlowKey) -> Vec<u8> {
+    let mut k = Vec::with_capacity(13);
+    k.extend_from_slice(&flow.saddr.octets());
+    k.extend_from_slice(&flow.daddr.octets());
+    k.extend_from_slice(&flow.sport.to_be_bytes());
+    k.extend_from_slice(&flow.dport.to_be_bytes());
+    k.push(flow.proto);
+    k
+}
+
+/// Loads Chaining-Box's two objects from `dir` (built by scripts/build-chaining-box.sh) and
+/// fills their maps with the entries FuseBox's stages got.
+fn load_peer(dir: &Path, flow: FlowKey) -> Result<Vec<Standalone>, CliError> {
+    let read = |f: &str| {
+        let p = dir.join(f);
+        std::fs::read(&p).map_err(|e| CliError::io(&p, "cannot read: ", e))
+    };
+    let st = Standalone::load("sfc_stages_kern.o", &read("sfc_stages_kern.o")?)?;
+    let cl = Standalone::load("sfc_classifier_kern.o", &read("sfc_classifier_kern.o")?)?;
+    for o in [&st, &cl] {
+        o.update("src_mac", &0u32.to_ne_bytes(), &OUR_MAC)?;
+        o.update("src_mac", &1u32.to_ne_bytes(), &OUR_MAC)?;
+    }
+    let tuple = peer_tuple(flow);
+    // The proxy entry: the whole MD type 1 NSH as on the wire.
+    let md1 = wire::build::Nsh::md1(SPI, SI, CTX).header(&[]);
+    st.update("nsh_data", &tuple, &md1)?;
+    // Next hops, keyed by the service path header as on the wire; flags 0 (not the end).
+    for si in [SI, SI - 1] {
+        let sph = (SPI << 8 | u32::from(si)).to_be_bytes();
+        let mut hop = vec![0u8];
+        hop.extend_from_slice(&NEXT_MAC);
+        st.update("fwd_table", &sph, &hop)?;
+    }
+    let mut cls = (SPI << 8 | u32::from(SI)).to_be_bytes().to_vec();
+    cls.extend_from_slice(&NEXT_MAC);
+    cl.update("cls_table", &tuple, &cls)?;
+    Ok(vec![st, cl])
+}
+
+/// Runs Chaining-Box's program(s) once: Dec must return the inner frame, Cls and Enc add
+/// the outer Ethernet and the 24-byte NSH, Fwd writes the next hop's MAC.
+fn check_peer(p: &[Standalone], c: &Case, inner: &[u8]) -> Result<(), String> {
+    let mut frame = c.frame.clone();
+    for &(o, prog) in &c.peer {
+        frame = p[o]
+            .test_run(prog, &frame, 0)
+            .map_err(|e| e.to_string())?
+            .frame;
+    }
+    let ok = match c.name {
+        "dec" => frame == inner,
+        "cls" | "enc" => frame.len() == inner.len() + 14 + 24,
+        _ => frame.get(..6) == Some(&NEXT_MAC[..]),
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "its output ({} bytes) is not the measured path's",
+            frame.len()
+        ))
+    }
+}
