@@ -43,9 +43,10 @@ fn stages_bench_prints_a_record_per_stage() {
         assert!(v["min"].as_f64().unwrap() > 0.0, "{base}");
         assert!(v["min"].as_f64() <= v["median"].as_f64(), "{base}");
     }
-    for stage in ["cls", "dec", "enc", "fwd", "enc+fwd"] {
+    for stage in ["cls", "cls-any", "dec", "enc", "fwd", "enc+fwd"] {
         let obj = match stage {
             "enc+fwd" => "enc_fwd",
+            "cls-any" => "cls",
             s => s,
         };
         let r = records

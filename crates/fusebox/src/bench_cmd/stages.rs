@@ -55,7 +55,16 @@ pub(super) fn stages(b: &mut Bench) -> Result<(), CliError> {
         dport: 80,
         proto: 6,
     };
-    fill_fusebox(&inst, flow)?;
+    // A second flow that Cls finds only under the any-interface key (a miss on the exact
+    // key first).
+    let inner_any = wire::build::Frame::tcp([10, 0, 0, 1], [10, 0, 0, 2], 40001, 80)
+        .pad_to(60)
+        .build();
+    let flow_any = FlowKey {
+        sport: 40001,
+        ..flow
+    };
+    fill_fusebox(&inst, flow, flow_any)?;
     let nsh = wire::build::Nsh::md1(SPI, SI, CTX);
     let dec_frame = nsh.ethernet(OUR_MAC, PEER_MAC, &inner);
     let fwd_frame = nsh.ethernet([0; 6], [0; 6], &inner);
@@ -64,6 +73,13 @@ pub(super) fn stages(b: &mut Bench) -> Result<(), CliError> {
             name: "cls",
             xdp: false,
             frame: inner.clone(),
+            fusebox: Stage::Cls,
+            peer: vec![(1, "classify_tc")],
+        },
+        Case {
+            name: "cls-any",
+            xdp: false,
+            frame: inner_any,
             fusebox: Stage::Cls,
             peer: vec![(1, "classify_tc")],
         },
@@ -97,7 +113,7 @@ pub(super) fn stages(b: &mut Bench) -> Result<(), CliError> {
         },
     ];
     let peers = match &b.chaining_box {
-        Some(dir) => Some(load_peer(dir, flow)?),
+        Some(dir) => Some(load_peer(dir, &[flow, flow_any])?),
         None => None,
     };
     // Keep the stages that are built and take the measured path.
@@ -224,9 +240,10 @@ fn median_of(n: usize, mut f: impl FnMut() -> Result<u64, CliError>) -> Result<f
     Ok(stats(&v).1)
 }
 
-/// FuseBox's entries: this interface's MAC for Dec, the classifier entry for Cls, the proxy
-/// entry for Enc, next hops (Ethernet, same interface) for (SPI, SI) and (SPI, SI − 1).
-fn fill_fusebox(inst: &Instance, flow: FlowKey) -> Result<(), CliError> {
+/// FuseBox's entries: this interface's MAC for Dec, the classifier entries for Cls (`flow`
+/// on the exact interface, `flow_any` on any interface), the proxy entry for Enc, next hops
+/// (Ethernet, same interface) for (SPI, SI) and (SPI, SI − 1).
+fn fill_fusebox(inst: &Instance, flow: FlowKey, flow_any: FlowKey) -> Result<(), CliError> {
     inst.insert_cfg(
         LO,
         &StageCfg {
@@ -236,7 +253,14 @@ fn fill_fusebox(inst: &Instance, flow: FlowKey) -> Result<(), CliError> {
         },
     )?;
     let meta = NshMeta::md1(SPI, SI, 63, CTX);
-    inst.insert_cls(&ClsKey { ifindex: 0, flow }, &meta)?;
+    inst.insert_cls(&ClsKey { ifindex: LO, flow }, &meta)?;
+    inst.insert_cls(
+        &ClsKey {
+            ifindex: 0,
+            flow: flow_any,
+        },
+        &meta,
+    )?;
     inst.insert_proxy(&flow, &meta)?;
     for si in [SI, SI - 1] {
         let hop = FwdVal {
@@ -296,8 +320,9 @@ fn peer_tuple(flow: FlowKey) -> Vec<u8> {
 }
 
 /// Loads Chaining-Box's two objects from `dir` (built by scripts/build-chaining-box.sh) and
-/// fills their maps with the entries FuseBox's stages got.
-fn load_peer(dir: &Path, flow: FlowKey) -> Result<Vec<Standalone>, CliError> {
+/// fills their maps with the entries FuseBox's stages got (its classifier has no interface
+/// in the key: both flows are plain 5-tuple entries; the proxy entry is `flows[0]`'s).
+fn load_peer(dir: &Path, flows: &[FlowKey]) -> Result<Vec<Standalone>, CliError> {
     let read = |f: &str| {
         let p = dir.join(f);
         std::fs::read(&p).map_err(|e| CliError::io(&p, "cannot read: ", e))
@@ -308,7 +333,7 @@ fn load_peer(dir: &Path, flow: FlowKey) -> Result<Vec<Standalone>, CliError> {
         o.update("src_mac", &0u32.to_ne_bytes(), &OUR_MAC)?;
         o.update("src_mac", &1u32.to_ne_bytes(), &OUR_MAC)?;
     }
-    let tuple = peer_tuple(flow);
+    let tuple = peer_tuple(flows[0]);
     // The proxy entry: the whole MD type 1 NSH as on the wire.
     let md1 = wire::build::Nsh::md1(SPI, SI, CTX).header(&[]);
     st.update("nsh_data", &tuple, &md1)?;
@@ -321,7 +346,9 @@ fn load_peer(dir: &Path, flow: FlowKey) -> Result<Vec<Standalone>, CliError> {
     }
     let mut cls = (SPI << 8 | u32::from(SI)).to_be_bytes().to_vec();
     cls.extend_from_slice(&NEXT_MAC);
-    cl.update("cls_table", &tuple, &cls)?;
+    for &f in flows {
+        cl.update("cls_table", &peer_tuple(f), &cls)?;
+    }
     Ok(vec![st, cl])
 }
 
@@ -337,7 +364,7 @@ fn check_peer(p: &[Standalone], c: &Case, inner: &[u8]) -> Result<(), String> {
     }
     let ok = match c.name {
         "dec" => frame == inner,
-        "cls" | "enc" => frame.len() == inner.len() + 14 + 24,
+        "cls" | "cls-any" | "enc" => frame.len() == inner.len() + 14 + 24,
         _ => frame.get(..6) == Some(&NEXT_MAC[..]),
     };
     if ok {
