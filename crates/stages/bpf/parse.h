@@ -8,8 +8,9 @@
  *                                          at `off` -> struct flow_key (other protocols:
  *                                          ports 0)
  *   find_nsh(data, data_end, &loc)         the NSH over Ethernet transport (EtherType
- *                                          0x894F) or VXLAN-GPE (IPv4 | UDP dport 4790 |
- *                                          GPE with the P flag and next protocol 4),
+ *                                          0x894F) or VXLAN-GPE (IPv4, not a fragment |
+ *                                          UDP dport 4790 | GPE version 0 with the P flag
+ *                                          and next protocol 4),
  *                                          validated; offsets of transport, NSH and inner
  *                                          frame
  *   nsh_read_meta(data, data_end, &loc, &m) the NSH as struct nsh_meta
@@ -28,6 +29,7 @@
 #define ETH_P_8021Q_ 0x8100
 #define VXLAN_GPE_PORT 4790
 #define VXLAN_GPE_FLAG_P 0x04
+#define VXLAN_GPE_VERSION 0x30
 #define GPE_NP_NSH 4
 #define NSH_NP_ETHERNET 3
 #define NSH_BASE_LEN 8 /* base header + service path header */
@@ -128,8 +130,11 @@ static __always_inline int parse_flow(void *data, void *data_end, __u32 off, str
  *   0                    an NSH, valid, whole: `loc` filled;
  *   -1                   not NSH traffic (another EtherType, not VXLAN-GPE carrying NSH);
  *   CTR_DROP_TRUNCATED   NSH traffic whose headers are cut short;
- *   CTR_DROP_BAD_NSH     version not 0, MD type 1 with a length other than 6, MD type 2
- *                        with more context than NSH_MAX_CTX, another MD type.
+ *   CTR_DROP_BAD_NSH     version not 0, length below 2 words, MD type 1 with a length
+ *                        other than 6, MD type 2 with more context than NSH_MAX_CTX, another
+ *                        MD type.
+ * The checks come in wire::nsh::Packet::check_len's order (base header present, version,
+ * length >= 2 words, whole header present, MD type), so both sides agree on the reason.
  */
 static __always_inline int find_nsh(void *data, void *data_end, struct nsh_loc *loc)
 {
@@ -146,7 +151,8 @@ static __always_inline int find_nsh(void *data, void *data_end, struct nsh_loc *
 		__u8 *ip = data + off;
 		if (!HAS(data, data_end, off, 20))
 			return -1;
-		if (ip[9] != IPPROTO_UDP_ || ((((__u16)ip[6] << 8) | ip[7]) & 0x1fff) != 0)
+		/* UDP, not a fragment (no offset, no more-fragments flag) */
+		if (ip[9] != IPPROTO_UDP_ || ((((__u16)ip[6] << 8) | ip[7]) & 0x3fff) != 0)
 			return -1;
 		off += (__u32)ihl;
 		if (off > PARSE_MAX_OFF || !HAS(data, data_end, off, 4))
@@ -157,7 +163,8 @@ static __always_inline int find_nsh(void *data, void *data_end, struct nsh_loc *
 		if (!HAS(data, data_end, off, UDP_LEN + GPE_LEN))
 			return CTR_DROP_TRUNCATED;
 		__u8 *gpe = data + off + UDP_LEN;
-		if (!(gpe[0] & VXLAN_GPE_FLAG_P) || gpe[3] != GPE_NP_NSH)
+		if (!(gpe[0] & VXLAN_GPE_FLAG_P) || (gpe[0] & VXLAN_GPE_VERSION) ||
+		    gpe[3] != GPE_NP_NSH)
 			return -1;
 		off += UDP_LEN + GPE_LEN;
 		loc->vxlan = 1;
@@ -173,17 +180,21 @@ static __always_inline int find_nsh(void *data, void *data_end, struct nsh_loc *
 		return CTR_DROP_BAD_NSH;
 	__u32 len = (n[1] & 0x3f) * 4;
 	__u8 md = n[2] & 0x0f;
+	/* In the order wire::nsh::Packet::check_len checks: length below the base header,
+	 * then the whole header present, then what the MD type allows. */
+	if (len < NSH_BASE_LEN)
+		return CTR_DROP_BAD_NSH;
+	if (!HAS(data, data_end, off, len))
+		return CTR_DROP_TRUNCATED;
 	if (md == 1) {
 		if (len != NSH_MD1_LEN)
 			return CTR_DROP_BAD_NSH;
 	} else if (md == 2) {
-		if (len < NSH_BASE_LEN || len > NSH_BASE_LEN + NSH_MAX_CTX)
+		if (len > NSH_BASE_LEN + NSH_MAX_CTX)
 			return CTR_DROP_BAD_NSH;
 	} else {
 		return CTR_DROP_BAD_NSH;
 	}
-	if (!HAS(data, data_end, off, len))
-		return CTR_DROP_TRUNCATED;
 	loc->nsh = off;
 	loc->inner = off + len;
 	loc->md_type = md;
