@@ -13,7 +13,7 @@
 //! [[device]]                    # optional: run live on a Linux interface
 //! at = "napt.eth0"
 //! dev = "veth1"
-//! via = "afxdp"                 # optional: afxdp or afpacket (default: auto)
+//! via = "afxdp"                 # optional: afxdp, afpacket or afpacket-tc (default: auto)
 //! ```
 //!
 //! An NF written in Rust with operators (an element class registered in
@@ -156,11 +156,11 @@ pub enum ChainErrorKind {
 /// The most inputs or outputs a chain file gives an operator NF.
 pub const MAX_PORTS: usize = 64;
 
-/// A device specification that does not parse (`DEV[,afxdp|afpacket]`).
+/// A device specification that does not parse (`DEV[,afxdp|afpacket|afpacket-tc]`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DeviceSpecError {
     /// No device name.
-    #[error("expected a device name (`DEV[,afxdp|afpacket]`), found `{0}`")]
+    #[error("expected a device name (`DEV[,afxdp|afpacket|afpacket-tc]`), found `{0}`")]
     NoDevice(String),
     /// An attach kind that is not one.
     #[error(transparent)]
@@ -177,7 +177,7 @@ pub struct Device {
 }
 
 impl Device {
-    /// Parses `DEV[,afxdp|afpacket|auto]` (`--iface`'s right-hand side).
+    /// Parses `DEV[,afxdp|afpacket|afpacket-tc|auto]` (`--iface`'s right-hand side).
     pub fn parse(s: &str) -> Result<Device, DeviceSpecError> {
         let (dev, via) = s.split_once(',').unwrap_or((s, ""));
         let dev = dev.trim();
@@ -876,6 +876,9 @@ mod tests {
             }
         );
         assert_eq!(Device::parse("eth1").unwrap().via, Attach::Auto);
+        let tc = Device::parse("veth2,afpacket-tc").unwrap();
+        assert_eq!(tc.via, Attach::AfPacketTc);
+        assert_eq!(tc.to_string(), "veth2,afpacket-tc");
         assert_eq!(
             Device::parse("eth1,afpacket").unwrap().to_string(),
             "eth1,afpacket"

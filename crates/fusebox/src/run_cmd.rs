@@ -46,7 +46,7 @@ pub struct RunArgs {
     /// Input capture for an entry interface: NF.IFACE=FILE (IFACE=FILE for a single Click file). Repeatable.
     #[arg(short, long = "input", value_name = "NF.IFACE=FILE")]
     pub inputs: Vec<String>,
-    /// Run live on a Linux network device: NF.IFACE=DEV[,afxdp|afpacket] (IFACE=DEV for a
+    /// Run live on a Linux network device: NF.IFACE=DEV[,afxdp|afpacket|afpacket-tc] (IFACE=DEV for a
     /// single Click file). Frames received on DEV enter the chain at NF.IFACE (when the NF
     /// reads it), packets leaving by NF.IFACE are sent on DEV (when the NF writes it).
     /// Repeatable; overrides the chain file's `[[device]]` for the same interface. Without a

@@ -343,15 +343,23 @@ impl std::fmt::Debug for AfPacketTx {
 }
 
 impl AfPacketTx {
-    /// Opens a transmit socket on `dev` (in the calling thread's network namespace). It
-    /// receives nothing. Needs `CAP_NET_RAW`.
+    /// Opens a transmit socket on `dev` (in the calling thread's network namespace) that
+    /// hands frames to the driver directly. It receives nothing. Needs `CAP_NET_RAW`.
     pub fn open(dev: &str) -> Result<AfPacketTx, PortError> {
+        AfPacketTx::open_with(dev, true)
+    }
+
+    /// As [`AfPacketTx::open`]; `bypass_qdisc` false sends through the device's queueing
+    /// discipline, where TC egress programs (FuseBox's Fwd stage) see the frames.
+    pub fn open_with(dev: &str, bypass_qdisc: bool) -> Result<AfPacketTx, PortError> {
         let ifindex = sys::ifindex(dev)?;
         let live = Liveness::new(dev, ifindex)?;
         let fd = open_socket(dev)?;
-        let one: libc::c_int = 1;
-        // Best effort: without it frames go through the device's queueing discipline.
-        let _ = sys::setsockopt(&fd, libc::SOL_PACKET, libc::PACKET_QDISC_BYPASS, &one);
+        if bypass_qdisc {
+            let one: libc::c_int = 1;
+            // Best effort: without it frames go through the device's queueing discipline.
+            let _ = sys::setsockopt(&fd, libc::SOL_PACKET, libc::PACKET_QDISC_BYPASS, &one);
+        }
         sys::bind(&fd, &ll_addr(ifindex, 0)).map_err(io(dev, "binding to the device"))?;
         live.check_open()?;
         Ok(AfPacketTx {

@@ -40,7 +40,8 @@ pub struct Device {
     pub rx: Box<dyn RxPort>,
     /// Frames to send on the device.
     pub tx: Box<dyn TxPort>,
-    /// What was actually used ([`Kind::AfPacket`] or [`Kind::AfXdp`], never `Auto`).
+    /// What was actually used ([`Kind::AfPacket`], [`Kind::AfPacketTc`] or [`Kind::AfXdp`],
+    /// never `Auto`).
     pub kind: Kind,
     /// Why the device runs in a lesser mode than asked for, e.g. "veth1: no zero-copy,
     /// AF_XDP in copy mode" or "veth1: XDP not available (...), using AF_PACKET".
@@ -64,7 +65,8 @@ impl std::fmt::Debug for Device {
 /// why in [`Device::note`]) when the device or the kernel cannot run it.
 pub fn open(dev: &str, kind: Kind) -> Result<Device, PortError> {
     match kind {
-        Kind::AfPacket => open_afpacket(dev, None),
+        Kind::AfPacket => open_afpacket(dev, false, None),
+        Kind::AfPacketTc => open_afpacket(dev, true, None),
         Kind::AfXdp | Kind::Auto => match open_afxdp(dev) {
             Ok(d) => Ok(d),
             Err(
@@ -80,6 +82,7 @@ pub fn open(dev: &str, kind: Kind) -> Result<Device, PortError> {
                 };
                 open_afpacket(
                     dev,
+                    false,
                     Some(format!("{dev}: XDP not available ({why}), using AF_PACKET")),
                 )
             }
@@ -110,13 +113,18 @@ fn open_afxdp(dev: &str) -> Result<Device, PortError> {
     })
 }
 
-fn open_afpacket(dev: &str, note: Option<String>) -> Result<Device, PortError> {
+/// AF_PACKET on `dev`; `through_tc`: sending through the queueing discipline (TC egress).
+fn open_afpacket(dev: &str, through_tc: bool, note: Option<String>) -> Result<Device, PortError> {
     let rx = afpacket::AfPacketRx::open(dev)?;
-    let tx = afpacket::AfPacketTx::open(dev)?;
+    let tx = afpacket::AfPacketTx::open_with(dev, !through_tc)?;
     Ok(Device {
         rx: Box::new(rx),
         tx: Box::new(tx),
-        kind: Kind::AfPacket,
+        kind: if through_tc {
+            Kind::AfPacketTc
+        } else {
+            Kind::AfPacket
+        },
         note,
     })
 }

@@ -131,3 +131,57 @@ fn a_device_down_at_open_says_so() {
         );
     }
 }
+
+/// Packets the queueing discipline of `dev` in `ns` has sent (`tc -s qdisc`).
+fn qdisc_sent(ns: &str, dev: &str) -> u64 {
+    let out = std::process::Command::new("ip")
+        .args(["netns", "exec", ns, "tc", "-s", "qdisc", "show", "dev", dev])
+        .output()
+        .expect("tc");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.split_whitespace()
+        .skip_while(|w| *w != "Sent")
+        .nth(3)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no `Sent … pkt` in {text:?}"))
+}
+
+#[test]
+fn afpacket_tc_sends_through_the_queueing_discipline_and_afpacket_does_not() {
+    if !can_run("afpacket_tc_sends_through_the_queueing_discipline_and_afpacket_does_not") {
+        return;
+    }
+    let net = Net::new();
+    // A counting root qdisc (veth has none of its own).
+    let out = std::process::Command::new("ip")
+        .args([
+            "netns", "exec", &net.a, "tc", "qdisc", "add", "dev", &net.dev_a, "root", "pfifo",
+        ])
+        .output()
+        .expect("tc");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut rx = net.in_b(|| AfPacketRx::open(&net.dev_b)).unwrap();
+    let before = qdisc_sent(&net.a, &net.dev_a);
+    let mut direct = net.in_a(|| nic::open(&net.dev_a, Kind::AfPacket)).unwrap();
+    send_all(direct.tx.as_mut(), &frames(20));
+    let (got, _) = receive(&mut rx, 20, Duration::from_secs(5));
+    assert_eq!(got.len(), 20);
+    assert_eq!(
+        qdisc_sent(&net.a, &net.dev_a),
+        before,
+        "afpacket went through the qdisc"
+    );
+    let mut tc = net
+        .in_a(|| nic::open(&net.dev_a, Kind::AfPacketTc))
+        .unwrap();
+    assert_eq!(tc.kind, Kind::AfPacketTc);
+    let sent = frames(30);
+    send_all(tc.tx.as_mut(), &sent);
+    let (got, _) = receive(&mut rx, 30, Duration::from_secs(5));
+    assert_eq!(got, sent);
+    assert_eq!(qdisc_sent(&net.a, &net.dev_a), before + 30);
+}

@@ -164,6 +164,10 @@ pub enum Attach {
     AfXdp,
     /// An AF_PACKET socket with a memory-mapped receive ring.
     AfPacket,
+    /// AF_PACKET whose frames are sent through the device's queueing discipline, so TC
+    /// egress programs see them (an NSH-aware FuseBox SF with the Fwd stage on its
+    /// interface's TC egress); `afpacket` and `afxdp` hand frames to the driver directly.
+    AfPacketTc,
 }
 
 impl std::fmt::Display for Attach {
@@ -172,13 +176,14 @@ impl std::fmt::Display for Attach {
             Attach::Auto => "auto",
             Attach::AfXdp => "afxdp",
             Attach::AfPacket => "afpacket",
+            Attach::AfPacketTc => "afpacket-tc",
         })
     }
 }
 
 /// A way to attach that is not one of `afxdp`, `afpacket`, `auto`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown way to attach `{0}`: expected afxdp, afpacket or auto")]
+#[error("unknown way to attach `{0}`: expected afxdp, afpacket, afpacket-tc or auto")]
 pub struct UnknownAttach(pub String);
 
 impl std::str::FromStr for Attach {
@@ -188,6 +193,7 @@ impl std::str::FromStr for Attach {
             "auto" | "" => Ok(Attach::Auto),
             "afxdp" => Ok(Attach::AfXdp),
             "afpacket" => Ok(Attach::AfPacket),
+            "afpacket-tc" => Ok(Attach::AfPacketTc),
             o => Err(UnknownAttach(o.to_string())),
         }
     }
