@@ -573,6 +573,7 @@ impl Nsh {
         )
         .macs(tunnel.src_mac, tunnel.dst_mac)
         .ttl(tunnel.ttl)
+        .fragment(tunnel.dont_frag, false, 0)
         .payload(&gpe)
         .l4_sum(Sum::Zero)
         .build()
@@ -594,6 +595,8 @@ pub struct Gpe {
     pub sport: u16,
     /// Outer IPv4 TTL; 64 by default.
     pub ttl: u8,
+    /// The outer IPv4 header's don't-fragment flag; clear by default.
+    pub dont_frag: bool,
     /// The 24-bit VXLAN network identifier.
     pub vni: u32,
 }
@@ -608,6 +611,7 @@ impl Gpe {
             dst_ip: dst_ip.into(),
             sport: vxlan::VXLAN_GPE_PORT,
             ttl: 64,
+            dont_frag: false,
             vni,
         }
     }
@@ -917,7 +921,13 @@ mod tests {
         let f = md2.vxlan_gpe(&gpe, &inner);
         let ip = ipv4::Packet::new_checked(&f[14..]).unwrap();
         assert!(ip.verify_checksum());
+        assert!(!ip.dont_frag());
         assert_eq!(ip.protocol(), crate::ip::protocol::UDP);
+        gpe.dont_frag = true;
+        let df = md2.vxlan_gpe(&gpe, &inner);
+        let dip = ipv4::Packet::new_checked(&df[14..]).unwrap();
+        assert!(dip.dont_frag() && dip.verify_checksum());
+        assert_eq!((&df[..20], &df[22..24], &df[26..]), (&f[..20], &f[22..24], &f[26..]));
         let u = udp::Packet::new_checked(ip.payload()).unwrap();
         assert_eq!((u.src_port(), u.dst_port(), u.checksum()), (40000, 4790, 0));
         let g = vxlan::Packet::new_checked(u.payload()).unwrap();
