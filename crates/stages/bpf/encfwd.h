@@ -27,17 +27,17 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 #include "maps.h"
-#include "encfwd_parse.h" /* until parse.h lands */
+#include "parse.h"
 
 /* The outer IPv4 header of a VXLAN-GPE tunnel. */
 #define GPE_IP_TTL 64
 #define GPE_IP_DF 0x4000
-/* Ethernet + IPv4 (no options) + UDP + VXLAN-GPE. */
-#define GPE_TRANSPORT_LEN (ETH_HLEN + 20 + 8 + 8)
 /* VXLAN-GPE flags: I (VNI valid) and P (next protocol present). */
 #define GPE_FLAGS_IP 0x0c
+/* Ethernet + IPv4 (no options) + UDP + VXLAN-GPE. */
+#define GPE_TRANSPORT_LEN (ETH_LEN + 20 + UDP_LEN + GPE_LEN)
 
-/* Largest header Enc or Fwd pushes: the VXLAN-GPE transport and the longest NSH. */
+/* Largest header Enc or Fwd writes: the VXLAN-GPE transport and the longest NSH. */
 #define PUSH_MAX (GPE_TRANSPORT_LEN + NSH_BASE_LEN + NSH_MAX_CTX)
 
 /* Returned by enc_decide when Enc has an NSH to push (not a TC verdict). */
@@ -81,29 +81,23 @@ static __always_inline __u16 ipv4_csum(const __u16 *w)
 /* The context length of `m`, or -1 when it is not a valid MD type 1 or 2 context. */
 static __always_inline int nsh_ctx_len(const struct nsh_meta *m)
 {
-	if (m->md_type == NSH_MD1)
-		return NSH_MD1_CTX;
-	if (m->md_type == NSH_MD2 && m->ctx_len <= NSH_MAX_CTX && !(m->ctx_len & 3))
+	if (m->md_type == 1)
+		return NSH_MD1_LEN - NSH_BASE_LEN;
+	if (m->md_type == 2 && m->ctx_len <= NSH_MAX_CTX && !(m->ctx_len & 3))
 		return m->ctx_len;
 	return -1;
 }
 
 /*
- * Writes the NSH for `m` (whose context is `clen` bytes, from nsh_ctx_len) with service path
- * header `sph` and TTL `ttl`, next protocol Ethernet, at `out`, which has room for
- * NSH_BASE_LEN + NSH_MAX_CTX bytes. Returns its length.
+ * Writes the NSH of `m` (validated by nsh_ctx_len; next protocol Ethernet, TTL 0 meaning 63)
+ * at `out`, which has room for NSH_BASE_LEN + NSH_MAX_CTX bytes. Returns its length.
  */
-static __always_inline __u32 nsh_write(__u8 *out, const struct nsh_meta *m, __u32 clen,
-				       __u32 sph, __u8 ttl)
+static __always_inline __u32 nsh_write(__u8 *out, const struct nsh_meta *m)
 {
-	ttl &= 0x3f;
-	out[0] = ttl >> 2; /* version 0, O and U bits clear */
-	out[1] = (ttl & 3) << 6 | (2 + clen / 4);
-	out[2] = m->md_type;
-	out[3] = NSH_NP_ETHERNET;
-	*(__be32 *)(out + 4) = bpf_htonl(sph);
+	__u32 len = nsh_write_base(out, m);
+
 	__builtin_memcpy(out + NSH_BASE_LEN, m->ctx, NSH_MAX_CTX);
-	return NSH_BASE_LEN + clen;
+	return len;
 }
 
 /* The next hop's outer Ethernet header (destination, source, EtherType) at `out`. */
@@ -116,30 +110,30 @@ static __always_inline void eth_write(__u8 *out, const struct fwd_val *f, __u16 
 
 /*
  * The VXLAN-GPE transport (Ethernet, IPv4, UDP, VXLAN-GPE: GPE_TRANSPORT_LEN bytes) at `out`
- * for a tunnel carrying `payload` bytes (NSH and inner frame) with UDP source port `sport`.
+ * for a tunnel to `f` carrying `payload` bytes (NSH and inner frame) from UDP port `sport`.
  */
 static __always_inline void gpe_write(__u8 *out, const struct fwd_val *f, __u32 payload,
 				      __u16 sport)
 {
-	__u8 *ip = out + ETH_HLEN;
+	__u8 *ip = out + ETH_LEN;
 	__u8 *udp = ip + 20;
-	__u8 *gpe = udp + 8;
+	__u8 *gpe = udp + UDP_LEN;
 
 	eth_write(out, f, ETH_P_IP);
 	ip[0] = 0x45;
 	ip[1] = 0;
-	*(__be16 *)(ip + 2) = bpf_htons(20 + 8 + 8 + payload);
+	*(__be16 *)(ip + 2) = bpf_htons(20 + UDP_LEN + GPE_LEN + payload);
 	*(__be16 *)(ip + 4) = 0;
 	*(__be16 *)(ip + 6) = bpf_htons(GPE_IP_DF);
 	ip[8] = GPE_IP_TTL;
-	ip[9] = IPPROTO_UDP;
+	ip[9] = IPPROTO_UDP_;
 	*(__u16 *)(ip + 10) = 0;
 	*(__be32 *)(ip + 12) = f->saddr;
 	*(__be32 *)(ip + 16) = f->daddr;
 	*(__u16 *)(ip + 10) = ipv4_csum((const __u16 *)ip);
 	*(__be16 *)(udp + 0) = bpf_htons(sport);
 	*(__be16 *)(udp + 2) = bpf_htons(VXLAN_GPE_PORT);
-	*(__be16 *)(udp + 4) = bpf_htons(8 + 8 + payload);
+	*(__be16 *)(udp + 4) = bpf_htons(UDP_LEN + GPE_LEN + payload);
 	*(__be16 *)(udp + 6) = 0;
 	gpe[0] = GPE_FLAGS_IP;
 	gpe[1] = 0;
@@ -164,148 +158,22 @@ struct push_buf {
 /* Grows the packet at its head by `len` bytes and writes `hdr` there. */
 static __always_inline int push_head(struct __sk_buff *skb, const struct push_buf *hdr, __u32 len)
 {
-	if (len < ETH_HLEN || len > PUSH_MAX)
+	if (len < ETH_LEN || len > PUSH_MAX)
 		return -1;
 	if (bpf_skb_change_head(skb, len, 0))
 		return -1;
 	return bpf_skb_store_bytes(skb, 0, hdr->b, len, 0);
 }
 
-/* Where the packet goes once Fwd rewrote it for `f`. */
-static __always_inline int fwd_out(const struct fwd_val *f)
-{
-	if (!f->ifindex)
-		return TC_ACT_OK;
-	return bpf_redirect(f->ifindex, (f->flags & FWDF_INGRESS) ? BPF_F_INGRESS : 0);
-}
-
-/* Counts `ctr` of `stage` and returns `verdict`. */
-static __always_inline int verdict(__u32 stage, __u32 ctr, int v)
-{
-	count(stage, ctr);
-	return v;
-}
-
-/*
- * Enc's decision for the frame at the head of `skb`: a TC verdict (passed, end of chain,
- * dropped; counted), or ENC_PUSH with the NSH to push in `m`, its context length in
- * `*clen`, its new service path header in `*sph` and the forwarding entry for it (NULL if
- * none) in `*fv`. `key` receives the frame's 5-tuple.
- */
-static __always_inline int enc_decide(struct __sk_buff *skb, struct flow_key *key,
-				      struct nsh_meta *m, __u32 *clen, __u32 *sph,
-				      struct fwd_val **fv)
-{
-	int cl;
-	void *data = (void *)(long)skb->data;
-	void *end = (void *)(long)skb->data_end;
-	struct nsh_meta *p;
-
-	count(STAGE_ENC, CTR_PACKETS);
-	if (flow_parse(data, end, 0, key) < 0)
-		return verdict(STAGE_ENC, CTR_PASSED, TC_ACT_OK);
-	p = bpf_map_lookup_elem(&proxy_table, key);
-	if (p) {
-		*m = *p;
-	} else {
-		/* NAT-aware: the SF rewrote the 5-tuple of the frame this CPU's Dec handed it
-		 * (same softirq run); learn the translated key. last_dec is consumed so that one
-		 * decapsulation teaches at most one key. */
-		__u32 ifindex = skb->ifindex, zero = 0;
-		struct stage_cfg *c = bpf_map_lookup_elem(&cfg, &ifindex);
-		struct nsh_meta *l;
-
-		if (!c || !(c->flags & CFG_NAT_LEARN))
-			return verdict(STAGE_ENC, CTR_PROXY_MISS, TC_ACT_OK);
-		l = bpf_map_lookup_elem(&last_dec, &zero);
-		if (!l || !l->md_type)
-			return verdict(STAGE_ENC, CTR_PROXY_MISS, TC_ACT_OK);
-		*m = *l;
-		m->flags = PROXY_LEARNED;
-		l->md_type = 0;
-		if (!bpf_map_update_elem(&proxy_table, key, m, BPF_ANY))
-			count(STAGE_ENC, CTR_LEARNED);
-	}
-	/* SI 0 cannot be decremented: the path is over (RFC 8300 §2.3). */
-	cl = nsh_ctx_len(m);
-	if (cl < 0 || !(m->sph & 0xff))
-		return verdict(STAGE_ENC, CTR_DROP_BAD_NSH, TC_ACT_SHOT);
-	*clen = cl;
-	*sph = m->sph - 1;
-	*fv = bpf_map_lookup_elem(&fwd_table, sph);
-	if (*fv && (*fv)->action == FWD_END)
-		return verdict(STAGE_ENC, CTR_DELIVERED, TC_ACT_OK);
-	return ENC_PUSH;
-}
-
-/* Enc alone: pushes outer Ethernet (zero MACs, EtherType NSH) and the NSH, then lets the
- * next TC filter (Fwd) run. */
-static __always_inline int enc_run(struct __sk_buff *skb)
-{
-	struct flow_key key = {};
-	struct nsh_meta m;
-	struct push_buf hdr = {};
-	struct fwd_val *fv;
-	__u32 sph, clen, n;
-	int r;
-
-	r = enc_decide(skb, &key, &m, &clen, &sph, &fv);
-	if (r != ENC_PUSH)
-		return r;
-	*(__be16 *)(hdr.b + 12) = bpf_htons(ETH_P_NSH);
-	n = nsh_write(hdr.b + ETH_HLEN, &m, clen, sph, m.ttl);
-	if (push_head(skb, &hdr, ETH_HLEN + n))
-		return verdict(STAGE_ENC, CTR_DROP_NO_ROOM, TC_ACT_SHOT);
-	return verdict(STAGE_ENC, CTR_DONE, TC_ACT_UNSPEC);
-}
-
-/* Enc+Fwd: Enc's decision, then Fwd's on the NSH Enc would have pushed (TTL, next hop),
- * then one push of the next hop's transport and the NSH. */
-static __always_inline int enc_fwd_run(struct __sk_buff *skb)
-{
-	struct flow_key key = {};
-	struct nsh_meta m;
-	struct push_buf hdr = {};
-	struct fwd_val *f;
-	__u32 sph, clen, n, len = skb->len;
-	int r;
-
-	r = enc_decide(skb, &key, &m, &clen, &sph, &f);
-	if (r != ENC_PUSH)
-		return r;
-	count(STAGE_ENC, CTR_DONE);
-	count(STAGE_FWD, CTR_PACKETS);
-	if ((m.ttl & 0x3f) <= 1)
-		return verdict(STAGE_FWD, CTR_DROP_TTL, TC_ACT_SHOT);
-	if (!f)
-		return verdict(STAGE_FWD, CTR_DROP_UNKNOWN_SPI, TC_ACT_SHOT);
-	if (f->action == FWD_ETHERNET) {
-		eth_write(hdr.b, f, ETH_P_NSH);
-		n = ETH_HLEN + nsh_write(hdr.b + ETH_HLEN, &m, clen, sph, m.ttl - 1);
-	} else if (f->action == FWD_VXLAN_GPE) {
-		n = nsh_write(hdr.b + GPE_TRANSPORT_LEN, &m, clen, sph, m.ttl - 1);
-		if (len + n + GPE_TRANSPORT_LEN - ETH_HLEN > 0xffff)
-			return verdict(STAGE_FWD, CTR_DROP_NO_ROOM, TC_ACT_SHOT);
-		gpe_write(hdr.b, f, n + len, gpe_sport(f, &key));
-		n += GPE_TRANSPORT_LEN;
-	} else {
-		return verdict(STAGE_FWD, CTR_DROP_UNKNOWN_SPI, TC_ACT_SHOT);
-	}
-	if (push_head(skb, &hdr, n))
-		return verdict(STAGE_FWD, CTR_DROP_NO_ROOM, TC_ACT_SHOT);
-	return verdict(STAGE_FWD, CTR_DONE, fwd_out(f));
-}
-
-/* Most bytes of inner frame the Ethernet-transport end of path moves (see fwd_strip). */
+/* Most bytes after the cut pull_front moves. */
 #define MOVE_CHUNK 256
 #define MOVE_CHUNKS 64
 
 /*
- * Removes the first `n` bytes of the packet. bpf_skb_adjust_room works only on packets the
- * kernel took for IP (skb->protocol), which an NSH-over-Ethernet frame is not: the rest of
- * the frame is moved down by `n` in chunks and the tail trimmed. Frames of at most
- * MOVE_CHUNK * MOVE_CHUNKS bytes after the cut (16 KiB; SF interfaces run without
- * GSO/GRO).
+ * Removes the first `n` bytes of the packet by moving the rest down in chunks and trimming
+ * the tail: bpf_skb_adjust_room works only on packets the kernel took for IP (skb->protocol),
+ * which an NSH-over-Ethernet frame is not. At most MOVE_CHUNK * MOVE_CHUNKS bytes (16 KiB)
+ * after the cut; SF interfaces run without GSO/GRO.
  */
 static __always_inline int pull_front(struct __sk_buff *skb, __u32 n)
 {
@@ -336,101 +204,227 @@ static __always_inline int pull_front(struct __sk_buff *skb, __u32 n)
 }
 
 /*
- * End of path: removes transport and NSH (`nsh` describes them), leaving the inner frame.
- * Over VXLAN-GPE the kernel took the frame for IPv4 and bpf_skb_adjust_room cuts the headers
- * after the outer Ethernet header, which the inner one then overwrites; over Ethernet the
- * frame is moved (pull_front).
+ * Removes `n` bytes in front of what the packet keeps, leaving at least ETH_LEN bytes that
+ * the caller overwrites. Over VXLAN-GPE (`ip`: the kernel took the frame for IPv4)
+ * bpf_skb_adjust_room cuts them behind the outer Ethernet header without moving the payload;
+ * otherwise, or if it refuses, pull_front moves the packet.
  */
-static __always_inline int fwd_strip(struct __sk_buff *skb, const struct nsh_loc *nsh)
+static __always_inline int cut_head(struct __sk_buff *skb, __u32 n, int ip)
 {
-	__u32 cut = nsh->off + nsh->len; /* where the inner frame starts */
-	__u8 inner[ETH_HLEN];
+	if (ip && n <= 0xfff && !bpf_skb_adjust_room(skb, -(__s32)n, BPF_ADJ_ROOM_MAC, 0))
+		return 0;
+	return pull_front(skb, n);
+}
 
-	if (!nsh->gpe)
-		return pull_front(skb, cut);
-	if (cut > 0xfff || bpf_skb_load_bytes(skb, cut, inner, ETH_HLEN))
-		return -1;
-	if (bpf_skb_adjust_room(skb, -(__s32)cut, BPF_ADJ_ROOM_MAC, 0))
-		return -1;
-	return bpf_skb_store_bytes(skb, 0, inner, ETH_HLEN, 0);
+/* Where the packet goes once Fwd rewrote it for `f`. */
+static __always_inline int fwd_out(const struct fwd_val *f)
+{
+	if (!f->ifindex)
+		return TC_ACT_OK;
+	return bpf_redirect(f->ifindex, (f->flags & FWDF_INGRESS) ? BPF_F_INGRESS : 0);
+}
+
+/* Counts `ctr` of `stage` and returns the verdict `v`. */
+static __always_inline int verdict(__u32 stage, __u32 ctr, int v)
+{
+	count(stage, ctr);
+	return v;
+}
+
+/*
+ * Enc's decision for the frame of `skb`: a TC verdict (passed, end of chain, dropped;
+ * counted), or ENC_PUSH with the NSH to push in `m` (its SPH already SI - 1) and the
+ * forwarding entry for it (NULL if none) in `*fv`. `key` receives the frame's 5-tuple.
+ */
+static __always_inline int enc_decide(struct __sk_buff *skb, struct flow_key *key,
+				      struct nsh_meta *m, struct fwd_val **fv)
+{
+	void *data = (void *)(long)skb->data;
+	void *data_end = (void *)(long)skb->data_end;
+	struct nsh_meta *p;
+
+	count(STAGE_ENC, CTR_PACKETS);
+	if (parse_flow(data, data_end, 0, key) < 0)
+		return verdict(STAGE_ENC, CTR_PASSED, TC_ACT_OK);
+	p = bpf_map_lookup_elem(&proxy_table, key);
+	if (p) {
+		*m = *p;
+	} else {
+		/* NAT-aware: the SF rewrote the 5-tuple of the frame this CPU's Dec handed it
+		 * (same softirq run); learn the translated key. last_dec is consumed, so one
+		 * decapsulation teaches at most one key. */
+		__u32 ifindex = skb->ifindex, zero = 0;
+		struct stage_cfg *c = bpf_map_lookup_elem(&cfg, &ifindex);
+		struct nsh_meta *l;
+
+		if (!c || !(c->flags & CFG_NAT_LEARN))
+			return verdict(STAGE_ENC, CTR_PROXY_MISS, TC_ACT_OK);
+		l = bpf_map_lookup_elem(&last_dec, &zero);
+		if (!l || !l->md_type)
+			return verdict(STAGE_ENC, CTR_PROXY_MISS, TC_ACT_OK);
+		*m = *l;
+		m->flags = PROXY_LEARNED;
+		l->md_type = 0;
+		if (!bpf_map_update_elem(&proxy_table, key, m, BPF_ANY))
+			count(STAGE_ENC, CTR_LEARNED);
+	}
+	/* SI 0 cannot be decremented: the path is over (RFC 8300 §2.3). */
+	if (nsh_ctx_len(m) < 0 || !(m->sph & 0xff))
+		return verdict(STAGE_ENC, CTR_DROP_BAD_NSH, TC_ACT_SHOT);
+	m->sph -= 1;
+	*fv = bpf_map_lookup_elem(&fwd_table, &m->sph);
+	if (*fv && (*fv)->action == FWD_END)
+		return verdict(STAGE_ENC, CTR_DELIVERED, TC_ACT_OK);
+	return ENC_PUSH;
+}
+
+/* Enc alone: pushes outer Ethernet (zero MACs, EtherType NSH) and the NSH, then lets the
+ * next TC filter (Fwd) run. */
+static __always_inline int enc_run(struct __sk_buff *skb)
+{
+	struct flow_key key = {};
+	struct nsh_meta m;
+	struct push_buf hdr = {};
+	struct fwd_val *fv;
+	__u32 n;
+	int r;
+
+	r = enc_decide(skb, &key, &m, &fv);
+	if (r != ENC_PUSH)
+		return r;
+	*(__be16 *)(hdr.b + 12) = bpf_htons(ETH_P_NSH);
+	n = ETH_LEN + nsh_write(hdr.b + ETH_LEN, &m);
+	if (push_head(skb, &hdr, n))
+		return verdict(STAGE_ENC, CTR_DROP_NO_ROOM, TC_ACT_SHOT);
+	return verdict(STAGE_ENC, CTR_DONE, TC_ACT_UNSPEC);
+}
+
+/* Fwd's TTL rule (RFC 8300 §2.2): decremented before the lookup, never forwarded at 0.
+ * Returns the new TTL, or 0 when the packet must be dropped. */
+static __always_inline __u8 ttl_next(__u8 ttl)
+{
+	return ttl > 1 ? ttl - 1 : 0;
+}
+
+/* Enc+Fwd: Enc's decision, then Fwd's on the NSH Enc would have pushed (TTL, next hop),
+ * then one push of the next hop's transport and the NSH. */
+static __always_inline int enc_fwd_run(struct __sk_buff *skb)
+{
+	struct flow_key key = {};
+	struct nsh_meta m;
+	struct push_buf hdr = {};
+	struct fwd_val *f;
+	__u32 n, len = skb->len;
+	int r;
+
+	r = enc_decide(skb, &key, &m, &f);
+	if (r != ENC_PUSH)
+		return r;
+	count(STAGE_ENC, CTR_DONE);
+	count(STAGE_FWD, CTR_PACKETS);
+	m.ttl = ttl_next(m.ttl ? m.ttl & 0x3f : 63);
+	if (!m.ttl)
+		return verdict(STAGE_FWD, CTR_DROP_TTL, TC_ACT_SHOT);
+	if (!f)
+		return verdict(STAGE_FWD, CTR_DROP_UNKNOWN_SPI, TC_ACT_SHOT);
+	if (f->action == FWD_ETHERNET) {
+		eth_write(hdr.b, f, ETH_P_NSH);
+		n = ETH_LEN + nsh_write(hdr.b + ETH_LEN, &m);
+	} else if (f->action == FWD_VXLAN_GPE) {
+		n = nsh_write(hdr.b + GPE_TRANSPORT_LEN, &m);
+		if (len + n + GPE_TRANSPORT_LEN - ETH_LEN > 0xffff)
+			return verdict(STAGE_FWD, CTR_DROP_NO_ROOM, TC_ACT_SHOT);
+		gpe_write(hdr.b, f, n + len, gpe_sport(f, &key));
+		n += GPE_TRANSPORT_LEN;
+	} else {
+		return verdict(STAGE_FWD, CTR_DROP_UNKNOWN_SPI, TC_ACT_SHOT);
+	}
+	if (push_head(skb, &hdr, n))
+		return verdict(STAGE_FWD, CTR_DROP_NO_ROOM, TC_ACT_SHOT);
+	return verdict(STAGE_FWD, CTR_DONE, fwd_out(f));
+}
+
+/*
+ * Gives the packet a transport of `want` bytes in front of its NSH, which now has `have`:
+ * grown at the head, or cut (see cut_head). The caller then writes all `want` bytes.
+ */
+static __always_inline int fwd_transport(struct __sk_buff *skb, __u32 have, __u32 want,
+					 int ip)
+{
+	if (have < want)
+		return bpf_skb_change_head(skb, want - have, 0);
+	if (have > want)
+		return cut_head(skb, have - want, ip);
+	return 0;
 }
 
 /* Fwd alone. */
 static __always_inline int fwd_run(struct __sk_buff *skb)
 {
 	void *data = (void *)(long)skb->data;
-	void *end = (void *)(long)skb->data_end;
+	void *data_end = (void *)(long)skb->data_end;
 	struct flow_key inner = {};
 	struct push_buf hdr = {};
-	struct nsh_loc nsh = {};
+	struct nsh_loc loc = {};
 	struct fwd_val *f;
-	__u8 ttl2[2];
-	__u32 len = skb->len, ttl;
+	__u32 len = skb->len, sph, want;
+	__u8 *nsh, b0, b1, ttl, np[2];
 	int r;
 
 	count(STAGE_FWD, CTR_PACKETS);
-	r = nsh_parse(data, end, &nsh);
-	if (r == NSH_NONE)
+	r = find_nsh(data, data_end, &loc);
+	if (r < 0)
 		return verdict(STAGE_FWD, CTR_PASSED, TC_ACT_OK);
-	if (r == NSH_TRUNCATED)
+	if (r > 0)
+		return verdict(STAGE_FWD, r, TC_ACT_SHOT);
+	if (loc.nsh > PARSE_MAX_OFF || !HAS(data, data_end, loc.nsh, NSH_BASE_LEN))
 		return verdict(STAGE_FWD, CTR_DROP_TRUNCATED, TC_ACT_SHOT);
-	if (r != NSH_OK)
-		return verdict(STAGE_FWD, CTR_DROP_BAD_NSH, TC_ACT_SHOT);
+	nsh = (__u8 *)data + loc.nsh;
+	b0 = nsh[0];
+	b1 = nsh[1];
+	sph = (__u32)nsh[4] << 24 | (__u32)nsh[5] << 16 | (__u32)nsh[6] << 8 | nsh[7];
 
-	/* RFC 8300 §2.2: decrement the TTL before the lookup; never forward a TTL of 0. */
-	ttl = nsh.ttl;
-	if (ttl <= 1)
+	ttl = ttl_next((b0 & 0x0f) << 2 | b1 >> 6);
+	if (!ttl)
 		return verdict(STAGE_FWD, CTR_DROP_TTL, TC_ACT_SHOT);
-	f = bpf_map_lookup_elem(&fwd_table, &nsh.sph);
+	f = bpf_map_lookup_elem(&fwd_table, &sph);
 	if (!f)
 		return verdict(STAGE_FWD, CTR_DROP_UNKNOWN_SPI, TC_ACT_SHOT);
-	ttl -= 1;
-	ttl2[0] = (nsh.b0 & 0xf0) | ttl >> 2;
-	ttl2[1] = (ttl & 3) << 6 | (nsh.b1 & 0x3f);
 
 	if (f->action == FWD_END) {
-		if (nsh.next_proto != NSH_NP_ETHERNET)
+		__u8 eth[ETH_LEN];
+
+		if (loc.next_proto != NSH_NP_ETHERNET)
 			return verdict(STAGE_FWD, CTR_DROP_INNER, TC_ACT_SHOT);
-		if (nsh.off + nsh.len + ETH_HLEN > len)
+		if (bpf_skb_load_bytes(skb, loc.inner, eth, ETH_LEN))
 			return verdict(STAGE_FWD, CTR_DROP_TRUNCATED, TC_ACT_SHOT);
-		if (fwd_strip(skb, &nsh))
+		if (cut_head(skb, loc.inner, loc.vxlan) ||
+		    bpf_skb_store_bytes(skb, 0, eth, ETH_LEN, 0))
 			return verdict(STAGE_FWD, CTR_DROP_NO_ROOM, TC_ACT_SHOT);
 		return verdict(STAGE_FWD, CTR_DELIVERED, fwd_out(f));
 	}
 	if (f->action == FWD_ETHERNET) {
+		want = ETH_LEN;
 		eth_write(hdr.b, f, ETH_P_NSH);
-		if (nsh.gpe &&
-		    bpf_skb_adjust_room(skb, -(__s32)(nsh.off - ETH_HLEN), BPF_ADJ_ROOM_MAC, 0))
-			return verdict(STAGE_FWD, CTR_DROP_NO_ROOM, TC_ACT_SHOT);
-		if (bpf_skb_store_bytes(skb, 0, hdr.b, ETH_HLEN, 0) ||
-		    bpf_skb_store_bytes(skb, ETH_HLEN, ttl2, 2, 0))
-			return verdict(STAGE_FWD, CTR_DROP_NO_ROOM, TC_ACT_SHOT);
-		return verdict(STAGE_FWD, CTR_DONE, fwd_out(f));
-	}
-	if (f->action == FWD_VXLAN_GPE) {
-		__u32 payload = len - nsh.off; /* NSH and inner frame */
+	} else if (f->action == FWD_VXLAN_GPE) {
+		__u32 payload = len - loc.nsh; /* NSH and inner frame */
 
-		if (payload + GPE_TRANSPORT_LEN - ETH_HLEN > 0xffff)
+		if (payload + GPE_TRANSPORT_LEN - ETH_LEN > 0xffff)
 			return verdict(STAGE_FWD, CTR_DROP_NO_ROOM, TC_ACT_SHOT);
-		if (!f->udp_sport)
-			flow_parse(data, end, nsh.off + nsh.len, &inner);
+		if (!f->udp_sport && loc.next_proto == NSH_NP_ETHERNET)
+			parse_flow(data, data_end, loc.inner, &inner);
+		want = GPE_TRANSPORT_LEN;
 		gpe_write(hdr.b, f, payload, gpe_sport(f, &inner));
-		/* Make the transport GPE_TRANSPORT_LEN long: grow an Ethernet one at the head,
-		 * cut IPv4 options from a VXLAN-GPE one. */
-		if (nsh.off < GPE_TRANSPORT_LEN) {
-			if (bpf_skb_change_head(skb, GPE_TRANSPORT_LEN - nsh.off, 0))
-				return verdict(STAGE_FWD, CTR_DROP_NO_ROOM, TC_ACT_SHOT);
-		} else if (nsh.off > GPE_TRANSPORT_LEN) {
-			if (bpf_skb_adjust_room(skb, -(__s32)(nsh.off - GPE_TRANSPORT_LEN),
-						BPF_ADJ_ROOM_MAC, 0))
-				return verdict(STAGE_FWD, CTR_DROP_NO_ROOM, TC_ACT_SHOT);
-		}
-		if (bpf_skb_store_bytes(skb, 0, hdr.b, GPE_TRANSPORT_LEN, 0) ||
-		    bpf_skb_store_bytes(skb, GPE_TRANSPORT_LEN, ttl2, 2, 0))
-			return verdict(STAGE_FWD, CTR_DROP_NO_ROOM, TC_ACT_SHOT);
-		return verdict(STAGE_FWD, CTR_DONE, fwd_out(f));
+	} else {
+		return verdict(STAGE_FWD, CTR_DROP_UNKNOWN_SPI, TC_ACT_SHOT);
 	}
-	return verdict(STAGE_FWD, CTR_DROP_UNKNOWN_SPI, TC_ACT_SHOT);
+	np[0] = (b0 & 0xf0) | ttl >> 2;
+	np[1] = (ttl & 3) << 6 | (b1 & 0x3f);
+	if (fwd_transport(skb, loc.nsh, want, loc.vxlan) ||
+	    bpf_skb_store_bytes(skb, 0, hdr.b, want, 0) ||
+	    bpf_skb_store_bytes(skb, want, np, 2, 0))
+		return verdict(STAGE_FWD, CTR_DROP_NO_ROOM, TC_ACT_SHOT);
+	return verdict(STAGE_FWD, CTR_DONE, fwd_out(f));
 }
 
 #endif

@@ -927,7 +927,10 @@ mod tests {
         let df = md2.vxlan_gpe(&gpe, &inner);
         let dip = ipv4::Packet::new_checked(&df[14..]).unwrap();
         assert!(dip.dont_frag() && dip.verify_checksum());
-        assert_eq!((&df[..20], &df[22..24], &df[26..]), (&f[..20], &f[22..24], &f[26..]));
+        assert_eq!(
+            (&df[..20], &df[22..24], &df[26..]),
+            (&f[..20], &f[22..24], &f[26..])
+        );
         let u = udp::Packet::new_checked(ip.payload()).unwrap();
         assert_eq!((u.src_port(), u.dst_port(), u.checksum()), (40000, 4790, 0));
         let g = vxlan::Packet::new_checked(u.payload()).unwrap();

@@ -30,3 +30,13 @@ pub const TC_ACT_UNSPEC: u32 = u32::MAX;
 
 /// The NSH EtherType.
 pub const ETH_NSH: u16 = 0x894f;
+
+/// Pins the calling test thread to the first CPU it may run on, so that the per-CPU
+/// `last_dec` slot one test run writes (Dec) is the one the next reads (Enc), as when the
+/// kernel runs both in one softirq.
+pub fn pin_cpu() {
+    let core = core_affinity::get_core_ids()
+        .and_then(|ids| ids.into_iter().next())
+        .expect("CPU ids");
+    assert!(core_affinity::set_for_current(core), "pin to {core:?}");
+}
