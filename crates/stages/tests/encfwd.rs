@@ -685,6 +685,14 @@ fn enc_fwd_equals_enc_then_fwd() {
             ret: TC_ACT_REDIRECT,
         },
         Case {
+            name: "controller's entry, TTL 0 meaning 63",
+            md: 1,
+            ttl: 0,
+            hop: Some(hop(FwdAction::Ethernet, LO, 0, 0)),
+            want: Some(nsh(1, 99, 62).ethernet(NEXT_MAC, OUR_MAC, &inner())),
+            ret: TC_ACT_REDIRECT,
+        },
+        Case {
             name: "end of chain",
             md: 1,
             ttl: 63,
