@@ -31,7 +31,7 @@ const OUR_MAC: [u8; 6] = [0x02, 0x00, 0x00, 0x00, 0x0b, 0x02];
 const PREV_MAC: [u8; 6] = [0x02, 0x00, 0x00, 0x00, 0x0c, 0x03];
 const TUNNEL_SRC: [u8; 4] = [192, 168, 50, 1];
 const TUNNEL_DST: [u8; 4] = [192, 168, 50, 2];
-const VNI: u32 = 0x00_0123_45;
+const VNI: u32 = 0x0001_2345;
 
 /// The frame the SF handles: UDP 10.0.0.1:1234 -> 10.0.0.2:80 with a payload.
 fn inner() -> Vec<u8> {
