@@ -62,6 +62,13 @@ pub enum CliError {
     /// The NSH stages could not be loaded, filled or run.
     #[error(transparent)]
     Stages(#[from] stages::Error),
+    /// A chains-across-hosts chain file that does not validate (every problem, each with
+    /// file, line and column).
+    #[error(transparent)]
+    SfcFile(#[from] sfc::file::FileErrors),
+    /// Certificates that could not be made or written.
+    #[error(transparent)]
+    Pki(#[from] sfc::pki::PkiError),
     /// A file or directory the command could not read, create or write.
     #[error("{}: {action}{source}", .path.display())]
     Io {

@@ -15,10 +15,12 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod bench_cmd;
 mod classify_cmd;
+mod controller_cmd;
 mod elements_cmd;
 mod error;
 mod explain_cmd;
 mod gen_cmd;
+mod pki_cmd;
 mod run_cmd;
 mod synth_cmd;
 mod verify_cmd;
@@ -41,7 +43,9 @@ use std::process::ExitCode;
   fusebox run examples/fig5/chain.toml --input napt.eth0=trace.pcap --mode synth
   fusebox verify examples/fig5/chain.toml --input napt.eth0=trace.pcap --reflect lb.eth1
   fusebox run router.click --input eth0=trace.pcap --output eth1=out.pcap
-  fusebox elements DecIPTTL"
+  fusebox elements DecIPTTL
+  fusebox controller examples/sfc/fig5-10.json --dry-run
+  fusebox pki --dir pki --hosts server1,server2"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -73,6 +77,12 @@ enum Command {
     /// List the element classes (one line each), or describe one: arguments, what it does,
     /// ports, drop reasons, synthesis model and fast-path handling.
     Elements(elements_cmd::ElementsArgs),
+    /// Chains across hosts (NSH, after Chaining-Box): validate a chain file (--check) or
+    /// print the stages and map entries each host's agent would install (--dry-run).
+    Controller(controller_cmd::ControllerArgs),
+    /// Make a CA and the certificates of the control plane's mutual TLS (etcd, controller,
+    /// one per agent).
+    Pki(pki_cmd::PkiArgs),
 }
 
 fn main() -> ExitCode {
@@ -92,6 +102,8 @@ fn main() -> ExitCode {
         Command::Bench(a) => bench_cmd::run(a),
         Command::Classify(a) => classify_cmd::run(a),
         Command::Elements(a) => elements_cmd::run(a),
+        Command::Controller(a) => controller_cmd::run(a),
+        Command::Pki(a) => pki_cmd::run(a),
         Command::Gen(a) => gen_cmd::run(a).map(|s| {
             eprintln!("{s}");
             ExitCode::SUCCESS

@@ -622,14 +622,12 @@ impl ChainFile {
                             Node::Any(_) => format!("/chains/{i}/nodes/{j}/{k}"),
                         };
                         let known: Vec<&str> = tags.keys().copied().collect();
-                        cx.at(
-                            &p,
-                            false,
-                            format!(
-                                "unknown tag {t:?}: expected one of the functions' tags ({})",
-                                known.join(", ")
-                            ),
-                        );
+                        let expected = if known.is_empty() {
+                            "a function's tag (there are no functions)".to_string()
+                        } else {
+                            format!("one of the functions' tags ({})", known.join(", "))
+                        };
+                        cx.at(&p, false, format!("unknown tag {t:?}: expected {expected}"));
                     }
                 }
             }

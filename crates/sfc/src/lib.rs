@@ -14,6 +14,7 @@ pub mod entries;
 pub mod file;
 pub mod keys;
 pub mod lab;
+pub mod pki;
 pub mod plan;
 pub mod registry;
 pub mod span;
