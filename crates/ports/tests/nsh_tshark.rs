@@ -6,12 +6,18 @@
 //! read back with `tshark -T fields`; every NSH field (version, O bit, TTL, length, MD type,
 //! next protocol, SPI, SI, context headers, each TLV's class, type, length and value), the
 //! VXLAN-GPE header (flags, next protocol, VNI) and the inner frame's IPv4 and UDP fields must
-//! be what the builder was asked for. Needs `tshark` (Debian package `tshark`): without it the
-//! test skips with a message, except under `CI=true`, where it fails.
+//! be what the builder was asked for. Frames the eBPF stages wrote (Enc, Fwd, Enc+Fwd through
+//! `BPF_PROG_TEST_RUN`; first checked byte for byte against the builder's) go through the same
+//! checks. Needs `tshark` (Debian package `tshark`): without it the test skips with a message,
+//! except under `CI=true`, where it fails; the stages' frames also need root (skipped without,
+//! failing under `CI=true`).
 
 use std::net::Ipv4Addr;
 use std::path::Path;
 use std::process::Command;
+
+use stages::maps::{FlowKey, FwdAction, FwdVal, NshMeta};
+use stages::{Instance, Stage};
 
 use packet::{Precision, Timestamp};
 use ports::pcap::{PcapWriter, DLT_EN10MB};
@@ -146,6 +152,8 @@ struct Case {
     outer_macs: ([u8; 6], [u8; 6]),
     gpe: Option<Gpe>,
     inner: Inner,
+    /// The stage that writes the frame into the pcap (`None`: the builder).
+    by: Option<Stage>,
 }
 
 /// The inner frame's fields.
@@ -170,6 +178,7 @@ impl Inner {
 }
 
 impl Case {
+    /// The frame as the builder writes it.
     fn frame(&self) -> Vec<u8> {
         let inner = self.inner.frame();
         match &self.gpe {
@@ -179,6 +188,83 @@ impl Case {
                 .ethernet(self.outer_macs.1, self.outer_macs.0, &inner),
         }
     }
+}
+
+/// The frame as `stage` writes it through `BPF_PROG_TEST_RUN`, on maps set up for the case:
+/// Enc gets the NSH one SI earlier in its proxy table (TTL as is), Enc+Fwd also one TTL more
+/// and the next hop in its forwarding table, Fwd the case's NSH one TTL more over the other
+/// transport. Checked equal to the builder's frame.
+fn stage_frame(c: &Case, stage: Stage, n: usize) -> Vec<u8> {
+    let name = format!("tshark-{}-{n}", std::process::id());
+    let mut i = Instance::create(&name).expect("stage instance");
+    let r = c.nsh.repr();
+    let meta = |si: u8, ttl: u8| match r.metadata {
+        wire::nsh::Metadata::Type1(ctx) => NshMeta::md1(r.spi, si, ttl, ctx),
+        wire::nsh::Metadata::Type2(md) => NshMeta::md2(r.spi, si, ttl, md).expect("MD2 fits"),
+    };
+    let inner = c.inner.frame();
+    let flow = FlowKey {
+        saddr: c.inner.src,
+        daddr: c.inner.dst,
+        sport: c.inner.sport,
+        dport: c.inner.dport,
+        proto: 17,
+    };
+    let (smac, dmac) = c.outer_macs;
+    let hop = match &c.gpe {
+        None => FwdVal {
+            action: FwdAction::Ethernet,
+            flags: 0,
+            dmac,
+            smac,
+            udp_sport: 0,
+            ifindex: 0,
+            saddr: Ipv4Addr::UNSPECIFIED,
+            daddr: Ipv4Addr::UNSPECIFIED,
+            vni: 0,
+        },
+        Some(g) => FwdVal {
+            action: FwdAction::VxlanGpe,
+            flags: 0,
+            dmac: g.dst_mac,
+            smac: g.src_mac,
+            udp_sport: g.sport,
+            ifindex: 0,
+            saddr: g.src_ip,
+            daddr: g.dst_ip,
+            vni: g.vni,
+        },
+    };
+    let sph = r.spi << 8 | u32::from(r.si);
+    let (input, ret) = match stage {
+        Stage::Enc => {
+            i.insert_proxy(&flow, &meta(r.si + 1, r.ttl)).unwrap();
+            (inner, u32::MAX)
+        }
+        Stage::EncFwd => {
+            i.insert_proxy(&flow, &meta(r.si + 1, r.ttl + 1)).unwrap();
+            i.insert_fwd(sph, &hop).unwrap();
+            (inner, 0)
+        }
+        _ => {
+            i.insert_fwd(sph, &hop).unwrap();
+            let before = c.nsh.clone().ttl(r.ttl + 1);
+            let input = match &c.gpe {
+                Some(_) => before.ethernet(dmac, [0x0e, 0, 0, 0, 0, 1], &inner),
+                None => before.vxlan_gpe(&Gpe::new([1, 1, 1, 1], [1, 1, 1, 2], 5), &inner),
+            };
+            (input, 0)
+        }
+    };
+    let out = i.test_run(stage, &input, 0).expect("test run");
+    assert_eq!(out.ret, ret, "{}: verdict", c.name);
+    assert_eq!(
+        hex(&out.frame),
+        hex(&c.frame()),
+        "{}: the stage wrote what the builder writes",
+        c.name
+    );
+    out.frame
 }
 
 fn cases() -> Vec<Case> {
@@ -215,6 +301,15 @@ fn cases() -> Vec<Case> {
     gpe.dst_mac = [0x0a, 0, 0, 0, 0, 2];
     let mut gpe2 = Gpe::new([172, 16, 0, 9], [172, 16, 0, 10], 1);
     gpe2.ttl = 3;
+    // The stages' tunnels: outer TTL 64 and DF, the UDP source port from the hop.
+    let mut gpe3 = Gpe::new([192, 168, 20, 1], [192, 168, 20, 2], 0x00_0777);
+    gpe3.sport = 50_001;
+    gpe3.dont_frag = true;
+    gpe3.src_mac = [0x0a, 0, 0, 0, 1, 1];
+    gpe3.dst_mac = [0x0a, 0, 0, 0, 1, 2];
+    let mut gpe4 = Gpe::new([192, 168, 30, 1], [192, 168, 30, 2], 0x12_3456);
+    gpe4.sport = 61_000;
+    gpe4.dont_frag = true;
     vec![
         Case {
             name: "MD1 over Ethernet",
@@ -223,6 +318,7 @@ fn cases() -> Vec<Case> {
             outer_macs: ([0x06, 0, 0, 0, 0, 1], [0x06, 0, 0, 0, 0, 2]),
             gpe: None,
             inner: inner(1),
+            by: None,
         },
         Case {
             name: "MD1 over Ethernet, OAM, TTL 1, SI 1",
@@ -233,6 +329,7 @@ fn cases() -> Vec<Case> {
             outer_macs: ([0x06, 0, 0, 0, 0, 3], [0xff; 6]),
             gpe: None,
             inner: inner(2),
+            by: None,
         },
         Case {
             name: "MD2 (three TLVs) over Ethernet",
@@ -241,6 +338,7 @@ fn cases() -> Vec<Case> {
             outer_macs: ([0x06, 0, 0, 0, 0, 4], [0x06, 0, 0, 0, 0, 5]),
             gpe: None,
             inner: inner(3),
+            by: None,
         },
         Case {
             name: "MD2 without TLVs over Ethernet",
@@ -249,6 +347,7 @@ fn cases() -> Vec<Case> {
             outer_macs: ([0x06, 0, 0, 0, 0, 6], [0x06, 0, 0, 0, 0, 7]),
             gpe: None,
             inner: inner(4),
+            by: None,
         },
         Case {
             name: "MD1 over VXLAN-GPE",
@@ -257,6 +356,7 @@ fn cases() -> Vec<Case> {
             outer_macs: (gpe.src_mac, gpe.dst_mac),
             gpe: Some(gpe),
             inner: inner(5),
+            by: None,
         },
         Case {
             name: "MD2 (two TLVs) over VXLAN-GPE",
@@ -265,6 +365,43 @@ fn cases() -> Vec<Case> {
             outer_macs: (gpe2.src_mac, gpe2.dst_mac),
             gpe: Some(gpe2),
             inner: inner(6),
+            by: None,
+        },
+        Case {
+            name: "MD1 over Ethernet, written by Enc",
+            nsh: Nsh::md1(0x00_0a0b, 41, [5, 6, 7, 0x8000_0000]).ttl(20),
+            tlvs: Vec::new(),
+            outer_macs: ([0; 6], [0; 6]),
+            gpe: None,
+            inner: inner(7),
+            by: Some(Stage::Enc),
+        },
+        Case {
+            name: "MD2 (two TLVs) over Ethernet, written by Enc+Fwd",
+            nsh: md2(0x00_0c0d, 100, &tlvs_b).ttl(9),
+            tlvs: tlvs_b.clone(),
+            outer_macs: ([0x0a, 0, 0, 0, 2, 1], [0x0a, 0, 0, 0, 2, 2]),
+            gpe: None,
+            inner: inner(8),
+            by: Some(Stage::EncFwd),
+        },
+        Case {
+            name: "MD1 over VXLAN-GPE, written by Fwd",
+            nsh: Nsh::md1(0x00_0012, 7, [0xffff_0000, 1, 2, 3]).ttl(33),
+            tlvs: Vec::new(),
+            outer_macs: (gpe3.src_mac, gpe3.dst_mac),
+            gpe: Some(gpe3),
+            inner: inner(9),
+            by: Some(Stage::Fwd),
+        },
+        Case {
+            name: "MD2 (two TLVs) over VXLAN-GPE, written by Enc+Fwd",
+            nsh: md2(0xab_cdef, 2, &tlvs_b).ttl(62),
+            tlvs: tlvs_b.clone(),
+            outer_macs: (gpe4.src_mac, gpe4.dst_mac),
+            gpe: Some(gpe4),
+            inner: inner(10),
+            by: Some(Stage::EncFwd),
         },
     ]
 }
@@ -278,14 +415,18 @@ fn tshark_decodes_fusebox_nsh_field_by_field() {
     }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("nsh.pcap");
-    let cases = cases();
+    let mut cases = cases();
+    if !stages::require_bpf("tshark_decodes_fusebox_nsh_field_by_field (the stages' frames)") {
+        cases.retain(|c| c.by.is_none());
+    }
     let mut w = PcapWriter::create(&path, Precision::Micro, DLT_EN10MB).unwrap();
     for (i, c) in cases.iter().enumerate() {
-        w.write(
-            Timestamp::from_parts(1_700_000_000 + i as u64, 0),
-            &c.frame(),
-        )
-        .unwrap();
+        let frame = match c.by {
+            None => c.frame(),
+            Some(stage) => stage_frame(c, stage, i),
+        };
+        w.write(Timestamp::from_parts(1_700_000_000 + i as u64, 0), &frame)
+            .unwrap();
     }
     w.finish().unwrap();
 
