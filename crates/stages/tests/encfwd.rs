@@ -771,3 +771,61 @@ fn enc_fwd_passes_a_proxy_miss() {
     );
     assert_counters(&i, CounterStage::Fwd, &[]);
 }
+
+/// 802.1Q-tagged frames: Enc keys a tagged frame by its 5-tuple and encapsulates it whole;
+/// Fwd takes an NSH behind a tagged outer Ethernet header and writes an untagged transport
+/// of either kind (the 4 bytes cut, or the head grown by 32), or delivers the inner frame.
+#[test]
+fn tagged_frames() {
+    let Some(mut i) = common::instance("tagged") else {
+        return;
+    };
+    let tagged_inner = wire::build::ethernet(
+        [2, 0, 0, 0, 0, 1],
+        [2, 0, 0, 0, 0, 2],
+        &[(0x8100, 7)],
+        0x0800,
+        &inner()[14..],
+    );
+    i.insert_proxy(&flow(), &meta(1, 60, 63)).unwrap();
+    let o = i.test_run(Stage::Enc, &tagged_inner, 0).unwrap();
+    assert_eq!(o.ret, TC_ACT_UNSPEC);
+    assert_eq!(
+        o.frame,
+        nsh(1, 59, 63).ethernet([0; 6], [0; 6], &tagged_inner)
+    );
+
+    i.insert_fwd(sph(20), &hop(FwdAction::Ethernet, LO, 0, 0))
+        .unwrap();
+    i.insert_fwd(sph(21), &hop(FwdAction::VxlanGpe, LO, 0, 0))
+        .unwrap();
+    i.insert_fwd(sph(22), &hop(FwdAction::End, 0, 0, 0))
+        .unwrap();
+    let arriving = |si: u8| {
+        wire::build::ethernet(
+            OUR_MAC,
+            PREV_MAC,
+            &[(0x8100, 100)],
+            0x894f,
+            &nsh(2, si, 8).header(&inner()),
+        )
+    };
+    let o = i.test_run(Stage::Fwd, &arriving(20), 0).unwrap();
+    assert_eq!(o.ret, TC_ACT_REDIRECT);
+    assert_eq!(o.frame, nsh(2, 20, 7).ethernet(NEXT_MAC, OUR_MAC, &inner()));
+    let o = i.test_run(Stage::Fwd, &arriving(21), 0).unwrap();
+    assert_eq!(o.ret, TC_ACT_REDIRECT);
+    let want = nsh(2, 21, 7).vxlan_gpe(&tunnel(flow_port(&flow())), &inner());
+    assert_eq!(o.frame, want);
+    let o = i.test_run(Stage::Fwd, &arriving(22), 0).unwrap();
+    assert_eq!((o.ret, &o.frame), (TC_ACT_OK, &inner()));
+    assert_counters(
+        &i,
+        CounterStage::Fwd,
+        &[
+            (Counter::Packets, 3),
+            (Counter::Done, 2),
+            (Counter::Delivered, 1),
+        ],
+    );
+}
