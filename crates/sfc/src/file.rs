@@ -301,40 +301,33 @@ fn schema() -> Result<&'static jsonschema::Validator, String> {
     .map_err(Clone::clone)
 }
 
-/// The schema's property names of the object at `pointer` (what an unknown field could
-/// have been).
-fn known_fields(pointer: &str) -> &'static [&'static str] {
+/// The schema definition that describes the object at `pointer`.
+fn definition(pointer: &str) -> Option<&'static str> {
     let segs: Vec<&str> = pointer.split('/').skip(1).collect();
-    match segs.as_slice() {
-        [] => &["chains", "functions", "hosts", "direct_links"],
-        ["chains", _] => &["id", "nodes", "classifier", "entry"],
-        ["chains", _, "classifier", _] => {
-            &["src", "dst", "proto", "sport", "dport", "host", "iface"]
-        }
-        ["functions", _] => &[
-            "tag",
-            "type",
-            "host",
-            "nsh_aware",
-            "nat",
-            "iface_in",
-            "iface_out",
-        ],
-        ["hosts", _] => &["name", "transport", "underlay"],
-        _ => &[],
-    }
+    Some(match segs.as_slice() {
+        [] => "Configfile",
+        ["chains", _] => "Chain",
+        ["chains", _, "classifier", _] => "ClsRule",
+        ["functions", _] => "Function",
+        ["hosts", _] => "Host",
+        _ => return None,
+    })
 }
 
-/// The schema's required fields of the object at `pointer`.
-fn required_fields(pointer: &str) -> &'static [&'static str] {
-    let segs: Vec<&str> = pointer.split('/').skip(1).collect();
-    match segs.as_slice() {
-        [] => &["chains", "functions"],
-        ["chains", _] => &["id", "nodes"],
-        ["chains", _, "classifier", _] => &["src", "dst", "proto"],
-        ["functions", _] => &["tag", "type", "host"],
-        ["hosts", _] => &["name"],
-        _ => &[],
+/// The schema's `properties` names (`what` = "properties") or `required` fields (`what` =
+/// "required") of the object at `pointer`, read from [`SCHEMA`] itself.
+fn schema_fields(pointer: &str, what: &str) -> Vec<String> {
+    let Some(def) = definition(pointer) else {
+        return Vec::new();
+    };
+    let schema: serde_json::Value = serde_json::from_str(SCHEMA).unwrap_or_default();
+    match &schema["definitions"][def][what] {
+        serde_json::Value::Object(m) => m.keys().cloned().collect(),
+        serde_json::Value::Array(a) => a
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect(),
+        _ => Vec::new(),
     }
 }
 
@@ -391,7 +384,7 @@ fn schema_errors(value: &serde_json::Value, cx: &mut Ctx) -> Result<(), String> 
         let found = show(e.instance());
         match e.kind() {
             K::AdditionalProperties { unexpected } => {
-                let known = known_fields(&path);
+                let known = schema_fields(&path, "properties");
                 for u in unexpected {
                     let p = format!("{path}/{}", crate::span::escape(u));
                     cx.at(
@@ -408,7 +401,7 @@ fn schema_errors(value: &serde_json::Value, cx: &mut Ctx) -> Result<(), String> 
                     false,
                     format!(
                         "missing field {name:?}: expected the required fields {}",
-                        required_fields(&path).join(", ")
+                        schema_fields(&path, "required").join(", ")
                     ),
                 );
             }

@@ -595,7 +595,24 @@ pub fn plan(file: &ChainFile, reg: &Registry) -> Plan {
                         continue;
                     }
                 },
-                None => hello.ifaces.clone(),
+                // Every interface the agent offers that no SF of the host uses.
+                None => {
+                    let mut sf_ifaces: BTreeSet<&str> = hello
+                        .functions
+                        .values()
+                        .flat_map(|p| [p.iface_in.name.as_str(), p.out().name.as_str()])
+                        .collect();
+                    for f in file.functions.iter().filter(|f| f.host == host) {
+                        sf_ifaces.extend(f.iface_in.as_deref());
+                        sf_ifaces.extend(f.iface_out.as_deref());
+                    }
+                    hello
+                        .ifaces
+                        .iter()
+                        .filter(|i| !sf_ifaces.contains(i.name.as_str()))
+                        .cloned()
+                        .collect()
+                }
             };
             if ifaces.is_empty() {
                 notes.push(format!(

@@ -95,10 +95,11 @@ fn schema_errors_point_into_json() {
         es[2]
     );
     assert!(
-        es[2].message.contains("id, nodes, classifier, entry"),
+        es[2].message.contains("classifier, entry, id, nodes"),
         "{}",
         es[2]
     );
+    assert!(es[3].message.contains("host, tag, type"), "{}", es[3]);
     assert!(
         es[3].message.contains("missing field \"host\""),
         "{}",

@@ -291,7 +291,8 @@ fn alternatives_go_around_a_dead_host() {
 #[test]
 fn nsh_aware_nat_interfaces_and_vxlan() {
     let file = json(
-        r#"{"chains": [{"id": 7, "nodes": ["fw", "napt", "ids"]}],
+        r#"{"chains": [{"id": 7, "nodes": ["fw", "napt", "ids"], "entry": "h1",
+                        "classifier": [{"src": "1.1.1.1", "dst": "2.2.2.2", "proto": "icmp"}]}],
             "functions": [{"tag": "fw", "type": "fusebox", "host": "h1", "nsh_aware": true},
                           {"tag": "napt", "type": "iptables", "host": "h1", "nat": true,
                            "iface_in": "n0", "iface_out": "n1"},
@@ -346,6 +347,13 @@ fn nsh_aware_nat_interfaces_and_vxlan() {
         sfc::entries::CFG_ANY_DST
     );
     assert!(p.hosts["h1"].direct_links.is_empty());
+    // No classifier on the SFs' own interfaces.
+    let cls: Vec<&String> = p.hosts["h1"]
+        .instances
+        .keys()
+        .filter(|i| i.starts_with('@'))
+        .collect();
+    assert_eq!(cls, ["@cls.eth0"]);
     // Without an underlay address for h2, the chain cannot be installed.
     let p = plan(
         &file,
