@@ -36,6 +36,8 @@ pub enum Stage {
     Fwd,
     /// Enc and Fwd in one program (TC egress).
     EncFwd,
+    /// Cls and Fwd in one program (TC ingress at a chain's entry).
+    ClsFwd,
     /// The no-op XDP program (benchmark baseline).
     NoopXdp,
     /// The no-op TC program (benchmark baseline).
@@ -44,8 +46,9 @@ pub enum Stage {
 
 impl Stage {
     /// Every program.
-    pub const ALL: [Stage; 7] = [
+    pub const ALL: [Stage; 8] = [
         Stage::Cls,
+        Stage::ClsFwd,
         Stage::Dec,
         Stage::Enc,
         Stage::Fwd,
@@ -62,6 +65,7 @@ impl Stage {
             Stage::Enc => "enc",
             Stage::Fwd => "fwd",
             Stage::EncFwd => "enc_fwd",
+            Stage::ClsFwd => "cls_fwd",
             Stage::NoopXdp | Stage::NoopTc => "noop",
         }
     }
@@ -80,7 +84,7 @@ impl Stage {
     pub fn default_hook(self) -> Hook {
         match self {
             Stage::Dec | Stage::NoopXdp => Hook::Xdp,
-            Stage::Cls => Hook::Ingress,
+            Stage::Cls | Stage::ClsFwd => Hook::Ingress,
             _ => Hook::Egress,
         }
     }
@@ -93,7 +97,7 @@ impl Stage {
     /// The TC filter priority: Cls and Enc (and Enc+Fwd) before Fwd, the no-op last.
     pub fn tc_priority(self) -> u32 {
         match self {
-            Stage::Cls => 10,
+            Stage::Cls | Stage::ClsFwd => 10,
             Stage::Enc | Stage::EncFwd => 20,
             Stage::Fwd => 30,
             Stage::NoopTc | Stage::Dec | Stage::NoopXdp => 40,

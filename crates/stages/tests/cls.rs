@@ -7,7 +7,9 @@
 mod common;
 
 use common::{TC_ACT_OK, TC_ACT_SHOT, TC_ACT_UNSPEC};
-use stages::maps::{ClsKey, Counter, CounterStage, FlowKey, NshMeta};
+use std::net::Ipv4Addr;
+
+use stages::maps::{ClsKey, Counter, CounterStage, FlowKey, FwdAction, FwdVal, NshMeta};
 use stages::{Instance, Stage};
 use wire::build::{Frame, Nsh};
 use wire::nsh::Tlv;
@@ -272,4 +274,81 @@ fn entries_list_and_delete() {
     i.delete_cls(&a).unwrap();
     i.delete_cls(&a).unwrap(); // absent: no error
     assert_eq!(i.list_cls().unwrap(), vec![(b, m)]);
+}
+
+/// Counters of `stage` that are not zero.
+fn nonzero(i: &Instance, stage: CounterStage) -> Vec<(Counter, u64)> {
+    let c = i.counters(stage).unwrap();
+    Counter::ALL
+        .iter()
+        .map(|&k| (k, c.get(k)))
+        .filter(|&(_, v)| v != 0)
+        .collect()
+}
+
+/// Cls+Fwd, what the agents attach at a chain's entry: a classified frame leaves with the
+/// forwarding entry's transport for (SPI, 255) and the TTL one less, in one program; a miss
+/// passes untouched without reaching Fwd; a classified frame with no forwarding entry is
+/// dropped as Fwd drops it (unknown SPI).
+#[test]
+fn cls_fwd_classifies_and_forwards_at_once() {
+    let Some(mut i) = common::instance("cls-fwd") else {
+        return;
+    };
+    let (frame, key) = tcp();
+    let ctx = [1, 2, 3, 4];
+    i.insert_cls(
+        &ClsKey {
+            ifindex: 0,
+            flow: key,
+        },
+        &NshMeta::md1(0x10, 255, 30, ctx),
+    )
+    .unwrap();
+    let (next, ours) = ([2, 0, 0, 0, 0, 0x22], [2, 0, 0, 0, 0, 0x11]);
+    let hop = FwdVal {
+        action: FwdAction::Ethernet,
+        flags: 0,
+        dmac: next,
+        smac: ours,
+        udp_sport: 0,
+        ifindex: 0,
+        saddr: Ipv4Addr::UNSPECIFIED,
+        daddr: Ipv4Addr::UNSPECIFIED,
+        vni: 0,
+    };
+    i.insert_fwd(0x10 << 8 | 255, &hop).unwrap();
+    let o = i.test_run(Stage::ClsFwd, &frame, 0).unwrap();
+    assert_eq!(o.ret, TC_ACT_OK, "stays on the interface (entry ifindex 0)");
+    assert_eq!(
+        o.frame,
+        Nsh::md1(0x10, 255, ctx)
+            .ttl(29)
+            .ethernet(next, ours, &frame)
+    );
+    assert_eq!(
+        nonzero(&i, CounterStage::Cls),
+        vec![(Counter::Packets, 1), (Counter::Done, 1)]
+    );
+    assert_eq!(
+        nonzero(&i, CounterStage::Fwd),
+        vec![(Counter::Packets, 1), (Counter::Done, 1)]
+    );
+
+    // A miss: untouched, Fwd never sees it.
+    i.clear_counters().unwrap();
+    let other = Frame::udp([172, 16, 0, 1], [172, 16, 9, 9], 1, 2).build();
+    let o = i.test_run(Stage::ClsFwd, &other, 0).unwrap();
+    assert_eq!((o.ret, o.frame.as_slice()), (TC_ACT_OK, other.as_slice()));
+    assert_eq!(nonzero(&i, CounterStage::Fwd), vec![]);
+
+    // No forwarding entry: dropped by Fwd's rule.
+    i.clear_counters().unwrap();
+    i.delete_fwd(0x10 << 8 | 255).unwrap();
+    let o = i.test_run(Stage::ClsFwd, &frame, 0).unwrap();
+    assert_eq!(o.ret, TC_ACT_SHOT);
+    assert_eq!(
+        nonzero(&i, CounterStage::Fwd),
+        vec![(Counter::Packets, 1), (Counter::DropUnknownSpi, 1)]
+    );
 }
