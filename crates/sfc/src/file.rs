@@ -410,8 +410,12 @@ fn schema_errors(value: &serde_json::Value, cx: &mut Ctx) -> Result<(), String> 
                 let want = want
                     .trim_start_matches("single(")
                     .trim_start_matches("multiple(")
-                    .trim_end_matches(')')
-                    .to_string();
+                    .trim_end_matches(')');
+                let want = match want {
+                    "integer" | "object" | "array" => format!("an {want}"),
+                    "string" | "boolean" | "number" => format!("a {want}"),
+                    other => other.to_string(),
+                };
                 let msg = match expected_at(&path) {
                     Some(x) => format!("expected {x}, found {}", json_type(e.instance())),
                     None => format!("expected {want}, found {} {found}", json_type(e.instance())),
