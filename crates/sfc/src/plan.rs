@@ -41,7 +41,9 @@ pub fn classifier_instance(iface: &str) -> String {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Stage {
-    /// The classifier: 5-tuple → (SPI, SI), push NSH, forward by the forwarding table.
+    /// The classifier at a chain's entry: 5-tuple → (SPI, 255), push NSH, then forward by
+    /// its instance's forwarding table — the agent attaches `stages::Stage::ClsFwd` (Cls
+    /// and Fwd in one program) for it, or Cls followed by Fwd on the same TC hook.
     Cls,
     /// Decapsulation before an NSH-unaware SF (XDP).
     Dec,
