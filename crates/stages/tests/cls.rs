@@ -34,12 +34,7 @@ fn tcp() -> (Vec<u8>, FlowKey) {
 }
 
 fn counters(i: &Instance) -> Vec<(Counter, u64)> {
-    let c = i.counters(CounterStage::Cls).unwrap();
-    Counter::ALL
-        .iter()
-        .map(|&k| (k, c.get(k)))
-        .filter(|&(_, v)| v != 0)
-        .collect()
+    common::nonzero(i, CounterStage::Cls)
 }
 
 fn expect_push(i: &mut Instance, frame: &[u8], want: &[u8]) {

@@ -40,12 +40,7 @@ fn configure(i: &Instance, flags: u16) {
 }
 
 fn counters(i: &Instance) -> Vec<(Counter, u64)> {
-    let c = i.counters(CounterStage::Dec).unwrap();
-    Counter::ALL
-        .iter()
-        .map(|&k| (k, c.get(k)))
-        .filter(|&(_, v)| v != 0)
-        .collect()
+    common::nonzero(i, CounterStage::Dec)
 }
 
 /// Runs Dec on `frame` and checks a decapsulation: verdict, output = `inner`, the proxy

@@ -4,6 +4,7 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use stages::maps::{Counter, CounterStage};
 use stages::Instance;
 
 /// A fresh instance named after the test and the process, or `None` (after printing why)
@@ -39,4 +40,14 @@ pub fn pin_cpu() {
         .and_then(|ids| ids.into_iter().next())
         .expect("CPU ids");
     assert!(core_affinity::set_for_current(core), "pin to {core:?}");
+}
+
+/// The counters of `stage` that are not zero, in index order.
+pub fn nonzero(i: &Instance, stage: CounterStage) -> Vec<(Counter, u64)> {
+    let c = i.counters(stage).unwrap();
+    Counter::ALL
+        .iter()
+        .map(|&k| (k, c.get(k)))
+        .filter(|&(_, v)| v != 0)
+        .collect()
 }
