@@ -91,6 +91,10 @@ pub struct Function {
     /// Extension: the SF rewrites 5-tuples (NAT-aware proxy: Enc learns the translation).
     #[serde(default, skip_serializing_if = "is_false")]
     pub nat: bool,
+    /// Extension: the SF is the Linux stack (routing, iptables): Dec addresses the frames
+    /// it decapsulates to the SF's interface (`CFG_TO_HOST`), so the stack takes them.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub to_host: bool,
     /// Extension: the interface the SF receives on (default: what its agent reports).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iface_in: Option<String>,

@@ -232,7 +232,7 @@ pub struct Plan {
 // The planner.
 
 use crate::entries::{
-    fwd_end, md1, FwdAction, Mac, CFG_ANY_DST, CFG_NAT_LEARN, PROXY_STATIC, SI_START,
+    fwd_end, md1, FwdAction, Mac, CFG_ANY_DST, CFG_NAT_LEARN, CFG_TO_HOST, PROXY_STATIC, SI_START,
 };
 use crate::file::{ChainFile, Function, Transport};
 use crate::registry::{Iface, Registry};
@@ -497,7 +497,12 @@ pub fn plan(file: &ChainFile, reg: &Registry) -> Plan {
                     tunnelled(file, p, sf.host())
                         && underlay(file, reg, sf.host()).is_some_and(|(_, m)| m.is_some())
                 });
-                add_cfg(inst, &sf.iface_in, if any { CFG_ANY_DST } else { 0 });
+                let to_host = if sf.func.to_host { CFG_TO_HOST } else { 0 };
+                add_cfg(
+                    inst,
+                    &sf.iface_in,
+                    if any { CFG_ANY_DST } else { 0 } | to_host,
+                );
             }
             if egress {
                 let stage = if aware { Stage::Fwd } else { Stage::EncFwd };

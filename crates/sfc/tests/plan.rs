@@ -295,7 +295,7 @@ fn nsh_aware_nat_interfaces_and_vxlan() {
                         "classifier": [{"src": "1.1.1.1", "dst": "2.2.2.2", "proto": "icmp"}]}],
             "functions": [{"tag": "fw", "type": "fusebox", "host": "h1", "nsh_aware": true},
                           {"tag": "napt", "type": "iptables", "host": "h1", "nat": true,
-                           "iface_in": "n0", "iface_out": "n1"},
+                           "to_host": true, "iface_in": "n0", "iface_out": "n1"},
                           {"tag": "ids", "type": "x", "host": "h2"}],
             "hosts": [{"name": "h1", "transport": "vxlan-gpe", "underlay": "192.168.0.1"},
                       {"name": "h2", "transport": "vxlan-gpe"}]}"#,
@@ -328,7 +328,8 @@ fn nsh_aware_nat_interfaces_and_vxlan() {
         (Stage::EncFwd, "n1")
     );
     assert_eq!(napt.cfg[&21].flags, CFG_NAT_LEARN);
-    assert_eq!(napt.cfg[&20].flags, 0);
+    // The Linux stack SF: Dec addresses what it decapsulates to n0.
+    assert_eq!(napt.cfg[&20].flags, sfc::entries::CFG_TO_HOST);
     let v = napt.fwd[0].val;
     assert_eq!((napt.fwd[0].spi, napt.fwd[0].si), (7, 253));
     assert_eq!(v.action, FwdAction::VxlanGpe);
