@@ -25,6 +25,7 @@ fn function(i: usize) -> impl Strategy<Value = Function> {
         host: HOSTS[h].into(),
         nsh_aware: mode == 1,
         nat: mode == 2,
+        to_host: mode == 2,
         iface_in: None,
         iface_out: split.then(|| format!("f{i}o")),
     })
