@@ -71,6 +71,9 @@ mod classify;
 mod error;
 mod fast;
 mod flows;
+mod nsh;
+
+pub use nsh::NshCounts;
 
 pub use error::{FinishError, SetupError, SinkError};
 pub use fast::{FastOptions, FastStats, Initial};
@@ -305,6 +308,11 @@ pub struct Executor {
     measures: Measures,
     /// How batches go element by element, when the chain allows it (the `batch` module).
     batch_plan: Option<Box<batch::BatchPlan>>,
+    /// The NSH-aware run's headers (`Executor::set_nsh`).
+    nsh: Option<Box<nsh::NshTable>>,
+    /// Whether an input goes through a hook before the chain (per-flow times, NSH): the
+    /// entry tests this flag alone.
+    entry_hooks: bool,
 }
 
 /// The counters of a run, as the naive mode keeps them: per element, per edge, per NF and
@@ -701,8 +709,35 @@ impl Executor {
             mode_hooks: false,
             measures: Measures::default(),
             batch_plan: None,
+            nsh: None,
+            entry_hooks: false,
         }
-        .with_batch_plan())
+        .with_batch_plan()
+        .with_nsh(chain.nsh))
+    }
+
+    fn with_nsh(mut self, on: bool) -> Executor {
+        self.set_nsh(on);
+        self
+    }
+
+    /// Makes the run NSH-aware (`nsh = true` in the chain file, `fusebox run --nsh`): a frame
+    /// arriving with an NSH (over Ethernet transport or VXLAN-GPE, carrying Ethernet) enters
+    /// the chain without its transport and NSH, and every packet the chain sends out because
+    /// of it leaves with them put back (same SPI, context and TTL, SI − 1, the transport's
+    /// addresses swapped). Frames without an NSH run as they are. See [`NshCounts`].
+    pub fn set_nsh(&mut self, on: bool) {
+        match (on, self.nsh.is_some()) {
+            (true, false) => self.nsh = Some(Box::new(nsh::NshTable::new())),
+            (false, true) => self.nsh = None,
+            _ => {}
+        }
+        self.entry_hooks = self.measures.flow_times.is_some() || self.nsh.is_some();
+    }
+
+    /// The NSH-aware run's counters, when [`Executor::set_nsh`] is on.
+    pub fn nsh_counts(&self) -> Option<NshCounts> {
+        self.nsh.as_ref().map(|t| t.counts)
     }
 
     fn with_batch_plan(mut self) -> Executor {
@@ -900,6 +935,7 @@ impl Executor {
     /// the end of everything it caused (replies included). Off by default.
     pub fn record_flow_times(&mut self, on: bool) {
         self.measures.flow_times = on.then(HashMap::default);
+        self.entry_hooks = self.measures.flow_times.is_some() || self.nsh.is_some();
     }
 
     /// The processing time of every flow measured so far (nanoseconds, in no order), emptied.
@@ -1023,7 +1059,22 @@ impl Executor {
 
     /// [`Executor::inject`] without paying the established flows' debts (a run or replay
     /// pays them when a rewriter is about to decide or be read, and at its end).
+    #[inline]
     fn push_in(&mut self, entry: (usize, usize), p: Packet) {
+        if self.entry_hooks {
+            self.push_in_hooked(entry, p);
+        } else {
+            self.push_in_timed(entry, p);
+        }
+    }
+
+    /// [`Executor::push_in`] through the entry's hooks: the NSH taken off, the time the
+    /// input's flow takes measured.
+    #[inline(never)]
+    fn push_in_hooked(&mut self, entry: (usize, usize), mut p: Packet) {
+        if let Some(t) = self.nsh.as_mut() {
+            t.strip(&mut p);
+        }
         if self.measures.flow_times.is_some() {
             let el = self.base[entry.0] + entry.1 as u32;
             let key = fast::flow_hash(el, p.data());
@@ -1260,32 +1311,38 @@ impl Executor {
         if let Some(l) = &mut self.measures.latency {
             l.samples.push(l.start.elapsed().as_nanos() as u64);
         }
+        // An NSH-aware run puts the transport and NSH back (the one test plain runs pay).
+        let data = match self.nsh.as_deref_mut() {
+            Some(t) => t.restore(&p),
+            None => p.data(),
+        };
         let exit = &mut self.exits[x];
         exit.packets += 1;
-        exit.bytes += p.len() as u64;
+        exit.bytes += data.len() as u64;
         let reflect_to = exit.reflect_to.filter(|_| !p.meta.reflected);
         match &mut exit.sink {
             ExitSink::Pcap(w) => {
-                if let Err(e) = w.write(p.meta.timestamp, p.data()) {
+                if let Err(e) = w.write(p.meta.timestamp, data) {
                     eprintln!("fusebox: {}: {e}", exit.name);
                 }
             }
-            ExitSink::Memory(v) => v.push((p.meta.timestamp, p.meta.precision, p.data().to_vec())),
+            ExitSink::Memory(v) => v.push((p.meta.timestamp, p.meta.precision, data.to_vec())),
             ExitSink::Count => {}
             ExitSink::Port(tx) => {
                 // A full ring is counted by the port (`tx-full`); a failed port stops the run.
-                if let Err(e) = tx.send(p.meta.timestamp, p.data()) {
+                if let Err(e) = tx.send(p.meta.timestamp, data) {
                     self.port_error.get_or_insert(e);
                 }
             }
             ExitSink::Tagged(v) => {
-                v.push((input, p.meta.timestamp, p.meta.precision, p.data().to_vec()))
+                v.push((input, p.meta.timestamp, p.meta.precision, data.to_vec()))
             }
         }
         if let Some(target) = reflect_to {
             let bytes = reflect::reply(&p);
             let mut r = self.packet_from(&bytes, p.meta.timestamp, p.meta.precision);
             r.meta.input_index = p.meta.input_index;
+            r.meta.nsh = p.meta.nsh;
             r.meta.reflected = true;
             self.counts.chain_created += 1;
             self.counts.nf_counters[self.nf_of[target as usize] as usize].input += 1;

@@ -16,6 +16,12 @@
 //! via = "afxdp"                 # optional: afxdp, afpacket or afpacket-tc (default: auto)
 //! ```
 //!
+//! `nsh = true` at the top makes the chain an NSH-aware service function (as `fusebox run
+//! --nsh` does): a frame arriving with an NSH, over Ethernet transport or VXLAN-GPE, loses
+//! the transport and the NSH before the chain, and every packet the chain sends out because
+//! of it leaves with them put back (same SPI and context, SI − 1). Frames without an NSH go
+//! through the chain as they are.
+//!
 //! An NF written in Rust with operators (an element class registered in
 //! `elements::registry`, such as the `bricks` crate's) is an NF of its own without a Click
 //! file:
@@ -312,6 +318,8 @@ struct RawChain {
     entry: Vec<RawEntry>,
     #[serde(default)]
     device: Vec<RawDevice>,
+    #[serde(default)]
+    nsh: bool,
 }
 
 /// An NF written in Rust with operators (`rust = "CLASS"` in a chain file): an element class
@@ -393,6 +401,9 @@ pub struct ChainFile {
     pub entries: Vec<(Endpoint, String)>,
     /// Interfaces bound to Linux devices (`[[device]]`), with their positions.
     pub devices: Vec<(Endpoint, Device, String)>,
+    /// NSH-aware (`nsh = true`, or `fusebox run --nsh`): frames arriving with an NSH lose
+    /// their transport and NSH at the entry and get them back (SI − 1) at the exit.
+    pub nsh: bool,
 }
 
 fn line_col(src: &str, offset: usize) -> (usize, usize) {
@@ -461,6 +472,7 @@ impl ChainFile {
             links: Vec::new(),
             entries: Vec::new(),
             devices: Vec::new(),
+            nsh: false,
         }
     }
 
@@ -587,6 +599,7 @@ impl ChainFile {
             links,
             entries,
             devices,
+            nsh: raw.nsh,
         };
         chain.check_wiring()?;
         Ok(chain)

@@ -16,7 +16,7 @@ pub mod reflect;
 pub mod summary;
 
 pub use exec::{
-    Executor, ExitSink, FastOptions, FastStats, FinishError, Initial, Merge, Place,
+    Executor, ExitSink, FastOptions, FastStats, FinishError, Initial, Merge, NshCounts, Place,
     PreparedProgram, RunOptions, SetupError,
 };
 pub use file::{

@@ -131,6 +131,12 @@ pub struct RunArgs {
     /// off and, when the frame is in that class, the entry's classification is skipped.
     #[arg(long)]
     pub trust_switch_tags: bool,
+    /// NSH-aware service function (also `nsh = true` in the chain file): frames arriving
+    /// with an NSH (over Ethernet transport or VXLAN-GPE) enter the chain without it, and
+    /// every packet sent because of one leaves with its NSH (SI − 1) and transport put back.
+    /// Frames without an NSH run as they are. One core.
+    #[arg(long)]
+    pub nsh: bool,
 }
 
 impl RunArgs {
@@ -278,7 +284,8 @@ fn build(
 
 /// `fusebox run`.
 pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
-    let chain = load_chain(&a.chain)?;
+    let mut chain = load_chain(&a.chain)?;
+    chain.nsh |= a.nsh;
     let opts = RunOptions {
         batch: a.batch,
         reflect: parse_reflect(&a.reflect)?,
@@ -354,6 +361,11 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
         return Err(CliError::Invalid("--cores 0: expected 1 or more".into()));
     }
     let workers = cores > 1;
+    if workers && chain.nsh {
+        return Err(CliError::Invalid(format!(
+            "--cores {cores}: an NSH-aware run (--nsh, or nsh = true in the chain file) runs on one core (--cores 1)"
+        )));
+    }
     // Like tcpdump-style tools and Click's ToDump: a missing output folder is made, quietly.
     std::fs::create_dir_all(&a.out_dir)
         .map_err(|e| CliError::io(&a.out_dir, "cannot create: ", e))?;
@@ -645,6 +657,9 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
     if let Some(f) = ex.fast_stats() {
         eprintln!("{}", fast_line(&f));
     }
+    if let Some(n) = ex.nsh_counts() {
+        eprintln!("{}", nsh_line(&n));
+    }
     if let Some(r) = &synth {
         eprintln!(
             "{}",
@@ -668,6 +683,15 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
         &errors,
         &summary,
     ))
+}
+
+/// The NSH-aware run's line: frames decapsulated at the entry and run as they are, packets
+/// encapsulated at the exit (and those whose header was replaced before they left).
+pub fn nsh_line(n: &chain::NshCounts) -> String {
+    format!(
+        "nsh: {} frames decapsulated, {} without NSH (run as they are), {} packets encapsulated, {} left without their header (replaced), {} distinct headers",
+        n.decapsulated, n.plain, n.encapsulated, n.lost, n.headers
+    )
 }
 
 /// The end of a run, one or several workers: `--metrics-linger` (see [`linger`]), then the

@@ -50,6 +50,10 @@ pub struct VerifyArgs {
     /// stateful elements' state must agree.
     #[arg(long, value_name = "FILE.click", conflicts_with = "modes")]
     pub against: Option<PathBuf>,
+    /// Run the chain NSH-aware in every mode (as `fusebox run --nsh`; also `nsh = true` in
+    /// the chain file). One core.
+    #[arg(long)]
+    pub nsh: bool,
 }
 
 fn json_str(s: &str) -> String {
@@ -86,7 +90,14 @@ pub fn verify(a: &VerifyArgs) -> Result<ExitCode, CliError> {
     if a.cores == 0 {
         return Err(CliError::Invalid("--cores 0: expected 1 or more".into()));
     }
-    let chain = load_chain(&a.chain)?;
+    let mut chain = load_chain(&a.chain)?;
+    chain.nsh |= a.nsh;
+    if chain.nsh && a.cores > 1 {
+        return Err(CliError::Invalid(format!(
+            "--cores {}: an NSH-aware chain (--nsh, or nsh = true in the chain file) runs on one core",
+            a.cores
+        )));
+    }
     let opts = RunOptions {
         reflect: parse_reflect(&a.reflect)?,
         defines: parse_defines(&a.defines)?,

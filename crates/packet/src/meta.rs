@@ -105,6 +105,11 @@ pub struct Meta {
     /// Click's "fix IP source" annotation: set by `ICMPError` on the errors it generates,
     /// read and cleared by `FixIPSrc`.
     pub fix_ip_src: bool,
+    /// The NSH the packet arrived with, in an NSH-aware run (`fusebox run --nsh`): 0 for
+    /// none, else the id of the transport and NSH the executor took off at the chain's
+    /// entry. It follows the packet, and the packets elements make from it, to the exit,
+    /// where the NSH (SI − 1) and the transport are put back.
+    pub nsh: u32,
 }
 
 impl Default for Meta {
@@ -124,6 +129,7 @@ impl Default for Meta {
             hops: 0,
             reflected: false,
             fix_ip_src: false,
+            nsh: 0,
         }
     }
 }

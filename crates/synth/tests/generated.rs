@@ -464,3 +464,163 @@ fn operator_nfs_in_generated_chains_match_naive() {
         );
     }
 }
+
+/// How the NSH-aware test wraps an input frame: by its timestamp alone (a trace given at
+/// several entries, or a frame reflected back, maps to the same header): left plain, MD
+/// type 1 over Ethernet transport, or MD type 2 over VXLAN-GPE, with path, index, TTL and
+/// context from the timestamp.
+fn nsh_wrap(ts: packet::Timestamp) -> Option<(wire::build::Nsh, Option<wire::build::Gpe>)> {
+    use wire::build::{Gpe, Nsh};
+    let h = ts.0.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let spi = (h >> 40) as u32 & 0xff_ffff;
+    let si = 1 + (h >> 32) as u8 % 255;
+    let ttl = 1 + (h >> 24) as u8 % 63;
+    match h >> 62 {
+        0 => None,
+        1 | 2 => Some((Nsh::md1(spi, si, [h as u32, 1, 2, spi]).ttl(ttl), None)),
+        _ => {
+            let value = h.to_be_bytes();
+            let tlvs = [
+                wire::nsh::Tlv {
+                    class: 0x0101,
+                    tlv_type: 1,
+                    value: &value[..3],
+                },
+                wire::nsh::Tlv {
+                    class: 0xfff6,
+                    tlv_type: 0x22,
+                    value: &value,
+                },
+            ];
+            let mut gpe = Gpe::new([192, 168, 1, 1], [192, 168, 1, 2], spi ^ 0x5a5a);
+            gpe.sport = 1024 + (h >> 16) as u16 % 60000;
+            Some((Nsh::md2(spi, si, &tlvs).ttl(ttl), Some(gpe)))
+        }
+    }
+}
+
+/// The frame an NSH-aware chain sends for `inner` when the input it came from had the
+/// header `nsh_wrap` gave its timestamp: the same NSH with SI − 1, the transport's
+/// addresses swapped (the outer IPv4 TTL 64).
+fn nsh_expected(ts: packet::Timestamp, inner: &[u8]) -> Vec<u8> {
+    match nsh_wrap(ts) {
+        None => inner.to_vec(),
+        Some((nsh, gpe)) => {
+            let r = nsh.repr();
+            let back = match r.metadata {
+                wire::nsh::Metadata::Type1(ctx) => wire::build::Nsh::md1(r.spi, r.si - 1, ctx),
+                wire::nsh::Metadata::Type2(md) => {
+                    let tlvs: Vec<_> = wire::nsh::TlvIter::new(md).map(Result::unwrap).collect();
+                    wire::build::Nsh::md2(r.spi, r.si - 1, &tlvs)
+                }
+            }
+            .ttl(r.ttl);
+            match gpe {
+                None => back.ethernet([2, 0, 0, 0, 0, 2], [2, 0, 0, 0, 0, 1], inner),
+                Some(g) => {
+                    let mut b = g;
+                    (b.src_ip, b.dst_ip) = (g.dst_ip, g.src_ip);
+                    (b.src_mac, b.dst_mac) = (g.dst_mac, g.src_mac);
+                    b.ttl = 64;
+                    back.vxlan_gpe(&b, inner)
+                }
+            }
+        }
+    }
+}
+
+/// NSH-aware runs (`nsh = true`): every generated chain, given its trace with most frames
+/// wrapped in an NSH (MD type 1 over Ethernet, MD type 2 over VXLAN-GPE) and some left
+/// plain, sends exactly the plain run's packets, each wrapped in the NSH of the input it
+/// came from (SI − 1, transport swapped) — replies of the reflected far end included — and
+/// the naive, synth and fastpath modes agree on everything.
+#[test]
+fn nsh_runs_wrap_the_plain_outputs_in_every_mode() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let wrapped_out = AtomicU64::new(0);
+    let plain_out = AtomicU64::new(0);
+    let t = for_seeds("nsh", |seed, root, tally| {
+        let (g, mut chain, trace) = setup(root, seed).map_err(|e| format!("seed {seed}: {e}"))?;
+        let opts = g.options();
+        let plain = run(&chain, &g.inputs(&trace), &opts, Mode::Naive)
+            .map_err(|e| report(seed, &g, &trace, "plain naive run failed", &e))?;
+        let wrapped = trace.with_file_name("trace-nsh.pcap");
+        let (recs, err) = ports::pcap::read_all(&trace).map_err(|e| e.to_string())?;
+        if let Some(e) = err {
+            return Err(format!("seed {seed}: {e}"));
+        }
+        let precision = recs
+            .first()
+            .map_or(packet::Precision::Micro, |r| r.precision);
+        let mut w = ports::pcap::PcapWriter::create(&wrapped, precision, ports::pcap::DLT_EN10MB)
+            .map_err(|e| e.to_string())?;
+        for r in &recs {
+            let frame = match nsh_wrap(r.timestamp) {
+                None => r.data.clone(),
+                Some((nsh, None)) => nsh.ethernet([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2], &r.data),
+                Some((nsh, Some(gpe))) => nsh.vxlan_gpe(&gpe, &r.data),
+            };
+            w.write(r.timestamp, &frame).map_err(|e| e.to_string())?;
+        }
+        w.finish().map_err(|e| e.to_string())?;
+        chain.nsh = true;
+        let inputs = g.inputs(&wrapped);
+        let naive = run(&chain, &inputs, &opts, Mode::Naive)
+            .map_err(|e| report(seed, &g, &trace, "NSH naive run failed", &e))?;
+        for (exit, packets) in &plain.exits {
+            let got = naive.exits.get(exit).map_or(&[][..], Vec::as_slice);
+            if got.len() != packets.len() {
+                return Err(report(
+                    seed,
+                    &g,
+                    &trace,
+                    "NSH run differs from plain",
+                    &format!("  {exit}: {} packets, plain {}", got.len(), packets.len()),
+                ));
+            }
+            for (i, ((ts, _, inner), (ts2, _, out))) in packets.iter().zip(got).enumerate() {
+                let c = if nsh_wrap(*ts).is_some() {
+                    &wrapped_out
+                } else {
+                    &plain_out
+                };
+                c.fetch_add(1, Ordering::Relaxed);
+                if ts != ts2 || *out != nsh_expected(*ts, inner) {
+                    return Err(report(seed, &g, &trace, "NSH run differs from plain", &format!("  {exit} packet {i}: not the plain packet in its input's NSH\n  got  {out:02x?}\n  want {:02x?}", nsh_expected(*ts, inner))));
+                }
+            }
+        }
+        let t = &naive.summary.totals;
+        if *t != plain.summary.totals || !t.balanced {
+            return Err(report(
+                seed,
+                &g,
+                &trace,
+                "NSH run's totals differ from plain",
+                &format!("  {t:?}\n  {:?}", plain.summary.totals),
+            ));
+        }
+        for mode in [Mode::Synth, Mode::Fastpath] {
+            let other = run(&chain, &inputs, &opts, mode)
+                .map_err(|e| report(seed, &g, &trace, "NSH run failed", &e))?;
+            if let Some(d) = differences(&naive, &other) {
+                return Err(report(
+                    seed,
+                    &g,
+                    &trace,
+                    &format!("NSH {mode:?} differs from naive"),
+                    &d,
+                ));
+            }
+        }
+        add(tally, &g, &naive.summary);
+        Ok(())
+    });
+    // The test saw both kinds of outputs (it cannot pass on chains that send nothing).
+    let (w, p) = (wrapped_out.into_inner(), plain_out.into_inner());
+    eprintln!(
+        "nsh: {w} outputs in their input's NSH, {p} plain, over {} chains",
+        t.chains
+    );
+    assert!(w > 0 && p > 0, "{w} wrapped and {p} plain outputs");
+}

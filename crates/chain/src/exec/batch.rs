@@ -315,7 +315,7 @@ impl Executor {
             && !self.mode_hooks
             && self.fast.is_none()
             && self.synth.program.is_none()
-            && self.measures.flow_times.is_none()
+            && !self.entry_hooks
     }
 
     /// Runs `batch` (entries and packets, in input order) to completion, element by element
