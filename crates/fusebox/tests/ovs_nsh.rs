@@ -41,7 +41,7 @@ fn ip(args: &[&str]) -> Result<(), String> {
     }
 }
 
-/// Three namespaces `NAME1..3`, each holding device `h` (the port's end), veth peer of
+/// Three namespaces `NAME1..3`, each holding device `sf` (the port's end), veth peer of
 /// `NAMEo1..3` in the switch's namespace; all up, with no IPv6 addresses (so the kernel
 /// sends nothing of its own). Dropping it deletes the namespaces and so the veths.
 struct Net {
@@ -60,12 +60,12 @@ impl Net {
             for (ns, port) in net.ns.iter().zip(&net.ports) {
                 ip(&["netns", "add", ns])?;
                 ip(&[
-                    "link", "add", port, "type", "veth", "peer", "name", "h", "netns", ns,
+                    "link", "add", port, "type", "veth", "peer", "name", "sf", "netns", ns,
                 ])?;
                 ip(&["link", "set", port, "addrgenmode", "none"])?;
                 ip(&["link", "set", port, "up"])?;
-                ip(&["-n", ns, "link", "set", "h", "addrgenmode", "none"])?;
-                ip(&["-n", ns, "link", "set", "h", "up"])?;
+                ip(&["-n", ns, "link", "set", "dev", "sf", "addrgenmode", "none"])?;
+                ip(&["-n", ns, "link", "set", "dev", "sf", "up"])?;
             }
             Ok(())
         };
@@ -184,9 +184,9 @@ fn open_vswitch_forwards_and_decapsulates_fusebox_nsh() {
 
     // The hosts' ends of the ports, opened in their namespaces.
     let open = |i: usize| {
-        nic::netns::run_in(&net.ns[i], || nic::open("h", nic::Kind::AfPacket))
+        nic::netns::run_in(&net.ns[i], || nic::open("sf", nic::Kind::AfPacket))
             .unwrap()
-            .unwrap_or_else(|e| panic!("opening h in {}: {e}", net.ns[i]))
+            .unwrap_or_else(|e| panic!("opening sf in {}: {e}", net.ns[i]))
     };
     let mut h1 = open(0);
     let mut h2 = open(1);
@@ -251,19 +251,26 @@ fn open_vswitch_forwards_and_decapsulates_fusebox_nsh() {
         got_1.is_empty(),
         "nothing comes back to port 1: {got_1:02x?}"
     );
-    // The switch counted what it matched (and the unknown path matched nothing).
-    let dump = of(&["dump-flows", "br0"]);
-    for (si_spi, n) in [
+    // The switch counted what it matched (its counters catch up with the datapath's
+    // cached flows within a second or so), and the unknown path matched nothing.
+    let want = [
         ("nsh_spi=0xa,nsh_si=255", 3),
         ("nsh_spi=0xa,nsh_si=254", 2),
         ("nsh_spi=0x14,nsh_si=255", 2),
-    ] {
-        let line = dump
-            .lines()
-            .find(|l| l.contains(si_spi))
-            .unwrap_or_else(|| panic!("no flow {si_spi} in:\n{dump}"));
-        assert!(line.contains(&format!("n_packets={n},")), "{line}");
+    ];
+    let counted = |dump: &str| {
+        want.iter().all(|(m, n)| {
+            dump.lines()
+                .any(|l| l.contains(m) && l.contains(&format!("n_packets={n},")))
+        })
+    };
+    let until = Instant::now() + Duration::from_secs(10);
+    let mut dump = of(&["dump-flows", "br0"]);
+    while !counted(&dump) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(200));
+        dump = of(&["dump-flows", "br0"]);
     }
+    assert!(counted(&dump), "flow counters, want {want:?}:\n{dump}");
     drop(ovs);
     drop(net);
 }
