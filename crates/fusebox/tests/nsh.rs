@@ -226,7 +226,7 @@ fn a_napt_keeps_its_packets_nsh_in_every_mode() {
     let p = wire::nsh::Packet::new_checked(&first[0][at.nsh..]).unwrap();
     assert_eq!(
         (at.transport, p.spi(), p.si(), p.ttl()),
-        (wire::nsh::Transport::Ether, 10, 254, 40)
+        (wire::nsh::Transport::Ethernet, 10, 254, 40)
     );
     let back = packets(&dir.join("naive/n1.eth0.pcap"));
     let at = wire::nsh::locate(&back[0]).unwrap();

@@ -900,7 +900,7 @@ mod tests {
         let at = nsh::locate(&f).unwrap();
         assert_eq!(
             (at.transport, at.nsh, at.inner),
-            (nsh::Transport::Ether, 14, 38)
+            (nsh::Transport::Ethernet, 14, 38)
         );
 
         let tlvs = [

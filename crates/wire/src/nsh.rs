@@ -113,10 +113,8 @@ pub fn encode_tlvs(tlvs: &[Tlv<'_>]) -> Vec<u8> {
 /// How an NSH packet travels between service functions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Transport {
-    /// Ethernet transport: outer Ethernet (EtherType 0x894F) | NSH. (Not named `Ethernet`:
-    /// a second public item of that name would make the compiler spell out the operators'
-    /// `Ethernet` layer in its messages, which `crates/operators/tests/ui` pins.)
-    Ether,
+    /// Outer Ethernet (EtherType 0x894F) | NSH.
+    Ethernet,
     /// Outer Ethernet | IPv4 | UDP (destination port 4790) | VXLAN-GPE (next protocol NSH) | NSH.
     VxlanGpe,
 }
@@ -140,7 +138,7 @@ pub fn locate(frame: &[u8]) -> Option<Located> {
     use crate::{ethernet, ipv4, udp, vxlan};
     let eth = ethernet::Frame::new_checked(frame).ok()?;
     let (transport, nsh) = match eth.ethertype() {
-        ethernet::ethertype::NSH => (Transport::Ether, ethernet::HEADER_LEN),
+        ethernet::ethertype::NSH => (Transport::Ethernet, ethernet::HEADER_LEN),
         ethernet::ethertype::IPV4 => {
             let ip = ipv4::Packet::new_checked(eth.payload()).ok()?;
             if ip.protocol() != crate::ip::protocol::UDP || ip.more_frags() || ip.frag_offset() != 0
@@ -637,7 +635,10 @@ mod tests {
         let mut f = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x89, 0x4f];
         f.extend_from_slice(&MD1);
         let at = locate(&f).unwrap();
-        assert_eq!((at.transport, at.nsh, at.inner), (Transport::Ether, 14, 38));
+        assert_eq!(
+            (at.transport, at.nsh, at.inner),
+            (Transport::Ethernet, 14, 38)
+        );
         for n in 0..f.len() {
             assert_eq!(locate(&f[..n]).is_some(), n >= 38, "{n}");
         }

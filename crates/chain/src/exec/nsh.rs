@@ -97,7 +97,7 @@ impl NshTable {
         key.extend_from_slice(&frame[6..12]);
         key.extend_from_slice(&frame[0..6]);
         match at.transport {
-            Transport::Ether => key.extend_from_slice(&ethernet::ethertype::NSH.to_be_bytes()),
+            Transport::Ethernet => key.extend_from_slice(&ethernet::ethertype::NSH.to_be_bytes()),
             Transport::VxlanGpe => {
                 let ip = ipv4::Packet::new_checked(&frame[ethernet::HEADER_LEN..]).ok()?;
                 let u = udp::Packet::new_checked(ip.payload()).ok()?;
