@@ -7,9 +7,14 @@
 //! [`keys`] (the etcd key layout, and a changed plan as a diff of keys).
 //!
 //! [`lab`] builds test and benchmark networks of namespaces (hosts, SFs, end points).
+//!
+//! The etcd control plane: [`store`] (a typed etcd client with mutual TLS), [`dataplane`]
+//! (what an agent reconciles, with fakes), [`status`] (what agents publish, what
+//! `fusebox chain status` shows) and [`testing`] (a real etcd with mutual TLS for tests).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod dataplane;
 pub mod entries;
 pub mod file;
 pub mod keys;
@@ -19,3 +24,6 @@ pub mod plan;
 pub mod registry;
 pub mod span;
 pub mod table;
+pub mod status;
+pub mod store;
+pub mod testing;

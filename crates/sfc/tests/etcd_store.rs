@@ -1,0 +1,70 @@
+//! The store against a real etcd with mutual TLS (skipped without the `etcd` binary, a
+//! failure under CI=true).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use sfc::store::{Change, Store};
+use sfc::testing::{Etcd, TestCa};
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+}
+
+#[test]
+fn a_certificate_from_another_ca_is_refused() {
+    let Some(etcd) = Etcd::start_or_skip("a_certificate_from_another_ca_is_refused").unwrap() else { return };
+    let good = etcd.client_tls("agent-good").unwrap();
+    let forger = TestCa::new(&etcd.dir().join("forged"), "forged-ca").unwrap();
+    let forged = forger.issue("agent-forged", false).unwrap();
+    // The forged identity trusts the real CA (so only the client side is wrong).
+    let forged = sfc::store::TlsFiles { ca: good.ca.clone(), ..forged };
+    rt().block_on(async {
+        assert!(Store::connect(etcd.endpoint(), &good).await.is_ok());
+        let refused = Store::connect(etcd.endpoint(), &forged).await;
+        assert!(refused.is_err(), "a certificate from another CA connected");
+    });
+}
+
+#[test]
+fn transactions_prefixes_watches_and_leases() {
+    let Some(etcd) = Etcd::start_or_skip("transactions_prefixes_watches_and_leases").unwrap() else { return };
+    let tls = etcd.client_tls("controller").unwrap();
+    rt().block_on(async {
+        let mut s = Store::connect(etcd.endpoint(), &tls).await.unwrap();
+        let puts: Vec<(String, String)> = (0..300).map(|i| (format!("/t/a/{i:03}"), format!("v{i}"))).collect();
+        s.apply(&puts, &[]).await.unwrap();
+        let snap = s.get_prefix("/t/a/").await.unwrap();
+        assert_eq!(snap.kvs.len(), 300);
+        let mut watch = s.watch_prefix("/t/a/", snap.revision + 1).await.unwrap();
+        s.apply(&[("/t/a/new".into(), "n".into())], &["/t/a/000".into()]).await.unwrap();
+        let mut seen = BTreeMap::new();
+        let mut changes = Vec::new();
+        while changes.len() < 2 {
+            let (c, _) = tokio::time::timeout(Duration::from_secs(5), watch.next()).await.unwrap().unwrap();
+            changes.extend(c);
+        }
+        assert!(changes.contains(&Change::Delete("/t/a/000".into())));
+        assert!(changes.contains(&Change::Put("/t/a/new".into(), "n".into())));
+        for c in changes {
+            c.apply_to(&mut seen);
+        }
+        // A watch resumed from an old revision replays what happened since.
+        let mut replay = s.watch_prefix("/t/a/", snap.revision + 1).await.unwrap();
+        let (c, _) = tokio::time::timeout(Duration::from_secs(5), replay.next()).await.unwrap().unwrap();
+        assert!(!c.is_empty());
+
+        let lease = s.lease(2).await.unwrap();
+        s.put("/t/lease", "held", Some(lease.id())).await.unwrap();
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        assert_eq!(s.get("/t/lease").await.unwrap().as_deref(), Some("held"), "keepalive failed");
+        drop(lease);
+        let start = std::time::Instant::now();
+        while s.get("/t/lease").await.unwrap().is_some() {
+            assert!(start.elapsed() < Duration::from_secs(8), "the lease did not expire");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        s.create("/t/once", "1", None).await.unwrap();
+        assert!(s.create("/t/once", "2", None).await.is_err());
+    });
+}
