@@ -69,6 +69,12 @@ pub enum CliError {
     /// Certificates that could not be made or written.
     #[error(transparent)]
     Pki(#[from] sfc::pki::PkiError),
+    /// The control plane's etcd failed or refused us.
+    #[error(transparent)]
+    Store(#[from] sfc::store::StoreError),
+    /// An agent's configuration that does not load.
+    #[error(transparent)]
+    Agent(#[from] sfc::agent::AgentError),
     /// A file or directory the command could not read, create or write.
     #[error("{}: {action}{source}", .path.display())]
     Io {

@@ -13,11 +13,14 @@ macro_rules! outln {
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod agent_cmd;
 mod bench_cmd;
+mod chain_cmd;
 mod classify_cmd;
 mod controller_cmd;
 mod elements_cmd;
 mod error;
+mod etcd_args;
 mod explain_cmd;
 mod gen_cmd;
 mod pki_cmd;
@@ -83,6 +86,11 @@ enum Command {
     /// Make a CA and the certificates of the control plane's mutual TLS (etcd, controller,
     /// one per agent).
     Pki(pki_cmd::PkiArgs),
+    /// One host's agent of the chains across hosts: registers its SFs in etcd under a lease,
+    /// keeps its data plane matching its plan, publishes its status.
+    Agent(agent_cmd::AgentArgs),
+    /// The chains across hosts: `fusebox chain status` shows paths, entries and counters.
+    Chain(chain_cmd::ChainArgs),
 }
 
 fn main() -> ExitCode {
@@ -104,6 +112,8 @@ fn main() -> ExitCode {
         Command::Elements(a) => elements_cmd::run(a),
         Command::Controller(a) => controller_cmd::run(a),
         Command::Pki(a) => pki_cmd::run(a),
+        Command::Agent(a) => agent_cmd::run(a),
+        Command::Chain(a) => chain_cmd::run(a),
         Command::Gen(a) => gen_cmd::run(a).map(|s| {
             eprintln!("{s}");
             ExitCode::SUCCESS

@@ -1,5 +1,5 @@
-//! What an agent drives: a data plane holding a host's entries (the plan's keys relative to
-//! the host's plan prefix, e.g. `fwd/100/254`, with their JSON values), and its counters.
+//! What an agent drives: a data plane holding a host's entries (the keys under the host's
+//! plan prefix, [`crate::keys`], with their JSON values), and its counters.
 //!
 //! [`reconcile`] makes a data plane match a set of desired entries with the fewest
 //! operations: a restarted agent whose data plane kept its state (pinned maps) does nothing.
@@ -8,6 +8,8 @@
 //! data plane, e.g. trying the control plane out).
 
 use std::collections::BTreeMap;
+
+use crate::keys::Kv;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -34,11 +36,12 @@ pub enum DataplaneError {
 
 /// A data plane an agent reconciles.
 pub trait Dataplane: Send {
-    /// The entries installed now (key relative to the host's plan prefix → value).
-    fn installed(&self) -> Result<BTreeMap<String, String>, DataplaneError>;
+    /// The entries installed now (plan key → value).
+    fn installed(&self) -> Result<Kv, DataplaneError>;
     /// Installs (or replaces) `puts` and removes `deletes`.
-    fn apply(&mut self, puts: &[(String, String)], deletes: &[String]) -> Result<(), DataplaneError>;
-    /// The counters of each stage (stage name → counters).
+    fn apply(&mut self, puts: &Kv, deletes: &[String]) -> Result<(), DataplaneError>;
+    /// The counters of each stage (`<instance>/<stage>`, as [`crate::status::group_of`]
+    /// names them → counters).
     fn counters(&self) -> Result<BTreeMap<String, Counters>, DataplaneError>;
 }
 
@@ -53,9 +56,9 @@ pub struct Reconciled {
 
 /// Makes `dp` hold exactly `desired`: installs what is missing or different, removes what is
 /// not desired, and touches nothing else.
-pub fn reconcile(dp: &mut dyn Dataplane, desired: &BTreeMap<String, String>) -> Result<Reconciled, DataplaneError> {
+pub fn reconcile(dp: &mut dyn Dataplane, desired: &Kv) -> Result<Reconciled, DataplaneError> {
     let installed = dp.installed()?;
-    let (puts, deletes) = crate::store::diff_maps(&installed, desired);
+    let (puts, deletes) = crate::keys::diff(&installed, desired);
     if !puts.is_empty() || !deletes.is_empty() {
         dp.apply(&puts, &deletes)?;
     }
@@ -66,7 +69,7 @@ pub fn reconcile(dp: &mut dyn Dataplane, desired: &BTreeMap<String, String>) -> 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FakeState {
     /// The installed entries.
-    pub entries: BTreeMap<String, String>,
+    pub entries: Kv,
     /// Entries installed or replaced since the state was made (work done).
     pub puts: u64,
     /// Entries removed since the state was made.
@@ -74,7 +77,7 @@ pub struct FakeState {
 }
 
 impl FakeState {
-    fn apply(&mut self, puts: &[(String, String)], deletes: &[String]) {
+    fn apply(&mut self, puts: &Kv, deletes: &[String]) {
         for k in deletes {
             if self.entries.remove(k).is_some() {
                 self.deletes += 1;
@@ -86,12 +89,12 @@ impl FakeState {
         }
     }
 
-    /// Fake counters: per stage (the first segment of each key), its entry count.
+    /// Fake counters: per stage, its entry count.
     fn counters(&self) -> BTreeMap<String, Counters> {
         let mut out: BTreeMap<String, Counters> = BTreeMap::new();
         for k in self.entries.keys() {
-            let stage = k.split('/').next().unwrap_or("").to_string();
-            *out.entry(stage).or_default().entry("entries".into()).or_default() += 1;
+            let group = crate::status::group_of(k);
+            *out.entry(group).or_default().entry("entries".into()).or_default() += 1;
         }
         out
     }
@@ -121,11 +124,11 @@ impl MemoryDataplane {
 }
 
 impl Dataplane for MemoryDataplane {
-    fn installed(&self) -> Result<BTreeMap<String, String>, DataplaneError> {
+    fn installed(&self) -> Result<Kv, DataplaneError> {
         Ok(self.lock()?.entries.clone())
     }
 
-    fn apply(&mut self, puts: &[(String, String)], deletes: &[String]) -> Result<(), DataplaneError> {
+    fn apply(&mut self, puts: &Kv, deletes: &[String]) -> Result<(), DataplaneError> {
         self.lock()?.apply(puts, deletes);
         Ok(())
     }
@@ -168,11 +171,11 @@ impl FileDataplane {
 }
 
 impl Dataplane for FileDataplane {
-    fn installed(&self) -> Result<BTreeMap<String, String>, DataplaneError> {
+    fn installed(&self) -> Result<Kv, DataplaneError> {
         Ok(self.load()?.entries)
     }
 
-    fn apply(&mut self, puts: &[(String, String)], deletes: &[String]) -> Result<(), DataplaneError> {
+    fn apply(&mut self, puts: &Kv, deletes: &[String]) -> Result<(), DataplaneError> {
         let mut state = self.load()?;
         state.apply(puts, deletes);
         self.save(&state)
@@ -187,31 +190,33 @@ impl Dataplane for FileDataplane {
 mod tests {
     use super::*;
 
-    fn map(kv: &[(&str, &str)]) -> BTreeMap<String, String> {
-        kv.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    const P: &str = "/fusebox/sfc/v1/plan/h/";
+
+    fn map(kv: &[(&str, &str)]) -> Kv {
+        kv.iter().map(|(k, v)| (format!("{P}{k}"), v.as_bytes().to_vec())).collect()
     }
 
     #[test]
     fn reconcile_does_only_the_difference() {
         let mut dp = MemoryDataplane::new();
-        let want = map(&[("fwd/100/254", "a"), ("fwd/200/254", "b")]);
+        let want = map(&[("i/sf1/fwd/100/254", "a"), ("i/sf1/fwd/200/254", "b")]);
         assert_eq!(reconcile(&mut dp, &want).unwrap(), Reconciled { put: 2, deleted: 0 });
         assert_eq!(reconcile(&mut dp, &want).unwrap(), Reconciled::default());
-        let want2 = map(&[("fwd/100/254", "c"), ("cls/1", "x")]);
+        let want2 = map(&[("i/sf1/fwd/100/254", "c"), ("i/@cls/cls/1/a/b/6/1/2", "x")]);
         assert_eq!(reconcile(&mut dp, &want2).unwrap(), Reconciled { put: 2, deleted: 1 });
         let s = dp.state();
         assert_eq!(s.entries, want2);
         assert_eq!((s.puts, s.deletes), (4, 1));
-        assert_eq!(dp.counters().unwrap()["fwd"]["entries"], 1);
+        assert_eq!(dp.counters().unwrap()["sf1/fwd"]["entries"], 1);
     }
 
     #[test]
     fn file_dataplane_keeps_its_state_across_instances() {
         let path = std::env::temp_dir().join(format!("fusebox-dp-{}.json", std::process::id()));
         let mut dp = FileDataplane::new(&path);
-        reconcile(&mut dp, &map(&[("fwd/1/255", "v")])).unwrap();
+        reconcile(&mut dp, &map(&[("i/sf1/fwd/1/255", "v")])).unwrap();
         let mut again = FileDataplane::new(&path);
-        assert_eq!(reconcile(&mut again, &map(&[("fwd/1/255", "v")])).unwrap(), Reconciled::default());
+        assert_eq!(reconcile(&mut again, &map(&[("i/sf1/fwd/1/255", "v")])).unwrap(), Reconciled::default());
         assert_eq!(again.load().unwrap().puts, 1);
         std::fs::write(&path, "not json").unwrap();
         assert!(FileDataplane::new(&path).installed().is_err());

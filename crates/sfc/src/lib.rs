@@ -8,12 +8,16 @@
 //!
 //! [`lab`] builds test and benchmark networks of namespaces (hosts, SFs, end points).
 //!
-//! The etcd control plane: [`store`] (a typed etcd client with mutual TLS), [`dataplane`]
+//! The etcd control plane: [`store`] (a typed etcd client with mutual TLS), [`controller`]
+//! (plans from the chain file and the registry, written as per-host diffs), [`agent`]
+//! (registers a Hello under a lease, reconciles its data plane), [`dataplane`]
 //! (what an agent reconciles, with fakes), [`status`] (what agents publish, what
 //! `fusebox chain status` shows) and [`testing`] (a real etcd with mutual TLS for tests).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod agent;
+pub mod controller;
 pub mod dataplane;
 pub mod entries;
 pub mod file;

@@ -7,11 +7,32 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use crate::dataplane::Counters;
+use crate::keys::{Kv, ROOT};
+use crate::plan::ChainReport;
+
+/// The stage group of a plan key, as status and counters name it: `<instance>/<kind>` for
+/// `…/plan/<host>/i/<instance>/<kind>/…` (`sf1/fwd`, `@cls/cls`), `<instance>` for the
+/// instance's own key, `link` for direct links; the key itself for anything else.
+pub fn group_of(key: &str) -> String {
+    let rest = key
+        .strip_prefix(ROOT)
+        .and_then(|r| r.strip_prefix("plan/"))
+        .and_then(|r| r.split_once('/'))
+        .map(|(_, r)| r)
+        .unwrap_or(key);
+    let parts: Vec<&str> = rest.splitn(4, '/').collect();
+    match parts.as_slice() {
+        ["i", inst, kind, ..] => format!("{inst}/{kind}"),
+        ["i", inst] => (*inst).to_string(),
+        ["link", ..] => "link".to_string(),
+        _ => rest.to_string(),
+    }
+}
 
 /// One stage of a host: its installed entries and its counters.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StageStatus {
-    /// Installed entries (key relative to the host's plan prefix → value).
+    /// Installed entries (key relative to the host's plan prefix → value as text).
     pub entries: BTreeMap<String, String>,
     /// The stage's counters.
     pub counters: Counters,
@@ -28,31 +49,83 @@ pub struct HostStatus {
     pub plan_revision: i64,
     /// The last reconciliation's error, if it failed.
     pub error: Option<String>,
-    /// Stage name (the first segment of the entry keys: `fwd`, `proxy`, `cls`...) → status.
+    /// Stage group ([`group_of`]: `sf1/fwd`, `@cls/cls`, `link`...) → status.
     pub stages: BTreeMap<String, StageStatus>,
 }
 
 impl HostStatus {
-    /// Groups `entries` by stage (their first key segment) and adds each stage's counters.
-    pub fn new(
-        host: &str,
-        entries: &BTreeMap<String, String>,
-        counters: &BTreeMap<String, Counters>,
-    ) -> HostStatus {
+    /// Groups `entries` (plan keys of `host`) by stage and adds each stage's counters.
+    pub fn new(host: &str, entries: &Kv, counters: &BTreeMap<String, Counters>) -> HostStatus {
+        let prefix = crate::keys::plan_prefix(host);
         let mut stages: BTreeMap<String, StageStatus> = BTreeMap::new();
         for (k, v) in entries {
-            let stage = k.split('/').next().unwrap_or("").to_string();
-            stages.entry(stage).or_default().entries.insert(k.clone(), v.clone());
+            let short = k.strip_prefix(&prefix).unwrap_or(k).to_string();
+            let value = String::from_utf8_lossy(v).into_owned();
+            stages.entry(group_of(k)).or_default().entries.insert(short, value);
         }
         for (stage, c) in counters {
             stages.entry(stage.clone()).or_default().counters = c.clone();
         }
-        let time = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
-        HostStatus { host: host.to_string(), time, plan_revision: 0, error: None, stages }
+        HostStatus { host: host.to_string(), time: now(), plan_revision: 0, error: None, stages }
     }
+}
+
+/// What `fusebox chain status` shows: the controller's per-chain report and every host's
+/// published status.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChainStatus {
+    /// The controller's report of each chain (its chosen path, installed or why not).
+    pub chains: Vec<ChainReport>,
+    /// Each host's status, by host name.
+    pub hosts: Vec<HostStatus>,
+    /// Status keys that did not parse (key: error).
+    pub unreadable: Vec<String>,
+}
+
+impl ChainStatus {
+    /// Reads the report and the status keys from etcd.
+    pub async fn fetch(store: &mut crate::store::Store) -> Result<ChainStatus, crate::store::StoreError> {
+        let mut out = ChainStatus::default();
+        if let Some(report) = store.get(&crate::keys::report_key()).await? {
+            match serde_json::from_slice(&report) {
+                Ok(chains) => out.chains = chains,
+                Err(e) => out.unreadable.push(format!("{}: {e}", crate::keys::report_key())),
+            }
+        }
+        for (k, v) in store.get_prefix(&crate::keys::status_prefix()).await?.kvs {
+            match serde_json::from_slice::<HostStatus>(&v) {
+                Ok(h) => out.hosts.push(h),
+                Err(e) => out.unreadable.push(format!("{k}: {e}")),
+            }
+        }
+        Ok(out)
+    }
+
+    /// The table: the chains, then [`render_table`] of the hosts.
+    pub fn render(&self, now: u64) -> String {
+        let mut out = String::new();
+        for c in &self.chains {
+            let path: Vec<String> = c.path.iter().map(|h| format!("{}@{} (SI {})", h.tag, h.host, h.si)).collect();
+            let state = if c.installed { "installed" } else { "NOT installed" };
+            let _ = writeln!(out, "chain {}: {state}: {}", c.id, path.join(" -> "));
+            for n in &c.notes {
+                let _ = writeln!(out, "  note: {n}");
+            }
+        }
+        for u in &self.unreadable {
+            let _ = writeln!(out, "unreadable: {u}");
+        }
+        out.push_str(&render_table(&self.hosts, now));
+        out
+    }
+}
+
+/// Seconds since the Unix epoch now.
+pub fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
 }
 
 /// The table of `fusebox chain status`: one block per host, one line per stage with its
@@ -85,21 +158,31 @@ mod tests {
     use super::*;
 
     #[test]
+    fn group_of_names_instance_and_kind() {
+        let p = crate::keys::plan_prefix("server1");
+        assert_eq!(group_of(&format!("{p}i/sf1/fwd/100/254")), "sf1/fwd");
+        assert_eq!(group_of(&format!("{p}i/@cls/cls/3/1.1.1.1/2.2.2.2/6/1/2")), "@cls/cls");
+        assert_eq!(group_of(&format!("{p}i/sf1")), "sf1");
+        assert_eq!(group_of(&format!("{p}link/a/x/b/y")), "link");
+        assert_eq!(group_of("odd"), "odd");
+    }
+
+    #[test]
     fn status_groups_entries_by_stage_and_renders() {
-        let entries: BTreeMap<String, String> =
-            [("fwd/100/254", "{}"), ("fwd/200/254", "{}"), ("proxy/x", "{}")]
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect();
+        let p = crate::keys::plan_prefix("server1");
+        let entries: Kv = [("i/sf1/fwd/100/254", "{}"), ("i/sf1/fwd/200/254", "{}"), ("i/sf1/proxy/x", "{}")]
+            .iter()
+            .map(|(k, v)| (format!("{p}{k}"), v.as_bytes().to_vec()))
+            .collect();
         let mut counters = BTreeMap::new();
-        counters.insert("fwd".to_string(), [("packets".to_string(), 7u64)].into_iter().collect());
+        counters.insert("sf1/fwd".to_string(), [("packets".to_string(), 7u64)].into_iter().collect());
         let s = HostStatus::new("server1", &entries, &counters);
-        assert_eq!(s.stages["fwd"].entries.len(), 2);
-        assert_eq!(s.stages["proxy"].entries.len(), 1);
-        let t = render_table(&[s.clone()], s.time + 2);
+        assert_eq!(s.stages["sf1/fwd"].entries.len(), 2);
+        assert_eq!(s.stages["sf1/proxy"].entries.len(), 1);
+        let t = render_table(std::slice::from_ref(&s), s.time + 2);
         assert!(t.contains("host server1  (status 2 s old"), "{t}");
         assert!(t.contains("packets=7"), "{t}");
-        assert!(t.contains("fwd/200/254"), "{t}");
+        assert!(t.contains("i/sf1/fwd/200/254"), "{t}");
         let back: HostStatus = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
         assert_eq!(back, s);
     }

@@ -1,41 +1,17 @@
 //! A typed client over etcd: mutual TLS, transactions of puts and deletes, prefix reads,
 //! prefix watches resumed from a revision, and leases kept alive in the background.
 //!
-//! Keys and values are UTF-8 strings (the plan's keys and JSON values); anything else read
-//! from etcd is an error, never a panic.
+//! Keys are UTF-8 strings (the layout of [`crate::keys`]), values bytes (JSON); a key read
+//! from etcd that is not UTF-8 is an error, never a panic.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::keys::{Kv, ROOT};
 use etcd_client::{
     Certificate, Client, Compare, CompareOp, ConnectOptions, EventType, GetOptions, Identity,
     PutOptions, TlsOptions, Txn, TxnOp, WatchOptions, WatchResponse, WatchStream,
 };
-
-/// The root of every FuseBox key in etcd.
-pub const ROOT: &str = "/fusebox/sfc/v1/";
-/// Where agents register their Hello (one key per host, held by the agent's lease).
-pub const HOSTS: &str = "/fusebox/sfc/v1/hosts/";
-/// Where the controller writes each host's entries (`plan/<host>/...`).
-pub const PLAN: &str = "/fusebox/sfc/v1/plan/";
-/// Where agents publish their installed entries and counters (one key per host).
-pub const STATUS: &str = "/fusebox/sfc/v1/status/";
-
-/// The Hello key of `host`.
-pub fn hello_key(host: &str) -> String {
-    format!("{HOSTS}{host}")
-}
-
-/// The plan prefix of `host` (ends with `/`).
-pub fn plan_prefix(host: &str) -> String {
-    format!("{PLAN}{host}/")
-}
-
-/// The status key of `host`.
-pub fn status_key(host: &str) -> String {
-    format!("{STATUS}{host}")
-}
 
 /// etcd's default limit of operations in one transaction (`--max-txn-ops`).
 pub const MAX_TXN_OPS: usize = 128;
@@ -88,7 +64,7 @@ fn read(path: &Path) -> Result<Vec<u8>, StoreError> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
     /// The key now holds the value.
-    Put(String, String),
+    Put(String, Vec<u8>),
     /// The key was deleted (or its lease expired).
     Delete(String),
 }
@@ -102,7 +78,7 @@ impl Change {
     }
 
     /// Applies the change to a map of keys.
-    pub fn apply_to(self, map: &mut BTreeMap<String, String>) {
+    pub fn apply_to(self, map: &mut Kv) {
         match self {
             Change::Put(k, v) => {
                 map.insert(k, v);
@@ -118,7 +94,7 @@ impl Change {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Snapshot {
     /// Key → value.
-    pub kvs: BTreeMap<String, String>,
+    pub kvs: Kv,
     /// The revision of the read: watch from `revision + 1` to miss nothing.
     pub revision: i64,
 }
@@ -178,24 +154,21 @@ impl Store {
     pub async fn get_prefix(&mut self, prefix: &str) -> Result<Snapshot, StoreError> {
         let resp = self.client.get(prefix, Some(GetOptions::new().with_prefix())).await?;
         let revision = resp.header().map(|h| h.revision()).unwrap_or(0);
-        let mut kvs = BTreeMap::new();
+        let mut kvs = Kv::new();
         for kv in resp.kvs() {
-            kvs.insert(utf8(kv.key(), prefix)?, utf8(kv.value(), prefix)?);
+            kvs.insert(utf8(kv.key(), prefix)?, kv.value().to_vec());
         }
         Ok(Snapshot { kvs, revision })
     }
 
     /// The value of one key, if present.
-    pub async fn get(&mut self, key: &str) -> Result<Option<String>, StoreError> {
+    pub async fn get(&mut self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
         let resp = self.client.get(key, None).await?;
-        match resp.kvs().first() {
-            Some(kv) => Ok(Some(utf8(kv.value(), key)?)),
-            None => Ok(None),
-        }
+        Ok(resp.kvs().first().map(|kv| kv.value().to_vec()))
     }
 
     /// Puts one key, held by `lease` if given (the key goes when the lease expires).
-    pub async fn put(&mut self, key: &str, value: &str, lease: Option<i64>) -> Result<(), StoreError> {
+    pub async fn put(&mut self, key: &str, value: &[u8], lease: Option<i64>) -> Result<(), StoreError> {
         let options = lease.map(|id| PutOptions::new().with_lease(id));
         self.client.put(key, value, options).await?;
         Ok(())
@@ -206,12 +179,12 @@ impl Store {
     /// after the last one (0 when there was nothing to do).
     pub async fn apply(
         &mut self,
-        puts: &[(String, String)],
+        puts: &Kv,
         deletes: &[String],
     ) -> Result<i64, StoreError> {
         let mut ops: Vec<TxnOp> = Vec::with_capacity(puts.len() + deletes.len());
         ops.extend(deletes.iter().map(|k| TxnOp::delete(k.as_str(), None)));
-        ops.extend(puts.iter().map(|(k, v)| TxnOp::put(k.as_str(), v.as_str(), None)));
+        ops.extend(puts.iter().map(|(k, v)| TxnOp::put(k.as_str(), v.clone(), None)));
         let mut revision = 0;
         for chunk in ops.chunks(MAX_TXN_OPS) {
             let resp = self.client.txn(Txn::new().and_then(chunk.to_vec())).await?;
@@ -221,7 +194,7 @@ impl Store {
     }
 
     /// Puts `key` only if it does not exist yet (a create guard), in one transaction.
-    pub async fn create(&mut self, key: &str, value: &str, lease: Option<i64>) -> Result<(), StoreError> {
+    pub async fn create(&mut self, key: &str, value: &[u8], lease: Option<i64>) -> Result<(), StoreError> {
         let options = lease.map(|id| PutOptions::new().with_lease(id));
         let txn = Txn::new()
             .when([Compare::create_revision(key, CompareOp::Equal, 0)])
@@ -329,7 +302,7 @@ impl PrefixWatch {
                 let Some(kv) = event.kv() else { continue };
                 let key = utf8(kv.key(), &self.prefix)?;
                 changes.push(match event.event_type() {
-                    EventType::Put => Change::Put(key, utf8(kv.value(), &self.prefix)?),
+                    EventType::Put => Change::Put(key, kv.value().to_vec()),
                     EventType::Delete => Change::Delete(key),
                 });
             }
@@ -340,42 +313,15 @@ impl PrefixWatch {
     }
 }
 
-/// The puts and deletes that turn `old` into `new` (keys in order; unchanged keys skipped).
-pub fn diff_maps(
-    old: &BTreeMap<String, String>,
-    new: &BTreeMap<String, String>,
-) -> (Vec<(String, String)>, Vec<String>) {
-    let puts = new
-        .iter()
-        .filter(|(k, v)| old.get(*k) != Some(*v))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    let deletes = old.keys().filter(|k| !new.contains_key(*k)).cloned().collect();
-    (puts, deletes)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn diff_maps_puts_changed_and_new_deletes_gone() {
-        let old: BTreeMap<String, String> =
-            [("a", "1"), ("b", "2"), ("c", "3")].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        let new: BTreeMap<String, String> =
-            [("a", "1"), ("b", "9"), ("d", "4")].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        let (puts, deletes) = diff_maps(&old, &new);
-        assert_eq!(puts, vec![("b".into(), "9".into()), ("d".into(), "4".into())]);
-        assert_eq!(deletes, vec!["c".to_string()]);
-        let (p, d) = diff_maps(&new, &new);
-        assert!(p.is_empty() && d.is_empty());
-    }
-
-    #[test]
     fn change_applies_to_a_map() {
-        let mut m = BTreeMap::new();
-        Change::Put("k".into(), "v".into()).apply_to(&mut m);
-        assert_eq!(m.get("k").map(String::as_str), Some("v"));
+        let mut m = Kv::new();
+        Change::Put("k".into(), b"v".to_vec()).apply_to(&mut m);
+        assert_eq!(m.get("k").map(Vec::as_slice), Some(&b"v"[..]));
         Change::Delete("k".into()).apply_to(&mut m);
         assert!(m.is_empty());
     }

@@ -1,7 +1,7 @@
 //! The store against a real etcd with mutual TLS (skipped without the `etcd` binary, a
 //! failure under CI=true).
 
-use std::collections::BTreeMap;
+use sfc::keys::Kv;
 use std::time::Duration;
 
 use sfc::store::{Change, Store};
@@ -32,20 +32,20 @@ fn transactions_prefixes_watches_and_leases() {
     let tls = etcd.client_tls("controller").unwrap();
     rt().block_on(async {
         let mut s = Store::connect(etcd.endpoint(), &tls).await.unwrap();
-        let puts: Vec<(String, String)> = (0..300).map(|i| (format!("/t/a/{i:03}"), format!("v{i}"))).collect();
+        let puts: Kv = (0..300).map(|i| (format!("/t/a/{i:03}"), format!("v{i}").into_bytes())).collect();
         s.apply(&puts, &[]).await.unwrap();
         let snap = s.get_prefix("/t/a/").await.unwrap();
         assert_eq!(snap.kvs.len(), 300);
         let mut watch = s.watch_prefix("/t/a/", snap.revision + 1).await.unwrap();
-        s.apply(&[("/t/a/new".into(), "n".into())], &["/t/a/000".into()]).await.unwrap();
-        let mut seen = BTreeMap::new();
+        s.apply(&[("/t/a/new".to_string(), b"n".to_vec())].into_iter().collect(), &["/t/a/000".into()]).await.unwrap();
+        let mut seen = Kv::new();
         let mut changes = Vec::new();
         while changes.len() < 2 {
             let (c, _) = tokio::time::timeout(Duration::from_secs(5), watch.next()).await.unwrap().unwrap();
             changes.extend(c);
         }
         assert!(changes.contains(&Change::Delete("/t/a/000".into())));
-        assert!(changes.contains(&Change::Put("/t/a/new".into(), "n".into())));
+        assert!(changes.contains(&Change::Put("/t/a/new".into(), b"n".to_vec())));
         for c in changes {
             c.apply_to(&mut seen);
         }
@@ -55,16 +55,16 @@ fn transactions_prefixes_watches_and_leases() {
         assert!(!c.is_empty());
 
         let lease = s.lease(2).await.unwrap();
-        s.put("/t/lease", "held", Some(lease.id())).await.unwrap();
+        s.put("/t/lease", b"held", Some(lease.id())).await.unwrap();
         tokio::time::sleep(Duration::from_secs(3)).await;
-        assert_eq!(s.get("/t/lease").await.unwrap().as_deref(), Some("held"), "keepalive failed");
+        assert_eq!(s.get("/t/lease").await.unwrap().as_deref(), Some(&b"held"[..]), "keepalive failed");
         drop(lease);
         let start = std::time::Instant::now();
         while s.get("/t/lease").await.unwrap().is_some() {
             assert!(start.elapsed() < Duration::from_secs(8), "the lease did not expire");
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
-        s.create("/t/once", "1", None).await.unwrap();
-        assert!(s.create("/t/once", "2", None).await.is_err());
+        s.create("/t/once", b"1", None).await.unwrap();
+        assert!(s.create("/t/once", b"2", None).await.is_err());
     });
 }

@@ -1,0 +1,334 @@
+//! The control plane end to end against a real etcd with mutual TLS: a controller and agents
+//! (tokio tasks, each with the in-memory fake data plane, whose state outlives its agent as
+//! pinned maps do). Skipped without the `etcd` binary, a failure under CI=true.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use sfc::agent::{AgentConfig, AgentOptions};
+use sfc::controller::{ChainFileSource, ControllerOptions};
+use sfc::dataplane::{FakeState, MemoryDataplane};
+use sfc::file::ChainFile;
+use sfc::keys::{self, Kv};
+use sfc::plan::Plan;
+use sfc::registry::{Hello, Registry};
+use sfc::store::{Store, TlsFiles};
+use sfc::testing::{Etcd, TestCa};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// Fig. 5.10 of the thesis (chains 100: sf2 → sf3 and 200: sf1 → sf3), where sf3's node
+/// has an alternative, sf4 on a third host.
+const CHAINS: &str = r#"{
+  "chains": [
+    { "id": 100, "nodes": ["sf2", ["sf3", "sf4"]] },
+    { "id": 200, "nodes": ["sf1", ["sf3", "sf4"]] }
+  ],
+  "functions": [
+    { "tag": "sf1", "type": "tc-redirect", "host": "server1" },
+    { "tag": "sf2", "type": "tc-redirect", "host": "server1" },
+    { "tag": "sf3", "type": "tc-redirect", "host": "server2" },
+    { "tag": "sf4", "type": "tc-redirect", "host": "server3" }
+  ]
+}"#;
+
+/// The same with chain 100 moved to sf1 → sf2 → sf3 and chain 200 gone.
+const CHAINS_CHANGED: &str = r#"{
+  "chains": [
+    { "id": 100, "nodes": ["sf1", "sf2", ["sf3", "sf4"]] }
+  ],
+  "functions": [
+    { "tag": "sf1", "type": "tc-redirect", "host": "server1" },
+    { "tag": "sf2", "type": "tc-redirect", "host": "server1" },
+    { "tag": "sf3", "type": "tc-redirect", "host": "server2" },
+    { "tag": "sf4", "type": "tc-redirect", "host": "server3" }
+  ]
+}"#;
+
+fn agent_config(host: &str) -> AgentConfig {
+    let n = host.trim_start_matches("server").parse::<u8>().unwrap_or(9);
+    let sfs: &[&str] = match host {
+        "server1" => &["sf1", "sf2"],
+        "server2" => &["sf3"],
+        _ => &["sf4"],
+    };
+    let mut text = String::new();
+    for (i, tag) in sfs.iter().enumerate() {
+        let i = i as u8 + 1;
+        text.push_str(&format!(
+            "[[sf]]\ntag = \"{tag}\"\niface_in = {{ name = \"{tag}-in\", ifindex = {}, mac = \"02:00:00:00:{n:02x}:{:02x}\" }}\n",
+            10 * i,
+            2 * i
+        ));
+        text.push_str(&format!(
+            "iface_out = {{ name = \"{tag}-out\", ifindex = {}, mac = \"02:00:00:00:{n:02x}:{:02x}\" }}\n",
+            10 * i + 1,
+            2 * i + 1
+        ));
+    }
+    AgentConfig::parse(&text, host).unwrap()
+}
+
+fn hello(host: &str) -> Hello {
+    agent_config(host).hello(host).unwrap()
+}
+
+/// What `hosts` (the live ones) should hold for the chain file at `path`.
+fn expected(path: &Path, hosts: &[&str]) -> (Plan, BTreeMap<String, Kv>) {
+    let file = ChainFile::load(path).unwrap();
+    let reg = Registry::from_hellos(hosts.iter().map(|h| hello(h)));
+    let plan = sfc::plan::plan(&file, &reg);
+    let per_host = hosts
+        .iter()
+        .map(|h| (h.to_string(), plan.hosts.get(*h).map(keys::keys).unwrap_or_default()))
+        .collect();
+    (plan, per_host)
+}
+
+fn log(line: &str) {
+    eprintln!("{line}");
+}
+
+struct Running {
+    stop: watch::Sender<bool>,
+    task: JoinHandle<()>,
+}
+
+impl Running {
+    /// Kills the task (no clean-up, as `kill -9`: its lease stays until its TTL).
+    fn kill(self) {
+        self.task.abort();
+        drop(self.stop);
+    }
+
+    /// Stops it cleanly and waits.
+    async fn stop(self) {
+        let _ = self.stop.send(true);
+        let _ = self.task.await;
+    }
+}
+
+fn spawn_agent(etcd: &Etcd, tls: &TlsFiles, host: &str, dp: &MemoryDataplane) -> Running {
+    let mut options = AgentOptions::new(etcd.endpoint(), tls.clone());
+    options.ttl = 2;
+    options.retry_every = Duration::from_millis(300);
+    options.status_every = Duration::from_millis(300);
+    let hello = hello(host);
+    let mut dp = dp.clone();
+    let (stop, rx) = watch::channel(false);
+    let task = tokio::spawn(async move {
+        sfc::agent::run(&hello, &mut dp, &options, rx, &log).await;
+    });
+    Running { stop, task }
+}
+
+fn spawn_controller(etcd: &Etcd, tls: &TlsFiles, chains: &Path) -> Running {
+    let mut options = ControllerOptions::new(etcd.endpoint(), tls.clone());
+    options.poll_every = Duration::from_millis(100);
+    options.retry_every = Duration::from_millis(300);
+    let mut source = ChainFileSource::new(chains, sfc::plan::plan);
+    let (stop, rx) = watch::channel(false);
+    let task = tokio::spawn(async move {
+        let r = sfc::controller::run(&mut source, &options, rx, &log).await;
+        if let Err(e) = r {
+            eprintln!("controller: {e}");
+        }
+    });
+    Running { stop, task }
+}
+
+/// Waits until every host's fake data plane holds what `want` says.
+async fn converge(dps: &BTreeMap<String, MemoryDataplane>, want: &BTreeMap<String, Kv>, what: &str) {
+    let start = Instant::now();
+    loop {
+        let ok = want.iter().all(|(h, kv)| dps.get(h).map(|d| d.state().entries == *kv).unwrap_or(false));
+        if ok {
+            return;
+        }
+        if start.elapsed() > Duration::from_secs(15) {
+            for (h, kv) in want {
+                let got = dps.get(h).map(|d| d.state().entries).unwrap_or_default();
+                eprintln!("{h}: want {:?}\n{h}: got  {:?}", kv.keys().collect::<Vec<_>>(), got.keys().collect::<Vec<_>>());
+            }
+            panic!("{what}: the data planes did not converge in 15 s");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+struct Setup {
+    etcd: Etcd,
+    controller_tls: TlsFiles,
+    agent_tls: BTreeMap<String, TlsFiles>,
+    chains: PathBuf,
+    dps: BTreeMap<String, MemoryDataplane>,
+}
+
+fn setup(test: &str, hosts: &[&str]) -> Option<Setup> {
+    let etcd = Etcd::start_or_skip(test).unwrap()?;
+    let controller_tls = etcd.client_tls("controller").unwrap();
+    let agent_tls = hosts.iter().map(|h| (h.to_string(), etcd.client_tls(&format!("agent-{h}")).unwrap())).collect();
+    let chains = etcd.dir().join("chains.json");
+    std::fs::write(&chains, CHAINS).unwrap();
+    let dps = hosts.iter().map(|h| (h.to_string(), MemoryDataplane::new())).collect();
+    Some(Setup { etcd, controller_tls, agent_tls, chains, dps })
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+}
+
+fn counts(dps: &BTreeMap<String, MemoryDataplane>) -> BTreeMap<String, FakeState> {
+    dps.iter().map(|(h, d)| (h.clone(), d.state())).collect()
+}
+
+#[test]
+fn agents_converge_survive_restarts_and_outages() {
+    let hosts = ["server1", "server2"];
+    let Some(s) = setup("agents_converge_survive_restarts_and_outages", &hosts) else { return };
+    rt().block_on(async {
+        let controller = spawn_controller(&s.etcd, &s.controller_tls, &s.chains);
+        let mut agents: BTreeMap<&str, Running> =
+            hosts.iter().map(|h| (*h, spawn_agent(&s.etcd, &s.agent_tls[*h], h, &s.dps[*h]))).collect();
+        let (plan, want) = expected(&s.chains, &hosts);
+        assert!(plan.chains.iter().all(|c| c.installed), "{:?}", plan.chains);
+        assert!(want.values().all(|kv| !kv.is_empty()), "both hosts have entries");
+        converge(&s.dps, &want, "controller + two agents").await;
+
+        // The status keys show every host's entries, grouped by stage.
+        let mut store = Store::connect(s.etcd.endpoint(), &s.controller_tls).await.unwrap();
+        let start = Instant::now();
+        loop {
+            let st = sfc::status::ChainStatus::fetch(&mut store).await.unwrap();
+            let published: BTreeMap<String, usize> = st
+                .hosts
+                .iter()
+                .map(|h| (h.host.clone(), h.stages.values().map(|s| s.entries.len()).sum()))
+                .collect();
+            let wanted: BTreeMap<String, usize> = want.iter().map(|(h, kv)| (h.clone(), kv.len())).collect();
+            if published == wanted && st.chains.len() == 2 {
+                assert!(st.render(sfc::status::now()).contains("host server2"));
+                break;
+            }
+            assert!(start.elapsed() < Duration::from_secs(10), "status not published: {published:?} vs {wanted:?}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+
+        // An agent killed and restarted reconverges with no work: its data plane kept its state.
+        let before = counts(&s.dps);
+        agents.remove("server1").unwrap().kill();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        agents.insert("server1", spawn_agent(&s.etcd, &s.agent_tls["server1"], "server1", &s.dps["server1"]));
+        // Registered again (its Hello is back) and reconciled.
+        let start = Instant::now();
+        while store.get(&keys::hello_key("server1")).await.unwrap().is_none() {
+            assert!(start.elapsed() < Duration::from_secs(10), "server1 did not register again");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        converge(&s.dps, &want, "after the agent's restart").await;
+        assert_eq!(counts(&s.dps), before, "a restarted agent redid work");
+
+        // The controller stopped: the agents keep their state.
+        controller.stop().await;
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        assert_eq!(counts(&s.dps), before, "agents changed state without the controller");
+        drop(store);
+        // etcd gone too: still the same state (the agents retry in the background).
+        let endpoint = s.etcd.endpoint().to_string();
+        drop(s.etcd);
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        assert_eq!(counts(&s.dps), before, "agents changed state without etcd ({endpoint})");
+        for (_, a) in agents {
+            a.stop().await;
+        }
+    });
+}
+
+#[test]
+fn a_dead_host_is_routed_around_and_a_changed_file_moves_entries() {
+    let hosts = ["server1", "server2", "server3"];
+    let Some(s) = setup("a_dead_host_is_routed_around_and_a_changed_file_moves_entries", &hosts) else { return };
+    rt().block_on(async {
+        let controller = spawn_controller(&s.etcd, &s.controller_tls, &s.chains);
+        let mut agents: BTreeMap<&str, Running> =
+            hosts.iter().map(|h| (*h, spawn_agent(&s.etcd, &s.agent_tls[*h], h, &s.dps[*h]))).collect();
+        let (plan, want) = expected(&s.chains, &hosts);
+        assert!(plan.chains.iter().all(|c| c.path.iter().any(|hop| hop.tag == "sf3")), "{:?}", plan.chains);
+        converge(&s.dps, &want, "three agents").await;
+
+        // server2's agent dies: its lease expires, sf4 on server3 takes sf3's place.
+        agents.remove("server2").unwrap().kill();
+        let (plan, mut want) = expected(&s.chains, &["server1", "server3"]);
+        assert!(plan.chains.iter().all(|c| c.installed && c.path.iter().any(|hop| hop.tag == "sf4")), "{:?}", plan.chains);
+        let server2_before = s.dps["server2"].state();
+        want.remove("server2");
+        converge(&s.dps, &want, "around the dead host").await;
+        // Its keys are gone from etcd; its data plane (no agent) kept its last state.
+        let mut store = Store::connect(s.etcd.endpoint(), &s.controller_tls).await.unwrap();
+        assert!(store.get_prefix(&keys::plan_prefix("server2")).await.unwrap().kvs.is_empty());
+        assert_eq!(s.dps["server2"].state(), server2_before);
+        let report = store.get(&keys::report_key()).await.unwrap().unwrap();
+        assert!(String::from_utf8_lossy(&report).contains("sf4"));
+
+        // The chain file changes: entries move (the diff is applied: gone keys deleted).
+        let old = counts(&s.dps);
+        std::fs::write(&s.chains, CHAINS_CHANGED).unwrap();
+        let (plan, mut want) = expected(&s.chains, &["server1", "server3"]);
+        assert_eq!(plan.chains.len(), 1);
+        want.remove("server2");
+        converge(&s.dps, &want, "after the chain file changed").await;
+        let new = counts(&s.dps);
+        assert!(new["server1"].deletes > old["server1"].deletes || new["server3"].deletes > old["server3"].deletes, "nothing was uninstalled");
+        assert_ne!(new["server1"].entries, old["server1"].entries);
+
+        // A bad edit leaves the plan in force.
+        std::fs::write(&s.chains, "{ not json").unwrap();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        converge(&s.dps, &want, "after a bad edit").await;
+
+        controller.stop().await;
+        for (_, a) in agents {
+            a.stop().await;
+        }
+    });
+}
+
+#[test]
+fn once_applies_and_returns_and_forged_agents_are_refused() {
+    let Some(s) = setup("once_applies_and_returns_and_forged_agents_are_refused", &["server1"]) else { return };
+    rt().block_on(async {
+        let mut store = Store::connect(s.etcd.endpoint(), &s.controller_tls).await.unwrap();
+        // A registered Hello (no agent: written by hand under a lease) and a stale host's key.
+        let lease = store.lease(10).await.unwrap();
+        let h = serde_json::to_vec(&hello("server1")).unwrap();
+        store.put(&keys::hello_key("server1"), &h, Some(lease.id())).await.unwrap();
+        store.put(&format!("{}i/old", keys::plan_prefix("gone")), b"{}", None).await.unwrap();
+        let mut options = ControllerOptions::new(s.etcd.endpoint(), s.controller_tls.clone());
+        options.once = true;
+        let mut source = ChainFileSource::new(&s.chains, sfc::plan::plan);
+        let (_stop, rx) = watch::channel(false);
+        tokio::time::timeout(Duration::from_secs(10), sfc::controller::run(&mut source, &options, rx, &log))
+            .await
+            .expect("--once returns")
+            .unwrap();
+        let (_, want) = expected(&s.chains, &["server1"]);
+        let got = store.get_prefix(&keys::plan_prefix("server1")).await.unwrap().kvs;
+        assert_eq!(got, want["server1"]);
+        assert!(store.get_prefix(&keys::plan_prefix("gone")).await.unwrap().kvs.is_empty());
+        // Applying the same plan again writes nothing.
+        let plan = sfc::plan::plan(&ChainFile::load(&s.chains).unwrap(), &Registry::from_hellos([hello("server1")]));
+        let again = sfc::controller::apply_plan(&mut store, &plan).await.unwrap();
+        assert_eq!((again.put, again.deleted), (0, 0));
+
+        // An agent whose certificate comes from another CA never registers.
+        let forger = TestCa::new(&s.etcd.dir().join("forged"), "forged-ca").unwrap();
+        let forged = TlsFiles { ca: s.controller_tls.ca.clone(), ..forger.issue("agent-server9", false).unwrap() };
+        let dp = MemoryDataplane::new();
+        let agent = spawn_agent(&s.etcd, &forged, "server9", &dp);
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert!(store.get(&keys::hello_key("server9")).await.unwrap().is_none());
+        agent.stop().await;
+    });
+}
