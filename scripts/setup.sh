@@ -8,6 +8,8 @@ cd "$(dirname "$0")/.."
 . scripts/apt-install.sh
 apt_install tcpdump iproute2 libpcap-dev pkg-config build-essential curl fonts-dejavu-core openvswitch-switch tshark \
   clang llvm libelf-dev zlib1g-dev libbpf-dev bpftool
+# The chains' control plane: etcd (server and etcdctl) and protoc for the etcd client.
+apt_install etcd-server etcd-client protobuf-compiler
 if ! command -v cargo >/dev/null; then
   curl -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal
   . "$HOME/.cargo/env"
