@@ -140,11 +140,12 @@ impl Store {
         &self.endpoint
     }
 
-    /// One cheap read (the cluster's status), bounded in time: does etcd answer us?
+    /// One cheap request that needs no key permission (the member's status), bounded in
+    /// time: does etcd answer us?
     pub async fn check(&mut self) -> Result<(), StoreError> {
-        let mut kv = self.client.kv_client();
-        let get = kv.get(ROOT, Some(GetOptions::new().with_count_only()));
-        tokio::time::timeout(Duration::from_secs(5), get)
+        let mut m = self.client.maintenance_client();
+        let status = m.status();
+        tokio::time::timeout(Duration::from_secs(5), status)
             .await
             .map_err(|_| StoreError::Timeout(self.endpoint.clone()))??;
         Ok(())
@@ -242,6 +243,64 @@ impl Store {
             let _ = lost_tx.send(reason);
         });
         Ok(Lease { id, task, lost: lost_rx, client: self.client.clone() })
+    }
+}
+
+/// Role-based access control, with users named by their certificate's common name (etcd
+/// 3.4 takes the CN of a client certificate as the user when auth is on and no password is
+/// given): each agent may write only its own Hello and status keys and read only its own
+/// plan; the controller reads and writes everything under [`ROOT`].
+impl Store {
+    async fn ignore_exists<T>(r: Result<T, etcd_client::Error>) -> Result<(), StoreError> {
+        match r {
+            Ok(_) => Ok(()),
+            Err(e) if e.to_string().contains("already exists") => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn user_with_role(&mut self, user: &str, role: &str) -> Result<(), StoreError> {
+        let add = self
+            .client
+            .user_add(user, "", Some(etcd_client::UserAddOptions::new().with_no_pwd()))
+            .await;
+        Store::ignore_exists(add).await?;
+        self.client.user_grant_role(user, role).await?;
+        Ok(())
+    }
+
+    /// Lets the certificate CN `user` act as the controller: read and write under [`ROOT`].
+    pub async fn allow_controller(&mut self, user: &str) -> Result<(), StoreError> {
+        let role = "fusebox-controller";
+        Store::ignore_exists(self.client.role_add(role).await).await?;
+        let perm = etcd_client::Permission::read_write(ROOT).with_prefix();
+        self.client.role_grant_permission(role, perm).await?;
+        self.user_with_role(user, role).await
+    }
+
+    /// Lets the certificate CN `user` act as the agent of `host`: write its Hello and status
+    /// keys, read its plan prefix, nothing else.
+    pub async fn allow_agent(&mut self, user: &str, host: &str) -> Result<(), StoreError> {
+        let role = format!("fusebox-agent-{host}");
+        Store::ignore_exists(self.client.role_add(role.as_str()).await).await?;
+        let perms = [
+            etcd_client::Permission::read_write(crate::keys::hello_key(host)),
+            etcd_client::Permission::read_write(crate::keys::status_key(host)),
+            etcd_client::Permission::read(crate::keys::plan_prefix(host)).with_prefix(),
+        ];
+        for p in perms {
+            self.client.role_grant_permission(role.as_str(), p).await?;
+        }
+        self.user_with_role(user, &role).await
+    }
+
+    /// Turns authentication on, with the certificate CN `root` as etcd's root user (etcd
+    /// requires one; keep its certificate for administration only). Call it with a client
+    /// whose certificate's CN is `root`, after [`Store::allow_controller`] and
+    /// [`Store::allow_agent`] (or before: they need the root user then).
+    pub async fn enable_auth(&mut self) -> Result<(), StoreError> {
+        self.user_with_role("root", "root").await?;
+        Store::ignore_exists(self.client.auth_enable().await).await
     }
 }
 

@@ -68,3 +68,52 @@ fn transactions_prefixes_watches_and_leases() {
         assert!(s.create("/t/once", b"2", None).await.is_err());
     });
 }
+
+#[test]
+fn rbac_confines_agents_to_their_own_keys() {
+    let Some(etcd) = Etcd::start_or_skip("rbac_confines_agents_to_their_own_keys").unwrap() else { return };
+    let root = etcd.client_tls("root").unwrap();
+    let controller = etcd.client_tls("controller").unwrap();
+    let agent1 = etcd.client_tls("agent-server1").unwrap();
+    let stranger = etcd.client_tls("stranger").unwrap();
+    use sfc::keys;
+    rt().block_on(async {
+        let mut admin = Store::connect(etcd.endpoint(), &root).await.unwrap();
+        admin.allow_controller("controller").await.unwrap();
+        admin.allow_agent("agent-server1", "server1").await.unwrap();
+        admin.enable_auth().await.unwrap();
+        // Twice is fine (already there).
+        let r = admin.allow_agent("agent-server1", "server1").await;
+        eprintln!("again: {r:?}");
+
+        let mut c = Store::connect(etcd.endpoint(), &controller).await.unwrap();
+        let plan1 = format!("{}i/sf1", keys::plan_prefix("server1"));
+        let plan2 = format!("{}i/sf3", keys::plan_prefix("server2"));
+        c.apply(&[(plan1.clone(), b"{}".to_vec()), (plan2.clone(), b"{}".to_vec())].into_iter().collect(), &[])
+            .await
+            .unwrap();
+
+        let mut a = Store::connect(etcd.endpoint(), &agent1).await.unwrap();
+        let lease = a.lease(5).await.unwrap();
+        a.put(&keys::hello_key("server1"), b"{}", Some(lease.id())).await.unwrap();
+        a.put(&keys::status_key("server1"), b"{}", Some(lease.id())).await.unwrap();
+        assert_eq!(a.get_prefix(&keys::plan_prefix("server1")).await.unwrap().kvs.len(), 1);
+        let mut w = a.watch_prefix(&keys::plan_prefix("server1"), 0).await.unwrap();
+        // Not another host's keys, not the plan, not the registry.
+        assert!(a.put(&keys::hello_key("server2"), b"{}", None).await.is_err());
+        assert!(a.put(&keys::status_key("server2"), b"{}", None).await.is_err());
+        assert!(a.put(&plan1, b"forged", None).await.is_err());
+        assert!(a.get_prefix(&keys::plan_prefix("server2")).await.is_err());
+        assert!(a.get_prefix(&keys::hello_prefix()).await.is_err());
+        // Its watch still works.
+        c.put(&plan1, b"{\"v\":2}", None).await.unwrap();
+        let (changes, _) = tokio::time::timeout(Duration::from_secs(5), w.next()).await.unwrap().unwrap();
+        assert_eq!(changes, vec![Change::Put(plan1.clone(), b"{\"v\":2}".to_vec())]);
+        // A certificate of the right CA but no user: connected, yet refused everything.
+        let mut s = Store::connect(etcd.endpoint(), &stranger).await;
+        if let Ok(s) = &mut s {
+            assert!(s.get_prefix(&keys::plan_prefix("server1")).await.is_err());
+        }
+        lease.revoke().await.unwrap();
+    });
+}
