@@ -33,13 +33,17 @@ pub struct AgentArgs {
 /// `fusebox agent`.
 pub fn run(a: &AgentArgs) -> Result<ExitCode, CliError> {
     if a.ttl < 2 {
-        return Err(CliError::Invalid(format!("--ttl {}: at least 2 seconds (etcd's minimum lease)", a.ttl)));
+        return Err(CliError::Invalid(format!(
+            "--ttl {}: at least 2 seconds (etcd's minimum lease)",
+            a.ttl
+        )));
     }
     let config = sfc::agent::AgentConfig::load(&a.config)?;
     let hello = config.hello(&a.host)?;
     let Some(path) = &a.fake_dataplane else {
         return Err(CliError::Invalid(
-            "the kernel data plane is not wired to the agent yet: give --fake-dataplane FILE".into(),
+            "the kernel data plane is not wired to the agent yet: give --fake-dataplane FILE"
+                .into(),
         ));
     };
     let mut dp = sfc::dataplane::FileDataplane::new(path);

@@ -1,6 +1,7 @@
 //! `fusebox chain status --etcd URL --ca --cert --key [--json]`: the chains across hosts as
 //! the control plane sees them: each chain's path (the controller's report), and per host and
 //! stage the installed entries and counters (what each agent published).
+//! `fusebox chain access`: etcd's access control by certificate CN.
 
 use crate::error::CliError;
 use crate::etcd_args::{runtime, EtcdArgs};
@@ -19,6 +20,23 @@ pub struct ChainArgs {
 pub enum ChainCommand {
     /// Per chain its path; per host and stage the installed entries and counters.
     Status(StatusArgs),
+    /// Turn on etcd's access control by certificate common name: each agent may write only
+    /// its own Hello and status and read only its own plan; the controller everything
+    /// under /fusebox/sfc/v1/. Run with a certificate whose CN is `root`.
+    Access(AccessArgs),
+}
+
+/// Arguments of `fusebox chain access`.
+#[derive(Args, Debug)]
+pub struct AccessArgs {
+    #[command(flatten)]
+    pub etcd: EtcdArgs,
+    /// The controller's certificate CN (repeatable).
+    #[arg(long, value_name = "CN")]
+    pub controller: Vec<String>,
+    /// An agent: its host, and its certificate's CN if not `agent-HOST` (repeatable).
+    #[arg(long, value_name = "HOST[=CN]")]
+    pub agent: Vec<String>,
 }
 
 /// Arguments of `fusebox chain status`.
@@ -35,7 +53,40 @@ pub struct StatusArgs {
 pub fn run(a: &ChainArgs) -> Result<ExitCode, CliError> {
     match &a.command {
         ChainCommand::Status(s) => status(s),
+        ChainCommand::Access(s) => access(s),
     }
+}
+
+fn access(a: &AccessArgs) -> Result<ExitCode, CliError> {
+    let mut agents = Vec::new();
+    for spec in &a.agent {
+        let (host, cn) = match spec.split_once('=') {
+            Some((h, c)) => (h.to_string(), c.to_string()),
+            None => (spec.clone(), format!("agent-{spec}")),
+        };
+        if host.is_empty() || cn.is_empty() || host.contains('/') {
+            return Err(CliError::Invalid(format!(
+                "--agent {spec:?}: want HOST or HOST=CN"
+            )));
+        }
+        agents.push((host, cn));
+    }
+    runtime()?.block_on(async {
+        let mut store = sfc::store::Store::connect(&a.etcd.etcd, &a.etcd.tls()).await?;
+        for cn in &a.controller {
+            store.allow_controller(cn).await?;
+        }
+        for (host, cn) in &agents {
+            store.allow_agent(cn, host).await?;
+        }
+        store.enable_auth().await
+    })?;
+    outln!(
+        "access control on: {} controller(s), {} agent(s)",
+        a.controller.len(),
+        agents.len()
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 fn status(a: &StatusArgs) -> Result<ExitCode, CliError> {

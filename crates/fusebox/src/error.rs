@@ -72,6 +72,9 @@ pub enum CliError {
     /// The control plane's etcd failed or refused us.
     #[error(transparent)]
     Store(#[from] sfc::store::StoreError),
+    /// The controller failed (etcd, or the chain file).
+    #[error(transparent)]
+    Controller(#[from] sfc::controller::ControllerError),
     /// An agent's configuration that does not load.
     #[error(transparent)]
     Agent(#[from] sfc::agent::AgentError),

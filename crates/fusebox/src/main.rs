@@ -80,8 +80,9 @@ enum Command {
     /// List the element classes (one line each), or describe one: arguments, what it does,
     /// ports, drop reasons, synthesis model and fast-path handling.
     Elements(elements_cmd::ElementsArgs),
-    /// Chains across hosts (NSH, after Chaining-Box): validate a chain file (--check) or
-    /// print the stages and map entries each host's agent would install (--dry-run).
+    /// Chains across hosts (NSH, after Chaining-Box): validate a chain file (--check),
+    /// print the stages and map entries each host's agent would install (--dry-run), or run
+    /// the controller on etcd (--etcd URL --ca --cert --key [--once]).
     Controller(controller_cmd::ControllerArgs),
     /// Make a CA and the certificates of the control plane's mutual TLS (etcd, controller,
     /// one per agent).

@@ -122,9 +122,17 @@ struct IpLink {
 
 fn lookup(conf: &IfaceConf, ns: Option<&str>) -> Result<Iface, AgentError> {
     if let (Some(ifindex), Some(mac)) = (conf.ifindex, conf.mac) {
-        return Ok(Iface { name: conf.name.clone(), ifindex, mac });
+        return Ok(Iface {
+            name: conf.name.clone(),
+            ifindex,
+            mac,
+        });
     }
-    let err = |why: String| AgentError::Iface { iface: conf.name.clone(), ns: ns.map(str::to_string), why };
+    let err = |why: String| AgentError::Iface {
+        iface: conf.name.clone(),
+        ns: ns.map(str::to_string),
+        why,
+    };
     let mut cmd = Command::new("ip");
     if let Some(ns) = ns {
         cmd.args(["-n", ns]);
@@ -148,13 +156,18 @@ fn lookup(conf: &IfaceConf, ns: Option<&str>) -> Result<Iface, AgentError> {
             .parse()
             .map_err(|e| err(format!("{e}")))?,
     };
-    Ok(Iface { name: conf.name.clone(), ifindex: conf.ifindex.unwrap_or(link.ifindex), mac })
+    Ok(Iface {
+        name: conf.name.clone(),
+        ifindex: conf.ifindex.unwrap_or(link.ifindex),
+        mac,
+    })
 }
 
 impl AgentConfig {
     /// Reads `AGENT.toml`.
     pub fn load(path: &Path) -> Result<AgentConfig, AgentError> {
-        let text = std::fs::read_to_string(path).map_err(|e| AgentError::Read(path.display().to_string(), e))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| AgentError::Read(path.display().to_string(), e))?;
         AgentConfig::parse(&text, &path.display().to_string())
     }
 
@@ -176,11 +189,29 @@ impl AgentConfig {
             let ns = sf.namespace.as_deref();
             let iface_in = lookup(&sf.iface_in, ns)?;
             let iface_out = sf.iface_out.as_ref().map(|i| lookup(i, ns)).transpose()?;
-            functions.insert(sf.tag.clone(), SfPorts { iface_in, iface_out });
+            functions.insert(
+                sf.tag.clone(),
+                SfPorts {
+                    iface_in,
+                    iface_out,
+                },
+            );
         }
-        let ifaces = self.iface.iter().map(|i| lookup(i, None)).collect::<Result<_, _>>()?;
-        let underlay = self.underlay.as_ref().map(|u| Underlay { addr: u.addr, mac: u.mac });
-        Ok(Hello { host: host.to_string(), functions, ifaces, underlay })
+        let ifaces = self
+            .iface
+            .iter()
+            .map(|i| lookup(i, None))
+            .collect::<Result<_, _>>()?;
+        let underlay = self.underlay.as_ref().map(|u| Underlay {
+            addr: u.addr,
+            mac: u.mac,
+        });
+        Ok(Hello {
+            host: host.to_string(),
+            functions,
+            ifaces,
+            underlay,
+        })
     }
 }
 
@@ -233,7 +264,10 @@ pub async fn run(
             _ = stop.changed() => return,
         };
         if let Err(e) = outcome {
-            log(&format!("agent {}: {e}; the data plane keeps its state, retrying", hello.host));
+            log(&format!(
+                "agent {}: {e}; the data plane keeps its state, retrying",
+                hello.host
+            ));
         }
         tokio::select! {
             _ = tokio::time::sleep(options.retry_every) => {}
@@ -253,13 +287,19 @@ async fn session(
     let mut store = Store::connect(&options.endpoint, &options.tls).await?;
     let mut lease = store.lease(options.ttl).await?;
     let hello_json = serde_json::to_vec(hello).unwrap_or_default();
-    store.put(&keys::hello_key(host), &hello_json, Some(lease.id())).await?;
+    store
+        .put(&keys::hello_key(host), &hello_json, Some(lease.id()))
+        .await?;
     let prefix = keys::plan_prefix(host);
     let snap = store.get_prefix(&prefix).await?;
     let mut desired: Kv = snap.kvs;
     let mut revision = snap.revision;
     let mut watch = store.watch_prefix(&prefix, snap.revision + 1).await?;
-    log(&format!("agent {host}: registered (lease {:x}), {} plan keys at revision {revision}", lease.id(), desired.len()));
+    log(&format!(
+        "agent {host}: registered (lease {:x}), {} plan keys at revision {revision}",
+        lease.id(),
+        desired.len()
+    ));
     let mut error = apply(dp, &desired, host, log);
     let mut tick = tokio::time::interval(options.status_every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -292,7 +332,10 @@ fn apply(dp: &mut dyn Dataplane, desired: &Kv, host: &str, log: Log<'_>) -> Opti
     match reconcile(dp, desired) {
         Ok(r) => {
             if r.put + r.deleted > 0 {
-                log(&format!("agent {host}: installed {} entries, removed {}", r.put, r.deleted));
+                log(&format!(
+                    "agent {host}: installed {} entries, removed {}",
+                    r.put, r.deleted
+                ));
             }
             None
         }
@@ -340,20 +383,30 @@ mod tests {
             "AGENT.toml",
         )
         .unwrap();
-        assert_eq!(c.sf("sf2").and_then(|s| s.namespace.as_deref()), Some("ns2"));
+        assert_eq!(
+            c.sf("sf2").and_then(|s| s.namespace.as_deref()),
+            Some("ns2")
+        );
         let h = c.hello("server1").unwrap();
         assert_eq!(h.host, "server1");
         assert_eq!(h.functions["sf2"].out().ifindex, 5);
         assert_eq!(h.functions["sf1"].out().ifindex, 3);
         assert_eq!(h.ifaces[0].name, "eth0");
-        assert_eq!(h.underlay.as_ref().map(|u| u.addr), Some(Ipv4Addr::new(10, 0, 0, 1)));
+        assert_eq!(
+            h.underlay.as_ref().map(|u| u.addr),
+            Some(Ipv4Addr::new(10, 0, 0, 1))
+        );
     }
 
     #[test]
     fn bad_configs_are_errors() {
         assert!(AgentConfig::parse("[[sf]]\ntag = 1", "x").is_err());
         assert!(AgentConfig::parse("bogus = 1", "x").is_err());
-        assert!(AgentConfig::parse("[[sf]]\ntag = \"a\"\niface_in = { name = \"a\", mac = \"zz\" }", "x").is_err());
+        assert!(AgentConfig::parse(
+            "[[sf]]\ntag = \"a\"\niface_in = { name = \"a\", mac = \"zz\" }",
+            "x"
+        )
+        .is_err());
         let c = AgentConfig::parse("[[iface]]\nname = \"fusebox-no-such-iface\"", "x").unwrap();
         assert!(c.hello("h").is_err());
     }

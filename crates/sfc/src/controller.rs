@@ -45,11 +45,19 @@ pub struct ChainFileSource {
 impl ChainFileSource {
     /// The chain file at `path`, planned by `planner`.
     pub fn new(path: &Path, planner: Planner) -> ChainFileSource {
-        ChainFileSource { path: path.to_path_buf(), planner, seen: None, file: None, warning: None }
+        ChainFileSource {
+            path: path.to_path_buf(),
+            planner,
+            seen: None,
+            file: None,
+            warning: None,
+        }
     }
 
     fn mtime(&self) -> Option<SystemTime> {
-        std::fs::metadata(&self.path).and_then(|m| m.modified()).ok()
+        std::fs::metadata(&self.path)
+            .and_then(|m| m.modified())
+            .ok()
     }
 }
 
@@ -66,7 +74,10 @@ impl PlanSource for ChainFileSource {
             match ChainFile::load(&self.path) {
                 Ok(f) => self.file = Some(f),
                 Err(e) if self.file.is_some() => {
-                    self.warning = Some(format!("{}: {e}; the previous chain file stays in force", self.path.display()))
+                    self.warning = Some(format!(
+                        "{}: {e}; the previous chain file stays in force",
+                        self.path.display()
+                    ))
                 }
                 Err(e) => return Err(format!("{}: {e}", self.path.display())),
             }
@@ -139,8 +150,13 @@ pub fn registry_of(hellos: &Kv, log: Log<'_>) -> Registry {
     for (k, v) in hellos {
         match serde_json::from_slice::<Hello>(v) {
             Ok(h) if keys::hello_key(&h.host) == *k => list.push(h),
-            Ok(h) => log(&format!("controller: Hello under {k} names host {:?}; ignored", h.host)),
-            Err(e) => log(&format!("controller: Hello under {k} does not parse: {e}; ignored")),
+            Ok(h) => log(&format!(
+                "controller: Hello under {k} names host {:?}; ignored",
+                h.host
+            )),
+            Err(e) => log(&format!(
+                "controller: Hello under {k} does not parse: {e}; ignored"
+            )),
         }
     }
     Registry::from_hellos(list)
@@ -154,7 +170,10 @@ pub async fn apply_plan(store: &mut Store, plan: &Plan) -> Result<Applied, Store
     let root = keys::plan_root();
     let mut by_host: std::collections::BTreeMap<String, Kv> = Default::default();
     for (k, v) in current {
-        let host = k.strip_prefix(&root).and_then(|r| r.split_once('/')).map(|(h, _)| h.to_string());
+        let host = k
+            .strip_prefix(&root)
+            .and_then(|r| r.split_once('/'))
+            .map(|(h, _)| h.to_string());
         if let Some(h) = host {
             by_host.entry(h).or_default().insert(k, v);
         }
@@ -224,15 +243,28 @@ fn replan(source: &mut dyn PlanSource, hellos: &Kv, log: Log<'_>) -> Result<Plan
 async fn write(store: &mut Store, plan: &Plan, log: Log<'_>) -> Result<(), ControllerError> {
     let a = apply_plan(store, plan).await?;
     if !a.hosts.is_empty() {
-        log(&format!("controller: put {} keys, deleted {} (hosts {})", a.put, a.deleted, a.hosts.join(", ")));
+        log(&format!(
+            "controller: put {} keys, deleted {} (hosts {})",
+            a.put,
+            a.deleted,
+            a.hosts.join(", ")
+        ));
     }
     for c in plan.chains.iter().filter(|c| !c.installed) {
-        log(&format!("controller: chain {} not installed: {}", c.id, c.notes.join("; ")));
+        log(&format!(
+            "controller: chain {} not installed: {}",
+            c.id,
+            c.notes.join("; ")
+        ));
     }
     Ok(())
 }
 
-async fn session(source: &mut dyn PlanSource, options: &ControllerOptions, log: Log<'_>) -> Result<(), ControllerError> {
+async fn session(
+    source: &mut dyn PlanSource,
+    options: &ControllerOptions,
+    log: Log<'_>,
+) -> Result<(), ControllerError> {
     let mut store = Store::connect(&options.endpoint, &options.tls).await?;
     let snap = store.get_prefix(&keys::hello_prefix()).await?;
     let mut hellos = snap.kvs;
@@ -242,7 +274,9 @@ async fn session(source: &mut dyn PlanSource, options: &ControllerOptions, log: 
     if options.once {
         return Ok(());
     }
-    let mut watch = store.watch_prefix(&keys::hello_prefix(), snap.revision + 1).await?;
+    let mut watch = store
+        .watch_prefix(&keys::hello_prefix(), snap.revision + 1)
+        .await?;
     let mut poll = tokio::time::interval(options.poll_every);
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {

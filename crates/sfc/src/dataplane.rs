@@ -62,7 +62,10 @@ pub fn reconcile(dp: &mut dyn Dataplane, desired: &Kv) -> Result<Reconciled, Dat
     if !puts.is_empty() || !deletes.is_empty() {
         dp.apply(&puts, &deletes)?;
     }
-    Ok(Reconciled { put: puts.len(), deleted: deletes.len() })
+    Ok(Reconciled {
+        put: puts.len(),
+        deleted: deletes.len(),
+    })
 }
 
 /// The state of the fake data planes.
@@ -94,7 +97,10 @@ impl FakeState {
         let mut out: BTreeMap<String, Counters> = BTreeMap::new();
         for k in self.entries.keys() {
             let group = crate::status::group_of(k);
-            *out.entry(group).or_default().entry("entries".into()).or_default() += 1;
+            *out.entry(group)
+                .or_default()
+                .entry("entries".into())
+                .or_default() += 1;
         }
         out
     }
@@ -119,7 +125,9 @@ impl MemoryDataplane {
     }
 
     fn lock(&self) -> Result<std::sync::MutexGuard<'_, FakeState>, DataplaneError> {
-        self.state.lock().map_err(|_| DataplaneError::State("the fake data plane's lock is poisoned".into()))
+        self.state
+            .lock()
+            .map_err(|_| DataplaneError::State("the fake data plane's lock is poisoned".into()))
     }
 }
 
@@ -148,7 +156,9 @@ pub struct FileDataplane {
 impl FileDataplane {
     /// A data plane in `path` (created on the first change).
     pub fn new(path: &Path) -> FileDataplane {
-        FileDataplane { path: path.to_path_buf() }
+        FileDataplane {
+            path: path.to_path_buf(),
+        }
     }
 
     /// The state in the file (empty if there is no file yet).
@@ -157,14 +167,19 @@ impl FileDataplane {
             Ok(text) => serde_json::from_str(&text)
                 .map_err(|e| DataplaneError::State(format!("{}: {e}", self.path.display()))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(FakeState::default()),
-            Err(e) => Err(DataplaneError::State(format!("{}: {e}", self.path.display()))),
+            Err(e) => Err(DataplaneError::State(format!(
+                "{}: {e}",
+                self.path.display()
+            ))),
         }
     }
 
     fn save(&self, state: &FakeState) -> Result<(), DataplaneError> {
-        let err = |e: std::io::Error| DataplaneError::State(format!("{}: {e}", self.path.display()));
+        let err =
+            |e: std::io::Error| DataplaneError::State(format!("{}: {e}", self.path.display()));
         let tmp = self.path.with_extension("tmp");
-        let text = serde_json::to_string_pretty(state).map_err(|e| DataplaneError::State(e.to_string()))?;
+        let text = serde_json::to_string_pretty(state)
+            .map_err(|e| DataplaneError::State(e.to_string()))?;
         std::fs::write(&tmp, text).map_err(err)?;
         std::fs::rename(&tmp, &self.path).map_err(err)
     }
@@ -193,17 +208,25 @@ mod tests {
     const P: &str = "/fusebox/sfc/v1/plan/h/";
 
     fn map(kv: &[(&str, &str)]) -> Kv {
-        kv.iter().map(|(k, v)| (format!("{P}{k}"), v.as_bytes().to_vec())).collect()
+        kv.iter()
+            .map(|(k, v)| (format!("{P}{k}"), v.as_bytes().to_vec()))
+            .collect()
     }
 
     #[test]
     fn reconcile_does_only_the_difference() {
         let mut dp = MemoryDataplane::new();
         let want = map(&[("i/sf1/fwd/100/254", "a"), ("i/sf1/fwd/200/254", "b")]);
-        assert_eq!(reconcile(&mut dp, &want).unwrap(), Reconciled { put: 2, deleted: 0 });
+        assert_eq!(
+            reconcile(&mut dp, &want).unwrap(),
+            Reconciled { put: 2, deleted: 0 }
+        );
         assert_eq!(reconcile(&mut dp, &want).unwrap(), Reconciled::default());
         let want2 = map(&[("i/sf1/fwd/100/254", "c"), ("i/@cls/cls/1/a/b/6/1/2", "x")]);
-        assert_eq!(reconcile(&mut dp, &want2).unwrap(), Reconciled { put: 2, deleted: 1 });
+        assert_eq!(
+            reconcile(&mut dp, &want2).unwrap(),
+            Reconciled { put: 2, deleted: 1 }
+        );
         let s = dp.state();
         assert_eq!(s.entries, want2);
         assert_eq!((s.puts, s.deletes), (4, 1));
@@ -216,7 +239,10 @@ mod tests {
         let mut dp = FileDataplane::new(&path);
         reconcile(&mut dp, &map(&[("i/sf1/fwd/1/255", "v")])).unwrap();
         let mut again = FileDataplane::new(&path);
-        assert_eq!(reconcile(&mut again, &map(&[("i/sf1/fwd/1/255", "v")])).unwrap(), Reconciled::default());
+        assert_eq!(
+            reconcile(&mut again, &map(&[("i/sf1/fwd/1/255", "v")])).unwrap(),
+            Reconciled::default()
+        );
         assert_eq!(again.load().unwrap().puts, 1);
         std::fs::write(&path, "not json").unwrap();
         assert!(FileDataplane::new(&path).installed().is_err());

@@ -27,7 +27,7 @@ pub mod pki;
 pub mod plan;
 pub mod registry;
 pub mod span;
-pub mod table;
 pub mod status;
 pub mod store;
+pub mod table;
 pub mod testing;

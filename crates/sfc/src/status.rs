@@ -61,12 +61,22 @@ impl HostStatus {
         for (k, v) in entries {
             let short = k.strip_prefix(&prefix).unwrap_or(k).to_string();
             let value = String::from_utf8_lossy(v).into_owned();
-            stages.entry(group_of(k)).or_default().entries.insert(short, value);
+            stages
+                .entry(group_of(k))
+                .or_default()
+                .entries
+                .insert(short, value);
         }
         for (stage, c) in counters {
             stages.entry(stage.clone()).or_default().counters = c.clone();
         }
-        HostStatus { host: host.to_string(), time: now(), plan_revision: 0, error: None, stages }
+        HostStatus {
+            host: host.to_string(),
+            time: now(),
+            plan_revision: 0,
+            error: None,
+            stages,
+        }
     }
 }
 
@@ -84,12 +94,16 @@ pub struct ChainStatus {
 
 impl ChainStatus {
     /// Reads the report and the status keys from etcd.
-    pub async fn fetch(store: &mut crate::store::Store) -> Result<ChainStatus, crate::store::StoreError> {
+    pub async fn fetch(
+        store: &mut crate::store::Store,
+    ) -> Result<ChainStatus, crate::store::StoreError> {
         let mut out = ChainStatus::default();
         if let Some(report) = store.get(&crate::keys::report_key()).await? {
             match serde_json::from_slice(&report) {
                 Ok(chains) => out.chains = chains,
-                Err(e) => out.unreadable.push(format!("{}: {e}", crate::keys::report_key())),
+                Err(e) => out
+                    .unreadable
+                    .push(format!("{}: {e}", crate::keys::report_key())),
             }
         }
         for (k, v) in store.get_prefix(&crate::keys::status_prefix()).await?.kvs {
@@ -105,8 +119,16 @@ impl ChainStatus {
     pub fn render(&self, now: u64) -> String {
         let mut out = String::new();
         for c in &self.chains {
-            let path: Vec<String> = c.path.iter().map(|h| format!("{}@{} (SI {})", h.tag, h.host, h.si)).collect();
-            let state = if c.installed { "installed" } else { "NOT installed" };
+            let path: Vec<String> = c
+                .path
+                .iter()
+                .map(|h| format!("{}@{} (SI {})", h.tag, h.host, h.si))
+                .collect();
+            let state = if c.installed {
+                "installed"
+            } else {
+                "NOT installed"
+            };
             let _ = writeln!(out, "chain {}: {state}: {}", c.id, path.join(" -> "));
             for n in &c.notes {
                 let _ = writeln!(out, "  note: {n}");
@@ -137,14 +159,25 @@ pub fn render_table(hosts: &[HostStatus], now: u64) -> String {
     }
     for h in hosts {
         let age = now.saturating_sub(h.time);
-        let _ = writeln!(out, "host {}  (status {age} s old, plan revision {})", h.host, h.plan_revision);
+        let _ = writeln!(
+            out,
+            "host {}  (status {age} s old, plan revision {})",
+            h.host, h.plan_revision
+        );
         if let Some(e) = &h.error {
             let _ = writeln!(out, "  error: {e}");
         }
         let _ = writeln!(out, "  {:<10} {:>8}  counters", "stage", "entries");
         for (name, s) in &h.stages {
-            let counters: Vec<String> = s.counters.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            let _ = writeln!(out, "  {:<10} {:>8}  {}", name, s.entries.len(), counters.join(" "));
+            let counters: Vec<String> =
+                s.counters.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let _ = writeln!(
+                out,
+                "  {:<10} {:>8}  {}",
+                name,
+                s.entries.len(),
+                counters.join(" ")
+            );
             for (k, v) in &s.entries {
                 let _ = writeln!(out, "      {k} = {v}");
             }
@@ -161,7 +194,10 @@ mod tests {
     fn group_of_names_instance_and_kind() {
         let p = crate::keys::plan_prefix("server1");
         assert_eq!(group_of(&format!("{p}i/sf1/fwd/100/254")), "sf1/fwd");
-        assert_eq!(group_of(&format!("{p}i/@cls/cls/3/1.1.1.1/2.2.2.2/6/1/2")), "@cls/cls");
+        assert_eq!(
+            group_of(&format!("{p}i/@cls/cls/3/1.1.1.1/2.2.2.2/6/1/2")),
+            "@cls/cls"
+        );
         assert_eq!(group_of(&format!("{p}i/sf1")), "sf1");
         assert_eq!(group_of(&format!("{p}link/a/x/b/y")), "link");
         assert_eq!(group_of("odd"), "odd");
@@ -170,12 +206,19 @@ mod tests {
     #[test]
     fn status_groups_entries_by_stage_and_renders() {
         let p = crate::keys::plan_prefix("server1");
-        let entries: Kv = [("i/sf1/fwd/100/254", "{}"), ("i/sf1/fwd/200/254", "{}"), ("i/sf1/proxy/x", "{}")]
-            .iter()
-            .map(|(k, v)| (format!("{p}{k}"), v.as_bytes().to_vec()))
-            .collect();
+        let entries: Kv = [
+            ("i/sf1/fwd/100/254", "{}"),
+            ("i/sf1/fwd/200/254", "{}"),
+            ("i/sf1/proxy/x", "{}"),
+        ]
+        .iter()
+        .map(|(k, v)| (format!("{p}{k}"), v.as_bytes().to_vec()))
+        .collect();
         let mut counters = BTreeMap::new();
-        counters.insert("sf1/fwd".to_string(), [("packets".to_string(), 7u64)].into_iter().collect());
+        counters.insert(
+            "sf1/fwd".to_string(),
+            [("packets".to_string(), 7u64)].into_iter().collect(),
+        );
         let s = HostStatus::new("server1", &entries, &counters);
         assert_eq!(s.stages["sf1/fwd"].entries.len(), 2);
         assert_eq!(s.stages["sf1/proxy"].entries.len(), 1);

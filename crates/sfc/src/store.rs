@@ -57,7 +57,10 @@ pub struct TlsFiles {
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, StoreError> {
-    std::fs::read(path).map_err(|source| StoreError::Read { path: path.to_path_buf(), source })
+    std::fs::read(path).map_err(|source| StoreError::Read {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// One change seen by a watch.
@@ -130,7 +133,10 @@ impl Store {
         let client = tokio::time::timeout(Duration::from_secs(6), connect)
             .await
             .map_err(|_| StoreError::Timeout(endpoint.to_string()))??;
-        let mut store = Store { client, endpoint: endpoint.to_string() };
+        let mut store = Store {
+            client,
+            endpoint: endpoint.to_string(),
+        };
         store.check().await?;
         Ok(store)
     }
@@ -153,7 +159,10 @@ impl Store {
 
     /// Every key under `prefix` and the revision of the read.
     pub async fn get_prefix(&mut self, prefix: &str) -> Result<Snapshot, StoreError> {
-        let resp = self.client.get(prefix, Some(GetOptions::new().with_prefix())).await?;
+        let resp = self
+            .client
+            .get(prefix, Some(GetOptions::new().with_prefix()))
+            .await?;
         let revision = resp.header().map(|h| h.revision()).unwrap_or(0);
         let mut kvs = Kv::new();
         for kv in resp.kvs() {
@@ -169,7 +178,12 @@ impl Store {
     }
 
     /// Puts one key, held by `lease` if given (the key goes when the lease expires).
-    pub async fn put(&mut self, key: &str, value: &[u8], lease: Option<i64>) -> Result<(), StoreError> {
+    pub async fn put(
+        &mut self,
+        key: &str,
+        value: &[u8],
+        lease: Option<i64>,
+    ) -> Result<(), StoreError> {
         let options = lease.map(|id| PutOptions::new().with_lease(id));
         self.client.put(key, value, options).await?;
         Ok(())
@@ -178,14 +192,13 @@ impl Store {
     /// Puts and deletes a set of keys in one transaction (several if there are more than
     /// [`MAX_TXN_OPS`] operations: etcd refuses larger ones). Returns the store revision
     /// after the last one (0 when there was nothing to do).
-    pub async fn apply(
-        &mut self,
-        puts: &Kv,
-        deletes: &[String],
-    ) -> Result<i64, StoreError> {
+    pub async fn apply(&mut self, puts: &Kv, deletes: &[String]) -> Result<i64, StoreError> {
         let mut ops: Vec<TxnOp> = Vec::with_capacity(puts.len() + deletes.len());
         ops.extend(deletes.iter().map(|k| TxnOp::delete(k.as_str(), None)));
-        ops.extend(puts.iter().map(|(k, v)| TxnOp::put(k.as_str(), v.clone(), None)));
+        ops.extend(
+            puts.iter()
+                .map(|(k, v)| TxnOp::put(k.as_str(), v.clone(), None)),
+        );
         let mut revision = 0;
         for chunk in ops.chunks(MAX_TXN_OPS) {
             let resp = self.client.txn(Txn::new().and_then(chunk.to_vec())).await?;
@@ -195,7 +208,12 @@ impl Store {
     }
 
     /// Puts `key` only if it does not exist yet (a create guard), in one transaction.
-    pub async fn create(&mut self, key: &str, value: &[u8], lease: Option<i64>) -> Result<(), StoreError> {
+    pub async fn create(
+        &mut self,
+        key: &str,
+        value: &[u8],
+        lease: Option<i64>,
+    ) -> Result<(), StoreError> {
         let options = lease.map(|id| PutOptions::new().with_lease(id));
         let txn = Txn::new()
             .when([Compare::create_revision(key, CompareOp::Equal, 0)])
@@ -209,13 +227,20 @@ impl Store {
     }
 
     /// Watches every key under `prefix` from `revision` on (0: from now).
-    pub async fn watch_prefix(&mut self, prefix: &str, revision: i64) -> Result<PrefixWatch, StoreError> {
+    pub async fn watch_prefix(
+        &mut self,
+        prefix: &str,
+        revision: i64,
+    ) -> Result<PrefixWatch, StoreError> {
         let mut options = WatchOptions::new().with_prefix();
         if revision > 0 {
             options = options.with_start_revision(revision);
         }
         let stream = self.client.watch(prefix, Some(options)).await?;
-        Ok(PrefixWatch { stream, prefix: prefix.to_string() })
+        Ok(PrefixWatch {
+            stream,
+            prefix: prefix.to_string(),
+        })
     }
 
     /// Grants a lease of `ttl` seconds and keeps it alive from a background task until the
@@ -231,7 +256,12 @@ impl Store {
                 if let Err(e) = keeper.keep_alive().await {
                     break format!("keepalive: {e}");
                 }
-                match tokio::time::timeout(Duration::from_secs(ttl.max(1) as u64), responses.message()).await {
+                match tokio::time::timeout(
+                    Duration::from_secs(ttl.max(1) as u64),
+                    responses.message(),
+                )
+                .await
+                {
                     Ok(Ok(Some(r))) if r.ttl() > 0 => {}
                     Ok(Ok(Some(_))) => break "the lease expired".to_string(),
                     Ok(Ok(None)) => break "the keepalive stream ended".to_string(),
@@ -242,7 +272,12 @@ impl Store {
             };
             let _ = lost_tx.send(reason);
         });
-        Ok(Lease { id, task, lost: lost_rx, client: self.client.clone() })
+        Ok(Lease {
+            id,
+            task,
+            lost: lost_rx,
+            client: self.client.clone(),
+        })
     }
 }
 
@@ -262,7 +297,11 @@ impl Store {
     async fn user_with_role(&mut self, user: &str, role: &str) -> Result<(), StoreError> {
         let add = self
             .client
-            .user_add(user, "", Some(etcd_client::UserAddOptions::new().with_no_pwd()))
+            .user_add(
+                user,
+                "",
+                Some(etcd_client::UserAddOptions::new().with_no_pwd()),
+            )
             .await;
         Store::ignore_exists(add).await?;
         self.client.user_grant_role(user, role).await?;
@@ -320,7 +359,9 @@ impl Lease {
 
     /// Resolves when the keepalive fails (with the reason).
     pub async fn lost(&mut self) -> String {
-        (&mut self.lost).await.unwrap_or_else(|_| "the keepalive task ended".to_string())
+        (&mut self.lost)
+            .await
+            .unwrap_or_else(|_| "the keepalive task ended".to_string())
     }
 
     /// Revokes the lease now (its keys go at once) and stops the keepalive.

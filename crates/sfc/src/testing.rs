@@ -67,7 +67,11 @@ static COUNTER: AtomicU32 = AtomicU32::new(0);
 
 /// A unique name for this process: `fusebox-<what>-<pid>-<n>`.
 pub fn unique_name(what: &str) -> String {
-    format!("fusebox-{what}-{}-{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed))
+    format!(
+        "fusebox-{what}-{}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 /// A certificate authority for tests, writing PEM files into a directory.
@@ -86,11 +90,19 @@ impl TestCa {
         let mut params = CertificateParams::new(Vec::<String>::new())?;
         params.distinguished_name.push(DnType::CommonName, name);
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+        params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
         let cert = params.self_signed(&key)?;
         let ca_file = dir.join(format!("{name}.crt"));
         std::fs::write(&ca_file, cert.pem()).map_err(io("writing the CA"))?;
-        Ok(TestCa { dir: dir.to_path_buf(), issuer: Issuer::new(params, key), ca_file })
+        Ok(TestCa {
+            dir: dir.to_path_buf(),
+            issuer: Issuer::new(params, key),
+            ca_file,
+        })
     }
 
     /// A certificate and key signed by this CA, with common name `cn`; `server` adds the
@@ -101,7 +113,9 @@ impl TestCa {
         params.distinguished_name.push(DnType::CommonName, cn);
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
         if server {
-            params.extended_key_usages.push(ExtendedKeyUsagePurpose::ServerAuth);
+            params
+                .extended_key_usages
+                .push(ExtendedKeyUsagePurpose::ServerAuth);
             params.subject_alt_names = vec![
                 SanType::IpAddress(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)),
                 SanType::DnsName("localhost".try_into()?),
@@ -112,7 +126,11 @@ impl TestCa {
         let key_file = self.dir.join(format!("{cn}.key"));
         std::fs::write(&cert_file, cert.pem()).map_err(io("writing a certificate"))?;
         std::fs::write(&key_file, key.serialize_pem()).map_err(io("writing a key"))?;
-        Ok(TlsFiles { ca: self.ca_file.clone(), cert: cert_file, key: key_file })
+        Ok(TlsFiles {
+            ca: self.ca_file.clone(),
+            cert: cert_file,
+            key: key_file,
+        })
     }
 }
 
@@ -166,7 +184,8 @@ impl Etcd {
         let (client_port, peer_port) = (free_port()?, free_port()?);
         let endpoint = format!("https://127.0.0.1:{client_port}");
         let peer = format!("http://127.0.0.1:{peer_port}");
-        let log = std::fs::File::create(dir.join("etcd.log")).map_err(io("creating the etcd log"))?;
+        let log =
+            std::fs::File::create(dir.join("etcd.log")).map_err(io("creating the etcd log"))?;
         let log2 = log.try_clone().map_err(io("cloning the etcd log"))?;
         let child = Command::new("etcd")
             .arg("--name")
@@ -195,7 +214,12 @@ impl Etcd {
             .stderr(log2)
             .spawn()
             .map_err(io("starting etcd"))?;
-        let mut etcd = Etcd { child, dir, endpoint, ca };
+        let mut etcd = Etcd {
+            child,
+            dir,
+            endpoint,
+            ca,
+        };
         etcd.wait_healthy(Duration::from_secs(20))?;
         Ok(etcd)
     }
@@ -210,7 +234,10 @@ impl Etcd {
         let mut last = String::from("not tried");
         while start.elapsed() < within {
             if let Ok(Some(status)) = self.child.try_wait() {
-                return Err(TestingError::Unhealthy(format!("etcd exited: {status}"), self.log_tail()));
+                return Err(TestingError::Unhealthy(
+                    format!("etcd exited: {status}"),
+                    self.log_tail(),
+                ));
             }
             match rt.block_on(Store::connect(&self.endpoint, &tls)) {
                 Ok(_) => return Ok(()),

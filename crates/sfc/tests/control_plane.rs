@@ -81,7 +81,12 @@ fn expected(path: &Path, hosts: &[&str]) -> (Plan, BTreeMap<String, Kv>) {
     let plan = sfc::plan::plan(&file, &reg);
     let per_host = hosts
         .iter()
-        .map(|h| (h.to_string(), plan.hosts.get(*h).map(keys::keys).unwrap_or_default()))
+        .map(|h| {
+            (
+                h.to_string(),
+                plan.hosts.get(*h).map(keys::keys).unwrap_or_default(),
+            )
+        })
         .collect();
     (plan, per_host)
 }
@@ -139,17 +144,29 @@ fn spawn_controller(etcd: &Etcd, tls: &TlsFiles, chains: &Path) -> Running {
 }
 
 /// Waits until every host's fake data plane holds what `want` says.
-async fn converge(dps: &BTreeMap<String, MemoryDataplane>, want: &BTreeMap<String, Kv>, what: &str) {
+async fn converge(
+    dps: &BTreeMap<String, MemoryDataplane>,
+    want: &BTreeMap<String, Kv>,
+    what: &str,
+) {
     let start = Instant::now();
     loop {
-        let ok = want.iter().all(|(h, kv)| dps.get(h).map(|d| d.state().entries == *kv).unwrap_or(false));
+        let ok = want.iter().all(|(h, kv)| {
+            dps.get(h)
+                .map(|d| d.state().entries == *kv)
+                .unwrap_or(false)
+        });
         if ok {
             return;
         }
         if start.elapsed() > Duration::from_secs(15) {
             for (h, kv) in want {
                 let got = dps.get(h).map(|d| d.state().entries).unwrap_or_default();
-                eprintln!("{h}: want {:?}\n{h}: got  {:?}", kv.keys().collect::<Vec<_>>(), got.keys().collect::<Vec<_>>());
+                eprintln!(
+                    "{h}: want {:?}\n{h}: got  {:?}",
+                    kv.keys().collect::<Vec<_>>(),
+                    got.keys().collect::<Vec<_>>()
+                );
             }
             panic!("{what}: the data planes did not converge in 15 s");
         }
@@ -168,15 +185,36 @@ struct Setup {
 fn setup(test: &str, hosts: &[&str]) -> Option<Setup> {
     let etcd = Etcd::start_or_skip(test).unwrap()?;
     let controller_tls = etcd.client_tls("controller").unwrap();
-    let agent_tls = hosts.iter().map(|h| (h.to_string(), etcd.client_tls(&format!("agent-{h}")).unwrap())).collect();
+    let agent_tls = hosts
+        .iter()
+        .map(|h| {
+            (
+                h.to_string(),
+                etcd.client_tls(&format!("agent-{h}")).unwrap(),
+            )
+        })
+        .collect();
     let chains = etcd.dir().join("chains.json");
     std::fs::write(&chains, CHAINS).unwrap();
-    let dps = hosts.iter().map(|h| (h.to_string(), MemoryDataplane::new())).collect();
-    Some(Setup { etcd, controller_tls, agent_tls, chains, dps })
+    let dps = hosts
+        .iter()
+        .map(|h| (h.to_string(), MemoryDataplane::new()))
+        .collect();
+    Some(Setup {
+        etcd,
+        controller_tls,
+        agent_tls,
+        chains,
+        dps,
+    })
 }
 
 fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
 fn counts(dps: &BTreeMap<String, MemoryDataplane>) -> BTreeMap<String, FakeState> {
@@ -186,32 +224,50 @@ fn counts(dps: &BTreeMap<String, MemoryDataplane>) -> BTreeMap<String, FakeState
 #[test]
 fn agents_converge_survive_restarts_and_outages() {
     let hosts = ["server1", "server2"];
-    let Some(s) = setup("agents_converge_survive_restarts_and_outages", &hosts) else { return };
+    let Some(s) = setup("agents_converge_survive_restarts_and_outages", &hosts) else {
+        return;
+    };
     rt().block_on(async {
         let controller = spawn_controller(&s.etcd, &s.controller_tls, &s.chains);
-        let mut agents: BTreeMap<&str, Running> =
-            hosts.iter().map(|h| (*h, spawn_agent(&s.etcd, &s.agent_tls[*h], h, &s.dps[*h]))).collect();
+        let mut agents: BTreeMap<&str, Running> = hosts
+            .iter()
+            .map(|h| (*h, spawn_agent(&s.etcd, &s.agent_tls[*h], h, &s.dps[*h])))
+            .collect();
         let (plan, want) = expected(&s.chains, &hosts);
         assert!(plan.chains.iter().all(|c| c.installed), "{:?}", plan.chains);
-        assert!(want.values().all(|kv| !kv.is_empty()), "both hosts have entries");
+        assert!(
+            want.values().all(|kv| !kv.is_empty()),
+            "both hosts have entries"
+        );
         converge(&s.dps, &want, "controller + two agents").await;
 
         // The status keys show every host's entries, grouped by stage.
-        let mut store = Store::connect(s.etcd.endpoint(), &s.controller_tls).await.unwrap();
+        let mut store = Store::connect(s.etcd.endpoint(), &s.controller_tls)
+            .await
+            .unwrap();
         let start = Instant::now();
         loop {
             let st = sfc::status::ChainStatus::fetch(&mut store).await.unwrap();
             let published: BTreeMap<String, usize> = st
                 .hosts
                 .iter()
-                .map(|h| (h.host.clone(), h.stages.values().map(|s| s.entries.len()).sum()))
+                .map(|h| {
+                    (
+                        h.host.clone(),
+                        h.stages.values().map(|s| s.entries.len()).sum(),
+                    )
+                })
                 .collect();
-            let wanted: BTreeMap<String, usize> = want.iter().map(|(h, kv)| (h.clone(), kv.len())).collect();
+            let wanted: BTreeMap<String, usize> =
+                want.iter().map(|(h, kv)| (h.clone(), kv.len())).collect();
             if published == wanted && st.chains.len() == 2 {
                 assert!(st.render(sfc::status::now()).contains("host server2"));
                 break;
             }
-            assert!(start.elapsed() < Duration::from_secs(10), "status not published: {published:?} vs {wanted:?}");
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "status not published: {published:?} vs {wanted:?}"
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
 
@@ -219,11 +275,27 @@ fn agents_converge_survive_restarts_and_outages() {
         let before = counts(&s.dps);
         agents.remove("server1").unwrap().kill();
         tokio::time::sleep(Duration::from_millis(500)).await;
-        agents.insert("server1", spawn_agent(&s.etcd, &s.agent_tls["server1"], "server1", &s.dps["server1"]));
+        agents.insert(
+            "server1",
+            spawn_agent(
+                &s.etcd,
+                &s.agent_tls["server1"],
+                "server1",
+                &s.dps["server1"],
+            ),
+        );
         // Registered again (its Hello is back) and reconciled.
         let start = Instant::now();
-        while store.get(&keys::hello_key("server1")).await.unwrap().is_none() {
-            assert!(start.elapsed() < Duration::from_secs(10), "server1 did not register again");
+        while store
+            .get(&keys::hello_key("server1"))
+            .await
+            .unwrap()
+            .is_none()
+        {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "server1 did not register again"
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         tokio::time::sleep(Duration::from_secs(3)).await;
@@ -233,13 +305,21 @@ fn agents_converge_survive_restarts_and_outages() {
         // The controller stopped: the agents keep their state.
         controller.stop().await;
         tokio::time::sleep(Duration::from_secs(3)).await;
-        assert_eq!(counts(&s.dps), before, "agents changed state without the controller");
+        assert_eq!(
+            counts(&s.dps),
+            before,
+            "agents changed state without the controller"
+        );
         drop(store);
         // etcd gone too: still the same state (the agents retry in the background).
         let endpoint = s.etcd.endpoint().to_string();
         drop(s.etcd);
         tokio::time::sleep(Duration::from_secs(3)).await;
-        assert_eq!(counts(&s.dps), before, "agents changed state without etcd ({endpoint})");
+        assert_eq!(
+            counts(&s.dps),
+            before,
+            "agents changed state without etcd ({endpoint})"
+        );
         for (_, a) in agents {
             a.stop().await;
         }
@@ -249,25 +329,51 @@ fn agents_converge_survive_restarts_and_outages() {
 #[test]
 fn a_dead_host_is_routed_around_and_a_changed_file_moves_entries() {
     let hosts = ["server1", "server2", "server3"];
-    let Some(s) = setup("a_dead_host_is_routed_around_and_a_changed_file_moves_entries", &hosts) else { return };
+    let Some(s) = setup(
+        "a_dead_host_is_routed_around_and_a_changed_file_moves_entries",
+        &hosts,
+    ) else {
+        return;
+    };
     rt().block_on(async {
         let controller = spawn_controller(&s.etcd, &s.controller_tls, &s.chains);
-        let mut agents: BTreeMap<&str, Running> =
-            hosts.iter().map(|h| (*h, spawn_agent(&s.etcd, &s.agent_tls[*h], h, &s.dps[*h]))).collect();
+        let mut agents: BTreeMap<&str, Running> = hosts
+            .iter()
+            .map(|h| (*h, spawn_agent(&s.etcd, &s.agent_tls[*h], h, &s.dps[*h])))
+            .collect();
         let (plan, want) = expected(&s.chains, &hosts);
-        assert!(plan.chains.iter().all(|c| c.path.iter().any(|hop| hop.tag == "sf3")), "{:?}", plan.chains);
+        assert!(
+            plan.chains
+                .iter()
+                .all(|c| c.path.iter().any(|hop| hop.tag == "sf3")),
+            "{:?}",
+            plan.chains
+        );
         converge(&s.dps, &want, "three agents").await;
 
         // server2's agent dies: its lease expires, sf4 on server3 takes sf3's place.
         agents.remove("server2").unwrap().kill();
         let (plan, mut want) = expected(&s.chains, &["server1", "server3"]);
-        assert!(plan.chains.iter().all(|c| c.installed && c.path.iter().any(|hop| hop.tag == "sf4")), "{:?}", plan.chains);
+        assert!(
+            plan.chains
+                .iter()
+                .all(|c| c.installed && c.path.iter().any(|hop| hop.tag == "sf4")),
+            "{:?}",
+            plan.chains
+        );
         let server2_before = s.dps["server2"].state();
         want.remove("server2");
         converge(&s.dps, &want, "around the dead host").await;
         // Its keys are gone from etcd; its data plane (no agent) kept its last state.
-        let mut store = Store::connect(s.etcd.endpoint(), &s.controller_tls).await.unwrap();
-        assert!(store.get_prefix(&keys::plan_prefix("server2")).await.unwrap().kvs.is_empty());
+        let mut store = Store::connect(s.etcd.endpoint(), &s.controller_tls)
+            .await
+            .unwrap();
+        assert!(store
+            .get_prefix(&keys::plan_prefix("server2"))
+            .await
+            .unwrap()
+            .kvs
+            .is_empty());
         assert_eq!(s.dps["server2"].state(), server2_before);
         let report = store.get(&keys::report_key()).await.unwrap().unwrap();
         assert!(String::from_utf8_lossy(&report).contains("sf4"));
@@ -280,7 +386,11 @@ fn a_dead_host_is_routed_around_and_a_changed_file_moves_entries() {
         want.remove("server2");
         converge(&s.dps, &want, "after the chain file changed").await;
         let new = counts(&s.dps);
-        assert!(new["server1"].deletes > old["server1"].deletes || new["server3"].deletes > old["server3"].deletes, "nothing was uninstalled");
+        assert!(
+            new["server1"].deletes > old["server1"].deletes
+                || new["server3"].deletes > old["server3"].deletes,
+            "nothing was uninstalled"
+        );
         assert_ne!(new["server1"].entries, old["server1"].entries);
 
         // A bad edit leaves the plan in force.
@@ -297,38 +407,75 @@ fn a_dead_host_is_routed_around_and_a_changed_file_moves_entries() {
 
 #[test]
 fn once_applies_and_returns_and_forged_agents_are_refused() {
-    let Some(s) = setup("once_applies_and_returns_and_forged_agents_are_refused", &["server1"]) else { return };
+    let Some(s) = setup(
+        "once_applies_and_returns_and_forged_agents_are_refused",
+        &["server1"],
+    ) else {
+        return;
+    };
     rt().block_on(async {
-        let mut store = Store::connect(s.etcd.endpoint(), &s.controller_tls).await.unwrap();
+        let mut store = Store::connect(s.etcd.endpoint(), &s.controller_tls)
+            .await
+            .unwrap();
         // A registered Hello (no agent: written by hand under a lease) and a stale host's key.
         let lease = store.lease(10).await.unwrap();
         let h = serde_json::to_vec(&hello("server1")).unwrap();
-        store.put(&keys::hello_key("server1"), &h, Some(lease.id())).await.unwrap();
-        store.put(&format!("{}i/old", keys::plan_prefix("gone")), b"{}", None).await.unwrap();
+        store
+            .put(&keys::hello_key("server1"), &h, Some(lease.id()))
+            .await
+            .unwrap();
+        store
+            .put(&format!("{}i/old", keys::plan_prefix("gone")), b"{}", None)
+            .await
+            .unwrap();
         let mut options = ControllerOptions::new(s.etcd.endpoint(), s.controller_tls.clone());
         options.once = true;
         let mut source = ChainFileSource::new(&s.chains, sfc::plan::plan);
         let (_stop, rx) = watch::channel(false);
-        tokio::time::timeout(Duration::from_secs(10), sfc::controller::run(&mut source, &options, rx, &log))
-            .await
-            .expect("--once returns")
-            .unwrap();
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            sfc::controller::run(&mut source, &options, rx, &log),
+        )
+        .await
+        .expect("--once returns")
+        .unwrap();
         let (_, want) = expected(&s.chains, &["server1"]);
-        let got = store.get_prefix(&keys::plan_prefix("server1")).await.unwrap().kvs;
+        let got = store
+            .get_prefix(&keys::plan_prefix("server1"))
+            .await
+            .unwrap()
+            .kvs;
         assert_eq!(got, want["server1"]);
-        assert!(store.get_prefix(&keys::plan_prefix("gone")).await.unwrap().kvs.is_empty());
+        assert!(store
+            .get_prefix(&keys::plan_prefix("gone"))
+            .await
+            .unwrap()
+            .kvs
+            .is_empty());
         // Applying the same plan again writes nothing.
-        let plan = sfc::plan::plan(&ChainFile::load(&s.chains).unwrap(), &Registry::from_hellos([hello("server1")]));
-        let again = sfc::controller::apply_plan(&mut store, &plan).await.unwrap();
+        let plan = sfc::plan::plan(
+            &ChainFile::load(&s.chains).unwrap(),
+            &Registry::from_hellos([hello("server1")]),
+        );
+        let again = sfc::controller::apply_plan(&mut store, &plan)
+            .await
+            .unwrap();
         assert_eq!((again.put, again.deleted), (0, 0));
 
         // An agent whose certificate comes from another CA never registers.
         let forger = TestCa::new(&s.etcd.dir().join("forged"), "forged-ca").unwrap();
-        let forged = TlsFiles { ca: s.controller_tls.ca.clone(), ..forger.issue("agent-server9", false).unwrap() };
+        let forged = TlsFiles {
+            ca: s.controller_tls.ca.clone(),
+            ..forger.issue("agent-server9", false).unwrap()
+        };
         let dp = MemoryDataplane::new();
         let agent = spawn_agent(&s.etcd, &forged, "server9", &dp);
         tokio::time::sleep(Duration::from_secs(2)).await;
-        assert!(store.get(&keys::hello_key("server9")).await.unwrap().is_none());
+        assert!(store
+            .get(&keys::hello_key("server9"))
+            .await
+            .unwrap()
+            .is_none());
         agent.stop().await;
     });
 }
