@@ -28,6 +28,11 @@ pub struct AgentArgs {
     /// no root): for trying the control plane out.
     #[arg(long, value_name = "FILE")]
     pub fake_dataplane: Option<PathBuf>,
+    /// Where the kernel data plane records the entries it installed (default
+    /// /run/fusebox/sfc-agent-HOST.json); with the pinned maps it lets a restarted agent
+    /// pick up where it left off.
+    #[arg(long, value_name = "FILE")]
+    pub ledger: Option<PathBuf>,
 }
 
 /// `fusebox agent`.
@@ -40,19 +45,33 @@ pub fn run(a: &AgentArgs) -> Result<ExitCode, CliError> {
     }
     let config = sfc::agent::AgentConfig::load(&a.config)?;
     let hello = config.hello(&a.host)?;
-    let Some(path) = &a.fake_dataplane else {
-        return Err(CliError::Invalid(
-            "the kernel data plane is not wired to the agent yet: give --fake-dataplane FILE"
-                .into(),
-        ));
-    };
-    let mut dp = sfc::dataplane::FileDataplane::new(path);
     let mut options = sfc::agent::AgentOptions::new(&a.etcd.etcd, a.etcd.tls());
     options.ttl = a.ttl;
     options.status_every = Duration::from_secs(1);
-    runtime()?.block_on(async {
-        let stop = stop_on_signals();
-        sfc::agent::run(&hello, &mut dp, &options, stop, &log).await;
-    });
+    let rt = runtime()?;
+    // The agent runs on this thread (`block_on`): the kernel data plane's handles stay here.
+    if let Some(path) = &a.fake_dataplane {
+        let mut dp = sfc::dataplane::FileDataplane::new(path);
+        rt.block_on(async {
+            let stop = stop_on_signals();
+            sfc::agent::run(&hello, &mut dp, &options, stop, &log).await;
+        });
+    } else {
+        let ledger = a
+            .ledger
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(format!("/run/fusebox/sfc-agent-{}.json", a.host)));
+        let namespaced = config
+            .sf
+            .iter()
+            .filter_map(|s| s.namespace.clone().map(|n| (s.tag.clone(), n)))
+            .collect();
+        let mut dp = sfc::kernel::KernelDataplane::open(&a.host, &ledger, namespaced)
+            .map_err(|e| CliError::Invalid(format!("the kernel data plane: {e}")))?;
+        rt.block_on(async {
+            let stop = stop_on_signals();
+            sfc::agent::run(&hello, &mut dp, &options, stop, &log).await;
+        });
+    }
     Ok(ExitCode::SUCCESS)
 }

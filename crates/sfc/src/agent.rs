@@ -248,9 +248,9 @@ pub type Log<'a> = &'a (dyn Fn(&str) + Send + Sync);
 
 /// Runs the agent of `hello.host` until `stop` turns true: registers, reconciles, publishes;
 /// on any etcd error it leaves the data plane as it is and starts over after a pause.
-pub async fn run(
+pub async fn run<D: Dataplane + ?Sized>(
     hello: &Hello,
-    dp: &mut dyn Dataplane,
+    dp: &mut D,
     options: &AgentOptions,
     mut stop: tokio::sync::watch::Receiver<bool>,
     log: Log<'_>,
@@ -277,9 +277,9 @@ pub async fn run(
 }
 
 /// One connection's life: register, reconcile, watch, publish, until an error.
-async fn session(
+async fn session<D: Dataplane + ?Sized>(
     hello: &Hello,
-    dp: &mut dyn Dataplane,
+    dp: &mut D,
     options: &AgentOptions,
     log: Log<'_>,
 ) -> Result<(), StoreError> {
@@ -328,7 +328,12 @@ async fn session(
     }
 }
 
-fn apply(dp: &mut dyn Dataplane, desired: &Kv, host: &str, log: Log<'_>) -> Option<String> {
+fn apply<D: Dataplane + ?Sized>(
+    dp: &mut D,
+    desired: &Kv,
+    host: &str,
+    log: Log<'_>,
+) -> Option<String> {
     match reconcile(dp, desired) {
         Ok(r) => {
             if r.put + r.deleted > 0 {
@@ -346,7 +351,12 @@ fn apply(dp: &mut dyn Dataplane, desired: &Kv, host: &str, log: Log<'_>) -> Opti
     }
 }
 
-fn status(host: &str, dp: &dyn Dataplane, revision: i64, error: Option<String>) -> Vec<u8> {
+fn status<D: Dataplane + ?Sized>(
+    host: &str,
+    dp: &D,
+    revision: i64,
+    error: Option<String>,
+) -> Vec<u8> {
     let (entries, counters, err) = match (dp.installed(), dp.counters()) {
         (Ok(e), Ok(c)) => (e, c, error),
         (Err(e), _) | (_, Err(e)) => (Kv::new(), BTreeMap::new(), Some(e.to_string())),

@@ -35,7 +35,7 @@ pub enum DataplaneError {
 }
 
 /// A data plane an agent reconciles.
-pub trait Dataplane: Send {
+pub trait Dataplane {
     /// The entries installed now (plan key → value).
     fn installed(&self) -> Result<Kv, DataplaneError>;
     /// Installs (or replaces) `puts` and removes `deletes`.
@@ -56,7 +56,10 @@ pub struct Reconciled {
 
 /// Makes `dp` hold exactly `desired`: installs what is missing or different, removes what is
 /// not desired, and touches nothing else.
-pub fn reconcile(dp: &mut dyn Dataplane, desired: &Kv) -> Result<Reconciled, DataplaneError> {
+pub fn reconcile<D: Dataplane + ?Sized>(
+    dp: &mut D,
+    desired: &Kv,
+) -> Result<Reconciled, DataplaneError> {
     let installed = dp.installed()?;
     let (puts, deletes) = crate::keys::diff(&installed, desired);
     if !puts.is_empty() || !deletes.is_empty() {

@@ -11,7 +11,7 @@
 //! The etcd control plane: [`store`] (a typed etcd client with mutual TLS), [`controller`]
 //! (plans from the chain file and the registry, written as per-host diffs), [`agent`]
 //! (registers a Hello under a lease, reconciles its data plane), [`dataplane`]
-//! (what an agent reconciles, with fakes), [`status`] (what agents publish, what
+//! (what an agent reconciles, with fakes; [`kernel`] the real one over `crates/stages`), [`status`] (what agents publish, what
 //! `fusebox chain status` shows) and [`testing`] (a real etcd with mutual TLS for tests).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -21,6 +21,7 @@ pub mod controller;
 pub mod dataplane;
 pub mod entries;
 pub mod file;
+pub mod kernel;
 pub mod keys;
 pub mod lab;
 pub mod pki;

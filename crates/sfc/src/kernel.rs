@@ -1,0 +1,333 @@
+//! The agent's real data plane: the plan's keys applied to the NSH stages of
+//! `crates/stages` (one [`stages::load::Instance`] per plan instance, its maps pinned under
+//! `/sys/fs/bpf/fusebox/sfc-<host>-<instance>/`).
+//!
+//! Which keys are installed is kept in a ledger file (JSON, written atomically after every
+//! change) beside the pinned maps' life: the instances are kept when the agent exits
+//! ([`stages::load::Instance::keep`]), so a restarted agent reopens them with their entries
+//! and attachments in place, reads the ledger, and reconciles only the difference.
+//!
+//! Attachments are made in the agent's network namespace: an SF whose interfaces live in
+//! another namespace is refused (its `namespace` in AGENT.toml) until the stages can attach
+//! there.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use stages::load::{Hook, Instance};
+use stages::maps::{Counter, CounterStage};
+
+use crate::dataplane::{Counters, Dataplane, DataplaneError};
+use crate::entries::{sph, Cfg};
+use crate::keys::{self, Kv};
+use crate::plan::{Attach, ClsEntry, FwdEntry, ProxyEntry, Stage};
+
+/// A data plane over the kernel's NSH stages.
+pub struct KernelDataplane {
+    host: String,
+    ledger: PathBuf,
+    installed: Kv,
+    instances: BTreeMap<String, Instance>,
+    /// Tags whose SF lives in another network namespace.
+    namespaced: BTreeMap<String, String>,
+}
+
+fn err(key: &str, why: impl std::fmt::Display) -> DataplaneError {
+    DataplaneError::Entry {
+        key: key.to_string(),
+        why: why.to_string(),
+    }
+}
+
+/// The pin name of plan instance `inst` of `host` (letters, digits, `-`, `_`, `.` only).
+pub fn pin_name(host: &str, inst: &str) -> String {
+    let clean = |s: &str| {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect::<String>()
+    };
+    format!("sfc-{}-{}", clean(host), clean(inst))
+}
+
+fn stage_of(s: Stage) -> stages::Stage {
+    match s {
+        Stage::Cls => stages::Stage::Cls,
+        Stage::Dec => stages::Stage::Dec,
+        Stage::Enc => stages::Stage::Enc,
+        Stage::Fwd => stages::Stage::Fwd,
+        Stage::EncFwd => stages::Stage::EncFwd,
+    }
+}
+
+fn hook_of(h: crate::plan::Hook) -> Hook {
+    match h {
+        crate::plan::Hook::Xdp => Hook::Xdp,
+        crate::plan::Hook::TcIngress => Hook::Ingress,
+        crate::plan::Hook::TcEgress => Hook::Egress,
+    }
+}
+
+/// One plan key, parsed.
+enum Entry {
+    Instance(String),
+    Attach(String, Attach),
+    Fwd(String, FwdEntry),
+    Cls(String, ClsEntry),
+    Cfg(String, u32, Cfg),
+    Proxy(String, ProxyEntry),
+    Link,
+}
+
+fn val<T: serde::de::DeserializeOwned>(key: &str, v: &[u8]) -> Result<T, DataplaneError> {
+    serde_json::from_slice(v).map_err(|e| err(key, e))
+}
+
+impl KernelDataplane {
+    /// The data plane of `host`, its ledger in `ledger` (read if it exists: the instances it
+    /// names are reopened with their pinned maps). `namespaced`: SF tag → its namespace.
+    pub fn open(
+        host: &str,
+        ledger: &Path,
+        namespaced: BTreeMap<String, String>,
+    ) -> Result<KernelDataplane, DataplaneError> {
+        let installed: Kv = match std::fs::read(ledger) {
+            Ok(bytes) => {
+                let text: BTreeMap<String, String> = serde_json::from_slice(&bytes)
+                    .map_err(|e| DataplaneError::State(format!("{}: {e}", ledger.display())))?;
+                text.into_iter().map(|(k, v)| (k, v.into_bytes())).collect()
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Kv::new(),
+            Err(e) => return Err(DataplaneError::State(format!("{}: {e}", ledger.display()))),
+        };
+        let mut dp = KernelDataplane {
+            host: host.to_string(),
+            ledger: ledger.to_path_buf(),
+            installed: Kv::new(),
+            instances: BTreeMap::new(),
+            namespaced,
+        };
+        for k in installed.keys() {
+            if let Entry::Instance(name) = dp.parse(k, b"{}")? {
+                dp.instance(&name, k)?;
+            }
+        }
+        dp.installed = installed;
+        Ok(dp)
+    }
+
+    fn parse(&self, key: &str, v: &[u8]) -> Result<Entry, DataplaneError> {
+        let prefix = keys::plan_prefix(&self.host);
+        let rest = key
+            .strip_prefix(&prefix)
+            .ok_or_else(|| err(key, format!("not under {prefix}")))?;
+        let parts: Vec<&str> = rest.split('/').collect();
+        Ok(match parts.as_slice() {
+            ["link", ..] => Entry::Link,
+            ["i", name] => Entry::Instance(name.to_string()),
+            ["i", name, "attach", ..] => Entry::Attach(name.to_string(), val(key, v)?),
+            ["i", name, "fwd", ..] => Entry::Fwd(name.to_string(), val(key, v)?),
+            ["i", name, "cls", ..] => Entry::Cls(name.to_string(), val(key, v)?),
+            ["i", name, "proxy", ..] => Entry::Proxy(name.to_string(), val(key, v)?),
+            ["i", name, "cfg", ifindex] => {
+                let i = ifindex.parse().map_err(|e| err(key, e))?;
+                Entry::Cfg(name.to_string(), i, val(key, v)?)
+            }
+            _ => return Err(err(key, "unknown key shape")),
+        })
+    }
+
+    fn instance(&mut self, name: &str, key: &str) -> Result<&mut Instance, DataplaneError> {
+        if !self.instances.contains_key(name) {
+            let mut i = Instance::create(&pin_name(&self.host, name)).map_err(|e| err(key, e))?;
+            // The data plane outlives the agent: pins and attachments stay when it exits.
+            i.keep();
+            self.instances.insert(name.to_string(), i);
+        }
+        self.instances
+            .get_mut(name)
+            .ok_or_else(|| err(key, "no instance"))
+    }
+
+    fn install(&mut self, key: &str, v: &[u8]) -> Result<(), DataplaneError> {
+        let e = |x: stages::load::Error| err(key, x);
+        match self.parse(key, v)? {
+            Entry::Link => {}
+            Entry::Instance(name) => {
+                self.instance(&name, key)?;
+            }
+            Entry::Attach(name, a) => {
+                if let Some(ns) = self.namespaced.get(&name) {
+                    return Err(err(key, format!("SF {name} lives in namespace {ns}: attaching there is not supported yet")));
+                }
+                let stage = a.stage;
+                self.instance(&name, key)?
+                    .attach(stage_of(stage), a.ifindex, hook_of(stage.hook()))
+                    .map_err(e)?
+            }
+            Entry::Fwd(name, f) => self
+                .instance(&name, key)?
+                .insert_fwd(sph(f.spi, f.si), &f.val)
+                .map_err(e)?,
+            Entry::Cls(name, c) => self
+                .instance(&name, key)?
+                .insert_cls(&c.key, &c.meta)
+                .map_err(e)?,
+            Entry::Proxy(name, p) => self
+                .instance(&name, key)?
+                .insert_proxy(&p.key, &p.meta)
+                .map_err(e)?,
+            Entry::Cfg(name, ifindex, c) => self
+                .instance(&name, key)?
+                .insert_cfg(ifindex, &c.0)
+                .map_err(e)?,
+        }
+        Ok(())
+    }
+
+    fn uninstall(&mut self, key: &str, v: &[u8]) -> Result<(), DataplaneError> {
+        let e = |x: stages::load::Error| err(key, x);
+        let entry = self.parse(key, v)?;
+        if let Entry::Instance(name) = &entry {
+            if let Some(i) = self.instances.remove(name) {
+                i.remove().map_err(e)?;
+            }
+            return Ok(());
+        }
+        let name = match &entry {
+            Entry::Attach(n, _)
+            | Entry::Fwd(n, _)
+            | Entry::Cls(n, _)
+            | Entry::Proxy(n, _)
+            | Entry::Cfg(n, _, _) => n.clone(),
+            Entry::Link | Entry::Instance(_) => return Ok(()),
+        };
+        let Some(i) = self.instances.get_mut(&name) else {
+            return Ok(());
+        };
+        match entry {
+            Entry::Attach(_, a) => i
+                .detach(stage_of(a.stage), a.ifindex, hook_of(a.stage.hook()))
+                .map_err(e)?,
+            Entry::Fwd(_, f) => i.delete_fwd(sph(f.spi, f.si)).map_err(e)?,
+            Entry::Cls(_, c) => i.delete_cls(&c.key).map_err(e)?,
+            Entry::Proxy(_, p) => i.delete_proxy(&p.key).map_err(e)?,
+            Entry::Cfg(_, ifindex, _) => i.delete_cfg(ifindex).map_err(e)?,
+            Entry::Link | Entry::Instance(_) => {}
+        }
+        Ok(())
+    }
+
+    fn save(&self) -> Result<(), DataplaneError> {
+        let text: BTreeMap<&str, String> = self
+            .installed
+            .iter()
+            .map(|(k, v)| (k.as_str(), String::from_utf8_lossy(v).into_owned()))
+            .collect();
+        let bytes =
+            serde_json::to_vec_pretty(&text).map_err(|e| DataplaneError::State(e.to_string()))?;
+        let tmp = self.ledger.with_extension("tmp");
+        let io =
+            |e: std::io::Error| DataplaneError::State(format!("{}: {e}", self.ledger.display()));
+        if let Some(dir) = self.ledger.parent() {
+            std::fs::create_dir_all(dir).map_err(io)?;
+        }
+        std::fs::write(&tmp, bytes).map_err(io)?;
+        std::fs::rename(&tmp, &self.ledger).map_err(io)
+    }
+
+    /// Removes every instance (detach, unpin) and the ledger: the host leaves the chains.
+    pub fn remove_all(mut self) -> Result<(), DataplaneError> {
+        let mut first = None;
+        for (name, i) in std::mem::take(&mut self.instances) {
+            if let Err(e) = i.remove() {
+                first.get_or_insert(err(&name, e));
+            }
+        }
+        let _ = std::fs::remove_file(&self.ledger);
+        first.map_or(Ok(()), Err)
+    }
+
+    /// The open instance of plan instance `name`, if any.
+    pub fn instance_of(&self, name: &str) -> Option<&Instance> {
+        self.instances.get(name)
+    }
+}
+
+impl Dataplane for KernelDataplane {
+    fn installed(&self) -> Result<Kv, DataplaneError> {
+        Ok(self.installed.clone())
+    }
+
+    fn apply(&mut self, puts: &Kv, deletes: &[String]) -> Result<(), DataplaneError> {
+        let prefix = keys::plan_prefix(&self.host);
+        let rank = |k: &str| {
+            let tail = k.strip_prefix(&prefix).unwrap_or(k);
+            let parts: Vec<&str> = tail.split('/').collect();
+            match parts.as_slice() {
+                ["i", _] => 0,
+                ["i", _, "attach", ..] => 2,
+                _ => 1,
+            }
+        };
+        // Detach first and remove instances last; create instances first and attach last
+        // (programs start with their maps filled).
+        let mut dels: Vec<&String> = deletes.iter().collect();
+        dels.sort_by_key(|k| 2 - rank(k));
+        let mut ps: Vec<(&String, &Vec<u8>)> = puts.iter().collect();
+        ps.sort_by_key(|(k, _)| rank(k));
+        let mut result = Ok(());
+        for k in dels {
+            let v = self.installed.get(k.as_str()).cloned().unwrap_or_default();
+            match self.uninstall(k, &v) {
+                Ok(()) => {
+                    self.installed.remove(k.as_str());
+                }
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        if result.is_ok() {
+            for (k, v) in ps {
+                match self.install(k, v) {
+                    Ok(()) => {
+                        self.installed.insert(k.clone(), v.clone());
+                    }
+                    Err(e) => {
+                        result = Err(e);
+                        break;
+                    }
+                }
+            }
+        }
+        // The ledger records what was done, even when a step failed (the agent retries the rest).
+        self.save()?;
+        result
+    }
+
+    fn counters(&self) -> Result<BTreeMap<String, Counters>, DataplaneError> {
+        let mut out = BTreeMap::new();
+        for (name, i) in &self.instances {
+            for stage in CounterStage::ALL {
+                let c = i.counters(stage).map_err(|e| err(name, e))?;
+                if c.0.iter().all(|v| *v == 0) {
+                    continue;
+                }
+                let named: Counters = Counter::ALL
+                    .iter()
+                    .map(|k| (k.name().to_string(), c.get(*k)))
+                    .filter(|(_, v)| *v > 0)
+                    .collect();
+                out.insert(format!("{name}/{}", stage.name()), named);
+            }
+        }
+        Ok(out)
+    }
+}
