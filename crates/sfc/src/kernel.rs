@@ -112,8 +112,8 @@ impl KernelDataplane {
             instances: BTreeMap::new(),
             namespaced,
         };
-        for k in installed.keys() {
-            if let Entry::Instance(name) = dp.parse(k, b"{}")? {
+        for (k, v) in &installed {
+            if let Entry::Instance(name) = dp.parse(k, v)? {
                 dp.instance(&name, k)?;
             }
         }

@@ -12,6 +12,22 @@ use sfc::plan::{Attach, FwdEntry, HostPlan, Instance, ProxyEntry, Stage};
 
 struct Veth(String);
 
+/// Removes the test's pin directories and ledger, even when the test fails.
+struct Pins(String, std::path::PathBuf);
+
+impl Drop for Pins {
+    fn drop(&mut self) {
+        if let Ok(dir) = std::fs::read_dir(stages::load::PIN_ROOT) {
+            for e in dir.flatten() {
+                if e.file_name().to_string_lossy().starts_with(&self.0) {
+                    let _ = std::fs::remove_dir_all(e.path());
+                }
+            }
+        }
+        let _ = std::fs::remove_file(&self.1);
+    }
+}
+
 impl Drop for Veth {
     fn drop(&mut self) {
         let _ = Command::new("ip").args(["link", "del", &self.0]).status();
@@ -49,6 +65,7 @@ fn plan_keys_fill_the_stages_and_survive_a_restart() {
 
     let host = format!("kh{pid}");
     let ledger = std::env::temp_dir().join(format!("fusebox-ledger-{pid}.json"));
+    let _pins = Pins(pin_name(&host, ""), ledger.clone());
     let mut inst = Instance::default();
     inst.attach.push(Attach {
         stage: Stage::Dec,
