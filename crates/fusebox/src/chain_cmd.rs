@@ -31,10 +31,12 @@ pub enum ChainCommand {
 pub struct AccessArgs {
     #[command(flatten)]
     pub etcd: EtcdArgs,
-    /// The controller's certificate CN (repeatable).
+    /// The controller's certificate CN (repeatable; `fusebox pki` makes
+    /// `fusebox-controller`).
     #[arg(long, value_name = "CN")]
     pub controller: Vec<String>,
-    /// An agent: its host, and its certificate's CN if not `agent-HOST` (repeatable).
+    /// An agent: its host, and its certificate's CN if not the host name (as `fusebox pki`
+    /// makes them) (repeatable).
     #[arg(long, value_name = "HOST[=CN]")]
     pub agent: Vec<String>,
 }
@@ -62,7 +64,7 @@ fn access(a: &AccessArgs) -> Result<ExitCode, CliError> {
     for spec in &a.agent {
         let (host, cn) = match spec.split_once('=') {
             Some((h, c)) => (h.to_string(), c.to_string()),
-            None => (spec.clone(), format!("agent-{spec}")),
+            None => (spec.clone(), spec.clone()),
         };
         if host.is_empty() || cn.is_empty() || host.contains('/') {
             return Err(CliError::Invalid(format!(
