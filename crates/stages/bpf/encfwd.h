@@ -165,6 +165,50 @@ static __always_inline int push_head(struct __sk_buff *skb, const struct push_bu
 	return bpf_skb_store_bytes(skb, 0, hdr->b, len, 0);
 }
 
+/*
+ * Grows the packet at its head by an outer Ethernet header and the NSH of `m` (validated by
+ * nsh_ctx_len: `clen` context bytes) and writes both through direct packet access: one
+ * helper call. The outer MACs are `f`'s, or zero when `f` is NULL (Enc alone: Fwd writes
+ * them); the EtherType is NSH. The bytes bpf_skb_change_head pushes are always in the linear
+ * part; the bounds checks are for the verifier. Returns 0, or -1 when the kernel refused.
+ */
+static __always_inline int push_eth_nsh(struct __sk_buff *skb, const struct nsh_meta *m,
+					__u32 clen, const struct fwd_val *f)
+{
+	void *data, *data_end;
+	__u8 *eth;
+
+	if (clen > NSH_MAX_CTX)
+		return -1;
+	if (bpf_skb_change_head(skb, ETH_LEN + NSH_BASE_LEN + clen, 0))
+		return -1;
+	data = (void *)(long)skb->data;
+	data_end = (void *)(long)skb->data_end;
+	if (!HAS(data, data_end, 0, ETH_LEN + NSH_BASE_LEN))
+		return -1;
+	eth = data;
+	if (f) {
+		__builtin_memcpy(eth, f->dmac, 6);
+		__builtin_memcpy(eth + 6, f->smac, 6);
+	} else {
+		__builtin_memset(eth, 0, 12);
+	}
+	eth[12] = ETH_P_NSH >> 8;
+	eth[13] = ETH_P_NSH & 0xff;
+	nsh_write_base(eth + ETH_LEN, m);
+#pragma unroll
+	for (int i = 0; i < NSH_MAX_CTX / 4; i++) {
+		if ((__u32)i * 4 >= clen)
+			break;
+		__u8 *w = (__u8 *)data + ETH_LEN + NSH_BASE_LEN + i * 4;
+		asm volatile("" : "+r"(w)); /* a fresh, bounds-checked pointer per word */
+		if ((void *)(w + 4) > data_end)
+			return -1;
+		__builtin_memcpy(w, &m->ctx[i * 4], 4);
+	}
+	return 0;
+}
+
 /* Most bytes after the cut pull_front moves. */
 #define MOVE_CHUNK 256
 #define MOVE_CHUNKS 64
@@ -284,17 +328,13 @@ static __always_inline int enc_run(struct __sk_buff *skb)
 {
 	struct flow_key key = {};
 	struct nsh_meta m;
-	struct push_buf hdr = {};
 	struct fwd_val *fv;
-	__u32 n;
 	int r;
 
 	r = enc_decide(skb, &key, &m, &fv);
 	if (r != ENC_PUSH)
 		return r;
-	*(__be16 *)(hdr.b + 12) = bpf_htons(ETH_P_NSH);
-	n = ETH_LEN + nsh_write(hdr.b + ETH_LEN, &m);
-	if (push_head(skb, &hdr, n))
+	if (push_eth_nsh(skb, &m, nsh_ctx_len(&m), NULL))
 		return verdict(STAGE_ENC, CTR_DROP_NO_ROOM, TC_ACT_SHOT);
 	return verdict(STAGE_ENC, CTR_DONE, TC_ACT_UNSPEC);
 }
@@ -312,7 +352,7 @@ static __always_inline int enc_fwd_run(struct __sk_buff *skb)
 {
 	struct flow_key key = {};
 	struct nsh_meta m;
-	struct push_buf hdr = {};
+	struct push_buf hdr;
 	struct fwd_val *f;
 	__u32 n, len = skb->len;
 	int r;
@@ -328,9 +368,11 @@ static __always_inline int enc_fwd_run(struct __sk_buff *skb)
 	if (!f)
 		return verdict(STAGE_FWD, CTR_DROP_UNKNOWN_SPI, TC_ACT_SHOT);
 	if (f->action == FWD_ETHERNET) {
-		eth_write(hdr.b, f, ETH_P_NSH);
-		n = ETH_LEN + nsh_write(hdr.b + ETH_LEN, &m);
+		if (push_eth_nsh(skb, &m, nsh_ctx_len(&m), f))
+			return verdict(STAGE_FWD, CTR_DROP_NO_ROOM, TC_ACT_SHOT);
+		return verdict(STAGE_FWD, CTR_DONE, fwd_out(f));
 	} else if (f->action == FWD_VXLAN_GPE) {
+		__builtin_memset(&hdr, 0, sizeof(hdr));
 		n = nsh_write(hdr.b + GPE_TRANSPORT_LEN, &m);
 		if (len + n + GPE_TRANSPORT_LEN - ETH_LEN > 0xffff)
 			return verdict(STAGE_FWD, CTR_DROP_NO_ROOM, TC_ACT_SHOT);
@@ -364,7 +406,7 @@ static __always_inline int fwd_run(struct __sk_buff *skb)
 	void *data = (void *)(long)skb->data;
 	void *data_end = (void *)(long)skb->data_end;
 	struct flow_key inner = {};
-	struct push_buf hdr = {};
+	struct push_buf hdr;
 	struct nsh_loc loc = {};
 	struct fwd_val *f;
 	__u32 len = skb->len, sph, want;
@@ -403,6 +445,19 @@ static __always_inline int fwd_run(struct __sk_buff *skb)
 			return verdict(STAGE_FWD, CTR_DROP_NO_ROOM, TC_ACT_SHOT);
 		return verdict(STAGE_FWD, CTR_DELIVERED, fwd_out(f));
 	}
+	if (f->action == FWD_ETHERNET && !loc.vxlan && loc.nsh == ETH_LEN &&
+	    HAS(data, data_end, 0, ETH_LEN + NSH_BASE_LEN)) {
+		/* Ethernet to Ethernet, no VLAN tag: the transport keeps its length and its
+		 * EtherType; rewrite the MACs and the TTL in place. */
+		__u8 *p = data;
+
+		__builtin_memcpy(p, f->dmac, 6);
+		__builtin_memcpy(p + 6, f->smac, 6);
+		p[ETH_LEN] = (b0 & 0xf0) | ttl >> 2;
+		p[ETH_LEN + 1] = (ttl & 3) << 6 | (b1 & 0x3f);
+		return verdict(STAGE_FWD, CTR_DONE, fwd_out(f));
+	}
+	__builtin_memset(&hdr, 0, sizeof(hdr));
 	if (f->action == FWD_ETHERNET) {
 		want = ETH_LEN;
 		eth_write(hdr.b, f, ETH_P_NSH);
