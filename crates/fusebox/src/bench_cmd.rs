@@ -43,6 +43,7 @@ mod live;
 mod ops;
 mod report;
 mod scenarios;
+mod sfc;
 mod stages;
 
 /// Arguments of `fusebox bench`.
@@ -58,7 +59,9 @@ pub struct BenchArgs {
     /// list: FuseBox over AF_XDP and AF_PACKET against the kernel forwarding between veth
     /// pairs in namespaces it makes; needs root); stages (not in the default list: ns per
     /// packet of the NSH stages through BPF_PROG_TEST_RUN, with `--chaining-box` against
-    /// Chaining-Box's; needs root).
+    /// Chaining-Box's; needs root); sfc (not in the default list: round-trip time through
+    /// chains of 0..4 Linux-router SFs on two hosts in namespaces, with the NSH stages;
+    /// needs root).
     #[arg(
         long,
         value_delimiter = ',',

@@ -87,6 +87,11 @@ pub(super) const SCENARIOS: &[Scenario] = &[
         about: "The NSH stages (crates/stages) through BPF_PROG_TEST_RUN, ns per packet net of a no-op program; with --chaining-box, against Chaining-Box's own stages (root)",
         run: super::stages::stages,
     },
+    Scenario {
+        name: "sfc",
+        about: "Round-trip time of UDP probes through chains of 0..4 Linux-router SFs on two hosts (namespaces), the NSH stages placed by the planner; added RTT per SF (root)",
+        run: super::sfc::sfc,
+    },
 ];
 
 /// Frame sizes of the `frame-sizes` scenario (with the FCS).
