@@ -61,12 +61,7 @@ pub fn run(a: &AgentArgs) -> Result<ExitCode, CliError> {
             .ledger
             .clone()
             .unwrap_or_else(|| PathBuf::from(format!("/run/fusebox/sfc-agent-{}.json", a.host)));
-        let namespaced = config
-            .sf
-            .iter()
-            .filter_map(|s| s.namespace.clone().map(|n| (s.tag.clone(), n)))
-            .collect();
-        let mut dp = sfc::kernel::KernelDataplane::open(&a.host, &ledger, namespaced)
+        let mut dp = sfc::kernel::KernelDataplane::open(&a.host, &ledger, config.namespaces())
             .map_err(|e| CliError::Invalid(format!("the kernel data plane: {e}")))?;
         rt.block_on(async {
             let stop = stop_on_signals();

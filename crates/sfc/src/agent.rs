@@ -88,6 +88,8 @@ pub struct UnderlayConf {
 /// `AGENT.toml`: the host's SFs, its other interfaces and its underlay address.
 ///
 /// ```toml
+/// namespace = "host1"   # optional: where the host's own interfaces live
+///
 /// [underlay]
 /// addr = "10.0.0.1"
 ///
@@ -103,6 +105,10 @@ pub struct UnderlayConf {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AgentConfig {
+    /// The network namespace of the host's own interfaces (`[[iface]]`, a classifier's
+    /// ingress) and of SFs that name none (default: the agent's).
+    #[serde(default)]
+    pub namespace: Option<String>,
     /// The host's SFs.
     #[serde(default)]
     pub sf: Vec<SfConf>,
@@ -176,6 +182,25 @@ impl AgentConfig {
         toml::from_str(text).map_err(|e| AgentError::Parse(name.to_string(), e.to_string()))
     }
 
+    /// The network namespace of each plan instance whose interfaces are not in the agent's
+    /// own: SF tag → its namespace (or the host's), and `default` for the classifier
+    /// instances (on the host's own interfaces).
+    pub fn namespaces(&self) -> crate::kernel::Namespaces {
+        crate::kernel::Namespaces {
+            sfs: self
+                .sf
+                .iter()
+                .filter_map(|s| {
+                    s.namespace
+                        .clone()
+                        .or_else(|| self.namespace.clone())
+                        .map(|n| (s.tag.clone(), n))
+                })
+                .collect(),
+            default: self.namespace.clone(),
+        }
+    }
+
     /// The SF of that tag.
     pub fn sf(&self, tag: &str) -> Option<&SfConf> {
         self.sf.iter().find(|s| s.tag == tag)
@@ -186,7 +211,7 @@ impl AgentConfig {
     pub fn hello(&self, host: &str) -> Result<Hello, AgentError> {
         let mut functions = BTreeMap::new();
         for sf in &self.sf {
-            let ns = sf.namespace.as_deref();
+            let ns = sf.namespace.as_deref().or(self.namespace.as_deref());
             let iface_in = lookup(&sf.iface_in, ns)?;
             let iface_out = sf.iface_out.as_ref().map(|i| lookup(i, ns)).transpose()?;
             functions.insert(
@@ -200,7 +225,7 @@ impl AgentConfig {
         let ifaces = self
             .iface
             .iter()
-            .map(|i| lookup(i, None))
+            .map(|i| lookup(i, self.namespace.as_deref()))
             .collect::<Result<_, _>>()?;
         let underlay = self.underlay.as_ref().map(|u| Underlay {
             addr: u.addr,

@@ -7,9 +7,10 @@
 //! ([`stages::load::Instance::keep`]), so a restarted agent reopens them with their entries
 //! and attachments in place, reads the ledger, and reconciles only the difference.
 //!
-//! Attachments are made in the agent's network namespace: an SF whose interfaces live in
-//! another namespace is refused (its `namespace` in AGENT.toml) until the stages can attach
-//! there.
+//! Attachments are made in the namespace of the interface ([`Namespaces`]: an SF's own
+//! from AGENT.toml, or the host's): the agent's thread enters it for the netlink calls
+//! (`nic::netns::enter`) and comes back; maps are pinned on bpffs, which every network
+//! namespace shares.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -28,8 +29,42 @@ pub struct KernelDataplane {
     ledger: PathBuf,
     installed: Kv,
     instances: BTreeMap<String, Instance>,
-    /// Tags whose SF lives in another network namespace.
-    namespaced: BTreeMap<String, String>,
+    /// Where each instance's interfaces live.
+    namespaces: Namespaces,
+}
+
+/// The network namespaces of a host's interfaces (names under `/var/run/netns`), where
+/// they are not the agent's own.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Namespaces {
+    /// SF tag → the namespace of its interfaces.
+    pub sfs: BTreeMap<String, String>,
+    /// The namespace of the host's own interfaces (the classifier instances'); `None`: the
+    /// agent's.
+    pub default: Option<String>,
+}
+
+impl Namespaces {
+    /// The namespace plan instance `inst` attaches in (`None`: the agent's own).
+    pub fn of(&self, inst: &str) -> Option<&str> {
+        self.sfs
+            .get(inst)
+            .or(self.default.as_ref())
+            .map(String::as_str)
+    }
+}
+
+/// Runs `f` with the calling thread inside namespace `ns` (if any), back home after.
+fn inside<T>(
+    ns: Option<&str>,
+    key: &str,
+    f: impl FnOnce() -> Result<T, DataplaneError>,
+) -> Result<T, DataplaneError> {
+    let _guard = match ns {
+        Some(ns) => Some(nic::netns::enter(ns).map_err(|e| err(key, e))?),
+        None => None,
+    };
+    f()
 }
 
 fn err(key: &str, why: impl std::fmt::Display) -> DataplaneError {
@@ -39,12 +74,13 @@ fn err(key: &str, why: impl std::fmt::Display) -> DataplaneError {
     }
 }
 
-/// The pin name of plan instance `inst` of `host` (letters, digits, `-`, `_`, `.` only).
+/// The pin name of plan instance `inst` of `host` (letters, digits, `-` and `_` only: bpffs
+/// refuses names with dots).
 pub fn pin_name(host: &str, inst: &str) -> String {
     let clean = |s: &str| {
         s.chars()
             .map(|c| {
-                if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                if c.is_ascii_alphanumeric() || matches!(c, '-' | '_') {
                     c
                 } else {
                     '_'
@@ -57,7 +93,8 @@ pub fn pin_name(host: &str, inst: &str) -> String {
 
 fn stage_of(s: Stage) -> stages::Stage {
     match s {
-        Stage::Cls => stages::Stage::Cls,
+        // The entry's classifier forwards by its own instance's table at once.
+        Stage::Cls => stages::Stage::ClsFwd,
         Stage::Dec => stages::Stage::Dec,
         Stage::Enc => stages::Stage::Enc,
         Stage::Fwd => stages::Stage::Fwd,
@@ -90,11 +127,11 @@ fn val<T: serde::de::DeserializeOwned>(key: &str, v: &[u8]) -> Result<T, Datapla
 
 impl KernelDataplane {
     /// The data plane of `host`, its ledger in `ledger` (read if it exists: the instances it
-    /// names are reopened with their pinned maps). `namespaced`: SF tag → its namespace.
+    /// names are reopened with their pinned maps); `namespaces`: where the interfaces live.
     pub fn open(
         host: &str,
         ledger: &Path,
-        namespaced: BTreeMap<String, String>,
+        namespaces: Namespaces,
     ) -> Result<KernelDataplane, DataplaneError> {
         let installed: Kv = match std::fs::read(ledger) {
             Ok(bytes) => {
@@ -110,7 +147,7 @@ impl KernelDataplane {
             ledger: ledger.to_path_buf(),
             installed: Kv::new(),
             instances: BTreeMap::new(),
-            namespaced,
+            namespaces,
         };
         for (k, v) in &installed {
             if let Entry::Instance(name) = dp.parse(k, v)? {
@@ -162,13 +199,12 @@ impl KernelDataplane {
                 self.instance(&name, key)?;
             }
             Entry::Attach(name, a) => {
-                if let Some(ns) = self.namespaced.get(&name) {
-                    return Err(err(key, format!("SF {name} lives in namespace {ns}: attaching there is not supported yet")));
-                }
-                let stage = a.stage;
-                self.instance(&name, key)?
-                    .attach(stage_of(stage), a.ifindex, hook_of(stage.hook()))
-                    .map_err(e)?
+                let ns = self.namespaces.of(&name).map(str::to_string);
+                let inst = self.instance(&name, key)?;
+                inside(ns.as_deref(), key, || {
+                    inst.attach(stage_of(a.stage), a.ifindex, hook_of(a.stage.hook()))
+                        .map_err(e)
+                })?
             }
             Entry::Fwd(name, f) => self
                 .instance(&name, key)?
@@ -195,7 +231,7 @@ impl KernelDataplane {
         let entry = self.parse(key, v)?;
         if let Entry::Instance(name) = &entry {
             if let Some(i) = self.instances.remove(name) {
-                i.remove().map_err(e)?;
+                inside(self.namespaces.of(name), key, || i.remove().map_err(e))?;
             }
             return Ok(());
         }
@@ -207,13 +243,15 @@ impl KernelDataplane {
             | Entry::Cfg(n, _, _) => n.clone(),
             Entry::Link | Entry::Instance(_) => return Ok(()),
         };
+        let ns = self.namespaces.of(&name).map(str::to_string);
         let Some(i) = self.instances.get_mut(&name) else {
             return Ok(());
         };
         match entry {
-            Entry::Attach(_, a) => i
-                .detach(stage_of(a.stage), a.ifindex, hook_of(a.stage.hook()))
-                .map_err(e)?,
+            Entry::Attach(_, a) => inside(ns.as_deref(), key, || {
+                i.detach(stage_of(a.stage), a.ifindex, hook_of(a.stage.hook()))
+                    .map_err(e)
+            })?,
             Entry::Fwd(_, f) => i.delete_fwd(sph(f.spi, f.si)).map_err(e)?,
             Entry::Cls(_, c) => i.delete_cls(&c.key).map_err(e)?,
             Entry::Proxy(_, p) => i.delete_proxy(&p.key).map_err(e)?,
@@ -245,8 +283,9 @@ impl KernelDataplane {
     pub fn remove_all(mut self) -> Result<(), DataplaneError> {
         let mut first = None;
         for (name, i) in std::mem::take(&mut self.instances) {
-            if let Err(e) = i.remove() {
-                first.get_or_insert(err(&name, e));
+            let ns = self.namespaces.of(&name);
+            if let Err(e) = inside(ns, &name, || i.remove().map_err(|e| err(&name, e))) {
+                first.get_or_insert(e);
             }
         }
         let _ = std::fs::remove_file(&self.ledger);

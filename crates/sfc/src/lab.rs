@@ -246,6 +246,14 @@ impl Lab {
             ],
         )?;
         ip_in(&ns, &["link", "set", "br0", "up"])?;
+        // A plain L2 fabric: where br_netfilter is loaded, bridged IPv4 frames would go
+        // through iptables, which reads the network header where the kernel's protocol
+        // mark says: a frame Cls encapsulated at TC ingress still carries IPv4's mark,
+        // and its NSH would be taken for a bad IPv4 header and dropped. Without the
+        // module the keys do not exist, which is fine.
+        for key in ["iptables", "ip6tables", "arptables"] {
+            let _ = sysctl(&ns, &format!("net.bridge.bridge-nf-call-{key}"), "0");
+        }
         self.hosts.push(name.to_string());
         Ok(ns)
     }

@@ -52,7 +52,26 @@ static __always_inline int cls_run(struct __sk_buff *skb)
 		return TC_ACT_SHOT;
 	}
 	__u32 push = ETH_LEN + NSH_BASE_LEN + clen;
-	if (bpf_skb_change_head(skb, push, 0) < 0) {
+	/*
+	 * At TC ingress the kernel pulls the MAC header's length off again after the program,
+	 * and the bridge or the stack sends or reads the frame from there: the room must be
+	 * made after the MAC header (bpf_skb_adjust_room keeps the MAC length and moves the
+	 * network header with it) and the frame's own Ethernet header copied behind the room.
+	 * bpf_skb_change_head would leave the network header where it was, and what leaves
+	 * would be the frame as it came. adjust_room takes IP frames only; the others (a
+	 * tagged frame) fall back to change_head, which is right at TC egress.
+	 */
+	__u8 own[ETH_LEN];
+	if (bpf_skb_load_bytes(skb, 0, own, ETH_LEN) < 0) {
+		count(STAGE_CLS, CTR_DROP_NO_ROOM);
+		return TC_ACT_SHOT;
+	}
+	if (bpf_skb_adjust_room(skb, push, BPF_ADJ_ROOM_MAC, 0) == 0) {
+		if (bpf_skb_store_bytes(skb, push, own, ETH_LEN, 0) < 0) {
+			count(STAGE_CLS, CTR_DROP_NO_ROOM);
+			return TC_ACT_SHOT;
+		}
+	} else if (bpf_skb_change_head(skb, push, 0) < 0) {
 		count(STAGE_CLS, CTR_DROP_NO_ROOM);
 		return TC_ACT_SHOT;
 	}

@@ -1,0 +1,526 @@
+//! Chains across hosts, live and end to end: hosts and service functions in network
+//! namespaces (`sfc::lab`), etcd with mutual TLS started by the test, `fusebox controller`
+//! and one `fusebox agent` per host as real processes, the eBPF stages on the SFs'
+//! interfaces, UDP traffic from a source to a sink.
+//!
+//! The topology is the thesis' Fig. 5.10: chain 100 = sf2 → sf3 and chain 200 = sf1 → sf3,
+//! sf1 and sf2 on server1, sf3 on server2. The SFs are Linux routers (`to_host`). The
+//! source's route to the sink's service prefix points at a MAC no one has, so a probe only
+//! arrives if the chain carried it; the SFs' Dec counters tell which path it took.
+//!
+//! Needs root, etcd and the BPF objects: skips with a message otherwise, fails under CI=true.
+
+use std::collections::BTreeSet;
+use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use sfc::lab::{self, Endpoint, Lab, Sf};
+use sfc::store::TlsFiles;
+use sfc::testing::Etcd;
+use stages::maps::{Counter, CounterStage};
+
+const SRC: Ipv4Addr = Ipv4Addr::new(10, 9, 0, 1);
+const DST: Ipv4Addr = Ipv4Addr::new(10, 9, 0, 2);
+/// The sink's service address: reached only through a chain.
+const SERVICE: Ipv4Addr = Ipv4Addr::new(10, 9, 1, 2);
+/// Where the source's route points: a MAC no one has.
+const NOWHERE: [u8; 6] = [2, 0, 0, 0, 0, 0xfe];
+/// (SPI, source port, destination port) of each chain's probe flow.
+const FLOWS: [(u32, u16, u16); 2] = [(100, 5100, 7100), (200, 5200, 7200)];
+
+/// True when the test can run here; otherwise says why (panics under CI=true).
+fn can_run(test: &str) -> bool {
+    lab::can_run(test) && stages::require_bpf(test) && {
+        if sfc::testing::etcd_available() {
+            true
+        } else {
+            assert!(
+                !sfc::testing::in_ci(),
+                "{test}: no etcd binary, and CI=true"
+            );
+            eprintln!("skipping {test}: no etcd binary");
+            false
+        }
+    }
+}
+
+/// A child process, killed when dropped.
+struct Proc {
+    name: String,
+    child: Child,
+    log: PathBuf,
+}
+
+impl Proc {
+    fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+    /// Still running?
+    fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::thread::panicking() {
+            eprintln!("--- {} log ---\n{}", self.name, self.log());
+        }
+    }
+}
+
+fn spawn(name: &str, dir: &Path, args: &[&str]) -> Proc {
+    let log = dir.join(format!("{name}.log"));
+    let out = std::fs::File::create(&log).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_fusebox"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(out.try_clone().unwrap())
+        .stderr(out)
+        .spawn()
+        .unwrap();
+    Proc {
+        name: name.to_string(),
+        child,
+        log,
+    }
+}
+
+fn tls_args(t: &TlsFiles) -> Vec<String> {
+    vec![
+        "--ca".into(),
+        t.ca.display().to_string(),
+        "--cert".into(),
+        t.cert.display().to_string(),
+        "--key".into(),
+        t.key.display().to_string(),
+    ]
+}
+
+/// The world of Fig. 5.10.
+struct World {
+    // Field order is drop order: processes first, then etcd, then the namespaces.
+    agents: Vec<Option<Proc>>,
+    controller: Option<Proc>,
+    etcd: Etcd,
+    lab: Lab,
+    sfs: Vec<Sf>,
+    src: Endpoint,
+    dir: PathBuf,
+    chains: PathBuf,
+    /// The hosts' names as agents and the chain file know them (their namespaces' names).
+    hosts: [String; 2],
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        for a in self.agents.iter_mut() {
+            a.take();
+        }
+        self.controller.take();
+        // The agents keep their stages' pins for a restart; the test removes them.
+        for h in &self.hosts {
+            let prefix = sfc::kernel::pin_name(h, "");
+            if let Ok(dir) = std::fs::read_dir("/sys/fs/bpf/fusebox") {
+                for e in dir.flatten() {
+                    if e.file_name().to_string_lossy().starts_with(&prefix) {
+                        let _ = std::fs::remove_dir_all(e.path());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The lab's names of the two hosts (their namespaces are named after them).
+const HOSTS: [&str; 2] = ["server1", "server2"];
+
+/// The chain file of Fig. 5.10 with classifiers, chain 100 through `c100`, 200 through
+/// `c200`; `hosts`: the host names (unique per test: the agents' pins are named by them).
+fn chain_file(hosts: &[String; 2], c100: &[&str], c200: &[&str]) -> String {
+    let rule = |spi: u32| {
+        let (_, sport, dport) = FLOWS.iter().find(|f| f.0 == spi).unwrap();
+        format!(
+            r#"{{"src": "{SRC}", "dst": "{SERVICE}", "proto": "udp", "sport": {sport}, "dport": {dport}, "iface": "src"}}"#
+        )
+    };
+    let nodes = |n: &[&str]| {
+        n.iter()
+            .map(|t| format!("\"{t}\""))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    format!(
+        r#"{{
+  "chains": [
+    {{"id": 100, "nodes": [{}], "entry": "{h1}", "classifier": [{}]}},
+    {{"id": 200, "nodes": [{}], "entry": "{h1}", "classifier": [{}]}}
+  ],
+  "functions": [
+    {{"tag": "sf1", "type": "linux-router", "host": "{h1}", "to_host": true}},
+    {{"tag": "sf2", "type": "linux-router", "host": "{h1}", "to_host": true}},
+    {{"tag": "sf3", "type": "linux-router", "host": "{h2}", "to_host": true}}
+  ],
+  "direct_links": false
+}}
+"#,
+        nodes(c100),
+        rule(100),
+        nodes(c200),
+        rule(200),
+        h1 = hosts[0],
+        h2 = hosts[1],
+    )
+}
+
+impl World {
+    fn new() -> World {
+        let etcd = Etcd::start().expect("etcd");
+        let dir = etcd.dir().join("world");
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut lab = Lab::new().unwrap();
+        for h in HOSTS {
+            lab.host(h).unwrap();
+        }
+        lab.join("server1", "server2").unwrap();
+        let sfs = vec![
+            lab.sf("server1", "sf1", Ipv4Addr::new(10, 9, 0, 11))
+                .unwrap(),
+            lab.sf("server1", "sf2", Ipv4Addr::new(10, 9, 0, 12))
+                .unwrap(),
+            lab.sf("server2", "sf3", Ipv4Addr::new(10, 9, 0, 13))
+                .unwrap(),
+        ];
+        let src = lab.endpoint("server1", "src", SRC).unwrap();
+        let dst = lab.endpoint("server2", "dst", DST).unwrap();
+        let (sns, dns) = (lab.netns("src"), lab.netns("dst"));
+        lab::exec_in(
+            &dns,
+            "ip",
+            &["addr", "add", &format!("{SERVICE}/24"), "dev", "eth0"],
+        )
+        .unwrap();
+        lab.route(
+            &sns,
+            "10.9.1.0/24",
+            Ipv4Addr::new(10, 9, 0, 254),
+            &NOWHERE,
+            "eth0",
+        )
+        .unwrap();
+        for sf in &sfs {
+            lab.route(
+                &lab.netns(&sf.tag),
+                "10.9.1.0/24",
+                DST,
+                &dst.eth0.mac,
+                "eth0",
+            )
+            .unwrap();
+        }
+        let hosts = [lab.netns(HOSTS[0]), lab.netns(HOSTS[1])];
+        let chains = dir.join("chains.json");
+        std::fs::write(
+            &chains,
+            chain_file(&hosts, &["sf2", "sf3"], &["sf1", "sf3"]),
+        )
+        .unwrap();
+        for h in HOSTS {
+            let mut conf = format!("namespace = \"{}\"\n", lab.netns(h));
+            for sf in sfs.iter().filter(|s| s.host == h) {
+                conf += &format!(
+                    "\n[[sf]]\ntag = \"{}\"\nnamespace = \"{}\"\niface_in = {{ name = \"eth0\" }}\n",
+                    sf.tag,
+                    lab.netns(&sf.tag)
+                );
+            }
+            if h == "server1" {
+                conf += "\n[[iface]]\nname = \"src\"\n";
+            }
+            std::fs::write(dir.join(format!("{h}.toml")), conf).unwrap();
+        }
+        let mut w = World {
+            agents: vec![None, None],
+            controller: None,
+            etcd,
+            lab,
+            sfs,
+            src,
+            dir,
+            chains,
+            hosts,
+        };
+        w.controller = Some(w.spawn_controller());
+        for i in 0..HOSTS.len() {
+            w.agents[i] = Some(w.spawn_agent(i, None));
+        }
+        w
+    }
+
+    fn spawn_controller(&self) -> Proc {
+        let tls = self.etcd.client_tls("fusebox-controller").unwrap();
+        let mut args: Vec<String> = vec![
+            "controller".into(),
+            self.chains.display().to_string(),
+            "--etcd".into(),
+            self.etcd.endpoint().to_string(),
+        ];
+        args.extend(tls_args(&tls));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        spawn("controller", &self.dir, &args)
+    }
+
+    /// Host `i`'s agent; `tls`: other certificates than the CA's own for that host.
+    fn spawn_agent(&self, i: usize, tls: Option<TlsFiles>) -> Proc {
+        let h = &self.hosts[i];
+        let tls = tls.unwrap_or_else(|| self.etcd.client_tls(h).unwrap());
+        let conf = self.dir.join(format!("{}.toml", HOSTS[i]));
+        let mut args: Vec<String> = vec![
+            "agent".into(),
+            "--host".into(),
+            h.clone(),
+            "--config".into(),
+            conf.display().to_string(),
+            "--ledger".into(),
+            self.dir
+                .join(format!("{}.ledger.json", HOSTS[i]))
+                .display()
+                .to_string(),
+            "--etcd".into(),
+            self.etcd.endpoint().to_string(),
+            "--ttl".into(),
+            "3".into(),
+        ];
+        args.extend(tls_args(&tls));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        spawn(&format!("agent-{}", HOSTS[i]), &self.dir, &args)
+    }
+
+    /// A sender in the source's namespace on the probe port of chain `spi`.
+    fn sender(&self, spi: u32) -> UdpSocket {
+        let (_, sport, _) = FLOWS.iter().find(|f| f.0 == spi).unwrap();
+        lab::udp_socket(&self.lab.netns("src"), SocketAddrV4::new(SRC, *sport)).unwrap()
+    }
+
+    /// A receiver in the sink's namespace on the probe port of chain `spi`.
+    fn receiver(&self, spi: u32) -> UdpSocket {
+        let (_, _, dport) = FLOWS.iter().find(|f| f.0 == spi).unwrap();
+        let s = lab::udp_socket(
+            &self.lab.netns("dst"),
+            SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, *dport),
+        )
+        .unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        s
+    }
+
+    /// The decapsulations SF `tag`'s Dec has done (its pinned counters).
+    fn dec_done(&self, tag: &str) -> u64 {
+        let sf = self.sfs.iter().find(|s| s.tag == tag).unwrap();
+        let host = self.lab.netns(&sf.host);
+        // Reopens the agent's pinned maps, and leaves them as they are (an instance the
+        // agent removed has done nothing since).
+        let pin = sfc::kernel::pin_name(&host, tag);
+        if !Path::new(stages::load::PIN_ROOT).join(&pin).exists() {
+            return 0;
+        }
+        let Ok(mut i) = stages::Instance::create(&pin) else {
+            return 0;
+        };
+        i.keep();
+        i.counters(CounterStage::Dec)
+            .map(|c| c.get(Counter::Done))
+            .unwrap_or(0)
+    }
+}
+
+/// Sends `n` numbered probes on `tx` towards the service and returns the numbers `rx` got.
+fn probes(tx: &UdpSocket, rx: &UdpSocket, spi: u32, first: u32, n: u32) -> BTreeSet<u32> {
+    let (_, _, dport) = FLOWS.iter().find(|f| f.0 == spi).unwrap();
+    let to = SocketAddrV4::new(SERVICE, *dport);
+    let mut got = BTreeSet::new();
+    let mut buf = [0u8; 64];
+    for i in first..first + n {
+        tx.send_to(&i.to_be_bytes(), to).unwrap();
+        std::thread::sleep(Duration::from_micros(500));
+        while let Ok(k) = rx.recv(&mut buf) {
+            if k == 4 {
+                got.insert(u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]));
+            }
+            rx.set_nonblocking(true).unwrap();
+        }
+        rx.set_nonblocking(false).unwrap();
+    }
+    let end = Instant::now() + Duration::from_millis(500);
+    while Instant::now() < end {
+        match rx.recv(&mut buf) {
+            Ok(4) => {
+                got.insert(u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]));
+            }
+            Ok(_) => {}
+            Err(_) => break,
+        }
+    }
+    got
+}
+
+/// Waits until a probe of chain `spi` gets through (the control plane has converged).
+fn wait_path(w: &World, spi: u32, limit: Duration) {
+    let (tx, rx) = (w.sender(spi), w.receiver(spi));
+    let end = Instant::now() + limit;
+    let mut k = 1_000_000;
+    while Instant::now() < end {
+        if !probes(&tx, &rx, spi, k, 1).is_empty() {
+            return;
+        }
+        k += 1;
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    panic!("chain {spi} never carried a probe within {limit:?}");
+}
+
+#[test]
+fn fig_5_10_two_chains_over_three_sfs_on_two_hosts() {
+    if !can_run("fig_5_10_two_chains_over_three_sfs_on_two_hosts") {
+        return;
+    }
+    let w = World::new();
+    wait_path(&w, 100, Duration::from_secs(30));
+    wait_path(&w, 200, Duration::from_secs(30));
+    let before: Vec<u64> = ["sf1", "sf2", "sf3"]
+        .iter()
+        .map(|t| w.dec_done(t))
+        .collect();
+    for spi in [100, 200] {
+        let got = probes(&w.sender(spi), &w.receiver(spi), spi, 0, 200);
+        assert_eq!(
+            got.len(),
+            200,
+            "chain {spi}: {} of 200 probes arrived",
+            got.len()
+        );
+    }
+    let after: Vec<u64> = ["sf1", "sf2", "sf3"]
+        .iter()
+        .map(|t| w.dec_done(t))
+        .collect();
+    let d: Vec<u64> = after.iter().zip(&before).map(|(a, b)| a - b).collect();
+    // Chain 200 through sf1, chain 100 through sf2, both through sf3.
+    assert_eq!(d, vec![200, 200, 400], "decapsulations at sf1, sf2, sf3");
+    // Traffic no chain classifies is left alone: the source's port passes it untouched
+    // (to nowhere), and the SFs never see it.
+    let stray = lab::udp_socket(&w.lab.netns("src"), SocketAddrV4::new(SRC, 5300)).unwrap();
+    let rx = w.receiver(100);
+    stray
+        .send_to(b"stray", SocketAddrV4::new(SERVICE, 7100))
+        .unwrap();
+    let mut buf = [0u8; 16];
+    assert!(
+        rx.recv(&mut buf).is_err(),
+        "an unclassified packet went through"
+    );
+    assert_eq!(w.dec_done("sf3"), after[2]);
+    let _ = &w.src;
+}
+
+#[test]
+fn an_agent_killed_mid_traffic_restarts_and_nothing_is_lost() {
+    if !can_run("an_agent_killed_mid_traffic_restarts_and_nothing_is_lost") {
+        return;
+    }
+    let mut w = World::new();
+    wait_path(&w, 100, Duration::from_secs(30));
+    let (tx, rx) = (w.sender(100), w.receiver(100));
+    // The agent of server1 dies (no clean-up): the pinned maps and attached stages stay,
+    // traffic goes on.
+    w.agents[0].take().unwrap().kill();
+    let got = probes(&tx, &rx, 100, 0, 200);
+    assert_eq!(got.len(), 200, "with the agent dead: {} of 200", got.len());
+    // Back: it reopens its instances, reconciles, and nothing is lost after it is back.
+    let mut agent = w.spawn_agent(0, None);
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        agent.alive(),
+        "the restarted agent exited:\n{}",
+        agent.log()
+    );
+    let got = probes(&tx, &rx, 100, 1000, 300);
+    assert_eq!(got.len(), 300, "after the restart: {} of 300", got.len());
+    w.agents[0] = Some(agent);
+}
+
+#[test]
+fn a_changed_chain_file_moves_traffic_to_the_new_path() {
+    if !can_run("a_changed_chain_file_moves_traffic_to_the_new_path") {
+        return;
+    }
+    let w = World::new();
+    wait_path(&w, 100, Duration::from_secs(30));
+    let (tx, rx) = (w.sender(100), w.receiver(100));
+    let sf2 = w.dec_done("sf2");
+    assert_eq!(probes(&tx, &rx, 100, 0, 50).len(), 50);
+    assert_eq!(w.dec_done("sf2") - sf2, 50, "chain 100 runs through sf2");
+    // Chain 100 now goes through sf1 instead of sf2.
+    std::fs::write(
+        &w.chains,
+        chain_file(&w.hosts, &["sf1", "sf3"], &["sf1", "sf3"]),
+    )
+    .unwrap();
+    let sf1 = w.dec_done("sf1");
+    let end = Instant::now() + Duration::from_secs(30);
+    let mut k = 100;
+    loop {
+        assert!(Instant::now() < end, "chain 100 never moved to sf1");
+        probes(&tx, &rx, 100, k, 1);
+        k += 1;
+        if w.dec_done("sf1") > sf1 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (sf1, sf2b) = (w.dec_done("sf1"), w.dec_done("sf2"));
+    assert_eq!(probes(&tx, &rx, 100, 10_000, 100).len(), 100);
+    assert_eq!(
+        w.dec_done("sf1") - sf1,
+        100,
+        "chain 100 runs through sf1 now"
+    );
+    assert_eq!(w.dec_done("sf2"), sf2b, "and no longer through sf2");
+}
+
+#[test]
+fn an_agent_with_a_forged_certificate_is_refused() {
+    if !can_run("an_agent_with_a_forged_certificate_is_refused") {
+        return;
+    }
+    let w = World::new();
+    wait_path(&w, 200, Duration::from_secs(30));
+    // A certificate for "server2" from a CA etcd does not trust.
+    let rogue = sfc::testing::TestCa::new(&w.dir.join("rogue"), "rogue-ca").unwrap();
+    let mut forged = rogue.issue("server2", false).unwrap();
+    forged.ca = w.etcd.ca().ca_file.clone();
+    let mut agent = w.spawn_agent(1, Some(forged));
+    std::thread::sleep(Duration::from_secs(5));
+    let log = agent.log();
+    assert!(
+        !log.contains("registered"),
+        "an agent with a forged certificate registered:\n{log}"
+    );
+    assert!(
+        log.to_lowercase().contains("certificate") || log.to_lowercase().contains("tls"),
+        "the refusal says why:\n{log}"
+    );
+    // And the chains still run on the real agents.
+    let got = probes(&w.sender(200), &w.receiver(200), 200, 0, 50);
+    assert_eq!(got.len(), 50);
+    let _ = agent.alive();
+}
