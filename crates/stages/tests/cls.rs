@@ -271,16 +271,6 @@ fn entries_list_and_delete() {
     assert_eq!(i.list_cls().unwrap(), vec![(b, m)]);
 }
 
-/// Counters of `stage` that are not zero.
-fn nonzero(i: &Instance, stage: CounterStage) -> Vec<(Counter, u64)> {
-    let c = i.counters(stage).unwrap();
-    Counter::ALL
-        .iter()
-        .map(|&k| (k, c.get(k)))
-        .filter(|&(_, v)| v != 0)
-        .collect()
-}
-
 /// Cls+Fwd, what the agents attach at a chain's entry: a classified frame leaves with the
 /// forwarding entry's transport for (SPI, 255) and the TTL one less, in one program; a miss
 /// passes untouched without reaching Fwd; a classified frame with no forwarding entry is
@@ -322,11 +312,11 @@ fn cls_fwd_classifies_and_forwards_at_once() {
             .ethernet(next, ours, &frame)
     );
     assert_eq!(
-        nonzero(&i, CounterStage::Cls),
+        common::nonzero(&i, CounterStage::Cls),
         vec![(Counter::Packets, 1), (Counter::Done, 1)]
     );
     assert_eq!(
-        nonzero(&i, CounterStage::Fwd),
+        common::nonzero(&i, CounterStage::Fwd),
         vec![(Counter::Packets, 1), (Counter::Done, 1)]
     );
 
@@ -335,7 +325,7 @@ fn cls_fwd_classifies_and_forwards_at_once() {
     let other = Frame::udp([172, 16, 0, 1], [172, 16, 9, 9], 1, 2).build();
     let o = i.test_run(Stage::ClsFwd, &other, 0).unwrap();
     assert_eq!((o.ret, o.frame.as_slice()), (TC_ACT_OK, other.as_slice()));
-    assert_eq!(nonzero(&i, CounterStage::Fwd), vec![]);
+    assert_eq!(common::nonzero(&i, CounterStage::Fwd), vec![]);
 
     // No forwarding entry: dropped by Fwd's rule.
     i.clear_counters().unwrap();
@@ -343,7 +333,7 @@ fn cls_fwd_classifies_and_forwards_at_once() {
     let o = i.test_run(Stage::ClsFwd, &frame, 0).unwrap();
     assert_eq!(o.ret, TC_ACT_SHOT);
     assert_eq!(
-        nonzero(&i, CounterStage::Fwd),
+        common::nonzero(&i, CounterStage::Fwd),
         vec![(Counter::Packets, 1), (Counter::DropUnknownSpi, 1)]
     );
 }
