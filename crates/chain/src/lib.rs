@@ -9,6 +9,7 @@
 
 pub mod exec;
 pub mod file;
+pub mod layout;
 pub mod nf;
 pub mod program;
 pub mod reason;
