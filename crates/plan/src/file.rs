@@ -475,10 +475,16 @@ mod tests {
     #[test]
     fn a_stale_plan_is_refused() {
         let chain = isp();
-        let plan = PlanFile::new(&chain, pipeline(&chain, "fw|router|napt", 1).unwrap(), "hand")
-            .unwrap();
+        let plan = PlanFile::new(
+            &chain,
+            pipeline(&chain, "fw|router|napt", 1).unwrap(),
+            "hand",
+        )
+        .unwrap();
         let mut changed = chain.clone();
-        changed.nfs[1].defines.push(("MAC0".into(), "02:00:00:00:00:01".into()));
+        changed.nfs[1]
+            .defines
+            .push(("MAC0".into(), "02:00:00:00:00:01".into()));
         let e = plan.check(&changed, Path::new("p.json")).unwrap_err();
         let msg = e.to_string();
         assert!(msg.contains("make the plan again"), "{msg}");
@@ -533,19 +539,31 @@ mod tests {
         let f = dir.join("bad.json");
         std::fs::write(&f, "{\"format\": 1, \"placement\": 3}").unwrap();
         let e = PlanFile::load(&f).unwrap_err().to_string();
-        assert!(e.contains("bad.json") && e.contains("not a FuseBox plan"), "{e}");
+        assert!(
+            e.contains("bad.json") && e.contains("not a FuseBox plan"),
+            "{e}"
+        );
         std::fs::write(&f, "{\"format\": 9}").unwrap();
         let e = PlanFile::load(&f).unwrap_err().to_string();
         assert!(e.contains("plan format 9"), "{e}");
         let e = PlanFile::load(&dir.join("missing.json"))
             .unwrap_err()
             .to_string();
-        assert!(e.contains("missing.json") && e.contains("cannot read"), "{e}");
+        assert!(
+            e.contains("missing.json") && e.contains("cannot read"),
+            "{e}"
+        );
         // Out of range for the NFs the plan names.
         let chain = isp();
-        let plan = PlanFile::new(&chain, pipeline(&chain, "fw,router,napt", 1).unwrap(), "hand")
-            .unwrap();
-        let text = plan.to_json().replace("\"nfs\": [\n          0,", "\"nfs\": [\n          5,");
+        let plan = PlanFile::new(
+            &chain,
+            pipeline(&chain, "fw,router,napt", 1).unwrap(),
+            "hand",
+        )
+        .unwrap();
+        let text = plan
+            .to_json()
+            .replace("\"nfs\": [\n          0,", "\"nfs\": [\n          5,");
         assert_ne!(text, plan.to_json());
         std::fs::write(&f, text).unwrap();
         let e = PlanFile::load(&f).unwrap_err().to_string();
