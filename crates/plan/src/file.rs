@@ -112,26 +112,8 @@ pub enum PlanError {
         why: String,
     },
     /// The chain changed since the plan was made.
-    #[error(
-        "{path}: the plan was made for {made_for} (NFs {made_nfs}, fingerprint {made}); \
-         {chain} is now NFs {now_nfs}, fingerprint {now}: make the plan again (fusebox plan)"
-    )]
-    Stale {
-        /// The plan file.
-        path: String,
-        /// The chain path the plan names.
-        made_for: String,
-        /// The NFs it names.
-        made_nfs: String,
-        /// Its fingerprint.
-        made: String,
-        /// The chain given now.
-        chain: String,
-        /// Its NFs.
-        now_nfs: String,
-        /// Its fingerprint.
-        now: String,
-    },
+    #[error("{0}")]
+    Stale(Box<Stale>),
     /// A file the fingerprint covers could not be read.
     #[error("{chain}: cannot read NF {nf}'s configuration {file}: {source}")]
     Fingerprint {
@@ -152,6 +134,36 @@ pub enum PlanError {
         /// Why.
         source: std::io::Error,
     },
+}
+
+/// What a stale plan was made for and what the chain is now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stale {
+    /// The plan file.
+    pub path: String,
+    /// The chain path the plan names.
+    pub made_for: String,
+    /// The NFs it names.
+    pub made_nfs: String,
+    /// Its fingerprint.
+    pub made: String,
+    /// The chain given now.
+    pub chain: String,
+    /// Its NFs.
+    pub now_nfs: String,
+    /// Its fingerprint.
+    pub now: String,
+}
+
+impl std::fmt::Display for Stale {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: the plan was made for {} (NFs {}, fingerprint {}); {} is now NFs {}, \
+             fingerprint {}: make the plan again (fusebox plan)",
+            self.path, self.made_for, self.made_nfs, self.made, self.chain, self.now_nfs, self.now
+        )
+    }
 }
 
 /// 64-bit FNV-1a, folded over the pieces a fingerprint covers (each followed by a 0xff
@@ -382,7 +394,7 @@ impl PlanFile {
         let now = fingerprint(chain)?;
         let now_nfs = names(chain);
         if now != self.chain.fingerprint || now_nfs != self.chain.nfs {
-            return Err(PlanError::Stale {
+            return Err(PlanError::Stale(Box::new(Stale {
                 path: path.display().to_string(),
                 made_for: self.chain.path.clone(),
                 made_nfs: self.chain.nfs.join(","),
@@ -390,7 +402,7 @@ impl PlanFile {
                 chain: chain.path.display().to_string(),
                 now_nfs: now_nfs.join(","),
                 now,
-            });
+            })));
         }
         Ok(())
     }
@@ -493,7 +505,7 @@ mod tests {
         swapped.nfs.swap(0, 1);
         assert!(matches!(
             plan.check(&swapped, Path::new("p.json")),
-            Err(PlanError::Stale { .. })
+            Err(PlanError::Stale(_))
         ));
     }
 
