@@ -1,0 +1,370 @@
+use super::partition::{cluster, exhaustive, metis, refine};
+use super::*;
+use proptest::prelude::*;
+
+fn node(name: &str, nf: usize, cpu_ns: f64, offloadable: bool) -> Node {
+    Node {
+        name: name.to_string(),
+        nf,
+        cpu_ns,
+        packets: 1.0,
+        offloadable,
+    }
+}
+
+fn edge(from: usize, to: usize, packets: f64) -> Edge {
+    Edge { from, to, packets }
+}
+
+/// A chain of NFs, one node each, every packet going through all of them.
+fn chain(costs: &[f64]) -> Graph {
+    Graph {
+        nodes: costs
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| node(&format!("nf{i}"), i, c, false))
+            .collect(),
+        edges: (1..costs.len()).map(|i| edge(i - 1, i, 1.0)).collect(),
+        nfs: (0..costs.len()).map(|i| format!("nf{i}")).collect(),
+    }
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-6 * a.abs().max(b.abs()).max(1.0)
+}
+
+#[test]
+fn times_add_nodes_and_crossings_on_both_sides() {
+    let g = chain(&[100.0, 200.0, 50.0]);
+    let m = Machine::cores(2, 10.0);
+    // nf0 alone; nf1 and nf2 together: one crossing of 1 packet.
+    let t = m.times(&g, &[0, 1, 1]);
+    assert!(close(t[0], 110.0) && close(t[1], 260.0), "{t:?}");
+    assert!(close(m.bottleneck(&g, &[0, 1, 1]), 260.0));
+    // Back and forth: two crossings each.
+    let t = m.times(&g, &[0, 1, 0]);
+    assert!(close(t[0], 170.0) && close(t[1], 220.0), "{t:?}");
+}
+
+#[test]
+fn accelerator_costs_launch_per_batch_packets_and_transfer() {
+    let a = Accelerator {
+        launch_ns: 6400.0,
+        batch: 64,
+        per_packet_ns: 5.0,
+        speedup: 4.0,
+        transfer_ns: 30.0,
+    };
+    let m = Machine::cores(1, 10.0).with_accelerator("gpu", a);
+    let mut g = chain(&[100.0, 400.0]);
+    g.nodes[1].offloadable = true;
+    // On the accelerator: 1 × (5 + 6400/64) + 400/4 = 205; crossing 30 each side.
+    assert!(close(m.node_cost(&g.nodes[1], 1), 205.0));
+    let t = m.times(&g, &[0, 1]);
+    assert!(close(t[0], 130.0) && close(t[1], 235.0), "{t:?}");
+    // What an accelerator cannot run is infinitely expensive there.
+    assert!(m.node_cost(&g.nodes[0], 1).is_infinite());
+}
+
+#[test]
+fn predicted_rate_replicas_against_pipeline() {
+    let g = chain(&[100.0, 200.0, 100.0]);
+    // Even flows: replicas at 2 × 10⁹/400 = 5 Mpps beat the best pipeline (310 ns: 3.2 Mpps).
+    let p = place(&g, 2, 10.0, &|_| 1.0);
+    assert_eq!(p.candidates[0].how, "replicas");
+    assert!(close(p.candidates[0].predicted_pps, 5e6));
+    assert_eq!(p.chosen, 0);
+    for c in &p.candidates[1..] {
+        assert!(close(c.bottleneck_ns(), 310.0), "{c:?}");
+        assert!(close(c.predicted_pps, 1e9 / 310.0));
+    }
+    // One flow carries everything: replicas run at one core's rate, the pipeline wins.
+    let p = place(&g, 2, 10.0, &|r| r as f64);
+    assert!(close(p.candidates[0].predicted_pps, 2.5e6));
+    let best = p.best().unwrap();
+    assert_ne!(best.how, "replicas");
+    assert!(close(best.predicted_pps, 1e9 / 310.0));
+    let pl = best.placement();
+    assert_eq!(pl.replicas, 1);
+    assert_eq!(pl.stages.len(), 2);
+    let mut all: Vec<usize> = pl.stages.iter().flat_map(|s| s.nfs.clone()).collect();
+    all.sort();
+    assert_eq!(all, vec![0, 1, 2]);
+    // Crossing too costly: the pipeline loses to a single core even with one flow.
+    let p = place(&g, 2, 1000.0, &|r| r as f64);
+    assert_eq!(p.chosen, 0);
+}
+
+#[test]
+fn pipelines_and_replicas_combine_on_four_workers() {
+    let g = chain(&[100.0, 100.0, 100.0, 100.0]);
+    let p = place(&g, 4, 5.0, &|r| r as f64);
+    let hows: Vec<&str> = p.candidates.iter().map(|c| c.how.as_str()).collect();
+    assert!(hows.contains(&"pipeline/METIS ×2"), "{hows:?}");
+    assert!(hows.contains(&"pipeline/clustering"), "{hows:?}");
+    // One flow: four stages of 100 ns plus crossings are the fastest.
+    let best = p.best().unwrap();
+    assert_eq!(best.stages.len(), 4, "{p}");
+    assert_eq!(best.replicas, 1);
+    // Stages run forward along the chain.
+    let order: Vec<usize> = best.stages.iter().flat_map(|s| s.nfs.clone()).collect();
+    assert_eq!(order, vec![0, 1, 2, 3]);
+}
+
+#[test]
+fn contiguous_merges_a_processor_used_twice() {
+    let g = chain(&[10.0, 100.0, 10.0, 100.0]);
+    let (stages, merged) = contiguous(&g, &[0, 1, 0, 1]);
+    assert!(merged);
+    let mut seen = Vec::new();
+    for s in &stages {
+        seen.extend(s.iter().copied());
+    }
+    assert_eq!(seen, vec![0, 1, 2, 3]);
+    assert!(stages.len() <= 2, "{stages:?}");
+    let (stages, merged) = contiguous(&g, &[0, 0, 1, 1]);
+    assert!(!merged);
+    assert_eq!(stages, vec![vec![0, 1], vec![2, 3]]);
+}
+
+#[test]
+fn exhaustive_finds_the_hand_computed_optimum() {
+    // 4 NFs of 100 on 2 cores crossing at 10: two stages of two, one crossing each: 210.
+    let g = chain(&[100.0, 100.0, 100.0, 100.0]);
+    let m = Machine::cores(2, 10.0);
+    let best = exhaustive(&g, &m).unwrap();
+    assert!(close(m.bottleneck(&g, &best), 210.0), "{best:?}");
+    // Too large to search.
+    let g = chain(&[1.0; 40]);
+    assert!(exhaustive(&g, &m).is_none());
+}
+
+#[test]
+fn both_partitioners_balance_equal_work() {
+    // 8 equal NFs on 4 cores with little traffic: two each.
+    let mut g = chain(&[100.0; 8]);
+    for e in &mut g.edges {
+        e.packets = 0.01;
+    }
+    let m = Machine::cores(4, 10.0);
+    for (how, assign) in [
+        ("METIS", metis(&g, &m).0),
+        ("clustering", cluster(&g, &m, 0.1)),
+    ] {
+        let mut per = [0usize; 4];
+        for &p in &assign {
+            per[p] += 1;
+        }
+        assert_eq!(per, [2, 2, 2, 2], "{how}: {assign:?}");
+        assert!(m.bottleneck(&g, &assign) <= 200.0 + 2.0 * 10.0 * 0.01 * 2.0 + 1e-9);
+    }
+}
+
+#[test]
+fn bad_input_does_not_panic() {
+    let empty = Graph::default();
+    let m = Machine::cores(3, 10.0);
+    assert!(metis(&empty, &m).0.is_empty());
+    assert!(cluster(&empty, &m, 0.1).is_empty());
+    let p = place(&empty, 0, 10.0, &|_| f64::NAN);
+    assert_eq!(p.candidates.len(), 1);
+    // Edges to nodes that do not exist, NaN and negative costs, no processors.
+    let mut g = chain(&[f64::NAN, -5.0, 1e300]);
+    g.edges.push(edge(7, 9, 1.0));
+    g.edges.push(edge(1, 1, 3.0));
+    let _ = metis(&g, &m);
+    let _ = cluster(&g, &m, 0.1);
+    let _ = refine(&g, &m, vec![0, 1, 2]);
+    let none = Machine::cores(0, 1.0);
+    assert_eq!(metis(&g, &none).0, vec![0, 0, 0]);
+    let _ = place(&g, 5, f64::INFINITY, &|_| 1.0);
+    let _ = offload(&g, &m, 0.1);
+}
+
+/// A slow accelerator worth using for part of the heavy element only.
+fn half_speed_gpu() -> Accelerator {
+    Accelerator {
+        launch_ns: 640.0,
+        batch: 64,
+        per_packet_ns: 2.0,
+        speedup: 2.0,
+        transfer_ns: 5.0,
+    }
+}
+
+fn heavy_middle() -> Graph {
+    let mut g = Graph {
+        nodes: vec![
+            node("fw/in", 0, 50.0, false),
+            node("ipsec/esp", 0, 1000.0, true),
+            node("fw/out", 0, 50.0, false),
+        ],
+        edges: vec![edge(0, 1, 1.0), edge(1, 2, 1.0)],
+        nfs: vec!["fw".to_string()],
+    };
+    g.nodes[2].nf = 0;
+    g
+}
+
+#[test]
+fn accelerator_takes_a_share_of_the_offloadable_element() {
+    let g = heavy_middle();
+    let cpu_only = rate(g.total_cpu_ns());
+    let m = Machine::cores(1, 20.0).with_accelerator("gpu", half_speed_gpu());
+    for o in offload(&g, &m, 0.1) {
+        // Neither all (522 ns on the accelerator) nor nothing (1100 ns on the core): about
+        // 70 % of the heavy element, as NFCompass found for IPsec, none of the others.
+        assert!(o.ratio[1] > 0.0 && o.ratio[1] < 1.0, "{o:?}");
+        assert_eq!((o.ratio[0], o.ratio[2]), (0.0, 0.0), "{o:?}");
+        assert!(o.predicted_pps > 1.4 * cpu_only, "{o:?}");
+    }
+    // METIS with refinement reaches the optimum of the expanded graph (12 nodes: searched).
+    let (x, _) = g.expand(0.1);
+    let best = exhaustive(&x, &m).unwrap();
+    let o = &offload(&g, &m, 0.1)[0];
+    assert!(
+        close(o.predicted_pps, rate(m.bottleneck(&x, &best))),
+        "{o:?}"
+    );
+}
+
+#[test]
+fn a_useless_accelerator_gets_nothing() {
+    let g = heavy_middle();
+    let slow = Accelerator {
+        speedup: 0.5,
+        transfer_ns: 500.0,
+        ..half_speed_gpu()
+    };
+    let m = Machine::cores(1, 20.0).with_accelerator("gpu", slow);
+    for o in offload(&g, &m, 0.1) {
+        assert_eq!(o.ratio, vec![0.0, 0.0, 0.0], "{o:?}");
+        assert!(close(o.predicted_pps, rate(1100.0)), "{o:?}");
+    }
+}
+
+#[test]
+fn expansion_keeps_work_and_traffic() {
+    let g = heavy_middle();
+    let (x, origin) = g.expand(0.1);
+    assert_eq!(x.nodes.len(), 12);
+    assert_eq!(origin.iter().filter(|&&o| o == 1).count(), 10);
+    assert!(close(x.total_cpu_ns(), g.total_cpu_ns()));
+    let into: f64 = x
+        .edges
+        .iter()
+        .filter(|e| origin[e.to] == 1)
+        .map(|e| e.packets)
+        .sum();
+    assert!(close(into, 1.0));
+}
+
+/// Two groups of `sizes` nodes, each a clique of heavy traffic, the second group's costs a
+/// rotation of the first's (equal work), joined by light edges: the planted cut is the
+/// balanced one that crosses only light traffic.
+fn planted(costs: &[f64], heavy: &[f64], light: &[(usize, usize, f64)]) -> (Graph, Vec<usize>) {
+    let k = costs.len();
+    let mut nodes = Vec::new();
+    for (i, &c) in costs.iter().enumerate() {
+        nodes.push(node(&format!("a{i}"), i, c, false));
+    }
+    for i in 0..k {
+        nodes.push(node(&format!("b{i}"), k + i, costs[(i + 1) % k], false));
+    }
+    let mut edges = Vec::new();
+    let mut h = heavy.iter().cycle();
+    for base in [0, k] {
+        for i in 0..k {
+            for j in i + 1..k {
+                edges.push(edge(base + i, base + j, *h.next().unwrap_or(&5.0)));
+            }
+        }
+    }
+    for &(i, j, w) in light {
+        edges.push(edge(i % k, k + j % k, w));
+    }
+    let truth = (0..2 * k).map(|v| usize::from(v >= k)).collect();
+    let g = Graph {
+        nfs: nodes.iter().map(|n| n.name.clone()).collect(),
+        nodes,
+        edges,
+    };
+    (g, truth)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Graphs with a known optimal cut: both partitioners find a mapping as good as the
+    /// exhaustive search's, which is the planted one.
+    #[test]
+    fn partitioners_find_planted_cuts(
+        costs in prop::collection::vec(10.0f64..100.0, 2..=4),
+        heavy in prop::collection::vec(5.0f64..10.0, 6),
+        light in prop::collection::vec((0usize..4, 0usize..4, 0.001f64..0.05), 1..4),
+    ) {
+        let (g, truth) = planted(&costs, &heavy, &light);
+        let m = Machine::cores(2, 50.0);
+        let best = exhaustive(&g, &m).unwrap();
+        let optimum = m.bottleneck(&g, &best);
+        // The planted cut is optimal (the test's own premise).
+        prop_assert!(close(m.bottleneck(&g, &truth), optimum));
+        let (ma, _) = metis(&g, &m);
+        prop_assert!(close(m.bottleneck(&g, &ma), optimum), "METIS {:?} vs {:?}", ma, best);
+        let ca = cluster(&g, &m, 0.1);
+        prop_assert!(close(m.bottleneck(&g, &ca), optimum), "clustering {:?} vs {:?}", ca, best);
+        // And it is the planted cut itself (up to naming the cores).
+        prop_assert!(ma[0] != ma[costs.len()]);
+        for v in 0..g.nodes.len() {
+            prop_assert_eq!(ma[v] == ma[0], truth[v] == 0);
+        }
+    }
+
+    /// On any tiny graph: nothing beats the exhaustive search, and the refinement ends where
+    /// no single move improves.
+    #[test]
+    fn exhaustive_bounds_and_refinement_is_a_local_optimum(
+        costs in prop::collection::vec(1.0f64..100.0, 1..=6),
+        edges in prop::collection::vec((0usize..6, 0usize..6, 0.0f64..3.0), 0..10),
+        k in 2usize..=3,
+        cross in 0.0f64..40.0,
+    ) {
+        let n = costs.len();
+        let mut g = chain(&costs);
+        g.edges = edges.into_iter().map(|(a, b, w)| edge(a % n, b % n, w)).collect();
+        let m = Machine::cores(k, cross);
+        let best = exhaustive(&g, &m).unwrap();
+        let optimum = m.bottleneck(&g, &best);
+        let (ma, _) = metis(&g, &m);
+        let ca = cluster(&g, &m, 0.1);
+        for a in [&ma, &ca] {
+            prop_assert!(m.bottleneck(&g, a) >= optimum - 1e-6);
+        }
+        let here = m.bottleneck(&g, &ma);
+        for v in 0..n {
+            for q in 0..k {
+                let mut t = ma.clone();
+                t[v] = q;
+                prop_assert!(m.bottleneck(&g, &t) >= here - 1e-6, "move {} to {}", v, q);
+            }
+        }
+    }
+
+    /// Every candidate of a placement runs every NF exactly once, forward along the chain.
+    #[test]
+    fn placements_cover_every_nf_once(
+        costs in prop::collection::vec(1.0f64..500.0, 1..8),
+        workers in 1usize..=6,
+        cross in 0.0f64..100.0,
+    ) {
+        let g = chain(&costs);
+        let p = place(&g, workers, cross, &|r| r as f64);
+        prop_assert!(p.chosen < p.candidates.len());
+        for c in &p.candidates {
+            let order: Vec<usize> = c.stages.iter().flat_map(|s| s.nfs.clone()).collect();
+            prop_assert_eq!(order, (0..costs.len()).collect::<Vec<_>>());
+            prop_assert!(c.stages.len() * c.replicas <= workers);
+            prop_assert!(c.predicted_pps > 0.0);
+        }
+    }
+}
