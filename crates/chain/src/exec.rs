@@ -138,6 +138,24 @@ pub enum ExitSink {
     Port(Box<dyn ports::port::TxPort>),
     /// Kept in memory, each packet tagged with its input's index ([`Executor::take_tagged`]).
     Tagged(Tagged),
+    /// Handed to another executor: the exit is a link to an NF another executor runs (a
+    /// stage of a pipeline, `dataplane::pipeline`). Whole packets, annotations kept, go to
+    /// one list shared by every such exit, in the order they left
+    /// ([`Executor::take_handoffs`]); the other executor takes them in with
+    /// [`Executor::hand_in`].
+    Handoff,
+}
+
+/// A packet that left by an [`ExitSink::Handoff`] exit, for the executor running the other
+/// end of its link.
+#[derive(Debug)]
+pub struct Handoff {
+    /// The exit it left by (index in [`Executor::exit_names`]).
+    pub exit: usize,
+    /// The index of the chain input whose processing sent it.
+    pub input: u64,
+    /// The packet, as it crossed (bytes and annotations).
+    pub packet: Packet,
 }
 
 struct Exit {
@@ -313,6 +331,8 @@ pub struct Executor {
     /// Whether an input goes through a hook before the chain (per-flow times, NSH): the
     /// entry tests this flag alone.
     entry_hooks: bool,
+    /// Packets that left by [`ExitSink::Handoff`] exits, in order, until taken.
+    handoffs: Vec<Handoff>,
 }
 
 /// The counters of a run, as the naive mode keeps them: per element, per edge, per NF and
@@ -711,6 +731,7 @@ impl Executor {
             batch_plan: None,
             nsh: None,
             entry_hooks: false,
+            handoffs: Vec::new(),
         }
         .with_batch_plan()
         .with_nsh(chain.nsh))
@@ -900,6 +921,46 @@ impl Executor {
             }
         }
         out
+    }
+
+    /// The packets [`ExitSink::Handoff`] exits sent since the last call, in the order they
+    /// left (drained: the list keeps its allocation).
+    pub fn take_handoffs(&mut self) -> std::vec::Drain<'_, Handoff> {
+        self.handoffs.drain(..)
+    }
+
+    /// Takes in a packet that crossed a link from an NF another executor runs (a pipeline
+    /// stage's [`Handoff`]), at `entry` (the link's `FromDevice`: NF index, element index),
+    /// as part of chain input number `input`, and runs it and everything it causes to
+    /// completion, as the link crossing would have in one executor: the receiving NF counts
+    /// an input, the chain does not (the input was counted where it entered), exits tag what
+    /// it causes with `input`, and virtual time moves on to `now` (the time of the chain
+    /// input: the latest timestamp the whole chain had seen when it entered). A packet that
+    /// has crossed [`MAX_HOPS`] links is dropped (`loop`) at `entry`. Naive mode only: modes
+    /// that hook entries (synth, fastpath, NSH) are not installed on pipeline stages.
+    pub fn hand_in(&mut self, entry: (usize, usize), input: u64, now: Timestamp, mut p: Packet) {
+        self.next_input = input.wrapping_add(1);
+        if now > self.cx.now {
+            self.cx.now = now;
+        }
+        let el = self.base[entry.0] + entry.1 as u32;
+        self.counts.nf_counters[entry.0].input += 1;
+        self.counts.arrivals[el as usize] += 1;
+        if p.meta.hops >= MAX_HOPS {
+            self.count_drop(el, ChainReason::Loop.into());
+            self.recycle(p);
+            return;
+        }
+        p.meta.hops += 1;
+        self.run_from(el, Resume::Port(0), p);
+    }
+
+    /// Moves virtual time on to `now` if it is later (a pipeline stage learns the time of
+    /// chain inputs that entered at other stages).
+    pub fn advance_time(&mut self, now: Timestamp) {
+        if now > self.cx.now {
+            self.cx.now = now;
+        }
     }
 
     /// Starts (`true`) or stops recording, for [`Executor::replay`], the time from the
@@ -1337,6 +1398,14 @@ impl Executor {
             ExitSink::Tagged(v) => {
                 v.push((input, p.meta.timestamp, p.meta.precision, data.to_vec()))
             }
+            ExitSink::Handoff => {
+                self.handoffs.push(Handoff {
+                    exit: x,
+                    input,
+                    packet: p,
+                });
+                return;
+            }
         }
         if let Some(target) = reflect_to {
             let bytes = reflect::reply(&p);
@@ -1371,7 +1440,7 @@ impl Executor {
                 ExitSink::Memory(v) => {
                     mem.insert(x.name.clone(), v);
                 }
-                ExitSink::Count | ExitSink::Tagged(_) => {}
+                ExitSink::Count | ExitSink::Tagged(_) | ExitSink::Handoff => {}
                 ExitSink::Port(mut tx) => {
                     let flushed = tx.flush();
                     x.port = Some(tx.counters());

@@ -3,6 +3,8 @@
 //! workers ([`Placement`]). `plan` produces them; `chain` and `dataplane` run them. They are
 //! serde data: `plan::file` writes them into PLAN files (`fusebox run --plan`).
 
+use crate::exec::{Executor, Place};
+use elements::Batching;
 use serde::{Deserialize, Serialize};
 
 /// NFs of the chain run side by side on copies of each packet, their results merged by XOR
@@ -48,4 +50,109 @@ pub struct Stage {
 
 fn one() -> usize {
     1
+}
+
+/// Checks that `placement` of `ex`'s chain runs as a pipeline with the results of one
+/// executor (`dataplane::pipeline`): stages take every chain input in order and pass what
+/// crosses to a later stage on in order, so each NF sees its packets in the order one
+/// executor gives them. A packet crossing a link *back* to an earlier stage (a router
+/// sending a packet out the way it came, a NAT's replies) reaches that stage after it has
+/// moved on to later inputs; that is only the same when nothing it can reach from there
+/// keeps state or makes packets (every element `Free`, see [`elements::Batching`]), and
+/// when no element that makes packets lies before it (so its input is one packet on one
+/// path, and its place among the exits' packets is its input's). `Err` says which link
+/// and element break this.
+pub fn check_pipeline(ex: &Executor, placement: &Placement) -> Result<(), String> {
+    let nfs = ex.nfs().len();
+    let mut stage_of = vec![usize::MAX; nfs];
+    for (s, st) in placement.stages.iter().enumerate() {
+        for &n in &st.nfs {
+            match stage_of.get_mut(n) {
+                Some(slot) => *slot = s,
+                None => return Err(format!("stage {s} names NF {n}; the chain has {nfs}")),
+            }
+        }
+    }
+    let n = ex.element_count();
+    let stage = |g: usize| stage_of[ex.element_nf(g) as usize];
+    let succ = |g: usize| -> Vec<usize> {
+        match ex.place(g) {
+            Place::Inner => (0..ex.outputs(g))
+                .filter_map(|o| ex.edge(g, o).map(|(_, e, _)| e as usize))
+                .collect(),
+            Place::Link(t) => vec![t as usize],
+            Place::Exit => Vec::new(),
+        }
+    };
+    let backward: Vec<(usize, usize)> = (0..n)
+        .filter_map(|g| match ex.place(g) {
+            Place::Link(t) if stage(t as usize) < stage(g) => Some((g, t as usize)),
+            _ => None,
+        })
+        .collect();
+    if backward.is_empty() {
+        return Ok(());
+    }
+    let nf_name = |g: usize| ex.nfs()[ex.element_nf(g) as usize].name.clone();
+    // What a packet crossing back can reach: all of it must be order-free.
+    let mut from = vec![None; n];
+    let mut work: Vec<usize> = Vec::new();
+    for &(g, t) in &backward {
+        if from[t].is_none() {
+            from[t] = Some(g);
+            work.push(t);
+        }
+    }
+    while let Some(g) = work.pop() {
+        if ex.place(g) == Place::Inner && ex.element(g).batching() != Batching::Free {
+            let via = from[g].unwrap_or(g);
+            return Err(format!(
+                "a packet can cross back from stage {} ({}) to stage {} ({}) and reach {} ({}), \
+                 which keeps state or makes packets: it would see that packet after later \
+                 inputs; put these NFs in one stage",
+                stage(via),
+                nf_name(via),
+                stage(g),
+                nf_name(g),
+                ex.element_name(g),
+                ex.element(g).class_name(),
+            ));
+        }
+        for t in succ(g) {
+            if from[t].is_none() {
+                from[t] = from[g];
+                work.push(t);
+            }
+        }
+    }
+    // What can lead to a backward crossing: nothing there may make packets.
+    let mut pred: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for g in 0..n {
+        for t in succ(g) {
+            pred[t].push(g);
+        }
+    }
+    let mut seen = vec![false; n];
+    let mut work: Vec<usize> = backward.iter().map(|&(g, _)| g).collect();
+    for &g in &work {
+        seen[g] = true;
+    }
+    while let Some(g) = work.pop() {
+        if ex.place(g) == Place::Inner && ex.element(g).batching() == Batching::Never {
+            return Err(format!(
+                "{} ({}) may make or keep packets, and what it sends can cross back to an \
+                 earlier stage: the order of its packets at the exits would change; put the \
+                 NFs it sends to in its stage",
+                ex.element_name(g),
+                ex.element(g).class_name(),
+            ));
+        }
+        for &p in &pred[g] {
+            if !seen[p] {
+                seen[p] = true;
+                work.push(p);
+            }
+        }
+    }
+    Ok(())
 }

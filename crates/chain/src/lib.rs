@@ -17,8 +17,8 @@ pub mod reflect;
 pub mod summary;
 
 pub use exec::{
-    Executor, ExitSink, FastOptions, FastStats, FinishError, Initial, Merge, NshCounts, Place,
-    PreparedProgram, RunOptions, SetupError,
+    Executor, ExitSink, FastOptions, FastStats, FinishError, Handoff, Initial, Merge, NshCounts,
+    Place, PreparedProgram, RunOptions, SetupError,
 };
 pub use file::{
     Attach, ChainError, ChainErrorKind, ChainFile, Device, DeviceSpecError, Endpoint, NoInputError,

@@ -18,11 +18,13 @@
 #![warn(missing_docs)]
 
 pub mod dispatch;
+pub mod pipeline;
 mod replay;
 mod run;
 mod worker;
 
 pub use dispatch::Dispatcher;
+pub use pipeline::{verify_plan, Pipeline};
 pub use replay::{predispatch, ReplayWorkers, Share};
 pub use run::{run, verify_run, Feed, Input, Next, Outcome};
 pub use worker::{share, Error, Setup, WorkerOutcome};

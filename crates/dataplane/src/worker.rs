@@ -51,6 +51,9 @@ pub enum Error {
         /// What happened.
         message: String,
     },
+    /// A plan that cannot run as asked ([`crate::pipeline::check`]).
+    #[error("the plan cannot run: {0}")]
+    Plan(String),
     /// A verification run's own error (an input that cannot be opened, no entry, ...).
     #[error(transparent)]
     Run(#[from] synth::verify::RunError),
