@@ -93,10 +93,7 @@ fn trace(path: &Path, src: &str, seed: u64) -> Vec<Record> {
 fn same_as_naive(chain: &ChainFile, inputs: &[(Endpoint, PathBuf)], spec: &str) {
     let opts = RunOptions::default();
     let want = synth::verify::run(chain, inputs, &opts, Mode::Naive).unwrap();
-    assert!(
-        want.packets() > 0,
-        "{spec}: the trace reaches an exit"
-    );
+    assert!(want.packets() > 0, "{spec}: the trace reaches an exit");
     let got = verify_plan(chain, inputs, &opts, &placement(chain, spec, 1)).unwrap();
     for (x, packets) in &want.exits {
         let g = got

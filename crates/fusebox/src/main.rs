@@ -24,6 +24,7 @@ mod etcd_args;
 mod explain_cmd;
 mod gen_cmd;
 mod pki_cmd;
+mod plan_cmd;
 mod run_cmd;
 mod synth_cmd;
 mod verify_cmd;
@@ -67,6 +68,9 @@ enum Command {
     Explain(explain_cmd::ExplainArgs),
     /// Generate a synthetic trace (pcap).
     Gen(gen_cmd::GenArgs),
+    /// Plan a chain after NFCompass: write a placement (stages on processors, replicas) as a
+    /// PLAN file for `fusebox run --plan`.
+    Plan(plan_cmd::PlanArgs),
     /// Run a chain in several modes (naive, synth) and compare outputs, drops, counters and
     /// state: exit 0 when identical, 4 when different, 1 on errors.
     Verify(verify_cmd::VerifyArgs),
@@ -108,6 +112,7 @@ fn main() -> ExitCode {
         Command::Synth(a) => synth_cmd::run(a),
         Command::Explain(a) => explain_cmd::run(a),
         Command::Verify(a) => verify_cmd::verify(a),
+        Command::Plan(a) => plan_cmd::run(a),
         Command::Bench(a) => bench_cmd::run(a),
         Command::Classify(a) => classify_cmd::run(a),
         Command::Elements(a) => elements_cmd::run(a),

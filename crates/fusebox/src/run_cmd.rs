@@ -79,6 +79,11 @@ pub struct RunArgs {
     /// Default: 1 offline, every core live (with devices).
     #[arg(long, value_name = "N")]
     pub cores: Option<usize>,
+    /// Run a placement (a PLAN file, `fusebox plan --out`): each stage on a worker thread of
+    /// its own holding its NFs, packets crossing stages in order, the pipeline copied
+    /// `replicas` times (flows spread as with --cores). Outputs as --cores replicas gives.
+    #[arg(long, value_name = "PLAN", conflicts_with = "cores")]
+    pub plan: Option<PathBuf>,
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     pub json: bool,
@@ -352,15 +357,34 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
         )));
     }
     let started = Instant::now();
-    let cores = a.cores.unwrap_or(if rx.is_empty() {
-        1
-    } else {
-        std::thread::available_parallelism().map_or(1, usize::from)
-    });
+    let placement = match &a.plan {
+        Some(path) => {
+            if !rx.is_empty() {
+                return Err(CliError::Invalid(
+                    "--plan: capture inputs only, not yet devices (--iface or [[device]])".into(),
+                ));
+            }
+            let plan =
+                ::plan::file::PlanFile::load(path).map_err(|e| CliError::Invalid(e.to_string()))?;
+            plan.check(&chain, path)
+                .map_err(|e| CliError::Invalid(e.to_string()))?;
+            Some(plan.placement)
+        }
+        None => None,
+    };
+    let cores = placement
+        .as_ref()
+        .map(|p| p.replicas.max(1))
+        .or(a.cores)
+        .unwrap_or(if rx.is_empty() {
+            1
+        } else {
+            std::thread::available_parallelism().map_or(1, usize::from)
+        });
     if cores == 0 {
         return Err(CliError::Invalid("--cores 0: expected 1 or more".into()));
     }
-    let workers = cores > 1;
+    let workers = cores > 1 || placement.is_some();
     if workers && chain.nsh {
         return Err(CliError::Invalid(format!(
             "--cores {cores}: an NSH-aware run (--nsh, or nsh = true in the chain file) runs on one core (--cores 1)"
@@ -519,6 +543,7 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
             stop: Some(stop.clone()),
         };
         let w = Workers {
+            plan: placement,
             setup,
             dispatcher: d,
             cores,

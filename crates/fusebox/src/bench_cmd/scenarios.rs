@@ -88,6 +88,11 @@ pub(super) const SCENARIOS: &[Scenario] = &[
         run: super::stages::stages,
     },
     Scenario {
+        name: "placement",
+        about: "NFCompass §V.C: examples/isp and a DPI chain (firewall, router, SnortIDS with the Snort community rules) run to completion on one core and as two replicas, against pipelines on two cores (fusebox run --plan); predicted rates from per-NF costs",
+        run: super::placement::placement,
+    },
+    Scenario {
         name: "sfc",
         about: "Round-trip time of UDP probes through chains of 0..4 Linux-router SFs on two hosts (namespaces), the NSH stages placed by the planner; added RTT per SF (root)",
         run: super::sfc::sfc,

@@ -15,6 +15,8 @@ use synth::Mode;
 
 /// A run on several workers (`--cores N`, N > 1): what the command set up for it.
 pub(super) struct Workers {
+    /// `--plan`: the placement the workers run (its replicas are `cores`).
+    pub(super) plan: Option<chain::layout::Placement>,
     pub(super) setup: dataplane::Setup,
     pub(super) dispatcher: dataplane::Dispatcher,
     /// Workers.
@@ -190,21 +192,33 @@ impl Workers {
                 dataplane::Feed::next_input(&mut merge)
             }
         };
+        let probe = match self.plan {
+            Some(_) => Some(self.probe()?),
+            None => None,
+        };
         let (board, progress) = (&self.board, &mut self.progress);
-        let outcome = dataplane::run(
-            &self.setup,
-            &self.dispatcher,
-            &mut feed,
-            true,
-            |x, ts, _, data| {
-                if let Some(w) = writers.get_mut(x) {
-                    if let Err(e) = w.write(ts, &data) {
-                        eprintln!("fusebox: {e}");
-                    }
+        let write = |x: usize, ts: packet::Timestamp, _, data: Vec<u8>| {
+            if let Some(w) = writers.get_mut(x) {
+                if let Err(e) = w.write(ts, &data) {
+                    eprintln!("fusebox: {e}");
                 }
-            },
-            |_| progress.tick(board),
-        )?;
+            }
+        };
+        let outcome =
+            match (&self.plan, &probe) {
+                (Some(placement), Some(probe)) => {
+                    dataplane::Pipeline::start(&self.setup, probe, placement, true, Vec::new())?
+                        .run(&self.dispatcher, &mut feed, write, |_| progress.tick(board))?
+                }
+                _ => dataplane::run(
+                    &self.setup,
+                    &self.dispatcher,
+                    &mut feed,
+                    true,
+                    write,
+                    |_| progress.tick(board),
+                )?,
+            };
         errors.extend(merge.into_errors());
         for w in writers {
             w.finish()?;
@@ -229,16 +243,33 @@ impl Workers {
         errors: Vec<String>,
     ) -> Result<ExitCode, CliError> {
         let shares = dataplane::predispatch(&self.dispatcher, memory);
-        let mut crew = dataplane::ReplayWorkers::start(&self.setup, shares)?;
         let (mut n, mut secs, mut done) = (0, 0.0, 0);
-        while done < passes && !self.stop.is_set() {
-            let (k, slowest, _) = crew.pass(1)?;
-            n += k;
-            secs += slowest.as_secs_f64();
-            done += 1;
-            self.progress.tick(&self.board);
-        }
-        let outcome = crew.finish()?;
+        let outcome = match &self.plan {
+            Some(placement) => {
+                let probe = self.probe()?;
+                let mut pipe =
+                    dataplane::Pipeline::start(&self.setup, &probe, placement, false, shares)?;
+                while done < passes && !self.stop.is_set() {
+                    let (k, t) = pipe.pass(1)?;
+                    n += k;
+                    secs += t.as_secs_f64();
+                    done += 1;
+                    self.progress.tick(&self.board);
+                }
+                pipe.finish()?
+            }
+            None => {
+                let mut crew = dataplane::ReplayWorkers::start(&self.setup, shares)?;
+                while done < passes && !self.stop.is_set() {
+                    let (k, slowest, _) = crew.pass(1)?;
+                    n += k;
+                    secs += slowest.as_secs_f64();
+                    done += 1;
+                    self.progress.tick(&self.board);
+                }
+                crew.finish()?
+            }
+        };
         // The filter ran once over the trace: each pass, or the part of one a stop left
         // done, counts its share of the excluded packets.
         let kept: u64 = memory.iter().map(|(_, r)| r.len() as u64).sum();
@@ -259,6 +290,15 @@ impl Workers {
             pps / 1e6
         );
         self.report(a, &outcome, Some((n, done, secs, pps)), errors)
+    }
+
+    /// The chain built once (its entries and exits), for a `--plan` run's stages.
+    fn probe(&self) -> Result<chain::Executor, CliError> {
+        Ok(chain::Executor::new(
+            &self.setup.chain,
+            &self.setup.options,
+            |_, _| Ok(chain::ExitSink::Count),
+        )?)
     }
 
     /// The summary (counters summed over the workers, and per worker), the mode's line and
