@@ -99,21 +99,21 @@ pub fn check_pipeline(ex: &Executor, placement: &Placement) -> Result<(), String
     let mut work: Vec<usize> = Vec::new();
     for &(g, t) in &backward {
         if from[t].is_none() {
-            from[t] = Some(g);
+            from[t] = Some((g, t));
             work.push(t);
         }
     }
     while let Some(g) = work.pop() {
         if ex.place(g) == Place::Inner && ex.element(g).batching() != Batching::Free {
-            let via = from[g].unwrap_or(g);
+            let (link, to) = from[g].unwrap_or((g, g));
             return Err(format!(
                 "a packet can cross back from stage {} ({}) to stage {} ({}) and reach {} ({}), \
                  which keeps state or makes packets: it would see that packet after later \
                  inputs; put these NFs in one stage",
-                stage(via),
-                nf_name(via),
-                stage(g),
-                nf_name(g),
+                stage(link),
+                nf_name(link),
+                stage(to),
+                nf_name(to),
                 ex.element_name(g),
                 ex.element(g).class_name(),
             ));

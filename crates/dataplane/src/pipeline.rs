@@ -21,7 +21,8 @@
 //!   inputs changes nothing. The reader writes each batch's outputs once every replica's
 //!   wave is back, per exit by input index.
 //! * **Bounded.** At most [`DEPTH`] waves per replica are in flight; stages pass waves on
-//!   through queues of that size, so a slow stage holds the earlier ones back.
+//!   through queues of that size, so a slow stage holds the earlier ones back. A wave
+//!   carries at least [`WAVE`] inputs (a hand-over wakes the next stage's thread).
 //! * **Accounting.** Per replica the stages' counters are stitched into one summary of the
 //!   whole chain (NFs in chain order, the hand-over exits left out, the chain's input
 //!   counted where each input entered), then summed over replicas as for `--cores N`.
@@ -44,6 +45,10 @@ use synth::Mode;
 
 /// Waves a replica may have in flight.
 pub const DEPTH: usize = 4;
+
+/// Fewest inputs a wave carries (more when `--batch` is larger): handing a wave to the
+/// next stage wakes its thread, a cost paid once per wave.
+pub const WAVE: usize = 256;
 
 /// What a stage's exit is.
 #[derive(Debug, Clone, Copy)]
@@ -387,7 +392,7 @@ impl Pipeline {
         mut out: impl FnMut(usize, Timestamp, Precision, Vec<u8>),
         mut progress: impl FnMut(u64),
     ) -> Result<Outcome, Error> {
-        let batch = self.shared.setup.options.batch.max(1);
+        let batch = self.shared.setup.options.batch.max(WAVE);
         let replicas = self.shared.replicas;
         let mut index = 0u64;
         let mut now = Timestamp(0);
@@ -778,7 +783,7 @@ impl StageCtx {
             .min()
             .unwrap_or(1_000);
         let base = clock.0.saturating_sub(first.0 .0);
-        let batch = sh.setup.options.batch.max(1);
+        let batch = sh.setup.options.batch.max(WAVE);
         let (mut waves, mut packets) = (0u64, 0u64);
         for pass in 0..passes {
             let off = base.saturating_add((span + gap).saturating_mul(pass));

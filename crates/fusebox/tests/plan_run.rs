@@ -113,8 +113,8 @@ fn a_hand_written_pipeline_runs_as_one_core() {
         ],
     );
     let r = json(&r);
-    assert_eq!(r["totals"]["input"], 9000);
-    assert_eq!(r["totals"]["balanced"], true);
+    assert_eq!(r["summary"]["totals"]["input"], 9000);
+    assert_eq!(r["summary"]["totals"]["balanced"], true);
 }
 
 #[test]
@@ -177,7 +177,7 @@ fn stale_and_impossible_plans_are_refused() {
     );
     std::fs::write(
         d.join("chain.toml"),
-        text.replace("SEED 1", "SEED 2") + "\n# edited\n",
+        text.replace("02:00:00:00:0e:10", "02:00:00:00:0e:99"),
     )
     .unwrap();
     let o = fusebox(

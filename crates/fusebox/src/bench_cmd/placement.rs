@@ -1,7 +1,8 @@
 //! `placement` (issue 20, NFCompass §V.C): a chain run to completion on one core and as
 //! two replicas (`--cores 2`), against pipelines of its NFs on two cores
 //! (`fusebox run --plan`): the best pipeline written by hand and, where the executor admits
-//! it, one NF per core. Chains: `examples/isp` (firewall, router, NAPT) and a DPI-heavy one
+//! it, one NF per core; and the whole chain as one stage (`pipe-1stage`: what the pipeline's
+//! machinery costs against the plain executor). Chains: `examples/isp` (firewall, router, NAPT) and a DPI-heavy one
 //! (firewall, router, `SnortIDS` with the Snort community rules of `../shared/data`).
 //!
 //! Before timing, each chain's prefixes of 1..n NFs are replayed on one core: the
@@ -33,6 +34,7 @@ pub(super) fn placement(b: &mut Bench) -> Result<(), CliError> {
         &isp,
         &default_trace(packets),
         &[
+            ("pipe-1stage", "fw,router,napt"),
             ("pipe-best", "fw|router,napt"),
             ("pipe-1nf", "fw|router|napt"),
         ],
@@ -59,6 +61,7 @@ pub(super) fn placement(b: &mut Bench) -> Result<(), CliError> {
         &dpi,
         &tcp_trace(packets / 4, 512),
         &[
+            ("pipe-1stage", "fw,router,ids"),
             ("pipe-best", "fw,router|ids"),
             ("pipe-1nf", "fw|router|ids"),
         ],
