@@ -421,6 +421,13 @@ pub trait Element: Send + AsAny {
         None
     }
 
+    /// What the element declares it may do to any packet, when it has no model (see
+    /// [`crate::record::Declared`]); `None`: nothing declared (a planner then assumes it may
+    /// do anything).
+    fn declared(&self) -> Option<crate::record::Declared> {
+        None
+    }
+
     /// The element's per-flow state, if the executor may drive it directly (the rewriters
     /// and `MazuNAT`): it then asks for decisions instead of pushing packets through it.
     fn stateful_flow(&mut self) -> Option<&mut dyn StatefulFlow> {

@@ -41,9 +41,10 @@ use space::Field;
 
 /// What a state function does with the packet's payload (SpeedyBox Table I: which state
 /// functions of different NFs may run in parallel).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Access {
     /// Does not look at the payload (counters, timers).
+    #[default]
     Ignore,
     /// Reads it (an IDS scan).
     Read,
@@ -65,6 +66,33 @@ pub struct Step {
     /// Whether the element recorded anything at all (an element that records nothing and
     /// has no model is opaque).
     pub touched: bool,
+}
+
+/// What an element declares it may do to a packet, whatever the packet and its state, for
+/// the packets its model does not describe: every packet for an element without a model,
+/// the packets of its [`Outcome::Runtime`](crate::model::Outcome::Runtime) cases for one
+/// with a model. It is the planner's action profile of the element (`plan::profile`,
+/// NFCompass Table II), beside what it records per flow. An element that declares promises that one
+/// packet in is one packet out or a drop (no copies, no new packets, none held), that the
+/// packet keeps its length and its data start, and that no byte or annotation outside
+/// [`Declared::writes`] (and the checksums it names) changes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Declared {
+    /// Header fields and annotations the element may read (element view: IPv4 and
+    /// transport fields at the network-header annotation).
+    pub reads: Vec<Field>,
+    /// Header fields and annotations it may write.
+    pub writes: Vec<Field>,
+    /// Whether it may rewrite the IPv4 header checksum.
+    pub ip_checksum: bool,
+    /// Whether it may rewrite the transport (TCP/UDP/ICMP) checksum.
+    pub l4_checksum: bool,
+    /// What it does with the payload.
+    pub payload: Access,
+    /// Whether it may drop a packet.
+    pub drops: bool,
+    /// Whether a packet may change its state (counters, tables).
+    pub stateful: bool,
 }
 
 /// What the executor lends an element while a packet is being recorded.

@@ -47,6 +47,7 @@ use std::process::ExitCode;
   fusebox run examples/fig5/chain.toml --input napt.eth0=trace.pcap --mode synth
   fusebox verify examples/fig5/chain.toml --input napt.eth0=trace.pcap --reflect lb.eth1
   fusebox run router.click --input eth0=trace.pcap --output eth1=out.pcap
+  fusebox plan examples/fig5/chain.toml
   fusebox elements DecIPTTL
   fusebox controller examples/sfc/fig5-10.json --dry-run
   fusebox pki --dir pki --hosts server1,server2"
@@ -66,6 +67,9 @@ enum Command {
     Synth(synth_cmd::SynthArgs),
     /// Explain which traffic class a packet falls in and what the chain does to it.
     Explain(explain_cmd::ExplainArgs),
+    /// Plan a chain after NFCompass: the NFs' action profiles (Table II), their dependencies
+    /// field by field (Table III) and the groups that may run side by side.
+    Plan(plan_cmd::PlanArgs),
     /// Generate a synthetic trace (pcap).
     Gen(gen_cmd::GenArgs),
     /// Plan a chain after NFCompass: write a placement (stages on processors, replicas) as a
@@ -111,6 +115,7 @@ fn main() -> ExitCode {
         Command::Check(a) => run_cmd::check(a),
         Command::Synth(a) => synth_cmd::run(a),
         Command::Explain(a) => explain_cmd::run(a),
+        Command::Plan(a) => plan_cmd::run(a),
         Command::Verify(a) => verify_cmd::verify(a),
         Command::Plan(a) => plan_cmd::run(a),
         Command::Bench(a) => bench_cmd::run(a),

@@ -1,9 +1,12 @@
 //! `fusebox plan CHAIN`: planning a chain after NFCompass. Each part of the plan is a
 //! function of the `plan` crate returning printable data; this command only prints it (or
-//! writes a PLAN file).
+//! writes a PLAN file): the NFs' action profiles beside the paper's Table II, their
+//! dependencies field by field and the groups that may run side by side, or a placement
+//! written by hand (`--pipeline`).
 
 use crate::error::CliError;
-use crate::run_cmd::load_chain;
+use crate::run_cmd::{load_chain, parse_defines};
+use chain::{Executor, ExitSink, RunOptions};
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -13,6 +16,12 @@ use std::process::ExitCode;
 pub struct PlanArgs {
     /// Chain file (.toml) or a single Click configuration (.click).
     pub chain: PathBuf,
+    /// Override a `define` of the Click configurations: NAME=VALUE. Repeatable.
+    #[arg(short = 'D', long = "define", value_name = "NAME=VALUE")]
+    pub defines: Vec<String>,
+    /// Print the analysis as one JSON object (`profiles`, `dependencies`, `groups`).
+    #[arg(long, conflicts_with = "pipeline")]
+    pub json: bool,
     /// A placement written by hand: stages separated by `|`, the NFs of a stage by `,`
     /// (`fw,router|napt`); stage S runs on processor S. Written to --out as a PLAN file for
     /// `fusebox run --plan`.
@@ -31,11 +40,7 @@ pub struct PlanArgs {
 pub fn run(a: &PlanArgs) -> Result<ExitCode, CliError> {
     let chain = load_chain(&a.chain)?;
     let Some(spec) = &a.pipeline else {
-        return Err(CliError::Invalid(format!(
-            "fusebox plan: nothing to plan yet; --pipeline 'NF,NF|NF' writes a placement by hand (NFs of {}: {})",
-            a.chain.display(),
-            chain.nfs.iter().map(|n| n.name.as_str()).collect::<Vec<_>>().join(", ")
-        )));
+        return analysis(a, &chain);
     };
     let invalid = |e: plan::file::PlanError| CliError::Invalid(e.to_string());
     let placement = plan::file::pipeline(&chain, spec, a.replicas).map_err(invalid)?;
@@ -52,5 +57,31 @@ pub fn run(a: &PlanArgs) -> Result<ExitCode, CliError> {
         }
         None => outln!("{}", file.to_json()),
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The analysis: profiles (Table II), dependencies (Table III) and parallel groups.
+fn analysis(a: &PlanArgs, chain: &chain::ChainFile) -> Result<ExitCode, CliError> {
+    let opts = RunOptions {
+        defines: parse_defines(&a.defines)?,
+        ..RunOptions::default()
+    };
+    let ex = Executor::new(chain, &opts, |_, _| Ok(ExitSink::Count))?;
+    let profiles = plan::profile::profiles(&ex);
+    let (par, deps) = plan::deps::parallel_with(&ex, &profiles);
+    if a.json {
+        let groups: Vec<&Vec<usize>> = par.groups.iter().map(|g| &g.nfs).collect();
+        let v = serde_json::json!({
+            "profiles": profiles,
+            "dependencies": deps,
+            "groups": groups,
+        });
+        outln!("{v}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    outln!("Action profiles (NFCompass Table II; each NF beside the paper's nearest rows)\n");
+    outln!("{}", plan::profile::table(&profiles));
+    outln!("Dependencies (Table III, field by field) and parallel groups\n");
+    outln!("{}", deps.text());
     Ok(ExitCode::SUCCESS)
 }

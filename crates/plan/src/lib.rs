@@ -9,5 +9,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod deps;
 pub mod file;
 pub mod place;
+pub mod profile;

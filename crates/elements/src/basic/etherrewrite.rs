@@ -70,6 +70,15 @@ impl Element for EtherRewrite {
             Case::new(Filter::any(), Outcome::Runtime),
         ]))
     }
+    /// The packets the model leaves to run time (fewer than 14 bytes) are too short for the
+    /// addresses: they are dropped, nothing written.
+    fn declared(&self) -> Option<crate::record::Declared> {
+        Some(crate::record::Declared {
+            reads: vec![Field::FrameLen],
+            drops: true,
+            ..Default::default()
+        })
+    }
 }
 
 #[cfg(test)]

@@ -118,6 +118,15 @@ impl Element for DecIPTTL {
         cases.push(Case::new(any(), Outcome::Out(0)).effect(Effect::DecTtl));
         Some(Model::new(cases))
     }
+    /// The packets the model leaves to run time (no byte from the network header on) have
+    /// no header to decrement: they are dropped, nothing written.
+    fn declared(&self) -> Option<crate::record::Declared> {
+        Some(crate::record::Declared {
+            reads: vec![Field::IpAvail],
+            drops: true,
+            ..Default::default()
+        })
+    }
 }
 
 #[cfg(test)]
