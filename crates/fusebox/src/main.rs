@@ -68,13 +68,11 @@ enum Command {
     /// Explain which traffic class a packet falls in and what the chain does to it.
     Explain(explain_cmd::ExplainArgs),
     /// Plan a chain after NFCompass: the NFs' action profiles (Table II), their dependencies
-    /// field by field (Table III) and the groups that may run side by side.
+    /// field by field (Table III) and the groups that may run side by side; or write a
+    /// placement (stages on processors, replicas) as a PLAN file for `fusebox run --plan`.
     Plan(plan_cmd::PlanArgs),
     /// Generate a synthetic trace (pcap).
     Gen(gen_cmd::GenArgs),
-    /// Plan a chain after NFCompass: write a placement (stages on processors, replicas) as a
-    /// PLAN file for `fusebox run --plan`.
-    Plan(plan_cmd::PlanArgs),
     /// Run a chain in several modes (naive, synth) and compare outputs, drops, counters and
     /// state: exit 0 when identical, 4 when different, 1 on errors.
     Verify(verify_cmd::VerifyArgs),
@@ -117,7 +115,6 @@ fn main() -> ExitCode {
         Command::Explain(a) => explain_cmd::run(a),
         Command::Plan(a) => plan_cmd::run(a),
         Command::Verify(a) => verify_cmd::verify(a),
-        Command::Plan(a) => plan_cmd::run(a),
         Command::Bench(a) => bench_cmd::run(a),
         Command::Classify(a) => classify_cmd::run(a),
         Command::Elements(a) => elements_cmd::run(a),
