@@ -12,7 +12,8 @@
 //!   flows of the `flows` module;
 //! * `FastState` (`Executor::fast`, `None` until [`Executor::enable_fastpath`]): the
 //!   per-flow fast path of the `fast` module;
-//! * `Measures` (`Executor::measures`): latency and per-flow time sampling, for
+//! * `Measures` (`Executor::measures`): latency, per-flow time sampling and per-element
+//!   times (the planner's profile), for
 //!   `fusebox bench`.
 //!
 //! The one place a mode is chosen for a command is `synth::Mode::install` (synthesis
@@ -444,6 +445,16 @@ struct Measures {
     latency: Option<Box<Latency>>,
     /// Per-flow processing times (`Executor::record_flow_times`).
     flow_times: Option<HashMap<u64, u64, BuildHasherDefault<FlowHasher>>>,
+    /// Per-element times (`Executor::profile_elements`).
+    clock: Option<Box<ElementClock>>,
+}
+
+/// Time spent in each element's `push` and the pushes timed, for the planner's profile.
+struct ElementClock {
+    /// ns per element (global index), clock reads included.
+    ns: Vec<u64>,
+    /// Pushes per element.
+    calls: Vec<u64>,
 }
 
 /// Builds every NF of `chain`, with `options`' defines over each NF's own.
@@ -991,6 +1002,28 @@ impl Executor {
         (self.synth.tag_counts[0], self.synth.tag_counts[1])
     }
 
+    /// Times every element's `push` from now on, for the planner's profile
+    /// (`fusebox plan --profile`): the run goes packet by packet through the modes' hook of
+    /// the element step, so a run that does not profile pays nothing. Read the times with
+    /// [`Executor::element_times`]. There is no way back: profile on an executor of its own.
+    pub fn profile_elements(&mut self) {
+        let n = self.elements.len();
+        self.measures.clock = Some(Box::new(ElementClock {
+            ns: vec![0; n],
+            calls: vec![0; n],
+        }));
+        self.mode_hooks = true;
+    }
+
+    /// Per element (global index): ns spent in its `push` (each push's two clock reads
+    /// included) and pushes timed, since [`Executor::profile_elements`]; `None` before.
+    pub fn element_times(&self) -> Option<(&[u64], &[u64])> {
+        self.measures
+            .clock
+            .as_deref()
+            .map(|c| (c.ns.as_slice(), c.calls.as_slice()))
+    }
+
     /// Starts (`true`) or stops measuring, per flow of the input (entry and 5-tuple as it
     /// arrived), the time its packets take to be processed, each from entering the chain to
     /// the end of everything it caused (replies included). Off by default.
@@ -1323,9 +1356,28 @@ impl Executor {
         if recording {
             self.fast_pre(el, &p);
         }
-        let v = self.elements[e].push(port as usize, p, &mut self.cx);
+        let v = if self.measures.clock.is_some() {
+            self.push_clocked(e, port, p)
+        } else {
+            self.elements[e].push(port as usize, p, &mut self.cx)
+        };
         if recording {
             self.fast_post(el, &v);
+        }
+        v
+    }
+
+    /// The element step timed (`Executor::profile_elements`).
+    #[inline(never)]
+    fn push_clocked(&mut self, e: usize, port: u32, p: Packet) -> Verdict {
+        let t0 = Instant::now();
+        let v = self.elements[e].push(port as usize, p, &mut self.cx);
+        let ns = t0.elapsed().as_nanos() as u64;
+        if let Some(c) = self.measures.clock.as_mut() {
+            if let (Some(n), Some(k)) = (c.ns.get_mut(e), c.calls.get_mut(e)) {
+                *n += ns;
+                *k += 1;
+            }
         }
         v
     }

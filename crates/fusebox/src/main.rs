@@ -68,8 +68,9 @@ enum Command {
     /// Explain which traffic class a packet falls in and what the chain does to it.
     Explain(explain_cmd::ExplainArgs),
     /// Plan a chain after NFCompass: the NFs' action profiles (Table II), their dependencies
-    /// field by field (Table III) and the groups that may run side by side; or write a
-    /// placement (stages on processors, replicas) as a PLAN file for `fusebox run --plan`.
+    /// field by field (Table III) and the groups that may run side by side; with --profile,
+    /// the placement on workers from measured costs (pipeline stages or replicas, predicted
+    /// rates); or a placement by hand; either written as a PLAN file for `fusebox run --plan`.
     Plan(plan_cmd::PlanArgs),
     /// Generate a synthetic trace (pcap).
     Gen(gen_cmd::GenArgs),

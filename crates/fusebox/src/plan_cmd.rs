@@ -2,7 +2,10 @@
 //! function of the `plan` crate returning printable data; this command only prints it (or
 //! writes a PLAN file): the NFs' action profiles beside the paper's Table II, their
 //! dependencies field by field and the groups that may run side by side, or a placement
-//! written by hand (`--pipeline`).
+//! written by hand (`--pipeline`); with `--profile TRACE`, the placement from measured costs
+//! (the `place` submodule).
+
+mod place;
 
 use crate::error::CliError;
 use crate::run_cmd::{load_chain, parse_defines};
@@ -30,10 +33,13 @@ pub struct PlanArgs {
     /// Copies of the whole pipeline, flows spread over them by RSS (with --pipeline).
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub replicas: usize,
-    /// Write the plan here (JSON, the PLAN format `fusebox run --plan` reads); without it the
-    /// plan is printed on stdout.
+    /// Write the plan here (JSON, the PLAN format `fusebox run --plan` reads): the placement
+    /// --pipeline or --profile made; without it, --pipeline's plan is printed on stdout.
     #[arg(long, value_name = "PLAN")]
     pub out: Option<PathBuf>,
+    /// The placement from measured costs (NFCompass §IV.C).
+    #[command(flatten)]
+    pub place: place::PlaceArgs,
 }
 
 /// Runs `fusebox plan`.
@@ -69,12 +75,22 @@ fn analysis(a: &PlanArgs, chain: &chain::ChainFile) -> Result<ExitCode, CliError
     let ex = Executor::new(chain, &opts, |_, _| Ok(ExitSink::Count))?;
     let profiles = plan::profile::profiles(&ex);
     let (par, deps) = plan::deps::parallel_with(&ex, &profiles);
+    if a.place.profile.is_none() && a.out.is_some() {
+        return Err(CliError::Invalid(
+            "--out needs --pipeline 'NF,NF|NF' or --profile TRACE (a placement to write)".into(),
+        ));
+    }
+    let placed = match &a.place.profile {
+        Some(_) => Some(place::run(&a.place, chain, &opts, a.out.as_deref())?),
+        None => None,
+    };
     if a.json {
         let groups: Vec<&Vec<usize>> = par.groups.iter().map(|g| &g.nfs).collect();
         let v = serde_json::json!({
             "profiles": profiles,
             "dependencies": deps,
             "groups": groups,
+            "placement": placed.as_ref().map(|p| p.json()),
         });
         outln!("{v}");
         return Ok(ExitCode::SUCCESS);
@@ -83,5 +99,9 @@ fn analysis(a: &PlanArgs, chain: &chain::ChainFile) -> Result<ExitCode, CliError
     outln!("{}", plan::profile::table(&profiles));
     outln!("Dependencies (Table III, field by field) and parallel groups\n");
     outln!("{}", deps.text());
+    match &placed {
+        Some(p) => outln!("Placement (NFCompass §IV.C)\n\n{}", p.text()),
+        None => outln!("Placement: give --profile TRACE (the chain's costs are measured)"),
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -56,8 +56,10 @@ pub struct Candidate {
     pub skew: f64,
     /// Predicted packets per second: replicas × 10⁹ / slowest stage's ns, divided by the skew.
     pub predicted_pps: f64,
-    /// Why the partitioner's own result was changed or replaced, if it was.
+    /// Why the partitioner's own result was changed, or why the executor would refuse it.
     pub note: Option<String>,
+    /// Whether the executor can run it (see [`place`]'s `admit`); only such are chosen.
+    pub runnable: bool,
 }
 
 impl Candidate {
@@ -219,6 +221,7 @@ fn candidate(
         skew,
         predicted_pps: rate(bottleneck) * replicas as f64 / skew,
         note,
+        runnable: true,
     }
 }
 
@@ -227,8 +230,16 @@ fn candidate(
 /// flows spread over replicas. Candidates: run-to-completion replicas on every worker, and
 /// for every number of stages `s` > 1 dividing `workers` (with `workers / s` replicas of
 /// the pipeline), the pipelines METIS and the clustering find on the NF graph. The fastest
-/// predicted is chosen (the first on ties: replicas need no crossing).
-pub fn place(elements: &Graph, workers: usize, cross_ns: f64, skew: Skew) -> Placing {
+/// predicted is chosen (the first on ties: replicas need no crossing) among those `admit`
+/// accepts (the executor's own check, `chain::layout::check_pipeline`: a packet crossing
+/// back to an earlier stage must reach no state); the others are listed with its reason.
+pub fn place(
+    elements: &Graph,
+    workers: usize,
+    cross_ns: f64,
+    skew: Skew,
+    admit: &dyn Fn(&Placement) -> Result<(), String>,
+) -> Placing {
     let workers = workers.max(1);
     let g = elements.by_nf();
     let nfs = g.nodes.len();
@@ -257,22 +268,39 @@ pub fn place(elements: &Graph, workers: usize, cross_ns: f64, skew: Skew) -> Pla
             ("pipeline/clustering", cluster_assign, None),
         ] {
             let (stages, merged) = contiguous(&g, &assign);
-            let note = match (err, merged) {
-                (Some(e), _) => Some(format!("{e}; refined from round-robin")),
-                (None, true) => Some("stages merged into a forward pipeline".to_string()),
-                (None, false) => None,
-            };
+            let mut notes = Vec::new();
+            if let Some(e) = err {
+                notes.push(format!("{e}; refined from round-robin"));
+            }
+            if merged {
+                notes.push("stages merged into a forward pipeline".to_string());
+            }
+            if stages.len() < s {
+                notes.push(format!(
+                    "{} of {s} workers per replica used: crossing costs more than it saves",
+                    stages.len()
+                ));
+            }
+            let note = (!notes.is_empty()).then(|| notes.join("; "));
             let how = if r > 1 {
                 format!("{how} ×{r}")
             } else {
                 how.to_string()
             };
-            candidates.push(candidate(&how, &g, &m, stages, r, skew(r), note));
+            let mut c = candidate(&how, &g, &m, stages, r, skew(r), note);
+            if let Err(why) = admit(&c.placement()) {
+                c.runnable = false;
+                c.note = Some(match c.note.take() {
+                    Some(n) => format!("{n}; not runnable: {why}"),
+                    None => format!("not runnable: {why}"),
+                });
+            }
+            candidates.push(c);
         }
     }
     let mut chosen = 0;
     for (i, c) in candidates.iter().enumerate() {
-        if c.predicted_pps > candidates[chosen].predicted_pps * (1.0 + 1e-9) {
+        if c.runnable && c.predicted_pps > candidates[chosen].predicted_pps * (1.0 + 1e-9) {
             chosen = i;
         }
     }
@@ -293,7 +321,13 @@ impl fmt::Display for Placing {
             self.workers, self.one_core_ns, self.cross_ns
         )?;
         for (i, c) in self.candidates.iter().enumerate() {
-            let mark = if i == self.chosen { "*" } else { " " };
+            let mark = if i == self.chosen {
+                "*"
+            } else if c.runnable {
+                " "
+            } else {
+                "x"
+            };
             let skew = if c.skew > 1.0 + 1e-6 {
                 format!(", flow skew {:.2}", c.skew)
             } else {

@@ -70,7 +70,7 @@ fn accelerator_costs_launch_per_batch_packets_and_transfer() {
 fn predicted_rate_replicas_against_pipeline() {
     let g = chain(&[100.0, 200.0, 100.0]);
     // Even flows: replicas at 2 × 10⁹/400 = 5 Mpps beat the best pipeline (310 ns: 3.2 Mpps).
-    let p = place(&g, 2, 10.0, &|_| 1.0);
+    let p = place(&g, 2, 10.0, &|_| 1.0, &|_| Ok(()));
     assert_eq!(p.candidates[0].how, "replicas");
     assert!(close(p.candidates[0].predicted_pps, 5e6));
     assert_eq!(p.chosen, 0);
@@ -79,7 +79,7 @@ fn predicted_rate_replicas_against_pipeline() {
         assert!(close(c.predicted_pps, 1e9 / 310.0));
     }
     // One flow carries everything: replicas run at one core's rate, the pipeline wins.
-    let p = place(&g, 2, 10.0, &|r| r as f64);
+    let p = place(&g, 2, 10.0, &|r| r as f64, &|_| Ok(()));
     assert!(close(p.candidates[0].predicted_pps, 2.5e6));
     let best = p.best().unwrap();
     assert_ne!(best.how, "replicas");
@@ -90,15 +90,30 @@ fn predicted_rate_replicas_against_pipeline() {
     let mut all: Vec<usize> = pl.stages.iter().flat_map(|s| s.nfs.clone()).collect();
     all.sort();
     assert_eq!(all, vec![0, 1, 2]);
+    // A pipeline the executor refuses is listed, not chosen.
+    let p = place(&g, 2, 10.0, &|r| r as f64, &|pl| {
+        if pl.stages.len() > 1 {
+            Err("state on the way back".into())
+        } else {
+            Ok(())
+        }
+    });
+    assert_eq!(p.chosen, 0);
+    assert!(p.candidates[1..].iter().all(|c| !c.runnable));
+    assert!(p.candidates[1]
+        .note
+        .as_deref()
+        .unwrap()
+        .contains("state on the way back"));
     // Crossing too costly: the pipeline loses to a single core even with one flow.
-    let p = place(&g, 2, 1000.0, &|r| r as f64);
+    let p = place(&g, 2, 1000.0, &|r| r as f64, &|_| Ok(()));
     assert_eq!(p.chosen, 0);
 }
 
 #[test]
 fn pipelines_and_replicas_combine_on_four_workers() {
     let g = chain(&[100.0, 100.0, 100.0, 100.0]);
-    let p = place(&g, 4, 5.0, &|r| r as f64);
+    let p = place(&g, 4, 5.0, &|r| r as f64, &|_| Ok(()));
     let hows: Vec<&str> = p.candidates.iter().map(|c| c.how.as_str()).collect();
     assert!(hows.contains(&"pipeline/METIS ×2"), "{hows:?}");
     assert!(hows.contains(&"pipeline/clustering"), "{hows:?}");
@@ -166,7 +181,7 @@ fn bad_input_does_not_panic() {
     let m = Machine::cores(3, 10.0);
     assert!(metis(&empty, &m).0.is_empty());
     assert!(cluster(&empty, &m, 0.1).is_empty());
-    let p = place(&empty, 0, 10.0, &|_| f64::NAN);
+    let p = place(&empty, 0, 10.0, &|_| f64::NAN, &|_| Ok(()));
     assert_eq!(p.candidates.len(), 1);
     // Edges to nodes that do not exist, NaN and negative costs, no processors.
     let mut g = chain(&[f64::NAN, -5.0, 1e300]);
@@ -177,7 +192,7 @@ fn bad_input_does_not_panic() {
     let _ = refine(&g, &m, vec![0, 1, 2]);
     let none = Machine::cores(0, 1.0);
     assert_eq!(metis(&g, &none).0, vec![0, 0, 0]);
-    let _ = place(&g, 5, f64::INFINITY, &|_| 1.0);
+    let _ = place(&g, 5, f64::INFINITY, &|_| 1.0, &|_| Ok(()));
     let _ = offload(&g, &m, 0.1);
 }
 
@@ -358,7 +373,7 @@ proptest! {
         cross in 0.0f64..100.0,
     ) {
         let g = chain(&costs);
-        let p = place(&g, workers, cross, &|r| r as f64);
+        let p = place(&g, workers, cross, &|r| r as f64, &|_| Ok(()));
         prop_assert!(p.chosen < p.candidates.len());
         for c in &p.candidates {
             let order: Vec<usize> = c.stages.iter().flat_map(|s| s.nfs.clone()).collect();
