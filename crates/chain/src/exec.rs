@@ -12,6 +12,9 @@
 //!   flows of the `flows` module;
 //! * `FastState` (`Executor::fast`, `None` until [`Executor::enable_fastpath`]): the
 //!   per-flow fast path of the `fast` module;
+//! * `ParallelState` (`Executor::par`, `None` until [`Executor::enable_parallel`]): the
+//!   groups of NFs run as branches on copies of a packet and merged by XOR (NFCompass), in
+//!   the `parallel` module;
 //! * `Measures` (`Executor::measures`): latency, per-flow time sampling and per-element
 //!   times (the planner's profile), for
 //!   `fusebox bench`.
@@ -29,7 +32,7 @@
 //! element. The modes' hooks inside it (a rewriter about to be read, recording for the fast
 //! path, an exit) sit behind one flag per element step.
 //!
-//! # Adding a mode (e.g. the parallel mode)
+//! # Adding a mode (as the parallel mode was)
 //!
 //! 1. its state as a type in a module under `exec/`, held in [`Executor`] (as
 //!    `Option<Box<…>>`, like `FastState`), with an `enable_…`/`install` method that also
@@ -73,8 +76,10 @@ mod error;
 mod fast;
 mod flows;
 mod nsh;
+mod parallel;
 
 pub use nsh::NshCounts;
+pub use parallel::{ParallelStats, Refused};
 
 pub use error::{FinishError, SetupError, SinkError};
 pub use fast::{FastOptions, FastStats, Initial};
@@ -321,7 +326,7 @@ pub struct Executor {
     /// The per-flow fast path, when running in `fastpath` mode.
     fast: Option<Box<fast::FastState>>,
     /// Whether a mode hooks into the naive element step (a synthesized program with
-    /// rewriters, or the fast path): naive runs test this flag alone.
+    /// rewriters, the fast path, parallel groups): naive runs test this flag alone.
     mode_hooks: bool,
     /// Latency and per-flow time sampling (for `fusebox bench`).
     measures: Measures,
@@ -329,6 +334,8 @@ pub struct Executor {
     batch_plan: Option<Box<batch::BatchPlan>>,
     /// The NSH-aware run's headers (`Executor::set_nsh`).
     nsh: Option<Box<nsh::NshTable>>,
+    /// The parallel mode's groups (`Executor::enable_parallel`).
+    par: Option<Box<parallel::ParallelState>>,
     /// Whether an input goes through a hook before the chain (per-flow times, NSH): the
     /// entry tests this flag alone.
     entry_hooks: bool,
@@ -741,6 +748,7 @@ impl Executor {
             measures: Measures::default(),
             batch_plan: None,
             nsh: None,
+            par: None,
             entry_hooks: false,
             handoffs: Vec::new(),
         }
@@ -892,6 +900,7 @@ impl Executor {
         // decide or be read, and here: a flow's packets between two such moments cost one
         // update per mapping, not one each.
         self.flush_flows();
+        self.unpark_parallel();
         merge.into_errors()
     }
 
@@ -918,6 +927,7 @@ impl Executor {
     /// and [`Executor::replay`]; call it after the last [`Executor::push_input`]).
     pub fn settle_flows(&mut self) {
         self.flush_flows();
+        self.unpark_parallel();
     }
 
     /// The packets every [`ExitSink::Tagged`] exit kept since the last call, by exit index
@@ -1125,6 +1135,7 @@ impl Executor {
             .saturating_add(gap);
         // As in `run`: the flows' debts are paid when needed and at the end.
         self.flush_flows();
+        self.unpark_parallel();
         n
     }
 
@@ -1347,6 +1358,11 @@ impl Executor {
     /// remembered flows pay what they owe it), or the fast path records the packet.
     #[inline]
     fn push_hooked(&mut self, el: u32, port: u32, p: Packet) -> Verdict {
+        if let Some(g) = self.parallel_group(el) {
+            // The group's branches, the merge and the merged packet onwards.
+            self.run_group(g, el, port, p);
+            return Verdict::Done;
+        }
         let e = el as usize;
         if self.synth.is_rewriter.get(e) == Some(&true) {
             self.flush_flows();
@@ -1567,6 +1583,7 @@ impl Executor {
             flushed?;
         }
         self.flush_flows();
+        self.unpark_parallel();
         self.flush_ports()
     }
 

@@ -18,7 +18,7 @@ pub mod summary;
 
 pub use exec::{
     Executor, ExitSink, FastOptions, FastStats, FinishError, Handoff, Initial, Merge, NshCounts,
-    Place, PreparedProgram, RunOptions, SetupError,
+    ParallelStats, Place, PreparedProgram, Refused, RunOptions, SetupError,
 };
 pub use file::{
     Attach, ChainError, ChainErrorKind, ChainFile, Device, DeviceSpecError, Endpoint, NoInputError,

@@ -207,7 +207,7 @@ pub fn run(a: &BenchArgs) -> Result<ExitCode, CliError> {
     }
     if a.live_mode.parse::<synth::Mode>().is_err() {
         return Err(CliError::Invalid(format!(
-            "--live-mode {}: expected naive, synth or fastpath",
+            "--live-mode {}: expected naive, synth, fastpath or parallel",
             a.live_mode
         )));
     }

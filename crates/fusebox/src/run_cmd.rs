@@ -34,6 +34,9 @@ fn mode_parser() -> impl clap::builder::TypedValueParser<Value = Mode> {
         PossibleValue::new("fastpath").help(
             "SpeedyBox runtime consolidation: a flow's first packet walks the chain, later ones get one consolidated action",
         ),
+        PossibleValue::new("parallel").help(
+            "NFCompass parallel branches: independent NFs run on copies of each packet, merged by XOR",
+        ),
     ])
     .map(|s| s.parse::<Mode>().unwrap_or(Mode::Naive))
 }
@@ -681,6 +684,12 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
     );
     if let Some(f) = ex.fast_stats() {
         eprintln!("{}", fast_line(&f));
+    }
+    if let Some(p) = ex.parallel_stats() {
+        eprintln!(
+            "parallel: {} groups; {} packets merged, {} dropped in a branch, {} ran on as written (irregular)",
+            p.groups, p.merged, p.dropped, p.irregular
+        );
     }
     if let Some(n) = ex.nsh_counts() {
         eprintln!("{}", nsh_line(&n));

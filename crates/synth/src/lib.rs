@@ -13,7 +13,7 @@ pub mod show;
 mod walk;
 
 use chain::Executor;
-pub use mode::{Mode, UnknownMode};
+pub use mode::{parallel_layout, set_parallel_planner, Mode, ParallelPlanner, UnknownMode};
 pub use walk::{synthesize, ClassReport, Synthesis};
 
 /// What synthesis made of a chain (for `fusebox synth` and `explain`).

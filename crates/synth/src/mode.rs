@@ -6,9 +6,11 @@
 //! executor side: see the `chain::exec` module documentation).
 
 use crate::Report;
+use chain::layout::Parallel;
 use chain::{Executor, FastOptions};
 use std::fmt;
 use std::str::FromStr;
+use std::sync::RwLock;
 
 /// An execution mode a chain can run in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -21,11 +23,42 @@ pub enum Mode {
     /// SpeedyBox runtime consolidation ([`chain::Executor::enable_fastpath`]): a flow's
     /// first packet walks the chain, later ones get one consolidated action.
     Fastpath,
+    /// NFCompass' parallel branches ([`chain::Executor::enable_parallel`]): the groups the
+    /// registered planner ([`set_parallel_planner`]) finds run side by side on copies of
+    /// each packet, merged by XOR; every other NF runs as written.
+    Parallel,
+}
+
+/// What [`Mode::Parallel`] asks for a chain's groups: a function of the executor (built
+/// naive) returning the layout. `synth` cannot call the planner itself (`plan` depends on
+/// `synth`), so the program that links `plan` registers it at start-up (`fusebox`, the
+/// tests), as operator NF classes are registered in `elements::registry`.
+pub type ParallelPlanner = fn(&Executor) -> Parallel;
+
+static PLANNER: RwLock<Option<ParallelPlanner>> = RwLock::new(None);
+
+/// Registers the planner [`Mode::Parallel`] asks for groups (replacing an earlier one).
+/// Without one, [`Mode::Parallel`] installs no group: the chain runs as written, which is
+/// always correct.
+pub fn set_parallel_planner(planner: ParallelPlanner) {
+    if let Ok(mut p) = PLANNER.write() {
+        *p = Some(planner);
+    }
+}
+
+/// The groups the registered planner finds for `ex`'s chain (none without a planner).
+pub fn parallel_layout(ex: &Executor) -> Parallel {
+    let planner = PLANNER.read().ok().and_then(|p| *p);
+    planner.map(|f| f(ex)).unwrap_or_default()
 }
 
 impl Mode {
     /// Every mode, the reference first.
-    pub const ALL: [Mode; 3] = [Mode::Naive, Mode::Synth, Mode::Fastpath];
+    pub const ALL: [Mode; 4] = [Mode::Naive, Mode::Synth, Mode::Fastpath, Mode::Parallel];
+
+    /// The modes the throughput benchmarks compare chain by chain (parallel branches have
+    /// their own scenario, `fusebox bench --scenario parallel`).
+    pub const BENCHED: [Mode; 3] = [Mode::Naive, Mode::Synth, Mode::Fastpath];
 
     /// The mode's name as given on the command line.
     pub fn name(self) -> &'static str {
@@ -33,13 +66,15 @@ impl Mode {
             Mode::Naive => "naive",
             Mode::Synth => "synth",
             Mode::Fastpath => "fastpath",
+            Mode::Parallel => "parallel",
         }
     }
 
     /// Installs the mode in `ex` (built naive by [`Executor::new`]): synthesis for
     /// [`Mode::Synth`] (its report returned; its established-flow table bounded by
-    /// `fast.max_flows`), the fast path with `fast` for [`Mode::Fastpath`], nothing for
-    /// [`Mode::Naive`]. It cannot fail.
+    /// `fast.max_flows`), the fast path with `fast` for [`Mode::Fastpath`], the planner's
+    /// groups for [`Mode::Parallel`] (groups the executor refuses run as written), nothing
+    /// for [`Mode::Naive`]. It cannot fail.
     pub fn install(self, ex: &mut Executor, fast: FastOptions) -> Option<Report> {
         match self {
             Mode::Naive => None,
@@ -49,6 +84,11 @@ impl Mode {
             }
             Mode::Fastpath => {
                 ex.enable_fastpath(fast);
+                None
+            }
+            Mode::Parallel => {
+                let layout = parallel_layout(ex);
+                ex.enable_parallel(&layout);
                 None
             }
         }
@@ -68,7 +108,7 @@ impl From<bool> for Mode {
 
 /// A mode name that is none of [`Mode::ALL`]'s (the text given).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown mode `{0}`: expected naive, synth or fastpath")]
+#[error("unknown mode `{0}`: expected naive, synth, fastpath or parallel")]
 pub struct UnknownMode(pub String);
 
 impl FromStr for Mode {
@@ -78,6 +118,7 @@ impl FromStr for Mode {
             "naive" => Ok(Mode::Naive),
             "synth" => Ok(Mode::Synth),
             "fastpath" => Ok(Mode::Fastpath),
+            "parallel" => Ok(Mode::Parallel),
             _ => Err(UnknownMode(s.to_string())),
         }
     }

@@ -910,11 +910,12 @@ mod tests {
         assert_eq!("naive".parse::<Mode>(), Ok(Mode::Naive));
         assert_eq!("synth".parse::<Mode>(), Ok(Mode::Synth));
         assert_eq!("fastpath".parse::<Mode>(), Ok(Mode::Fastpath));
+        assert_eq!("parallel".parse::<Mode>(), Ok(Mode::Parallel));
         let e = "fast".parse::<Mode>().unwrap_err();
         assert_eq!(e, crate::mode::UnknownMode("fast".into()));
         assert_eq!(
             e.to_string(),
-            "unknown mode `fast`: expected naive, synth or fastpath"
+            "unknown mode `fast`: expected naive, synth, fastpath or parallel"
         );
     }
 

@@ -673,7 +673,7 @@ pub(super) fn check(
     }
     let mut total = Agreement::default();
     let mut per_pass = 0;
-    for mode in Mode::ALL {
+    for mode in Mode::BENCHED {
         let mut ex = executor(chain, batch, |_| ExitSink::Memory(Vec::new()))?;
         mode.install(&mut ex, chain::FastOptions::default());
         let at = ex.entry(entry).ok_or_else(|| {

@@ -242,7 +242,7 @@ fn chains(b: &mut Bench, dir: &'static str, prefix: &str) -> Result<(), CliError
 /// FuseBox ÷ FastClick in every mode at every chain length of `ks`.
 fn peer_ratios(ks: &[usize]) -> Vec<(String, String)> {
     let mut v = Vec::new();
-    for mode in Mode::ALL {
+    for mode in Mode::BENCHED {
         for &k in ks {
             v.push((format!("{mode} {k}"), format!("fastclick {k}")));
         }
@@ -350,7 +350,7 @@ fn workers(b: &mut Bench) -> Result<(), CliError> {
         };
         let mut configs = Vec::new();
         let mut ratios: Vec<(String, String)> = Vec::new();
-        for mode in Mode::ALL {
+        for mode in Mode::BENCHED {
             for k in [1, 10] {
                 let c = first_nfs(&chain, k.min(chain.nfs.len()));
                 for w in WORKERS {

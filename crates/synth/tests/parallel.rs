@@ -1,0 +1,290 @@
+//! The parallel mode (NFCompass' parallel branches merged by XOR) on hand-written chains
+//! whose groups are sound by construction: the naive run and the parallel run must not
+//! differ in anything `synth::verify::compare` looks at, with branches in the executor's
+//! thread and on a helper thread, and the merge must really have happened.
+
+use chain::layout::{Group, Parallel, Placement, Stage};
+use chain::{ChainFile, Endpoint, Executor, ExitSink, ParallelStats, RunOptions};
+use std::path::{Path, PathBuf};
+use synth::verify::{compare, RunResult};
+use wire::build::{Arp, Frame, Sum};
+
+/// A fresh directory for one test.
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("fusebox-parallel-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+/// Writes the NFs (name, forward path) as a line `n1 -> n2 -> …` entered at the first
+/// NF's eth0; every NF passes replies straight back.
+fn line(d: &Path, nfs: &[(&str, &str)]) -> PathBuf {
+    let mut toml = String::new();
+    for (name, fwd) in nfs {
+        let click = format!(
+            "FromDevice(eth0) -> {fwd} -> ToDevice(eth1);\nFromDevice(eth1) -> ToDevice(eth0);\n"
+        );
+        std::fs::write(d.join(format!("{name}.click")), click).expect("write");
+        toml.push_str(&format!("[nf.{name}]\nclick = \"{name}.click\"\n"));
+    }
+    for w in nfs.windows(2) {
+        toml.push_str(&format!(
+            "[[link]]\nbetween = [\"{}.eth1\", \"{}.eth0\"]\n",
+            w[0].0, w[1].0
+        ));
+    }
+    toml.push_str(&format!("[[entry]]\nto = \"{}.eth0\"\n", nfs[0].0));
+    let p = d.join("chain.toml");
+    std::fs::write(&p, toml).expect("write");
+    p
+}
+
+/// UDP and TCP flows, with expiring TTLs, bad checksums and ARP when `anomalies`.
+fn trace(anomalies: bool) -> Vec<Vec<u8>> {
+    let mut v = Vec::new();
+    for i in 0..400u32 {
+        let src = [192, 168, 0, (i % 7) as u8 + 1];
+        let dst = [10, 0, 2, (i % 5) as u8 + 1];
+        let sport = 1000 + (i % 13) as u16;
+        let mut f = if i % 3 == 0 {
+            Frame::tcp(src, dst, sport, 80).payload(b"GET / HTTP/1.0")
+        } else {
+            Frame::udp(src, dst, sport, 53).payload(&[i as u8; 24])
+        };
+        if anomalies {
+            if i % 17 == 0 {
+                f = f.ttl(1);
+            }
+            if i % 23 == 0 {
+                f = f.ip_sum(Sum::Wrong);
+            }
+            if i % 29 == 0 {
+                v.push(
+                    Arp::request([2, 0, 0, 0, 0, 9], [192, 168, 0, 9], [192, 168, 0, 1]).build(),
+                );
+                continue;
+            }
+        }
+        v.push(f.build());
+    }
+    v
+}
+
+/// Runs `chain` over `frames` entered at `entry`, with `install` setting the mode up.
+fn run(
+    chain: &Path,
+    entry: &str,
+    frames: &[Vec<u8>],
+    install: impl FnOnce(&mut Executor),
+) -> (RunResult, Option<ParallelStats>) {
+    let c = ChainFile::load(chain).expect("chain file");
+    let mut ex = Executor::new(&c, &RunOptions::default(), |_, _| {
+        Ok(ExitSink::Memory(Vec::new()))
+    })
+    .expect("executor");
+    install(&mut ex);
+    let (nf, iface) = entry.split_once('.').expect("NF.IFACE");
+    let at = ex
+        .entry(&Endpoint {
+            nf: nf.into(),
+            iface: iface.into(),
+        })
+        .expect("entry");
+    let records: Vec<ports::pcap::Record> = frames
+        .iter()
+        .enumerate()
+        .map(|(i, f)| ports::pcap::Record {
+            timestamp: packet::Timestamp(1_000_000 * (i as u64 + 1)),
+            precision: packet::Precision::Micro,
+            data: f.clone(),
+            orig_len: f.len() as u32,
+        })
+        .collect();
+    ex.replay(&[(at, records)], 2);
+    let exits = ex.finish().expect("finish");
+    let stats = ex.parallel_stats();
+    (
+        RunResult {
+            exits,
+            summary: ex.summary(),
+            state: ex.state_dump(),
+            errors: Vec::new(),
+        },
+        stats,
+    )
+}
+
+/// `naive` and `other` agree on everything.
+fn same(naive: &RunResult, other: &RunResult) {
+    let d = compare(naive, other);
+    assert!(
+        d.is_empty(),
+        "{} differences: {:#?}",
+        d.len(),
+        &d[..d.len().min(8)]
+    );
+    assert!(naive.summary.balanced());
+    assert!(naive.packets() > 0);
+}
+
+/// A group of every NF of the line.
+fn all(n: usize) -> Parallel {
+    Parallel {
+        groups: vec![Group {
+            nfs: (0..n).collect(),
+        }],
+    }
+}
+
+const MAC: &str = "EtherRewrite(02:00:00:00:00:aa, 02:00:00:00:00:bb)";
+const TTL: &str = "Strip(14) -> CheckIPHeader -> DecIPTTL -> Unstrip(14)";
+const FW: &str = "Strip(14) -> CheckIPHeader -> IPFilter(allow udp, deny all) -> Unstrip(14)";
+const COUNT: &str = "Counter";
+
+/// MACs, TTL and a firewall that drops TCP, and a counter: four NFs whose writes are on
+/// disjoint bytes and whose reads are not written before them (the firewall's header check
+/// reads the checksum the TTL NF updates, valid either way). Drops by the TTL NF and the
+/// firewall stop the group as in the naive chain, with the same reasons.
+#[test]
+fn writers_on_disjoint_bytes_merge_as_the_naive_chain() {
+    let d = dir("disjoint");
+    let chain = line(
+        &d,
+        &[("mac", MAC), ("ttl", TTL), ("fw", FW), ("count", COUNT)],
+    );
+    let frames = trace(true);
+    let (naive, none) = run(&chain, "mac.eth0", &frames, |_| {});
+    assert_eq!(none, None);
+    let (par, stats) = run(&chain, "mac.eth0", &frames, |ex| {
+        assert!(ex.enable_parallel(&all(4)).is_empty());
+    });
+    same(&naive, &par);
+    let s = stats.expect("parallel stats");
+    assert_eq!(s.groups, 1);
+    assert!(s.merged > 0 && s.dropped > 0, "{s:?}");
+    assert_eq!(s.discarded, 0);
+    // The drop reasons the branches met are the naive ones.
+    for r in ["ttl-expired", "bad-ip-checksum", "filter-deny"] {
+        assert!(naive.summary.totals.drops.contains_key(r), "{r}");
+    }
+    // Two groups of two, and every NF of the group of three, give the same too.
+    for layout in [
+        Parallel {
+            groups: vec![Group { nfs: vec![0, 1] }, Group { nfs: vec![2, 3] }],
+        },
+        Parallel {
+            groups: vec![Group { nfs: vec![1, 2, 3] }],
+        },
+    ] {
+        let (par, stats) = run(&chain, "mac.eth0", &frames, |ex| {
+            assert!(ex.enable_parallel(&layout).is_empty());
+        });
+        same(&naive, &par);
+        assert!(stats.is_some_and(|s| s.merged > 0));
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Branches on a helper thread (a placement puts the TTL NF and the counter on processor
+/// 1): on traffic none of the group's NFs drops, the same as naive, with the merge done.
+#[test]
+fn branches_on_a_helper_thread_merge_as_the_naive_chain() {
+    let d = dir("helper");
+    let chain = line(
+        &d,
+        &[("mac", MAC), ("ttl", TTL), ("fw", FW), ("count", COUNT)],
+    );
+    let frames: Vec<Vec<u8>> = trace(false)
+        .into_iter()
+        .filter(|f| f.get(23) == Some(&wire::ip::protocol::UDP))
+        .collect();
+    let placement = Placement {
+        stages: vec![
+            Stage {
+                nfs: vec![0, 2],
+                processor: 0,
+            },
+            Stage {
+                nfs: vec![1, 3],
+                processor: 1,
+            },
+        ],
+        replicas: 1,
+    };
+    let (naive, _) = run(&chain, "mac.eth0", &frames, |_| {});
+    let (par, stats) = run(&chain, "mac.eth0", &frames, |ex| {
+        assert!(ex
+            .enable_parallel_placed(&all(4), Some(&placement))
+            .is_empty());
+    });
+    same(&naive, &par);
+    let s = stats.expect("parallel stats");
+    assert_eq!(s.remote_branches, 2);
+    let n = 2 * frames.len() as u64;
+    assert_eq!(
+        (s.merged, s.dropped, s.irregular, s.discarded),
+        (n, 0, 0, 0),
+        "{s:?}"
+    );
+    // The helper's NFs are home again: their counters are in the summary.
+    let count = par
+        .summary
+        .nfs
+        .iter()
+        .find(|n| n.name == "count")
+        .expect("count");
+    assert_eq!(count.input, n);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A branch that leaves by another way (ARP to an exit of its own) ends the group for that
+/// packet: the rest runs as written, and the result is still the naive one.
+#[test]
+fn a_branch_leaving_by_another_way_runs_on_as_written() {
+    let d = dir("irregular");
+    let chain = line(
+        &d,
+        &[
+            (
+                "cls",
+                "c :: Classifier(12/0806, -); c[0] -> ToDevice(arp); c[1]",
+            ),
+            ("ttl", TTL),
+            ("mac", MAC),
+        ],
+    );
+    let frames = trace(true);
+    let (naive, _) = run(&chain, "cls.eth0", &frames, |_| {});
+    let (par, stats) = run(&chain, "cls.eth0", &frames, |ex| {
+        assert!(ex.enable_parallel(&all(3)).is_empty());
+    });
+    same(&naive, &par);
+    let s = stats.expect("parallel stats");
+    assert!(s.irregular > 0 && s.merged > 0, "{s:?}");
+    assert!(naive.exits.get("cls.arp").is_some_and(|v| !v.is_empty()));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Groups that are not NFs consecutive along links are refused and run as written.
+#[test]
+fn groups_not_along_links_are_refused() {
+    let d = dir("refused");
+    let chain = line(&d, &[("mac", MAC), ("ttl", TTL), ("count", COUNT)]);
+    let frames = trace(true);
+    let (naive, _) = run(&chain, "mac.eth0", &frames, |_| {});
+    let (par, stats) = run(&chain, "mac.eth0", &frames, |ex| {
+        let refused = ex.enable_parallel(&Parallel {
+            groups: vec![
+                Group { nfs: vec![0, 2] },
+                Group { nfs: vec![1] },
+                Group { nfs: vec![1, 9] },
+                Group { nfs: vec![0, 1, 0] },
+            ],
+        });
+        assert_eq!(refused.len(), 4, "{refused:?}");
+    });
+    same(&naive, &par);
+    assert_eq!(stats, None);
+    let _ = std::fs::remove_dir_all(&d);
+}
