@@ -624,3 +624,85 @@ fn nsh_runs_wrap_the_plain_outputs_in_every_mode() {
     );
     assert!(w > 0 && p > 0, "{w} wrapped and {p} plain outputs");
 }
+
+/// A layout sound by construction for chains with operator NFs: every NF whose forward
+/// path (`eth0` to `eth1`) is a `MonitorNF` alone (it reads, never writes nor drops) is
+/// grouped with the NF its `eth1` is linked to. Whatever that NF does, it sees the bytes
+/// the naive chain gives it, so every generated chain must run as naive.
+fn monitor_first(ex: &chain::Executor) -> chain::layout::Parallel {
+    use elements::Role;
+    let mut groups = Vec::new();
+    let mut used = vec![false; ex.nfs().len()];
+    for (i, nf) in ex.nfs().iter().enumerate() {
+        let device = |want: &str, to: bool| {
+            nf.roles.iter().position(|r| match r {
+                Role::FromDevice(d) => !to && d == want,
+                Role::ToDevice(d) => to && d == want,
+                _ => false,
+            })
+        };
+        let next = |l: usize| {
+            nf.edges
+                .get(l)
+                .and_then(|o| o.first())
+                .and_then(|e| e.as_ref())
+                .map(|e| e.element)
+        };
+        let (Some(from), Some(to)) = (device("eth0", false), device("eth1", true)) else {
+            continue;
+        };
+        let Some(m) = next(from) else { continue };
+        if nf.classes.get(m) != Some(&"MonitorNF") || next(m) != Some(to) {
+            continue;
+        }
+        let chain::Place::Link(t) = ex.place(ex.global(i, to) as usize) else {
+            continue;
+        };
+        let j = ex.element_nf(t as usize) as usize;
+        if used[i] || used[j] || i == j {
+            continue;
+        }
+        used[i] = true;
+        used[j] = true;
+        groups.push(chain::layout::Group { nfs: vec![i, j] });
+    }
+    chain::layout::Parallel { groups }
+}
+
+/// Parallel mode on generated chains with operator NFs, with the groups of
+/// [`monitor_first`]: the same bytes, counters and state as naive; and some chains really
+/// had a group.
+#[test]
+fn parallel_matches_naive_with_monitor_groups() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    bricks::register().expect("the operator NF classes register");
+    let with_ops = Options { operator_nfs: true };
+    let grouped = AtomicU64::new(0);
+    let _ = for_seeds("parallel-monitors", |seed, root, tally| {
+        let (g, chain, trace) =
+            setup_with(root, seed, &with_ops).map_err(|e| format!("seed {seed}: {e}"))?;
+        let inputs = g.inputs(&trace);
+        let opts = g.options();
+        let naive = run(&chain, &inputs, &opts, Mode::Naive)
+            .map_err(|e| report(seed, &g, &trace, "naive run failed", &e))?;
+        let par = run_installed(&chain, &inputs, &opts, |ex| {
+            let layout = monitor_first(ex);
+            if !layout.groups.is_empty() {
+                grouped.fetch_add(1, Ordering::Relaxed);
+            }
+            let refused = ex.enable_parallel(&layout);
+            assert!(refused.is_empty(), "{refused:?}");
+        })
+        .map_err(|e| report(seed, &g, &trace, "parallel run failed", &e))?;
+        if let Some(d) = differences(&naive, &par) {
+            return Err(report(seed, &g, &trace, "parallel differs from naive", &d));
+        }
+        add(tally, &g, &naive.summary);
+        Ok(())
+    });
+    let n = grouped.into_inner();
+    eprintln!("parallel-monitors: {n} chains with a group");
+    if seeds().0.len() >= 100 {
+        assert!(n >= 10, "only {n} chains had a MonitorNF group");
+    }
+}
