@@ -41,6 +41,7 @@ mod fastclick;
 mod harness;
 mod live;
 mod ops;
+mod parallel;
 mod placement;
 mod report;
 mod scenarios;
@@ -58,7 +59,8 @@ pub struct BenchArgs {
     /// speedybox (SpeedyBox's BlacklistFilter chains and real chains, naive vs fastpath),
     /// workers (in-memory replay on 1 and 2 worker threads); placement (NFCompass: run to
     /// completion, replicas and pipelines of examples/isp and a DPI chain, with the model's
-    /// predictions); live (not in the default
+    /// predictions); parallel (NFCompass Fig. 13: four identical firewalls or IDSes
+    /// sequential and in parallel branches); live (not in the default
     /// list: FuseBox over AF_XDP and AF_PACKET against the kernel forwarding between veth
     /// pairs in namespaces it makes; needs root); stages (not in the default list: ns per
     /// packet of the NSH stages through BPF_PROG_TEST_RUN, with `--chaining-box` against
@@ -68,7 +70,7 @@ pub struct BenchArgs {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "routers,napts,workers,frame-sizes,ttl,lpm,ops-chain,bricks,isp,speedybox,placement"
+        default_value = "routers,napts,workers,frame-sizes,ttl,lpm,ops-chain,bricks,isp,speedybox,placement,parallel"
     )]
     pub scenario: Vec<String>,
     /// A short run (seconds), to check that the command works; its numbers mean little.

@@ -297,6 +297,42 @@ fn quick_bench_runs_every_scenario_and_prints_json_records() {
             assert!(r["flows"].as_u64().unwrap() >= 100, "{r}");
         }
     }
+    // NFCompass Fig. 13: four firewalls and four IDSes, sequential and in parallel branches.
+    for nf in ["fw", "ids"] {
+        for (mode, workers) in [
+            ("sequential", 1),
+            ("sequential", 2),
+            ("parallel-b", 2),
+            ("parallel-c", 2),
+            ("parallel-b-1thread", 1),
+        ] {
+            let r = find(
+                &records,
+                &[
+                    ("scenario", "parallel".into()),
+                    ("nf", nf.into()),
+                    ("mode", mode.into()),
+                    ("workers", workers.into()),
+                ],
+            );
+            assert_eq!(r["nfs"], 4, "{r}");
+            check_config(r, 64);
+        }
+        for ratio in [
+            "parallel-b 4 x2 / sequential 4",
+            "parallel-c 4 x2 / sequential 4",
+            "parallel-b-1thread 4 / sequential 4",
+        ] {
+            triple(find(
+                &records,
+                &[
+                    ("scenario", "parallel".into()),
+                    ("nf", nf.into()),
+                    ("ratio", ratio.into()),
+                ],
+            ));
+        }
+    }
     assert_eq!(
         find(
             &records,

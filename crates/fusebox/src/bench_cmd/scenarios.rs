@@ -78,6 +78,11 @@ pub(super) const SCENARIOS: &[Scenario] = &[
         run: isp,
     },
     Scenario {
+        name: "parallel",
+        about: "NFCompass Fig. 13/14: four identical NFs (firewall, IDS) sequential, and as parallel branches merged by XOR in one group of four (b) and two groups of two (c), on two threads; latency and throughput",
+        run: super::parallel::parallel,
+    },
+    Scenario {
         name: "live",
         about: "FuseBox forwarding one router over AF_XDP and AF_PACKET vs the kernel, between veth pairs in namespaces (root)",
         run: super::live::live,
