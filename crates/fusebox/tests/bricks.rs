@@ -102,7 +102,7 @@ fn operator_nfs_are_identical_in_every_mode() {
             "--input",
             &input,
             "--modes",
-            "naive,synth,fastpath",
+            "naive,synth,fastpath,parallel",
         ];
         if let Some(r) = reflect {
             args.extend(["--reflect", r]);
@@ -119,7 +119,7 @@ fn operator_nfs_are_identical_in_every_mode() {
             "--input",
             "fw.eth0=trace.pcap",
             "--modes",
-            "naive,synth,fastpath",
+            "naive,synth,fastpath,parallel",
         ],
     );
     let (packets, drops, state) = numbers(&line);
@@ -134,7 +134,7 @@ fn operator_nfs_are_identical_in_every_mode() {
             "--input",
             "sig.eth0=trace.pcap",
             "--modes",
-            "naive,synth,fastpath",
+            "naive,synth,fastpath,parallel",
         ],
     );
     let (packets, _, state) = numbers(&line);

@@ -247,7 +247,13 @@ fn a_napt_keeps_its_packets_nsh_in_every_mode() {
             );
         }
     }
-    let mut v = vec!["verify", chain, "--nsh", "--modes", "naive,synth,fastpath"];
+    let mut v = vec![
+        "verify",
+        chain,
+        "--nsh",
+        "--modes",
+        "naive,synth,fastpath,parallel",
+    ];
     v.extend_from_slice(&nsh_args);
     let o = fusebox_ok(&dir, &v);
     assert!(

@@ -216,7 +216,7 @@ fn chain1_blacklists_and_verifies_against_synthesis() {
             "--reflect",
             "bl.eth1",
             "--modes",
-            "naive,synth,fastpath",
+            "naive,synth,fastpath,parallel",
         ],
     );
     let line = String::from_utf8_lossy(&o.stdout);

@@ -120,6 +120,19 @@ fn fig5_is_identical_in_every_mode() {
         "examples/fig5/chain.toml",
         &["--input", "napt.eth0=trace.pcap", "--reflect", "lb.eth1"],
     );
+    // NFCompass' parallel branches on the groups the planner finds.
+    verify_identical(
+        &d,
+        "examples/fig5/chain.toml",
+        &[
+            "--input",
+            "napt.eth0=trace.pcap",
+            "--reflect",
+            "lb.eth1",
+            "--modes",
+            "naive,parallel",
+        ],
+    );
     let (reflected, _, _, _) = numbers(&line);
     assert!(
         reflected > packets,
@@ -175,6 +188,12 @@ fn routers_are_identical() {
         "examples/routers/chain.toml",
         &["--input", "r1.eth0=trace.pcap"],
     );
+    // NFCompass' parallel branches on the groups the planner finds.
+    verify_identical(
+        &d,
+        "examples/routers/chain.toml",
+        &["--input", "r1.eth0=trace.pcap", "--modes", "naive,parallel"],
+    );
     let (packets, _, _, _) = numbers(&line);
     assert!(packets > 0, "{line}");
 }
@@ -198,6 +217,19 @@ fn napts_with_replies_are_identical() {
         &d,
         "examples/napts/chain.toml",
         &["--input", "n1.eth0=trace.pcap", "--reflect", "n10.eth1"],
+    );
+    // NFCompass' parallel branches on the groups the planner finds.
+    verify_identical(
+        &d,
+        "examples/napts/chain.toml",
+        &[
+            "--input",
+            "n1.eth0=trace.pcap",
+            "--reflect",
+            "n10.eth1",
+            "--modes",
+            "naive,parallel",
+        ],
     );
     let (packets, _, _, state) = numbers(&line);
     assert!(
@@ -242,6 +274,19 @@ fn isp_is_identical() {
         &d,
         "examples/isp/chain.toml",
         &["--input", "fw.eth0=trace.pcap", "--reflect", "napt.eth1"],
+    );
+    // NFCompass' parallel branches on the groups the planner finds.
+    verify_identical(
+        &d,
+        "examples/isp/chain.toml",
+        &[
+            "--input",
+            "fw.eth0=trace.pcap",
+            "--reflect",
+            "napt.eth1",
+            "--modes",
+            "naive,parallel",
+        ],
     );
 }
 

@@ -78,11 +78,20 @@ fn run(
     frames: &[Vec<u8>],
     install: impl FnOnce(&mut Executor),
 ) -> (RunResult, Option<ParallelStats>) {
+    run_with(chain, entry, frames, &RunOptions::default(), install)
+}
+
+/// [`run`] with run options (replies reflected).
+fn run_with(
+    chain: &Path,
+    entry: &str,
+    frames: &[Vec<u8>],
+    opts: &RunOptions,
+    install: impl FnOnce(&mut Executor),
+) -> (RunResult, Option<ParallelStats>) {
     let c = ChainFile::load(chain).expect("chain file");
-    let mut ex = Executor::new(&c, &RunOptions::default(), |_, _| {
-        Ok(ExitSink::Memory(Vec::new()))
-    })
-    .expect("executor");
+    let mut ex =
+        Executor::new(&c, opts, |_, _| Ok(ExitSink::Memory(Vec::new()))).expect("executor");
     install(&mut ex);
     let (nf, iface) = entry.split_once('.').expect("NF.IFACE");
     let at = ex

@@ -54,7 +54,10 @@ const NONE: u32 = u32::MAX;
 
 /// Spins on an empty channel before blocking on it (a helper between packets, the
 /// executor waiting for its helpers): a blocked thread takes tens of microseconds to wake.
-const SPINS: u32 = 1 << 16;
+const SPINS: u32 = 1 << 14;
+
+/// Of [`SPINS`], how many are busy spins before the waiting thread yields its core.
+const SPIN_HOT: u32 = 1 << 10;
 
 /// What a parallel run did (`fusebox run --mode parallel` prints it).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -289,12 +292,14 @@ fn helper_loop(
     }
 }
 
-/// The next message of `rx`, spinning a while before blocking (`None`: disconnected).
+/// The next message of `rx`, spinning a little, then yielding the core (on a shared
+/// machine the thread it waits for may need it), then blocking (`None`: disconnected).
 fn wait<T>(rx: &mpsc::Receiver<T>) -> Option<T> {
-    for _ in 0..SPINS {
+    for i in 0..SPINS {
         match rx.try_recv() {
             Ok(v) => return Some(v),
-            Err(mpsc::TryRecvError::Empty) => std::hint::spin_loop(),
+            Err(mpsc::TryRecvError::Empty) if i < SPIN_HOT => std::hint::spin_loop(),
+            Err(mpsc::TryRecvError::Empty) => std::thread::yield_now(),
             Err(mpsc::TryRecvError::Disconnected) => return None,
         }
     }
@@ -539,10 +544,23 @@ impl Executor {
     }
 
     /// Whether a packet arriving at element `el` starts a group (one test per hooked step).
+    /// A packet reaching an element of an NF whose elements are on a helper by another way
+    /// than a group's branch (a reply going back through it) brings them home first.
     #[inline]
-    pub(super) fn parallel_group(&self, el: u32) -> Option<u32> {
+    pub(super) fn parallel_group(&mut self, el: u32) -> Option<u32> {
         let par = self.par.as_deref()?;
-        par.trigger.get(el as usize).copied().filter(|&g| g != NONE)
+        let g = par.trigger.get(el as usize).copied().filter(|&g| g != NONE);
+        if g.is_none() && !par.helpers.is_empty() {
+            let f = self.nf_of.get(el as usize).copied();
+            if par
+                .helper_nfs
+                .iter()
+                .any(|h| f.is_some_and(|f| h.contains(&f)))
+            {
+                self.unpark_parallel();
+            }
+        }
+        g
     }
 
     /// Runs group `g` for packet `p`, which arrived at its trigger `el` (input `port`; the

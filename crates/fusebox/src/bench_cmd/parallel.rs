@@ -105,7 +105,7 @@ fn write_line(dir: &Path, kind: &str, fwd: &str) -> Result<PathBuf, CliError> {
 }
 
 /// A configuration of `chain` in parallel mode with `layout` (and `placement`), checked
-/// against the sequential run first: one pass must merge every packet, drop none and
+/// against the sequential run first: one pass must merge every packet in every group, drop none and
 /// leave by the exits the sequential run uses, as many.
 fn parallel_config(
     chain: &ChainFile,
@@ -140,7 +140,7 @@ fn parallel_config(
             .map(|x| (x.name.clone(), x.packets))
             .collect()
     };
-    if s.merged != records.len() as u64
+    if s.merged != records.len() as u64 * s.groups
         || s.dropped + s.irregular + s.discarded > 0
         || exits(&sum) != exits(expect)
     {
@@ -186,8 +186,14 @@ pub(super) fn parallel(b: &mut Bench) -> Result<(), CliError> {
     );
     let rules = ids_rules(b);
     eprintln!("fusebox bench: parallel: IDS rules {}", rules.display());
+    let conf = rules.with_file_name("snort.conf");
+    let conf = if conf.exists() {
+        format!("CONF {}, ", conf.display())
+    } else {
+        String::new()
+    };
     let ids = format!(
-        "CheckIPHeader(14) -> SnortIDS(RULES {}, SKIP_UNSUPPORTED true, VAR HOME_NET 10.0.0.0/8, VAR HTTP_PORTS [80,8080])",
+        "CheckIPHeader(14) -> SnortIDS(RULES {}, {conf}SKIP_UNSUPPORTED true, VAR HOME_NET 10.0.0.0/8, VAR HTTP_PORTS [80,8080])",
         rules.display()
     );
     let kinds = [("fw", firewall), ("ids", ids)];
