@@ -142,11 +142,14 @@ enum Job {
     Stop,
 }
 
+/// The NFs a helper owns while it runs: (NF index, its elements).
+type Owned = Vec<(u32, Vec<Box<dyn Element>>)>;
+
 /// A helper thread and its channels.
 struct Helper {
     jobs: mpsc::Sender<Job>,
     done: mpsc::Receiver<Vec<(usize, Outcome)>>,
-    thread: std::thread::JoinHandle<Vec<(u32, Vec<Box<dyn Element>>)>>,
+    thread: std::thread::JoinHandle<Owned>,
 }
 
 /// An element whose NF runs on a helper thread meanwhile (never pushed).
@@ -256,13 +259,13 @@ fn walk(
 /// global element, its elements), stopping at the first that stops the group; gives the
 /// elements back on `Stop`.
 fn helper_loop(
-    mut nfs: Vec<(u32, Vec<Box<dyn Element>>)>,
+    mut nfs: Owned,
     los: Vec<u32>,
     info: Vec<Info>,
     edges: Vec<Edge>,
     jobs: mpsc::Receiver<Job>,
     done: mpsc::Sender<Vec<(usize, Outcome)>>,
-) -> Vec<(u32, Vec<Box<dyn Element>>)> {
+) -> Owned {
     let mut cx = Context::new(Timestamp(0));
     loop {
         let job = match wait(&jobs) {
@@ -676,14 +679,14 @@ impl Executor {
                 }
             }
             outcomes = (0..k).map(|_| None).collect();
-            for i in 0..k {
+            for (i, slot) in outcomes.iter_mut().enumerate() {
                 if group.helper[i].is_some() {
                     continue;
                 }
                 let (s, sp) = start_of(group, i);
                 let o = self.local_branch(group.nfs[i], s, sp, copy(i));
                 let stop = o.stops();
-                outcomes[i] = Some(o);
+                *slot = Some(o);
                 if stop {
                     break;
                 }
