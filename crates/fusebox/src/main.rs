@@ -108,6 +108,8 @@ fn main() -> ExitCode {
         eprintln!("fusebox: error: {e}");
         return ExitCode::from(1);
     }
+    // `--mode parallel` asks the planner for its groups (synth cannot call plan itself).
+    synth::set_parallel_planner(|ex| plan::deps::parallel(ex).0);
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Run(a) => run_cmd::run(a),
