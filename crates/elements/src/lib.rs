@@ -30,6 +30,7 @@ pub mod icmp;
 pub mod ids;
 pub mod ip;
 pub mod ipfilter;
+pub mod ipsec;
 pub mod nfs;
 pub mod pcapfilter;
 pub mod rewriter;

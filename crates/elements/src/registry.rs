@@ -29,6 +29,7 @@ use crate::ip::{
     SetUDPChecksum,
 };
 use crate::ipfilter::{IPClassifier, IPFilter, IPFilterReason};
+use crate::ipsec::{IPsecGCMDecap, IPsecGCMDecapReason, IPsecGCMEncap, IPsecGCMEncapReason};
 use crate::nfs::{BlacklistFilter, BlacklistFilterReason, Maglev, MaglevReason, Monitor};
 use crate::pcapfilter::PcapFilter;
 use crate::reason::{
@@ -958,6 +959,36 @@ pub static CLASSES: &[ElementClass] = &[
         )
         .drops(&[SnortIDSReason::TEXTS])
         .records(),
+    },
+    ElementClass {
+        name: "IPsecGCMEncap",
+        build: |c, a, b| named(c, IPsecGCMEncap::configure(a, b)),
+        doc: Doc::new(
+            "SPI, KEY, SALT, SRC, DST [, keywords SEQ, ESN, TTL]",
+            "An IPsec gateway's sending side: ESP tunnel mode (RFC 4303) with AES-GCM-128 or \
+             -256 (RFC 4106: KEY of 16 or 32 bytes in hex, a 4-byte SALT, or KEY with the \
+             salt appended as `ip xfrm` takes it; 8-byte IV = the sequence number; 16-byte \
+             ICV). Encrypts the IPv4 datagram at the network header and sends it from SRC \
+             to DST (protocol 50, TTL 64 unless TTL), sequence numbers from SEQ (1), \
+             64-bit with ESN true. Opaque to synthesis and the fast path.",
+            "SPI 0x1000, KEY 000102030405060708090a0b0c0d0e0f, SALT 01020304, SRC 192.0.2.1, \
+             DST 192.0.2.2",
+        )
+        .drops(&[IPsecGCMEncapReason::TEXTS]),
+    },
+    ElementClass {
+        name: "IPsecGCMDecap",
+        build: |c, a, b| named(c, IPsecGCMDecap::configure(a, b)),
+        doc: Doc::new(
+            "SPI, KEY, SALT [, keywords SRC, DST, REPLAY, ESN]",
+            "An IPsec gateway's receiving side: checks an ESP tunnel packet's SPI (and the \
+             outer SRC and DST when given), its sequence number against the anti-replay \
+             window (REPLAY packets, 64 by default, 0 for none), its AES-GCM ICV, then \
+             decrypts it and puts the inner IPv4 datagram in the outer one's place. Drops \
+             are counted by reason in its statistics. Opaque to synthesis and the fast path.",
+            "SPI 0x1000, KEY 000102030405060708090a0b0c0d0e0f, SALT 01020304, REPLAY 128",
+        )
+        .drops(&[IPsecGCMDecapReason::TEXTS]),
     },
     ElementClass {
         name: "Maglev",
