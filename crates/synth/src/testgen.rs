@@ -46,6 +46,16 @@
 //! inputs: inside `eth0`, outside `eth1`, its external address inside the traffic's source
 //! prefix).
 //!
+//! With [`Options::ipsec`], IPsec gateways (`IPsecGCMEncap` / `IPsecGCMDecap`, ESP tunnel
+//! mode with AES-GCM) are inserted, from a stream of their own as well: a tunnel (one NF
+//! encrypting towards the far end and decrypting the replies, a later NF doing the
+//! opposite, one security association per direction, so the NFs between them see ESP
+//! from and to addresses of the traffic's prefixes), or one NF encrypting and decrypting
+//! again, sometimes through a `Tee` into the same decapsulation (every copy a replay).
+//! Keys of 16 or 32 bytes, extended sequence numbers, sequence numbers that run out or
+//! wrap their low half, replay windows of 0 to 1024 packets, a wrong key on the receiving
+//! side and unchecked headers (`MarkIPHeader`) are drawn at random.
+//!
 //! Everything is a function of the seed: the same seed writes the same files.
 
 use chain::{Endpoint, RunOptions};
@@ -1083,6 +1093,8 @@ pub struct Options {
     /// Insert NFs written with operators (see the module documentation); their classes
     /// must be registered before the chain is run.
     pub operator_nfs: bool,
+    /// Insert IPsec gateways (see the module documentation).
+    pub ipsec: bool,
 }
 
 /// [`random_chain`], returning I/O errors instead of panicking.
@@ -1132,6 +1144,156 @@ fn operator_nf(rng: &mut Rng, j: usize, v: &View, ext: Ipv4Addr) -> Slot {
         extra_exits: Vec::new(),
     }
     .into()
+}
+
+/// One direction of a generated IPsec tunnel: its security association as both
+/// elements' arguments take it.
+struct GenSa {
+    spi: u32,
+    /// Key and salt in hex (20 or 36 bytes, as `ip xfrm` takes them).
+    key: String,
+    esn: bool,
+}
+
+impl GenSa {
+    fn new(rng: &mut Rng) -> GenSa {
+        let len = if rng.pct(50) { 16 } else { 32 };
+        GenSa {
+            spi: 0x100 + rng.below(0xffff) as u32,
+            key: (0..len + 4)
+                .map(|_| format!("{:02x}", rng.below(256)))
+                .collect(),
+            esn: rng.pct(30),
+        }
+    }
+
+    /// `IPsecGCMEncap(…)` from `src` to `dst`; sometimes starting near the end of the
+    /// 32-bit sequence numbers (they run out, or wrap with ESN).
+    fn encap(&self, rng: &mut Rng, src: Ipv4Addr, dst: Ipv4Addr) -> String {
+        let seq = if rng.pct(20) {
+            format!(", SEQ {}", u64::from(u32::MAX) - rng.range(0, 200))
+        } else {
+            String::new()
+        };
+        let ttl = if rng.pct(30) { ", TTL 3" } else { "" };
+        format!(
+            "IPsecGCMEncap(SPI {:#x}, KEY {}, SRC {src}, DST {dst}{}{seq}{ttl})",
+            self.spi,
+            self.key,
+            if self.esn { ", ESN true" } else { "" }
+        )
+    }
+
+    /// `IPsecGCMDecap(…)` for packets to `dst`; sometimes with a wrong key.
+    fn decap(&self, rng: &mut Rng, dst: Ipv4Addr) -> String {
+        let replay = match rng.below(5) {
+            0 if !self.esn => 0,
+            0 | 1 => 1,
+            2 => 32,
+            3 => 64,
+            _ => 1024,
+        };
+        let mut key = self.key.clone();
+        // Sometimes another SPI (every packet `unknown-spi`) or a wrong key.
+        let spi = if rng.pct(5) { self.spi + 1 } else { self.spi };
+        if rng.pct(10) {
+            // The last salt digit changed: every ICV fails.
+            let last = if key.ends_with('0') { "1" } else { "0" };
+            key.replace_range(key.len() - 1.., last);
+        }
+        let dst = if rng.pct(30) {
+            format!(", DST {dst}")
+        } else {
+            String::new()
+        };
+        format!(
+            "IPsecGCMDecap(SPI {spi:#x}, KEY {key}, REPLAY {replay}{}{dst})",
+            if self.esn { ", ESN true" } else { "" }
+        )
+    }
+}
+
+/// How a generated gateway takes frames in and hands them on: (before, after) an IPsec
+/// element; the Ethernet header stays in front unless stripped and encapsulated again.
+fn ipsec_io(rng: &mut Rng) -> (&'static str, &'static str) {
+    match rng.below(4) {
+        0 => (
+            "Strip(14) -> CheckIPHeader",
+            " -> EtherEncap(0x0800, 02:00:00:00:ee:01, 02:00:00:00:ee:02)",
+        ),
+        1 => ("MarkIPHeader(14)", ""),
+        _ => ("CheckIPHeader(14)", ""),
+    }
+}
+
+/// IPsec NFs to insert among `n` NFs, each with the position it takes (in insertion
+/// order): a tunnel's two gateways, or one gateway that encrypts and decrypts again.
+fn ipsec_nfs(rng: &mut Rng, n: usize, (a, b): (Ipv4Addr, Ipv4Addr)) -> Vec<(usize, NfOut)> {
+    let (fwd, back) = (GenSa::new(rng), GenSa::new(rng));
+    if rng.pct(65) {
+        let at = rng.below(n as u64 + 1) as usize;
+        let later = at + 1 + rng.below((n - at) as u64 + 1) as usize;
+        let near = {
+            let (i0, o0) = ipsec_io(rng);
+            let (i1, o1) = ipsec_io(rng);
+            format!(
+                "FromDevice(eth0) -> {i0} -> {}{o0} -> ToDevice(eth1);\nFromDevice(eth1) -> {i1} -> {}{o1} -> ToDevice(eth0);\n",
+                fwd.encap(rng, a, b),
+                back.decap(rng, a),
+            )
+        };
+        let far = {
+            let (i0, o0) = ipsec_io(rng);
+            let (i1, o1) = ipsec_io(rng);
+            format!(
+                "FromDevice(eth0) -> {i0} -> {}{o0} -> ToDevice(eth1);\nFromDevice(eth1) -> {i1} -> {}{o1} -> ToDevice(eth0);\n",
+                fwd.decap(rng, b),
+                back.encap(rng, b, a),
+            )
+        };
+        let nf = |name: &str, kind: &str, click: String| NfOut {
+            name: name.to_string(),
+            kind: kind.to_string(),
+            click,
+            extra_exits: Vec::new(),
+        };
+        return vec![
+            (at, nf("esp1", "IPsec gateway (tunnel start)", near)),
+            (later, nf("esp2", "IPsec gateway (tunnel end)", far)),
+        ];
+    }
+    let at = rng.below(n as u64 + 1) as usize;
+    let (i0, o0) = ipsec_io(rng);
+    let tee = rng.pct(30);
+    // Encapsulation is drawn before decapsulation whatever the layout.
+    let (enc, dec) = (fwd.encap(rng, a, b), fwd.decap(rng, b));
+    // Replies pass in clear, or meet a decapsulation that finds them not ESP.
+    let replies = if rng.pct(40) {
+        format!("MarkIPHeader(14) -> {} -> ", back.decap(rng, a))
+    } else {
+        String::new()
+    };
+    let click = if tee {
+        format!(
+            "d :: {dec}{o0} -> ToDevice(eth1);\nFromDevice(eth0) -> {i0} -> {enc} -> t :: Tee(2);\nt[0] -> d;\nt[1] -> d;\nFromDevice(eth1) -> {replies}ToDevice(eth0);\n"
+        )
+    } else {
+        format!(
+            "FromDevice(eth0) -> {i0} -> {enc} -> {dec}{o0} -> ToDevice(eth1);\nFromDevice(eth1) -> {replies}ToDevice(eth0);\n"
+        )
+    };
+    vec![(
+        at,
+        NfOut {
+            name: "esp1".into(),
+            kind: format!(
+                "IPsec gateway (encrypt and decrypt{})",
+                if tee { ", every packet twice" } else { "" }
+            ),
+            click,
+            extra_exits: Vec::new(),
+        },
+    )]
 }
 
 impl From<NfOut> for Slot {
@@ -1186,6 +1348,17 @@ pub fn try_random_chain_with(
         for (j, pos) in at.into_iter().enumerate().rev() {
             let nf = operator_nf(&mut ops, j + 1, &view, ext);
             slots.insert(pos, nf);
+        }
+    }
+    if options.ipsec {
+        // A stream of its own too: the NFs above stay as the seed makes them.
+        let mut ips = Rng(ports::gen::SplitMix64(seed ^ 0x1b5e_c0de_7000_0000));
+        let ends = (
+            Ipv4Addr::from(u32::from(trace.src.0) | 1),
+            Ipv4Addr::from(u32::from(trace.dst.0) | 1),
+        );
+        for (pos, nf) in ipsec_nfs(&mut ips, slots.len(), ends) {
+            slots.insert(pos, nf.into());
         }
     }
     let name_of = |s: &Slot| match s {

@@ -386,7 +386,10 @@ fn fastpath_matches_naive() {
 #[test]
 fn operator_nfs_in_generated_chains_match_naive() {
     bricks::register().expect("the operator NF classes register");
-    let with_ops = Options { operator_nfs: true };
+    let with_ops = Options {
+        operator_nfs: true,
+        ..Options::default()
+    };
     let t = for_seeds("operators", |seed, root, tally| {
         let (g, chain, trace) =
             setup_with(root, seed, &with_ops).map_err(|e| format!("seed {seed}: {e}"))?;
@@ -458,6 +461,103 @@ fn operator_nfs_in_generated_chains_match_naive() {
         }
         assert!(
             t.reached_far_end * 3 >= t.chains,
+            "{} of {}",
+            t.reached_far_end,
+            t.chains
+        );
+    }
+}
+
+/// Chains with IPsec gateways (ESP tunnel mode, AES-GCM: opaque to synthesis, opaque for
+/// the fast path) among the generated NFs: naive balances, and synth and fastpath give the
+/// naive bytes, counters and state (sequence numbers and replay windows included). The
+/// other NFs are those of the same seed without IPsec.
+#[test]
+fn ipsec_in_generated_chains_match_naive() {
+    let with_ipsec = Options {
+        ipsec: true,
+        ..Options::default()
+    };
+    let t = for_seeds("ipsec", |seed, root, tally| {
+        let (g, chain, trace) =
+            setup_with(root, seed, &with_ipsec).map_err(|e| format!("seed {seed}: {e}"))?;
+        if !g.nfs.iter().any(|n| n.contains("IPsec gateway")) {
+            return Err(report(seed, &g, &trace, "no IPsec gateway", &""));
+        }
+        let plain = root.join(format!("{seed}-plain"));
+        std::fs::create_dir_all(&plain).map_err(|e| e.to_string())?;
+        let p =
+            try_random_chain_with(seed, &plain, &Options::default()).map_err(|e| e.to_string())?;
+        for f in p.files.iter().skip(1) {
+            let name = f.file_name().unwrap_or_default();
+            if std::fs::read(g.chain.with_file_name(name)).ok() != std::fs::read(f).ok() {
+                return Err(report(
+                    seed,
+                    &g,
+                    &trace,
+                    "a Click NF changed",
+                    &name.to_string_lossy(),
+                ));
+            }
+        }
+        let _ = std::fs::remove_dir_all(&plain);
+        let inputs = g.inputs(&trace);
+        let opts = g.options();
+        let naive = run(&chain, &inputs, &opts, Mode::Naive)
+            .map_err(|e| report(seed, &g, &trace, "naive run failed", &e))?;
+        if !naive.summary.balanced() || naive.summary.totals.input != PACKETS {
+            return Err(report(
+                seed,
+                &g,
+                &trace,
+                "naive run does not balance",
+                &naive.summary.to_text(),
+            ));
+        }
+        let again = run(&chain, &inputs, &opts, Mode::Naive)
+            .map_err(|e| report(seed, &g, &trace, "second naive run failed", &e))?;
+        if let Some(d) = differences(&naive, &again) {
+            return Err(report(seed, &g, &trace, "naive does not repeat", &d));
+        }
+        let synth = run(&chain, &inputs, &opts, Mode::Synth)
+            .map_err(|e| report(seed, &g, &trace, "synth run failed", &e))?;
+        if let Some(d) = differences(&naive, &synth) {
+            return Err(report(seed, &g, &trace, "synth differs from naive", &d));
+        }
+        let fast_opts = if seed % 4 == 3 {
+            chain::FastOptions {
+                max_flows: 1 + (seed / 4 % 4) as usize,
+                ..chain::FastOptions::default()
+            }
+        } else {
+            chain::FastOptions::default()
+        };
+        let fast = run_with(&chain, &inputs, &opts, Mode::Fastpath, fast_opts)
+            .map_err(|e| report(seed, &g, &trace, "fastpath run failed", &e))?;
+        if let Some(d) = differences(&naive, &fast) {
+            return Err(report(seed, &g, &trace, "fastpath differs from naive", &d));
+        }
+        add(tally, &g, &naive.summary);
+        Ok(())
+    });
+    if t.chains >= 100 {
+        // The gateways see traffic and every drop path is taken somewhere.
+        for reason in [
+            "replay",
+            "bad-icv",
+            "seq-overflow",
+            "not-esp",
+            "unknown-spi",
+        ] {
+            assert!(
+                t.drops.get(reason).copied().unwrap_or(0) > 0,
+                "no `{reason}` drop in {} chains: {:?}",
+                t.chains,
+                t.drops
+            );
+        }
+        assert!(
+            t.reached_far_end * 2 >= t.chains,
             "{} of {}",
             t.reached_far_end,
             t.chains
