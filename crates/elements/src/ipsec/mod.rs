@@ -243,7 +243,7 @@ pub fn parse_hex(s: &str, what: &str) -> Result<Vec<u8>, ConfigError> {
         .or_else(|| t.strip_prefix("0X"))
         .unwrap_or(t);
     let bad = || ConfigError::new(format!("expected {what} in hexadecimal, found `{s}`"));
-    if t.is_empty() || t.len() % 2 != 0 {
+    if t.is_empty() || !t.len().is_multiple_of(2) {
         return Err(bad());
     }
     (0..t.len())
