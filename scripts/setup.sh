@@ -10,6 +10,8 @@ apt_install tcpdump iproute2 libpcap-dev pkg-config build-essential curl fonts-d
   clang llvm libelf-dev zlib1g-dev libbpf-dev bpftool
 # The chains' control plane: etcd (server and etcdctl) and protoc for the etcd client.
 apt_install etcd-server etcd-client protobuf-compiler
+# scapy's IPsec layer: the outside ESP implementation of crates/elements/tests/ipsec_interop.rs.
+apt_install python3-scapy python3-cryptography
 if ! command -v cargo >/dev/null; then
   curl -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal
   . "$HOME/.cargo/env"
