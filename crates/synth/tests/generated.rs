@@ -776,7 +776,10 @@ fn monitor_first(ex: &chain::Executor) -> chain::layout::Parallel {
 fn parallel_matches_naive_with_monitor_groups() {
     use std::sync::atomic::{AtomicU64, Ordering};
     bricks::register().expect("the operator NF classes register");
-    let with_ops = Options { operator_nfs: true };
+    let with_ops = Options {
+        operator_nfs: true,
+        ..Options::default()
+    };
     let grouped = AtomicU64::new(0);
     let _ = for_seeds("parallel-monitors", |seed, root, tally| {
         let (g, chain, trace) =
