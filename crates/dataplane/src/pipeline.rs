@@ -898,30 +898,8 @@ pub fn verify_plan(
     options: &chain::RunOptions,
     placement: &Placement,
 ) -> Result<synth::verify::RunResult, Error> {
-    use chain::exec::{Captured, Source};
-    use ports::pcap::PcapReader;
-    use synth::verify::RunError;
-    let mut probe = Executor::new(chain, options, |_, _| Ok(ExitSink::Count))?;
-    if inputs.is_empty() && probe.dump_sources().is_empty() {
-        return Err(RunError::NoInput(chain.no_input_error()).into());
-    }
-    let mut sources: Vec<Source> = Vec::new();
-    for (ep, file) in inputs {
-        let entry = probe
-            .entry(ep)
-            .ok_or_else(|| RunError::NoEntry(ep.clone()))?;
-        let mut r = PcapReader::open_ethernet(file).map_err(RunError::from)?;
-        let records = Box::new(std::iter::from_fn(move || r.next_record()));
-        sources.push(probe.source(format!("{ep}={}", file.display()), entry, records));
-    }
-    for (name, entry, path) in probe.dump_sources().to_vec() {
-        let mut r = PcapReader::open(&path).map_err(|source| RunError::Dump {
-            name: name.clone(),
-            source,
-        })?;
-        let records = Box::new(std::iter::from_fn(move || r.next_record()));
-        sources.push(probe.source(format!("{name}={}", path.display()), entry, records));
-    }
+    use chain::exec::Captured;
+    let (mut probe, sources) = crate::run::open_sources(chain, inputs, options)?;
     let replicas = placement.replicas.max(1);
     let dispatcher = Dispatcher::for_chain(&mut probe, replicas);
     if replicas > 1 {

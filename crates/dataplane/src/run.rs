@@ -368,21 +368,14 @@ pub fn run(
     })
 }
 
-/// [`synth::verify::run`] on `workers` workers: the chain over the pcap `inputs` and its
-/// `FromDump` files in `mode`, every exit kept in memory in canonical order, the counters
-/// summed over the workers and the state listed per worker, so two modes' results compare
-/// as a single-core run's do. One worker is exactly [`synth::verify::run`].
-pub fn verify_run(
+/// A probe executor of `chain` (counting exits) and the sources of a verification run: the
+/// pcap `inputs` at their entries and the chain's own `FromDump` files.
+pub(crate) fn open_sources(
     chain: &ChainFile,
     inputs: &[(Endpoint, PathBuf)],
     options: &RunOptions,
-    mode: Mode,
-    workers: usize,
-) -> Result<RunResult, Error> {
-    if workers <= 1 {
-        return Ok(synth::verify::run(chain, inputs, options, mode)?);
-    }
-    let mut probe = Executor::new(chain, options, |_, _| Ok(ExitSink::Count))?;
+) -> Result<(Executor, Vec<Source>), Error> {
+    let probe = Executor::new(chain, options, |_, _| Ok(ExitSink::Count))?;
     if inputs.is_empty() && probe.dump_sources().is_empty() {
         return Err(RunError::NoInput(chain.no_input_error()).into());
     }
@@ -403,6 +396,24 @@ pub fn verify_run(
         let records = Box::new(std::iter::from_fn(move || r.next_record()));
         sources.push(probe.source(format!("{name}={}", path.display()), entry, records));
     }
+    Ok((probe, sources))
+}
+
+/// [`synth::verify::run`] on `workers` workers: the chain over the pcap `inputs` and its
+/// `FromDump` files in `mode`, every exit kept in memory in canonical order, the counters
+/// summed over the workers and the state listed per worker, so two modes' results compare
+/// as a single-core run's do. One worker is exactly [`synth::verify::run`].
+pub fn verify_run(
+    chain: &ChainFile,
+    inputs: &[(Endpoint, PathBuf)],
+    options: &RunOptions,
+    mode: Mode,
+    workers: usize,
+) -> Result<RunResult, Error> {
+    if workers <= 1 {
+        return Ok(synth::verify::run(chain, inputs, options, mode)?);
+    }
+    let (mut probe, sources) = open_sources(chain, inputs, options)?;
     let dispatcher = Dispatcher::for_chain(&mut probe, workers);
     share(&mut probe, 0, workers)?;
     let names = probe.exit_names();

@@ -80,6 +80,38 @@ fn report(
     )
 }
 
+/// Synth and fastpath (one seed in four with a table of 1 to 4 flows, full at once) give
+/// `naive`'s bytes, counters and state on generated chain `g`.
+fn synth_and_fastpath_match(
+    seed: u64,
+    g: &GeneratedChain,
+    trace: &Path,
+    chain: &ChainFile,
+    inputs: &[(chain::Endpoint, PathBuf)],
+    opts: &chain::RunOptions,
+    naive: &RunResult,
+) -> Result<(), String> {
+    let synth = run(chain, inputs, opts, Mode::Synth)
+        .map_err(|e| report(seed, g, trace, "synth run failed", &e))?;
+    if let Some(d) = differences(naive, &synth) {
+        return Err(report(seed, g, trace, "synth differs from naive", &d));
+    }
+    let fast_opts = if seed % 4 == 3 {
+        chain::FastOptions {
+            max_flows: 1 + (seed / 4 % 4) as usize,
+            ..chain::FastOptions::default()
+        }
+    } else {
+        chain::FastOptions::default()
+    };
+    let fast = run_with(chain, inputs, opts, Mode::Fastpath, fast_opts)
+        .map_err(|e| report(seed, g, trace, "fastpath run failed", &e))?;
+    if let Some(d) = differences(naive, &fast) {
+        return Err(report(seed, g, trace, "fastpath differs from naive", &d));
+    }
+    Ok(())
+}
+
 fn differences(a: &RunResult, b: &RunResult) -> Option<String> {
     let d = compare(a, b);
     if d.is_empty() {
@@ -428,24 +460,7 @@ fn operator_nfs_in_generated_chains_match_naive() {
                 &naive.summary.to_text(),
             ));
         }
-        let synth = run(&chain, &inputs, &opts, Mode::Synth)
-            .map_err(|e| report(seed, &g, &trace, "synth run failed", &e))?;
-        if let Some(d) = differences(&naive, &synth) {
-            return Err(report(seed, &g, &trace, "synth differs from naive", &d));
-        }
-        let fast_opts = if seed % 4 == 3 {
-            chain::FastOptions {
-                max_flows: 1 + (seed / 4 % 4) as usize,
-                ..chain::FastOptions::default()
-            }
-        } else {
-            chain::FastOptions::default()
-        };
-        let fast = run_with(&chain, &inputs, &opts, Mode::Fastpath, fast_opts)
-            .map_err(|e| report(seed, &g, &trace, "fastpath run failed", &e))?;
-        if let Some(d) = differences(&naive, &fast) {
-            return Err(report(seed, &g, &trace, "fastpath differs from naive", &d));
-        }
+        synth_and_fastpath_match(seed, &g, &trace, &chain, &inputs, &opts, &naive)?;
         add(tally, &g, &naive.summary);
         Ok(())
     });
@@ -519,24 +534,7 @@ fn ipsec_in_generated_chains_match_naive() {
         if let Some(d) = differences(&naive, &again) {
             return Err(report(seed, &g, &trace, "naive does not repeat", &d));
         }
-        let synth = run(&chain, &inputs, &opts, Mode::Synth)
-            .map_err(|e| report(seed, &g, &trace, "synth run failed", &e))?;
-        if let Some(d) = differences(&naive, &synth) {
-            return Err(report(seed, &g, &trace, "synth differs from naive", &d));
-        }
-        let fast_opts = if seed % 4 == 3 {
-            chain::FastOptions {
-                max_flows: 1 + (seed / 4 % 4) as usize,
-                ..chain::FastOptions::default()
-            }
-        } else {
-            chain::FastOptions::default()
-        };
-        let fast = run_with(&chain, &inputs, &opts, Mode::Fastpath, fast_opts)
-            .map_err(|e| report(seed, &g, &trace, "fastpath run failed", &e))?;
-        if let Some(d) = differences(&naive, &fast) {
-            return Err(report(seed, &g, &trace, "fastpath differs from naive", &d));
-        }
+        synth_and_fastpath_match(seed, &g, &trace, &chain, &inputs, &opts, &naive)?;
         add(tally, &g, &naive.summary);
         Ok(())
     });
