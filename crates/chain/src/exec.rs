@@ -899,8 +899,7 @@ impl Executor {
         // What established flows owe the rewriters is paid when a rewriter is about to
         // decide or be read, and here: a flow's packets between two such moments cost one
         // update per mapping, not one each.
-        self.flush_flows();
-        self.unpark_parallel();
+        self.settle_flows();
         merge.into_errors()
     }
 
@@ -923,8 +922,9 @@ impl Executor {
         self.push_in(entry, p);
     }
 
-    /// Pays what established flows owe the rewriters (done at the end of [`Executor::run`]
-    /// and [`Executor::replay`]; call it after the last [`Executor::push_input`]).
+    /// Pays what established flows owe the rewriters and takes back the NFs parallel branches
+    /// ran on a helper thread (done at the end of [`Executor::run`], [`Executor::replay`] and
+    /// [`Executor::run_ports`]; call it after the last [`Executor::push_input`]).
     pub fn settle_flows(&mut self) {
         self.flush_flows();
         self.unpark_parallel();
@@ -1134,8 +1134,7 @@ impl Executor {
             .saturating_add(shift.saturating_mul(begun.saturating_sub(1)))
             .saturating_add(gap);
         // As in `run`: the flows' debts are paid when needed and at the end.
-        self.flush_flows();
-        self.unpark_parallel();
+        self.settle_flows();
         n
     }
 
@@ -1582,8 +1581,7 @@ impl Executor {
             after_batch(self, rx);
             flushed?;
         }
-        self.flush_flows();
-        self.unpark_parallel();
+        self.settle_flows();
         self.flush_ports()
     }
 
