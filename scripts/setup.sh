@@ -12,6 +12,10 @@ apt_install tcpdump iproute2 libpcap-dev pkg-config build-essential curl fonts-d
 apt_install etcd-server etcd-client protobuf-compiler
 # scapy's IPsec layer: the outside ESP implementation of crates/elements/tests/ipsec_interop.rs.
 apt_install python3-scapy python3-cryptography
+# A Linux kernel with ESP and AES-GCM as an ordinary process (User-Mode Linux; kmod's modprobe
+# loads its modules): the xfrm peer of crates/fusebox/tests/ipsec_kernel.rs when the host's
+# kernel lacks CONFIG_INET_ESP or CONFIG_CRYPTO_GCM.
+apt_install user-mode-linux kmod
 if ! command -v cargo >/dev/null; then
   curl -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal
   . "$HOME/.cargo/env"
