@@ -48,9 +48,16 @@ fn plan_profiles_places_and_writes_a_plan() {
         serde_json::json!(["fw", "router", "napt"])
     );
     let candidates = p["placement"]["candidates"].as_array().unwrap();
-    // Replicas and the two partitioners' pipelines on two workers.
-    assert_eq!(candidates.len(), 3, "{p}");
+    // Replicas, the exact forward pipeline and the two partitioners' pipelines on two
+    // workers.
+    assert_eq!(candidates.len(), 4, "{p}");
     assert_eq!(candidates[0]["how"], "replicas");
+    assert_eq!(candidates[1]["how"], "pipeline/exact");
+    // No heuristic pipeline is predicted faster than the exact one.
+    let exact = candidates[1]["predicted_pps"].as_f64().unwrap();
+    for c in &candidates[2..] {
+        assert!(c["predicted_pps"].as_f64().unwrap() <= exact * (1.0 + 1e-9), "{p}");
+    }
     let chosen = p["placement"]["chosen"].as_u64().unwrap() as usize;
     assert!(chosen < candidates.len());
     assert!(candidates[chosen]["predicted_pps"].as_f64().unwrap() > 0.0);
@@ -88,6 +95,7 @@ fn plan_profiles_places_and_writes_a_plan() {
     let text = String::from_utf8_lossy(&o.stdout);
     for want in [
         "replicas",
+        "pipeline/exact",
         "pipeline/METIS",
         "pipeline/clustering",
         "* ",

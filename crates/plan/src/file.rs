@@ -20,7 +20,8 @@
 //! name, its Click configuration's text (or operator class and arguments) and defines, the
 //! links and the entries; a plan whose chain changed since is refused
 //! ([`PlanError::Stale`]). The path is informative only: a plan still loads when the chain
-//! was moved. `parallel` and `predicted` may be left out; so may `replicas` (1).
+//! was moved. `parallel` and `predicted` may be left out; so may `replicas` (1) and `note`
+//! (what the planner changed in the partition it found: NFs moved so the executor runs it).
 
 use chain::layout::{Parallel, Placement, Stage};
 use chain::ChainFile;
@@ -48,6 +49,10 @@ pub struct PlanFile {
     /// What the planner predicted for the placement.
     #[serde(default)]
     pub predicted: Option<Prediction>,
+    /// What the planner says about the placement: how it was changed from what the
+    /// partitioner found (NFs moved so the executor accepts it), if at all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// The chain a plan was made for.
@@ -334,6 +339,7 @@ impl PlanFile {
             placement,
             parallel: None,
             predicted: None,
+            note: None,
         })
     }
 

@@ -10,6 +10,9 @@
 //!   slowest processor).
 //! * [`partition`]: METIS (then Kernighan–Lin refinement on the real objective), the
 //!   seed-based agglomerative clustering, and an exhaustive search for tiny graphs.
+//! * [`forward`]: the exact search for the best forward-only pipeline (dynamic programming
+//!   over the downsets of the flow order; the pipeline candidate and the heuristics'
+//!   reference) and the repair of a pipeline the executor refuses (NFs moved between stages).
 //! * [`measure`]: the profiling run (ns per packet per element, packets per edge) and the
 //!   cross-core handoff measurement.
 //!
@@ -19,6 +22,7 @@
 //! ([`Graph::by_nf`]); the element-level partition with an accelerator ([`offload`]) exists
 //! in the model only (no accelerator is available to run it).
 
+pub mod forward;
 pub mod measure;
 pub mod model;
 pub mod partition;
@@ -45,7 +49,8 @@ pub struct StagePlan {
 /// A way of running the chain on the workers, with its predicted rate.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Candidate {
-    /// How it was found: `replicas`, `pipeline/METIS`, `pipeline/clustering`.
+    /// How it was found: `replicas`, `pipeline/exact`, `pipeline/METIS`,
+    /// `pipeline/clustering` (`×r` when the pipeline is replicated).
     pub how: String,
     /// The stages of one pipeline (one stage: run-to-completion).
     pub stages: Vec<StagePlan>,
@@ -60,6 +65,9 @@ pub struct Candidate {
     pub note: Option<String>,
     /// Whether the executor can run it (see [`place`]'s `admit`); only such are chosen.
     pub runnable: bool,
+    /// NFs moved between stages to make the partition the executor refused runnable
+    /// ([`forward::repair`]); empty when it was accepted as found.
+    pub moves: Vec<forward::Move>,
 }
 
 impl Candidate {
@@ -190,6 +198,15 @@ fn candidate(
     skew: f64,
     note: Option<String>,
 ) -> Candidate {
+    let order = flow_order(g);
+    let mut pos = vec![0usize; g.nodes.len()];
+    for (i, &v) in order.iter().enumerate() {
+        pos[v] = i;
+    }
+    let mut stages = stages;
+    for s in &mut stages {
+        s.sort_by_key(|&v| pos.get(v).copied().unwrap_or(usize::MAX));
+    }
     let mut assign = vec![0usize; g.nodes.len()];
     for (i, s) in stages.iter().enumerate() {
         for &v in s {
@@ -222,6 +239,22 @@ fn candidate(
         predicted_pps: rate(bottleneck) * replicas as f64 / skew,
         note,
         runnable: true,
+        moves: Vec::new(),
+    }
+}
+
+/// The placement of `stages` with `replicas` copies, stage `i` on worker `i`.
+fn placement_of(stages: &[Vec<usize>], replicas: usize) -> Placement {
+    Placement {
+        stages: stages
+            .iter()
+            .enumerate()
+            .map(|(i, s)| Stage {
+                nfs: s.clone(),
+                processor: i,
+            })
+            .collect(),
+        replicas,
     }
 }
 
@@ -229,10 +262,13 @@ fn candidate(
 /// graph whose nodes carry their NF), `cross_ns` the measured crossing cost, `skew` how its
 /// flows spread over replicas. Candidates: run-to-completion replicas on every worker, and
 /// for every number of stages `s` > 1 dividing `workers` (with `workers / s` replicas of
-/// the pipeline), the pipelines METIS and the clustering find on the NF graph. The fastest
-/// predicted is chosen (the first on ties: replicas need no crossing) among those `admit`
-/// accepts (the executor's own check, `chain::layout::check_pipeline`: a packet crossing
-/// back to an earlier stage must reach no state); the others are listed with its reason.
+/// the pipeline), the best forward-only pipeline ([`forward::exact`]) and the pipelines
+/// METIS and the clustering find on the NF graph (made forward by [`contiguous`]). A
+/// pipeline `admit` refuses (the executor's own check, `chain::layout::check_pipeline`: a
+/// packet crossing back to an earlier stage must reach no state) is repaired by moving NFs
+/// between stages ([`forward::repair`], the moves kept in [`Candidate::moves`]); one that
+/// cannot be repaired is listed with the reason, never chosen. The fastest predicted
+/// runnable candidate is chosen (the first on ties: replicas need no crossing).
 pub fn place(
     elements: &Graph,
     workers: usize,
@@ -261,6 +297,19 @@ pub fn place(
         }
         let r = workers / s;
         let m = Machine::cores(s, cross_ns);
+        // (how, stages, notes) of each pipeline found.
+        type Found<'a> = (&'a str, Vec<Vec<usize>>, Vec<String>);
+        let mut found: Vec<Found> = Vec::new();
+        if let Some((stages, complete)) = forward::exact(&g, s, cross_ns) {
+            let mut notes = Vec::new();
+            if !complete {
+                notes.push(format!(
+                    "over {} downsets: searched the cuts of the flow order only",
+                    forward::DOWNSET_LIMIT
+                ));
+            }
+            found.push(("pipeline/exact", stages, notes));
+        }
         let (metis_assign, err) = partition::metis(&g, &m);
         let cluster_assign = partition::cluster(&g, &m, 0.1);
         for (how, assign, err) in [
@@ -275,11 +324,36 @@ pub fn place(
             if merged {
                 notes.push("stages merged into a forward pipeline".to_string());
             }
+            found.push((how, stages, notes));
+        }
+        for (how, mut stages, mut notes) in found {
+            let mut moves = Vec::new();
+            let mut refused = None;
+            if let Err(why) = admit(&placement_of(&stages, r)) {
+                let ok = |st: &[Vec<usize>]| admit(&placement_of(st, r)).is_ok();
+                match forward::repair(&g, &stages, cross_ns, &ok) {
+                    Some((fixed, ms)) => {
+                        notes.push(format!(
+                            "the executor refused the partition ({why}); repaired: {}",
+                            ms.iter()
+                                .map(|m| m.to_string())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ));
+                        stages = fixed;
+                        moves = ms;
+                    }
+                    None => refused = Some(why),
+                }
+            }
             if stages.len() < s {
                 notes.push(format!(
                     "{} of {s} workers per replica used: crossing costs more than it saves",
                     stages.len()
                 ));
+            }
+            if let Some(why) = &refused {
+                notes.push(format!("not runnable: {why}"));
             }
             let note = (!notes.is_empty()).then(|| notes.join("; "));
             let how = if r > 1 {
@@ -288,13 +362,8 @@ pub fn place(
                 how.to_string()
             };
             let mut c = candidate(&how, &g, &m, stages, r, skew(r), note);
-            if let Err(why) = admit(&c.placement()) {
-                c.runnable = false;
-                c.note = Some(match c.note.take() {
-                    Some(n) => format!("{n}; not runnable: {why}"),
-                    None => format!("not runnable: {why}"),
-                });
-            }
+            c.runnable = refused.is_none();
+            c.moves = moves;
             candidates.push(c);
         }
     }

@@ -93,3 +93,65 @@ fn offloadable_classes_are_lookups_scans_and_ciphers() {
     assert!(!measure::offloadable("DecIPTTL"));
     assert!(!measure::offloadable("IPFilter"));
 }
+
+/// The ISP chain with equal NF costs on three workers, one flow: the exact search's
+/// one-NF-per-core pipeline is refused by the executor (the NAPT sends packets back through
+/// the router to its own rewriter), and repaired by moving NFs; the executor runs what is
+/// chosen, and the plan says what moved.
+#[test]
+fn a_refused_pipeline_of_the_isp_chain_is_repaired() {
+    use plan::place::{Edge, Graph, Node};
+    let chain = isp();
+    let ex = Executor::new(&chain, &RunOptions::default(), |_, _| Ok(ExitSink::Count)).unwrap();
+    let nfs: Vec<String> = ["fw", "router", "napt"].map(String::from).to_vec();
+    let g = Graph {
+        nodes: nfs
+            .iter()
+            .enumerate()
+            .map(|(i, n)| Node {
+                name: n.clone(),
+                nf: i,
+                cpu_ns: 300.0,
+                packets: 1.0,
+                offloadable: false,
+            })
+            .collect(),
+        edges: vec![
+            Edge {
+                from: 0,
+                to: 1,
+                packets: 1.0,
+            },
+            Edge {
+                from: 1,
+                to: 2,
+                packets: 1.0,
+            },
+        ],
+        nfs,
+    };
+    let admit = |p: &chain::layout::Placement| chain::layout::check_pipeline(&ex, p);
+    let one_nf = chain::layout::Placement {
+        stages: (0..3)
+            .map(|i| chain::layout::Stage {
+                nfs: vec![i],
+                processor: i,
+            })
+            .collect(),
+        replicas: 1,
+    };
+    assert!(admit(&one_nf).is_err());
+    let placing = plan::place::place(&g, 3, 10.0, &|r| r as f64, &admit);
+    let exact = placing
+        .candidates
+        .iter()
+        .find(|c| c.how == "pipeline/exact")
+        .unwrap();
+    assert!(exact.runnable, "{placing}");
+    assert!(!exact.moves.is_empty(), "{placing}");
+    assert!(admit(&exact.placement()).is_ok());
+    assert!(exact.note.as_deref().unwrap().contains("repaired"), "{placing}");
+    let best = placing.best().unwrap();
+    assert!(admit(&best.placement()).is_ok());
+    assert_eq!(best.stages.len(), 2, "{placing}");
+}

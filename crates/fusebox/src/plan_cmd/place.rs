@@ -167,6 +167,7 @@ pub fn run(
             stages: best.stages.iter().map(|s| place::rate(s.ns)).collect(),
             overall: best.predicted_pps,
         });
+        file.note = best.note.clone();
         file.save(out)
             .map_err(|e| CliError::Invalid(e.to_string()))?;
         written = Some(out.display().to_string());

@@ -1,3 +1,4 @@
+use super::forward::{self, brute_force, exact, is_forward, repair};
 use super::partition::{cluster, exhaustive, metis, refine};
 use super::*;
 use proptest::prelude::*;
@@ -307,8 +308,191 @@ fn planted(costs: &[f64], heavy: &[f64], light: &[(usize, usize, f64)]) -> (Grap
     (g, truth)
 }
 
+#[test]
+fn exact_finds_the_best_cut_of_a_chain() {
+    let g = chain(&[100.0, 200.0, 100.0]);
+    let (stages, complete) = exact(&g, 2, 10.0).unwrap();
+    assert!(complete);
+    assert_eq!(stages.len(), 2);
+    assert!(
+        close(forward::bottleneck(&g, &stages, 10.0), 310.0),
+        "{stages:?}"
+    );
+    // Crossing dearer than any split saves: one stage.
+    let (stages, _) = exact(&g, 2, 1000.0).unwrap();
+    assert_eq!(stages, vec![vec![0, 1, 2]]);
+    // Four equal NFs on four cores, cheap crossings: one each.
+    let g = chain(&[100.0; 4]);
+    let (stages, _) = exact(&g, 4, 5.0).unwrap();
+    assert_eq!(stages, vec![vec![0], vec![1], vec![2], vec![3]]);
+    assert!(exact(&Graph::default(), 2, 1.0).is_none());
+}
+
+/// a → b, a → c, b → d, costs 10, 100, 100, 10: the best forward split {a, c} | {b, d}
+/// (120 ns with crossings of 10) is no cut of the flow order a, b, c, d (the best of those,
+/// {a, b} | {c, d}, takes 130).
+fn diamond() -> Graph {
+    Graph {
+        nodes: vec![
+            node("a", 0, 10.0, false),
+            node("b", 1, 100.0, false),
+            node("c", 2, 100.0, false),
+            node("d", 3, 10.0, false),
+        ],
+        edges: vec![edge(0, 1, 1.0), edge(0, 2, 1.0), edge(1, 3, 1.0)],
+        nfs: ["a", "b", "c", "d"].map(String::from).to_vec(),
+    }
+}
+
+#[test]
+fn exact_searches_beyond_cuts_of_the_flow_order() {
+    let g = diamond();
+    assert_eq!(flow_order(&g), vec![0, 1, 2, 3]);
+    let (stages, complete) = exact(&g, 2, 10.0).unwrap();
+    assert!(complete);
+    assert_eq!(stages, vec![vec![0, 2], vec![1, 3]]);
+    assert!(close(forward::bottleneck(&g, &stages, 10.0), 120.0));
+    assert!(close(brute_force(&g, 2, 10.0).unwrap(), 120.0));
+    assert!(close(
+        forward::bottleneck(&g, &[vec![0, 1], vec![2, 3]], 10.0),
+        130.0
+    ));
+    // Backward stages are not forward.
+    assert!(!is_forward(&g, &[vec![1, 3], vec![0, 2]]));
+    assert!(!is_forward(&g, &[vec![0, 2], vec![1]]));
+    assert!(!is_forward(&g, &[vec![0, 2], vec![1, 3, 3]]));
+}
+
+#[test]
+fn exact_on_a_wide_graph_falls_back_to_cuts_of_the_order() {
+    // 12 independent NFs: 4096 downsets, beyond the limit.
+    let mut g = chain(&[10.0; 12]);
+    g.edges.clear();
+    let (stages, complete) = exact(&g, 2, 1.0).unwrap();
+    assert!(!complete);
+    assert!(is_forward(&g, &stages));
+    assert!(
+        close(forward::bottleneck(&g, &stages, 1.0), 60.0),
+        "{stages:?}"
+    );
+}
+
+/// An executor that refuses to split `together` over stages.
+fn keeps_together(together: Vec<usize>) -> impl Fn(&[Vec<usize>]) -> bool {
+    move |st: &[Vec<usize>]| st.iter().any(|s| together.iter().all(|v| s.contains(v)))
+}
+
+#[test]
+fn repair_moves_the_fewest_nfs() {
+    let g = chain(&[100.0, 100.0, 100.0]);
+    let admit = keeps_together(vec![1, 2]);
+    let (st, moves) = repair(&g, &[vec![0], vec![1], vec![2]], 10.0, &admit).unwrap();
+    assert_eq!(st, vec![vec![0], vec![1, 2]]);
+    assert_eq!(moves.len(), 1, "{moves:?}");
+    // Two moves when one is not enough.
+    let g = chain(&[100.0; 4]);
+    let admit = keeps_together(vec![1, 2, 3]);
+    let (st, moves) = repair(&g, &[vec![0], vec![1], vec![2], vec![3]], 10.0, &admit).unwrap();
+    assert_eq!(st, vec![vec![0], vec![1, 2, 3]]);
+    assert_eq!(moves.len(), 2, "{moves:?}");
+    // More: the moves say which NFs went where.
+    let g = chain(&[100.0; 5]);
+    let admit = keeps_together(vec![1, 2, 3, 4]);
+    let start: Vec<Vec<usize>> = (0..5).map(|v| vec![v]).collect();
+    let (st, moves) = repair(&g, &start, 10.0, &admit).unwrap();
+    assert_eq!(st, vec![vec![0], vec![1, 2, 3, 4]]);
+    assert_eq!(moves.len(), 3, "{moves:?}");
+    assert_eq!(moves[0].to_string(), "moved nf2 from stage 2 to stage 1");
+    // Nothing but one stage is accepted: no repair.
+    let admit = |st: &[Vec<usize>]| st.len() == 1;
+    assert!(repair(&g, &start, 10.0, &admit).is_none());
+}
+
+#[test]
+fn place_repairs_a_refused_pipeline_and_says_what_moved() {
+    let g = chain(&[100.0, 100.0, 100.0]);
+    // One flow: pipelines win; the executor refuses router and NAPT in different stages.
+    let refuse = |pl: &Placement| {
+        if pl
+            .stages
+            .iter()
+            .any(|s| s.nfs.contains(&1) != s.nfs.contains(&2))
+        {
+            Err("a packet crossing back reaches state".to_string())
+        } else {
+            Ok(())
+        }
+    };
+    let p = place(&g, 3, 5.0, &|r| r as f64, &refuse);
+    let exact3 = p
+        .candidates
+        .iter()
+        .find(|c| c.how == "pipeline/exact" && !c.moves.is_empty())
+        .expect("the 3-stage exact pipeline is repaired");
+    assert!(exact3.runnable);
+    assert_eq!(exact3.placement().stages.len(), 2);
+    assert!(exact3.note.as_deref().unwrap().contains("repaired: moved"));
+    let best = p.best().unwrap();
+    assert!(refuse(&best.placement()).is_ok());
+    assert_eq!(best.stages.len(), 2, "{p}");
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// The exact forward-only search matches trying every forward mapping; its stages are
+    /// forward; nothing unconstrained is worse; and neither heuristic, once made forward,
+    /// beats it.
+    #[test]
+    fn exact_matches_brute_force_and_bounds_the_heuristics(
+        costs in prop::collection::vec(1.0f64..100.0, 1..=6),
+        edges in prop::collection::vec((0usize..6, 0usize..6, 0.0f64..3.0), 0..10),
+        k in 2usize..=3,
+        cross in 0.0f64..40.0,
+    ) {
+        let n = costs.len();
+        let mut g = chain(&costs);
+        g.edges.extend(edges.into_iter().map(|(a, b, w)| edge(a % n, b % n, w)));
+        let (stages, complete) = exact(&g, k, cross).unwrap();
+        prop_assert!(complete);
+        prop_assert!(stages.len() <= k);
+        prop_assert!(is_forward(&g, &stages), "{:?}", stages);
+        let optimum = forward::bottleneck(&g, &stages, cross);
+        let brute = brute_force(&g, k, cross).unwrap();
+        prop_assert!(close(optimum, brute), "exact {} vs brute force {}", optimum, brute);
+        let m = Machine::cores(k, cross);
+        let free = m.bottleneck(&g, &exhaustive(&g, &m).unwrap());
+        prop_assert!(free <= optimum + 1e-6);
+        for assign in [metis(&g, &m).0, cluster(&g, &m, 0.1)] {
+            let (st, _) = contiguous(&g, &assign);
+            prop_assert!(is_forward(&g, &st));
+            prop_assert!(forward::bottleneck(&g, &st, cross) >= optimum - 1e-6);
+        }
+    }
+
+    /// A repair ends at a placement the executor accepts, forward, every NF once.
+    #[test]
+    fn repairs_are_accepted_forward_and_complete(
+        costs in prop::collection::vec(1.0f64..100.0, 3..=6),
+        group in (0usize..6, 2usize..=4),
+        k in 2usize..=4,
+    ) {
+        let n = costs.len();
+        let g = chain(&costs);
+        let (first, len) = group;
+        let together: Vec<usize> = (first % n..(first % n + len).min(n)).collect();
+        let admit = keeps_together(together);
+        let k = k.min(n);
+        let start: Vec<Vec<usize>> = (0..k)
+            .map(|s| (s * n / k..(s + 1) * n / k).collect())
+            .collect();
+        if let Some((st, moves)) = repair(&g, &start, 5.0, &admit) {
+            prop_assert!(admit(&st));
+            prop_assert!(is_forward(&g, &st));
+            prop_assert!(st.len() > 1);
+            prop_assert!(!moves.is_empty() || admit(&start));
+        }
+    }
 
     /// Graphs with a known optimal cut: both partitioners find a mapping as good as the
     /// exhaustive search's, which is the planted one.
