@@ -5,7 +5,7 @@
 //! written by hand (`--pipeline`); with `--profile TRACE`, the placement from measured costs
 //! (the `place` submodule).
 
-mod place;
+pub(crate) mod place;
 
 use crate::error::CliError;
 use crate::run_cmd::{load_chain, parse_defines};

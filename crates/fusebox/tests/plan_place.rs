@@ -56,7 +56,10 @@ fn plan_profiles_places_and_writes_a_plan() {
     // No heuristic pipeline is predicted faster than the exact one.
     let exact = candidates[1]["predicted_pps"].as_f64().unwrap();
     for c in &candidates[2..] {
-        assert!(c["predicted_pps"].as_f64().unwrap() <= exact * (1.0 + 1e-9), "{p}");
+        assert!(
+            c["predicted_pps"].as_f64().unwrap() <= exact * (1.0 + 1e-9),
+            "{p}"
+        );
     }
     let chosen = p["placement"]["chosen"].as_u64().unwrap() as usize;
     assert!(chosen < candidates.len());

@@ -49,8 +49,10 @@ pub struct StagePlan {
 /// A way of running the chain on the workers, with its predicted rate.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Candidate {
-    /// How it was found: `replicas`, `pipeline/exact`, `pipeline/METIS`,
-    /// `pipeline/clustering` (`×r` when the pipeline is replicated).
+    /// How it was found: `replicas`, `pipeline/exact` (the best forward pipeline of at most
+    /// as many stages as workers per replica), `pipeline/exact-all` (the best using all of
+    /// them, listed when fewer predict faster), `pipeline/METIS`, `pipeline/clustering`
+    /// (`×r` when the pipeline is replicated).
     pub how: String,
     /// The stages of one pipeline (one stage: run-to-completion).
     pub stages: Vec<StagePlan>,
@@ -262,12 +264,15 @@ fn placement_of(stages: &[Vec<usize>], replicas: usize) -> Placement {
 /// graph whose nodes carry their NF), `cross_ns` the measured crossing cost, `skew` how its
 /// flows spread over replicas. Candidates: run-to-completion replicas on every worker, and
 /// for every number of stages `s` > 1 dividing `workers` (with `workers / s` replicas of
-/// the pipeline), the best forward-only pipeline ([`forward::exact`]) and the pipelines
+/// the pipeline), the best forward-only pipeline ([`forward::exact`]; when it uses fewer
+/// than `s` stages, also the best of exactly `s`: `pipeline/exact-all`) and the pipelines
 /// METIS and the clustering find on the NF graph (made forward by [`contiguous`]). A
 /// pipeline `admit` refuses (the executor's own check, `chain::layout::check_pipeline`: a
 /// packet crossing back to an earlier stage must reach no state) is repaired by moving NFs
-/// between stages ([`forward::repair`], the moves kept in [`Candidate::moves`]); one that
-/// cannot be repaired is listed with the reason, never chosen. The fastest predicted
+/// between stages, the moves kept in [`Candidate::moves`]: the exact one becomes the
+/// fastest forward pipeline `admit` accepts ([`forward::best_admitted`]), a heuristic's
+/// the accepted one fewest moves away ([`forward::repair`]); one that cannot be repaired
+/// is listed with the reason, never chosen. The fastest predicted
 /// runnable candidate is chosen (the first on ties: replicas need no crossing).
 pub fn place(
     elements: &Graph,
@@ -308,7 +313,15 @@ pub fn place(
                     forward::DOWNSET_LIMIT
                 ));
             }
+            let fewer = stages.len() < s;
             found.push(("pipeline/exact", stages, notes));
+            // Fewer stages than workers per replica predict faster: the best pipeline of
+            // exactly `s` stages is listed too (what pipelining costs here).
+            if fewer {
+                if let Some((stages, _)) = forward::exact_stages(&g, s, s, cross_ns) {
+                    found.push(("pipeline/exact-all", stages, Vec::new()));
+                }
+            }
         }
         let (metis_assign, err) = partition::metis(&g, &m);
         let cluster_assign = partition::cluster(&g, &m, 0.1);
@@ -331,7 +344,14 @@ pub fn place(
             let mut refused = None;
             if let Err(why) = admit(&placement_of(&stages, r)) {
                 let ok = |st: &[Vec<usize>]| admit(&placement_of(st, r)).is_ok();
-                match forward::repair(&g, &stages, cross_ns, &ok) {
+                // The exact candidate becomes the best pipeline the executor runs; a
+                // heuristic's is mended with the fewest moves.
+                let fixed = if how.starts_with("pipeline/exact") {
+                    forward::best_admitted(&g, &stages, cross_ns, &ok)
+                } else {
+                    forward::repair(&g, &stages, cross_ns, &ok)
+                };
+                match fixed {
                     Some((fixed, ms)) => {
                         notes.push(format!(
                             "the executor refused the partition ({why}); repaired: {}",

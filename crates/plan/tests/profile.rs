@@ -150,8 +150,14 @@ fn a_refused_pipeline_of_the_isp_chain_is_repaired() {
     assert!(exact.runnable, "{placing}");
     assert!(!exact.moves.is_empty(), "{placing}");
     assert!(admit(&exact.placement()).is_ok());
-    assert!(exact.note.as_deref().unwrap().contains("repaired"), "{placing}");
+    assert!(
+        exact.note.as_deref().unwrap().contains("repaired"),
+        "{placing}"
+    );
     let best = placing.best().unwrap();
     assert!(admit(&best.placement()).is_ok());
     assert_eq!(best.stages.len(), 2, "{placing}");
+    // fw | router, napt: the only split the executor runs.
+    let stages: Vec<Vec<usize>> = exact.stages.iter().map(|s| s.nfs.clone()).collect();
+    assert_eq!(stages, vec![vec![0], vec![1, 2]], "{placing}");
 }

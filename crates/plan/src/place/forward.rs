@@ -121,7 +121,21 @@ fn less(a: f64, b: f64) -> bool {
 /// whether the search covered every forward-only pipeline; `None` for an empty graph or
 /// more than 64 nodes.
 pub fn exact(g: &Graph, max_stages: usize, cross_ns: f64) -> Option<(Vec<Vec<usize>>, bool)> {
+    exact_stages(g, 1, max_stages, cross_ns)
+}
+
+/// [`exact`] among the pipelines of `min_stages` to `max_stages` stages (`None` also when
+/// there are fewer nodes than `min_stages`).
+pub fn exact_stages(
+    g: &Graph,
+    min_stages: usize,
+    max_stages: usize,
+    cross_ns: f64,
+) -> Option<(Vec<Vec<usize>>, bool)> {
     let n = g.nodes.len();
+    if min_stages > n || min_stages > max_stages.max(1) {
+        return None;
+    }
     if n == 0 || n > MAX_NODES {
         return None;
     }
@@ -172,7 +186,7 @@ pub fn exact(g: &Graph, max_stages: usize, cross_ns: f64) -> Option<(Vec<Vec<usi
     }
     let last = index[&full];
     let mut chosen: Option<(f64, usize)> = None;
-    for (j, row) in best.iter().enumerate().skip(1) {
+    for (j, row) in best.iter().enumerate().skip(min_stages.max(1)) {
         if let Some((b, _)) = row[last] {
             if chosen.is_none_or(|(x, _)| less(b, x)) {
                 chosen = Some((b, j));
@@ -358,6 +372,31 @@ pub fn repair(
     cross_ns: f64,
     admit: &dyn Fn(&[Vec<usize>]) -> bool,
 ) -> Option<(Vec<Vec<usize>>, Vec<Move>)> {
+    search(g, stages, cross_ns, admit, false)
+}
+
+/// The fastest forward-only pipeline of 2 up to as many stages as `stages` that `admit`
+/// accepts (fewest NFs moved from `stages` among equals): the exact optimum among the
+/// pipelines the executor runs, when there are at most [`REPAIR_LIMIT`]. Returns it with
+/// the moves from `stages`, as [`repair`] does.
+pub fn best_admitted(
+    g: &Graph,
+    stages: &[Vec<usize>],
+    cross_ns: f64,
+    admit: &dyn Fn(&[Vec<usize>]) -> bool,
+) -> Option<(Vec<Vec<usize>>, Vec<Move>)> {
+    search(g, stages, cross_ns, admit, true)
+}
+
+/// [`repair`] (`fastest`: false, fewest moves first) and [`best_admitted`] (fastest
+/// first).
+fn search(
+    g: &Graph,
+    stages: &[Vec<usize>],
+    cross_ns: f64,
+    admit: &dyn Fn(&[Vec<usize>]) -> bool,
+    fastest: bool,
+) -> Option<(Vec<Vec<usize>>, Vec<Move>)> {
     let n = g.nodes.len();
     let mut was = vec![usize::MAX; n];
     for (s, st) in stages.iter().enumerate() {
@@ -368,7 +407,15 @@ pub fn repair(
         }
     }
     let order = flow_order(g);
-    let mut best: Option<(usize, f64, Vec<Vec<usize>>)> = None;
+    // (moves, bottleneck) ordered as asked: is `a` strictly better than `b`?
+    let ahead = |a: (usize, f64), b: (usize, f64)| {
+        if fastest {
+            less(a.1, b.1) || (!less(b.1, a.1) && a.0 < b.0)
+        } else {
+            a.0 < b.0 || (a.0 == b.0 && less(a.1, b.1))
+        }
+    };
+    let mut best: Option<((usize, f64), Vec<Vec<usize>>)> = None;
     for masks in pipelines(g, stages.len().max(2), REPAIR_LIMIT) {
         let st: Vec<Vec<usize>> = masks
             .iter()
@@ -379,21 +426,15 @@ pub fn repair(
             .enumerate()
             .map(|(s, nodes)| nodes.iter().filter(|&&v| was[v] != s).count())
             .sum::<usize>();
-        if best.as_ref().is_some_and(|(m, _, _)| moved > *m) {
-            continue;
-        }
-        let b = bottleneck(g, &st, cross_ns);
-        if best
-            .as_ref()
-            .is_some_and(|(m, x, _)| moved == *m && !less(b, *x))
-        {
+        let key = (moved, bottleneck(g, &st, cross_ns));
+        if best.as_ref().is_some_and(|(k, _)| !ahead(key, *k)) {
             continue;
         }
         if admit(&st) {
-            best = Some((moved, b, st));
+            best = Some((key, st));
         }
     }
-    let (_, _, st) = best?;
+    let (_, st) = best?;
     let mut moves = Vec::new();
     for (s, nodes) in st.iter().enumerate() {
         for &v in nodes {

@@ -1,4 +1,4 @@
-use super::forward::{self, brute_force, exact, is_forward, repair};
+use super::forward::{self, best_admitted, brute_force, exact, is_forward, repair};
 use super::partition::{cluster, exhaustive, metis, refine};
 use super::*;
 use proptest::prelude::*;
@@ -106,9 +106,23 @@ fn predicted_rate_replicas_against_pipeline() {
         .as_deref()
         .unwrap()
         .contains("state on the way back"));
-    // Crossing too costly: the pipeline loses to a single core even with one flow.
+    // Crossing too costly: the pipeline loses to a single core even with one flow; the
+    // best pipeline using both workers is listed beside the exact one of one stage.
     let p = place(&g, 2, 1000.0, &|r| r as f64, &|_| Ok(()));
     assert_eq!(p.chosen, 0);
+    let exact1 = p
+        .candidates
+        .iter()
+        .find(|c| c.how == "pipeline/exact")
+        .unwrap();
+    assert_eq!(exact1.stages.len(), 1);
+    let all = p
+        .candidates
+        .iter()
+        .find(|c| c.how == "pipeline/exact-all")
+        .unwrap();
+    assert_eq!(all.stages.len(), 2);
+    assert!(close(all.bottleneck_ns(), 1300.0), "{p}");
 }
 
 #[test]
@@ -326,6 +340,12 @@ fn exact_finds_the_best_cut_of_a_chain() {
     let (stages, _) = exact(&g, 4, 5.0).unwrap();
     assert_eq!(stages, vec![vec![0], vec![1], vec![2], vec![3]]);
     assert!(exact(&Graph::default(), 2, 1.0).is_none());
+    // Exactly two stages, however dear the crossing.
+    let g = chain(&[100.0, 200.0, 100.0]);
+    let (stages, _) = forward::exact_stages(&g, 2, 2, 1000.0).unwrap();
+    assert_eq!(stages.len(), 2);
+    assert!(close(forward::bottleneck(&g, &stages, 1000.0), 1300.0));
+    assert!(forward::exact_stages(&g, 4, 4, 1.0).is_none());
 }
 
 /// a → b, a → c, b → d, costs 10, 100, 100, 10: the best forward split {a, c} | {b, d}
@@ -435,6 +455,17 @@ fn place_repairs_a_refused_pipeline_and_says_what_moved() {
     let best = p.best().unwrap();
     assert!(refuse(&best.placement()).is_ok());
     assert_eq!(best.stages.len(), 2, "{p}");
+    // Among runnable pipelines, none is predicted faster than the exact one.
+    for c in p
+        .candidates
+        .iter()
+        .filter(|c| c.runnable && c.how != "replicas")
+    {
+        assert!(
+            c.predicted_pps <= exact3.predicted_pps * (1.0 + 1e-9),
+            "{p}"
+        );
+    }
 }
 
 proptest! {
@@ -460,6 +491,13 @@ proptest! {
         let optimum = forward::bottleneck(&g, &stages, cross);
         let brute = brute_force(&g, k, cross).unwrap();
         prop_assert!(close(optimum, brute), "exact {} vs brute force {}", optimum, brute);
+        if let Some((all, _)) = forward::exact_stages(&g, k, k, cross) {
+            prop_assert_eq!(all.len(), k);
+            prop_assert!(is_forward(&g, &all));
+            prop_assert!(forward::bottleneck(&g, &all, cross) >= optimum - 1e-6);
+        } else {
+            prop_assert!(n < k);
+        }
         let m = Machine::cores(k, cross);
         let free = m.bottleneck(&g, &exhaustive(&g, &m).unwrap());
         prop_assert!(free <= optimum + 1e-6);
@@ -486,11 +524,46 @@ proptest! {
         let start: Vec<Vec<usize>> = (0..k)
             .map(|s| (s * n / k..(s + 1) * n / k).collect())
             .collect();
-        if let Some((st, moves)) = repair(&g, &start, 5.0, &admit) {
-            prop_assert!(admit(&st));
-            prop_assert!(is_forward(&g, &st));
-            prop_assert!(st.len() > 1);
+        // The best accepted forward pipeline of 2..=k stages, by trying every mapping.
+        let mut truth: Option<f64> = None;
+        let mut assign = vec![0usize; n];
+        'all: loop {
+            if assign.windows(2).all(|w| w[0] <= w[1]) {
+                let st: Vec<Vec<usize>> = (0..k)
+                    .map(|s| (0..n).filter(|&v| assign[v] == s).collect::<Vec<_>>())
+                    .filter(|s| !s.is_empty())
+                    .collect();
+                if st.len() > 1 && admit(&st) {
+                    let b = forward::bottleneck(&g, &st, 5.0);
+                    truth = Some(truth.map_or(b, |t: f64| t.min(b)));
+                }
+            }
+            let mut i = 0;
+            loop {
+                if i == n {
+                    break 'all;
+                }
+                assign[i] += 1;
+                if assign[i] < k {
+                    break;
+                }
+                assign[i] = 0;
+                i += 1;
+            }
+        }
+        let fewest = repair(&g, &start, 5.0, &admit);
+        let fastest = best_admitted(&g, &start, 5.0, &admit);
+        prop_assert_eq!(fewest.is_some(), truth.is_some());
+        prop_assert_eq!(fastest.is_some(), truth.is_some());
+        if let (Some((st, moves)), Some((best, _)), Some(t)) = (fewest, fastest, truth) {
+            for s in [&st, &best] {
+                prop_assert!(admit(s));
+                prop_assert!(is_forward(&g, s));
+                prop_assert!(s.len() > 1 && s.len() <= k);
+            }
             prop_assert!(!moves.is_empty() || admit(&start));
+            prop_assert!(close(forward::bottleneck(&g, &best, 5.0), t));
+            prop_assert!(forward::bottleneck(&g, &st, 5.0) >= t - 1e-6);
         }
     }
 
