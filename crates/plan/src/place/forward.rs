@@ -15,6 +15,9 @@ use super::flow_order;
 use super::model::{Graph, Machine};
 use std::collections::HashMap;
 
+/// Node indices per stage, in pipeline order.
+pub type Stages = Vec<Vec<usize>>;
+
 /// The most downsets [`exact`] enumerates; beyond, it searches the prefixes of
 /// [`flow_order`] only (still exact among contiguous cuts of that order).
 pub const DOWNSET_LIMIT: usize = 512;
@@ -415,7 +418,8 @@ fn search(
             a.0 < b.0 || (a.0 == b.0 && less(a.1, b.1))
         }
     };
-    let mut best: Option<((usize, f64), Vec<Vec<usize>>)> = None;
+    // ((moves, bottleneck), stages) of the best so far.
+    let mut best: Option<((usize, f64), Stages)> = None;
     for masks in pipelines(g, stages.len().max(2), REPAIR_LIMIT) {
         let st: Vec<Vec<usize>> = masks
             .iter()
