@@ -333,6 +333,56 @@ fn quick_bench_runs_every_scenario_and_prints_json_records() {
             ));
         }
     }
+    // Placement: the plan `fusebox plan --profile` made from the scenario's trace, run by the
+    // pipeline runtime, beside one core and two replicas, each with the planner's prediction.
+    for (mode, workers) in [("naive", 1), ("naive", 2)] {
+        let r = find(
+            &records,
+            &[
+                ("scenario", "placement".into()),
+                ("chain", "isp".into()),
+                ("mode", mode.into()),
+                ("workers", workers.into()),
+            ],
+        );
+        check_config(r, 64);
+    }
+    let plan = find(
+        &records,
+        &[
+            ("scenario", "placement".into()),
+            ("chain", "isp".into()),
+            ("mode", "plan".into()),
+        ],
+    );
+    triple(&plan["mpps"]);
+    for key in ["naive 3", "naive 3 x2", "plan 3"] {
+        let r = find(
+            &records,
+            &[
+                ("scenario", "placement".into()),
+                ("chain", "isp".into()),
+                ("prediction", key.into()),
+            ],
+        );
+        for k in ["predicted_mpps", "measured_mpps", "measured_over_one_core"] {
+            assert!(r[k].as_f64().unwrap() > 0.0, "{k}: {r}");
+        }
+    }
+    triple(find(
+        &records,
+        &[
+            ("scenario", "placement".into()),
+            ("chain", "isp".into()),
+            ("ratio", "plan 3 / naive 3 x2".into()),
+        ],
+    ));
+    let written = plan::file::PlanFile::load(&out.join("placement-isp.plan")).unwrap();
+    let isp = chain::ChainFile::load(&root().join("examples/isp/chain.toml")).unwrap();
+    written
+        .check(&isp, &out.join("placement-isp.plan"))
+        .unwrap();
+    assert!(written.predicted.unwrap().overall > 0.0);
     assert_eq!(
         find(
             &records,
