@@ -419,7 +419,9 @@ impl Uml {
             })
             .collect();
         // A shell script as init: the host's file system is UML's root, so everything it
-        // writes goes to this directory only; Python writes no bytecode (-B).
+        // writes goes to this directory only; Python writes no bytecode (-B). The setup
+        // stops at its first failure (`set -e` in a subshell whose status is read after:
+        // as an `if` condition it would be ignored), and UML powers off without the peer.
         write(
             "init",
             &format!(
@@ -430,13 +432,14 @@ impl Uml {
                  mount -t proc proc /proc\n\
                  mount -t sysfs sysfs /sys\n\
                  echo {d}/modprobe > /proc/sys/kernel/modprobe\n\
-                 if (set -e\n\
+                 (set -e\n\
                  \x20 modprobe -d {d} xfrm_user\n\
                  \x20 modprobe -d {d} esp4\n\
                  \x20 ip link set lo up\n\
                  \x20 ip link set vec0 up\n\
                  \x20 ip addr add {KERN}/24 dev vec0\n\
-                 {setup}); then\n\
+                 {setup})\n\
+                 if [ $? = 0 ]; then\n\
                  \x20 python3 -I -B -S {d}/peer.py {d} {KERN_INNER} {KERN_DPORT} {KERN_SPORT} \
                  {FB_INNER} {FB_DPORT} {expect}\n\
                  fi\n\
