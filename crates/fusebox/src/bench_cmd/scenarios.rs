@@ -94,7 +94,7 @@ pub(super) const SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "placement",
-        about: "NFCompass §V.C: examples/isp and a DPI chain (firewall, router, SnortIDS with the Snort community rules) run to completion on one core and as two replicas, against pipelines on two cores (fusebox run --plan); predicted rates from per-NF costs",
+        about: "NFCompass §V.C: examples/isp and a DPI chain (firewall, router, SnortIDS with the Snort community rules) placed on two workers by fusebox plan --profile over the scenario's trace and run by fusebox run --plan, against one core, two run-to-completion replicas and one NF per core; the planner's predicted rates beside the measured ones",
         run: super::placement::placement,
     },
     Scenario {
