@@ -13,6 +13,7 @@
 
 use super::flow_order;
 use super::model::{Graph, Machine};
+use super::partition::next_assignment;
 use std::collections::HashMap;
 
 /// Node indices per stage, in pipeline order.
@@ -238,16 +239,7 @@ pub fn brute_force(g: &Graph, max_stages: usize, cross_ns: f64) -> Option<f64> {
     let mut assign = vec![0usize; n];
     let mut best = m.bottleneck(g, &assign);
     loop {
-        let mut i = 0;
-        while i < n {
-            assign[i] += 1;
-            if assign[i] < k {
-                break;
-            }
-            assign[i] = 0;
-            i += 1;
-        }
-        if i == n {
+        if !next_assignment(&mut assign, k) {
             return Some(best);
         }
         if forward.iter().all(|&(a, b)| assign[a] <= assign[b]) {

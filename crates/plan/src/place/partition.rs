@@ -24,6 +24,19 @@ fn better(a: (f64, f64), b: (f64, f64)) -> bool {
     a.0 <= b.0 + eps(b.0) && a.1 < b.1 - eps(b.1)
 }
 
+/// Steps `assign` (each node's processor, `0..k`) to the next mapping, counting in base
+/// `k`; `false` (and all zeros) after the last.
+pub(super) fn next_assignment(assign: &mut [usize], k: usize) -> bool {
+    for a in assign.iter_mut() {
+        *a += 1;
+        if *a < k {
+            return true;
+        }
+        *a = 0;
+    }
+    false
+}
+
 /// The largest graph [`exhaustive`] searches: processors^nodes at most this.
 pub const EXHAUSTIVE_LIMIT: f64 = 2e6;
 
@@ -39,17 +52,7 @@ pub fn exhaustive(g: &Graph, m: &Machine) -> Option<Vec<usize>> {
     let mut best = assign.clone();
     let mut best_score = score(&m.times(g, &assign));
     loop {
-        // The next assignment, counting in base k.
-        let mut i = 0;
-        while i < n {
-            assign[i] += 1;
-            if assign[i] < k {
-                break;
-            }
-            assign[i] = 0;
-            i += 1;
-        }
-        if i == n {
+        if !next_assignment(&mut assign, k) {
             return Some(best);
         }
         let s = score(&m.times(g, &assign));

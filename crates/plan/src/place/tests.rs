@@ -1,5 +1,5 @@
 use super::forward::{self, best_admitted, brute_force, exact, is_forward, repair};
-use super::partition::{cluster, exhaustive, metis, refine};
+use super::partition::{cluster, exhaustive, metis, next_assignment, refine};
 use super::*;
 use proptest::prelude::*;
 
@@ -527,7 +527,7 @@ proptest! {
         // The best accepted forward pipeline of 2..=k stages, by trying every mapping.
         let mut truth: Option<f64> = None;
         let mut assign = vec![0usize; n];
-        'all: loop {
+        loop {
             if assign.windows(2).all(|w| w[0] <= w[1]) {
                 let st: Vec<Vec<usize>> = (0..k)
                     .map(|s| (0..n).filter(|&v| assign[v] == s).collect::<Vec<_>>())
@@ -538,17 +538,8 @@ proptest! {
                     truth = Some(truth.map_or(b, |t: f64| t.min(b)));
                 }
             }
-            let mut i = 0;
-            loop {
-                if i == n {
-                    break 'all;
-                }
-                assign[i] += 1;
-                if assign[i] < k {
-                    break;
-                }
-                assign[i] = 0;
-                i += 1;
+            if !next_assignment(&mut assign, k) {
+                break;
             }
         }
         let fewest = repair(&g, &start, 5.0, &admit);
