@@ -339,6 +339,9 @@ pub fn place(
             }
             found.push((how, stages, notes));
         }
+        // The exact pipeline as listed (the best of exactly `s` stages is not listed again
+        // when its repair makes it that).
+        let mut exact_listed: Option<Vec<Vec<usize>>> = None;
         for (how, mut stages, mut notes) in found {
             let mut moves = Vec::new();
             let mut refused = None;
@@ -366,9 +369,20 @@ pub fn place(
                     None => refused = Some(why),
                 }
             }
+            if how == "pipeline/exact" {
+                exact_listed = Some(stages.clone());
+            } else if how == "pipeline/exact-all" && exact_listed.as_ref() == Some(&stages) {
+                continue;
+            }
             if stages.len() < s {
+                // Fewer stages: the repair merged some, or more stages predict no faster.
+                let why = if moves.is_empty() {
+                    ": more stages predict no faster"
+                } else {
+                    ""
+                };
                 notes.push(format!(
-                    "{} of {s} workers per replica used: crossing costs more than it saves",
+                    "{} of {s} workers per replica used{why}",
                     stages.len()
                 ));
             }

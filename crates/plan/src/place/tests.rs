@@ -455,6 +455,25 @@ fn place_repairs_a_refused_pipeline_and_says_what_moved() {
     let best = p.best().unwrap();
     assert!(refuse(&best.placement()).is_ok());
     assert_eq!(best.stages.len(), 2, "{p}");
+    // The exact pipeline uses two stages of three (a third predicts no faster); the best of
+    // three, once repaired, is the same and is not listed twice.
+    let g3 = chain(&[100.0, 10.0, 10.0]);
+    let q = place(&g3, 3, 5.0, &|r| r as f64, &refuse);
+    let hows: Vec<&str> = q.candidates.iter().map(|c| c.how.as_str()).collect();
+    assert!(!hows.contains(&"pipeline/exact-all"), "{q}");
+    let e = q
+        .candidates
+        .iter()
+        .find(|c| c.how == "pipeline/exact")
+        .unwrap();
+    assert_eq!(e.stages.len(), 2, "{q}");
+    assert!(
+        e.note
+            .as_deref()
+            .unwrap()
+            .contains("2 of 3 workers per replica used: more stages predict no faster"),
+        "{q}"
+    );
     // Among runnable pipelines, none is predicted faster than the exact one.
     for c in p
         .candidates
