@@ -28,7 +28,15 @@ const SERVICE: Ipv4Addr = Ipv4Addr::new(10, 9, 1, 2);
 /// Where the source's route points: a MAC no one has.
 const NOWHERE: [u8; 6] = [2, 0, 0, 0, 0, 0xfe];
 /// (SPI, source port, destination port) of each chain's probe flow.
-const FLOWS: [(u32, u16, u16); 2] = [(100, 5100, 7100), (200, 5200, 7200)];
+const FLOWS: [(u32, u16, u16); 3] = [(100, 5100, 7100), (200, 5200, 7200), (300, 5400, 7400)];
+
+/// The classifier rule of chain `spi`'s probe flow (JSON), entering on the source's port.
+fn rule(spi: u32) -> String {
+    let (_, sport, dport) = FLOWS.iter().find(|f| f.0 == spi).unwrap();
+    format!(
+        r#"{{"src": "{SRC}", "dst": "{SERVICE}", "proto": "udp", "sport": {sport}, "dport": {dport}, "iface": "src"}}"#
+    )
+}
 
 /// True when the test can run here; otherwise says why (panics under CI=true).
 fn can_run(test: &str) -> bool {
@@ -146,12 +154,6 @@ const HOSTS: [&str; 2] = ["server1", "server2"];
 /// The chain file of Fig. 5.10 with classifiers, chain 100 through `c100`, 200 through
 /// `c200`; `hosts`: the host names (unique per test: the agents' pins are named by them).
 fn chain_file(hosts: &[String; 2], c100: &[&str], c200: &[&str]) -> String {
-    let rule = |spi: u32| {
-        let (_, sport, dport) = FLOWS.iter().find(|f| f.0 == spi).unwrap();
-        format!(
-            r#"{{"src": "{SRC}", "dst": "{SERVICE}", "proto": "udp", "sport": {sport}, "dport": {dport}, "iface": "src"}}"#
-        )
-    };
     let nodes = |n: &[&str]| {
         n.iter()
             .map(|t| format!("\"{t}\""))
@@ -181,8 +183,38 @@ fn chain_file(hosts: &[String; 2], c100: &[&str], c200: &[&str]) -> String {
     )
 }
 
+/// A topology on the two hosts: its SFs, direct links and chain file.
+struct Topo {
+    /// (host index, tag, address on the fabric) of every SF (Linux routers, `to_host`).
+    sfs: Vec<(usize, &'static str, Ipv4Addr)>,
+    /// Direct links (from tag, to tag) between SFs of one host: `from` sends the service
+    /// prefix over it (its `iface_out`), `to` receives on it (its `iface_in`).
+    links: Vec<(&'static str, &'static str)>,
+    /// The chain file, given the hosts' names.
+    file: fn(&[String; 2]) -> String,
+}
+
+impl Topo {
+    /// Fig. 5.10: sf1 and sf2 on server1, sf3 on server2.
+    fn fig_5_10() -> Topo {
+        Topo {
+            sfs: vec![
+                (0, "sf1", Ipv4Addr::new(10, 9, 0, 11)),
+                (0, "sf2", Ipv4Addr::new(10, 9, 0, 12)),
+                (1, "sf3", Ipv4Addr::new(10, 9, 0, 13)),
+            ],
+            links: Vec::new(),
+            file: |h| chain_file(h, &["sf2", "sf3"], &["sf1", "sf3"]),
+        }
+    }
+}
+
 impl World {
     fn new() -> World {
+        World::with(Topo::fig_5_10())
+    }
+
+    fn with(topo: Topo) -> World {
         let etcd = Etcd::start().expect("etcd");
         let dir = etcd.dir().join("world");
         std::fs::create_dir_all(&dir).unwrap();
@@ -191,14 +223,11 @@ impl World {
             lab.host(h).unwrap();
         }
         lab.join("server1", "server2").unwrap();
-        let sfs = vec![
-            lab.sf("server1", "sf1", Ipv4Addr::new(10, 9, 0, 11))
-                .unwrap(),
-            lab.sf("server1", "sf2", Ipv4Addr::new(10, 9, 0, 12))
-                .unwrap(),
-            lab.sf("server2", "sf3", Ipv4Addr::new(10, 9, 0, 13))
-                .unwrap(),
-        ];
+        let sfs: Vec<Sf> = topo
+            .sfs
+            .iter()
+            .map(|&(h, tag, ip)| lab.sf(HOSTS[h], tag, ip).unwrap())
+            .collect();
         let src = lab.endpoint("server1", "src", SRC).unwrap();
         let dst = lab.endpoint("server2", "dst", DST).unwrap();
         let (sns, dns) = (lab.netns("src"), lab.netns("dst"));
@@ -226,18 +255,41 @@ impl World {
             )
             .unwrap();
         }
+        // Direct links: /30s out of 10.9.200.0/24, the sender's route over the link.
+        let mut link_in: Vec<&str> = Vec::new();
+        let mut link_out: Vec<&str> = Vec::new();
+        for (k, &(a, b)) in topo.links.iter().enumerate() {
+            let sf = |t: &str| sfs.iter().find(|s| s.tag == t).unwrap().clone();
+            let (sa, sb) = (sf(a), sf(b));
+            let base = 4 * k as u8;
+            let (ia, ib) = (
+                Ipv4Addr::new(10, 9, 200, base + 1),
+                Ipv4Addr::new(10, 9, 200, base + 2),
+            );
+            let (_, eb) = lab.direct_link(&sa, &sb, ia, ib).unwrap();
+            lab.route(&lab.netns(a), "10.9.1.0/24", ib, &eb.mac, "dl0")
+                .unwrap();
+            link_out.push(a);
+            link_in.push(b);
+        }
         let hosts = [lab.netns(HOSTS[0]), lab.netns(HOSTS[1])];
         let chains = dir.join("chains.json");
-        std::fs::write(
-            &chains,
-            chain_file(&hosts, &["sf2", "sf3"], &["sf1", "sf3"]),
-        )
-        .unwrap();
+        std::fs::write(&chains, (topo.file)(&hosts)).unwrap();
         for h in HOSTS {
             let mut conf = format!("namespace = \"{}\"\n", lab.netns(h));
             for sf in sfs.iter().filter(|s| s.host == h) {
+                let iface_in = if link_in.contains(&sf.tag.as_str()) {
+                    "dl0"
+                } else {
+                    "eth0"
+                };
+                let iface_out = if link_out.contains(&sf.tag.as_str()) {
+                    "dl0"
+                } else {
+                    "eth0"
+                };
                 conf += &format!(
-                    "\n[[sf]]\ntag = \"{}\"\nnamespace = \"{}\"\niface_in = {{ name = \"eth0\" }}\n",
+                    "\n[[sf]]\ntag = \"{}\"\nnamespace = \"{}\"\niface_in = {{ name = \"{iface_in}\" }}\niface_out = {{ name = \"{iface_out}\" }}\n",
                     sf.tag,
                     lab.netns(&sf.tag)
                 );
@@ -325,6 +377,11 @@ impl World {
 
     /// The decapsulations SF `tag`'s Dec has done (its pinned counters).
     fn dec_done(&self, tag: &str) -> u64 {
+        self.counter(tag, CounterStage::Dec, Counter::Done)
+    }
+
+    /// Counter `c` of stage `stage` in SF `tag`'s instance (0 when it has none).
+    fn counter(&self, tag: &str, stage: CounterStage, c: Counter) -> u64 {
         let sf = self.sfs.iter().find(|s| s.tag == tag).unwrap();
         let host = self.lab.netns(&sf.host);
         // Reopens the agent's pinned maps, and leaves them as they are (an instance the
@@ -337,9 +394,7 @@ impl World {
             return 0;
         };
         i.keep();
-        i.counters(CounterStage::Dec)
-            .map(|c| c.get(Counter::Done))
-            .unwrap_or(0)
+        i.counters(stage).map(|k| k.get(c)).unwrap_or(0)
     }
 }
 
@@ -523,4 +578,112 @@ fn an_agent_with_a_forged_certificate_is_refused() {
     let got = probes(&w.sender(200), &w.receiver(200), 200, 0, 50);
     assert_eq!(got.len(), 50);
     let _ = agent.alive();
+}
+
+/// Packets interface `dev` of namespace `ns` received (its kernel statistics).
+fn rx_packets(ns: &str, dev: &str) -> u64 {
+    lab::exec_in(
+        ns,
+        "cat",
+        &[&format!("/sys/class/net/{dev}/statistics/rx_packets")],
+    )
+    .unwrap()
+    .trim()
+    .parse()
+    .unwrap()
+}
+
+/// Sends `n` payloads of `len` bytes (each distinct) of chain `spi` and checks that each
+/// arrives whole.
+fn whole_payloads(w: &World, spi: u32, n: u32, len: usize) {
+    let (tx, rx) = (w.sender(spi), w.receiver(spi));
+    let (_, _, dport) = FLOWS.iter().find(|f| f.0 == spi).unwrap();
+    let mut buf = vec![0u8; 2048];
+    for i in 0..n {
+        let p: Vec<u8> = (0..len).map(|k| (k as u32 * 7 + i) as u8).collect();
+        tx.send_to(&p, SocketAddrV4::new(SERVICE, *dport)).unwrap();
+        let k = rx
+            .recv(&mut buf)
+            .unwrap_or_else(|e| panic!("payload {i} of {len} bytes did not arrive: {e}"));
+        assert_eq!(&buf[..k], &p[..], "payload {i} arrived changed");
+    }
+}
+
+/// Chain 300 = sf1 → sf2 → sf3 with sf1 and sf2 on server1 joined by a direct link.
+fn direct_link_file(h: &[String; 2]) -> String {
+    format!(
+        r#"{{
+  "chains": [
+    {{"id": 300, "nodes": ["sf1", "sf2", "sf3"], "entry": "{h1}", "classifier": [{}]}}
+  ],
+  "functions": [
+    {{"tag": "sf1", "type": "linux-router", "host": "{h1}", "to_host": true}},
+    {{"tag": "sf2", "type": "linux-router", "host": "{h1}", "to_host": true}},
+    {{"tag": "sf3", "type": "linux-router", "host": "{h2}", "to_host": true}}
+  ],
+  "direct_links": true
+}}
+"#,
+        rule(300),
+        h1 = h[0],
+        h2 = h[1],
+    )
+}
+
+#[test]
+fn a_direct_link_carries_traffic_between_two_sfs_of_one_host() {
+    if !can_run("a_direct_link_carries_traffic_between_two_sfs_of_one_host") {
+        return;
+    }
+    let mut topo = Topo::fig_5_10();
+    topo.links = vec![("sf1", "sf2")];
+    topo.file = direct_link_file;
+    let w = World::with(topo);
+    wait_path(&w, 300, Duration::from_secs(30));
+    let stat = |tag: &str, st: CounterStage, c: Counter| w.counter(tag, st, c);
+    let dl0 = |tag: &str| rx_packets(&w.lab.netns(tag), "dl0");
+    let before = (
+        stat("sf1", CounterStage::Dec, Counter::Done),
+        stat("sf2", CounterStage::Enc, Counter::Done),
+        stat("sf2", CounterStage::Fwd, Counter::Done),
+        stat("sf3", CounterStage::Dec, Counter::Done),
+        dl0("sf2"),
+    );
+    let got = probes(&w.sender(300), &w.receiver(300), 300, 0, 200);
+    assert_eq!(got.len(), 200, "{} of 200 probes arrived", got.len());
+    let after = (
+        stat("sf1", CounterStage::Dec, Counter::Done),
+        stat("sf2", CounterStage::Enc, Counter::Done),
+        stat("sf2", CounterStage::Fwd, Counter::Done),
+        stat("sf3", CounterStage::Dec, Counter::Done),
+        dl0("sf2"),
+    );
+    // sf1 decapsulates; sf2's Enc re-encapsulates from its static proxy entries (§5.5:
+    // Enc without Dec, a remote SF follows) and its Fwd sends to sf3.
+    assert_eq!(after.0 - before.0, 200, "sf1's Dec");
+    assert_eq!(after.1 - before.1, 200, "sf2's Enc (static proxy entries)");
+    assert_eq!(after.2 - before.2, 200, "sf2's Fwd");
+    assert_eq!(after.3 - before.3, 200, "sf3's Dec");
+    assert!(
+        after.4 - before.4 >= 200,
+        "sf2's end of the direct link received {} packets",
+        after.4 - before.4
+    );
+    // Between sf1 and sf2 no stage ran: sf1 has no Enc or Fwd, sf2 no Dec.
+    for (tag, st) in [
+        ("sf1", CounterStage::Enc),
+        ("sf1", CounterStage::Fwd),
+        ("sf2", CounterStage::Dec),
+    ] {
+        assert_eq!(
+            stat(tag, st, Counter::Packets),
+            0,
+            "{tag}'s {} saw packets",
+            st.name()
+        );
+    }
+    // Whole payloads of several sizes arrive unchanged.
+    for len in [1, 200, 1200] {
+        whole_payloads(&w, 300, 20, len);
+    }
 }
