@@ -687,3 +687,78 @@ fn a_direct_link_carries_traffic_between_two_sfs_of_one_host() {
         whole_payloads(&w, 300, 20, len);
     }
 }
+
+/// Chain 100 = sf2 → (sf3, or sf1 when sf3's host is gone), direct links off.
+fn alternative_file(h: &[String; 2]) -> String {
+    format!(
+        r#"{{
+  "chains": [
+    {{"id": 100, "nodes": ["sf2", ["sf3", "sf1"]], "entry": "{h1}", "classifier": [{}]}}
+  ],
+  "functions": [
+    {{"tag": "sf1", "type": "linux-router", "host": "{h1}", "to_host": true}},
+    {{"tag": "sf2", "type": "linux-router", "host": "{h1}", "to_host": true}},
+    {{"tag": "sf3", "type": "linux-router", "host": "{h2}", "to_host": true}}
+  ],
+  "direct_links": false
+}}
+"#,
+        rule(100),
+        h1 = h[0],
+        h2 = h[1],
+    )
+}
+
+#[test]
+fn a_dead_hosts_lease_expires_and_traffic_goes_around_it() {
+    if !can_run("a_dead_hosts_lease_expires_and_traffic_goes_around_it") {
+        return;
+    }
+    let mut topo = Topo::fig_5_10();
+    topo.file = alternative_file;
+    let mut w = World::with(topo);
+    wait_path(&w, 100, Duration::from_secs(30));
+    let (tx, rx) = (w.sender(100), w.receiver(100));
+    let (sf1, sf3) = (w.dec_done("sf1"), w.dec_done("sf3"));
+    assert_eq!(probes(&tx, &rx, 100, 0, 50).len(), 50);
+    assert_eq!(w.dec_done("sf3") - sf3, 50, "the path takes sf3 first");
+    assert_eq!(w.dec_done("sf1"), sf1, "and not sf1");
+    // server2's agent dies for good (SIGKILL: no clean-up, its lease is not revoked) and
+    // sf3 becomes unreachable (its port on server2's bridge goes down).
+    w.agents[1].take().unwrap().kill();
+    lab::exec_in(
+        &w.lab.netns("server2"),
+        "ip",
+        &["link", "set", "sf3", "down"],
+    )
+    .unwrap();
+    let dead = Instant::now();
+    assert!(
+        probes(&tx, &rx, 100, 100, 10).is_empty(),
+        "probes still arrive through an unreachable sf3"
+    );
+    // The lease (3 s) expires, the controller replans with sf1, server1's agent installs it.
+    let end = dead + Duration::from_secs(30);
+    let mut k = 1000;
+    loop {
+        assert!(
+            Instant::now() < end,
+            "traffic never went around the dead host"
+        );
+        if !probes(&tx, &rx, 100, k, 1).is_empty() {
+            break;
+        }
+        k += 1;
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let waited = dead.elapsed();
+    assert!(
+        waited >= Duration::from_millis(1500),
+        "the path moved after {waited:?}, before the lease could expire"
+    );
+    let (sf1, sf3) = (w.dec_done("sf1"), w.dec_done("sf3"));
+    let got = probes(&tx, &rx, 100, 10_000, 200);
+    assert_eq!(got.len(), 200, "around the dead host: {} of 200", got.len());
+    assert_eq!(w.dec_done("sf1") - sf1, 200, "through sf1 now");
+    assert_eq!(w.dec_done("sf3"), sf3, "and no longer through sf3");
+}
