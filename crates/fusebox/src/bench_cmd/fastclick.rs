@@ -488,7 +488,8 @@ fn executor(
     Ok(Executor::new(chain, &opts, |name, _| Ok(sink(name)))?)
 }
 
-/// Writes `records` as a pcap file FastClick's `FromDump` reads.
+/// Writes `records` as a pcap file (what FastClick's `FromDump` and `fusebox plan --profile`
+/// read).
 pub(super) fn write_trace(path: &Path, records: &[Record]) -> Result<(), CliError> {
     let mut w =
         ports::pcap::PcapWriter::create(path, packet::Precision::Micro, ports::pcap::DLT_EN10MB)?;

@@ -97,17 +97,6 @@ fn placement_of(chain: &ChainFile, spec: &str) -> Result<Placement, CliError> {
     plan::file::pipeline(chain, spec, 1).map_err(|e| CliError::Invalid(e.to_string()))
 }
 
-/// Writes `records` as a pcap file (the trace `fusebox plan --profile` reads).
-fn write_trace(path: &Path, records: &[Record]) -> Result<(), CliError> {
-    let mut w =
-        ports::pcap::PcapWriter::create(path, packet::Precision::Nano, ports::pcap::DLT_EN10MB)?;
-    for r in records {
-        w.write(r.timestamp, &r.data)?;
-    }
-    w.finish()?;
-    Ok(())
-}
-
 /// A configuration running `placement` of `chain` in the pipeline runtime over `records`
 /// (split over its replicas by the dispatcher); `Err` with the reason when the executor
 /// refuses it.
@@ -192,7 +181,7 @@ fn run_chain(
     };
     // `fusebox plan CHAIN --profile fw.eth0=TRACE --workers 2 --out PLAN`.
     let trace = b.out_dir.join(format!("placement-{name}.pcap"));
-    write_trace(&trace, records)?;
+    super::fastclick::write_trace(&trace, records)?;
     let plan_path = b.out_dir.join(format!("placement-{name}.plan"));
     let args = PlaceArgs {
         profile: Some(format!("fw.eth0={}", trace.display())),
