@@ -75,9 +75,11 @@ mod classify;
 mod error;
 mod fast;
 mod flows;
+mod merged;
 mod nsh;
 mod parallel;
 
+pub use merged::MergeRefused;
 pub use nsh::NshCounts;
 pub use parallel::{ParallelStats, Refused};
 
@@ -341,6 +343,9 @@ pub struct Executor {
     entry_hooks: bool,
     /// Packets that left by [`ExitSink::Handoff`] exits, in order, until taken.
     handoffs: Vec<Handoff>,
+    /// The merged mode's wiring (`Executor::enable_merged`): the edges as built and what
+    /// the elements stepped over would have counted.
+    merged: Option<Box<merged::MergedState>>,
 }
 
 /// The counters of a run, as the naive mode keeps them: per element, per edge, per NF and
@@ -751,6 +756,7 @@ impl Executor {
             par: None,
             entry_hooks: false,
             handoffs: Vec::new(),
+            merged: None,
         }
         .with_batch_plan()
         .with_nsh(chain.nsh))
@@ -818,9 +824,15 @@ impl Executor {
         &self.nfs
     }
 
-    /// The entry element for `NF.IFACE`, if the NF has a `FromDevice` for it.
+    /// The entry element for `NF.IFACE`, if the NF has a `FromDevice` for it. In the merged
+    /// mode ([`Executor::enable_merged`]) an interface a link joins is no entry: what was
+    /// stepped over was found for packets coming in by the chain's unlinked interfaces.
     pub fn entry(&self, e: &Endpoint) -> Option<(usize, usize)> {
-        self.entries.get(e).copied()
+        let at = self.entries.get(e).copied()?;
+        match &self.merged {
+            Some(m) if m.linked.contains(&(self.base[at.0] + at.1 as u32)) => None,
+            _ => Some(at),
+        }
     }
 
     /// Names of the exits, in order.
@@ -1607,7 +1619,7 @@ impl Executor {
     pub fn summary(&self) -> Summary {
         let (arrivals, out_count, all_drops, nf_counters, derived) = self.folded();
         let mut in_count = arrivals;
-        for (k, edge) in self.edges.iter().enumerate() {
+        for (k, edge) in self.built_edges().iter().enumerate() {
             if let Some(c) = in_count.get_mut(edge.element as usize) {
                 *c += out_count[k];
             }
@@ -2543,6 +2555,7 @@ impl Executor {
                 }
             }
         }
+        self.fold_merged(&mut out);
         (arrivals, out, drops, nfc, stats)
     }
 }

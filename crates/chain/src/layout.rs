@@ -1,5 +1,6 @@
 //! What the planner (`plan`, after NFCompass) decides and the executor runs, as plain data:
-//! NFs run side by side on copies of a packet ([`Parallel`]) and the chain cut into stages on
+//! NFs run side by side on copies of a packet ([`Parallel`]), elements stepped over because
+//! an earlier element already decided for them ([`Merged`]) and the chain cut into stages on
 //! workers ([`Placement`]). `plan` produces them; `chain` and `dataplane` run them. They are
 //! serde data: `plan::file` writes them into PLAN files (`fusebox run --plan`).
 
@@ -23,6 +24,43 @@ pub struct Parallel {
 pub struct Group {
     /// Indices into the executor's NFs ([`crate::Executor::nfs`]), in chain order.
     pub nfs: Vec<usize>,
+}
+
+/// Elements the merged mode steps over (NFCompass §IV.B.2, element merging), edge by edge:
+/// each [`Skip`] says that every packet leaving element `from` by output `output` would go
+/// through the elements of `over` untouched, each sending it out of the output named (a
+/// header check an equal check already passed, a lookup an identical one already
+/// answered), so that edge leads straight to where the last of them sends it. `plan::merge`
+/// finds them; [`crate::Executor::enable_merged`] rewires.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Merged {
+    /// The edges rewired, each at most once.
+    pub skips: Vec<Skip>,
+}
+
+/// One edge of the element graph rewired past the elements it led through.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Skip {
+    /// The element the edge leaves (global index, [`crate::Executor::element`]).
+    pub from: usize,
+    /// Its output the edge leaves by.
+    pub output: usize,
+    /// The elements stepped over, in path order: the edge led to the first, each one's
+    /// named output to the next.
+    pub over: Vec<Bypass>,
+}
+
+/// One element stepped over on a [`Skip`]'s path: it would have sent the packet out of
+/// `output`, untouched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Bypass {
+    /// The element (global index).
+    pub element: usize,
+    /// The output it would have sent the packet out of.
+    pub output: usize,
 }
 
 /// The chain cut into stages, each on a processor, packets crossing between them in order

@@ -17,8 +17,8 @@ pub mod reflect;
 pub mod summary;
 
 pub use exec::{
-    Executor, ExitSink, FastOptions, FastStats, FinishError, Handoff, Initial, Merge, NshCounts,
-    ParallelStats, Place, PreparedProgram, Refused, RunOptions, SetupError,
+    Executor, ExitSink, FastOptions, FastStats, FinishError, Handoff, Initial, Merge, MergeRefused,
+    NshCounts, ParallelStats, Place, PreparedProgram, Refused, RunOptions, SetupError,
 };
 pub use file::{
     Attach, ChainError, ChainErrorKind, ChainFile, Device, DeviceSpecError, Endpoint, NoInputError,

@@ -110,6 +110,8 @@ fn main() -> ExitCode {
     }
     // `--mode parallel` asks the planner for its groups (synth cannot call plan itself).
     synth::set_parallel_planner(|ex| plan::deps::parallel(ex).0);
+    // `--mode merged` asks it for the elements to step over.
+    synth::set_merge_planner(plan::merge::merged);
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Run(a) => run_cmd::run(a),

@@ -66,7 +66,8 @@ pub fn run(a: &PlanArgs) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The analysis: profiles (Table II), dependencies (Table III) and parallel groups.
+/// The analysis: profiles (Table II), dependencies (Table III), parallel groups and element
+/// merging.
 fn analysis(a: &PlanArgs, chain: &chain::ChainFile) -> Result<ExitCode, CliError> {
     let opts = RunOptions {
         defines: parse_defines(&a.defines)?,
@@ -75,6 +76,7 @@ fn analysis(a: &PlanArgs, chain: &chain::ChainFile) -> Result<ExitCode, CliError
     let ex = Executor::new(chain, &opts, |_, _| Ok(ExitSink::Count))?;
     let profiles = plan::profile::profiles(&ex);
     let (par, deps) = plan::deps::parallel_with(&ex, &profiles);
+    let (_, merge) = plan::merge::analyze(&ex, None);
     if a.place.profile.is_none() && a.out.is_some() {
         return Err(CliError::Invalid(
             "--out needs --pipeline 'NF,NF|NF' or --profile TRACE (a placement to write)".into(),
@@ -90,6 +92,7 @@ fn analysis(a: &PlanArgs, chain: &chain::ChainFile) -> Result<ExitCode, CliError
             "profiles": profiles,
             "dependencies": deps,
             "groups": groups,
+            "merge": merge,
             "placement": placed.as_ref().map(|p| p.json()),
         });
         outln!("{v}");
@@ -99,6 +102,8 @@ fn analysis(a: &PlanArgs, chain: &chain::ChainFile) -> Result<ExitCode, CliError
     outln!("{}", plan::profile::table(&profiles));
     outln!("Dependencies (Table III, field by field) and parallel groups\n");
     outln!("{}", deps.text());
+    outln!("Element merging (NFCompass §IV.B.2; --mode merged steps over what is taken)\n");
+    outln!("{}", merge.text());
     match &placed {
         Some(p) => outln!("Placement (NFCompass §IV.C)\n\n{}", p.text()),
         None => outln!("Placement: give --profile TRACE (the chain's costs are measured)"),

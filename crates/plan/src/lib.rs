@@ -11,5 +11,6 @@
 
 pub mod deps;
 pub mod file;
+pub mod merge;
 pub mod place;
 pub mod profile;

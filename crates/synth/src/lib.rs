@@ -13,7 +13,10 @@ pub mod show;
 mod walk;
 
 use chain::Executor;
-pub use mode::{parallel_layout, set_parallel_planner, Mode, ParallelPlanner, UnknownMode};
+pub use mode::{
+    merge_layout, parallel_layout, set_merge_planner, set_parallel_planner, MergePlanner, Mode,
+    ParallelPlanner, UnknownMode,
+};
 pub use walk::{synthesize, ClassReport, Synthesis};
 
 /// What synthesis made of a chain (for `fusebox synth` and `explain`).

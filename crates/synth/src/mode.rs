@@ -6,7 +6,7 @@
 //! executor side: see the `chain::exec` module documentation).
 
 use crate::Report;
-use chain::layout::Parallel;
+use chain::layout::{Merged, Parallel};
 use chain::{Executor, FastOptions};
 use std::fmt;
 use std::str::FromStr;
@@ -27,6 +27,11 @@ pub enum Mode {
     /// registered planner ([`set_parallel_planner`]) finds run side by side on copies of
     /// each packet, merged by XOR; every other NF runs as written.
     Parallel,
+    /// NFCompass' element merging ([`chain::Executor::enable_merged`]): the elements the
+    /// registered planner ([`set_merge_planner`]) finds redundant (a header check already
+    /// passed, a lookup already answered) are stepped over; everything else runs as
+    /// written.
+    Merged,
 }
 
 /// What [`Mode::Parallel`] asks for a chain's groups: a function of the executor (built
@@ -52,9 +57,35 @@ pub fn parallel_layout(ex: &Executor) -> Parallel {
     planner.map(|f| f(ex)).unwrap_or_default()
 }
 
+/// What [`Mode::Merged`] asks for the elements to step over: a function of the executor
+/// (built naive), registered as [`ParallelPlanner`] is (`plan::merge`).
+pub type MergePlanner = fn(&Executor) -> Merged;
+
+static MERGE_PLANNER: RwLock<Option<MergePlanner>> = RwLock::new(None);
+
+/// Registers the planner [`Mode::Merged`] asks (replacing an earlier one). Without one,
+/// [`Mode::Merged`] steps over nothing: the chain runs as written.
+pub fn set_merge_planner(planner: MergePlanner) {
+    if let Ok(mut p) = MERGE_PLANNER.write() {
+        *p = Some(planner);
+    }
+}
+
+/// The elements the registered merge planner steps over in `ex`'s chain (none without one).
+pub fn merge_layout(ex: &Executor) -> Merged {
+    let planner = MERGE_PLANNER.read().ok().and_then(|p| *p);
+    planner.map(|f| f(ex)).unwrap_or_default()
+}
+
 impl Mode {
     /// Every mode, the reference first.
-    pub const ALL: [Mode; 4] = [Mode::Naive, Mode::Synth, Mode::Fastpath, Mode::Parallel];
+    pub const ALL: [Mode; 5] = [
+        Mode::Naive,
+        Mode::Synth,
+        Mode::Fastpath,
+        Mode::Parallel,
+        Mode::Merged,
+    ];
 
     /// The modes the throughput benchmarks compare chain by chain (parallel branches have
     /// their own scenario, `fusebox bench --scenario parallel`).
@@ -67,14 +98,16 @@ impl Mode {
             Mode::Synth => "synth",
             Mode::Fastpath => "fastpath",
             Mode::Parallel => "parallel",
+            Mode::Merged => "merged",
         }
     }
 
     /// Installs the mode in `ex` (built naive by [`Executor::new`]): synthesis for
     /// [`Mode::Synth`] (its report returned; its established-flow table bounded by
     /// `fast.max_flows`), the fast path with `fast` for [`Mode::Fastpath`], the planner's
-    /// groups for [`Mode::Parallel`] (groups the executor refuses run as written), nothing
-    /// for [`Mode::Naive`]. It cannot fail.
+    /// groups for [`Mode::Parallel`] (groups the executor refuses run as written), the merge
+    /// planner's bypasses for [`Mode::Merged`] (likewise), nothing for [`Mode::Naive`]. It
+    /// cannot fail.
     pub fn install(self, ex: &mut Executor, fast: FastOptions) -> Option<Report> {
         match self {
             Mode::Naive => None,
@@ -89,6 +122,11 @@ impl Mode {
             Mode::Parallel => {
                 let layout = parallel_layout(ex);
                 ex.enable_parallel(&layout);
+                None
+            }
+            Mode::Merged => {
+                let merged = merge_layout(ex);
+                ex.enable_merged(&merged);
                 None
             }
         }
@@ -108,7 +146,7 @@ impl From<bool> for Mode {
 
 /// A mode name that is none of [`Mode::ALL`]'s (the text given).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown mode `{0}`: expected naive, synth, fastpath or parallel")]
+#[error("unknown mode `{0}`: expected naive, synth, fastpath, parallel or merged")]
 pub struct UnknownMode(pub String);
 
 impl FromStr for Mode {
@@ -119,6 +157,7 @@ impl FromStr for Mode {
             "synth" => Ok(Mode::Synth),
             "fastpath" => Ok(Mode::Fastpath),
             "parallel" => Ok(Mode::Parallel),
+            "merged" => Ok(Mode::Merged),
             _ => Err(UnknownMode(s.to_string())),
         }
     }
