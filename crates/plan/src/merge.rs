@@ -1144,8 +1144,7 @@ fn decide(
                     "still possible here: {}",
                     outs.iter().cloned().collect::<Vec<_>>().join(", ")
                 ));
-                o = None;
-                break;
+                return Err(why);
             }
         }
     }
@@ -1178,11 +1177,11 @@ fn decide(
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    let key = walk.model_id[g];
+    let class = ex.element(g).class_name();
     let by: BTreeSet<String> = know
         .facts
         .iter()
-        .filter(|f| f.by != g && f.key == key)
+        .filter(|f| f.by != g && ex.element(f.by).class_name() == class)
         .map(|f| ex.element_name(f.by))
         .collect();
     if skipped.is_empty() {
@@ -1194,8 +1193,8 @@ fn decide(
         ));
     } else {
         because.push(format!(
-            "every packet here went through an equal {} ({}): never {} here",
-            ex.element(g).class_name(),
+            "every packet here went through an equal or stronger {} ({}): never {} here",
+            class,
             by.into_iter().collect::<Vec<_>>().join(", "),
             skipped.join(", ")
         ));

@@ -1,0 +1,475 @@
+//! Element merging (`plan::merge`): the rules as a table (what is stepped over and what is
+//! refused, with the word of the reason), the examples, and naive = merged on each: the
+//! same packets, counters and state.
+
+use chain::{ChainFile, Endpoint, Executor, ExitSink, RunOptions};
+use plan::merge::{analyze, CandidateKind, MergeReport};
+use ports::gen::{generate, Anomalies, GenConfig, Mix, Rate};
+use ports::pcap::{PcapWriter, DLT_EN10MB};
+use proptest::prelude::*;
+use std::path::{Path, PathBuf};
+use synth::verify::{compare, run, run_installed, Mode};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A scratch directory for one test, removed when dropped.
+struct Dir(PathBuf);
+
+impl Dir {
+    fn new(test: &str) -> Dir {
+        let d = std::env::temp_dir().join(format!("plan-merge-{test}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        Dir(d)
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Writes a chain of NFs with these Click configurations (`n0.eth1 -- n1.eth0 ...`,
+/// entered at `n0.eth0`); a configuration without `FromDevice` is the body of
+/// `FromDevice(eth0) -> BODY -> ToDevice(eth1)`.
+fn write_chain(dir: &Path, configs: &[&str]) -> ChainFile {
+    let mut toml = String::new();
+    for (i, c) in configs.iter().enumerate() {
+        let text = if c.contains("FromDevice") {
+            c.to_string()
+        } else {
+            format!("FromDevice(eth0) -> {c} -> ToDevice(eth1);")
+        };
+        std::fs::write(dir.join(format!("n{i}.click")), text).unwrap();
+        toml.push_str(&format!("[nf.n{i}]\nclick = \"n{i}.click\"\n"));
+    }
+    for i in 1..configs.len() {
+        toml.push_str(&format!(
+            "[[link]]\nbetween = [\"n{}.eth1\", \"n{i}.eth0\"]\n",
+            i - 1
+        ));
+    }
+    toml.push_str("[[entry]]\nto = \"n0.eth0\"\n");
+    let path = dir.join("chain.toml");
+    std::fs::write(&path, toml).unwrap();
+    ChainFile::load(&path).unwrap()
+}
+
+fn executor(chain: &ChainFile) -> Executor {
+    Executor::new(chain, &RunOptions::default(), |_, _| Ok(ExitSink::Count)).unwrap()
+}
+
+/// A trace with expiring TTLs, bad checksums, IP options, cut frames and short lengths.
+fn trace(path: &Path, src: (&str, u8), dst: (&str, u8), seed: u64) {
+    let cfg = GenConfig {
+        packets: 1500,
+        flows: 60,
+        mix: Mix {
+            tcp: 2,
+            udp: 2,
+            icmp: 1,
+        },
+        src_prefix: (src.0.parse().unwrap(), src.1),
+        dst_prefix: (dst.0.parse().unwrap(), dst.1),
+        seed,
+        anomalies: Anomalies {
+            ttl_range: Some((1, 12)),
+            bad_ip_checksum: Rate(50_000),
+            ip_options: Rate(50_000),
+            truncated: Rate(20_000),
+            short_transport: Rate(20_000),
+            ..Anomalies::default()
+        },
+        ..GenConfig::default()
+    };
+    let mut w = PcapWriter::create(path, packet::Precision::Micro, DLT_EN10MB).unwrap();
+    for (ts, frame) in generate(&cfg) {
+        w.write(ts, &frame).unwrap();
+    }
+    w.finish().unwrap();
+}
+
+/// Runs `chain` naive and merged (the planner's skips installed, none refused) on `inputs`
+/// (and `reflect`): they must not differ. Returns the elements stepped over.
+fn naive_is_merged(
+    chain: &ChainFile,
+    inputs: &[(Endpoint, PathBuf)],
+    reflect: &[&str],
+) -> Vec<usize> {
+    let opts = RunOptions {
+        reflect: reflect
+            .iter()
+            .map(|r| Endpoint::parse(r).unwrap())
+            .collect(),
+        ..RunOptions::default()
+    };
+    let naive = run(chain, inputs, &opts, Mode::Naive).unwrap();
+    let mut skipped = Vec::new();
+    let merged = run_installed(chain, inputs, &opts, |ex| {
+        let (m, _) = analyze(ex, None);
+        let refused = ex.enable_merged(&m);
+        assert!(refused.is_empty(), "{refused:?}");
+        skipped = ex.merged_elements();
+    })
+    .unwrap();
+    let d = compare(&naive, &merged);
+    assert!(
+        d.is_empty(),
+        "merged differs from naive: {:?}",
+        &d[..d.len().min(5)]
+    );
+    assert!(naive.packets() > 0 || naive.summary.totals.dropped > 0);
+    skipped
+}
+
+fn candidate<'a>(r: &'a MergeReport, name: &str) -> Option<&'a plan::merge::Candidate> {
+    r.candidates.iter().find(|c| c.name == name)
+}
+
+const CHECK: &str = "Strip(14) -> CheckIPHeader -> Unstrip(14)";
+
+/// (NF configurations, element, stepped over?, a word of the reason).
+const RULES: &[(&[&str], &str, bool, &str)] = &[
+    // (a) the same check twice: the second never drops.
+    (&[CHECK, CHECK], "n1/CheckIPHeader@3", true, "never drop"),
+    // DecIPTTL keeps a valid checksum valid.
+    (
+        &["Strip(14) -> CheckIPHeader -> DecIPTTL -> Unstrip(14)", CHECK],
+        "n1/CheckIPHeader@3",
+        true,
+        "bad-ip-checksum",
+    ),
+    // A weaker check after a stronger one (no checksum test) is redundant...
+    (
+        &[CHECK, "Strip(14) -> CheckIPHeader(CHECKSUM false) -> Unstrip(14)"],
+        "n1/CheckIPHeader@3",
+        true,
+        "never drop",
+    ),
+    // ... a stronger after a weaker is not: the checksum was never checked.
+    (
+        &["Strip(14) -> CheckIPHeader(CHECKSUM false) -> Unstrip(14)", CHECK],
+        "n1/CheckIPHeader@3",
+        false,
+        "bad-ip-checksum",
+    ),
+    // A write over IPv4 header bytes (frame bytes 20..26: flags to checksum) in between.
+    (
+        &[
+            CHECK,
+            "StoreEtherAddress(00:00:00:00:00:01, 20) -> Strip(14) -> CheckIPHeader -> Unstrip(14)",
+        ],
+        "n1/CheckIPHeader@4",
+        false,
+        "StoreEtherAddress",
+    ),
+    // The checksum rewritten in between (conservative: its effect is not modelled as valid).
+    (
+        &[
+            "Strip(14) -> CheckIPHeader -> SetIPChecksum -> Unstrip(14)",
+            CHECK,
+        ],
+        "n1/CheckIPHeader@3",
+        false,
+        "SetIPChecksum",
+    ),
+    // An element declaring nothing in between: anything may have changed.
+    (
+        &[
+            CHECK,
+            "Strip(14) -> RoundRobinSwitch -> CheckIPHeader -> Unstrip(14)",
+        ],
+        "n1/CheckIPHeader@4",
+        false,
+        "RoundRobinSwitch",
+    ),
+    // A stateful element in between does not matter to a check (it counts either way).
+    (
+        &[CHECK, "Strip(14) -> Counter -> CheckIPHeader -> Unstrip(14)"],
+        "n1/CheckIPHeader@4",
+        true,
+        "never drop",
+    ),
+    // A check at another offset reads other bytes.
+    (
+        &[CHECK, "CheckIPHeader(0)"],
+        "n1/CheckIPHeader@2",
+        false,
+        "still possible",
+    ),
+    // (b) the same lookup twice, the first's answer the only way on.
+    (
+        &[
+            "FromDevice(eth0) -> Strip(14) -> CheckIPHeader -> rt :: RadixIPLookup(10.0.0.0/8 0, 0.0.0.0/0 1); rt[0] -> Discard; rt[1] -> Unstrip(14) -> ToDevice(eth1);",
+            "FromDevice(eth0) -> rt :: RadixIPLookup(10.0.0.0/8 0, 0.0.0.0/0 1); rt[0] -> Discard; rt[1] -> ToDevice(eth1);",
+        ],
+        "n1/rt",
+        true,
+        "never drop `no-route`, output 0",
+    ),
+    // Both answers reach the second: it must look again.
+    (
+        &[
+            "FromDevice(eth0) -> Strip(14) -> CheckIPHeader -> rt :: RadixIPLookup(10.0.0.0/8 0, 0.0.0.0/0 1); rt[0] -> Unstrip(14) -> ToDevice(eth1); rt[1] -> Unstrip(14) -> ToDevice(eth1);",
+            "FromDevice(eth0) -> rt :: RadixIPLookup(10.0.0.0/8 0, 0.0.0.0/0 1); rt[0] -> Discard; rt[1] -> ToDevice(eth1);",
+        ],
+        "n1/rt",
+        false,
+        "still possible here: output 0, output 1",
+    ),
+    // A classifier never crosses a writer of what it reads (the destination annotation).
+    (
+        &[
+            "FromDevice(eth0) -> Strip(14) -> CheckIPHeader -> rt :: RadixIPLookup(10.0.0.0/8 0, 0.0.0.0/0 1); rt[0] -> Discard; rt[1] -> Unstrip(14) -> ToDevice(eth1);",
+            "FromDevice(eth0) -> SetIPAddress(10.9.9.9) -> rt :: RadixIPLookup(10.0.0.0/8 0, 0.0.0.0/0 1); rt[0] -> Discard; rt[1] -> ToDevice(eth1);",
+        ],
+        "n1/rt",
+        false,
+        "dst_ip_anno by n1/SetIPAddress",
+    ),
+    // A pass-through does nothing: stepped over.
+    (&[CHECK, "Null"], "n1/Null@2", true, "unchanged"),
+];
+
+#[test]
+fn rules_as_a_table() {
+    let dir = Dir::new("rules");
+    let t = trace_at(&dir.0);
+    for (i, (configs, element, taken, word)) in RULES.iter().enumerate() {
+        let sub = dir.0.join(i.to_string());
+        std::fs::create_dir_all(&sub).unwrap();
+        let chain = write_chain(&sub, configs);
+        let ex = executor(&chain);
+        let (m, r) = analyze(&ex, None);
+        let c = candidate(&r, element)
+            .unwrap_or_else(|| panic!("case {i}: {element} not in the report:\n{}", r.text()));
+        assert_eq!(c.taken, *taken, "case {i}: {element}\n{}", r.text());
+        let why = c.why.join("; ");
+        assert!(
+            why.contains(word),
+            "case {i}: {element}: `{word}` not in `{why}`"
+        );
+        let g = c.element;
+        let in_skips = m
+            .skips
+            .iter()
+            .any(|s| s.over.iter().any(|b| b.element == g));
+        assert_eq!(in_skips, *taken, "case {i}");
+        // And whatever was stepped over, the run is naive's.
+        let inputs = vec![(Endpoint::parse("n0.eth0").unwrap(), t.clone())];
+        let skipped = naive_is_merged(&chain, &inputs, &[]);
+        assert_eq!(skipped.contains(&g), *taken, "case {i}");
+    }
+}
+
+fn trace_at(dir: &Path) -> PathBuf {
+    let p = dir.join("trace.pcap");
+    trace(&p, ("10.0.0.0", 16), ("0.0.0.0", 0), 7);
+    p
+}
+
+/// (c) Drops that could run earlier: how far, and what stops them.
+#[test]
+fn drops_move_back_only_where_the_rules_allow() {
+    let dir = Dir::new("drops");
+    let cases: &[(&str, &str, usize, &str)] = &[
+        // Across a paint (writes an annotation the filter does not read), up to the check
+        // (which cuts the packet at its IPv4 length and marks the header the test reads).
+        (
+            "Strip(14) -> CheckIPHeader -> Paint(3) -> IPFilter(deny src 10.0.0.1, allow all) -> Unstrip(14)",
+            "n0/IPFilter@5",
+            1,
+            "CheckIPHeader@3 (CheckIPHeader) writes what the test reads",
+        ),
+        // Not across a counter: it would no longer see the packets dropped earlier.
+        (
+            "Strip(14) -> CheckIPHeader -> Counter -> IPFilter(deny src 10.0.0.1, allow all) -> Unstrip(14)",
+            "n0/IPFilter@5",
+            0,
+            "keeps state",
+        ),
+        // Never a classifier across a writer of what it reads.
+        (
+            "Strip(14) -> MarkIPHeader -> DecIPTTL -> IPFilter(deny ttl < 5, allow all) -> Unstrip(14)",
+            "n0/IPFilter@5",
+            0,
+            "writes what the test reads",
+        ),
+        // Not across a Strip: the test's positions move.
+        (
+            "Strip(14) -> IPFilter(deny ip[1] = 0, allow all) -> Unstrip(14)",
+            "n0/IPFilter@3",
+            0,
+            "moves the data start",
+        ),
+    ];
+    for (i, (body, element, n, word)) in cases.iter().enumerate() {
+        let sub = dir.0.join(i.to_string());
+        std::fs::create_dir_all(&sub).unwrap();
+        let ex = executor(&write_chain(&sub, &[body]));
+        let (_, r) = analyze(&ex, None);
+        let d = r
+            .drops
+            .iter()
+            .find(|d| d.name == *element)
+            .unwrap_or_else(|| panic!("case {i}: {element} not among the drops:\n{}", r.text()));
+        assert_eq!(d.across.len(), *n, "case {i}: {d:?}");
+        assert!(d.stopped.contains(word), "case {i}: `{word}` not in {d:?}");
+    }
+}
+
+/// The ten routers: every router after the first steps over its check and its lookup on
+/// the way out (nine checks fewer), the way back likewise; naive = merged.
+#[test]
+fn routers_merge_nine_checks_each_way() {
+    let chain = ChainFile::load(&root().join("examples/routers/chain.toml")).unwrap();
+    let ex = executor(&chain);
+    let (m, r) = analyze(&ex, None);
+    for i in 1..=10 {
+        let out = candidate(&r, &format!("r{i}/CheckIPHeader@4")).is_some_and(|c| c.taken);
+        let back = candidate(&r, &format!("r{i}/CheckIPHeader@7")).is_some_and(|c| c.taken);
+        assert_eq!(out, i > 1, "r{i} out\n{}", r.text());
+        assert_eq!(back, i < 10, "r{i} back\n{}", r.text());
+        let rt = candidate(&r, &format!("r{i}/rt")).unwrap();
+        assert!(rt.taken && rt.kind == CandidateKind::Classifier);
+    }
+    assert_eq!(r.checks_removed, 18);
+    assert_eq!(r.lookups_reused, 10);
+    // The way out of r2..r10: Strip -> (check, lookup) -> DecIPTTL.
+    let outward = m
+        .skips
+        .iter()
+        .filter(|s| s.over.len() == 2 && ex.element_name(s.from).ends_with("/Strip@3"))
+        .count();
+    assert_eq!(outward, 9);
+    let dir = Dir::new("routers");
+    let t = dir.0.join("t.pcap");
+    trace(&t, ("10.0.0.0", 16), ("0.0.0.0", 0), 3);
+    let inputs = vec![(Endpoint::parse("r1.eth0").unwrap(), t)];
+    assert_eq!(naive_is_merged(&chain, &inputs, &[]).len(), 28);
+}
+
+/// The ISP chain: the router's check after the firewall's is stepped over; the NAT's
+/// check after the router's TTL decrement and rewrites of ... is kept where a writer is in
+/// between. The NAPT chain: each NAT rewrites what the next checks (declaring nothing):
+/// nothing merges. Both naive = merged.
+#[test]
+fn isp_and_napts() {
+    let dir = Dir::new("isp");
+    let isp = ChainFile::load(&root().join("examples/isp/chain.toml")).unwrap();
+    let (_, r) = analyze(&executor(&isp), None);
+    assert!(candidate(&r, "router/CheckIPHeader@4").is_some_and(|c| c.taken));
+    assert_eq!(r.checks_removed, 1, "{}", r.text());
+    let t = dir.0.join("t.pcap");
+    trace(&t, ("192.168.0.0", 24), ("10.0.2.0", 24), 5);
+    let inputs = vec![(Endpoint::parse("fw.eth0").unwrap(), t.clone())];
+    assert_eq!(naive_is_merged(&isp, &inputs, &["napt.eth1"]).len(), 1);
+
+    let napts = ChainFile::load(&root().join("examples/napts/chain.toml")).unwrap();
+    let (m, r) = analyze(&executor(&napts), None);
+    assert!(m.skips.is_empty(), "{}", r.text());
+    let c = candidate(&r, "n2/CheckIPHeader@4").unwrap();
+    assert!(!c.taken);
+    assert!(c.why.join(" ").contains("IPRewriter"), "{:?}", c.why);
+    let inputs = vec![(Endpoint::parse("n1.eth0").unwrap(), t)];
+    assert!(naive_is_merged(&napts, &inputs, &[]).is_empty());
+}
+
+/// A placement cuts what is known: the routers in two stages merge nothing across the
+/// cut (r6's check on the way out is kept), the rest as before.
+#[test]
+fn stages_are_merged_apart() {
+    let chain = ChainFile::load(&root().join("examples/routers/chain.toml")).unwrap();
+    let ex = executor(&chain);
+    let placement = chain::layout::Placement {
+        stages: vec![
+            chain::layout::Stage {
+                nfs: (0..5).collect(),
+                processor: 0,
+            },
+            chain::layout::Stage {
+                nfs: (5..10).collect(),
+                processor: 1,
+            },
+        ],
+        replicas: 1,
+    };
+    let (_, r) = analyze(&ex, Some(&placement));
+    assert_eq!(r.stages.len(), 2);
+    assert!(!candidate(&r, "r6/CheckIPHeader@4").is_some_and(|c| c.taken));
+    assert!(candidate(&r, "r7/CheckIPHeader@4").is_some_and(|c| c.taken));
+    assert_eq!(r.checks_removed, 16);
+}
+
+/// The merged mode refuses an input in the middle of a link (what was stepped over holds
+/// for packets coming in by the chain's entries), and bad skips.
+#[test]
+fn enable_merged_refuses_what_it_cannot_run() {
+    let dir = Dir::new("refuse");
+    let chain = write_chain(&dir.0, &[CHECK, CHECK]);
+    let mut ex = executor(&chain);
+    let (m, _) = analyze(&ex, None);
+    assert!(!m.skips.is_empty());
+    let mut bad = m.clone();
+    bad.skips.push(chain::layout::Skip {
+        from: 0,
+        output: 7,
+        over: vec![chain::layout::Bypass {
+            element: 1,
+            output: 0,
+        }],
+    });
+    bad.skips.push(m.skips[0].clone());
+    let refused = ex.enable_merged(&bad);
+    assert_eq!(refused.len(), 2, "{refused:?}");
+    assert!(ex.entry(&Endpoint::parse("n0.eth0").unwrap()).is_some());
+    assert!(ex.entry(&Endpoint::parse("n1.eth0").unwrap()).is_none());
+}
+
+/// The report is serde data and text.
+#[test]
+fn report_prints_and_serializes() {
+    let chain = ChainFile::load(&root().join("examples/routers/chain.toml")).unwrap();
+    let (_, r) = analyze(&executor(&chain), None);
+    let text = r.text();
+    assert!(text.contains("18 header check(s) removed"), "{text}");
+    let v = serde_json::to_value(&r).unwrap();
+    assert_eq!(v["checks_removed"], 18);
+    assert!(v["candidates"].as_array().is_some_and(|a| !a.is_empty()));
+}
+
+proptest! {
+    /// What rule (a) relies on: DecIPTTL's incremental update (the element's and the
+    /// model's) keeps a valid IPv4 header checksum valid, for any header and TTL > 1.
+    #[test]
+    fn ttl_decrement_keeps_a_valid_checksum_valid(
+        mut h in proptest::collection::vec(any::<u8>(), 20),
+        ttl in 2u8..=255,
+    ) {
+        h[0] = 0x45;
+        h[8] = ttl;
+        h[10] = 0;
+        h[11] = 0;
+        let c = wire::checksum::data(&h);
+        h[10..12].copy_from_slice(&c.to_be_bytes());
+        prop_assert!(wire::checksum::ipv4_header_ok(&h));
+        // The element's update.
+        let mut e = h.clone();
+        e[8] -= 1;
+        let c2 = wire::checksum::ttl_decremented(u16::from_be_bytes([e[10], e[11]]));
+        e[10..12].copy_from_slice(&c2.to_be_bytes());
+        prop_assert!(wire::checksum::ipv4_header_ok(&e));
+        // The model's.
+        use elements::model::{apply, Case, Effect, Filter, IpAnchor, Model, Outcome};
+        let m = Model {
+            ip_at: IpAnchor::Data(0),
+            cases: vec![Case::new(Filter::any(), Outcome::Out(0)).effect(Effect::DecTtl)],
+        };
+        let out = apply(&m, packet::Packet::from_bytes(&h));
+        prop_assert!(wire::checksum::ipv4_header_ok(&out.packet.data()[..20]));
+        prop_assert_eq!(out.packet.data()[8], ttl - 1);
+    }
+}
