@@ -209,7 +209,7 @@ pub fn run(a: &BenchArgs) -> Result<ExitCode, CliError> {
     }
     if a.live_mode.parse::<synth::Mode>().is_err() {
         return Err(CliError::Invalid(format!(
-            "--live-mode {}: expected naive, synth, fastpath or parallel",
+            "--live-mode {}: expected naive, synth, fastpath, parallel or merged",
             a.live_mode
         )));
     }

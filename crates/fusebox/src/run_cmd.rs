@@ -37,6 +37,9 @@ fn mode_parser() -> impl clap::builder::TypedValueParser<Value = Mode> {
         PossibleValue::new("parallel").help(
             "NFCompass parallel branches: independent NFs run on copies of each packet, merged by XOR",
         ),
+        PossibleValue::new("merged").help(
+            "NFCompass element merging: header checks already passed and lookups already answered are stepped over",
+        ),
     ])
     .map(|s| s.parse::<Mode>().unwrap_or(Mode::Naive))
 }

@@ -38,6 +38,11 @@ pub(super) const SCENARIOS: &[Scenario] = &[
         run: |b| chains(b, "napts", "n"),
     },
     Scenario {
+        name: "merge",
+        about: "NFCompass element merging: 10 routers and 10 NAPTs, naive against merged (the routers' later checks and lookups stepped over; nothing merges across the NAPTs' rewriters)",
+        run: merge,
+    },
+    Scenario {
         name: "workers",
         about: "In-memory replay on 1 and 2 workers (one chain replica each, the trace dispatched once by symmetric RSS): 1 and 10 routers and NAPTs, every mode",
         run: workers,
@@ -457,6 +462,43 @@ fn single(
         extra,
     };
     b.measure(&p, configs, &ratios)
+}
+
+/// `merge`: the 10-NF routers and NAPTs chains naive, merged (`plan::merge`'s skips) and
+/// synthesized, for every batch size.
+fn merge(b: &mut Bench) -> Result<(), CliError> {
+    for (dir, prefix) in [("routers", "r"), ("napts", "n")] {
+        let chain = ChainFile::load(&b.examples.join(dir).join("chain.toml"))?;
+        let entry = Endpoint {
+            nf: format!("{prefix}1"),
+            iface: "eth0".to_string(),
+        };
+        let records = trace(b.packets, 64, 1000, default_dst());
+        for batch in b.batches.clone() {
+            let mut configs = Vec::new();
+            for mode in [Mode::Naive, Mode::Merged, Mode::Synth] {
+                configs.push(b.chain_config(&chain, &entry, mode, batch, &records)?);
+            }
+            let ratios: Vec<(String, String)> =
+                [("merged 10", "naive 10"), ("synth 10", "naive 10")]
+                    .iter()
+                    .map(|(a, b)| (a.to_string(), b.to_string()))
+                    .collect();
+            let p = Params {
+                scenario: if dir == "routers" {
+                    "merge-routers"
+                } else {
+                    "merge-napts"
+                },
+                frame: 64,
+                batch,
+                passes: b.passes,
+                extra: None,
+            };
+            b.measure(&p, configs, &ratios)?;
+        }
+    }
+    Ok(())
 }
 
 /// `ttl`: NetBricks' TTL NF, the bundled `examples/ttl/ttl.click`.
