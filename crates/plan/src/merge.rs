@@ -965,8 +965,8 @@ pub fn analyze(ex: &Executor, placement: Option<&Placement>) -> (Merged, MergeRe
     let mut merged = Merged::default();
     // Per element: ways in it was skipped on, ways in considered, why (taken / refused).
     let mut tally: BTreeMap<usize, (usize, usize, Vec<String>, Vec<String>)> = BTreeMap::new();
-    for p in 0..n {
-        let Some(sp) = &seen[p] else { continue };
+    for (p, sp) in seen.iter().enumerate() {
+        let Some(sp) = sp else { continue };
         if ex.place(p) != Place::Inner {
             continue;
         }
