@@ -911,11 +911,12 @@ mod tests {
         assert_eq!("synth".parse::<Mode>(), Ok(Mode::Synth));
         assert_eq!("fastpath".parse::<Mode>(), Ok(Mode::Fastpath));
         assert_eq!("parallel".parse::<Mode>(), Ok(Mode::Parallel));
+        assert_eq!("merged".parse::<Mode>(), Ok(Mode::Merged));
         let e = "fast".parse::<Mode>().unwrap_err();
         assert_eq!(e, crate::mode::UnknownMode("fast".into()));
         assert_eq!(
             e.to_string(),
-            "unknown mode `fast`: expected naive, synth, fastpath or parallel"
+            "unknown mode `fast`: expected naive, synth, fastpath, parallel or merged"
         );
     }
 
