@@ -788,6 +788,15 @@ impl Walk<'_> {
             .reduce(|a, b| a.join(&b))
     }
 
+    /// Whether element `g` is where packets enter its stage (a `FromDevice` or `FromDump`
+    /// no link of the stage leads to).
+    fn seen_root(&self, g: usize) -> bool {
+        matches!(self.role(g), Role::FromDevice(_) | Role::FromDump(_))
+            && !(0..self.ex.element_count()).any(|p| {
+                self.ex.place(p) == Place::Link(g as u32) && self.stage_of[p] == self.stage_of[g]
+            })
+    }
+
     /// Whether element `g` is an ordinary element with a model (one that may be skipped).
     fn skippable(&self, g: usize) -> bool {
         self.ex.place(g) == Place::Inner
@@ -1292,6 +1301,9 @@ fn drop_move(
         let p = *p;
         if walk.stage_of[p] != walk.stage_of[g] {
             break format!("{} is in another stage", walk.name(p));
+        }
+        if walk.seen_root(p) {
+            break format!("{} is where packets enter", walk.name(p));
         }
         if ex.place(p) != Place::Inner {
             // A link: the bytes cross unchanged.

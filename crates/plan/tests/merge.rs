@@ -298,6 +298,13 @@ fn drops_move_back_only_where_the_rules_allow() {
             0,
             "writes what the test reads",
         ),
+        // Not before the element packets enter by.
+        (
+            "CheckIPHeader(14)",
+            "n0/CheckIPHeader@2",
+            0,
+            "FromDevice@1 (FromDevice) is where packets enter",
+        ),
         // Not across a Strip: the test's positions move.
         (
             "Strip(14) -> IPFilter(deny ip[1] = 0, allow all) -> Unstrip(14)",
