@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 apt_install tcpdump iproute2 libpcap-dev pkg-config build-essential curl fonts-dejavu-core openvswitch-switch tshark \
   clang llvm libelf-dev zlib1g-dev libbpf-dev bpftool
 # The chains' control plane: etcd (server and etcdctl) and protoc for the etcd client.
-apt_install etcd-server etcd-client protobuf-compiler
+apt_install etcd-server etcd-client protobuf-compiler ethtool
 # scapy's IPsec layer: the outside ESP implementation of crates/elements/tests/ipsec_interop.rs.
 apt_install python3-scapy python3-cryptography
 # A Linux kernel with ESP and AES-GCM as an ordinary process (User-Mode Linux; kmod's modprobe

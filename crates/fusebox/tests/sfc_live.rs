@@ -28,7 +28,12 @@ const SERVICE: Ipv4Addr = Ipv4Addr::new(10, 9, 1, 2);
 /// Where the source's route points: a MAC no one has.
 const NOWHERE: [u8; 6] = [2, 0, 0, 0, 0, 0xfe];
 /// (SPI, source port, destination port) of each chain's probe flow.
-const FLOWS: [(u32, u16, u16); 3] = [(100, 5100, 7100), (200, 5200, 7200), (300, 5400, 7400)];
+const FLOWS: [(u32, u16, u16); 4] = [
+    (100, 5100, 7100),
+    (200, 5200, 7200),
+    (300, 5400, 7400),
+    (400, 5500, 7500),
+];
 
 /// The classifier rule of chain `spi`'s probe flow (JSON), entering on the source's port.
 fn rule(spi: u32) -> String {
@@ -86,9 +91,14 @@ impl Drop for Proc {
 }
 
 fn spawn(name: &str, dir: &Path, args: &[&str]) -> Proc {
+    spawn_cmd(name, dir, env!("CARGO_BIN_EXE_fusebox"), args)
+}
+
+/// Starts `program ARGS`, its output in `DIR/NAME.log`.
+fn spawn_cmd(name: &str, dir: &Path, program: &str, args: &[&str]) -> Proc {
     let log = dir.join(format!("{name}.log"));
     let out = std::fs::File::create(&log).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_fusebox"))
+    let child = Command::new(program)
         .args(args)
         .stdin(Stdio::null())
         .stdout(out.try_clone().unwrap())
@@ -116,6 +126,8 @@ fn tls_args(t: &TlsFiles) -> Vec<String> {
 /// The world of Fig. 5.10.
 struct World {
     // Field order is drop order: processes first, then etcd, then the namespaces.
+    /// Other processes the test started (a FuseBox SF).
+    extra: Vec<Proc>,
     agents: Vec<Option<Proc>>,
     controller: Option<Proc>,
     etcd: Etcd,
@@ -190,6 +202,9 @@ struct Topo {
     /// Direct links (from tag, to tag) between SFs of one host: `from` sends the service
     /// prefix over it (its `iface_out`), `to` receives on it (its `iface_in`).
     links: Vec<(&'static str, &'static str)>,
+    /// An SF that is a FuseBox chain rather than a Linux router: it gets a second
+    /// interface `eth1` (its `iface_out`) and its kernel does not forward.
+    napt: Option<&'static str>,
     /// The chain file, given the hosts' names.
     file: fn(&[String; 2]) -> String,
 }
@@ -204,6 +219,7 @@ impl Topo {
                 (1, "sf3", Ipv4Addr::new(10, 9, 0, 13)),
             ],
             links: Vec::new(),
+            napt: None,
             file: |h| chain_file(h, &["sf2", "sf3"], &["sf1", "sf3"]),
         }
     }
@@ -272,6 +288,15 @@ impl World {
             link_out.push(a);
             link_in.push(b);
         }
+        if let Some(t) = topo.napt {
+            let sf = sfs.iter().find(|s| s.tag == t).unwrap().clone();
+            let (eth1, port1) = lab.sf_iface(&sf, "eth1").unwrap();
+            // It reads every frame its interfaces get: only its own, no floods.
+            lab.unflooded(&sf.host, &sf.port.name, &sf.eth0.mac)
+                .unwrap();
+            lab.unflooded(&sf.host, &port1.name, &eth1.mac).unwrap();
+            lab::exec_in(&lab.netns(t), "sysctl", &["-qw", "net.ipv4.ip_forward=0"]).unwrap();
+        }
         let hosts = [lab.netns(HOSTS[0]), lab.netns(HOSTS[1])];
         let chains = dir.join("chains.json");
         std::fs::write(&chains, (topo.file)(&hosts)).unwrap();
@@ -283,7 +308,9 @@ impl World {
                 } else {
                     "eth0"
                 };
-                let iface_out = if link_out.contains(&sf.tag.as_str()) {
+                let iface_out = if topo.napt == Some(sf.tag.as_str()) {
+                    "eth1"
+                } else if link_out.contains(&sf.tag.as_str()) {
                     "dl0"
                 } else {
                     "eth0"
@@ -300,6 +327,7 @@ impl World {
             std::fs::write(dir.join(format!("{h}.toml")), conf).unwrap();
         }
         let mut w = World {
+            extra: Vec::new(),
             agents: vec![None, None],
             controller: None,
             etcd,
@@ -761,4 +789,173 @@ fn a_dead_hosts_lease_expires_and_traffic_goes_around_it() {
     assert_eq!(got.len(), 200, "around the dead host: {} of 200", got.len());
     assert_eq!(w.dec_done("sf1") - sf1, 200, "through sf1 now");
     assert_eq!(w.dec_done("sf3"), sf3, "and no longer through sf3");
+}
+
+/// Chain 400 = sf1 → napt → sf3: napt is a FuseBox NAPT (examples/napts/napt.click) run
+/// live with `--nsh` in its namespace, receiving on `eth0` and sending on `eth1`.
+fn napt_file(h: &[String; 2]) -> String {
+    format!(
+        r#"{{
+  "chains": [
+    {{"id": 400, "nodes": ["sf1", "napt", "sf3"], "entry": "{h1}", "classifier": [{}]}}
+  ],
+  "functions": [
+    {{"tag": "sf1", "type": "linux-router", "host": "{h1}", "to_host": true}},
+    {{"tag": "napt", "type": "fusebox-napt", "host": "{h1}", "nsh_aware": true}},
+    {{"tag": "sf3", "type": "linux-router", "host": "{h2}", "to_host": true}}
+  ],
+  "direct_links": false
+}}
+"#,
+        rule(400),
+        h1 = h[0],
+        h2 = h[1],
+    )
+}
+
+/// The NAPT's external address.
+const EXT: Ipv4Addr = Ipv4Addr::new(10, 9, 2, 1);
+
+#[test]
+fn a_fusebox_napt_in_the_middle_of_a_path_translates_and_its_replies_come_back() {
+    if !can_run("a_fusebox_napt_in_the_middle_of_a_path_translates_and_its_replies_come_back") {
+        return;
+    }
+    if Command::new("ethtool").arg("--version").output().is_err() {
+        assert!(!sfc::testing::in_ci(), "no ethtool, and CI=true");
+        eprintln!("skipping: no ethtool");
+        return;
+    }
+    let topo = Topo {
+        sfs: vec![
+            (0, "sf1", Ipv4Addr::new(10, 9, 0, 11)),
+            (0, "napt", Ipv4Addr::new(10, 9, 0, 12)),
+            (1, "sf3", Ipv4Addr::new(10, 9, 0, 13)),
+        ],
+        links: Vec::new(),
+        napt: Some("napt"),
+        file: napt_file,
+    };
+    let mut w = World::with(topo);
+    // Both ends' checksums complete, as on a wire: the NAPT rewrites them.
+    w.lab.full_checksums("src").unwrap();
+    w.lab.full_checksums("dst").unwrap();
+    let sf = |t: &str| w.sfs.iter().find(|s| s.tag == t).unwrap().clone();
+    let (napt, sf3) = (sf("napt"), sf("sf3"));
+    let nns = w.lab.netns("napt");
+    let eth1 = lab::iface(&nns, "eth1").unwrap();
+    let src_mac = lab::iface(&w.lab.netns("src"), "eth0").unwrap().mac;
+    // The sink answers the NAPT's external address through the NAPT's eth1 (plain IP).
+    w.lab
+        .route(
+            &w.lab.netns("dst"),
+            "10.9.2.0/24",
+            Ipv4Addr::new(10, 9, 0, 253),
+            &eth1.mac,
+            "eth0",
+        )
+        .unwrap();
+    let click = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/napts/napt.click");
+    let conf = w.dir.join("napt.toml");
+    let m = |mac: &[u8; 6]| lab::mac_string(mac);
+    std::fs::write(
+        &conf,
+        format!(
+            "[nf.n1]\nclick = \"{}\"\ndefine = {{ EXT = \"{EXT}\", MAC0 = \"{}\", PEER0 = \"{}\", MAC1 = \"{}\", PEER1 = \"{}\" }}\n[[entry]]\nto = \"n1.eth0\"\n[[entry]]\nto = \"n1.eth1\"\n",
+            click.display(),
+            m(&napt.eth0.mac),
+            m(&src_mac),
+            m(&eth1.mac),
+            m(&sf3.eth0.mac),
+        ),
+    )
+    .unwrap();
+    // Frames the NAPT sends on eth1 must cross its TC egress, where Fwd sits: AF_PACKET
+    // through the queueing layer there.
+    let bin = env!("CARGO_BIN_EXE_fusebox");
+    let conf_s = conf.display().to_string();
+    let run = spawn_cmd(
+        "napt",
+        &w.dir,
+        "ip",
+        &[
+            "netns",
+            "exec",
+            &nns,
+            bin,
+            "run",
+            &conf_s,
+            "--nsh",
+            "--cores",
+            "1",
+            "--iface",
+            "n1.eth0=eth0,afpacket",
+            "--iface",
+            "n1.eth1=eth1,afpacket-tc",
+            "--progress",
+            "off",
+        ],
+    );
+    w.extra.push(run);
+    wait_path(&w, 400, Duration::from_secs(30));
+    let (_, _, dport) = *FLOWS.iter().find(|f| f.0 == 400).unwrap();
+    let tx = w.sender(400);
+    tx.set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    // The sink answers from the service address, the one the source sent to.
+    let rx = lab::udp_socket(&w.lab.netns("dst"), SocketAddrV4::new(SERVICE, dport)).unwrap();
+    rx.set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let (sf1_dec, sf3_dec) = (w.dec_done("sf1"), w.dec_done("sf3"));
+    let fwd = w.counter("napt", CounterStage::Fwd, Counter::Done);
+    let mut buf = [0u8; 64];
+    let mut ext_ports = BTreeSet::new();
+    let n = 100u32;
+    for i in 0..n {
+        tx.send_to(&i.to_be_bytes(), SocketAddrV4::new(SERVICE, dport))
+            .unwrap();
+        let (k, from) = loop {
+            let (k, from) = rx
+                .recv_from(&mut buf)
+                .unwrap_or_else(|e| panic!("probe {i} did not reach the sink: {e}"));
+            // Convergence probes sent before may still trickle in.
+            if k == 4 && buf[..4] == i.to_be_bytes() {
+                break (k, from);
+            }
+        };
+        let std::net::SocketAddr::V4(from) = from else {
+            panic!("{from}")
+        };
+        assert_eq!(*from.ip(), EXT, "probe {i} arrived untranslated");
+        ext_ports.insert(from.port());
+        // The reply goes back to the NAPT's external address and reaches the source
+        // translated back.
+        let reply = [&buf[..k], b"-re"].concat();
+        rx.send_to(&reply, from).unwrap();
+        let mut back = [0u8; 64];
+        let (k, from) = tx
+            .recv_from(&mut back)
+            .unwrap_or_else(|e| panic!("the reply to probe {i} did not come back: {e}"));
+        assert_eq!(&back[..k], &reply[..]);
+        assert_eq!(
+            from,
+            std::net::SocketAddr::V4(SocketAddrV4::new(SERVICE, dport)),
+            "the reply is translated back"
+        );
+    }
+    assert_eq!(ext_ports.len(), 1, "one flow, one external port");
+    assert_eq!(w.dec_done("sf1") - sf1_dec, n as u64, "through sf1");
+    assert_eq!(
+        w.counter("napt", CounterStage::Fwd, Counter::Done) - fwd,
+        n as u64,
+        "the NAPT's NSH went on by its Fwd"
+    );
+    assert_eq!(w.dec_done("sf3") - sf3_dec, n as u64, "through sf3");
+    assert_eq!(
+        w.counter("napt", CounterStage::Dec, Counter::Packets),
+        0,
+        "an NSH-aware SF has no Dec"
+    );
+    let mut run = w.extra.pop().unwrap();
+    assert!(run.alive(), "the NAPT exited:\n{}", run.log());
 }

@@ -306,6 +306,47 @@ impl Lab {
         })
     }
 
+    /// Gives SF `sf` a second interface `dev` on its host's bridge (port `<tag>-<dev>`), as
+    /// an SF that receives on one interface and sends on another has. Returns the
+    /// interface inside the SF and its port.
+    pub fn sf_iface(&mut self, sf: &Sf, dev: &str) -> Result<(Iface, Iface), LabError> {
+        let ns = self.netns(&sf.tag);
+        let port = format!("{}-{dev}", sf.tag);
+        self.plug(&ns, dev, &sf.host, &port)?;
+        Ok((iface(&ns, dev)?, iface(&self.netns(&sf.host), &port)?))
+    }
+
+    /// Makes host `host`'s bridge deliver to port `port` only the frames addressed to `mac`
+    /// (a static forwarding entry) and broadcasts: no flooding of unknown unicast. A
+    /// user-space SF reads every frame its interface gets, whoever it is addressed to, and
+    /// would take in (and send on again) the frames the bridge floods while it has not
+    /// learnt their destination — its own output among them.
+    pub fn unflooded(&self, host: &str, port: &str, mac: &[u8; 6]) -> Result<(), LabError> {
+        let hns = self.netns(host);
+        run(Command::new("bridge").args(["-n", &hns, "link", "set", "dev", port, "flood", "off"]))?;
+        run(Command::new("bridge").args([
+            "-n",
+            &hns,
+            "fdb",
+            "replace",
+            &mac_string(mac),
+            "dev",
+            port,
+            "master",
+            "static",
+        ]))?;
+        Ok(())
+    }
+
+    /// Makes end point `name` send complete transport checksums (`ethtool -K eth0 tx off`).
+    /// A socket's packets on a veth otherwise carry only the pseudo-header sum (the
+    /// kernel's checksum offload: the receiving kernel trusts them as they are), which a
+    /// user-space SF reading raw frames takes for the checksum and updates incrementally
+    /// into a wrong one.
+    pub fn full_checksums(&self, name: &str) -> Result<(), LabError> {
+        exec_in(&self.netns(name), "ethtool", &["-K", "eth0", "tx", "off"]).map(|_| ())
+    }
+
     /// Adds an end point `name` on `host` with `eth0` at `ip`/24.
     pub fn endpoint(&mut self, host: &str, name: &str, ip: Ipv4Addr) -> Result<Endpoint, LabError> {
         let ns = self.add_netns(name)?;
@@ -447,6 +488,22 @@ mod tests {
             .endpoint("h2", "dst", Ipv4Addr::new(10, 9, 0, 2))
             .unwrap();
         assert_ne!(sf.eth0.mac, sf.port.mac);
+        let (eth1, port1) = lab.sf_iface(&sf, "eth1").unwrap();
+        assert_eq!(
+            (eth1.name.as_str(), port1.name.as_str()),
+            ("eth1", "sf1-eth1")
+        );
+        assert_eq!(eth1.netns, lab.netns("sf1"));
+        assert_ne!(eth1.mac, sf.eth0.mac);
+        lab.unflooded("h1", &port1.name, &eth1.mac).unwrap();
+        let fdb =
+            run(Command::new("bridge").args(["-n", &lab.netns("h1"), "fdb", "show"])).unwrap();
+        assert!(
+            fdb.lines().any(|l| l.contains(&mac_string(&eth1.mac))
+                && l.contains("sf1-eth1")
+                && l.contains("static")),
+            "{fdb}"
+        );
         let (sns, dns) = (lab.netns("src"), lab.netns("dst"));
         // Across the hosts' link, plain L2 (ARP resolves on its own).
         let rx = udp_socket(&dns, SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 7000)).unwrap();
