@@ -387,7 +387,8 @@ impl World {
     /// A sender in the source's namespace on the probe port of chain `spi`.
     fn sender(&self, spi: u32) -> UdpSocket {
         let (_, sport, _) = FLOWS.iter().find(|f| f.0 == spi).unwrap();
-        lab::udp_socket(&self.lab.netns("src"), SocketAddrV4::new(SRC, *sport)).unwrap()
+        lab::udp_socket(&self.lab.netns("src"), SocketAddrV4::new(SRC, *sport))
+            .unwrap_or_else(|e| panic!("the sender of chain {spi}: {e}"))
     }
 
     /// A receiver in the sink's namespace on the probe port of chain `spi`.
@@ -598,8 +599,12 @@ fn an_agent_with_a_forged_certificate_is_refused() {
         !log.contains("registered"),
         "an agent with a forged certificate registered:\n{log}"
     );
+    // With TLS 1.3 etcd checks the client's certificate after the client has finished its
+    // side of the handshake: the agent sees either the bad certificate alert or, when the
+    // connection is torn down first (seen on a loaded machine), only the closed connection.
+    let low = log.to_lowercase();
     assert!(
-        log.to_lowercase().contains("certificate") || log.to_lowercase().contains("tls"),
+        low.contains("certificate") || low.contains("tls") || low.contains("connection closed"),
         "the refusal says why:\n{log}"
     );
     // And the chains still run on the real agents.
