@@ -900,9 +900,7 @@ impl Executor {
                 let mut b: Vec<_> = entries.drain(..).zip(batch.drain()).collect();
                 self.run_batch(&mut b);
             } else {
-                for (entry, p) in entries.drain(..).zip(batch.drain()) {
-                    self.push_in(entry, p);
-                }
+                self.push_all(entries.drain(..).zip(batch.drain()));
             }
             if each_batch(self).is_break() {
                 break;
@@ -1131,9 +1129,7 @@ impl Executor {
                 if self.batched() {
                     self.run_batch(&mut batch);
                 } else {
-                    for (entry, p) in batch.drain(..) {
-                        self.push_in(entry, p);
-                    }
+                    self.push_all(batch.drain(..));
                 }
                 if each_batch(self).is_break() {
                     begun = pass + 1;
@@ -1163,6 +1159,18 @@ impl Executor {
     fn recycle(&mut self, p: Packet) {
         if self.pool.len() < 4096 {
             self.pool.push(p);
+        }
+    }
+
+    /// Pushes a batch of chain inputs one by one (in input order), each run to completion;
+    /// with the parallel mode, groups with branches on helpers hand the batch off together.
+    #[inline]
+    fn push_all(&mut self, batch: impl Iterator<Item = ((usize, usize), Packet)>) {
+        if self.par.is_some() {
+            return self.push_all_parallel(batch);
+        }
+        for (entry, p) in batch {
+            self.push_in(entry, p);
         }
     }
 

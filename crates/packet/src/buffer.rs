@@ -259,6 +259,17 @@ impl Packet {
         }))
     }
 
+    /// Makes this packet a deep copy of `src` ([`Packet::duplicate`]'s result: the whole
+    /// buffer, headroom bytes included, and the metadata), reusing this packet's allocation.
+    pub fn copy_from(&mut self, src: &Packet) {
+        let d = &mut *self.0;
+        d.buf.clear();
+        d.buf.extend_from_slice(&src.0.buf);
+        d.head = src.0.head;
+        d.tail = src.0.tail;
+        d.meta.clone_from(&src.0.meta);
+    }
+
     /// Gives the allocation back for reuse.
     #[inline]
     pub fn into_buffer(self) -> Vec<u8> {

@@ -236,6 +236,9 @@ fn branches_on_a_helper_thread_merge_as_the_naive_chain() {
         (n, 0, 0, 0),
         "{s:?}"
     );
+    // Handed off in batches (one hand-off per batch of inputs), not packet by packet.
+    assert_eq!((s.batched_groups, s.batched), (1, n), "{s:?}");
+    assert!(s.handoffs > 0 && s.handoffs * 8 <= n, "{s:?}");
     // The helper's NFs are home again: their counters are in the summary.
     let count = par
         .summary
@@ -295,5 +298,141 @@ fn groups_not_along_links_are_refused() {
     });
     same(&naive, &par);
     assert_eq!(stats, None);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// NFs 0 and 2 at home, 1 and 3 on processor 1.
+fn halves() -> Placement {
+    Placement {
+        stages: vec![
+            Stage {
+                nfs: vec![0, 2],
+                processor: 0,
+            },
+            Stage {
+                nfs: vec![1, 3],
+                processor: 1,
+            },
+        ],
+        replicas: 1,
+    }
+}
+
+/// Batched hand-off to a helper, whatever the batch (one packet, a few, more than a
+/// pass), with one group of four and with two groups of two (the second group's packets
+/// wait while the first's run on): the naive results, every packet merged, one hand-off per
+/// helper and batch.
+#[test]
+fn batched_hand_off_is_the_naive_chain_whatever_the_batch() {
+    let d = dir("batched");
+    let chain = line(
+        &d,
+        &[("mac", MAC), ("ttl", TTL), ("fw", FW), ("count", COUNT)],
+    );
+    let frames: Vec<Vec<u8>> = trace(false)
+        .into_iter()
+        .filter(|f| f.get(23) == Some(&wire::ip::protocol::UDP))
+        .collect();
+    let n = 2 * frames.len() as u64;
+    for batch in [1, 7, 64, 1000] {
+        let opts = RunOptions {
+            batch,
+            ..RunOptions::default()
+        };
+        let (naive, _) = run_with(&chain, "mac.eth0", &frames, &opts, |_| {});
+        for layout in [
+            all(4),
+            Parallel {
+                groups: vec![Group { nfs: vec![0, 1] }, Group { nfs: vec![2, 3] }],
+            },
+        ] {
+            let groups = layout.groups.len() as u64;
+            let (par, stats) = run_with(&chain, "mac.eth0", &frames, &opts, |ex| {
+                for g in &layout.groups {
+                    assert_eq!(ex.group_batching(&g.nfs), Ok(()));
+                }
+                assert!(ex
+                    .enable_parallel_placed(&layout, Some(&halves()))
+                    .is_empty());
+            });
+            same(&naive, &par);
+            let s = stats.expect("parallel stats");
+            assert_eq!(s.batched_groups, groups, "{s:?}");
+            assert_eq!((s.merged, s.batched), (n * groups, n * groups), "{s:?}");
+            assert_eq!((s.dropped, s.irregular, s.discarded), (0, 0, 0), "{s:?}");
+            // Per pass, one hand-off per group and batch.
+            let per_pass = (frames.len() as u64).div_ceil(batch as u64);
+            assert_eq!(s.handoffs, 2 * per_pass * groups, "batch {batch}: {s:?}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A branch on a helper that drops (the TTL NF): the group stops there; the later branches
+/// (an NF keeping no state, as the planner requires after one that may drop) ran meanwhile
+/// in this thread, and their work is discarded. The results are still the naive ones, drops
+/// and reasons included.
+#[test]
+fn a_helper_branch_that_drops_discards_the_later_work() {
+    let d = dir("helper-drop");
+    let chain = line(&d, &[("mac", MAC), ("ttl", TTL), ("null", "Null")]);
+    let frames = trace(true);
+    let (naive, _) = run(&chain, "mac.eth0", &frames, |_| {});
+    let placement = Placement {
+        stages: vec![
+            Stage {
+                nfs: vec![0, 2],
+                processor: 0,
+            },
+            Stage {
+                nfs: vec![1],
+                processor: 1,
+            },
+        ],
+        replicas: 1,
+    };
+    let (par, stats) = run(&chain, "mac.eth0", &frames, |ex| {
+        assert!(ex
+            .enable_parallel_placed(&all(3), Some(&placement))
+            .is_empty());
+    });
+    same(&naive, &par);
+    let s = stats.expect("parallel stats");
+    assert!(s.dropped > 0 && s.discarded > 0 && s.merged > 0, "{s:?}");
+    assert!(naive.summary.totals.drops.contains_key("ttl-expired"));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Replies reflected back through the group's last NF (they would meet its state after
+/// later packets' branches): the group is not batched — its helper gets packets one by one —
+/// and the results are the naive ones.
+#[test]
+fn a_group_replies_come_back_to_is_handed_off_packet_by_packet() {
+    let d = dir("helper-reflect");
+    let chain = line(
+        &d,
+        &[("mac", MAC), ("ttl", TTL), ("fw", FW), ("count", COUNT)],
+    );
+    let frames: Vec<Vec<u8>> = trace(false)
+        .into_iter()
+        .filter(|f| f.get(23) == Some(&wire::ip::protocol::UDP))
+        .collect();
+    let opts = RunOptions {
+        reflect: vec![Endpoint::parse("count.eth1").expect("endpoint")],
+        ..RunOptions::default()
+    };
+    let (naive, _) = run_with(&chain, "mac.eth0", &frames, &opts, |_| {});
+    let (par, stats) = run_with(&chain, "mac.eth0", &frames, &opts, |ex| {
+        let why = ex.group_batching(&[0, 1, 2, 3]).expect_err("not batchable");
+        assert!(why.contains("come back"), "{why}");
+        assert!(ex
+            .enable_parallel_placed(&all(4), Some(&halves()))
+            .is_empty());
+    });
+    same(&naive, &par);
+    let s = stats.expect("parallel stats");
+    let n = 2 * frames.len() as u64;
+    assert_eq!((s.batched_groups, s.batched), (0, 0), "{s:?}");
+    assert_eq!((s.merged, s.handoffs), (n, n), "{s:?}");
     let _ = std::fs::remove_dir_all(&d);
 }

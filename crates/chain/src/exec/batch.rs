@@ -74,9 +74,9 @@ pub(super) struct BatchPlan {
 }
 
 /// A strongly connected component: its elements and whether they form a cycle.
-struct Comp {
-    elements: Vec<u32>,
-    cyclic: bool,
+pub(super) struct Comp {
+    pub(super) elements: Vec<u32>,
+    pub(super) cyclic: bool,
 }
 
 impl BatchPlan {
@@ -246,7 +246,7 @@ fn index_of(slot: &Option<Packet>) -> u64 {
 
 /// Tarjan's strongly connected components of the graph on `0..n` with successors `succ`,
 /// iteratively (no recursion depth limit), in topological order of the condensation.
-fn components(n: usize, succ: &impl Fn(usize) -> Vec<u32>) -> Vec<Comp> {
+pub(super) fn components(n: usize, succ: &impl Fn(usize) -> Vec<u32>) -> Vec<Comp> {
     const NONE: usize = usize::MAX;
     let adj: Vec<Vec<u32>> = (0..n).map(succ).collect();
     let mut index = vec![NONE; n];

@@ -16,6 +16,29 @@
 //! [`Executor::settle_flows`]). The executor's thread runs its branches while the helpers
 //! run theirs, then waits for them.
 //!
+//! **Batched hand-off.** Handing one packet to a helper and waiting for it costs a thread
+//! wake-up per packet, far more than a branch. So, within a batch of chain inputs
+//! ([`Executor::run`], [`Executor::replay`]; `RunOptions::batch`), a packet reaching a group
+//! with branches on helpers *waits at the group's trigger*; when the batch's inputs have all
+//! been pushed, each helper gets the copies of all waiting packets for its branches in one
+//! hand-off, the executor's thread runs its own branches of all of them meanwhile, and then,
+//! packet by packet in arrival order, the results are merged and the merged packet runs on
+//! to completion at the virtual time (and input index) of its chain input, as sequential
+//! execution would run it. Groups met on the way on wait likewise and are handed off next.
+//! This is another order of the same work, so a group is batched only when that order
+//! cannot show ([`Executor::group_batching`]): a packet's way *to* the group must not depend
+//! on what a later part of an earlier packet's way did. The rule: no element of the group's
+//! NFs lies on a cycle of the element graph, and nothing that leaves the group's NFs (but by
+//! the link from one of its NFs to the next) can come back to them; then nothing a waiting
+//! packet does after the trigger reaches the group again or anything before it. A chain
+//! input entering where it could reach the group's NFs or what follows the trigger other
+//! than through the trigger (a reply entering at the far end) first lets the waiting
+//! packets run on. So everything after the trigger sees the sequential packets in
+//! sequential order, and everything before it never sees a waiting packet. Other groups
+//! with helper branches hand off packet by packet (slow, but the same results), as do
+//! single pushes ([`Executor::inject`], [`Executor::push_input`], live ports).
+//! Copies, logs and hand-off buffers are reused from batch to batch: no allocation per packet.
+//!
 //! A branch's counters (edges, drops, created packets) are logged, not applied, and
 //! committed in chain order; what stays exactly the naive run's, given what the planner
 //! checked (no NF of a group reads or writes a byte an earlier NF of the group writes):
@@ -42,6 +65,7 @@
 //! Annotations (paint, destination address, header offsets) that leave the group are the
 //! last branch's: the merge is over bytes, as NFCompass' is.
 
+use super::batch::components;
 use super::{Edge, Executor, Info, Kind, Resume, MAX_HOPS};
 use crate::layout::{Parallel, Placement};
 use crate::reason::ChainReason;
@@ -52,7 +76,10 @@ use std::sync::mpsc;
 /// No group starts at this element.
 const NONE: u32 = u32::MAX;
 
-/// Spins on an empty channel before blocking on it (a helper between packets, the
+/// An [`Outcome`] whose log is in the executor's own buffer (not a helper's batch).
+const LOCAL: u32 = u32::MAX;
+
+/// Spins on an empty channel before blocking on it (a helper between batches, the
 /// executor waiting for its helpers): a blocked thread takes tens of microseconds to wake.
 const SPINS: u32 = 1 << 14;
 
@@ -66,6 +93,9 @@ pub struct ParallelStats {
     pub groups: u64,
     /// Branches that run on helper threads (per group packet).
     pub remote_branches: u64,
+    /// Groups with branches on helpers whose packets are handed off in batches (see the
+    /// module documentation; the others hand off packet by packet).
+    pub batched_groups: u64,
     /// Packets that ran through a group as parallel branches and were merged.
     pub merged: u64,
     /// Packets a branch dropped (the group stopped there).
@@ -76,6 +106,10 @@ pub struct ParallelStats {
     /// Branches a helper ran for a packet an earlier branch dropped: their counters were
     /// discarded, but their NF's own state saw the packet (0 in a sound placement).
     pub discarded: u64,
+    /// Hand-offs to helper threads (one per helper and batch when batched).
+    pub handoffs: u64,
+    /// Packets whose group's helper branches were handed off in a batch.
+    pub batched: u64,
 }
 
 /// A group [`Executor::enable_parallel`] refused, and why.
@@ -95,6 +129,10 @@ struct GroupRun {
     start: Vec<u32>,
     /// Per branch, the helper that runs it (`None`: the executor's thread).
     helper: Vec<Option<usize>>,
+    /// Whether a branch runs on a helper.
+    remote: bool,
+    /// Whether its packets wait for a batched hand-off ([`Executor::group_batching`]).
+    batched: bool,
 }
 
 /// A counter a branch would change, applied when the branch is committed.
@@ -119,10 +157,13 @@ enum BranchEnd {
 /// A branch's result: how it ended and what it would count.
 struct Outcome {
     end: BranchEnd,
-    log: Vec<Ev>,
+    /// Its counter changes: this range of the log it was run with.
+    log: (u32, u32),
     created: u64,
     /// Packets emitted on the way (element, output, packet), in emission order.
     emitted: Vec<(u32, usize, Packet)>,
+    /// Whose log holds it: [`LOCAL`] (the executor's) or a helper's batch.
+    src: u32,
 }
 
 impl Outcome {
@@ -133,12 +174,34 @@ impl Outcome {
     }
 }
 
-/// Work for a helper: branches of one packet (branch index, NF, start element, copy).
+/// A branch of a waiting packet for a helper to run.
+struct Item {
+    /// Where its outcome goes ([`Flush::slots`]).
+    slot: u32,
+    /// Which waiting packet it belongs to (a stopping branch skips the packet's later ones).
+    pkt: u32,
+    nf: u32,
+    start: u32,
+    port: u32,
+    now: Timestamp,
+    copy: Packet,
+}
+
+/// A hand-off to a helper, sent back with the results; its buffers are reused.
+#[derive(Default)]
+struct Batch {
+    items: Vec<Item>,
+    /// (slot, outcome) per branch run.
+    outs: Vec<(u32, Outcome)>,
+    /// The outcomes' counter logs.
+    log: Vec<Ev>,
+    /// Copies of branches not run (an earlier branch of their packet stopped).
+    spare: Vec<Packet>,
+}
+
+/// Work for a helper.
 enum Job {
-    Run {
-        now: Timestamp,
-        branches: Vec<(usize, u32, u32, Packet)>,
-    },
+    Run(Box<Batch>),
     Stop,
 }
 
@@ -147,9 +210,46 @@ type Owned = Vec<(u32, Vec<Box<dyn Element>>)>;
 
 /// A helper thread and its channels.
 struct Helper {
-    jobs: mpsc::Sender<Job>,
-    done: mpsc::Receiver<Vec<(usize, Outcome)>>,
+    jobs: mpsc::SyncSender<Job>,
+    done: mpsc::Receiver<Box<Batch>>,
     thread: std::thread::JoinHandle<Owned>,
+}
+
+/// A packet waiting at its group's trigger for the batch's hand-off.
+struct Pending {
+    g: u32,
+    el: u32,
+    port: u32,
+    orig: Option<Packet>,
+    /// Its chain input and the virtual time it entered at.
+    input: u64,
+    now: Timestamp,
+    /// Its first slot in [`Flush::slots`].
+    off: u32,
+}
+
+/// One hand-off's working space, taken out of the state while its packets run on (a group
+/// met on the way waits in a fresh list).
+#[derive(Default)]
+struct Flush {
+    pending: Vec<Pending>,
+    /// Per waiting packet and branch, its outcome.
+    slots: Vec<Option<Outcome>>,
+    /// The counter logs of the executor's branches.
+    log: Vec<Ev>,
+    /// Per helper, its batch while it is home.
+    batches: Vec<Option<Box<Batch>>>,
+    /// Per helper, whether it was sent work.
+    waiting: Vec<bool>,
+}
+
+/// Where [`Executor::merge`] gets a packet's branch outcomes.
+enum Src<'a> {
+    /// Runs each branch in this thread when its turn comes (the packet came in at `el`,
+    /// input `port`).
+    Lazy { el: u32, port: u32 },
+    /// Already run, in `w.slots[off..]`.
+    Slots { w: &'a mut Flush, off: usize },
 }
 
 /// An element whose NF runs on a helper thread meanwhile (never pushed).
@@ -184,12 +284,23 @@ pub(super) struct ParallelState {
     helpers: Vec<Helper>,
     /// Scratch: the OR of every branch's output XOR the original.
     acc: Vec<u8>,
+    /// Scratch: the counter log of the packet being merged in this thread.
+    log: Vec<Ev>,
+    /// Whether a batch of inputs is being pushed (batched groups' packets wait).
+    batching: bool,
+    /// Per element: a chain input entering here must wait until the waiting packets have
+    /// run on ([`Executor::flush_entries`]).
+    flush_at: Vec<bool>,
+    /// Packets waiting for a hand-off.
+    pending: Vec<Pending>,
+    /// The hand-off's working space while idle.
+    scratch: Option<Box<Flush>>,
     pub(super) stats: ParallelStats,
 }
 
 /// Follows one branch's copy from element `el` (input `port`) inside its NF, whose elements
 /// are `els` (global indices from `lo`), until it reaches a `ToDevice`, is dropped or
-/// kept; logs the counters it would change. Runs on any thread.
+/// kept; logs the counters it would change at the end of `log`. Runs on any thread.
 #[allow(clippy::too_many_arguments)]
 fn walk(
     els: &mut [Box<dyn Element>],
@@ -200,29 +311,32 @@ fn walk(
     mut el: u32,
     mut port: u32,
     mut p: Packet,
+    log: &mut Vec<Ev>,
 ) -> Outcome {
+    let first = log.len() as u32;
     let mut out = Outcome {
         end: BranchEnd::Held,
-        log: Vec::new(),
+        log: (first, first),
         created: 0,
         emitted: Vec::new(),
+        src: LOCAL,
     };
     loop {
         let (Some(&inf), Some(elem)) = (
             info.get(el as usize),
             el.checked_sub(lo).and_then(|i| els.get_mut(i as usize)),
         ) else {
-            return out;
+            break;
         };
         if inf.kind != Kind::Inner {
             out.end = BranchEnd::Reached(el, p);
-            return out;
+            break;
         }
         let v = elem.push(port as usize, p, cx);
         if cx.has_pending() {
             out.created += cx.take_created();
             for (_, r) in cx.take_dropped() {
-                out.log.push(Ev::Drop(el, r));
+                log.push(Ev::Drop(el, r));
             }
             out.emitted
                 .extend(cx.take_emitted().map(|(o, q)| (el, o, q)));
@@ -234,62 +348,71 @@ fn walk(
                 if o < inf.outputs as usize {
                     if let Some(&next) = edges.get(k) {
                         if next.element != u32::MAX {
-                            out.log.push(Ev::Edge(k as u32));
+                            log.push(Ev::Edge(k as u32));
                             (el, port, p) = (next.element, next.port, q);
                             continue;
                         }
                     }
                 }
-                out.log
-                    .push(Ev::Drop(el, ChainReason::UnconnectedOutput.into()));
+                log.push(Ev::Drop(el, ChainReason::UnconnectedOutput.into()));
                 out.end = BranchEnd::Dropped;
-                return out;
+                break;
             }
             Verdict::Drop(_, reason) => {
-                out.log.push(Ev::Drop(el, reason));
+                log.push(Ev::Drop(el, reason));
                 out.end = BranchEnd::Dropped;
-                return out;
+                break;
             }
-            Verdict::Done => return out,
+            Verdict::Done => break,
         }
     }
+    out.log.1 = log.len() as u32;
+    out
 }
 
-/// A helper thread's loop: runs the branches of each job in order on `nfs` (NF index, first
-/// global element, its elements), stopping at the first that stops the group; gives the
-/// elements back on `Stop`.
+/// A helper thread's loop: runs the items of each batch in order on `nfs` (NF index, first
+/// global element, its elements), skipping a packet's later branches once one stops the
+/// group, and sends the batch back; gives the elements back on `Stop`.
 fn helper_loop(
     mut nfs: Owned,
     los: Vec<u32>,
     info: Vec<Info>,
     edges: Vec<Edge>,
     jobs: mpsc::Receiver<Job>,
-    done: mpsc::Sender<Vec<(usize, Outcome)>>,
+    done: mpsc::SyncSender<Box<Batch>>,
 ) -> Owned {
     let mut cx = Context::new(Timestamp(0));
     loop {
-        let job = match wait(&jobs) {
-            Some(j) => j,
-            None => return nfs,
-        };
-        let Job::Run { now, branches } = job else {
+        let Some(Job::Run(mut b)) = wait(&jobs) else {
             return nfs;
         };
-        cx.now = now;
-        let mut outs = Vec::with_capacity(branches.len());
-        for (i, nf, start, p) in branches {
-            let Some(slot) = nfs.iter().position(|(f, _)| *f == nf) else {
+        b.outs.clear();
+        b.log.clear();
+        let mut stopped = NONE;
+        let Batch {
+            items,
+            outs,
+            log,
+            spare,
+        } = &mut *b;
+        for it in items.drain(..) {
+            let slot = nfs.iter().position(|(f, _)| *f == it.nf);
+            let (true, Some(slot)) = (it.pkt != stopped, slot) else {
+                spare.push(it.copy);
                 continue;
             };
+            cx.now = it.now;
             let lo = los[slot];
-            let o = walk(&mut nfs[slot].1, lo, &info, &edges, &mut cx, start, 0, p);
-            let stop = o.stops();
-            outs.push((i, o));
-            if stop {
-                break;
+            let els = &mut nfs[slot].1;
+            let o = walk(
+                els, lo, &info, &edges, &mut cx, it.start, it.port, it.copy, log,
+            );
+            if o.stops() {
+                stopped = it.pkt;
             }
+            outs.push((it.slot, o));
         }
-        if done.send(outs).is_err() {
+        if done.send(b).is_err() {
             return nfs;
         }
     }
@@ -339,6 +462,11 @@ impl Executor {
             helper_nfs: Vec::new(),
             helpers: Vec::new(),
             acc: Vec::new(),
+            log: Vec::new(),
+            batching: false,
+            flush_at: vec![false; n],
+            pending: Vec::new(),
+            scratch: None,
             stats: ParallelStats::default(),
         };
         let processor = |f: usize| {
@@ -370,7 +498,17 @@ impl Executor {
                         };
                         st.helper_nfs[h].push(f as u32);
                         run.helper[i] = Some(h);
+                        run.remote = true;
                         st.stats.remote_branches += 1;
+                    }
+                    if run.remote {
+                        run.batched = self.batchable(&g.nfs, &run.start, &triggers).is_ok();
+                        st.stats.batched_groups += u64::from(run.batched);
+                        if run.batched {
+                            for x in self.flush_entries(&g.nfs, &triggers) {
+                                st.flush_at[x as usize] = true;
+                            }
+                        }
                     }
                     let gi = st.groups.len() as u32;
                     for t in triggers {
@@ -395,6 +533,143 @@ impl Executor {
             self.mode_hooks = true;
         }
         refused
+    }
+
+    /// Whether the packets of the group `nfs` (NF indices in chain order, as in a
+    /// [`Parallel`] layout) may wait at its trigger for a batched hand-off to helper threads
+    /// (see the module documentation), and if not, why.
+    pub fn group_batching(&self, nfs: &[usize]) -> Result<(), String> {
+        let taken = vec![false; self.nfs.len()];
+        let (run, triggers, _) = self.lay_out(nfs, &taken)?;
+        self.batchable(nfs, &run.start, &triggers)
+    }
+
+    /// The successors of element `e` in the element graph (edges, link crossings,
+    /// reflected replies).
+    fn successors(&self, e: usize) -> Vec<u32> {
+        match self.info[e].kind {
+            Kind::Inner => {
+                let r = self.edge_base[e] as usize..self.edge_base[e + 1] as usize;
+                self.edges[r]
+                    .iter()
+                    .filter(|d| d.element != u32::MAX)
+                    .map(|d| d.element)
+                    .collect()
+            }
+            Kind::Link(t) => vec![t],
+            Kind::Exit(x) => self.exits[x as usize].reflect_to.into_iter().collect(),
+        }
+    }
+
+    /// [`Executor::group_batching`] for a laid-out group with these triggers.
+    fn batchable(&self, nfs: &[usize], start: &[u32], triggers: &[u32]) -> Result<(), String> {
+        let n = self.elements.len();
+        let succ: Vec<Vec<u32>> = (0..n).map(|e| self.successors(e)).collect();
+        let name = |e: usize| {
+            let f = self.nf_of[e] as usize;
+            format!("{} ({})", self.nfs[f].name, self.elements[e].class_name())
+        };
+        let in_group = |e: usize| nfs.contains(&(self.nf_of[e] as usize));
+        for c in components(n, &|e| succ[e].clone()) {
+            if let Some(&e) = c
+                .elements
+                .iter()
+                .find(|&&e| c.cyclic && in_group(e as usize))
+            {
+                return Err(format!(
+                    "{} lies on a cycle: packets come back to the group",
+                    name(e as usize)
+                ));
+            }
+        }
+        let reach = |from: &mut dyn Iterator<Item = u32>| {
+            let mut seen = vec![false; n];
+            let mut work: Vec<u32> = from.collect();
+            for &e in &work {
+                seen[e as usize] = true;
+            }
+            while let Some(e) = work.pop() {
+                for &t in &succ[e as usize] {
+                    if !seen[t as usize] {
+                        seen[t as usize] = true;
+                        work.push(t);
+                    }
+                }
+            }
+            seen
+        };
+        let after = reach(&mut triggers.iter().copied());
+        // What leaves the group's NFs (but by the link from one to the next) must never
+        // come back to them: it would meet their state after later packets' branches.
+        let internal = |e: usize| match self.info[e].kind {
+            Kind::Link(t) => nfs
+                .windows(2)
+                .zip(&start[1..])
+                .any(|(w, &s)| s == t && self.nf_of[e] as usize == w[0]),
+            _ => false,
+        };
+        let left = reach(
+            &mut (0..n)
+                .filter(|&e| {
+                    after[e] && in_group(e) && self.info[e].kind != Kind::Inner && !internal(e)
+                })
+                .flat_map(|e| succ[e].clone()),
+        );
+        if let Some(e) = (0..n).find(|&e| in_group(e) && left[e]) {
+            return Err(format!(
+                "packets that left the group come back to {}",
+                name(e)
+            ));
+        }
+        Ok(())
+    }
+
+    /// The entries (`FromDevice` elements) from which a packet can reach the group `nfs`'s
+    /// NFs or what follows its triggers other than through a trigger: a chain input there
+    /// must wait until the waiting packets have run on (they come before it).
+    fn flush_entries(&self, nfs: &[usize], triggers: &[u32]) -> Vec<u32> {
+        let n = self.elements.len();
+        let succ: Vec<Vec<u32>> = (0..n).map(|e| self.successors(e)).collect();
+        let mut inside = vec![false; n];
+        let mut work: Vec<u32> = triggers.to_vec();
+        while let Some(e) = work.pop() {
+            for &t in &succ[e as usize] {
+                if !inside[t as usize] {
+                    inside[t as usize] = true;
+                    work.push(t);
+                }
+            }
+        }
+        for (e, i) in inside.iter_mut().enumerate() {
+            *i |= nfs.contains(&(self.nf_of[e] as usize));
+        }
+        let mut out = Vec::new();
+        for &(f, l) in self.entries.values() {
+            let x = self.base[f] + l as u32;
+            if triggers.contains(&x) {
+                continue;
+            }
+            let mut seen = vec![false; n];
+            let mut work = vec![x];
+            seen[x as usize] = true;
+            let mut bad = false;
+            while let Some(e) = work.pop() {
+                if inside[e as usize] {
+                    bad = true;
+                    break;
+                }
+                for &t in &succ[e as usize] {
+                    if !seen[t as usize] && !triggers.contains(&t) {
+                        seen[t as usize] = true;
+                        work.push(t);
+                    }
+                }
+            }
+            if bad {
+                out.push(x);
+            }
+        }
+        out
     }
 
     /// What the parallel mode did so far (`None` unless [`Executor::enable_parallel`]
@@ -451,8 +726,8 @@ impl Executor {
                 owned.push((f, els));
                 los.push(lo as u32);
             }
-            let (jobs, rx) = mpsc::channel();
-            let (tx, done) = mpsc::channel();
+            let (jobs, rx) = mpsc::sync_channel(1);
+            let (tx, done) = mpsc::sync_channel(1);
             let (info, edges) = (self.info.clone(), self.edges.clone());
             let thread = std::thread::spawn(move || helper_loop(owned, los, info, edges, rx, tx));
             par.helpers.push(Helper { jobs, done, thread });
@@ -540,6 +815,8 @@ impl Executor {
                 nfs: nfs.iter().map(|&f| f as u32).collect(),
                 helper: vec![None; nfs.len()],
                 start,
+                remote: false,
+                batched: false,
             },
             triggers,
             backward,
@@ -566,13 +843,68 @@ impl Executor {
         g
     }
 
+    /// Pushes a batch of chain inputs (in input order) with the parallel mode installed:
+    /// packets of batched groups wait at their triggers until all are pushed, then go to
+    /// the helpers together (see the module documentation).
+    pub(super) fn push_all_parallel(
+        &mut self,
+        batch: impl Iterator<Item = ((usize, usize), Packet)>,
+    ) {
+        let on = match self.par.as_deref_mut() {
+            Some(par) if par.stats.batched_groups > 0 => {
+                par.batching = true;
+                true
+            }
+            _ => false,
+        };
+        for (entry, p) in batch {
+            if on {
+                let el = self.base[entry.0] as usize + entry.1;
+                if self
+                    .par
+                    .as_deref()
+                    .is_some_and(|par| par.flush_at[el] && !par.pending.is_empty())
+                {
+                    self.flush_parallel();
+                }
+            }
+            self.push_in(entry, p);
+        }
+        if on {
+            self.flush_parallel();
+            if let Some(par) = self.par.as_deref_mut() {
+                par.batching = false;
+            }
+        }
+    }
+
     /// Runs group `g` for packet `p`, which arrived at its trigger `el` (input `port`; the
-    /// arrival is counted): the branches, the merge, and the merged packet onwards.
+    /// arrival is counted): the branches, the merge, and the merged packet onwards — or,
+    /// for a group with branches on helpers, makes it wait for the hand-off.
     pub(super) fn run_group(&mut self, g: u32, el: u32, port: u32, orig: Packet) {
         let Some(mut par) = self.par.take() else {
             return self.run_from(el, Resume::Port(port), orig);
         };
-        let next = self.branches(&mut par, g as usize, el, port, orig);
+        let group = &par.groups[g as usize];
+        if group.remote {
+            let defer = par.batching && group.batched;
+            par.pending.push(Pending {
+                g,
+                el,
+                port,
+                orig: Some(orig),
+                input: self.next_input.wrapping_sub(1),
+                now: self.cx.now,
+                off: 0,
+            });
+            self.par = Some(par);
+            if !defer {
+                self.flush_parallel();
+            }
+            return;
+        }
+        par.log.clear();
+        let next = self.merge(&mut par, g as usize, orig, Src::Lazy { el, port });
         self.par = Some(par);
         if let Some((t, q)) = next {
             // The merged packet leaves by the last branch's ToDevice, as it would naive.
@@ -580,8 +912,180 @@ impl Executor {
         }
     }
 
-    /// Runs branch `i` of group `g` (NF `f`) in this thread.
-    fn local_branch(&mut self, f: u32, s: u32, sp: u32, c: Packet) -> Outcome {
+    /// Hands the waiting packets' branches off, runs this thread's, then merges each packet
+    /// and runs it on, in arrival order, at its input's time; again for packets that came
+    /// to wait meanwhile, until none waits.
+    fn flush_parallel(&mut self) {
+        loop {
+            let Some(mut par) = self.par.take() else {
+                return;
+            };
+            if par.pending.is_empty() {
+                self.par = Some(par);
+                return;
+            }
+            let mut w = par.scratch.take().unwrap_or_default();
+            std::mem::swap(&mut w.pending, &mut par.pending);
+            self.hand_off(&mut par, &mut w);
+            self.par = Some(par);
+            let (now, next) = (self.cx.now, self.next_input);
+            for k in 0..w.pending.len() {
+                let (g, input, at, off) = {
+                    let p = &w.pending[k];
+                    (p.g as usize, p.input, p.now, p.off as usize)
+                };
+                let Some(orig) = w.pending[k].orig.take() else {
+                    continue;
+                };
+                let Some(mut par) = self.par.take() else {
+                    self.recycle(orig);
+                    continue;
+                };
+                self.cx.now = at;
+                self.next_input = input.wrapping_add(1);
+                let onward = self.merge(&mut par, g, orig, Src::Slots { w: &mut w, off });
+                self.par = Some(par);
+                if let Some((t, q)) = onward {
+                    self.run_from(t, Resume::Port(0), q);
+                }
+            }
+            self.cx.now = now;
+            self.next_input = next;
+            w.pending.clear();
+            w.slots.clear();
+            if let Some(par) = self.par.as_deref_mut() {
+                if par.scratch.is_none() {
+                    par.scratch = Some(w);
+                }
+            }
+        }
+    }
+
+    /// A copy of `orig` for branch `i` (from the pool: no allocation once it is warm).
+    #[inline]
+    fn branch_copy(&mut self, orig: &Packet, i: usize) -> Packet {
+        let mut c = self.pool.pop().unwrap_or_else(|| Packet::from_bytes(&[]));
+        c.copy_from(orig);
+        c.meta.hops = orig.meta.hops.saturating_add(i as u8);
+        c
+    }
+
+    /// Sends each helper its branches of the waiting packets `w.pending` in one batch,
+    /// runs this thread's branches meanwhile (stopping a packet's at the first that stops
+    /// its group), and collects every outcome into `w.slots`.
+    fn hand_off(&mut self, par: &mut ParallelState, w: &mut Flush) {
+        if par.helpers.is_empty() {
+            self.park(par);
+        }
+        let helpers = par.helpers.len();
+        w.batches.resize_with(helpers, || None);
+        w.waiting.clear();
+        w.waiting.resize(helpers, false);
+        w.log.clear();
+        let mut off = 0u32;
+        for p in w.pending.iter_mut() {
+            p.off = off;
+            off += par.groups[p.g as usize].nfs.len() as u32;
+        }
+        w.slots.clear();
+        w.slots.resize_with(off as usize, || None);
+        let mut batched = 0;
+        for k in 0..w.pending.len() {
+            let p = &w.pending[k];
+            let Some(orig) = p.orig.as_ref() else {
+                continue;
+            };
+            let group = &par.groups[p.g as usize];
+            batched += 1;
+            for (i, h) in group.helper.iter().enumerate() {
+                let Some(h) = *h else {
+                    continue;
+                };
+                let mut copy = self.pool.pop().unwrap_or_else(|| Packet::from_bytes(&[]));
+                copy.copy_from(orig);
+                copy.meta.hops = orig.meta.hops.saturating_add(i as u8);
+                let (start, port) = if i == 0 {
+                    (p.el, p.port)
+                } else {
+                    (group.start[i], 0)
+                };
+                let b = w.batches[h].get_or_insert_with(Box::default);
+                b.items.push(Item {
+                    slot: p.off + i as u32,
+                    pkt: k as u32,
+                    nf: group.nfs[i],
+                    start,
+                    port,
+                    now: p.now,
+                    copy,
+                });
+            }
+        }
+        if par.batching {
+            par.stats.batched += batched;
+        }
+        for h in 0..helpers {
+            if w.batches[h].as_ref().is_some_and(|b| !b.items.is_empty()) {
+                if let Some(b) = w.batches[h].take() {
+                    if par.helpers[h].jobs.send(Job::Run(b)).is_ok() {
+                        w.waiting[h] = true;
+                        par.stats.handoffs += 1;
+                    }
+                }
+            }
+        }
+        let now = self.cx.now;
+        for k in 0..w.pending.len() {
+            let (g, el, port, at, off) = {
+                let p = &w.pending[k];
+                (p.g as usize, p.el, p.port, p.now, p.off as usize)
+            };
+            self.cx.now = at;
+            for i in 0..par.groups[g].nfs.len() {
+                if par.groups[g].helper[i].is_some() {
+                    continue;
+                }
+                let Some(orig) = w.pending[k].orig.as_ref() else {
+                    break;
+                };
+                let c = self.branch_copy(orig, i);
+                let (s, sp) = if i == 0 {
+                    (el, port)
+                } else {
+                    (par.groups[g].start[i], 0)
+                };
+                let o = self.local_branch(par.groups[g].nfs[i], s, sp, c, &mut w.log);
+                let stop = o.stops();
+                w.slots[off + i] = Some(o);
+                if stop {
+                    break;
+                }
+            }
+        }
+        self.cx.now = now;
+        for h in 0..helpers {
+            if !std::mem::take(&mut w.waiting[h]) {
+                continue;
+            }
+            let Some(mut b) = wait(&par.helpers[h].done) else {
+                continue;
+            };
+            for (slot, mut o) in b.outs.drain(..) {
+                o.src = h as u32;
+                if let Some(s) = w.slots.get_mut(slot as usize) {
+                    *s = Some(o);
+                }
+            }
+            for c in b.spare.drain(..) {
+                self.recycle(c);
+            }
+            w.batches[h] = Some(b);
+        }
+    }
+
+    /// Runs a branch (NF `f`, from element `s`, input `sp`) in this thread, its counter
+    /// changes logged at the end of `log`.
+    fn local_branch(&mut self, f: u32, s: u32, sp: u32, c: Packet, log: &mut Vec<Ev>) -> Outcome {
         let lo = self.base[f as usize];
         let hi = self
             .base
@@ -603,13 +1107,15 @@ impl Executor {
             s,
             sp,
             c,
+            log,
         )
     }
 
-    /// Applies a committed branch's counters; its emissions go on the work stack.
-    fn commit(&mut self, f: u32, o: &mut Outcome) {
-        for ev in o.log.drain(..) {
-            match ev {
+    /// Applies a committed branch's counters (`log` holds them); its emissions go on the
+    /// work stack.
+    fn commit(&mut self, f: u32, o: &mut Outcome, log: &[Ev]) {
+        for ev in log.get(o.log.0 as usize..o.log.1 as usize).unwrap_or(&[]) {
+            match *ev {
                 Ev::Edge(k) => self.counts.out_count[k as usize] += 1,
                 Ev::Drop(el, r) => self.count_drop(el, r),
             }
@@ -630,92 +1136,84 @@ impl Executor {
         }
     }
 
-    /// The branches of group `g` and the merge; returns where the packet goes on, or
-    /// `None` when it is gone (dropped or kept).
-    fn branches(
+    /// Gives back the packets of outcomes not committed (a branch before them stopped the
+    /// group) and counts them as discarded.
+    fn discard(&mut self, par: &mut ParallelState, rest: &mut [Option<Outcome>]) {
+        for o in rest.iter_mut().filter_map(Option::take) {
+            par.stats.discarded += 1;
+            if let BranchEnd::Reached(_, q) = o.end {
+                self.recycle(q);
+            }
+            for (_, _, q) in o.emitted {
+                self.recycle(q);
+            }
+        }
+    }
+
+    /// The branches of group `g` for `orig` (run now, or their outcomes from `src`), their
+    /// counters committed in chain order, and the merge; returns where the packet goes on,
+    /// or `None` when it is gone (dropped or kept).
+    fn merge(
         &mut self,
         par: &mut ParallelState,
         g: usize,
-        el: u32,
-        port: u32,
         orig: Packet,
+        mut src: Src<'_>,
     ) -> Option<(u32, Packet)> {
         let k = par.groups[g].nfs.len();
         par.acc.clear();
         par.acc.resize(orig.len(), 0);
-        let start_of = |group: &GroupRun, i: usize| {
-            if i == 0 {
-                (el, port)
-            } else {
-                (group.start[i], 0)
-            }
-        };
-        let copy = |i: usize| {
-            let mut c = orig.duplicate();
-            c.meta.hops = orig.meta.hops.saturating_add(i as u8);
-            c
-        };
-        // Branches on helpers start first; they run while this thread runs its own.
-        let remote = par.groups[g].helper.iter().any(Option::is_some);
-        let mut outcomes: Vec<Option<Outcome>> = Vec::new();
-        if remote {
-            if par.helpers.is_empty() {
-                self.park(par);
-            }
-            let group = &par.groups[g];
-            let mut jobs: Vec<Vec<(usize, u32, u32, Packet)>> =
-                (0..par.helpers.len()).map(|_| Vec::new()).collect();
-            for i in 0..k {
-                if let Some(h) = group.helper[i] {
-                    jobs[h].push((i, group.nfs[i], start_of(group, i).0, copy(i)));
-                }
-            }
-            let now = self.cx.now;
-            let mut waiting = Vec::new();
-            for (h, branches) in jobs.into_iter().enumerate() {
-                if !branches.is_empty() {
-                    let _ = par.helpers[h].jobs.send(Job::Run { now, branches });
-                    waiting.push(h);
-                }
-            }
-            outcomes = (0..k).map(|_| None).collect();
-            for (i, slot) in outcomes.iter_mut().enumerate() {
-                if group.helper[i].is_some() {
-                    continue;
-                }
-                let (s, sp) = start_of(group, i);
-                let o = self.local_branch(group.nfs[i], s, sp, copy(i));
-                let stop = o.stops();
-                *slot = Some(o);
-                if stop {
-                    break;
-                }
-            }
-            for h in waiting {
-                for (i, o) in wait(&par.helpers[h].done).unwrap_or_default() {
-                    if let Some(slot) = outcomes.get_mut(i) {
-                        *slot = Some(o);
-                    }
-                }
-            }
-        }
-        let group = &par.groups[g];
         for i in 0..k {
-            let f = group.nfs[i];
-            let o = if remote {
-                outcomes[i].take()
-            } else {
-                let (s, sp) = start_of(group, i);
-                Some(self.local_branch(f, s, sp, copy(i)))
+            let f = par.groups[g].nfs[i];
+            let o = match &mut src {
+                Src::Lazy { el, port } => {
+                    let (s, sp) = if i == 0 {
+                        (*el, *port)
+                    } else {
+                        (par.groups[g].start[i], 0)
+                    };
+                    let c = self.branch_copy(&orig, i);
+                    let mut log = std::mem::take(&mut par.log);
+                    let o = self.local_branch(f, s, sp, c, &mut log);
+                    par.log = log;
+                    Some(o)
+                }
+                Src::Slots { w, off } => w.slots.get_mut(*off + i).and_then(Option::take),
             };
             let Some(mut o) = o else {
                 // A helper stopped early or failed: nothing more to commit.
+                if let Src::Slots { w, off } = &mut src {
+                    let hi = (*off + k).min(w.slots.len());
+                    self.discard(par, &mut w.slots[(*off + i).min(hi)..hi]);
+                }
                 self.recycle(orig);
                 par.stats.irregular += 1;
                 return None;
             };
             let emitted = !o.emitted.is_empty();
-            self.commit(f, &mut o);
+            match &src {
+                Src::Lazy { .. } => {
+                    let log = std::mem::take(&mut par.log);
+                    self.commit(f, &mut o, &log);
+                    par.log = log;
+                }
+                Src::Slots { w, .. } => {
+                    let log = match w.batches.get(o.src as usize) {
+                        Some(Some(b)) if o.src != LOCAL => &b.log[..],
+                        _ => &w.log[..],
+                    };
+                    self.commit(f, &mut o, log);
+                }
+            }
+            let rest = |src: &mut Src<'_>| -> Option<(usize, usize)> {
+                match src {
+                    Src::Lazy { .. } => None,
+                    Src::Slots { w, off } => {
+                        let hi = (*off + k).min(w.slots.len());
+                        Some(((*off + i + 1).min(hi), hi))
+                    }
+                }
+            };
             let (t, out) = match o.end {
                 BranchEnd::Reached(t, out) => (t, out),
                 BranchEnd::Dropped | BranchEnd::Held => {
@@ -724,12 +1222,14 @@ impl Executor {
                     } else {
                         par.stats.irregular += 1;
                     }
-                    par.stats.discarded += outcomes.iter().filter(|x| x.is_some()).count() as u64;
+                    if let (Some((a, b)), Src::Slots { w, .. }) = (rest(&mut src), &mut src) {
+                        self.discard(par, &mut w.slots[a..b]);
+                    }
                     self.recycle(orig);
                     return None;
                 }
             };
-            let onward = match group.start.get(i + 1) {
+            let onward = match par.groups[g].start.get(i + 1) {
                 Some(&s) => self.info[t as usize].kind == Kind::Link(s),
                 None => !par.backward[t as usize],
             };
@@ -744,7 +1244,9 @@ impl Executor {
                 // Emissions are on the work stack already (commit): they run after the
                 // merged packet's path, as naive.
                 par.stats.irregular += 1;
-                par.stats.discarded += outcomes.iter().filter(|x| x.is_some()).count() as u64;
+                if let (Some((a, b)), Src::Slots { w, .. }) = (rest(&mut src), &mut src) {
+                    self.discard(par, &mut w.slots[a..b]);
+                }
                 if same_len {
                     merge_into(&mut out, &orig, &par.acc);
                 }
@@ -763,12 +1265,14 @@ impl Executor {
                 self.recycle(out);
                 self.recycle(orig);
                 par.stats.dropped += 1;
-                par.stats.discarded += outcomes.iter().filter(|x| x.is_some()).count() as u64;
+                if let (Some((a, b)), Src::Slots { w, .. }) = (rest(&mut src), &mut src) {
+                    self.discard(par, &mut w.slots[a..b]);
+                }
                 return None;
             }
-            let next = group.start[i + 1];
+            let next = par.groups[g].start[i + 1];
             self.counts.nf_counters[f as usize].output += 1;
-            self.counts.nf_counters[group.nfs[i + 1] as usize].input += 1;
+            self.counts.nf_counters[par.groups[g].nfs[i + 1] as usize].input += 1;
             self.counts.arrivals[next as usize] += 1;
             self.recycle(out);
         }
