@@ -321,13 +321,10 @@ fn walk(
         emitted: Vec::new(),
         src: LOCAL,
     };
-    loop {
-        let (Some(&inf), Some(elem)) = (
-            info.get(el as usize),
-            el.checked_sub(lo).and_then(|i| els.get_mut(i as usize)),
-        ) else {
-            break;
-        };
+    while let (Some(&inf), Some(elem)) = (
+        info.get(el as usize),
+        el.checked_sub(lo).and_then(|i| els.get_mut(i as usize)),
+    ) {
         if inf.kind != Kind::Inner {
             out.end = BranchEnd::Reached(el, p);
             break;
