@@ -23,6 +23,7 @@ mod error;
 mod etcd_args;
 mod explain_cmd;
 mod gen_cmd;
+mod offload;
 mod pki_cmd;
 mod plan_cmd;
 mod run_cmd;

@@ -86,6 +86,15 @@ fn analysis(a: &PlanArgs, chain: &chain::ChainFile) -> Result<ExitCode, CliError
         Some(_) => Some(place::run(&a.place, chain, &opts, a.out.as_deref())?),
         None => None,
     };
+    // Which branches go to other workers: profiled costs come with --profile.
+    let workers = a
+        .place
+        .workers
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
+    let costs = placed
+        .as_ref()
+        .map(|p| plan::offload::Costs::from_profile(&p.profile, p.placement.cross_ns));
+    let off = plan::offload::offload(&ex, &par, &profiles, workers, costs.as_ref());
     if a.json {
         let groups: Vec<&Vec<usize>> = par.groups.iter().map(|g| &g.nfs).collect();
         let v = serde_json::json!({
@@ -93,6 +102,7 @@ fn analysis(a: &PlanArgs, chain: &chain::ChainFile) -> Result<ExitCode, CliError
             "dependencies": deps,
             "groups": groups,
             "merge": merge,
+            "branches": off,
             "placement": placed.as_ref().map(|p| p.json()),
         });
         outln!("{v}");
@@ -104,6 +114,8 @@ fn analysis(a: &PlanArgs, chain: &chain::ChainFile) -> Result<ExitCode, CliError
     outln!("{}", deps.text());
     outln!("Element merging (NFCompass §IV.B.2; --mode merged steps over what is taken)\n");
     outln!("{}", merge.text());
+    outln!("Branches on other workers (NFCompass §IV.B; costs with --profile)\n");
+    outln!("{}", off.text());
     match &placed {
         Some(p) => outln!("Placement (NFCompass §IV.C)\n\n{}", p.text()),
         None => outln!("Placement: give --profile TRACE (the chain's costs are measured)"),

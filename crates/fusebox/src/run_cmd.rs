@@ -85,6 +85,12 @@ pub struct RunArgs {
     /// Default: 1 offline, every core live (with devices).
     #[arg(long, value_name = "N")]
     pub cores: Option<usize>,
+    /// With --mode parallel: workers the parallel groups' branches may use (the executor's
+    /// thread and N-1 helper threads, per replica). The planner profiles the chain over the
+    /// inputs' first packets and puts a branch on a helper only where no earlier NF of its
+    /// group may drop and its cost is above the hand-off's; it prints why, per branch.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub parallel_workers: usize,
     /// Run a placement (a PLAN file, `fusebox plan --out`): each stage on a worker thread of
     /// its own holding its NFs, packets crossing stages in order, the pipeline copied
     /// `replicas` times (flows spread as with --cores). Outputs as --cores replicas gives.
@@ -424,6 +430,15 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
         },
         _ => chain::FastOptions::default(),
     };
+    if a.parallel_workers != 1 {
+        if a.mode != Mode::Parallel || a.parallel_workers == 0 {
+            return Err(CliError::Invalid(format!(
+                "--parallel-workers {}: 1 or more, with --mode parallel",
+                a.parallel_workers
+            )));
+        }
+        crate::offload::place_branches(&chain, &opts, &inputs, a.parallel_workers)?;
+    }
     // On several workers this executor only checks the set-up and reads the inputs'
     // entries; each worker builds its own replica.
     let dispatcher = if workers {
@@ -693,6 +708,12 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
             "parallel: {} groups; {} packets merged, {} dropped in a branch, {} ran on as written (irregular)",
             p.groups, p.merged, p.dropped, p.irregular
         );
+        if p.remote_branches > 0 {
+            eprintln!(
+                "parallel: {} branches on helper threads; {} hand-offs, {} packets handed off in batches, {} branches' work discarded",
+                p.remote_branches, p.handoffs, p.batched, p.discarded
+            );
+        }
     }
     if let Some(n) = ex.nsh_counts() {
         eprintln!("{}", nsh_line(&n));

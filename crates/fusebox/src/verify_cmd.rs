@@ -42,6 +42,10 @@ pub struct VerifyArgs {
     /// on one worker, outputs merged in canonical order, counters summed, state per worker).
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub cores: usize,
+    /// With the parallel mode: workers its groups' branches may use (as `fusebox run
+    /// --parallel-workers`: the planner decides which branches go to helper threads).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub parallel_workers: usize,
     /// Print the result as JSON on stdout.
     #[arg(long)]
     pub json: bool,
@@ -110,6 +114,15 @@ pub fn verify(a: &VerifyArgs) -> Result<ExitCode, CliError> {
         .collect::<Result<_, _>>()?;
     if let Some(file) = &a.against {
         return against(a, &chain, &inputs, &opts, file);
+    }
+    if a.parallel_workers != 1 {
+        if !modes.contains(&Mode::Parallel) || a.parallel_workers == 0 {
+            return Err(CliError::Invalid(format!(
+                "--parallel-workers {}: 1 or more, with the parallel mode in --modes",
+                a.parallel_workers
+            )));
+        }
+        crate::offload::place_branches(&chain, &opts, &inputs, a.parallel_workers)?;
     }
     let mut results: Vec<RunResult> = Vec::new();
     for (i, &m) in modes.iter().enumerate() {

@@ -12,5 +12,6 @@
 pub mod deps;
 pub mod file;
 pub mod merge;
+pub mod offload;
 pub mod place;
 pub mod profile;

@@ -14,8 +14,8 @@ mod walk;
 
 use chain::Executor;
 pub use mode::{
-    merge_layout, parallel_layout, set_merge_planner, set_parallel_planner, MergePlanner, Mode,
-    ParallelPlanner, UnknownMode,
+    merge_layout, parallel_layout, parallel_placement, set_merge_planner, set_parallel_placement,
+    set_parallel_planner, MergePlanner, Mode, ParallelPlanner, UnknownMode,
 };
 pub use walk::{synthesize, ClassReport, Synthesis};
 

@@ -6,7 +6,7 @@
 //! executor side: see the `chain::exec` module documentation).
 
 use crate::Report;
-use chain::layout::{Merged, Parallel};
+use chain::layout::{Merged, Parallel, Placement};
 use chain::{Executor, FastOptions};
 use std::fmt;
 use std::str::FromStr;
@@ -49,6 +49,24 @@ pub fn set_parallel_planner(planner: ParallelPlanner) {
     if let Ok(mut p) = PLANNER.write() {
         *p = Some(planner);
     }
+}
+
+static PLACEMENT: RwLock<Option<Placement>> = RwLock::new(None);
+
+/// Sets where [`Mode::Parallel`]'s branches run: `Some` puts each NF on the placement's
+/// processor, a branch on another processor than its group's first NF running on a helper
+/// thread (`chain::Executor::enable_parallel_placed`; the planner's `plan::offload` decides,
+/// for the chain the program runs); `None` (the default) runs every branch in the
+/// executor's thread.
+pub fn set_parallel_placement(placement: Option<Placement>) {
+    if let Ok(mut p) = PLACEMENT.write() {
+        *p = placement;
+    }
+}
+
+/// The placement [`Mode::Parallel`] installs ([`set_parallel_placement`]).
+pub fn parallel_placement() -> Option<Placement> {
+    PLACEMENT.read().ok().and_then(|p| p.clone())
 }
 
 /// The groups the registered planner finds for `ex`'s chain (none without a planner).
@@ -105,9 +123,9 @@ impl Mode {
     /// Installs the mode in `ex` (built naive by [`Executor::new`]): synthesis for
     /// [`Mode::Synth`] (its report returned; its established-flow table bounded by
     /// `fast.max_flows`), the fast path with `fast` for [`Mode::Fastpath`], the planner's
-    /// groups for [`Mode::Parallel`] (groups the executor refuses run as written), the merge
-    /// planner's bypasses for [`Mode::Merged`] (likewise), nothing for [`Mode::Naive`]. It
-    /// cannot fail.
+    /// groups for [`Mode::Parallel`] (groups the executor refuses run as written; branches
+    /// placed as [`set_parallel_placement`] says), the merge planner's bypasses for
+    /// [`Mode::Merged`] (likewise), nothing for [`Mode::Naive`]. It cannot fail.
     pub fn install(self, ex: &mut Executor, fast: FastOptions) -> Option<Report> {
         match self {
             Mode::Naive => None,
@@ -121,7 +139,7 @@ impl Mode {
             }
             Mode::Parallel => {
                 let layout = parallel_layout(ex);
-                ex.enable_parallel(&layout);
+                ex.enable_parallel_placed(&layout, parallel_placement().as_ref());
                 None
             }
             Mode::Merged => {

@@ -993,7 +993,7 @@ impl Executor {
                 continue;
             };
             let group = &par.groups[p.g as usize];
-            batched += 1;
+            batched += u64::from(par.batching && group.batched);
             for (i, h) in group.helper.iter().enumerate() {
                 let Some(h) = *h else {
                     continue;
@@ -1018,9 +1018,7 @@ impl Executor {
                 });
             }
         }
-        if par.batching {
-            par.stats.batched += batched;
-        }
+        par.stats.batched += batched;
         for h in 0..helpers {
             if w.batches[h].as_ref().is_some_and(|b| !b.items.is_empty()) {
                 if let Some(b) = w.batches[h].take() {

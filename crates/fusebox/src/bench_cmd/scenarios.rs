@@ -84,7 +84,7 @@ pub(super) const SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "parallel",
-        about: "NFCompass Fig. 13/14: four identical NFs (firewall, IDS) sequential, and as parallel branches merged by XOR in one group of four (b) and two groups of two (c), on two threads; latency and throughput",
+        about: "NFCompass Fig. 13/14: four identical NFs (firewall, IDS, IPsec) sequential, and as parallel branches merged by XOR in one group of four (b) and two groups of two (c), branches placed by the planner on two workers; latency and throughput",
         run: super::parallel::parallel,
     },
     Scenario {
