@@ -297,30 +297,34 @@ fn quick_bench_runs_every_scenario_and_prints_json_records() {
             assert!(r["flows"].as_u64().unwrap() >= 100, "{r}");
         }
     }
-    // NFCompass Fig. 13: four firewalls and four IDSes, sequential and in parallel branches.
-    for nf in ["fw", "ids"] {
+    // NFCompass Fig. 13: four firewalls, IDSes and IPsec gateways, sequential and in
+    // parallel branches (NFs 2 and 4 on a helper, or all in one thread).
+    for nf in ["fw", "ids", "ipsec"] {
         for (mode, workers) in [
             ("sequential", 1),
             ("sequential", 2),
-            ("parallel-b", 2),
-            ("parallel-c", 2),
+            ("parallel-b-halves", 2),
+            ("parallel-c-halves", 2),
             ("parallel-b-1thread", 1),
         ] {
-            let r = find(
-                &records,
-                &[
-                    ("scenario", "parallel".into()),
-                    ("nf", nf.into()),
-                    ("mode", mode.into()),
-                    ("workers", workers.into()),
-                ],
-            );
-            assert_eq!(r["nfs"], 4, "{r}");
-            check_config(r, 64);
+            for batch in [1, 32] {
+                let r = find(
+                    &records,
+                    &[
+                        ("scenario", "parallel".into()),
+                        ("nf", nf.into()),
+                        ("mode", mode.into()),
+                        ("workers", workers.into()),
+                        ("batch", batch.into()),
+                    ],
+                );
+                assert_eq!(r["nfs"], 4, "{r}");
+                check_config(r, 64);
+            }
         }
         for ratio in [
-            "parallel-b 4 x2 / sequential 4",
-            "parallel-c 4 x2 / sequential 4",
+            "parallel-b-halves 4 x2 / sequential 4",
+            "parallel-c-halves 4 x2 / sequential 4",
             "parallel-b-1thread 4 / sequential 4",
         ] {
             triple(find(
@@ -333,6 +337,41 @@ fn quick_bench_runs_every_scenario_and_prints_json_records() {
             ));
         }
     }
+    // The planner groups the firewalls (they never drop): its layouts run, with the branches
+    // where it puts them, and each branch's reason is noted.
+    for mode in ["parallel-b", "parallel-c"] {
+        let r = find(
+            &records,
+            &[
+                ("scenario", "parallel".into()),
+                ("nf", "fw".into()),
+                ("mode", mode.into()),
+            ],
+        );
+        check_config(r, 64);
+    }
+    let fw_notes: Vec<&str> = records
+        .iter()
+        .filter(|r| r["scenario"] == "parallel" && r["nf"] == "fw")
+        .filter_map(|r| r["note"].as_str())
+        .collect();
+    assert!(
+        fw_notes
+            .iter()
+            .any(|n| n.contains("fw2") && n.contains("worker")),
+        "{fw_notes:?}"
+    );
+    // IPsec stays sequential in the plan, and the bench says why.
+    let why = records
+        .iter()
+        .filter(|r| r["scenario"] == "parallel" && r["nf"] == "ipsec")
+        .filter_map(|r| r["note"].as_str())
+        .find(|n| n.starts_with("parallel-b:"))
+        .expect("the planner's reason for IPsec");
+    assert!(
+        why.contains("keeps the NFs sequential") && why.contains("length"),
+        "{why}"
+    );
     // Placement: the plan `fusebox plan --profile` made from the scenario's trace, run by the
     // pipeline runtime, beside one core and two replicas, each with the planner's prediction.
     for (mode, workers) in [("naive", 1), ("naive", 2)] {
