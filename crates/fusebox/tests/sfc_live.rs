@@ -964,3 +964,77 @@ fn a_fusebox_napt_in_the_middle_of_a_path_translates_and_its_replies_come_back()
     let mut run = w.extra.pop().unwrap();
     assert!(run.alive(), "the NAPT exited:\n{}", run.log());
 }
+
+/// Chain 200 = sf1 → sf3 with both hosts on VXLAN-GPE (underlay addresses in the file).
+fn vxlan_file(h: &[String; 2]) -> String {
+    format!(
+        r#"{{
+  "chains": [
+    {{"id": 200, "nodes": ["sf1", "sf3"], "entry": "{h1}", "classifier": [{}]}}
+  ],
+  "functions": [
+    {{"tag": "sf1", "type": "linux-router", "host": "{h1}", "to_host": true}},
+    {{"tag": "sf2", "type": "linux-router", "host": "{h1}", "to_host": true}},
+    {{"tag": "sf3", "type": "linux-router", "host": "{h2}", "to_host": true}}
+  ],
+  "hosts": [
+    {{"name": "{h1}", "transport": "vxlan-gpe", "underlay": "10.9.250.1"}},
+    {{"name": "{h2}", "transport": "vxlan-gpe", "underlay": "10.9.250.2"}}
+  ],
+  "direct_links": false
+}}
+"#,
+        rule(200),
+        h1 = h[0],
+        h2 = h[1],
+    )
+}
+
+#[test]
+fn a_vxlan_gpe_hop_between_hosts_carries_the_chain() {
+    if !can_run("a_vxlan_gpe_hop_between_hosts_carries_the_chain") {
+        return;
+    }
+    if Command::new("tcpdump").arg("--version").output().is_err() {
+        assert!(!sfc::testing::in_ci(), "no tcpdump, and CI=true");
+        eprintln!("skipping: no tcpdump");
+        return;
+    }
+    let mut topo = Topo::fig_5_10();
+    topo.file = vxlan_file;
+    let w = World::with(topo);
+    wait_path(&w, 200, Duration::from_secs(30));
+    // Count what crosses server2's end of the hosts' link as VXLAN-GPE (UDP 4790).
+    let cap = spawn_cmd(
+        "tcpdump",
+        &w.dir,
+        "ip",
+        &[
+            "netns",
+            "exec",
+            &w.lab.netns("server2"),
+            "tcpdump",
+            "-i",
+            "to-server1",
+            "-nn",
+            "-c",
+            "100",
+            "udp dst port 4790 and dst host 10.9.250.2 and src host 10.9.250.1",
+        ],
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    let sf3 = w.dec_done("sf3");
+    let got = probes(&w.sender(200), &w.receiver(200), 200, 0, 100);
+    assert_eq!(got.len(), 100, "{} of 100 probes arrived", got.len());
+    assert_eq!(w.dec_done("sf3") - sf3, 100, "sf3 decapsulated them");
+    let mut cap = cap;
+    let end = Instant::now() + Duration::from_secs(5);
+    while cap.alive() && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let log = cap.log();
+    assert!(
+        !cap.alive() && log.contains("100 packets captured"),
+        "100 VXLAN-GPE packets from server1's underlay to server2's crossed:\n{log}"
+    );
+}
