@@ -156,9 +156,25 @@ pub fn iface(ns: &str, name: &str) -> Result<Iface, LabError> {
 /// A UDP socket bound to `addr` inside namespace `ns` (it stays in that namespace, usable
 /// from any thread), with a one-second receive timeout.
 pub fn udp_socket(ns: &str, addr: std::net::SocketAddrV4) -> Result<std::net::UdpSocket, LabError> {
-    let sock = nic::netns::run_in(ns, || std::net::UdpSocket::bind(addr))
-        .map_err(|e| LabError::Unexpected(format!("joining {ns}: {e}")))?
-        .map_err(|e| LabError::Unexpected(format!("binding {addr} in {ns}: {e}")))?;
+    // A bind that fails once is tried again for a second before its error is returned: a
+    // live test saw one unexplained failure in about ten runs, under load.
+    let mut tries = 0;
+    let sock = loop {
+        let bound = nic::netns::run_in(ns, || std::net::UdpSocket::bind(addr))
+            .map_err(|e| LabError::Unexpected(format!("joining {ns}: {e}")))
+            .and_then(|r| {
+                r.map_err(|e| LabError::Unexpected(format!("binding {addr} in {ns}: {e}")))
+            });
+        match bound {
+            Ok(sock) => break sock,
+            Err(e) if tries >= 10 => return Err(e),
+            Err(e) => {
+                tries += 1;
+                eprintln!("lab: {e}; trying again");
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        }
+    };
     sock.set_read_timeout(Some(std::time::Duration::from_secs(1)))
         .map_err(|e| LabError::Unexpected(e.to_string()))?;
     Ok(sock)
