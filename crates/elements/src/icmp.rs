@@ -326,6 +326,7 @@ impl ICMPError {
     }
 }
 
+// ICMPError makes a new packet per packet: it declares nothing (`Element::declared`).
 impl Element for ICMPError {
     fn class_name(&self) -> &'static str {
         "ICMPError"

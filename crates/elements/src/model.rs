@@ -28,9 +28,10 @@ pub use space::{Action, Base, Field, FieldSet, Filter, FilterSet, Group, Layout,
 use wire::ethernet::ethertype;
 
 /// Where an element finds the IPv4 header it reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum IpAnchor {
     /// At the network-header annotation (most IP elements).
+    #[default]
     Annotation,
     /// At this byte offset into the packet data (`CheckIPHeader(OFFSET)`).
     Data(u16),

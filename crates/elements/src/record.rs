@@ -78,8 +78,12 @@ pub struct Step {
 /// [`Declared::writes`] (and the checksums it names) changes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Declared {
-    /// Header fields and annotations the element may read (element view: IPv4 and
-    /// transport fields at the network-header annotation).
+    /// Where the IPv4 and transport fields below are: at the network-header annotation (the
+    /// element view, as for most elements), or at a fixed offset into the data (an operator
+    /// NF that parses the frame from its start).
+    pub ip_at: crate::model::IpAnchor,
+    /// Header fields and annotations the element may read (IPv4 and transport fields where
+    /// [`Declared::ip_at`] says).
     pub reads: Vec<Field>,
     /// Header fields and annotations it may write.
     pub writes: Vec<Field>,
@@ -87,12 +91,94 @@ pub struct Declared {
     pub ip_checksum: bool,
     /// Whether it may rewrite the transport (TCP/UDP/ICMP) checksum.
     pub l4_checksum: bool,
-    /// What it does with the payload.
+    /// What it does with the IPv4 options (bytes 20 to the header length: a source route's
+    /// final destination in a pseudo header, a header checksum computed over them).
+    pub ip_options: Access,
+    /// What it does with the payload: the transport bytes from byte 4 on (after the ports,
+    /// which no named field but [`Field::TcpFlags`] and [`Field::TcpDataOff`] covers: TCP
+    /// sequence numbers, the UDP length and checksum, the data), and, for a packet without a
+    /// network-header annotation, every byte (an element that finds its headers itself may
+    /// read any of them).
     pub payload: Access,
     /// Whether it may drop a packet.
     pub drops: bool,
     /// Whether a packet may change its state (counters, tables).
     pub stateful: bool,
+}
+
+impl Declared {
+    /// The fields a parse of an IPv4 packet's flow reads: protocol, addresses and ports,
+    /// with the version, lengths and fragment fields that decide whether the header and the
+    /// ports are there.
+    pub const FLOW: [Field; 14] = [
+        Field::IpVersion,
+        Field::IpIhl,
+        Field::IpLen,
+        Field::IpFlags,
+        Field::IpFragOffset,
+        Field::IpProto,
+        Field::IpSrc,
+        Field::IpDst,
+        Field::SrcPort,
+        Field::DstPort,
+        Field::IpAvail,
+        Field::IpLenOk,
+        Field::L4Avail,
+        Field::L4Len,
+    ];
+
+    /// Every field of the IPv4 header (options aside), with the bytes available: what a
+    /// header checksum computed afresh depends on.
+    pub const IP_HEADER: [Field; 12] = [
+        Field::IpVersion,
+        Field::IpIhl,
+        Field::IpTos,
+        Field::IpLen,
+        Field::IpId,
+        Field::IpFlags,
+        Field::IpFragOffset,
+        Field::IpTtl,
+        Field::IpProto,
+        Field::IpSrc,
+        Field::IpDst,
+        Field::IpAvail,
+    ];
+
+    /// The named fields in the first bytes of a transport header (ports, TCP flags and data
+    /// offset, ICMP type and code): with [`Access::Read`] of the payload, every transport
+    /// byte (what a transport checksum is computed over).
+    pub const L4_HEADER: [Field; 7] = [
+        Field::SrcPort,
+        Field::DstPort,
+        Field::TcpFlags,
+        Field::TcpDataOff,
+        Field::IcmpType,
+        Field::IcmpCode,
+        Field::L4Avail,
+    ];
+
+    /// A declaration that reads every named field and annotation, the options and the
+    /// payload, and writes nothing: an element deciding on bytes anywhere (a filter's
+    /// run-time rules). It may drop when `drops`.
+    pub fn reads_anything(drops: bool) -> Declared {
+        Declared {
+            reads: Field::ALL.to_vec(),
+            ip_options: Access::Read,
+            payload: Access::Read,
+            drops,
+            ..Declared::default()
+        }
+    }
+
+    /// The declaration with `fields` read as well (each once).
+    pub fn read(mut self, fields: &[Field]) -> Declared {
+        for f in fields {
+            if !self.reads.contains(f) {
+                self.reads.push(*f);
+            }
+        }
+        self
+    }
 }
 
 /// What the executor lends an element while a packet is being recorded.

@@ -11,6 +11,7 @@
 use crate::header::{Raw, Stack};
 use crate::pipe::{Cx, Stage};
 use crate::pkt::Pkt;
+use elements::record::Declared;
 use elements::registry::{Doc, ElementClass};
 use elements::{Batching, Context, Element, Model, PortCount, Verdict};
 use packet::Packet;
@@ -51,6 +52,7 @@ pub struct OperatorNf<P, I = ()> {
     stage: P,
     outputs: usize,
     model: Option<fn() -> Model>,
+    declared: Option<Declared>,
     batching: Batching,
     cx: Cx,
     _start: std::marker::PhantomData<fn() -> I>,
@@ -92,6 +94,7 @@ where
             stage,
             outputs: outputs.max(1),
             model: None,
+            declared: None,
             batching: Batching::Never,
             cx: Cx::default(),
             _start: std::marker::PhantomData,
@@ -111,6 +114,15 @@ where
     /// harness checks it.
     pub fn with_model(mut self, model: fn() -> Model) -> Self {
         self.model = Some(model);
+        self
+    }
+
+    /// Declares what the NF may do to any packet, for the planner (see
+    /// `elements::record::Declared`: one packet in, one out or a drop, its length kept, only
+    /// the declared fields written); the property test of declarations checks it against
+    /// what the pipeline does.
+    pub fn with_declared(mut self, declared: Declared) -> Self {
+        self.declared = Some(declared);
         self
     }
 
@@ -195,6 +207,10 @@ where
 
     fn model(&self) -> Option<Model> {
         self.model.map(|m| m())
+    }
+
+    fn declared(&self) -> Option<Declared> {
+        self.declared.clone()
     }
 
     fn state_dump(&self) -> Vec<String> {

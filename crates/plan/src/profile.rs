@@ -807,7 +807,7 @@ impl Walk<'_> {
 
     /// Takes element `l` at its declaration.
     fn declared(&mut self, l: usize, d: &Declared, st: &State) -> State {
-        let anchor = IpAnchor::Annotation;
+        let anchor = d.ip_at;
         let mut st = *st;
         for f in &d.reads {
             self.read_field(*f, anchor, &st);
@@ -824,12 +824,14 @@ impl Walk<'_> {
             self.read(Part::L4Checksum, &st);
             self.write(Part::L4Checksum, &mut st, false);
         }
-        match d.payload {
-            Access::Ignore => {}
-            Access::Read => self.read(Part::Payload, &st),
-            Access::Write => {
-                self.read(Part::Payload, &st);
-                self.write(Part::Payload, &mut st, false);
+        for (access, part) in [(d.ip_options, Part::IpOptions), (d.payload, Part::Payload)] {
+            match access {
+                Access::Ignore => {}
+                Access::Read => self.read(part, &st),
+                Access::Write => {
+                    self.read(part, &st);
+                    self.write(part, &mut st, false);
+                }
             }
         }
         if d.drops {

@@ -17,6 +17,8 @@
 //! output number (`IPFilter`'s `1 PATTERN`) are refused: a firewall allows or denies.
 
 use elements::ipfilter::{Expr, FilterAction, IPFilter, View};
+use elements::model::IpAnchor;
+use elements::record::Declared;
 use elements::registry::{Doc, ElementClass};
 use elements::{Args, BuildCtx, ConfigError, Element};
 use operators::nf::{class, Leave};
@@ -43,6 +45,15 @@ pub fn pipeline(acl: Vec<(bool, Expr)>) -> impl Stage<Pkt<Raw>, Out = impl Leave
         .into_stage()
 }
 
+/// What the NF declares for the planner: rules may read any byte of the frame (IPv4 header at
+/// 14, as its pipeline parses it); nothing written; denied and unparsable packets dropped.
+pub fn declared() -> Declared {
+    Declared {
+        ip_at: IpAnchor::Data(14),
+        ..Declared::reads_anything(true)
+    }
+}
+
 /// Reads the rules as `IPFilter` does and builds the NF.
 fn build(
     name: &'static str,
@@ -65,7 +76,9 @@ fn build(
         acl.push((allow, pattern.clone()));
     }
     Ok(Box::new(
-        OperatorNf::<_, ()>::new(name, 1, pipeline(acl)).stateless(),
+        OperatorNf::<_, ()>::new(name, 1, pipeline(acl))
+            .stateless()
+            .with_declared(declared()),
     ))
 }
 

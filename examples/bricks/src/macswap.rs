@@ -7,6 +7,8 @@
 //!
 //! Drops: `parse-ethernet` (frames under 14 bytes).
 
+use elements::model::Field;
+use elements::record::Declared;
 use elements::registry::{Doc, ElementClass};
 use elements::{Args, BuildCtx, ConfigError, Element};
 use operators::nf::{class, Leave};
@@ -28,6 +30,17 @@ pub fn pipeline() -> impl Stage<Pkt<Raw>, Out = impl Leave> + 'static {
         .into_stage()
 }
 
+/// What the NF declares for the planner: it reads and writes the two addresses; a frame too
+/// short for an Ethernet header is dropped.
+pub fn declared() -> Declared {
+    Declared {
+        reads: vec![Field::FrameLen, Field::EthDst, Field::EthSrc],
+        writes: vec![Field::EthDst, Field::EthSrc],
+        drops: true,
+        ..Declared::default()
+    }
+}
+
 /// Builds the NF (no arguments).
 fn build(
     name: &'static str,
@@ -37,7 +50,9 @@ fn build(
     args.check(0, &[])
         .map_err(|e| ConfigError::new(format!("{name}: {}", e.message)))?;
     Ok(Box::new(
-        OperatorNf::<_, ()>::new(name, 1, pipeline()).stateless(),
+        OperatorNf::<_, ()>::new(name, 1, pipeline())
+            .stateless()
+            .with_declared(declared()),
     ))
 }
 

@@ -43,6 +43,8 @@ use elements::nfs::maglev::{backend_hashes, flow_hash, parse_schedule, populate,
 use elements::nfs::maglev::{DEFAULT_CAPACITY, TABLE_SIZE};
 use elements::nfs::MaglevReason;
 use elements::reason::FlowReason;
+use elements::model::{Field, IpAnchor};
+use elements::record::Declared;
 use elements::registry::{Doc, ElementClass};
 use elements::rewriter::{rewrite_ipv4, FlowId};
 use elements::{Args, BuildCtx, ConfigError, Element};
@@ -637,8 +639,27 @@ fn build(
         outputs(n, split),
         pipeline(backends, Some(control), flows, split),
     )
-    .inputs(2);
+    .inputs(2)
+    .with_declared(declared());
     Ok(Box::new(nf))
+}
+
+/// What the NF declares for the planner: as `Maglev` (IPv4 header at 14, as its pipeline
+/// parses it): the flow read, the destination (forward) or source (replies) address and the
+/// Ethernet destination written with both checksums, unbalanced packets dropped,
+/// connections kept.
+pub fn declared() -> Declared {
+    Declared {
+        ip_at: IpAnchor::Data(14),
+        writes: vec![Field::IpDst, Field::IpSrc, Field::EthDst],
+        ip_checksum: true,
+        l4_checksum: true,
+        drops: true,
+        stateful: true,
+        ..Declared::default()
+    }
+    .read(&[Field::EtherType])
+    .read(&Declared::FLOW)
 }
 
 /// The registry entry.

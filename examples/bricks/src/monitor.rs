@@ -18,6 +18,8 @@
 //! `untracked packets N bytes B` if any. `stats`: `packets`, `bytes`, `flows`, `non_ip`,
 //! `untracked`. No drops.
 
+use elements::model::{Field, IpAnchor};
+use elements::record::Declared;
 use elements::registry::{Doc, ElementClass};
 use elements::{Args, BuildCtx, ConfigError, Element};
 use operators::nf::class;
@@ -136,6 +138,18 @@ pub fn pipeline(capacity: usize) -> impl Stage<Pkt<Raw>, Out = Pkt<Raw>> + 'stat
     pipe::<Raw, ()>().then(Counters::new(capacity)).into_stage()
 }
 
+/// What the NF declares for the planner: it reads the flow (IPv4 header at 14, as its
+/// pipeline parses it) and counts it; nothing written, nothing dropped.
+pub fn declared() -> Declared {
+    Declared {
+        ip_at: IpAnchor::Data(14),
+        stateful: true,
+        ..Declared::default()
+    }
+    .read(&[Field::EtherType])
+    .read(&Declared::FLOW)
+}
+
 /// Builds the NF from `CAPACITY N` (optional).
 fn build(
     name: &'static str,
@@ -150,11 +164,9 @@ fn build(
             .map(|n| usize::try_from(n).unwrap_or(usize::MAX))?,
         None => DEFAULT_CAPACITY,
     };
-    Ok(Box::new(OperatorNf::<_, ()>::new(
-        name,
-        1,
-        pipeline(capacity),
-    )))
+    Ok(Box::new(
+        OperatorNf::<_, ()>::new(name, 1, pipeline(capacity)).with_declared(declared()),
+    ))
 }
 
 /// The registry entry.

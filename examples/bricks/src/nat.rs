@@ -39,6 +39,8 @@
 //! header: the rewriter's `bad-ip-header`), and the rewriter's reasons above.
 
 use elements::reason::FlowReason;
+use elements::model::{Field, IpAnchor};
+use elements::record::Declared;
 use elements::registry::{Doc, ElementClass};
 use elements::rewriter::{rewrite_ipv4, FlowId, RewriterReason};
 use elements::{Args, BuildCtx, ConfigError, Element};
@@ -344,6 +346,23 @@ pub fn pipeline(cfg: Config) -> impl Stage<Pkt<Raw, Input>, Out = impl Leave> + 
         .into_stage()
 }
 
+/// What the NF declares for the planner: it reads the flow and the TCP flags (IPv4 header
+/// at 14, as its pipeline parses it), rewrites addresses and ports with both checksums
+/// updated, drops what it cannot map and keeps mappings.
+pub fn declared() -> Declared {
+    Declared {
+        ip_at: IpAnchor::Data(14),
+        writes: vec![Field::IpSrc, Field::IpDst, Field::SrcPort, Field::DstPort],
+        ip_checksum: true,
+        l4_checksum: true,
+        drops: true,
+        stateful: true,
+        ..Declared::default()
+    }
+    .read(&[Field::EtherType, Field::TcpFlags, Field::TcpDataOff])
+    .read(&Declared::FLOW)
+}
+
 /// Reads the arguments.
 fn configure(args: &Args, bcx: &BuildCtx<'_>) -> Result<Config, ConfigError> {
     args.check(
@@ -391,7 +410,9 @@ fn build(
     let cfg =
         configure(args, bcx).map_err(|e| ConfigError::new(format!("{name}: {}", e.message)))?;
     Ok(Box::new(
-        OperatorNf::<_, Input>::new(name, 2, pipeline(cfg)).inputs(2),
+        OperatorNf::<_, Input>::new(name, 2, pipeline(cfg))
+            .inputs(2)
+            .with_declared(declared()),
     ))
 }
 

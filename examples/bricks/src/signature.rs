@@ -32,6 +32,8 @@
 use aho_corasick::{AhoCorasick, MatchKind};
 use elements::args::parse_uint;
 use elements::ids::rules::{Proto, Rule, RuleSet, Test, Vars};
+use elements::model::{Field, IpAnchor};
+use elements::record::{Access, Declared};
 use elements::registry::{Doc, ElementClass};
 use elements::{Args, BuildCtx, ConfigError, Element};
 use operators::nf::class;
@@ -311,7 +313,24 @@ fn build(
     let mut set = RuleSet::default();
     set.load(&path, &vars, true).map_err(|e| err(e.message))?;
     let stage = Signatures::new(set.rules, window, Duration::from_secs(timeout)).map_err(err)?;
-    Ok(Box::new(OperatorNf::<_, ()>::new(name, 1, stage)))
+    Ok(Box::new(
+        OperatorNf::<_, ()>::new(name, 1, stage).with_declared(declared()),
+    ))
+}
+
+/// What the NF declares for the planner: it reads the flow and TCP header (IPv4 header at
+/// 14, as its pipeline parses it) and the payload it searches, keeps streams; nothing
+/// written, nothing dropped.
+pub fn declared() -> Declared {
+    Declared {
+        ip_at: IpAnchor::Data(14),
+        payload: Access::Read,
+        stateful: true,
+        ..Declared::default()
+    }
+    .read(&[Field::EtherType])
+    .read(&Declared::FLOW)
+    .read(&Declared::L4_HEADER)
 }
 
 /// The registry entry.

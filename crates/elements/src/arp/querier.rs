@@ -519,6 +519,7 @@ impl ARPQuerier {
     }
 }
 
+// ARPQuerier holds packets, makes queries and encapsulates (its model's run-time cases): it declares nothing (`Element::declared`).
 impl Element for ARPQuerier {
     fn class_name(&self) -> &'static str {
         "ARPQuerier"

@@ -124,6 +124,7 @@ impl ARPResponder {
     }
 }
 
+// ARPResponder makes replies (its model's run-time case): it declares nothing (`Element::declared`).
 impl Element for ARPResponder {
     fn class_name(&self) -> &'static str {
         "ARPResponder"

@@ -73,6 +73,26 @@ impl Element for HashSwitch {
         let port = self.output(packet.data());
         Verdict::Out(port, packet)
     }
+    /// Reads the hashed bytes (as raw fields of at most 16 bytes) and the frame's length
+    /// (too short: output 0); nothing is written, nothing dropped. Hashed bytes beyond what
+    /// raw fields reach (an offset past 65535, more than 64 raw fields) declare nothing.
+    fn declared(&self) -> Option<crate::record::Declared> {
+        let mut reads = vec![space::Field::FrameLen];
+        let mut at = self.offset;
+        let end = self.offset.checked_add(self.length)?;
+        while at < end {
+            let len = (end - at).min(16);
+            reads.push(space::Field::raw(u16::try_from(at).ok()?, len as u8)?);
+            if reads.len() > 64 {
+                return None;
+            }
+            at += len;
+        }
+        Some(crate::record::Declared {
+            reads,
+            ..Default::default()
+        })
+    }
 }
 
 #[cfg(test)]

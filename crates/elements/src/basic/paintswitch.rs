@@ -31,6 +31,7 @@ impl PaintSwitch {
     }
 }
 
+// PaintSwitch copies paint-255 packets to every output (its model's run-time case): it declares nothing (`Element::declared`).
 impl Element for PaintSwitch {
     fn class_name(&self) -> &'static str {
         "PaintSwitch"

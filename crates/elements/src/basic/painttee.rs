@@ -27,6 +27,7 @@ impl PaintTee {
     }
 }
 
+// PaintTee copies packets (its model's run-time case): it declares nothing (`Element::declared`).
 impl Element for PaintTee {
     fn class_name(&self) -> &'static str {
         "PaintTee"

@@ -57,6 +57,14 @@ impl Element for RoundRobinSwitch {
             Verdict::Drop(packet, OutputReason::NoOutput.into())
         }
     }
+    /// Reads nothing of the packet: its turn is state; a turn beyond the outputs drops.
+    fn declared(&self) -> Option<crate::record::Declared> {
+        Some(crate::record::Declared {
+            drops: self.max > self.noutputs,
+            stateful: true,
+            ..Default::default()
+        })
+    }
 }
 
 #[cfg(test)]

@@ -1018,6 +1018,23 @@ impl Element for SnortIDS {
         }
     }
 
+    /// Reads the flow (the IPv4 header found at the annotation, or after the Ethernet and
+    /// VLAN headers without one), the TCP flags and data offset, the ICMP header and the
+    /// payload its rules search; writes nothing; drops what drop rules match; keeps flows.
+    fn declared(&self) -> Option<crate::record::Declared> {
+        let d = crate::record::Declared {
+            payload: Access::Read,
+            drops: true,
+            stateful: true,
+            ..Default::default()
+        };
+        Some(
+            d.read(&crate::record::Declared::FLOW)
+                .read(&crate::record::Declared::L4_HEADER)
+                .read(&[Field::EtherType, Field::HasVlan, Field::VlanId]),
+        )
+    }
+
     fn check(&mut self, token: u64, view: &ReplayView<'_>) -> bool {
         let Some(rec) = self.recorded.get(&token).copied() else {
             return false;

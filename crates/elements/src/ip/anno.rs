@@ -329,6 +329,20 @@ impl Element for FixIPSrc {
             Case::new(Filter::any(), Outcome::Runtime),
         ]))
     }
+    /// The flagged packets (its model's run-time case): the annotation cleared, the source
+    /// rewritten and the header checksum computed afresh (over the whole header and its
+    /// options) when there is a header; counted.
+    fn declared(&self) -> Option<crate::record::Declared> {
+        use crate::record::{Access, Declared};
+        let d = Declared {
+            writes: vec![Field::FixIpSrc, Field::IpSrc],
+            ip_checksum: true,
+            ip_options: Access::Read,
+            stateful: true,
+            ..Default::default()
+        };
+        Some(d.read(&[Field::FixIpSrc]).read(&Declared::IP_HEADER))
+    }
     fn stats(&self) -> Vec<(&'static str, u64)> {
         vec![("fixed", self.fixed)]
     }

@@ -543,6 +543,18 @@ impl Element for CheckL4Header {
             }
         }
     }
+    /// Reads the header fields its checks use and every transport byte (length, checksum);
+    /// writes nothing; counts and drops (or sends to output 1) what fails.
+    fn declared(&self) -> Option<crate::record::Declared> {
+        use crate::record::{Access, Declared};
+        let d = Declared {
+            payload: Access::Read,
+            drops: !self.has_out1,
+            stateful: true,
+            ..Default::default()
+        };
+        Some(d.read(&Declared::IP_HEADER).read(&Declared::L4_HEADER))
+    }
     fn stats(&self) -> Vec<(&'static str, u64)> {
         let mut v = vec![("drops", self.reasons.iter().sum())];
         v.extend(

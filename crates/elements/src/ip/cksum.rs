@@ -174,6 +174,31 @@ impl Element for SetTCPChecksum {
         fill_l4(ip, hl, plen, 16, false);
         Verdict::Out(0, p)
     }
+    /// Reads the header, options (a source route's destination) and every transport byte
+    /// the checksum covers; writes the checksum (and, with `FIXOFF`, the data offset).
+    fn declared(&self) -> Option<crate::record::Declared> {
+        let mut d = l4_checksum_declared();
+        if self.fixoff {
+            d.writes.push(space::Field::TcpDataOff);
+        }
+        Some(d)
+    }
+}
+
+/// What `SetTCPChecksum` and `SetUDPChecksum` declare: they read the IPv4 header and its
+/// options (the pseudo header, a source route's final destination) and every transport byte
+/// (the checksum is over them), write the transport checksum, and drop bad headers.
+fn l4_checksum_declared() -> crate::record::Declared {
+    use crate::record::{Access, Declared};
+    Declared {
+        l4_checksum: true,
+        ip_options: Access::Read,
+        payload: Access::Read,
+        drops: true,
+        ..Default::default()
+    }
+    .read(&Declared::IP_HEADER)
+    .read(&Declared::L4_HEADER)
 }
 
 /// `SetUDPChecksum()`: recomputes the UDP checksum as Click does: over the number of bytes
@@ -226,6 +251,10 @@ impl Element for SetUDPChecksum {
         // checksum field itself is there (8 bytes are).
         fill_l4(ip, hl, len, 6, true);
         Verdict::Out(0, p)
+    }
+    /// As `SetTCPChecksum` (see `l4_checksum_declared`).
+    fn declared(&self) -> Option<crate::record::Declared> {
+        Some(l4_checksum_declared())
     }
 }
 

@@ -134,6 +134,7 @@ impl IPEncap {
     }
 }
 
+// IPEncap pushes a header: the packet's length and data start change, so it declares nothing (`Element::declared`).
 impl Element for IPEncap {
     fn class_name(&self) -> &'static str {
         "IPEncap"

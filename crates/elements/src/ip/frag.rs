@@ -121,6 +121,7 @@ impl IPFragmenter {
     }
 }
 
+// IPFragmenter makes fragments (its model's run-time cases): it declares nothing (`Element::declared`).
 impl Element for IPFragmenter {
     fn class_name(&self) -> &'static str {
         "IPFragmenter"

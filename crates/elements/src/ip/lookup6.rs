@@ -445,6 +445,7 @@ impl LookupIP6Route {
     }
 }
 
+// LookupIP6Route reads an IPv6 header, which no declarable field names: it declares nothing (`Element::declared`).
 impl Element for LookupIP6Route {
     fn class_name(&self) -> &'static str {
         "LookupIP6Route"

@@ -195,6 +195,21 @@ impl Element for IPGWOptions {
         cases.push(Case::new(Filter::any(), Outcome::Runtime));
         Some(Model::new(cases))
     }
+    /// Packets with options (its model's run-time case): the options read and updated in
+    /// place (record route, timestamps), the header checksum computed afresh over the whole
+    /// header; bad options counted and dropped (or sent to output 1); no header: dropped.
+    fn declared(&self) -> Option<crate::record::Declared> {
+        use crate::record::{Access, Declared};
+        let d = Declared {
+            ip_checksum: true,
+            ip_options: Access::Write,
+            // The packets without a header the model leaves to run time are dropped.
+            drops: true,
+            stateful: true,
+            ..Default::default()
+        };
+        Some(d.read(&Declared::IP_HEADER))
+    }
 }
 
 #[cfg(test)]

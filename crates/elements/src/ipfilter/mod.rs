@@ -121,6 +121,11 @@ impl Element for IPClassifier {
             Outcome::Drop(MatchReason::NoMatch.into()),
         )
     }
+    /// The packets its model leaves to run time (patterns on bytes no field names): it may
+    /// read anything, writes nothing, drops what no pattern matches.
+    fn declared(&self) -> Option<crate::record::Declared> {
+        Some(crate::record::Declared::reads_anything(true))
+    }
 }
 
 /// The model of a first-match rule list: one case per box of each rule's pattern, in order,
@@ -338,5 +343,10 @@ impl Element for IPFilter {
             }),
             Outcome::Drop(IPFilterReason::Deny.into()),
         )
+    }
+    /// The packets its model leaves to run time (rules on bytes no field names): it may
+    /// read anything, writes nothing, drops what the rules deny.
+    fn declared(&self) -> Option<crate::record::Declared> {
+        Some(crate::record::Declared::reads_anything(true))
     }
 }

@@ -99,6 +99,7 @@ impl IPsecGCMDecap {
     }
 }
 
+// IPsecGCMDecap decapsulates (the length and every byte change): it declares nothing (`Element::declared`).
 impl Element for IPsecGCMDecap {
     fn class_name(&self) -> &'static str {
         "IPsecGCMDecap"

@@ -109,6 +109,7 @@ impl IPsecGCMEncap {
     }
 }
 
+// IPsecGCMEncap encapsulates (the length and every byte change): it declares nothing (`Element::declared`).
 impl Element for IPsecGCMEncap {
     fn class_name(&self) -> &'static str {
         "IPsecGCMEncap"

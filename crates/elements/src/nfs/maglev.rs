@@ -705,6 +705,21 @@ impl Element for Maglev {
         }
     }
 
+    /// Reads the flow; writes the destination address (and the Ethernet destination where
+    /// the IPv4 header is at 14) of forward packets, the source address of replies, with
+    /// both checksums updated; drops what it cannot balance; keeps connections.
+    fn declared(&self) -> Option<crate::record::Declared> {
+        Some(crate::record::Declared {
+            reads: crate::record::Declared::FLOW.to_vec(),
+            writes: vec![Field::IpDst, Field::IpSrc, Field::EthDst],
+            ip_checksum: true,
+            l4_checksum: true,
+            drops: true,
+            stateful: true,
+            ..Default::default()
+        })
+    }
+
     fn check(&mut self, token: u64, view: &ReplayView<'_>) -> bool {
         // The virtual clock, as `push` reads it (`cx.now`), not the packet's own timestamp.
         let now = view.clock.0;

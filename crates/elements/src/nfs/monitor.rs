@@ -145,6 +145,15 @@ impl Element for Monitor {
         self.count(token, view.data.len());
     }
 
+    /// Reads the flow, counts it; writes nothing, drops nothing.
+    fn declared(&self) -> Option<crate::record::Declared> {
+        Some(crate::record::Declared {
+            reads: crate::record::Declared::FLOW.to_vec(),
+            stateful: true,
+            ..Default::default()
+        })
+    }
+
     fn state_dump(&self) -> Vec<String> {
         let mut v: Vec<&(FlowKey, u64, u64)> = self.counts.iter().collect();
         v.sort_by_key(|c| c.0);

@@ -186,4 +186,9 @@ impl Element for PcapFilter {
         m.ip_at = IpAnchor::Data(14);
         Some(m)
     }
+    /// The packets its model leaves to run time (opaque comparisons): it may read anything,
+    /// writes nothing, drops what does not match unless output 1 takes it.
+    fn declared(&self) -> Option<crate::record::Declared> {
+        Some(crate::record::Declared::reads_anything(!self.reject_output))
+    }
 }

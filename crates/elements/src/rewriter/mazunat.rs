@@ -143,6 +143,10 @@ impl Element for MazuNAT {
         }
     }
 
+    fn declared(&self) -> Option<crate::record::Declared> {
+        Some(self.rw.declaration())
+    }
+
     fn stateful_flow(&mut self) -> Option<&mut dyn StatefulFlow> {
         Some(&mut self.rw)
     }

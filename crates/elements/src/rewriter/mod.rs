@@ -24,6 +24,7 @@ use crate::capability::{
 use crate::reason::{FlowReason, InputReason, IpHeaderReason};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
 use packet::Packet;
+use space::Field;
 use wire::checksum::{update16, update16_udp, update32, update32_udp};
 use wire::ipv4::Packet as Ipv4Packet;
 use wire::{tcp, udp};
@@ -869,6 +870,29 @@ impl RewriteSpec for IPRewriter {
     }
 }
 
+impl IPRewriter {
+    /// What the rewriter (and `MazuNAT`, which is one) declares: it reads the flow and the
+    /// TCP flags and data offset (connection state, payload or not), rewrites addresses and
+    /// ports with both checksums updated (and the destination IP annotation when it sets
+    /// it), drops by its specifications and keeps mappings.
+    pub fn declaration(&self) -> crate::record::Declared {
+        let mut writes = vec![Field::IpSrc, Field::IpDst, Field::SrcPort, Field::DstPort];
+        if self.dst_anno {
+            writes.push(Field::DstIpAnno);
+        }
+        crate::record::Declared {
+            writes,
+            ip_checksum: true,
+            l4_checksum: true,
+            drops: true,
+            stateful: true,
+            ..Default::default()
+        }
+        .read(&crate::record::Declared::FLOW)
+        .read(&[Field::TcpFlags, Field::TcpDataOff])
+    }
+}
+
 impl Element for IPRewriter {
     /// Mappings and the clock: batches in input order.
     fn batching(&self) -> crate::Batching {
@@ -909,6 +933,10 @@ impl Element for IPRewriter {
             (Decision::Drop(reason), _) => Verdict::Drop(packet, reason.into()),
             (Decision::Rewrite { .. }, None) => Verdict::Drop(packet, IpHeaderReason::Bad.into()),
         }
+    }
+
+    fn declared(&self) -> Option<crate::record::Declared> {
+        Some(self.declaration())
     }
 
     fn stateful_flow(&mut self) -> Option<&mut dyn StatefulFlow> {
