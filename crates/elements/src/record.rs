@@ -100,6 +100,10 @@ pub struct Declared {
     /// network-header annotation, every byte (an element that finds its headers itself may
     /// read any of them).
     pub payload: Access,
+    /// Whether it may set the header annotations where a parse of the frame finds the
+    /// headers: the MAC header at the start of the data, the network header at
+    /// [`Declared::ip_at`], the transport header after the IPv4 header length.
+    pub sets_headers: bool,
     /// Whether it may drop a packet.
     pub drops: bool,
     /// Whether a packet may change its state (counters, tables).

@@ -23,7 +23,8 @@
 //!   includes `CheckIPHeader`'s cut at the IPv4 length), and neither copies, creates or
 //!   holds packets;
 //! * **structure**: they are consecutive along the chain's links, and every packet `a` lets
-//!   on leaves by the one interface linked to `b` (its only way on).
+//!   on leaves by the one interface linked to `b` (its only way on; for an NF that passes
+//!   replies back, every packet entering by its other interfaces: see [`ways_on`]).
 //!
 //! A group is a run of NFs along the links in which every pair satisfies the above.
 //! [`parallel`] builds the groups greedily along each run and reports, for every pair it
@@ -68,7 +69,8 @@ pub struct Pair {
 pub struct NfNote {
     /// The NF's name.
     pub nf: String,
-    /// The NF packets go on to from it, when it has exactly one way on (a link to one NF).
+    /// The NF packets go on to from it (a link to one NF; `a or b` for an NF in the middle
+    /// of a line that passes replies back, see [`ways_on`]).
     pub next: Option<String>,
     /// Why it has no single way on, if it has none.
     pub no_next: Option<String>,
@@ -90,7 +92,8 @@ pub struct DepsReport {
 }
 
 /// Annotations whose value no NF of the chain reads as it came (so what a merge makes of
-/// them is never seen).
+/// them is never seen): the MAC-header and packet-type annotations always (each NF's entry
+/// sets them), the others unless an NF reads them or may read anything.
 pub fn dead_annotations(profiles: &[Profile]) -> BTreeSet<Part> {
     let mut dead: BTreeSet<Part> = [
         Part::Anno(space::Field::Paint),
@@ -105,7 +108,12 @@ pub fn dead_annotations(profiles: &[Profile]) -> BTreeSet<Part> {
     .collect();
     for p in profiles {
         if p.reads.contains(&Part::Everything) {
-            return BTreeSet::new();
+            // Every packet enters an NF by a `FromDevice` (or `FromDump`), which sets the
+            // MAC-header and packet-type annotations before any element sees it: what
+            // another NF left there is never read, even by an element that may read
+            // anything.
+            dead.retain(|a| matches!(a, Part::MacHeader | Part::Anno(space::Field::PacketType)));
+            continue;
         }
         for r in &p.reads {
             dead.remove(r);
@@ -235,16 +243,61 @@ pub fn pair(a: &Profile, b: &Profile, dead: &BTreeSet<Part>) -> Pair {
 }
 
 /// NF `n`'s single way on: the NF every packet it lets on goes to (by the one interface it
-/// sends out of, linked to that NF's `FromDevice`), or why it has none.
+/// sends out of, linked to that NF's `FromDevice`), or why it has none (see [`ways_on`]).
 pub fn next_nf(ex: &Executor, profiles: &[Profile], n: usize) -> Result<usize, String> {
+    match ways_on(ex, profiles, n)?.as_slice() {
+        [m] => Ok(*m),
+        ways => Err(format!(
+            "{} ways on ({})",
+            ways.len(),
+            ways.iter()
+                .map(|&m| profiles[m].nf.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+/// The NFs NF `n` may hand a group's packets on to, or why there is none.
+///
+/// An NF sending out of one interface only has that interface's link as its way on. An NF
+/// that also sends packets back (replies arriving on the interface linked to the next NF,
+/// passed back out of the one they would have come in by) has a way on by interface `out`
+/// when every packet entering by its *other* interfaces leaves by `out`, linked to another
+/// NF: those are the packets a group runs as branches (the executor triggers a group on
+/// them, and runs a later NF of a group from the interface its predecessor is linked to);
+/// what enters by `out` runs as written. An NF in the middle of a line has two such ways,
+/// one each way along the line; [`parallel_with`] follows the one that does not lead back.
+pub fn ways_on(ex: &Executor, profiles: &[Profile], n: usize) -> Result<Vec<usize>, String> {
     let p = &profiles[n];
-    let [out] = p.outputs.as_slice() else {
-        return Err(if p.outputs.is_empty() {
-            "sends nothing out".to_string()
-        } else {
-            format!("leaves by several interfaces ({})", p.outputs.join(", "))
-        });
-    };
+    if p.outputs.is_empty() {
+        return Err("sends nothing out".to_string());
+    }
+    if let [out] = p.outputs.as_slice() {
+        return linked_nf(ex, n, out).map(|m| vec![m]);
+    }
+    let mut ways = Vec::new();
+    for out in &p.outputs {
+        if exits_from(ex, n, out) != [out.as_str()] {
+            continue;
+        }
+        if let Ok(m) = linked_nf(ex, n, out) {
+            if !ways.contains(&m) {
+                ways.push(m);
+            }
+        }
+    }
+    if ways.is_empty() {
+        return Err(format!(
+            "leaves by several interfaces ({})",
+            p.outputs.join(", ")
+        ));
+    }
+    Ok(ways)
+}
+
+/// The NF that NF `n`'s `ToDevice(out)`s are linked to, or why there is none.
+fn linked_nf(ex: &Executor, n: usize, out: &str) -> Result<usize, String> {
     let nf = &ex.nfs()[n];
     let mut target = None;
     for (l, role) in nf.roles.iter().enumerate() {
@@ -265,26 +318,82 @@ pub fn next_nf(ex: &Executor, profiles: &[Profile], n: usize) -> Result<usize, S
     Ok(m)
 }
 
+/// The interfaces (and dump files, `dump:PATH`) NF `n`'s element graph leads to from its
+/// `FromDevice`s of other interfaces than `iface` (every edge followed), sorted.
+fn exits_from<'a>(ex: &'a Executor, n: usize, iface: &str) -> Vec<&'a str> {
+    let nf = &ex.nfs()[n];
+    let mut seen = vec![false; nf.roles.len()];
+    let mut work: Vec<usize> = nf
+        .roles
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| match r {
+            Role::FromDevice(d) => d != iface,
+            Role::FromDump(_) => true,
+            _ => false,
+        })
+        .map(|(l, _)| l)
+        .collect();
+    let mut out: Vec<&str> = Vec::new();
+    while let Some(l) = work.pop() {
+        if std::mem::replace(&mut seen[l], true) {
+            continue;
+        }
+        match &nf.roles[l] {
+            Role::ToDevice(d) => out.push(d.as_str()),
+            Role::ToDump(_) => out.push("dump"),
+            _ => {}
+        }
+        work.extend(nf.edges[l].iter().flatten().map(|e| e.element));
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
 /// The parallel groups of `ex`'s chain from its NFs' profiles (see the module
 /// documentation), and the report of why.
 pub fn parallel_with(ex: &Executor, profiles: &[Profile]) -> (Parallel, DepsReport) {
     let n = profiles.len();
     let dead = dead_annotations(profiles);
-    let next: Vec<Result<usize, String>> = (0..n).map(|i| next_nf(ex, profiles, i)).collect();
+    let ways: Vec<Result<Vec<usize>, String>> = (0..n).map(|i| ways_on(ex, profiles, i)).collect();
     let excluded: Vec<Vec<String>> = profiles.iter().map(exclusions).collect();
     let mut nfs = Vec::new();
     for (i, p) in profiles.iter().enumerate() {
+        let (next, no_next) = match &ways[i] {
+            Ok(w) => (
+                Some(
+                    w.iter()
+                        .map(|&m| profiles[m].nf.as_str())
+                        .collect::<Vec<_>>()
+                        .join(" or "),
+                ),
+                None,
+            ),
+            Err(e) => (None, Some(e.clone())),
+        };
         nfs.push(NfNote {
             nf: p.nf.clone(),
-            next: next[i].as_ref().ok().map(|&m| profiles[m].nf.clone()),
-            no_next: next[i].as_ref().err().cloned(),
+            next,
+            no_next,
             excluded: excluded[i].clone(),
         });
     }
-    // Runs start at NFs no other NF leads to alone; NFs left over (cycles) start runs too.
+    // The way on from `at`, reached from `from`: the one way that does not lead back.
+    let step = |at: usize, from: Option<usize>| -> Option<usize> {
+        let w = ways[at].as_ref().ok()?;
+        match w.iter().filter(|&&m| Some(m) != from).collect::<Vec<_>>()[..] {
+            [m] => Some(*m),
+            _ => None,
+        }
+    };
+    // Runs start at NFs no other NF leads to as its only way on; NFs left over (a line of
+    // NFs passing replies back, cycles) start runs too, in chain order.
     let mut has_pred = vec![false; n];
-    for r in next.iter().flatten() {
-        has_pred[*r] = true;
+    for w in ways.iter().flatten() {
+        if let [m] = w[..] {
+            has_pred[m] = true;
+        }
     }
     let mut order: Vec<usize> = (0..n).filter(|&i| !has_pred[i]).collect();
     order.extend((0..n).filter(|&i| has_pred[i]));
@@ -298,7 +407,8 @@ pub fn parallel_with(ex: &Executor, profiles: &[Profile]) -> (Parallel, DepsRepo
         let mut cur = vec![start];
         placed[start] = true;
         let mut at = start;
-        while let Ok(b) = next[at] {
+        let mut from = None;
+        while let Some(b) = step(at, from) {
             if placed[b] {
                 break;
             }
@@ -336,6 +446,7 @@ pub fn parallel_with(ex: &Executor, profiles: &[Profile]) -> (Parallel, DepsRepo
                 }
                 cur = vec![b];
             }
+            from = Some(at);
             at = b;
         }
         if cur.len() > 1 {

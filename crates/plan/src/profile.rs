@@ -834,6 +834,19 @@ impl Walk<'_> {
                 }
             }
         }
+        if d.sets_headers {
+            // May set them (a parse that finds the headers): where they were, or there.
+            self.write(Part::MacHeader, &mut st, false);
+            self.write(Part::NetHeader, &mut st, false);
+            let here = |p: Option<i32>| p.map_or(Pos::Unknown, Pos::At);
+            let (mac, net) = (here(st.pulled), here(self.ip_pos(anchor, &st)));
+            if st.mac != mac {
+                st.mac = Pos::Unknown;
+            }
+            if st.net != net {
+                st.net = Pos::Unknown;
+            }
+        }
         if d.drops {
             self.p.may_drop = true;
             let who = format!("{} (declared)", self.nf.classes[l]);

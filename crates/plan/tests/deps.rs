@@ -101,12 +101,70 @@ const RULES: &[(&str, &str, bool, &str)] = &[
         false,
         "copy",
     ),
-    // Opaque without a declaration.
+    // Opaque without a declaration: taken to do anything.
+    (
+        "Counter",
+        "IPEncap(4, 1.0.0.1, 2.0.0.2)",
+        false,
+        "length",
+    ),
+    // Opaque with a declaration: a round robin reads nothing, writes nothing.
     (
         "Counter",
         "FromDevice(eth0) -> r :: RoundRobinSwitch -> ToDevice(eth1); r[1] -> ToDevice(eth1);",
+        true,
+        "parallel group",
+    ),
+    // Table III with the opaque NFs' declarations. A monitor (probe) then an IDS: read after
+    // read, the IDS's drop is allowed after a reader.
+    (
+        "MarkIPHeader(14) -> Monitor",
+        "MarkIPHeader(14) -> SnortIDS(RULES /dev/null)",
+        true,
+        "read after read on",
+    ),
+    // An IDS then a monitor: the monitor counts what the IDS may drop (Table III's N/A: the
+    // later NF's state would see a packet the sequence never gives it).
+    (
+        "MarkIPHeader(14) -> SnortIDS(RULES /dev/null)",
+        "MarkIPHeader(14) -> Monitor",
         false,
-        "length",
+        "keeps state",
+    ),
+    // Two monitors: read after read, neither drops.
+    (
+        "MarkIPHeader(14) -> Monitor",
+        "MarkIPHeader(14) -> Monitor",
+        true,
+        "read after read on",
+    ),
+    // A NAT writes the addresses a later monitor reads (read after write) ...
+    (
+        "MarkIPHeader(14) -> IPRewriter(pattern 203.0.113.1 50000-50010 - - 0 0, drop)",
+        "MarkIPHeader(14) -> Monitor",
+        false,
+        "read after write on",
+    ),
+    // ... while a monitor before a NAT only reads what the NAT writes after it.
+    (
+        "MarkIPHeader(14) -> Monitor",
+        "MarkIPHeader(14) -> IPRewriter(pattern 203.0.113.1 50000-50010 - - 0 0, drop)",
+        true,
+        "write after read on",
+    ),
+    // A load balancer rewrites the destination an IDS reads.
+    (
+        "MarkIPHeader(14) -> Maglev(BACKEND a 10.0.1.1 02:00:00:00:01:01)",
+        "MarkIPHeader(14) -> SnortIDS(RULES /dev/null)",
+        false,
+        "read after write on",
+    ),
+    // Two NATs write the same fields.
+    (
+        "MarkIPHeader(14) -> IPRewriter(pattern 10.0.0.1 1000-2000 - - 0 0, drop)",
+        "MarkIPHeader(14) -> IPRewriter(pattern 10.0.0.2 3000-4000 - - 0 0, drop)",
+        false,
+        "write after write on",
     ),
 ];
 
@@ -167,6 +225,66 @@ fn an_nf_with_two_ways_on_ends_a_group() {
     assert!(par.groups.is_empty());
     assert!(
         report.text().contains("several interfaces"),
+        "{}",
+        report.text()
+    );
+}
+
+#[test]
+fn nfs_passing_replies_back_are_grouped_by_their_forward_way() {
+    // Both NFs pass replies (arriving on eth1) back out of eth0: what enters by eth0 leaves
+    // by eth1 only, so the monitor and the IDS form a group.
+    let ex = common::chain_of(
+        "replies",
+        &[
+            "FromDevice(eth0) -> MarkIPHeader(14) -> Monitor -> ToDevice(eth1); FromDevice(eth1) -> ToDevice(eth0);",
+            "FromDevice(eth0) -> MarkIPHeader(14) -> SnortIDS(RULES /dev/null) -> ToDevice(eth1); FromDevice(eth1) -> ToDevice(eth0);",
+        ],
+    );
+    let (par, report) = parallel(&ex);
+    let groups: Vec<Vec<usize>> = par.groups.iter().map(|g| g.nfs.clone()).collect();
+    assert_eq!(groups, vec![vec![0, 1]], "{}", report.text());
+    // One whose forward packets may also go back out of eth0 has no single way on.
+    let ex = common::chain_of(
+        "bounce",
+        &[
+            "FromDevice(eth0) -> c :: Classifier(12/0800, -) -> ToDevice(eth1); c[1] -> ToDevice(eth0); FromDevice(eth1) -> ToDevice(eth0);",
+            "FromDevice(eth0) -> Counter -> ToDevice(eth1); FromDevice(eth1) -> ToDevice(eth0);",
+        ],
+    );
+    let (par, report) = parallel(&ex);
+    assert!(
+        par.groups.iter().all(|g| g.nfs != [0, 1]),
+        "{}",
+        report.text()
+    );
+    assert!(
+        report
+            .text()
+            .contains("n0: no single way on: leaves by several interfaces"),
+        "{}",
+        report.text()
+    );
+}
+
+#[test]
+fn a_line_passing_replies_back_is_grouped_along_the_line() {
+    let fwd = |body: &str| {
+        format!("FromDevice(eth0) -> MarkIPHeader(14) -> {body} -> ToDevice(eth1); FromDevice(eth1) -> ToDevice(eth0);")
+    };
+    let configs = [
+        fwd("Monitor"),
+        fwd("Monitor"),
+        fwd("Counter"),
+        fwd("Monitor"),
+    ];
+    let refs: Vec<&str> = configs.iter().map(String::as_str).collect();
+    let ex = common::chain_of("line", &refs);
+    let (par, report) = parallel(&ex);
+    let groups: Vec<Vec<usize>> = par.groups.iter().map(|g| g.nfs.clone()).collect();
+    assert_eq!(groups, vec![vec![0, 1, 2, 3]], "{}", report.text());
+    assert!(
+        report.text().contains("n1: -> n0 or n2"),
         "{}",
         report.text()
     );

@@ -181,17 +181,122 @@ fn tee_makes_packets() {
 
 #[test]
 fn an_element_without_model_or_declaration_is_taken_as_anything() {
+    let p = one("encap", "IPEncap(4, 1.0.0.1, 2.0.0.2)");
+    assert!(p.reads.contains(&Part::Everything));
+    assert!(p.writes.contains(&Part::Everything));
+    assert!(p.may_drop && p.stateful && p.makes_packets && !p.keeps_length());
+    assert!(p.conservative.keys().any(|k| k.contains("IPEncap")));
+}
+
+#[test]
+fn a_round_robin_switch_declares_it_reads_and_writes_nothing() {
     let p = whole(
         "rr",
         "FromDevice(eth0) -> r :: RoundRobinSwitch -> ToDevice(eth1); r[1] -> ToDevice(eth1);",
     );
-    assert!(p.reads.contains(&Part::Everything));
-    assert!(p.writes.contains(&Part::Everything));
-    assert!(p.may_drop && p.stateful && p.makes_packets && !p.keeps_length());
-    assert!(p
-        .conservative
-        .keys()
-        .any(|k| k.contains("RoundRobinSwitch")));
+    assert!(p.conservative.is_empty(), "{:?}", p.conservative);
+    assert!(p.reads.is_empty(), "{:?}", p.reads);
+    assert_eq!(p.writes, set(&ENTRY_WRITES));
+    assert!(p.stateful && !p.may_drop && !p.makes_packets && p.keeps_length());
+}
+
+/// The IPv4 and transport fields a flow parse reads (`Declared::FLOW`), as parts.
+fn flow_parts() -> Vec<Part> {
+    elements::record::Declared::FLOW
+        .iter()
+        .filter(|f| f.layout().is_some())
+        .map(|f| Part::Field(*f))
+        .collect()
+}
+
+#[test]
+fn a_monitor_is_a_probe_reading_the_flow() {
+    let p = one("monitor", "MarkIPHeader(14) -> Monitor");
+    for f in flow_parts() {
+        assert!(p.reads.contains(&f), "{f}: {:?}", p.reads);
+    }
+    assert!(!p.reads.contains(&Part::Payload));
+    assert_eq!(
+        p.writes,
+        set(&[ENTRY_WRITES[0], ENTRY_WRITES[1], Part::NetHeader])
+    );
+    assert!(p.stateful && !p.may_drop && p.keeps_length() && p.conservative.is_empty());
+    let row = p.row();
+    assert!(row.header_read && !row.payload_read && !row.header_write && !row.drop);
+    assert!(p.kinds().0.contains(&Kind::Probe), "{:?}", p.kinds());
+}
+
+#[test]
+fn an_ids_reads_header_and_payload_and_drops() {
+    let p = one("ids", "MarkIPHeader(14) -> SnortIDS(RULES /dev/null)");
+    assert!(p.conservative.is_empty(), "{:?}", p.conservative);
+    for f in flow_parts() {
+        assert!(p.reads.contains(&f), "{f}");
+    }
+    assert!(p.reads.contains(&Part::Payload) && p.reads.contains(&Part::Field(Field::TcpFlags)));
+    assert!(p.may_drop && p.stateful && p.keeps_length());
+    assert!(p.drop_reasons.iter().any(|r| r.contains("SnortIDS")));
+    let row = p.row();
+    assert!(row.header_read && row.payload_read && !row.header_write && !row.payload_write);
+    assert_eq!(p.kinds(), (vec![Kind::Ids], 0));
+}
+
+#[test]
+fn a_nat_reads_and_writes_addresses_ports_and_checksums() {
+    for (test, config) in [
+        (
+            "rewriter",
+            "FromDevice(eth0) -> MarkIPHeader(14) \
+             -> IPRewriter(pattern 203.0.113.1 50000-50010 - - 0 0, drop) -> ToDevice(eth1);",
+        ),
+        (
+            "mazunat",
+            "FromDevice(eth0) -> MarkIPHeader(14) -> n :: MazuNAT(EXTERNAL 203.0.113.1) \
+             -> ToDevice(eth1); Idle -> [1]n; n[1] -> Discard;",
+        ),
+    ] {
+        let p = whole(test, config);
+        assert!(p.conservative.is_empty(), "{test}: {:?}", p.conservative);
+        for f in [Field::IpSrc, Field::IpDst, Field::SrcPort, Field::DstPort] {
+            assert!(p.reads.contains(&Part::Field(f)), "{test}: {f}");
+            assert!(p.writes.contains(&Part::Field(f)), "{test}: {f}");
+        }
+        assert!(p.writes.contains(&Part::IpChecksum) && p.writes.contains(&Part::L4Checksum));
+        assert!(!p.reads.contains(&Part::Payload), "{test}");
+        assert!(p.may_drop && p.stateful && p.keeps_length(), "{test}");
+        let row = p.row();
+        assert!(
+            row.header_read && row.header_write && !row.payload_read,
+            "{test}"
+        );
+        assert!(p.kinds().0.contains(&Kind::Nat), "{test}: {:?}", p.kinds());
+    }
+}
+
+#[test]
+fn a_load_balancer_reads_the_flow_and_writes_the_destination() {
+    let p = one(
+        "maglev",
+        "MarkIPHeader(14) -> Maglev(BACKEND a 10.0.1.1 02:00:00:00:01:01)",
+    );
+    assert!(p.conservative.is_empty(), "{:?}", p.conservative);
+    for f in flow_parts() {
+        assert!(p.reads.contains(&f), "{f}");
+    }
+    for f in [Field::IpDst, Field::EthDst] {
+        assert!(p.writes.contains(&Part::Field(f)), "{f}");
+    }
+    assert!(p.may_drop && p.stateful && p.keeps_length());
+}
+
+#[test]
+fn checksum_setters_read_every_transport_byte_and_write_the_checksum() {
+    let p = one("udpsum", "MarkIPHeader(14) -> SetUDPChecksum");
+    assert!(p.conservative.is_empty(), "{:?}", p.conservative);
+    assert!(p.reads.contains(&Part::Payload) && p.reads.contains(&Part::IpOptions));
+    assert!(p.writes.contains(&Part::L4Checksum));
+    assert!(!p.writes.contains(&Part::Payload));
+    assert!(p.may_drop && !p.stateful && p.keeps_length());
 }
 
 #[test]

@@ -56,6 +56,17 @@
 //! wrap their low half, replay windows of 0 to 1024 packets, a wrong key on the receiving
 //! side and unchecked headers (`MarkIPHeader`) are drawn at random.
 //!
+//! With [`Options::opaque_nfs`], a run of two or three NFs built from the elements without
+//! a model that declare what they do (`elements::Element::declared`, what the planner's
+//! parallel groups rest on) is inserted, from a stream of its own: a `Monitor`, a
+//! `SnortIDS` (a rules file of drop and alert rules on the trace's counting payloads,
+//! written beside the chain), a `MazuNAT` (inside on `eth0`, its external address in the
+//! sources' prefix), a two-way `Maglev` (backends in the destinations' prefix), a
+//! `HashSwitch` or `RoundRobinSwitch` whose outputs all lead on; a few behind a
+//! `MarkIPHeader(14)`, most reading the network header where an earlier NF left it; the
+//! run starts with a monitor more often than not (an NF that only
+//! reads, which later NFs may run beside).
+//!
 //! Everything is a function of the seed: the same seed writes the same files.
 
 use chain::{Endpoint, RunOptions};
@@ -1095,6 +1106,9 @@ pub struct Options {
     pub operator_nfs: bool,
     /// Insert IPsec gateways (see the module documentation).
     pub ipsec: bool,
+    /// Insert a run of NFs of the opaque elements that declare what they do (see the
+    /// module documentation).
+    pub opaque_nfs: bool,
 }
 
 /// [`random_chain`], returning I/O errors instead of panicking.
@@ -1144,6 +1158,112 @@ fn operator_nf(rng: &mut Rng, j: usize, v: &View, ext: Ipv4Addr) -> Slot {
         extra_exits: Vec::new(),
     }
     .into()
+}
+
+/// An NF of an opaque, declaring element (see the module documentation), drawn from `rng`,
+/// with the rules file it reads (name, text) if it is an IDS.
+fn opaque_nf(rng: &mut Rng, j: usize, v: &View, first: bool) -> (NfOut, Option<(String, String)>) {
+    // Most read the network header where an earlier NF left it (none at the chain's entry):
+    // an NF that marks it writes an annotation the next NF reads, which keeps them apart.
+    let ip = if rng.pct(30) {
+        "MarkIPHeader(14) -> "
+    } else {
+        ""
+    };
+    let back = "FromDevice(eth1) -> ToDevice(eth0);";
+    let kind = if first && rng.pct(60) {
+        0
+    } else {
+        rng.below(6)
+    };
+    let mut rules = None;
+    let (what, click) = match kind {
+        0 => (
+            "monitor".to_string(),
+            format!(
+                "FromDevice(eth0) -> {ip}Monitor(CAPACITY {}) -> ToDevice(eth1);\n{back}\n",
+                rng.pick(&[4u64, 64, 4096])
+            ),
+        ),
+        1 => {
+            let file = format!("ids{j}.rules");
+            let mut text = String::new();
+            let contents = [
+                "|fe ff 00|",
+                "|10 11|",
+                "|40 41 42|",
+                "|07|",
+                "|80 81 82 83|",
+            ];
+            for sid in 1..=rng.range(1, 4) {
+                let action = rng.pick(&["drop", "drop", "alert"]);
+                let proto = rng.pick(&["tcp", "udp", "ip", "icmp"]);
+                let content = rng.pick(&contents);
+                let _ = writeln!(
+                    text,
+                    "{action} {proto} any any -> any any (msg:\"gen {sid}\"; content:\"{content}\"; sid:{sid};)"
+                );
+            }
+            let click = format!(
+                "FromDevice(eth0) -> {ip}SnortIDS(RULES {file}) -> ToDevice(eth1);\n{back}\n"
+            );
+            rules = Some((file, text));
+            ("IDS".to_string(), click)
+        }
+        2 => {
+            let ext = v.src[0].addr(rng);
+            let ports = rng.pick(&["50000-50999", "1024-1100", "4000-4003"]);
+            (
+                format!("NAT {ext}"),
+                format!(
+                    "nat :: MazuNAT(EXTERNAL {ext}, PORTS {ports});\n\
+                     FromDevice(eth0) -> {ip}[0]nat[0] -> ToDevice(eth1);\n\
+                     FromDevice(eth1) -> {ip}[1]nat[1] -> ToDevice(eth0);\n"
+                ),
+            )
+        }
+        3 => {
+            let d = v.dst[v.dst.len() - 1];
+            let n = rng.range(1, 3);
+            let backends: Vec<String> = (0..n)
+                .map(|b| format!("BACKEND b{b} {} 02:00:00:00:b0:{b:02x}", d.addr(rng)))
+                .collect();
+            (
+                format!("load balancer ({n} backends)"),
+                format!(
+                    "lb :: Maglev({});\n\
+                     FromDevice(eth0) -> {ip}[0]lb[0] -> ToDevice(eth1);\n\
+                     FromDevice(eth1) -> {ip}[1]lb[1] -> ToDevice(eth0);\n",
+                    backends.join(", ")
+                ),
+            )
+        }
+        _ => {
+            let sw = if rng.pct(50) {
+                format!(
+                    "HashSwitch({}, {})",
+                    rng.pick(&[26u64, 30, 34]),
+                    rng.range(1, 8)
+                )
+            } else {
+                "RoundRobinSwitch".to_string()
+            };
+            (
+                format!("switch {}", sw.split('(').next().unwrap_or_default()),
+                format!(
+                    "FromDevice(eth0) -> {ip}sw :: {sw};\n\
+                     sw[0] -> ToDevice(eth1);\nsw[1] -> Counter -> ToDevice(eth1);\n{back}\n"
+                ),
+            )
+        }
+    };
+    let nf = NfOut {
+        name: format!("opq{j}"),
+        kind: format!("opaque {what}"),
+        click,
+        extra_exits: Vec::new(),
+    };
+    (nf, rules)
 }
 
 /// One direction of a generated IPsec tunnel: its security association as both
@@ -1361,6 +1481,18 @@ pub fn try_random_chain_with(
             slots.insert(pos, nf.into());
         }
     }
+    let mut extra_files: Vec<(String, String)> = Vec::new();
+    if options.opaque_nfs {
+        // A stream of its own as well: the NFs above stay as the seed makes them.
+        let mut opq = Rng(ports::gen::SplitMix64(seed ^ 0x0da9_0e5d_3c1a_0000));
+        let at = opq.below(slots.len() as u64 + 1) as usize;
+        let k = opq.range(2, 3) as usize;
+        for j in (1..=k).rev() {
+            let (nf, rules) = opaque_nf(&mut opq, j, &view, j == 1);
+            extra_files.extend(rules);
+            slots.insert(at, nf.into());
+        }
+    }
     let name_of = |s: &Slot| match s {
         Slot::Click(k) => nfs[*k].name.clone(),
         Slot::Operators(nf) => nf.name.clone(),
@@ -1380,6 +1512,11 @@ pub fn try_random_chain_with(
             source,
         })
     };
+    for (file, text) in &extra_files {
+        let path = dir.join(file);
+        write(&path, text)?;
+        files.push(path);
+    }
     for slot in &slots {
         let (k, nf) = match slot {
             Slot::Click(k) => (*k, &nfs[*k]),

@@ -49,6 +49,7 @@ pub fn pipeline(acl: Vec<(bool, Expr)>) -> impl Stage<Pkt<Raw>, Out = impl Leave
 /// 14, as its pipeline parses it); nothing written; denied and unparsable packets dropped.
 pub fn declared() -> Declared {
     Declared {
+        sets_headers: true,
         ip_at: IpAnchor::Data(14),
         ..Declared::reads_anything(true)
     }

@@ -34,6 +34,7 @@ pub fn pipeline() -> impl Stage<Pkt<Raw>, Out = impl Leave> + 'static {
 /// short for an Ethernet header is dropped.
 pub fn declared() -> Declared {
     Declared {
+        sets_headers: true,
         reads: vec![Field::FrameLen, Field::EthDst, Field::EthSrc],
         writes: vec![Field::EthDst, Field::EthSrc],
         drops: true,

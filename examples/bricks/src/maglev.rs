@@ -39,11 +39,11 @@
 //! updates late, which the element never does.
 
 use elements::hash::{fnv1a, FNV_BASIS};
+use elements::model::{Field, IpAnchor};
 use elements::nfs::maglev::{backend_hashes, flow_hash, parse_schedule, populate, Event};
 use elements::nfs::maglev::{DEFAULT_CAPACITY, TABLE_SIZE};
 use elements::nfs::MaglevReason;
 use elements::reason::FlowReason;
-use elements::model::{Field, IpAnchor};
 use elements::record::Declared;
 use elements::registry::{Doc, ElementClass};
 use elements::rewriter::{rewrite_ipv4, FlowId};
@@ -650,6 +650,7 @@ fn build(
 /// connections kept.
 pub fn declared() -> Declared {
     Declared {
+        sets_headers: true,
         ip_at: IpAnchor::Data(14),
         writes: vec![Field::IpDst, Field::IpSrc, Field::EthDst],
         ip_checksum: true,

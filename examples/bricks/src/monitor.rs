@@ -142,6 +142,7 @@ pub fn pipeline(capacity: usize) -> impl Stage<Pkt<Raw>, Out = Pkt<Raw>> + 'stat
 /// pipeline parses it) and counts it; nothing written, nothing dropped.
 pub fn declared() -> Declared {
     Declared {
+        sets_headers: true,
         ip_at: IpAnchor::Data(14),
         stateful: true,
         ..Declared::default()

@@ -38,8 +38,8 @@
 //! Drops: `parse-ethernet`, `not-ipv4` (not EtherType 0x0800), `parse-ipv4` (no IPv4
 //! header: the rewriter's `bad-ip-header`), and the rewriter's reasons above.
 
-use elements::reason::FlowReason;
 use elements::model::{Field, IpAnchor};
+use elements::reason::FlowReason;
 use elements::record::Declared;
 use elements::registry::{Doc, ElementClass};
 use elements::rewriter::{rewrite_ipv4, FlowId, RewriterReason};
@@ -348,11 +348,19 @@ pub fn pipeline(cfg: Config) -> impl Stage<Pkt<Raw, Input>, Out = impl Leave> + 
 
 /// What the NF declares for the planner: it reads the flow and the TCP flags (IPv4 header
 /// at 14, as its pipeline parses it), rewrites addresses and ports with both checksums
-/// updated, drops what it cannot map and keeps mappings.
+/// updated (and the destination IP annotation), drops what it cannot map and keeps
+/// mappings.
 pub fn declared() -> Declared {
     Declared {
+        sets_headers: true,
         ip_at: IpAnchor::Data(14),
-        writes: vec![Field::IpSrc, Field::IpDst, Field::SrcPort, Field::DstPort],
+        writes: vec![
+            Field::IpSrc,
+            Field::IpDst,
+            Field::SrcPort,
+            Field::DstPort,
+            Field::DstIpAnno,
+        ],
         ip_checksum: true,
         l4_checksum: true,
         drops: true,

@@ -323,6 +323,7 @@ fn build(
 /// written, nothing dropped.
 pub fn declared() -> Declared {
     Declared {
+        sets_headers: true,
         ip_at: IpAnchor::Data(14),
         payload: Access::Read,
         stateful: true,
