@@ -446,7 +446,7 @@ fn mutate(p: &Packet, d: &Declared, seed: u64) -> Option<Packet> {
         changed = true;
     }
     if !reads(Field::FixIpSrc) {
-        q.meta.fix_ip_src = rng.next() % 2 == 0;
+        q.meta.fix_ip_src = rng.next().is_multiple_of(2);
         changed = true;
     }
     changed.then_some(q)
