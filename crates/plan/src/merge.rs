@@ -635,7 +635,11 @@ impl Walk<'_> {
             k.unknown(&self.name(g));
             return;
         };
-        let ip = k.net;
+        // Where its IPv4 fields are (an operator NF parses the frame from its start).
+        let ip = match d.ip_at {
+            IpAnchor::Data(o) => k.data.map(|x| x + i32::from(o)),
+            IpAnchor::Annotation => k.net,
+        };
         let mut bytes = Some(Vec::new());
         let mut annos = Vec::new();
         let mut add = |b: Option<Vec<(i64, i64)>>| match (&mut bytes, b) {
@@ -655,7 +659,8 @@ impl Walk<'_> {
         if d.ip_checksum {
             add(ip.map(|p| vec![(i64::from(p) + 10, i64::from(p) + 12)]));
         }
-        if d.l4_checksum || d.payload == Access::Write {
+        // The options, the transport checksum and the payload: from byte 20 of the header on.
+        if d.l4_checksum || d.payload == Access::Write || d.ip_options == Access::Write {
             add(ip.map(|p| vec![(i64::from(p) + 20, FAR)]));
         }
         let touch = Touch {
@@ -664,6 +669,11 @@ impl Walk<'_> {
             ..Touch::default()
         };
         self.apply(k, &touch, g);
+        if d.sets_headers {
+            // It may move the header annotations (a parse of the frame): where is unknown.
+            k.net = None;
+            k.mac = None;
+        }
     }
 
     /// The IPv4 position element `g`'s model reads at, with `k`.
