@@ -21,17 +21,7 @@ const DEFAULT_SEEDS: u64 = 256;
 const PACKETS: u64 = 300;
 
 fn seeds() -> (Vec<u64>, bool) {
-    if let Some(s) = std::env::var("FUSEBOX_GEN_SEED")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-    {
-        return (vec![s], true);
-    }
-    let n = std::env::var("FUSEBOX_GEN_SEEDS")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(DEFAULT_SEEDS);
-    ((0..n).collect(), false)
+    synth::testgen::seeds_from_env(DEFAULT_SEEDS)
 }
 
 const OPTIONS: Options = Options {

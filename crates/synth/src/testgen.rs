@@ -199,6 +199,22 @@ pub enum TestgenError {
     },
 }
 
+/// The seeds a generated-chain harness runs: `FUSEBOX_GEN_SEED=S` alone (then `true`: keep
+/// its files), else `0..FUSEBOX_GEN_SEEDS` (`default` when unset or unreadable).
+pub fn seeds_from_env(default: u64) -> (Vec<u64>, bool) {
+    if let Some(s) = std::env::var("FUSEBOX_GEN_SEED")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+    {
+        return (vec![s], true);
+    }
+    let n = std::env::var("FUSEBOX_GEN_SEEDS")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(default);
+    ((0..n).collect(), false)
+}
+
 /// Writes `packets` packets of the traffic `spec` describes to the pcap file `path`
 /// (microsecond timestamps), drawn with `seed`. Returns the anomalies written.
 pub fn random_trace(
