@@ -1431,21 +1431,29 @@ impl Executor {
         let mut em = std::mem::take(&mut self.emitted);
         em.extend(self.cx.take_emitted());
         for (o, p) in em.drain(..).rev() {
-            let e = el as usize;
-            let k = self.edge_base[e] as usize + o;
-            if o < (self.edge_base[e + 1] - self.edge_base[e]) as usize
-                && self.edges[k].element != u32::MAX
-            {
-                self.counts.out_count[k] += 1;
-                self.stack
-                    .push((self.edges[k].element, Resume::Port(self.edges[k].port), p));
-            } else {
-                self.count_drop(el, ChainReason::UnconnectedOutput.into());
-                self.recycle(p);
-            }
+            self.stack_emitted(el, o, p);
         }
         self.emitted = em;
         self.cx.settled();
+    }
+
+    /// Stacks packet `p`, emitted by element `el` on output `o`, to run along that output's
+    /// edge (counted there); on an unconnected output it is dropped (`UnconnectedOutput`)
+    /// and its buffer recycled.
+    #[inline]
+    fn stack_emitted(&mut self, el: u32, o: usize, p: Packet) {
+        let e = el as usize;
+        let k = self.edge_base[e] as usize + o;
+        if o < (self.edge_base[e + 1] - self.edge_base[e]) as usize
+            && self.edges[k].element != u32::MAX
+        {
+            self.counts.out_count[k] += 1;
+            self.stack
+                .push((self.edges[k].element, Resume::Port(self.edges[k].port), p));
+        } else {
+            self.count_drop(el, ChainReason::UnconnectedOutput.into());
+            self.recycle(p);
+        }
     }
 
     /// Sends `p`, which the chain input being run caused, out by exit `x`.

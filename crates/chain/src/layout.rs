@@ -1,6 +1,6 @@
 //! What the planner (`plan`, after NFCompass) decides and the executor runs, as plain data:
 //! NFs run side by side on copies of a packet ([`Parallel`]), elements stepped over because
-//! an earlier element already decided for them ([`Merged`]) and the chain cut into stages on
+//! an earlier element already decided for them and drop tests run earlier ([`Merged`]) and the chain cut into stages on
 //! workers ([`Placement`]). `plan` produces them; `chain` and `dataplane` run them. They are
 //! serde data: `plan::file` writes them into PLAN files (`fusebox run --plan`).
 
@@ -37,6 +37,29 @@ pub struct Group {
 pub struct Merged {
     /// The edges rewired, each at most once.
     pub skips: Vec<Skip>,
+    /// Drop tests run earlier (the edges they rewire are not rewired by a skip).
+    #[serde(default)]
+    pub hoists: Vec<Hoist>,
+}
+
+/// A drop test run earlier (NFCompass §IV.B.2, "later drops moved earlier"): element
+/// `element` either drops a packet or sends it out of `output`, and the elements of
+/// `before`, a straight path leading to it, neither change what it reads nor drop, branch,
+/// count or keep state. The element then runs first: the one edge into the first of
+/// `before` leads to it, its `output` to the first of `before`, and the last of `before`
+/// (its named output) to where `element`'s `output` led. A packet it drops no longer goes
+/// through `before`; the counts of `before`'s outputs get those drops added back, so the
+/// summary is as written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Hoist {
+    /// The dropping element (global index).
+    pub element: usize,
+    /// The one output its packets that are not dropped leave by.
+    pub output: usize,
+    /// The elements it now runs before, in path order (the first is where the test now
+    /// runs), each with its one output towards the next (the last's towards `element`).
+    pub before: Vec<Bypass>,
 }
 
 /// One edge of the element graph rewired past the elements it led through.

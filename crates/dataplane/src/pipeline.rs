@@ -203,13 +203,14 @@ fn sub_chain(chain: &ChainFile, nfs: &[usize], stage_of: &[usize], s: usize) -> 
 
 /// Why `placement` cannot run on `probe` (the chain of `setup` built once) with `setup`'s
 /// options, if it cannot: [`check_pipeline`], and the modes and options that need one
-/// stage (synth and fastpath hook the entries a hand-over bypasses; NSH headers and
-/// `--reflect` replies are kept by the stage that made them).
+/// stage (synth, fastpath and parallel hook the entries a hand-over bypasses; NSH headers
+/// and `--reflect` replies are kept by the stage that made them). Merged runs on any plan:
+/// each stage's executor merges its own NFs (what is known never crosses a cut).
 pub fn check(setup: &Setup, probe: &Executor, placement: &Placement) -> Result<(), String> {
     if placement.stages.len() > 1 {
-        if setup.mode != Mode::Naive {
+        if !matches!(setup.mode, Mode::Naive | Mode::Merged) {
             return Err(format!(
-                "a plan of {} stages runs naive NFs; --mode {} needs one stage (replicas only)",
+                "a plan of {} stages runs naive (or merged) NFs; --mode {} needs one stage (replicas only)",
                 placement.stages.len(),
                 setup.mode.name()
             ));

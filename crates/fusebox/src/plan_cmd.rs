@@ -76,7 +76,6 @@ fn analysis(a: &PlanArgs, chain: &chain::ChainFile) -> Result<ExitCode, CliError
     let ex = Executor::new(chain, &opts, |_, _| Ok(ExitSink::Count))?;
     let profiles = plan::profile::profiles(&ex);
     let (par, deps) = plan::deps::parallel_with(&ex, &profiles);
-    let (_, merge) = plan::merge::analyze(&ex, None);
     if a.place.profile.is_none() && a.out.is_some() {
         return Err(CliError::Invalid(
             "--out needs --pipeline 'NF,NF|NF' or --profile TRACE (a placement to write)".into(),
@@ -86,6 +85,12 @@ fn analysis(a: &PlanArgs, chain: &chain::ChainFile) -> Result<ExitCode, CliError
         Some(_) => Some(place::run(&a.place, chain, &opts, a.out.as_deref())?),
         None => None,
     };
+    // Merging is for the NFs placed together: each stage of the chosen placement apart.
+    let chosen = placed
+        .as_ref()
+        .and_then(|p| p.placement.best())
+        .map(|c| c.placement());
+    let (_, merge) = plan::merge::analyze(&ex, chosen.as_ref());
     // Which branches go to other workers: profiled costs come with --profile.
     let workers = a
         .place

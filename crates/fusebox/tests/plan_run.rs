@@ -96,6 +96,38 @@ fn a_hand_written_pipeline_runs_as_one_core() {
         compared += p.len();
     }
     assert!(compared > 0);
+    // Merged on the same plan: each stage merges its own NFs (the router's check after the
+    // firewall's is not stepped over across the cut), with the same results.
+    std::fs::create_dir_all(d.join("merged")).unwrap();
+    let merged = fusebox_ok(
+        &d,
+        &[
+            "run",
+            chain,
+            "--input",
+            "fw.eth0=t.pcap",
+            "--out-dir",
+            "merged",
+            "--json",
+            "-q",
+            "--plan",
+            "p.json",
+            "--mode",
+            "merged",
+        ],
+    );
+    let m = json(&merged);
+    assert_eq!(a["nfs"], m["nfs"]);
+    assert_eq!(a["exits"], m["exits"]);
+    assert_eq!(a["totals"], m["totals"]);
+    for x in a["exits"].as_array().unwrap() {
+        let f = format!("{}.pcap", x["name"].as_str().unwrap());
+        let (p, q) = (
+            packets(&d.join("one").join(&f)),
+            packets(&d.join("merged").join(&f)),
+        );
+        assert!(p == q, "merged: {f} differs");
+    }
     // In memory, every pass goes through both stages.
     let r = fusebox_ok(
         &d,

@@ -52,11 +52,16 @@
 //! * **(c) later drops earlier**: for an element that may drop, the report says how far
 //!   back along its single incoming path its test could run: never across an element that
 //!   writes a field the test reads (a classifier never crosses a writer), that moves the
-//!   data start, that keeps state (a counter, a table, a declared state: it would not see
-//!   the packet), that may drop itself (the drop would be counted under another reason), or
-//!   that branches (the test would drop packets going elsewhere). Moves are reported, not
-//!   applied: a moved drop changes which elements a dropped packet reaches, which the
-//!   equivalence contract counts per element.
+//!   data start or the header the test reads, that keeps state (a counter, a table, a
+//!   declared state: it would not see the packet), that may drop itself (the drop would be
+//!   counted under another reason), or that branches (the test would drop packets going
+//!   elsewhere). The merged mode applies the part of that move inside the test's own NF,
+//!   across elements with a model, when the test itself changes nothing (every case it
+//!   could take drops or sends the packet out of one output, with no effect and no byte
+//!   count) and no skip uses the edges ([`Hoist`]): a packet it drops then skips the
+//!   elements it was moved before, and their counts get those drops added back, so per
+//!   element counters, drops by reason and state are as written. Across NFs the move is
+//!   reported only (the NFs' own in/out counters would change).
 //!
 //! Merging and synthesis: synthesis reduces a fully modelled chain to one classifier and
 //! one write set per traffic class, which removes every duplicate check and lookup at once;
@@ -64,7 +69,7 @@
 //! keeps every opaque element in place, so it applies where synthesis runs naive (opaque
 //! NFs, a stage of a pipeline).
 
-use chain::layout::{Bypass, Merged, Placement, Skip};
+use chain::layout::{Bypass, Hoist, Merged, Placement, Skip};
 use chain::{Executor, Place};
 use elements::model::{Effect, IpAnchor, Model, Op, Outcome};
 use elements::record::{Access, Declared};
@@ -120,6 +125,10 @@ pub struct DropMove {
     pub across: Vec<String>,
     /// Why it could go no further back.
     pub stopped: String,
+    /// How many of `across` (the nearest) the merged mode runs it before ([`Hoist`]).
+    pub applied: usize,
+    /// Why not all of `across` (empty when all are, or none).
+    pub applied_why: String,
 }
 
 /// What [`analyze`] found.
@@ -170,6 +179,21 @@ struct Fact {
     region: FilterSet,
     /// What weakened it since, and where (`field by element`).
     lost: BTreeSet<String>,
+}
+
+impl Fact {
+    /// A fact of no element with no region, read by `by` at `data`/`ip`: to ask whether a
+    /// write touches a field at those positions ([`touches`]).
+    fn probe(by: usize, data: Option<i32>, ip: Option<i32>) -> Fact {
+        Fact {
+            key: usize::MAX,
+            by,
+            data,
+            ip,
+            region: FilterSet::empty(),
+            lost: BTreeSet::new(),
+        }
+    }
 }
 
 impl Know {
@@ -408,14 +432,7 @@ impl Walk<'_> {
             k.dst_anno = None;
         }
         if let Some(at) = k.dst_anno {
-            let t = Fact {
-                key: usize::MAX,
-                by: who,
-                data: k.data,
-                ip: Some(at),
-                region: FilterSet::empty(),
-                lost: BTreeSet::new(),
-            };
+            let t = Fact::probe(who, k.data, Some(at));
             if touches(touch, Field::IpDst, &t) {
                 k.dst_anno = None;
             }
@@ -424,27 +441,13 @@ impl Walk<'_> {
             k.trimmed = None;
         }
         if let Some(at) = k.trimmed {
-            let t = Fact {
-                key: usize::MAX,
-                by: who,
-                data: k.data,
-                ip: Some(at),
-                region: FilterSet::empty(),
-                lost: BTreeSet::new(),
-            };
+            let t = Fact::probe(who, k.data, Some(at));
             if touches(touch, Field::IpLen, &t) {
                 k.trimmed = None;
             }
         }
         if let Some(at) = k.l4 {
-            let t = Fact {
-                key: usize::MAX,
-                by: who,
-                data: k.data,
-                ip: Some(at),
-                region: FilterSet::empty(),
-                lost: BTreeSet::new(),
-            };
+            let t = Fact::probe(who, k.data, Some(at));
             if touches(touch, Field::IpIhl, &t) {
                 k.l4 = None;
             }
@@ -453,14 +456,7 @@ impl Walk<'_> {
 
     /// The bytes of field `f` written by an element at `data`/`ip` (`None`: unknown).
     fn field_bytes(f: Field, data: Option<i32>, ip: Option<i32>) -> Option<Vec<(i64, i64)>> {
-        let t = Fact {
-            key: usize::MAX,
-            by: 0,
-            data,
-            ip,
-            region: FilterSet::empty(),
-            lost: BTreeSet::new(),
-        };
+        let t = Fact::probe(0, data, ip);
         match f.layout() {
             Some(l) => {
                 let base = match l.base {
@@ -1054,6 +1050,12 @@ pub fn analyze(ex: &Executor, placement: Option<&Placement>) -> (Merged, MergeRe
             }
         }
     }
+    // The edges the skips rewire or step over, as (element, output): no drop moves there.
+    let mut used: BTreeSet<(usize, usize)> = BTreeSet::new();
+    for sk in &merged.skips {
+        used.insert((sk.from, sk.output));
+        used.extend(sk.over.iter().map(|b| (b.element, b.output)));
+    }
     let mut candidates = Vec::new();
     let mut drops = Vec::new();
     let (mut checks, mut lookups, mut passes) = (0, 0, 0);
@@ -1121,7 +1123,16 @@ pub fn analyze(ex: &Executor, placement: Option<&Placement>) -> (Merged, MergeRe
                 })
                 .collect();
             if !reasons.is_empty() {
-                drops.push(drop_move(&walk, &seen, g, m, s, reasons));
+                let (d, hoist) = drop_move(&walk, &seen, g, m, s, reasons, &used);
+                drops.push(d);
+                if let Some(h) = hoist {
+                    // Its edges are not used by another move either.
+                    used.insert((h.element, h.output));
+                    for b in &h.before {
+                        used.insert((b.element, b.output));
+                    }
+                    merged.hoists.push(h);
+                }
             }
         }
     }
@@ -1248,7 +1259,8 @@ fn effect_text(e: &Effect) -> String {
     }
 }
 
-/// How far back the drop test of element `g` could run (rule (c)).
+/// How far back the drop test of element `g` could run (rule (c)), and the part of that
+/// the merged mode applies (`used`: the edges skips use, as (element, output)).
 fn drop_move(
     walk: &Walk<'_>,
     seen: &[Option<Seen>],
@@ -1256,15 +1268,21 @@ fn drop_move(
     m: &Model,
     s: &Seen,
     reasons: BTreeSet<String>,
-) -> DropMove {
+    used: &BTreeSet<(usize, usize)>,
+) -> (DropMove, Option<Hoist>) {
     let ex = walk.ex;
     let n = ex.element_count();
-    // Fields the drop cases' tests read (every case up to the last drop decides it).
+    // Fields the test reads: every case up to the last drop decides it, up to the last
+    // possible case when a case counts (the count must not change either).
+    let counts = s
+        .feasible
+        .iter()
+        .any(|&i| !m.cases[i].stats.is_empty() || !m.cases[i].byte_stats.is_empty());
     let last = s
         .feasible
         .iter()
         .copied()
-        .filter(|&i| matches!(m.cases[i].outcome, Outcome::Drop(_)))
+        .filter(|&i| counts || matches!(m.cases[i].outcome, Outcome::Drop(_)))
         .max()
         .unwrap_or(0);
     let mut reads: BTreeSet<Field> = BTreeSet::new();
@@ -1272,15 +1290,44 @@ fn drop_move(
         reads.extend(c.filter.fields().map(|(f, _)| f));
     }
     let ip = Walk::ip_at(m, &s.know);
-    let probe = Fact {
-        key: usize::MAX,
-        by: g,
-        data: s.know.data,
-        ip,
-        region: FilterSet::empty(),
-        lost: BTreeSet::new(),
+    let probe = Fact::probe(g, s.know.data, ip);
+    // Whether the test itself can run elsewhere: it only drops or sends packets out of one
+    // output, changing nothing and counting no bytes.
+    let mut way_on = BTreeSet::new();
+    let mut pure = String::new();
+    for &i in &s.feasible {
+        let c = &m.cases[i];
+        match c.outcome {
+            Outcome::Drop(_) => {}
+            Outcome::Out(o) => {
+                way_on.insert(o);
+            }
+            ref o => pure = format!("it may end in {}", outcome_text(o)),
+        }
+        if let Some(e) = c.effects.first() {
+            pure = format!("it does a {} itself", effect_text(e));
+        }
+        if !c.byte_stats.is_empty() {
+            pure = "it counts bytes".to_string();
+        }
+    }
+    let pass = match (way_on.len(), way_on.first()) {
+        (1, Some(&o)) if ex.edge(g, o).is_some() => Some(o),
+        _ => {
+            if pure.is_empty() {
+                pure = "its packets leave by more than one output".to_string();
+            }
+            None
+        }
     };
+    if pure.is_empty() && pass.is_some_and(|o| used.contains(&(g, o))) {
+        pure = "the edge after it is rewired by a skip".to_string();
+    }
+    // Per element crossed (nearest first): it, its output towards the test, why the test
+    // cannot run in front of it in the merged mode (`None`: it can), whether one edge not
+    // used by a skip leads into it.
     let mut across = Vec::new();
+    let mut path: Vec<(usize, usize, Option<&str>, bool)> = Vec::new();
     let mut at = g;
     let stopped = loop {
         // The single way into `at`.
@@ -1298,6 +1345,10 @@ fn drop_move(
                 _ => {}
             }
         }
+        if let Some(last) = path.last_mut() {
+            last.3 = matches!(preds.as_slice(), [(p, o)]
+                if ex.place(*p) == Place::Inner && !used.contains(&(*p, *o)));
+        }
         let is_root = matches!(walk.role(at), Role::FromDevice(_) | Role::FromDump(_))
             && !preds
                 .iter()
@@ -1305,10 +1356,10 @@ fn drop_move(
         if is_root {
             break format!("{} is where packets enter", walk.name(at));
         }
-        let [(p, _)] = preds.as_slice() else {
+        let [(p, po)] = preds.as_slice() else {
             break format!("{} has several ways in", walk.name(at));
         };
-        let p = *p;
+        let (p, po) = (*p, *po);
         if walk.stage_of[p] != walk.stage_of[g] {
             break format!("{} is in another stage", walk.name(p));
         }
@@ -1316,7 +1367,8 @@ fn drop_move(
             break format!("{} is where packets enter", walk.name(p));
         }
         if ex.place(p) != Place::Inner {
-            // A link: the bytes cross unchanged.
+            // A link: the bytes cross unchanged (the NF after it is another one, where the
+            // merged mode does not move the test).
             at = p;
             continue;
         }
@@ -1385,16 +1437,79 @@ fn drop_move(
         if let Some(w) = why {
             break format!("{} {w}", walk.name(p));
         }
+        // In front of it, the test must find its header where it finds it now.
+        let anchored = sp.know.data.is_some()
+            && sp.know.data == s.know.data
+            && (m.ip_at != IpAnchor::Annotation || (ip.is_some() && sp.know.net == ip));
+        if !anchored {
+            break format!(
+                "{} is reached with the test's header elsewhere (a header mark or a data move)",
+                walk.name(p)
+            );
+        }
         across.push(walk.name(p));
+        // The merged mode moves the test only inside its NF, across modelled elements
+        // (the NFs' own counters and the opaque elements stay as written).
+        let unmovable = if ex.element_nf(p) != ex.element_nf(g) {
+            Some("is in another NF")
+        } else if !matches!(walk.role(p), Role::Inner) || walk.regions[p].is_none() {
+            Some("has no model")
+        } else if used.contains(&(p, po)) {
+            Some("is stepped over or rewired by a skip")
+        } else {
+            None
+        };
+        path.push((p, po, unmovable, false));
         at = p;
     };
-    DropMove {
+    // The longest run of movable elements from the test back whose first has one edge in.
+    let run = path.iter().take_while(|e| e.2.is_none()).count();
+    let applied = if pure.is_empty() {
+        (0..=run)
+            .rev()
+            .find(|&k| k == 0 || path[k - 1].3)
+            .unwrap_or(0)
+    } else {
+        0
+    };
+    let applied_why = if applied == across.len() {
+        String::new()
+    } else if !pure.is_empty() {
+        format!("not moved: {pure}")
+    } else {
+        match path.get(applied) {
+            Some((p, _, Some(w), _)) => format!("not across {}, which {w}", walk.name(*p)),
+            Some((p, ..)) => format!(
+                "not before {}: it has more than one way in, or one a skip rewires",
+                walk.name(*p)
+            ),
+            None => String::new(),
+        }
+    };
+    let hoist = pass.filter(|_| applied > 0).map(|output| Hoist {
         element: g,
-        name: ex.element_name(g),
-        reasons: reasons.into_iter().collect(),
-        across,
-        stopped,
-    }
+        output,
+        before: path[..applied]
+            .iter()
+            .rev()
+            .map(|&(p, o, _, _)| Bypass {
+                element: p,
+                output: o,
+            })
+            .collect(),
+    });
+    (
+        DropMove {
+            element: g,
+            name: ex.element_name(g),
+            reasons: reasons.into_iter().collect(),
+            across,
+            stopped,
+            applied,
+            applied_why,
+        },
+        hoist,
+    )
 }
 
 /// A fact reading `reads` at the positions of `probe`, to see what a write weakens.
@@ -1426,8 +1541,11 @@ impl MergeReport {
         let mut o = String::new();
         let _ = writeln!(
             o,
-            "element merging: {} header check(s) removed, {} lookup(s)/classifier(s) reused, {} pass-through(s) stepped over",
-            self.checks_removed, self.lookups_reused, self.pass_throughs
+            "element merging: {} header check(s) removed, {} lookup(s)/classifier(s) reused, {} pass-through(s) stepped over, {} drop test(s) moved earlier",
+            self.checks_removed,
+            self.lookups_reused,
+            self.pass_throughs,
+            self.drops.iter().filter(|d| d.applied > 0).count()
         );
         if self.stages.len() > 1 {
             for (i, s) in self.stages.iter().enumerate() {
@@ -1457,13 +1575,25 @@ impl MergeReport {
             }
             let _ = writeln!(
                 o,
-                "drop {} ({}) could run {} element(s) earlier, before {}; then {} (reported, not applied)",
+                "drop {} ({}) could run {} element(s) earlier, before {}; then {}",
                 d.name,
                 d.reasons.join(", "),
                 d.across.len(),
                 d.across.last().map_or("", String::as_str),
                 d.stopped
             );
+            let _ = match d.applied {
+                0 => writeln!(o, "  kept in place: {}", d.applied_why),
+                k if k == d.across.len() => {
+                    writeln!(o, "  moved: it runs before {}", d.across[k - 1])
+                }
+                k => writeln!(
+                    o,
+                    "  moved {k} element(s) earlier, before {}; {}",
+                    d.across[k - 1],
+                    d.applied_why
+                ),
+            };
         }
         let stay = by_stop.get(&0).map_or(0, Vec::len);
         if stay > 0 {

@@ -272,11 +272,14 @@ fn trace_at(dir: &Path) -> PathBuf {
     p
 }
 
-/// (c) Drops that could run earlier: how far, and what stops them.
+/// (c) Drops that could run earlier: how far, what stops them, how much of it the merged
+/// mode applies; and naive = merged on each chain (the drops moved, counters as written).
 #[test]
 fn drops_move_back_only_where_the_rules_allow() {
     let dir = Dir::new("drops");
-    let cases: &[(&str, &str, usize, &str)] = &[
+    // (body, dropper, elements it could run before, what stops it, elements it runs before
+    // in the merged mode)
+    let cases: &[(&str, &str, usize, &str, usize)] = &[
         // Across a paint (writes an annotation the filter does not read), up to the check
         // (which cuts the packet at its IPv4 length and marks the header the test reads).
         (
@@ -284,6 +287,15 @@ fn drops_move_back_only_where_the_rules_allow() {
             "n0/IPFilter@5",
             1,
             "CheckIPHeader@3 (CheckIPHeader) writes what the test reads",
+            1,
+        ),
+        // Across two writers of what it does not read: a paint and the destination annotation.
+        (
+            "Strip(14) -> CheckIPHeader -> Paint(3) -> SetIPAddress(10.9.9.9) -> IPFilter(deny src 10.0.0.0/30, allow all) -> Unstrip(14)",
+            "n0/IPFilter@6",
+            2,
+            "CheckIPHeader@3 (CheckIPHeader) writes what the test reads",
+            2,
         ),
         // Not across a counter: it would no longer see the packets dropped earlier.
         (
@@ -291,6 +303,7 @@ fn drops_move_back_only_where_the_rules_allow() {
             "n0/IPFilter@5",
             0,
             "keeps state",
+            0,
         ),
         // Never a classifier across a writer of what it reads.
         (
@@ -298,6 +311,7 @@ fn drops_move_back_only_where_the_rules_allow() {
             "n0/IPFilter@5",
             0,
             "writes what the test reads",
+            0,
         ),
         // Not before the element packets enter by.
         (
@@ -305,6 +319,7 @@ fn drops_move_back_only_where_the_rules_allow() {
             "n0/CheckIPHeader@2",
             0,
             "FromDevice@1 (FromDevice) is where packets enter",
+            0,
         ),
         // Not across a Strip: the test's positions move.
         (
@@ -312,13 +327,32 @@ fn drops_move_back_only_where_the_rules_allow() {
             "n0/IPFilter@3",
             0,
             "moves the data start",
+            0,
+        ),
+        // Not across the mark of the header it reads.
+        (
+            "MarkIPHeader(14) -> IPFilter(deny src 10.0.0.1, allow all)",
+            "n0/IPFilter@3",
+            0,
+            "header elsewhere",
+            0,
+        ),
+        // A test that changes the packet itself (a check marks and cuts) is reported, not
+        // moved. (It reads at the data start, so a header mark is no obstacle.)
+        (
+            "Strip(14) -> MarkIPHeader -> Paint(2) -> CheckIPHeader -> Unstrip(14)",
+            "n0/CheckIPHeader@5",
+            2,
+            "Strip@2 (Strip) moves the data start",
+            0,
         ),
     ];
-    for (i, (body, element, n, word)) in cases.iter().enumerate() {
+    for (i, (body, element, n, word, applied)) in cases.iter().enumerate() {
         let sub = dir.0.join(i.to_string());
         std::fs::create_dir_all(&sub).unwrap();
-        let ex = executor(&write_chain(&sub, &[body]));
-        let (_, r) = analyze(&ex, None);
+        let chain = write_chain(&sub, &[body]);
+        let ex = executor(&chain);
+        let (m, r) = analyze(&ex, None);
         let d = r
             .drops
             .iter()
@@ -326,7 +360,77 @@ fn drops_move_back_only_where_the_rules_allow() {
             .unwrap_or_else(|| panic!("case {i}: {element} not among the drops:\n{}", r.text()));
         assert_eq!(d.across.len(), *n, "case {i}: {d:?}");
         assert!(d.stopped.contains(word), "case {i}: `{word}` not in {d:?}");
+        assert_eq!(d.applied, *applied, "case {i}: {d:?}\n{}", r.text());
+        let hoists: Vec<_> = m
+            .hoists
+            .iter()
+            .filter(|h| ex.element_name(h.element) == *element)
+            .collect();
+        assert_eq!(hoists.len(), usize::from(*applied > 0), "case {i}: {m:?}");
+        if let Some(h) = hoists.first() {
+            assert_eq!(h.before.len(), *applied, "case {i}: {h:?}");
+        }
+        let p = sub.join("trace.pcap");
+        trace(&p, ("10.0.0.0", 28), ("10.1.0.0", 16), i as u64);
+        naive_is_merged(&chain, &[(Endpoint::parse("n0.eth0").unwrap(), p)], &[]);
     }
+}
+
+/// A moved drop test really runs first: the elements it now runs before see only the
+/// packets it lets through (their own stats would say so; the summary adds the drops back),
+/// and the counters as written come out of the summary unchanged.
+#[test]
+fn a_moved_drop_runs_first_and_the_counts_are_as_written() {
+    let dir = Dir::new("hoist-counts");
+    let chain = write_chain(
+        &dir.0,
+        &["Strip(14) -> CheckIPHeader -> Paint(3) -> IPFilter(deny src 10.0.0.0/29, allow all) -> Unstrip(14)"],
+    );
+    let p = dir.0.join("trace.pcap");
+    trace(&p, ("10.0.0.0", 28), ("10.1.0.0", 16), 3);
+    let inputs = [(Endpoint::parse("n0.eth0").unwrap(), p)];
+    let opts = RunOptions::default();
+    let naive = run(&chain, &inputs, &opts, Mode::Naive).unwrap();
+    let mut hoists = 0;
+    let merged = run_installed(&chain, &inputs, &opts, |ex| {
+        let (m, _) = analyze(ex, None);
+        hoists = m.hoists.len();
+        assert!(ex.enable_merged(&m).is_empty());
+    })
+    .unwrap();
+    assert_eq!(hoists, 1);
+    assert!(compare(&naive, &merged).is_empty());
+    let nf = &naive.summary.nfs[0];
+    let el = |name: &str| nf.elements.iter().find(|e| e.name == name).unwrap();
+    let filter = el("IPFilter@5");
+    let dropped: u64 = filter.drops.values().sum();
+    assert!(dropped > 0 && filter.output[0] > 0, "{filter:?}");
+    // As written, the paint sees every packet the filter sees.
+    assert_eq!(el("Paint@4").input, filter.input);
+    // Merged, the paint is pushed only the packets the filter lets through (the pushes
+    // counted by the profiling clock), and the summary still says every packet.
+    let mut ex = executor(&chain);
+    let (m, _) = analyze(&ex, None);
+    assert!(ex.enable_merged(&m).is_empty());
+    ex.profile_elements();
+    let mut r = ports::pcap::PcapReader::open_ethernet(&inputs[0].1).unwrap();
+    let records = Box::new(std::iter::from_fn(move || r.next_record()));
+    let entry = ex.entry(&inputs[0].0).unwrap();
+    let source = ex.source("trace".to_string(), entry, records);
+    assert!(ex.run(vec![source], |_| {}).is_empty());
+    let (paint, filt) = (ex.global(0, 3) as usize, ex.global(0, 4) as usize);
+    assert_eq!(ex.element_name(paint), "n0/Paint@4");
+    let (_, calls) = ex.element_times().unwrap();
+    assert_eq!(calls[filt], filter.input);
+    assert_eq!(calls[paint], filter.output[0]);
+    let s = ex.summary();
+    let paint_in = s.nfs[0]
+        .elements
+        .iter()
+        .find(|e| e.name == "Paint@4")
+        .unwrap()
+        .input;
+    assert_eq!(paint_in, filter.input);
 }
 
 /// The ten routers: every router after the first steps over its check and its lookup on

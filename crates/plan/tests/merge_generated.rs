@@ -1,6 +1,7 @@
 //! The differential harness for element merging: on the chains `synth::testgen` generates
 //! (with operator NFs), naive = merged — the same packets, counters and state — with the
-//! skips `plan::merge` finds, none refused; and some chains really merged something.
+//! skips and drop moves `plan::merge` finds, none refused; and some chains really merged
+//! something.
 //!
 //! `FUSEBOX_GEN_SEEDS=N` runs seeds 0..N (64 by default); `FUSEBOX_GEN_SEED=S` runs seed S
 //! only and keeps its files.
@@ -18,7 +19,12 @@ fn seeds() -> (Vec<u64>, bool) {
     synth::testgen::seeds_from_env(DEFAULT_SEEDS)
 }
 
-fn one(seed: u64, root: &std::path::Path, skipped: &AtomicU64) -> Result<(), String> {
+fn one(
+    seed: u64,
+    root: &std::path::Path,
+    skipped: &AtomicU64,
+    hoisted: &AtomicU64,
+) -> Result<(), String> {
     let dir = root.join(seed.to_string());
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let options = Options {
@@ -47,6 +53,9 @@ fn one(seed: u64, root: &std::path::Path, skipped: &AtomicU64) -> Result<(), Str
         if !m.skips.is_empty() {
             skipped.fetch_add(1, Ordering::Relaxed);
         }
+        if !m.hoists.is_empty() {
+            hoisted.fetch_add(1, Ordering::Relaxed);
+        }
         report = r.text();
     })
     .map_err(|e| fail("merged failed", &e))?;
@@ -70,6 +79,7 @@ fn merged_matches_naive_on_generated_chains() {
         std::env::temp_dir().join(format!("fusebox-merge-generated-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     let skipped = AtomicU64::new(0);
+    let hoisted = AtomicU64::new(0);
     let failures = Mutex::new(Vec::new());
     let next = Mutex::new(seeds.iter().copied());
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get().min(8));
@@ -78,7 +88,7 @@ fn merged_matches_naive_on_generated_chains() {
             s.spawn(|| {
                 let take = || next.lock().map(|mut it| it.next()).unwrap_or(None);
                 while let Some(seed) = take() {
-                    match one(seed, &root, &skipped) {
+                    match one(seed, &root, &skipped, &hoisted) {
                         Ok(()) if !keep => {
                             let _ = std::fs::remove_dir_all(root.join(seed.to_string()));
                         }
@@ -94,8 +104,9 @@ fn merged_matches_naive_on_generated_chains() {
         }
     });
     let n = skipped.into_inner();
+    let h = hoisted.into_inner();
     eprintln!(
-        "merge-generated: {} seeds, {n} chains with skips",
+        "merge-generated: {} seeds, {n} chains with skips, {h} with drop tests moved earlier",
         seeds.len()
     );
     let mut failures = failures.into_inner().unwrap_or_default();
@@ -121,5 +132,9 @@ fn merged_matches_naive_on_generated_chains() {
     }
     if seeds.len() >= 32 {
         assert!(n >= 3, "only {n} generated chains merged anything");
+        assert!(
+            h >= 2,
+            "only {h} generated chains moved a drop test earlier"
+        );
     }
 }

@@ -12,9 +12,10 @@
 //!   plus random more-specific routes to either side, gateways and sometimes a default route)
 //!   `→ DecIPTTL → EtherEncap`; sometimes `IPGWOptions`, `IPFragmenter` and `ICMPError`s for
 //!   expired TTLs, bad options and needed fragmentation, routed back through the table;
-//! * **firewalls**: an `IPFilter` per direction with random allow/deny/drop rules over the
-//!   traffic's prefixes, hosts, ports, protocols, TCP flags, ICMP types and TTLs (`&&`, `||`,
-//!   `!`, parentheses), ending in `allow all`, `deny all` or nothing;
+//! * **firewalls**: an `IPFilter` per direction (after a `Paint` in half of them) with random
+//!   allow/deny/drop rules over the traffic's prefixes, hosts, ports, protocols, TCP flags,
+//!   ICMP types and TTLs (`&&`, `||`, `!`, parentheses), ending in `allow all`, `deny all`
+//!   or nothing;
 //! * **NAPTs**: `IPRewriter` (or `TCPRewriter` / `UDPRewriter`) with `pattern EXT LO-HI - -
 //!   0 1` (a port range with or without `#`/`?`, or a source prefix), replies through a `drop`
 //!   or `pass 1` input, sometimes short timeouts or a small mapping capacity, sometimes an
@@ -610,11 +611,19 @@ fn firewall(rng: &mut Rng, i: usize, v: &View) -> NfOut {
     for (name, rules) in [("f0", &fwd), ("f1", &back)] {
         let _ = writeln!(c, "{name} :: IPFilter(\n    {});", rules.join(",\n    "));
     }
+    // Half the firewalls paint the packet before the filter (no other element reads the
+    // paint there), so the filter's drop test can run before the paint (`plan::merge`'s
+    // rule (c)). Chosen without drawing, so the other choices of a seed stay as they were.
+    let paint = if (fwd.len() + back.len() + i).is_multiple_of(2) {
+        " -> Paint(9)"
+    } else {
+        ""
+    };
     for (from, to, f) in [(0, 1, "f0"), (1, 0, "f1")] {
         let ttl = if rng.pct(60) { " -> DecIPTTL" } else { "" };
         let _ = writeln!(
             c,
-            "FromDevice(eth{from}) -> Strip(14) -> {}{} -> {f}{ttl}{} -> EtherEncap(0x0800, $MAC{to}, $PEER{to}) -> ToDevice(eth{to});",
+            "FromDevice(eth{from}) -> Strip(14) -> {}{}{paint} -> {f}{ttl}{} -> EtherEncap(0x0800, $MAC{to}, $PEER{to}) -> ToDevice(eth{to});",
             check(rng),
             counter(rng),
             counter(rng)

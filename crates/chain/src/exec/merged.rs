@@ -12,6 +12,11 @@
 //! come out as naive's (`Executor::folded`). It never drops (the planner only steps over
 //! elements no packet on that edge could be dropped by), and its own `stats()` stay as
 //! they are (the planner only steps over cases that count nothing).
+//!
+//! Drop tests run earlier ([`crate::layout::Hoist`]): the edge into the first element the
+//! test now runs before leads to the test, its way on to that element, and the last one's
+//! way on to where the test led. What the test dropped (its edge in minus its way on) is
+//! added to the edge out of each element it runs before, so their counts are naive's.
 
 use super::{Edge, Executor, Kind};
 use crate::layout::Merged;
@@ -24,6 +29,9 @@ pub(super) struct MergedState {
     pub(super) built: Vec<Edge>,
     /// Per rewired edge: its index, and the edges out of the elements it skips.
     pub(super) folds: Vec<(usize, Vec<usize>)>,
+    /// Per drop test run earlier: the edge into it now, its way on, and the edges out of
+    /// the elements it runs before (each gets what it dropped: the first minus the second).
+    pub(super) hoisted: Vec<(usize, usize, Vec<usize>)>,
     /// The elements links lead to (no entries in this mode).
     pub(super) linked: Vec<u32>,
 }
@@ -116,8 +124,101 @@ impl Executor {
                 }),
             }
         }
+        // Edges a skip uses (rewired, or counted for what it steps over): no hoist may use them.
+        let mut used = rewired.clone();
+        for (_, outs) in &folds {
+            for &j in outs {
+                used[j] = true;
+            }
+        }
+        let mut hoisted = Vec::new();
+        for h in &merged.hoists {
+            let check = || -> Result<(usize, usize, Vec<usize>), String> {
+                let Some(first) = h.before.first() else {
+                    return Err("it runs before nothing".to_string());
+                };
+                let d = h.element;
+                if !ordinary(d) {
+                    return Err(format!(
+                        "element {d} is not an ordinary one (a device, a dump, a link)"
+                    ));
+                }
+                // The one way into the first element: an edge, no link, not an entry.
+                let ins: Vec<usize> = (0..built.len())
+                    .filter(|&k| built[k].element as usize == first.element)
+                    .collect();
+                let linked = (0..n).any(|g| self.info[g].kind == Kind::Link(first.element as u32));
+                let [k0] = ins.as_slice() else {
+                    return Err(format!(
+                        "element {} has {} ways in, not one",
+                        first.element,
+                        ins.len()
+                    ));
+                };
+                if linked {
+                    return Err(format!("a link leads to element {}", first.element));
+                }
+                let mut at = first.element;
+                let mut outs = Vec::new();
+                for (i, b) in h.before.iter().enumerate() {
+                    if b.element != at {
+                        return Err(format!("the path leads to {at}, not {}", b.element));
+                    }
+                    if !ordinary(at) || at == d {
+                        return Err(format!("element {at} cannot be run after the test"));
+                    }
+                    let j = edge(at, b.output)?;
+                    // Every element on the path has this one way in.
+                    if i > 0
+                        && (0..built.len())
+                            .filter(|&k| built[k].element as usize == at)
+                            .count()
+                            != 1
+                    {
+                        return Err(format!("element {at} has other ways in"));
+                    }
+                    outs.push(j);
+                    at = built[j].element as usize;
+                }
+                if at != d {
+                    return Err(format!("the path leads to {at}, not {d}"));
+                }
+                if (0..built.len())
+                    .filter(|&k| built[k].element as usize == d)
+                    .count()
+                    != 1
+                {
+                    return Err(format!("element {d} has other ways in"));
+                }
+                let kd = edge(d, h.output)?;
+                let mine: Vec<usize> = outs.iter().copied().chain([*k0, kd]).collect();
+                if mine.iter().any(|&k| used[k]) {
+                    return Err("an edge it needs is rewired or stepped over already".to_string());
+                }
+                Ok((*k0, kd, outs))
+            };
+            match check() {
+                Ok((k0, kd, outs)) => {
+                    let last = *outs.last().unwrap_or(&k0);
+                    for &k in outs.iter().chain([&k0, &kd]) {
+                        used[k] = true;
+                    }
+                    // In front: the edge in leads to the test, the test's way on to the
+                    // first element, the last element's way on to where the test led.
+                    edges[k0] = built[last];
+                    edges[kd] = built[k0];
+                    edges[last] = built[kd];
+                    hoisted.push((k0, kd, outs));
+                }
+                Err(why) => refused.push(MergeRefused {
+                    from: h.element,
+                    output: h.output,
+                    why: format!("the drop test stays: {why}"),
+                }),
+            }
+        }
         self.edges = edges;
-        self.merged = if folds.is_empty() {
+        self.merged = if folds.is_empty() && hoisted.is_empty() {
             None
         } else {
             let linked = (0..n)
@@ -129,6 +230,7 @@ impl Executor {
             Some(Box::new(MergedState {
                 built,
                 folds,
+                hoisted,
                 linked,
             }))
         };
@@ -169,7 +271,18 @@ impl Executor {
         };
         // What went along each rewired edge, before any is added to.
         let went: Vec<u64> = m.folds.iter().map(|(k, _)| out[*k]).collect();
+        // What each test run earlier dropped (its edges are used by no skip).
+        let dropped: Vec<u64> = m
+            .hoisted
+            .iter()
+            .map(|&(k0, kd, _)| out[k0].saturating_sub(out[kd]))
+            .collect();
         for ((_, outs), n) in m.folds.iter().zip(went) {
+            for &j in outs {
+                out[j] += n;
+            }
+        }
+        for ((_, _, outs), n) in m.hoisted.iter().zip(dropped) {
             for &j in outs {
                 out[j] += n;
             }

@@ -1117,17 +1117,7 @@ impl Executor {
         }
         self.counts.nf_counters[f as usize].created += o.created;
         for (el, port, p) in o.emitted.drain(..).rev() {
-            let e = el as usize;
-            let k = self.edge_base[e] as usize + port;
-            if port < (self.edge_base[e + 1] - self.edge_base[e]) as usize
-                && self.edges[k].element != u32::MAX
-            {
-                self.counts.out_count[k] += 1;
-                self.stack
-                    .push((self.edges[k].element, Resume::Port(self.edges[k].port), p));
-            } else {
-                self.count_drop(el, ChainReason::UnconnectedOutput.into());
-            }
+            self.stack_emitted(el, port, p);
         }
     }
 
