@@ -2,7 +2,10 @@
 //! prefix and makes its [`Dataplane`] match it, and publishes its status every second.
 //!
 //! It reconciles on start and on every change ([`crate::dataplane::reconcile`]: only the
-//! difference is applied, so a restarted agent whose data plane kept its state does no work).
+//! difference is applied, so a restarted agent whose data plane kept its state does no work),
+//! each time to a complete plan only: the keys under its prefix must be the set the
+//! controller's commit key names ([`keys::committed`]), so a change written in several
+//! transactions is installed whole, once its commit (written last) is there.
 //! When etcd or the controller is down, the data plane is left as it is (it keeps
 //! forwarding) and the agent retries every second; when its lease was lost it registers
 //! again under a new one.
@@ -317,15 +320,23 @@ async fn session<D: Dataplane + ?Sized>(
         .await?;
     let prefix = keys::plan_prefix(host);
     let snap = store.get_prefix(&prefix).await?;
-    let mut desired: Kv = snap.kvs;
-    let mut revision = snap.revision;
+    // Every key under the prefix as the watch brings them; `desired`: the last complete plan
+    // among them (a change written in several transactions counts once its commit is there).
+    let mut seen: Kv = snap.kvs;
+    let mut desired = Kv::new();
+    let mut revision = 0;
     let mut watch = store.watch_prefix(&prefix, snap.revision + 1).await?;
     log(&format!(
-        "agent {host}: registered (lease {:x}), {} plan keys at revision {revision}",
+        "agent {host}: registered (lease {:x}), {} plan keys at revision {}",
         lease.id(),
-        desired.len()
+        seen.len(),
+        snap.revision
     ));
-    let mut error = apply(dp, &desired, host, log);
+    let mut error = None;
+    if complete(&seen, host, &mut desired, log) {
+        revision = snap.revision;
+        error = apply(dp, &desired, host, log);
+    }
     let mut tick = tokio::time::interval(options.status_every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -333,10 +344,12 @@ async fn session<D: Dataplane + ?Sized>(
             batch = watch.next() => {
                 let (changes, rev) = batch?;
                 for c in changes {
-                    c.apply_to(&mut desired);
+                    c.apply_to(&mut seen);
                 }
-                revision = rev;
-                error = apply(dp, &desired, host, log);
+                if complete(&seen, host, &mut desired, log) {
+                    revision = rev;
+                    error = apply(dp, &desired, host, log);
+                }
             }
             _ = tick.tick() => {
                 if error.is_some() {
@@ -349,6 +362,24 @@ async fn session<D: Dataplane + ?Sized>(
             why = lease.lost() => {
                 return Err(StoreError::WatchEnded(format!("lease of {host}: {why}")));
             }
+        }
+    }
+}
+
+/// When the keys under the plan prefix (`seen`) are a complete plan ([`keys::committed`]),
+/// puts its entries in `desired` and returns true; otherwise (a change being written) logs
+/// it and leaves `desired` as it is.
+fn complete(seen: &Kv, host: &str, desired: &mut Kv, log: Log<'_>) -> bool {
+    match keys::committed(host, seen) {
+        Ok((entries, _)) => {
+            *desired = entries;
+            true
+        }
+        Err(why) => {
+            log(&format!(
+                "agent {host}: waiting for a complete plan ({why}); the data plane keeps the last one"
+            ));
+            false
         }
     }
 }

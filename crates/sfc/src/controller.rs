@@ -1,6 +1,9 @@
 //! The controller: reads the registry (the live agents' Hellos, each held by its agent's
-//! lease), computes the plan from the chain file, and writes each host's keys as a diff in
-//! one transaction per host (puts and deletes; hosts no longer in the plan lose their keys).
+//! lease), computes the plan from the chain file, and writes each host's keys as a diff
+//! (deletes and puts; hosts no longer in the plan lose their keys) followed by the host's
+//! commit key ([`keys::Commit`]), in one transaction per host when the diff is small and
+//! several when it has more than [`crate::store::MAX_TXN_OPS`] operations. The commit goes
+//! last, so an agent never installs a half-written change ([`keys::committed`]).
 //!
 //! It runs on and recomputes when a Hello appears, changes or goes (a lease expired: paths
 //! go around the dead host where the chain names an alternative SF), and when the chain file
@@ -15,7 +18,7 @@ use crate::file::ChainFile;
 use crate::keys::{self, Kv};
 use crate::plan::Plan;
 use crate::registry::{Hello, Registry};
-use crate::store::{Store, StoreError, TlsFiles};
+use crate::store::{Op, Store, StoreError, TlsFiles};
 
 /// Where plans come from: a chain file and a planner.
 pub trait PlanSource: Send {
@@ -163,8 +166,11 @@ pub fn registry_of(hellos: &Kv, log: Log<'_>) -> Registry {
 }
 
 /// Writes `plan` to etcd: for every host in the plan or with keys under the plan root, the
-/// diff between its keys in etcd and the plan's, in one transaction per host; then the
-/// per-chain report.
+/// diff between its entry keys in etcd and the plan's (deletes, then puts), then its
+/// [`keys::Commit`] last (in the last transaction; several transactions when there are more
+/// than [`crate::store::MAX_TXN_OPS`] operations), so its agent installs the new set only
+/// once it is complete; then the per-chain report. A host left without entries has its
+/// commit deleted (last, too).
 pub async fn apply_plan(store: &mut Store, plan: &Plan) -> Result<Applied, StoreError> {
     let current = store.get_prefix(&keys::plan_root()).await?.kvs;
     let root = keys::plan_root();
@@ -182,16 +188,35 @@ pub async fn apply_plan(store: &mut Store, plan: &Plan) -> Result<Applied, Store
         by_host.entry(h.clone()).or_default();
     }
     let mut applied = Applied::default();
-    for (host, old) in &by_host {
-        let new = plan.hosts.get(host).map(keys::keys).unwrap_or_default();
-        let (puts, deletes) = keys::diff(old, &new);
-        if puts.is_empty() && deletes.is_empty() {
-            continue;
-        }
-        store.apply(&puts, &deletes).await?;
+    for (host, old) in by_host {
+        let (old, old_commit_raw) = keys::split_commit(&host, old);
+        let old_commit: Option<keys::Commit> = old_commit_raw
+            .as_deref()
+            .and_then(|v| serde_json::from_slice(v).ok());
+        let new = plan.hosts.get(&host).map(keys::keys).unwrap_or_default();
+        let (puts, deletes) = keys::diff(&old, &new);
+        let commit_key = keys::commit_key(&host);
+        let last = if new.is_empty() {
+            // No entries, no commit: the agent reads an empty prefix as a complete plan.
+            (old_commit_raw.is_some() || !old.is_empty()).then_some(Op::Delete(commit_key))
+        } else {
+            let generation = old_commit.as_ref().map_or(0, |c| c.generation) + 1;
+            let commit = keys::Commit::of(&new, generation);
+            let same = old_commit
+                .as_ref()
+                .is_some_and(|c| c.keys == commit.keys && c.digest == commit.digest);
+            (!same || !puts.is_empty() || !deletes.is_empty())
+                .then(|| Op::Put(commit_key, serde_json::to_vec(&commit).unwrap_or_default()))
+        };
+        let Some(last) = last else { continue };
+        let mut ops: Vec<Op> = Vec::with_capacity(puts.len() + deletes.len() + 1);
+        ops.extend(deletes.iter().map(|k| Op::Delete(k.clone())));
+        ops.extend(puts.iter().map(|(k, v)| Op::Put(k.clone(), v.clone())));
+        ops.push(last);
+        store.apply_ops(&ops).await?;
         applied.put += puts.len();
         applied.deleted += deletes.len();
-        applied.hosts.push(host.clone());
+        applied.hosts.push(host);
     }
     let report = serde_json::to_vec(&plan.chains).unwrap_or_default();
     if store.get(&keys::report_key()).await?.as_deref() != Some(&report[..]) {

@@ -14,6 +14,15 @@
 //! | `i/<instance>/cfg/<ifindex>`                                  | [`Cfg`](crate::entries::Cfg) |
 //! | `i/<instance>/proxy/<src>/<dst>/<proto>/<sport>/<dport>`      | [`ProxyEntry`] |
 //! | `link/<from tag>/<from iface>/<to tag>/<to iface>`            | [`DirectLink`] |
+//! | `commit`                                                      | [`Commit`]     |
+//!
+//! The entry keys of a change are written in several etcd transactions when there are more
+//! than [`crate::store::MAX_TXN_OPS`] operations, so a watcher can see a set that is half
+//! the old plan and half the new. The `commit` key is written last (in the last
+//! transaction): it names the complete set (count and [`digest`] of the entry keys and
+//! values), and an agent installs only a set that matches it ([`committed`]); while a
+//! change is being written it keeps the previous complete plan. A host without entries has
+//! no `commit` key (so a host that leaves the plan leaves nothing behind).
 
 use crate::entries::FlowKey;
 use crate::plan::{Attach, ClsEntry, DirectLink, FwdEntry, HostPlan, Instance, ProxyEntry};
@@ -50,6 +59,11 @@ pub fn plan_root() -> String {
 /// The prefix of host `host`'s plan (ends with `/`).
 pub fn plan_prefix(host: &str) -> String {
     format!("{ROOT}plan/{host}/")
+}
+
+/// Where the controller writes host `host`'s [`Commit`], last, after its entries.
+pub fn commit_key(host: &str) -> String {
+    format!("{ROOT}plan/{host}/commit")
 }
 
 /// Where the controller writes its per-chain reports ([`crate::plan::ChainReport`]s as JSON).
@@ -200,5 +214,107 @@ impl HostPlan {
         }
         self.direct_links.sort();
         self.direct_links.dedup();
+    }
+}
+
+/// The commit of a host's plan: which complete set of entry keys the agent may install.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Commit {
+    /// Counts the controller's changes of this host's plan (1 for the first).
+    pub generation: u64,
+    /// How many entry keys the plan has.
+    pub keys: usize,
+    /// [`digest`] of the entry keys and values.
+    pub digest: String,
+}
+
+impl Commit {
+    /// The commit of `entries` (a host's entry keys, without its commit key).
+    pub fn of(entries: &Kv, generation: u64) -> Commit {
+        Commit {
+            generation,
+            keys: entries.len(),
+            digest: digest(entries),
+        }
+    }
+
+    /// True when `entries` is the set this commit names.
+    pub fn names(&self, entries: &Kv) -> bool {
+        self.keys == entries.len() && self.digest == digest(entries)
+    }
+}
+
+/// A digest of a set of keys and values: FNV-1a (64 bits) over each key and value with its
+/// length, in key order, as 16 hex digits. It tells a complete set from a partial one (an
+/// accident, not an attack: etcd's access control keeps others from writing plans).
+pub fn digest(entries: &Kv) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |bytes: &[u8]| {
+        for b in (bytes.len() as u64).to_le_bytes().iter().chain(bytes) {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    };
+    for (k, v) in entries {
+        eat(k.as_bytes());
+        eat(v);
+    }
+    format!("{h:016x}")
+}
+
+/// Why the keys under a host's plan prefix are not a complete plan.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Incomplete {
+    /// Entries and no commit: being written (or written by a controller without commits).
+    #[error("{have} plan keys and no commit yet")]
+    NoCommit {
+        /// Entry keys present.
+        have: usize,
+    },
+    /// The entries are not the set the commit names: a change is being written.
+    #[error("{have} plan keys do not match commit {generation} ({want} keys)")]
+    Pending {
+        /// Entry keys present.
+        have: usize,
+        /// Entry keys the commit names.
+        want: usize,
+        /// The commit's generation.
+        generation: u64,
+    },
+    /// The commit key does not parse.
+    #[error("the commit key does not parse: {0}")]
+    BadCommit(String),
+}
+
+/// The keys under host `host`'s [`plan_prefix`] split into its entries and its commit
+/// value (if present).
+pub fn split_commit(host: &str, mut kvs: Kv) -> (Kv, Option<Vec<u8>>) {
+    let commit = kvs.remove(&commit_key(host));
+    (kvs, commit)
+}
+
+/// The entries under host `host`'s [`plan_prefix`] (`kvs`: every key there) when they are
+/// the complete set the commit names (or there are none and no commit), with the commit.
+pub fn committed(host: &str, kvs: &Kv) -> Result<(Kv, Option<Commit>), Incomplete> {
+    let (entries, commit) = split_commit(host, kvs.clone());
+    let Some(commit) = commit else {
+        return if entries.is_empty() {
+            Ok((entries, None))
+        } else {
+            Err(Incomplete::NoCommit {
+                have: entries.len(),
+            })
+        };
+    };
+    let commit: Commit =
+        serde_json::from_slice(&commit).map_err(|e| Incomplete::BadCommit(e.to_string()))?;
+    if commit.names(&entries) {
+        Ok((entries, Some(commit)))
+    } else {
+        Err(Incomplete::Pending {
+            have: entries.len(),
+            want: commit.keys,
+            generation: commit.generation,
+        })
     }
 }

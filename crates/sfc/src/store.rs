@@ -63,6 +63,15 @@ fn read(path: &Path) -> Result<Vec<u8>, StoreError> {
     })
 }
 
+/// One write of [`Store::apply_ops`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    /// Put the value under the key.
+    Put(String, Vec<u8>),
+    /// Delete the key.
+    Delete(String),
+}
+
 /// One change seen by a watch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
@@ -190,18 +199,32 @@ impl Store {
     }
 
     /// Puts and deletes a set of keys in one transaction (several if there are more than
-    /// [`MAX_TXN_OPS`] operations: etcd refuses larger ones). Returns the store revision
-    /// after the last one (0 when there was nothing to do).
+    /// [`MAX_TXN_OPS`] operations: etcd refuses larger ones, and a watcher then sees the
+    /// transactions one by one). Returns the store revision after the last one (0 when
+    /// there was nothing to do).
     pub async fn apply(&mut self, puts: &Kv, deletes: &[String]) -> Result<i64, StoreError> {
-        let mut ops: Vec<TxnOp> = Vec::with_capacity(puts.len() + deletes.len());
-        ops.extend(deletes.iter().map(|k| TxnOp::delete(k.as_str(), None)));
-        ops.extend(
-            puts.iter()
-                .map(|(k, v)| TxnOp::put(k.as_str(), v.clone(), None)),
-        );
+        let ops: Vec<Op> = deletes
+            .iter()
+            .map(|k| Op::Delete(k.clone()))
+            .chain(puts.iter().map(|(k, v)| Op::Put(k.clone(), v.clone())))
+            .collect();
+        self.apply_ops(&ops).await
+    }
+
+    /// Applies `ops` in their order, [`MAX_TXN_OPS`] to a transaction: the last operation
+    /// lands in the last transaction, after (or with) every other. Returns the store
+    /// revision after the last transaction (0 when there was nothing to do).
+    pub async fn apply_ops(&mut self, ops: &[Op]) -> Result<i64, StoreError> {
         let mut revision = 0;
         for chunk in ops.chunks(MAX_TXN_OPS) {
-            let resp = self.client.txn(Txn::new().and_then(chunk.to_vec())).await?;
+            let txn: Vec<TxnOp> = chunk
+                .iter()
+                .map(|op| match op {
+                    Op::Put(k, v) => TxnOp::put(k.as_str(), v.clone(), None),
+                    Op::Delete(k) => TxnOp::delete(k.as_str(), None),
+                })
+                .collect();
+            let resp = self.client.txn(Txn::new().and_then(txn)).await?;
             revision = resp.header().map(|h| h.revision()).unwrap_or(revision);
         }
         Ok(revision)

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use sfc::agent::{AgentConfig, AgentOptions};
 use sfc::controller::{ChainFileSource, ControllerOptions};
-use sfc::dataplane::{FakeState, MemoryDataplane};
+use sfc::dataplane::{Counters, Dataplane, DataplaneError, FakeState, MemoryDataplane};
 use sfc::file::ChainFile;
 use sfc::keys::{self, Kv};
 use sfc::plan::Plan;
@@ -445,7 +445,10 @@ fn once_applies_and_returns_and_forged_agents_are_refused() {
             .await
             .unwrap()
             .kvs;
-        assert_eq!(got, want["server1"]);
+        // The entries, and a commit naming exactly them when there are any.
+        let (entries, commit) = keys::committed("server1", &got).unwrap();
+        assert_eq!(entries, want["server1"]);
+        assert_eq!(commit.is_some(), !entries.is_empty());
         assert!(store
             .get_prefix(&keys::plan_prefix("gone"))
             .await
@@ -476,6 +479,223 @@ fn once_applies_and_returns_and_forged_agents_are_refused() {
             .await
             .unwrap()
             .is_none());
+        agent.stop().await;
+    });
+}
+
+/// A fake data plane that records the set of entries it holds after every change: what the
+/// agent reconciled to, each time.
+#[derive(Clone, Default)]
+struct Recording {
+    dp: MemoryDataplane,
+    states: std::sync::Arc<std::sync::Mutex<Vec<Kv>>>,
+}
+
+impl Dataplane for Recording {
+    fn installed(&self) -> Result<Kv, DataplaneError> {
+        self.dp.installed()
+    }
+
+    fn apply(&mut self, puts: &Kv, deletes: &[String]) -> Result<(), DataplaneError> {
+        self.dp.apply(puts, deletes)?;
+        self.states.lock().unwrap().push(self.dp.state().entries);
+        Ok(())
+    }
+
+    fn counters(&self) -> Result<BTreeMap<String, Counters>, DataplaneError> {
+        self.dp.counters()
+    }
+}
+
+/// One SF (sf1) and a classifier interface (eth0) on server1.
+fn big_hello() -> Hello {
+    let text = r#"
+        [[sf]]
+        tag = "sf1"
+        iface_in = { name = "sf1-in", ifindex = 10, mac = "02:00:00:00:01:02" }
+        iface_out = { name = "sf1-out", ifindex = 11, mac = "02:00:00:00:01:03" }
+        [[iface]]
+        name = "eth0"
+        ifindex = 2
+        mac = "02:00:00:00:01:09"
+    "#;
+    AgentConfig::parse(text, "big")
+        .unwrap()
+        .hello("server1")
+        .unwrap()
+}
+
+/// Chains `ids` through sf1, each classified on server1's eth0 by its own 5-tuple: three
+/// entry keys per chain (classifier, the classifier's forwarding entry, sf1's).
+fn big_plan(ids: std::ops::RangeInclusive<u32>) -> Plan {
+    let chains: Vec<String> = ids
+        .map(|id| {
+            format!(
+                r#"{{ "id": {id}, "nodes": ["sf1"], "entry": "server1", "classifier": [
+                     {{ "src": "10.1.{}.{}", "dst": "10.2.0.1", "proto": "udp", "sport": 5000,
+                        "dport": 53, "iface": "eth0" }} ] }}"#,
+                id / 250,
+                id % 250 + 1
+            )
+        })
+        .collect();
+    let text = format!(
+        r#"{{ "chains": [{}], "functions": [{{ "tag": "sf1", "type": "tc-redirect", "host": "server1" }}] }}"#,
+        chains.join(",")
+    );
+    let file = ChainFile::parse(&text, sfc::file::Format::Json, "big.json").unwrap();
+    let plan = sfc::plan::plan(&file, &Registry::from_hellos([big_hello()]));
+    assert!(plan.chains.iter().all(|c| c.installed), "{:?}", plan.chains);
+    plan
+}
+
+/// Waits until the recording data plane holds `want`.
+async fn holds(dp: &Recording, want: &Kv, what: &str) {
+    let start = Instant::now();
+    while dp.dp.state().entries != *want {
+        assert!(
+            start.elapsed() < Duration::from_secs(15),
+            "{what}: the agent did not install the plan in 15 s ({} of {} entries)",
+            dp.dp.state().entries.len(),
+            want.len()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[test]
+fn changes_of_more_than_one_transaction_reach_the_agent_whole() {
+    let Some(s) = setup(
+        "changes_of_more_than_one_transaction_reach_the_agent_whole",
+        &["server1"],
+    ) else {
+        return;
+    };
+    let max = sfc::store::MAX_TXN_OPS;
+    let keys_of = |p: &Plan| keys::keys(&p.hosts["server1"]);
+    let (plan1, plan2) = (big_plan(1..=100), big_plan(51..=150));
+    let (keys1, keys2) = (keys_of(&plan1), keys_of(&plan2));
+    let (puts, deletes) = keys::diff(&keys1, &keys2);
+    assert!(keys1.len() > 2 * max, "{} keys", keys1.len());
+    assert!(
+        puts.len() + deletes.len() > 2 * max,
+        "a diff of {} puts and {} deletes",
+        puts.len(),
+        deletes.len()
+    );
+    rt().block_on(async {
+        let dp = Recording::default();
+        let mut options = AgentOptions::new(s.etcd.endpoint(), s.agent_tls["server1"].clone());
+        options.retry_every = Duration::from_millis(300);
+        options.status_every = Duration::from_millis(300);
+        let (stop, rx) = watch::channel(false);
+        let mut agent_dp = dp.clone();
+        let hello = big_hello();
+        let agent = tokio::spawn(async move {
+            sfc::agent::run(&hello, &mut agent_dp, &options, rx, &log).await;
+        });
+        let agent = Running { stop, task: agent };
+        let mut store = Store::connect(s.etcd.endpoint(), &s.controller_tls)
+            .await
+            .unwrap();
+        let start = Instant::now();
+        while store
+            .get(&keys::hello_key("server1"))
+            .await
+            .unwrap()
+            .is_none()
+        {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "the agent did not register"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        // The test's own watch counts the transactions each change takes.
+        let prefix = keys::plan_prefix("server1");
+        let from = store.get_prefix(&prefix).await.unwrap().revision + 1;
+        let mut w = store.watch_prefix(&prefix, from).await.unwrap();
+        let mut revisions = std::collections::BTreeSet::new();
+        // The revisions of the plan's changes: until the watch has been quiet for 500 ms.
+        let mut count_revisions = async |w: &mut sfc::store::PrefixWatch| {
+            while let Ok(batch) = tokio::time::timeout(Duration::from_millis(500), w.next()).await {
+                revisions.insert(batch.unwrap().1);
+            }
+        };
+
+        // The first plan: keys1.len() + 1 operations, three transactions.
+        let a = sfc::controller::apply_plan(&mut store, &plan1)
+            .await
+            .unwrap();
+        assert_eq!((a.put, a.deleted), (keys1.len(), 0));
+        holds(&dp, &keys1, "the first plan").await;
+        // A change of more than two transactions: deletes and puts.
+        let a = sfc::controller::apply_plan(&mut store, &plan2)
+            .await
+            .unwrap();
+        assert_eq!((a.put, a.deleted), (puts.len(), deletes.len()));
+        holds(&dp, &keys2, "the changed plan").await;
+        count_revisions(&mut w).await;
+        assert!(
+            revisions.len() >= 6,
+            "the two changes took {} transactions: the test does not split them",
+            revisions.len()
+        );
+
+        // A controller that died half-way: 100 deletes and 100 puts of the change back to
+        // plan 1, and no commit. The agent keeps plan 2 installed.
+        let (back_puts, back_deletes) = keys::diff(&keys2, &keys1);
+        assert!(back_puts.len() > 100 && back_deletes.len() > 100);
+        let half: Kv = back_puts.into_iter().take(100).collect();
+        store.apply(&half, &back_deletes[..100]).await.unwrap();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let now = dp.dp.state().entries;
+        assert!(
+            now == keys2,
+            "a half-written change was installed ({} entries, {} of them plan 2's)",
+            now.len(),
+            now.iter()
+                .filter(|(k, v)| keys2.get(*k) == Some(*v))
+                .count()
+        );
+        // The next controller finishes it: the agent installs plan 1 whole.
+        let a = sfc::controller::apply_plan(&mut store, &plan1)
+            .await
+            .unwrap();
+        assert!(a.put + a.deleted > 0);
+        holds(&dp, &keys1, "the finished change").await;
+        let (entries, commit) =
+            keys::committed("server1", &store.get_prefix(&prefix).await.unwrap().kvs).unwrap();
+        assert_eq!(entries, keys1);
+        assert_eq!(commit.map(|c| c.generation), Some(3));
+
+        // The host leaves the plan: every key goes, the commit last; nothing is left.
+        sfc::controller::apply_plan(&mut store, &Plan::default())
+            .await
+            .unwrap();
+        holds(&dp, &Kv::new(), "the empty plan").await;
+        assert!(store.get_prefix(&prefix).await.unwrap().kvs.is_empty());
+
+        // Every set the agent installed was a complete plan, each of them in turn.
+        let states = dp.states.lock().unwrap().clone();
+        let names = |k: &Kv| {
+            if *k == keys1 {
+                "plan 1"
+            } else if *k == keys2 {
+                "plan 2"
+            } else if k.is_empty() {
+                "empty"
+            } else {
+                "PARTIAL"
+            }
+        };
+        let seq: Vec<&str> = states.iter().map(names).collect();
+        assert_eq!(
+            seq,
+            ["plan 1", "plan 2", "plan 1", "empty"],
+            "the agent installed {} sets",
+            states.len()
+        );
         agent.stop().await;
     });
 }

@@ -239,3 +239,64 @@ fn diff_of_a_changed_file() {
         vec!["/fusebox/sfc/v1/plan/server2/i/sf3/fwd/200/253".to_string()]
     );
 }
+
+/// Entries under `host`'s prefix from (key tail, value) pairs.
+fn entries(host: &str, kv: &[(&str, &str)]) -> Kv {
+    kv.iter()
+        .map(|(k, v)| (format!("{}{k}", plan_prefix(host)), v.as_bytes().to_vec()))
+        .collect()
+}
+
+#[test]
+fn only_a_committed_set_is_complete() {
+    use sfc::keys::{commit_key, committed, digest, Commit, Incomplete};
+    let h = "server1";
+    let full = entries(
+        h,
+        &[("i/sf1", "{}"), ("i/sf1/fwd/1/255", "a"), ("link/x", "b")],
+    );
+    let with = |kv: &Kv, commit: &Commit| {
+        let mut kv = kv.clone();
+        kv.insert(commit_key(h), serde_json::to_vec(commit).unwrap());
+        kv
+    };
+    let commit = Commit::of(&full, 7);
+    assert_eq!((commit.generation, commit.keys), (7, 3));
+    // Complete: the entries the commit names, returned without the commit key.
+    let (got, c) = committed(h, &with(&full, &commit)).unwrap();
+    assert_eq!((got, c), (full.clone(), Some(commit.clone())));
+    // A key missing, one too many, a value changed: not the set the commit names.
+    let mut less = full.clone();
+    less.pop_first();
+    let mut more = full.clone();
+    more.insert(format!("{}i/sf2", plan_prefix(h)), b"{}".to_vec());
+    let mut changed = full.clone();
+    changed.insert(format!("{}i/sf1/fwd/1/255", plan_prefix(h)), b"z".to_vec());
+    for (what, kv) in [("less", &less), ("more", &more), ("changed", &changed)] {
+        assert!(
+            matches!(
+                committed(h, &with(kv, &commit)),
+                Err(Incomplete::Pending {
+                    generation: 7,
+                    want: 3,
+                    ..
+                })
+            ),
+            "{what}"
+        );
+    }
+    assert_ne!(digest(&changed), digest(&full));
+    // Nothing at all is complete (an empty plan); entries without a commit are not.
+    assert_eq!(committed(h, &Kv::new()).unwrap(), (Kv::new(), None));
+    assert_eq!(committed(h, &full), Err(Incomplete::NoCommit { have: 3 }));
+    let mut bad = full.clone();
+    bad.insert(commit_key(h), b"not json".to_vec());
+    assert!(matches!(committed(h, &bad), Err(Incomplete::BadCommit(_))));
+    // The digest frames keys and values: moving bytes between them changes it.
+    let a: Kv = [("ab".to_string(), b"c".to_vec())].into_iter().collect();
+    let b: Kv = [("a".to_string(), b"bc".to_vec())].into_iter().collect();
+    assert_ne!(digest(&a), digest(&b));
+    // The commit key is not an entry key: a plan's keys never include it.
+    assert!(!commit_key(h).contains("/i/") && !commit_key(h).contains("/link/"));
+    assert!(commit_key(h).starts_with(&plan_prefix(h)));
+}
