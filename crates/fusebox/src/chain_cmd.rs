@@ -22,7 +22,8 @@ pub enum ChainCommand {
     Status(StatusArgs),
     /// Turn on etcd's access control by certificate common name: each agent may write only
     /// its own Hello and status and read only its own plan; the controller everything
-    /// under /fusebox/sfc/v1/. Run with a certificate whose CN is `root`.
+    /// under /fusebox/sfc/v1/. Run with a certificate whose CN is `root` (`fusebox pki`
+    /// makes `root.pem` and `root-key.pem`).
     Access(AccessArgs),
 }
 
@@ -69,6 +70,11 @@ fn access(a: &AccessArgs) -> Result<ExitCode, CliError> {
         if host.is_empty() || cn.is_empty() || host.contains('/') {
             return Err(CliError::Invalid(format!(
                 "--agent {spec:?}: want HOST or HOST=CN"
+            )));
+        }
+        if cn == sfc::pki::ROOT_CN {
+            return Err(CliError::Invalid(format!(
+                "--agent {spec:?}: CN {cn} is etcd's root user, not an agent"
             )));
         }
         agents.push((host, cn));

@@ -93,7 +93,7 @@ enum Command {
     /// the controller on etcd (--etcd URL --ca --cert --key [--once]).
     Controller(controller_cmd::ControllerArgs),
     /// Make a CA and the certificates of the control plane's mutual TLS (etcd, controller,
-    /// one per agent).
+    /// etcd's root user for `chain access`, one per agent).
     Pki(pki_cmd::PkiArgs),
     /// One host's agent of the chains across hosts: registers its SFs in etcd under a lease,
     /// keeps its data plane matching its plan, publishes its status.

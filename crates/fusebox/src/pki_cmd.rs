@@ -1,5 +1,6 @@
 //! `fusebox pki`: a CA and the certificates of the control plane's mutual TLS (etcd's
-//! server certificate, the controller's and every agent's client certificate).
+//! server certificate, the controller's, etcd's root user's (for `fusebox chain access`)
+//! and every agent's client certificate).
 
 use crate::error::CliError;
 use clap::Args;

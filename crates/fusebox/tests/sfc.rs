@@ -1,4 +1,5 @@
-//! `fusebox controller --check / --dry-run` and `fusebox pki` (chains across hosts).
+//! `fusebox controller --check / --dry-run`, `fusebox pki`, and `fusebox chain access` with
+//! `fusebox pki`'s certificates against a real etcd (chains across hosts).
 
 mod common;
 use common::*;
@@ -113,8 +114,9 @@ fn pki_writes_and_refuses_to_overwrite() {
             "10.1.0.1",
         ],
     ));
-    assert_eq!(out.lines().count(), 10, "{out}");
+    assert_eq!(out.lines().count(), 12, "{out}");
     assert!(d.join("pki/agent-server2-key.pem").exists());
+    assert!(d.join("pki/root.pem").exists() && d.join("pki/root-key.pem").exists());
     let o = fusebox(&d, &["pki", "--dir", "pki", "--hosts", "server1"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--force"));
@@ -122,4 +124,141 @@ fn pki_writes_and_refuses_to_overwrite() {
         &d,
         &["pki", "--dir", "pki", "--hosts", "server1", "--force"],
     );
+}
+
+/// Removes a directory on drop (also when the test fails).
+struct Scratch(std::path::PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `fusebox pki`'s certificates run etcd, its `root` certificate turns access control on
+/// with `fusebox chain access`, and then an agent can write only its own keys while the
+/// controller writes every host's.
+#[test]
+fn pki_root_certificate_turns_access_control_on() {
+    use sfc::keys;
+    use sfc::store::{Store, TlsFiles};
+    let d = Scratch(scratch("sfc-access"));
+    fusebox_ok(&d.0, &["pki", "--dir", "pki", "--hosts", "server1,server2"]);
+    let pki = d.0.join("pki");
+    let tls = |name: &str| TlsFiles {
+        ca: pki.join("ca.pem"),
+        cert: pki.join(format!("{name}.pem")),
+        key: pki.join(format!("{name}-key.pem")),
+    };
+    let Some(etcd) = sfc::testing::Etcd::start_with_or_skip(
+        "pki_root_certificate_turns_access_control_on",
+        &tls("etcd"),
+        &tls("controller"),
+    )
+    .unwrap() else {
+        return;
+    };
+    let access = |who: &str, agents: &[&str]| {
+        let who = tls(who);
+        let mut args: Vec<String> = [
+            "chain",
+            "access",
+            "--etcd",
+            etcd.endpoint(),
+            "--ca",
+            who.ca.to_str().unwrap(),
+            "--cert",
+            who.cert.to_str().unwrap(),
+            "--key",
+            who.key.to_str().unwrap(),
+            "--controller",
+            sfc::pki::CONTROLLER_CN,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        for a in agents {
+            args.extend(["--agent".to_string(), a.to_string()]);
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        fusebox(&d.0, &args)
+    };
+    let o = access("root", &["server1", "server2"]);
+    assert!(
+        o.status.success(),
+        "chain access with root.pem: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(stdout(&o).contains("access control on: 1 controller(s), 2 agent(s)"));
+    // Access control is on: only root administers it now (the controller's certificate
+    // cannot add an agent; root's can).
+    let o = access("controller", &["server3"]);
+    assert_eq!(o.status.code(), Some(1), "the controller changed the roles");
+    assert!(access("root", &["server1", "server2", "server3"])
+        .status
+        .success());
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut agent = Store::connect(etcd.endpoint(), &tls("agent-server1"))
+            .await
+            .unwrap();
+        let mut controller = Store::connect(etcd.endpoint(), &tls("controller"))
+            .await
+            .unwrap();
+        let other_plan = format!("{}i/sf3", keys::plan_prefix("server2"));
+        let own_plan = format!("{}i/sf1", keys::plan_prefix("server1"));
+        // The agent: its own Hello and status, yes; another host's keys or any plan, no.
+        agent
+            .put(&keys::hello_key("server1"), b"{}", None)
+            .await
+            .unwrap();
+        agent
+            .put(&keys::status_key("server1"), b"{}", None)
+            .await
+            .unwrap();
+        for key in [
+            keys::hello_key("server2"),
+            keys::status_key("server2"),
+            other_plan.clone(),
+            own_plan.clone(),
+            keys::commit_key("server2"),
+        ] {
+            assert!(
+                agent.put(&key, b"forged", None).await.is_err(),
+                "agent server1 wrote {key}"
+            );
+        }
+        assert!(agent
+            .get_prefix(&keys::plan_prefix("server2"))
+            .await
+            .is_err());
+        // The controller: every host's plan, and reads the Hellos.
+        for key in [&other_plan, &own_plan] {
+            controller.put(key, b"{}", None).await.unwrap();
+        }
+        assert_eq!(
+            controller
+                .get_prefix(&keys::hello_prefix())
+                .await
+                .unwrap()
+                .kvs
+                .len(),
+            1
+        );
+        // The agent reads its own plan only.
+        let own = agent
+            .get_prefix(&keys::plan_prefix("server1"))
+            .await
+            .unwrap();
+        assert_eq!(own.kvs.keys().collect::<Vec<_>>(), [&own_plan]);
+        // What the controller wrote is there, the agent's forgeries are not.
+        assert_eq!(
+            controller.get(&other_plan).await.unwrap().as_deref(),
+            Some(&b"{}"[..])
+        );
+    });
 }

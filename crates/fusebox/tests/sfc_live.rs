@@ -591,7 +591,7 @@ fn an_agent_with_a_forged_certificate_is_refused() {
     // A certificate for "server2" from a CA etcd does not trust.
     let rogue = sfc::testing::TestCa::new(&w.dir.join("rogue"), "rogue-ca").unwrap();
     let mut forged = rogue.issue("server2", false).unwrap();
-    forged.ca = w.etcd.ca().ca_file.clone();
+    forged.ca = w.etcd.ca().expect("etcd made its own CA").ca_file.clone();
     let mut agent = w.spawn_agent(1, Some(forged));
     std::thread::sleep(Duration::from_secs(5));
     let log = agent.log();

@@ -1,10 +1,15 @@
 //! `fusebox pki`: the certificates of the control plane's mutual TLS. One CA; etcd's server
 //! certificate (SANs 127.0.0.1, ::1, localhost and any given); the controller's client
-//! certificate (CN `fusebox-controller`); one client certificate per agent (CN = its host
-//! name, which etcd's client-certificate authentication takes as the user).
+//! certificate (CN `fusebox-controller`); etcd's administrator's client certificate (CN
+//! `root`: etcd's root user, what `fusebox chain access` runs with to turn access control
+//! on; keep it off the hosts); one client certificate per agent (CN = its host name, which
+//! etcd's client-certificate authentication takes as the user).
 //!
 //! Files (PEM; keys mode 0600): `ca.pem` `ca-key.pem`, `etcd.pem` `etcd-key.pem`,
-//! `controller.pem` `controller-key.pem`, `agent-<host>.pem` `agent-<host>-key.pem`.
+//! `controller.pem` `controller-key.pem`, `root.pem` `root-key.pem`, `agent-<host>.pem`
+//! `agent-<host>-key.pem`.
+//!
+//! [`Ca`] is the authority itself (the tests' `sfc::testing::TestCa` issues with it too).
 
 use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
@@ -17,6 +22,9 @@ use std::path::{Path, PathBuf};
 
 /// The controller certificate's common name.
 pub const CONTROLLER_CN: &str = "fusebox-controller";
+
+/// The administrator certificate's common name: etcd's root user when access control is on.
+pub const ROOT_CN: &str = "root";
 
 /// A certificate and its private key, in PEM.
 #[derive(Clone, Debug)]
@@ -36,6 +44,8 @@ pub struct Bundle {
     pub etcd: Pair,
     /// The controller's client certificate.
     pub controller: Pair,
+    /// The administrator's client certificate (CN [`ROOT_CN`], for `fusebox chain access`).
+    pub root: Pair,
     /// One client certificate per agent, by host name.
     pub agents: BTreeMap<String, Pair>,
 }
@@ -104,6 +114,66 @@ fn leaf(
     })
 }
 
+/// A certificate authority: its own certificate and the key it signs with.
+pub struct Ca {
+    pair: Pair,
+    issuer: Issuer<'static, KeyPair>,
+}
+
+impl Ca {
+    /// A new self-signed CA with common name `cn`, allowed to sign leaf certificates only.
+    pub fn new(cn: &str) -> Result<Ca, PkiError> {
+        let key = KeyPair::generate()?;
+        let mut ca = CertificateParams::default();
+        ca.distinguished_name = dn(cn);
+        ca.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+        ca.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        validity(&mut ca);
+        let cert = ca.self_signed(&key)?;
+        let pair = Pair {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+        };
+        Ok(Ca {
+            pair,
+            issuer: Issuer::new(ca, key),
+        })
+    }
+
+    /// The CA's certificate and key.
+    pub fn pair(&self) -> &Pair {
+        &self.pair
+    }
+
+    /// A client certificate with common name `cn` (the user etcd sees).
+    pub fn client(&self, cn: &str) -> Result<Pair, PkiError> {
+        leaf(
+            cn,
+            vec![],
+            vec![ExtendedKeyUsagePurpose::ClientAuth],
+            &self.issuer,
+        )
+    }
+
+    /// A server certificate (usable as a client too) with common name `cn`, naming
+    /// 127.0.0.1, ::1, localhost and `extra_sans` (IP addresses or DNS names).
+    pub fn server(&self, cn: &str, extra_sans: &[String]) -> Result<Pair, PkiError> {
+        let mut sans = vec![san("127.0.0.1")?, san("::1")?, san("localhost")?];
+        for s in extra_sans {
+            let s = san(s)?;
+            if !sans.contains(&s) {
+                sans.push(s);
+            }
+        }
+        use ExtendedKeyUsagePurpose::{ClientAuth, ServerAuth};
+        leaf(cn, sans, vec![ServerAuth, ClientAuth], &self.issuer)
+    }
+}
+
 fn san(s: &str) -> Result<SanType, PkiError> {
     if let Ok(ip) = s.parse::<IpAddr>() {
         return Ok(SanType::IpAddress(ip));
@@ -146,42 +216,27 @@ impl Bundle {
             if !seen.insert(h) {
                 return Err(PkiError::Bad(format!("host {h} given twice")));
             }
-        }
-        let ca_key = KeyPair::generate()?;
-        let mut ca = CertificateParams::default();
-        ca.distinguished_name = dn("FuseBox SFC CA");
-        ca.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
-        ca.key_usages = vec![
-            KeyUsagePurpose::KeyCertSign,
-            KeyUsagePurpose::CrlSign,
-            KeyUsagePurpose::DigitalSignature,
-        ];
-        validity(&mut ca);
-        let ca_cert = ca.self_signed(&ca_key)?;
-        let ca_pair = Pair {
-            cert_pem: ca_cert.pem(),
-            key_pem: ca_key.serialize_pem(),
-        };
-        let issuer = Issuer::new(ca, ca_key);
-
-        let mut sans = vec![san("127.0.0.1")?, san("::1")?, san("localhost")?];
-        for s in extra_sans {
-            let s = san(s)?;
-            if !sans.contains(&s) {
-                sans.push(s);
+            if h == ROOT_CN || h == CONTROLLER_CN {
+                // The agent's certificate would carry etcd's root user or the controller.
+                return Err(PkiError::Bad(format!(
+                    "host name {h:?}: taken by the {} certificate",
+                    if h == ROOT_CN { "root" } else { "controller" }
+                )));
             }
         }
-        use ExtendedKeyUsagePurpose::{ClientAuth, ServerAuth};
-        let etcd = leaf("etcd", sans, vec![ServerAuth, ClientAuth], &issuer)?;
-        let controller = leaf(CONTROLLER_CN, vec![], vec![ClientAuth], &issuer)?;
+        let ca = Ca::new("FuseBox SFC CA")?;
+        let etcd = ca.server("etcd", extra_sans)?;
+        let controller = ca.client(CONTROLLER_CN)?;
+        let root = ca.client(ROOT_CN)?;
         let mut agents = BTreeMap::new();
         for h in hosts {
-            agents.insert(h.clone(), leaf(h, vec![], vec![ClientAuth], &issuer)?);
+            agents.insert(h.clone(), ca.client(h)?);
         }
         Ok(Bundle {
-            ca: ca_pair,
+            ca: ca.pair,
             etcd,
             controller,
+            root,
             agents,
         })
     }
@@ -192,6 +247,7 @@ impl Bundle {
             ("ca".into(), &self.ca),
             ("etcd".into(), &self.etcd),
             ("controller".into(), &self.controller),
+            ("root".into(), &self.root),
         ];
         pairs.extend(self.agents.iter().map(|(h, p)| (format!("agent-{h}"), p)));
         pairs

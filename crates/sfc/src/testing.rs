@@ -18,11 +18,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-    KeyUsagePurpose, SanType,
-};
-
+use crate::pki::{Ca, PkiError};
 use crate::store::{Store, TlsFiles};
 
 /// Errors while setting up a test etcd.
@@ -33,10 +29,15 @@ pub enum TestingError {
     Io(String, std::io::Error),
     /// A certificate could not be made.
     #[error("certificate: {0}")]
-    Cert(#[from] rcgen::Error),
+    Cert(#[from] PkiError),
     /// etcd did not become healthy.
     #[error("etcd did not become healthy: {0}\n--- etcd log (tail):\n{1}")]
     Unhealthy(String, String),
+    /// A client certificate was asked of an etcd started with certificates made elsewhere.
+    #[error(
+        "this etcd was started with given certificates: it has no CA of its own to issue with"
+    )]
+    NoCa,
     /// `etcd` is missing under `CI=true`.
     #[error("the etcd binary is missing (install etcd-server); CI=true makes this a failure")]
     Missing,
@@ -74,10 +75,11 @@ pub fn unique_name(what: &str) -> String {
     )
 }
 
-/// A certificate authority for tests, writing PEM files into a directory.
+/// A certificate authority for tests ([`crate::pki::Ca`]), writing PEM files into a
+/// directory.
 pub struct TestCa {
     dir: PathBuf,
-    issuer: Issuer<'static, KeyPair>,
+    ca: Ca,
     /// The CA certificate file (PEM).
     pub ca_file: PathBuf,
 }
@@ -86,46 +88,28 @@ impl TestCa {
     /// A new CA named `name` writing its files into `dir` (created if needed).
     pub fn new(dir: &Path, name: &str) -> Result<TestCa, TestingError> {
         std::fs::create_dir_all(dir).map_err(io(format!("creating {}", dir.display())))?;
-        let key = KeyPair::generate()?;
-        let mut params = CertificateParams::new(Vec::<String>::new())?;
-        params.distinguished_name.push(DnType::CommonName, name);
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.key_usages = vec![
-            KeyUsagePurpose::KeyCertSign,
-            KeyUsagePurpose::CrlSign,
-            KeyUsagePurpose::DigitalSignature,
-        ];
-        let cert = params.self_signed(&key)?;
+        let ca = Ca::new(name)?;
         let ca_file = dir.join(format!("{name}.crt"));
-        std::fs::write(&ca_file, cert.pem()).map_err(io("writing the CA"))?;
+        std::fs::write(&ca_file, &ca.pair().cert_pem).map_err(io("writing the CA"))?;
         Ok(TestCa {
             dir: dir.to_path_buf(),
-            issuer: Issuer::new(params, key),
+            ca,
             ca_file,
         })
     }
 
     /// A certificate and key signed by this CA, with common name `cn`; `server` adds the
-    /// loopback IP and `localhost` as names and the server usage.
+    /// loopback addresses and `localhost` as names and the server usage.
     pub fn issue(&self, cn: &str, server: bool) -> Result<TlsFiles, TestingError> {
-        let key = KeyPair::generate()?;
-        let mut params = CertificateParams::new(Vec::<String>::new())?;
-        params.distinguished_name.push(DnType::CommonName, cn);
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-        if server {
-            params
-                .extended_key_usages
-                .push(ExtendedKeyUsagePurpose::ServerAuth);
-            params.subject_alt_names = vec![
-                SanType::IpAddress(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)),
-                SanType::DnsName("localhost".try_into()?),
-            ];
-        }
-        let cert = params.signed_by(&key, &self.issuer)?;
+        let pair = if server {
+            self.ca.server(cn, &[])?
+        } else {
+            self.ca.client(cn)?
+        };
         let cert_file = self.dir.join(format!("{cn}.crt"));
         let key_file = self.dir.join(format!("{cn}.key"));
-        std::fs::write(&cert_file, cert.pem()).map_err(io("writing a certificate"))?;
-        std::fs::write(&key_file, key.serialize_pem()).map_err(io("writing a key"))?;
+        std::fs::write(&cert_file, &pair.cert_pem).map_err(io("writing a certificate"))?;
+        std::fs::write(&key_file, &pair.key_pem).map_err(io("writing a key"))?;
         Ok(TlsFiles {
             ca: self.ca_file.clone(),
             cert: cert_file,
@@ -139,7 +123,23 @@ pub struct Etcd {
     child: Child,
     dir: PathBuf,
     endpoint: String,
-    ca: TestCa,
+    /// The CA it trusts, when it made its own.
+    ca: Option<TestCa>,
+    /// The identity the health check connects with.
+    health: TlsFiles,
+}
+
+/// Where an etcd's certificates come from.
+#[derive(Clone, Copy)]
+enum Certs<'a> {
+    /// A new [`TestCa`] in its directory.
+    Own,
+    /// etcd's server identity (its `ca` is the CA etcd trusts) and a client identity of
+    /// that CA for the health check.
+    Given {
+        server: &'a TlsFiles,
+        client: &'a TlsFiles,
+    },
 }
 
 fn free_port() -> Result<u16, TestingError> {
@@ -164,10 +164,33 @@ impl Etcd {
     /// Starts etcd on free loopback ports with a new data directory and a new CA, and waits
     /// until it answers a client with a certificate of that CA.
     pub fn start() -> Result<Etcd, TestingError> {
+        Etcd::start_certs(Certs::Own)
+    }
+
+    /// Like [`Etcd::start_or_skip`], with certificates made elsewhere (e.g. by
+    /// [`crate::pki::Bundle`]): `server` is etcd's identity (its `ca`, the CA etcd trusts
+    /// clients of), `client` an identity of that CA the health check connects with. Such an
+    /// etcd has no [`Etcd::ca`] and cannot [`Etcd::client_tls`].
+    pub fn start_with_or_skip(
+        what: &str,
+        server: &TlsFiles,
+        client: &TlsFiles,
+    ) -> Result<Option<Etcd>, TestingError> {
+        if !etcd_available() {
+            if in_ci() {
+                return Err(TestingError::Missing);
+            }
+            eprintln!("skipping {what}: no etcd binary (install etcd-server)");
+            return Ok(None);
+        }
+        Etcd::start_certs(Certs::Given { server, client }).map(Some)
+    }
+
+    fn start_certs(certs: Certs<'_>) -> Result<Etcd, TestingError> {
         let mut last = String::new();
         // A free port may be taken between probing and etcd's bind: try a few times.
         for _ in 0..3 {
-            match Etcd::start_once() {
+            match Etcd::start_once(certs) {
                 Ok(e) => return Ok(e),
                 Err(TestingError::Unhealthy(why, log)) => last = format!("{why}\n{log}"),
                 Err(e) => return Err(e),
@@ -176,11 +199,21 @@ impl Etcd {
         Err(TestingError::Unhealthy("three attempts".into(), last))
     }
 
-    fn start_once() -> Result<Etcd, TestingError> {
+    fn start_once(certs: Certs<'_>) -> Result<Etcd, TestingError> {
         let name = unique_name("etcd");
         let dir = std::env::temp_dir().join(&name);
-        let ca = TestCa::new(&dir.join("pki"), "fusebox-test-ca")?;
-        let server = ca.issue("etcd-server", true)?;
+        std::fs::create_dir_all(&dir).map_err(io(format!("creating {}", dir.display())))?;
+        // From here on the directory is removed on failure (by `Dir`) or by `Etcd`'s drop.
+        let guard = Dir(dir.clone());
+        let (ca, server, health) = match certs {
+            Certs::Own => {
+                let ca = TestCa::new(&dir.join("pki"), "fusebox-test-ca")?;
+                let server = ca.issue("etcd-server", true)?;
+                let health = ca.issue("health-check", false)?;
+                (Some(ca), server, health)
+            }
+            Certs::Given { server, client } => (None, server.clone(), client.clone()),
+        };
         let (client_port, peer_port) = (free_port()?, free_port()?);
         let endpoint = format!("https://127.0.0.1:{client_port}");
         let peer = format!("http://127.0.0.1:{peer_port}");
@@ -214,18 +247,20 @@ impl Etcd {
             .stderr(log2)
             .spawn()
             .map_err(io("starting etcd"))?;
+        std::mem::forget(guard);
         let mut etcd = Etcd {
             child,
             dir,
             endpoint,
             ca,
+            health,
         };
         etcd.wait_healthy(Duration::from_secs(20))?;
         Ok(etcd)
     }
 
     fn wait_healthy(&mut self, within: Duration) -> Result<(), TestingError> {
-        let tls = self.client_tls("health-check")?;
+        let tls = self.health.clone();
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -265,14 +300,24 @@ impl Etcd {
         &self.dir
     }
 
-    /// The CA etcd trusts.
-    pub fn ca(&self) -> &TestCa {
-        &self.ca
+    /// The CA etcd trusts, when it made its own ([`Etcd::start`]).
+    pub fn ca(&self) -> Option<&TestCa> {
+        self.ca.as_ref()
     }
 
-    /// A client certificate with common name `cn`, signed by the CA etcd trusts.
+    /// A client certificate with common name `cn`, signed by the CA etcd trusts
+    /// ([`TestingError::NoCa`] when it was started with given certificates).
     pub fn client_tls(&self, cn: &str) -> Result<TlsFiles, TestingError> {
-        self.ca.issue(cn, false)
+        self.ca.as_ref().ok_or(TestingError::NoCa)?.issue(cn, false)
+    }
+}
+
+/// Removes a directory on drop (a start that failed half-way leaves nothing behind).
+struct Dir(PathBuf);
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 

@@ -2,7 +2,7 @@
 //! does not, names and usages are what etcd's client-certificate authentication needs, keys
 //! are private and nothing is overwritten without --force.
 
-use sfc::pki::{Bundle, PkiError, CONTROLLER_CN};
+use sfc::pki::{Bundle, PkiError, CONTROLLER_CN, ROOT_CN};
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::PathBuf;
 use x509_parser::extensions::GeneralName;
@@ -53,6 +53,7 @@ fn certificates_chain_to_their_ca_only() {
     for leaf in [
         &b.etcd,
         &b.controller,
+        &b.root,
         &b.agents["server1"],
         &b.agents["server2"],
     ] {
@@ -66,6 +67,9 @@ fn certificates_chain_to_their_ca_only() {
     // A certificate of the other CA does not chain to ours.
     assert!(!chains(&other.agents["server1"].cert_pem, &b.ca.cert_pem));
     assert_eq!(cn(&der(&b.controller.cert_pem)), CONTROLLER_CN);
+    // etcd's root user, for `fusebox chain access`.
+    assert_eq!(cn(&der(&b.root.cert_pem)), ROOT_CN);
+    assert_eq!(ROOT_CN, "root");
     assert_eq!(cn(&der(&b.agents["server2"].cert_pem)), "server2");
     // etcd's server certificate names loopback, localhost and the extra SANs.
     let d = der(&b.etcd.cert_pem);
@@ -113,6 +117,8 @@ fn files_keys_private_no_overwrite() {
             "etcd-key.pem",
             "controller.pem",
             "controller-key.pem",
+            "root.pem",
+            "root-key.pem",
             "agent-h1.pem",
             "agent-h1-key.pem"
         ]
@@ -125,7 +131,7 @@ fn files_keys_private_no_overwrite() {
     let first = std::fs::read_to_string(dir.0.join("ca.pem")).unwrap();
     let again = Bundle::generate(&["h1".to_string()], &[]).unwrap();
     match again.write(&dir.0, false) {
-        Err(PkiError::Exists(there)) => assert_eq!(there.len(), 8),
+        Err(PkiError::Exists(there)) => assert_eq!(there.len(), 10),
         other => panic!("overwrote: {other:?}"),
     }
     assert_eq!(
@@ -144,4 +150,11 @@ fn bad_names_refused() {
     assert!(Bundle::generate(&["a/b".to_string()], &[]).is_err());
     assert!(Bundle::generate(&["h".to_string(), "h".to_string()], &[]).is_err());
     assert!(Bundle::generate(&[], &["not a name!".to_string()]).is_err());
+    // An agent named like etcd's root user or the controller would carry their rights.
+    for taken in [ROOT_CN, CONTROLLER_CN] {
+        match Bundle::generate(&[taken.to_string()], &[]) {
+            Err(PkiError::Bad(why)) => assert!(why.contains("taken"), "{why}"),
+            other => panic!("{taken}: {other:?}"),
+        }
+    }
 }
