@@ -16,12 +16,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use stages::load::{Hook, Instance};
-use stages::maps::{Counter, CounterStage};
+use stages::maps::{Counter, CounterStage, StageCfg};
 
 use crate::dataplane::{Counters, Dataplane, DataplaneError};
 use crate::entries::{sph, Cfg};
 use crate::keys::{self, Kv};
-use crate::plan::{Attach, ClsEntry, FwdEntry, ProxyEntry, Stage};
+use crate::plan::{Attach, ClsEntry, FwdEntry, Instance as Planned, ProxyEntry, Stage};
 
 /// A data plane over the kernel's NSH stages.
 pub struct KernelDataplane {
@@ -91,7 +91,9 @@ pub fn pin_name(host: &str, inst: &str) -> String {
     format!("sfc-{}-{}", clean(host), clean(inst))
 }
 
-fn stage_of(s: Stage) -> stages::Stage {
+/// The stage program that runs planned stage `s` (the entry's classifier is loaded as
+/// Cls+Fwd).
+pub fn program(s: Stage) -> stages::Stage {
     match s {
         // The entry's classifier forwards by its own instance's table at once.
         Stage::Cls => stages::Stage::ClsFwd,
@@ -102,7 +104,8 @@ fn stage_of(s: Stage) -> stages::Stage {
     }
 }
 
-fn hook_of(h: crate::plan::Hook) -> Hook {
+/// The stages' hook of a planned hook.
+pub fn hook(h: crate::plan::Hook) -> Hook {
     match h {
         crate::plan::Hook::Xdp => Hook::Xdp,
         crate::plan::Hook::TcIngress => Hook::Ingress,
@@ -110,14 +113,62 @@ fn hook_of(h: crate::plan::Hook) -> Hook {
     }
 }
 
+/// One entry of a planned instance's maps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MapEntry {
+    /// (SPI, SI) → next hop.
+    Fwd(FwdEntry),
+    /// (interface, 5-tuple) → NSH.
+    Cls(ClsEntry),
+    /// 5-tuple → NSH (static proxy entries).
+    Proxy(ProxyEntry),
+    /// interface → its stage configuration.
+    Cfg(u32, StageCfg),
+}
+
+impl MapEntry {
+    /// Every map entry of planned instance `plan`: forwarding, classifier, configuration,
+    /// proxy.
+    pub fn of(plan: &Planned) -> Vec<MapEntry> {
+        let fwd = plan.fwd.iter().cloned().map(MapEntry::Fwd);
+        let cls = plan.cls.iter().cloned().map(MapEntry::Cls);
+        let cfg = plan.cfg.iter().map(|(i, c)| MapEntry::Cfg(*i, *c));
+        let proxy = plan.proxy.iter().cloned().map(MapEntry::Proxy);
+        fwd.chain(cls).chain(cfg).chain(proxy).collect()
+    }
+
+    /// Puts the entry in `inst`'s map (replacing one with the same key).
+    pub fn insert(&self, inst: &Instance) -> Result<(), stages::Error> {
+        match self {
+            MapEntry::Fwd(f) => inst.insert_fwd(sph(f.spi, f.si), &f.val),
+            MapEntry::Cls(c) => inst.insert_cls(&c.key, &c.meta),
+            MapEntry::Proxy(p) => inst.insert_proxy(&p.key, &p.meta),
+            MapEntry::Cfg(ifindex, c) => inst.insert_cfg(*ifindex, c),
+        }
+    }
+
+    /// Removes the entry's key from `inst`'s map.
+    pub fn delete(&self, inst: &Instance) -> Result<(), stages::Error> {
+        match self {
+            MapEntry::Fwd(f) => inst.delete_fwd(sph(f.spi, f.si)),
+            MapEntry::Cls(c) => inst.delete_cls(&c.key),
+            MapEntry::Proxy(p) => inst.delete_proxy(&p.key),
+            MapEntry::Cfg(ifindex, _) => inst.delete_cfg(*ifindex),
+        }
+    }
+}
+
+/// Fills `inst`'s maps with every entry of planned instance `plan` ([`MapEntry::of`]), as
+/// the agent's data plane does entry by entry.
+pub fn fill(inst: &Instance, plan: &Planned) -> Result<(), stages::Error> {
+    MapEntry::of(plan).iter().try_for_each(|e| e.insert(inst))
+}
+
 /// One plan key, parsed.
 enum Entry {
     Instance(String),
     Attach(String, Attach),
-    Fwd(String, FwdEntry),
-    Cls(String, ClsEntry),
-    Cfg(String, u32, Cfg),
-    Proxy(String, ProxyEntry),
+    Map(String, MapEntry),
     Link,
 }
 
@@ -168,12 +219,13 @@ impl KernelDataplane {
             ["link", ..] => Entry::Link,
             ["i", name] => Entry::Instance(name.to_string()),
             ["i", name, "attach", ..] => Entry::Attach(name.to_string(), val(key, v)?),
-            ["i", name, "fwd", ..] => Entry::Fwd(name.to_string(), val(key, v)?),
-            ["i", name, "cls", ..] => Entry::Cls(name.to_string(), val(key, v)?),
-            ["i", name, "proxy", ..] => Entry::Proxy(name.to_string(), val(key, v)?),
+            ["i", name, "fwd", ..] => Entry::Map(name.to_string(), MapEntry::Fwd(val(key, v)?)),
+            ["i", name, "cls", ..] => Entry::Map(name.to_string(), MapEntry::Cls(val(key, v)?)),
+            ["i", name, "proxy", ..] => Entry::Map(name.to_string(), MapEntry::Proxy(val(key, v)?)),
             ["i", name, "cfg", ifindex] => {
                 let i = ifindex.parse().map_err(|e| err(key, e))?;
-                Entry::Cfg(name.to_string(), i, val(key, v)?)
+                let c: Cfg = val(key, v)?;
+                Entry::Map(name.to_string(), MapEntry::Cfg(i, c.0))
             }
             _ => return Err(err(key, "unknown key shape")),
         })
@@ -202,26 +254,11 @@ impl KernelDataplane {
                 let ns = self.namespaces.of(&name).map(str::to_string);
                 let inst = self.instance(&name, key)?;
                 inside(ns.as_deref(), key, || {
-                    inst.attach(stage_of(a.stage), a.ifindex, hook_of(a.stage.hook()))
+                    inst.attach(program(a.stage), a.ifindex, hook(a.stage.hook()))
                         .map_err(e)
                 })?
             }
-            Entry::Fwd(name, f) => self
-                .instance(&name, key)?
-                .insert_fwd(sph(f.spi, f.si), &f.val)
-                .map_err(e)?,
-            Entry::Cls(name, c) => self
-                .instance(&name, key)?
-                .insert_cls(&c.key, &c.meta)
-                .map_err(e)?,
-            Entry::Proxy(name, p) => self
-                .instance(&name, key)?
-                .insert_proxy(&p.key, &p.meta)
-                .map_err(e)?,
-            Entry::Cfg(name, ifindex, c) => self
-                .instance(&name, key)?
-                .insert_cfg(ifindex, &c.0)
-                .map_err(e)?,
+            Entry::Map(name, m) => m.insert(self.instance(&name, key)?).map_err(e)?,
         }
         Ok(())
     }
@@ -236,11 +273,7 @@ impl KernelDataplane {
             return Ok(());
         }
         let name = match &entry {
-            Entry::Attach(n, _)
-            | Entry::Fwd(n, _)
-            | Entry::Cls(n, _)
-            | Entry::Proxy(n, _)
-            | Entry::Cfg(n, _, _) => n.clone(),
+            Entry::Attach(n, _) | Entry::Map(n, _) => n.clone(),
             Entry::Link | Entry::Instance(_) => return Ok(()),
         };
         let ns = self.namespaces.of(&name).map(str::to_string);
@@ -249,13 +282,10 @@ impl KernelDataplane {
         };
         match entry {
             Entry::Attach(_, a) => inside(ns.as_deref(), key, || {
-                i.detach(stage_of(a.stage), a.ifindex, hook_of(a.stage.hook()))
+                i.detach(program(a.stage), a.ifindex, hook(a.stage.hook()))
                     .map_err(e)
             })?,
-            Entry::Fwd(_, f) => i.delete_fwd(sph(f.spi, f.si)).map_err(e)?,
-            Entry::Cls(_, c) => i.delete_cls(&c.key).map_err(e)?,
-            Entry::Proxy(_, p) => i.delete_proxy(&p.key).map_err(e)?,
-            Entry::Cfg(_, ifindex, _) => i.delete_cfg(ifindex).map_err(e)?,
+            Entry::Map(_, m) => m.delete(i).map_err(e)?,
             Entry::Link | Entry::Instance(_) => {}
         }
         Ok(())

@@ -219,6 +219,27 @@ pub struct ChainReport {
     pub notes: Vec<String>,
 }
 
+impl ChainReport {
+    /// `installed` or `NOT installed`.
+    pub fn state(&self) -> &'static str {
+        if self.installed {
+            "installed"
+        } else {
+            "NOT installed"
+        }
+    }
+
+    /// The path as text: `tag@host (SI n)` per hop, joined by `arrow`.
+    pub fn path_text(&self, arrow: &str) -> String {
+        let hops: Vec<String> = self
+            .path
+            .iter()
+            .map(|h| format!("{}@{} (SI {})", h.tag, h.host, h.si))
+            .collect();
+        hops.join(arrow)
+    }
+}
+
 /// The whole plan: per host, and per chain what was done.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Plan {

@@ -119,17 +119,8 @@ impl ChainStatus {
     pub fn render(&self, now: u64) -> String {
         let mut out = String::new();
         for c in &self.chains {
-            let path: Vec<String> = c
-                .path
-                .iter()
-                .map(|h| format!("{}@{} (SI {})", h.tag, h.host, h.si))
-                .collect();
-            let state = if c.installed {
-                "installed"
-            } else {
-                "NOT installed"
-            };
-            let _ = writeln!(out, "chain {}: {state}: {}", c.id, path.join(" -> "));
+            let (state, path) = (c.state(), c.path_text(" -> "));
+            let _ = writeln!(out, "chain {}: {state}: {path}", c.id);
             for n in &c.notes {
                 let _ = writeln!(out, "  note: {n}");
             }

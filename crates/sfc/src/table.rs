@@ -37,6 +37,14 @@ fn hop(reg: &Registry, v: &FwdVal) -> String {
     }
 }
 
+/// A 5-tuple as `src:sport → dst:dport proto P`.
+fn flow(f: &stages::maps::FlowKey) -> String {
+    format!(
+        "{}:{} → {}:{} proto {}",
+        f.saddr, f.sport, f.daddr, f.dport, f.proto
+    )
+}
+
 /// The plan as a table (`reg`: the registry it was computed from, to name MACs).
 pub fn render(plan: &Plan, reg: &Registry) -> String {
     let mut out = String::new();
@@ -79,37 +87,17 @@ pub fn render(plan: &Plan, reg: &Registry) -> String {
                 );
             }
             for c in &inst.cls {
-                let f = &c.key.flow;
                 let on = if c.key.ifindex == 0 {
                     "any interface".to_string()
                 } else {
                     format!("ifindex {}", c.key.ifindex)
                 };
-                let _ = writeln!(
-                    out,
-                    "    cls     {}:{} → {}:{} proto {} on {on} ⇒ ({},{})",
-                    f.saddr,
-                    f.sport,
-                    f.daddr,
-                    f.dport,
-                    f.proto,
-                    c.meta.spi(),
-                    c.meta.si()
-                );
+                let (flow, spi, si) = (flow(&c.key.flow), c.meta.spi(), c.meta.si());
+                let _ = writeln!(out, "    cls     {flow} on {on} ⇒ ({spi},{si})");
             }
             for p in &inst.proxy {
-                let f = &p.key;
-                let _ = writeln!(
-                    out,
-                    "    proxy   {}:{} → {}:{} proto {} ⇒ ({},{}) static",
-                    f.saddr,
-                    f.sport,
-                    f.daddr,
-                    f.dport,
-                    f.proto,
-                    p.meta.spi(),
-                    p.meta.si()
-                );
+                let (flow, spi, si) = (flow(&p.key), p.meta.spi(), p.meta.si());
+                let _ = writeln!(out, "    proxy   {flow} ⇒ ({spi},{si}) static");
             }
             for f in &inst.fwd {
                 let _ = writeln!(
@@ -136,17 +124,8 @@ pub fn render(plan: &Plan, reg: &Registry) -> String {
     }
     let _ = writeln!(out, "chains");
     for c in &plan.chains {
-        let path: Vec<String> = c
-            .path
-            .iter()
-            .map(|h| format!("{}@{} (SI {})", h.tag, h.host, h.si))
-            .collect();
-        let state = if c.installed {
-            "installed"
-        } else {
-            "NOT installed"
-        };
-        let _ = writeln!(out, "  {:<8} {state}: {}", c.id, path.join(" → "));
+        let (state, path) = (c.state(), c.path_text(" → "));
+        let _ = writeln!(out, "  {:<8} {state}: {path}", c.id);
         for n in &c.notes {
             let _ = writeln!(out, "           {n}");
         }

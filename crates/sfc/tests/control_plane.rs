@@ -115,12 +115,21 @@ impl Running {
 }
 
 fn spawn_agent(etcd: &Etcd, tls: &TlsFiles, host: &str, dp: &MemoryDataplane) -> Running {
+    spawn_agent_with(etcd, tls, hello(host), dp.clone())
+}
+
+/// An agent with Hello `hello` on data plane `dp` (a 2 s lease; status and retries every
+/// 300 ms).
+fn spawn_agent_with<D: Dataplane + Send + 'static>(
+    etcd: &Etcd,
+    tls: &TlsFiles,
+    hello: Hello,
+    mut dp: D,
+) -> Running {
     let mut options = AgentOptions::new(etcd.endpoint(), tls.clone());
     options.ttl = 2;
     options.retry_every = Duration::from_millis(300);
     options.status_every = Duration::from_millis(300);
-    let hello = hello(host);
-    let mut dp = dp.clone();
     let (stop, rx) = watch::channel(false);
     let task = tokio::spawn(async move {
         sfc::agent::run(&hello, &mut dp, &options, rx, &log).await;
@@ -141,6 +150,18 @@ fn spawn_controller(etcd: &Etcd, tls: &TlsFiles, chains: &Path) -> Running {
         }
     });
     Running { stop, task }
+}
+
+/// Waits until `host`'s Hello is registered.
+async fn registered(store: &mut Store, host: &str) {
+    let start = Instant::now();
+    while store.get(&keys::hello_key(host)).await.unwrap().is_none() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{host} did not register"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// Waits until every host's fake data plane holds what `want` says.
@@ -285,19 +306,7 @@ fn agents_converge_survive_restarts_and_outages() {
             ),
         );
         // Registered again (its Hello is back) and reconciled.
-        let start = Instant::now();
-        while store
-            .get(&keys::hello_key("server1"))
-            .await
-            .unwrap()
-            .is_none()
-        {
-            assert!(
-                start.elapsed() < Duration::from_secs(10),
-                "server1 did not register again"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        registered(&mut store, "server1").await;
         tokio::time::sleep(Duration::from_secs(3)).await;
         converge(&s.dps, &want, "after the agent's restart").await;
         assert_eq!(counts(&s.dps), before, "a restarted agent redid work");
@@ -585,32 +594,11 @@ fn changes_of_more_than_one_transaction_reach_the_agent_whole() {
     );
     rt().block_on(async {
         let dp = Recording::default();
-        let mut options = AgentOptions::new(s.etcd.endpoint(), s.agent_tls["server1"].clone());
-        options.retry_every = Duration::from_millis(300);
-        options.status_every = Duration::from_millis(300);
-        let (stop, rx) = watch::channel(false);
-        let mut agent_dp = dp.clone();
-        let hello = big_hello();
-        let agent = tokio::spawn(async move {
-            sfc::agent::run(&hello, &mut agent_dp, &options, rx, &log).await;
-        });
-        let agent = Running { stop, task: agent };
+        let agent = spawn_agent_with(&s.etcd, &s.agent_tls["server1"], big_hello(), dp.clone());
         let mut store = Store::connect(s.etcd.endpoint(), &s.controller_tls)
             .await
             .unwrap();
-        let start = Instant::now();
-        while store
-            .get(&keys::hello_key("server1"))
-            .await
-            .unwrap()
-            .is_none()
-        {
-            assert!(
-                start.elapsed() < Duration::from_secs(10),
-                "the agent did not register"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        registered(&mut store, "server1").await;
         // The test's own watch counts the transactions each change takes.
         let prefix = keys::plan_prefix("server1");
         let from = store.get_prefix(&prefix).await.unwrap().revision + 1;

@@ -21,7 +21,7 @@ use sfc::lab::{udp_socket, Lab};
 use sfc::plan::{plan, Instance as PlannedInstance, Stage as PlanStage};
 use sfc::registry::{Hello, Iface as RegIface, Registry, SfPorts};
 use stages::maps::{Counter, CounterStage};
-use stages::{Hook, Instance, Stage};
+use stages::{Hook, Instance};
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::time::{Duration, Instant};
@@ -271,9 +271,11 @@ fn measure(n: usize, probes: usize) -> Result<Row, CliError> {
     })
 }
 
-/// Loads and attaches one planned instance's stages and fills its maps; `ns_of` tells the
-/// namespace of an interface. Stages on an SF's host-side port attach at its TC ingress
-/// (what the SF sends arrives there); the planner's `Cls` is loaded as `ClsFwd`.
+/// Loads and attaches one planned instance's stages and fills its maps (`sfc::kernel::fill`,
+/// as the agent's data plane does); `ns_of` tells the namespace of an interface. Every TC
+/// stage attaches at TC egress here (the classifier at the source's `eth0`, Enc+Fwd at the
+/// SF's `eth0`), Dec at XDP; the planner's `Cls` is loaded as `ClsFwd`
+/// (`sfc::kernel::program`).
 fn apply(
     n: usize,
     name: &str,
@@ -286,25 +288,12 @@ fn apply(
         .collect();
     let pin = format!("sfcb{}-{n}-{pin}", std::process::id());
     let inst = Instance::create(&pin)?;
-    for e in &plan.fwd {
-        inst.insert_fwd((e.spi << 8) | u32::from(e.si), &e.val)?;
-    }
-    for e in &plan.cls {
-        inst.insert_cls(&e.key, &e.meta)?;
-    }
-    for (ifindex, cfg) in &plan.cfg {
-        inst.insert_cfg(*ifindex, cfg)?;
-    }
-    for e in &plan.proxy {
-        inst.insert_proxy(&e.key, &e.meta)?;
-    }
+    sfc::kernel::fill(&inst, plan)?;
     for a in &plan.attach {
-        let (stage, hook) = match a.stage {
-            PlanStage::Cls => (Stage::ClsFwd, Hook::Egress),
-            PlanStage::Dec => (Stage::Dec, Hook::Xdp),
-            PlanStage::Enc => (Stage::Enc, Hook::Egress),
-            PlanStage::Fwd => (Stage::Fwd, Hook::Egress),
-            PlanStage::EncFwd => (Stage::EncFwd, Hook::Egress),
+        let stage = sfc::kernel::program(a.stage);
+        let hook = match a.stage {
+            PlanStage::Dec => Hook::Xdp,
+            PlanStage::Cls | PlanStage::Enc | PlanStage::Fwd | PlanStage::EncFwd => Hook::Egress,
         };
         // An instance is not `Send`: the namespace's thread reopens it (same pinned maps),
         // attaches (netlink: the program stays attached after its handle closes) and
