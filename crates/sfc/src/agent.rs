@@ -320,22 +320,17 @@ async fn session<D: Dataplane + ?Sized>(
         .await?;
     let prefix = keys::plan_prefix(host);
     let snap = store.get_prefix(&prefix).await?;
-    // Every key under the prefix as the watch brings them; `desired`: the last complete plan
-    // among them (a change written in several transactions counts once its commit is there).
-    let mut seen: Kv = snap.kvs;
-    let mut desired = Kv::new();
-    let mut revision = 0;
+    let mut view = PlanView::new(snap.kvs);
     let mut watch = store.watch_prefix(&prefix, snap.revision + 1).await?;
     log(&format!(
         "agent {host}: registered (lease {:x}), {} plan keys at revision {}",
         lease.id(),
-        seen.len(),
+        view.seen.len(),
         snap.revision
     ));
     let mut error = None;
-    if complete(&seen, host, &mut desired, log) {
-        revision = snap.revision;
-        error = apply(dp, &desired, host, log);
+    if view.complete(snap.revision, host, log) {
+        error = apply(dp, &view.desired, host, log);
     }
     let mut tick = tokio::time::interval(options.status_every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -344,19 +339,18 @@ async fn session<D: Dataplane + ?Sized>(
             batch = watch.next() => {
                 let (changes, rev) = batch?;
                 for c in changes {
-                    c.apply_to(&mut seen);
+                    c.apply_to(&mut view.seen);
                 }
-                if complete(&seen, host, &mut desired, log) {
-                    revision = rev;
-                    error = apply(dp, &desired, host, log);
+                if view.complete(rev, host, log) {
+                    error = apply(dp, &view.desired, host, log);
                 }
             }
             _ = tick.tick() => {
                 if error.is_some() {
                     // A failed reconciliation is retried until it succeeds.
-                    error = apply(dp, &desired, host, log);
+                    error = apply(dp, &view.desired, host, log);
                 }
-                let status = status(host, dp, revision, error.clone());
+                let status = status(host, dp, &view, error.clone());
                 store.put(&keys::status_key(host), &status, Some(lease.id())).await?;
             }
             why = lease.lost() => {
@@ -366,20 +360,51 @@ async fn session<D: Dataplane + ?Sized>(
     }
 }
 
-/// When the keys under the plan prefix (`seen`) are a complete plan ([`keys::committed`]),
-/// puts its entries in `desired` and returns true; otherwise (a change being written) logs
-/// it and leaves `desired` as it is.
-fn complete(seen: &Kv, host: &str, desired: &mut Kv, log: Log<'_>) -> bool {
-    match keys::committed(host, seen) {
-        Ok((entries, _)) => {
-            *desired = entries;
-            true
+/// The agent's view of its plan prefix.
+struct PlanView {
+    /// Every key under the prefix, as the watch brings them.
+    seen: Kv,
+    /// The last complete plan among them (a change written in several transactions counts
+    /// once its commit is there): what the data plane is reconciled to.
+    desired: Kv,
+    /// The store revision of `desired`.
+    revision: i64,
+    /// The generation of `desired`'s commit (0: an empty plan, no commit).
+    generation: u64,
+    /// Why `seen` is not complete, while a change is being written.
+    pending: Option<String>,
+}
+
+impl PlanView {
+    fn new(seen: Kv) -> PlanView {
+        PlanView {
+            seen,
+            desired: Kv::new(),
+            revision: 0,
+            generation: 0,
+            pending: None,
         }
-        Err(why) => {
-            log(&format!(
-                "agent {host}: waiting for a complete plan ({why}); the data plane keeps the last one"
-            ));
-            false
+    }
+
+    /// When `seen` (at store revision `revision`) is a complete plan ([`keys::committed`]),
+    /// makes it the desired one and returns true; otherwise (a change being written) logs
+    /// it and keeps the last one.
+    fn complete(&mut self, revision: i64, host: &str, log: Log<'_>) -> bool {
+        match keys::committed(host, &self.seen) {
+            Ok((entries, commit)) => {
+                self.desired = entries;
+                self.revision = revision;
+                self.generation = commit.map_or(0, |c| c.generation);
+                self.pending = None;
+                true
+            }
+            Err(why) => {
+                log(&format!(
+                    "agent {host}: waiting for a complete plan ({why}); the data plane keeps the last one"
+                ));
+                self.pending = Some(why.to_string());
+                false
+            }
         }
     }
 }
@@ -410,7 +435,7 @@ fn apply<D: Dataplane + ?Sized>(
 fn status<D: Dataplane + ?Sized>(
     host: &str,
     dp: &D,
-    revision: i64,
+    view: &PlanView,
     error: Option<String>,
 ) -> Vec<u8> {
     let (entries, counters, err) = match (dp.installed(), dp.counters()) {
@@ -418,7 +443,9 @@ fn status<D: Dataplane + ?Sized>(
         (Err(e), _) | (_, Err(e)) => (Kv::new(), BTreeMap::new(), Some(e.to_string())),
     };
     let mut s = HostStatus::new(host, &entries, &counters);
-    s.plan_revision = revision;
+    s.plan_revision = view.revision;
+    s.plan_generation = view.generation;
+    s.pending = view.pending.clone();
     s.error = err;
     serde_json::to_vec(&s).unwrap_or_default()
 }

@@ -47,6 +47,13 @@ pub struct HostStatus {
     pub time: u64,
     /// The store revision of the plan the agent last reconciled to.
     pub plan_revision: i64,
+    /// The generation of that plan's commit ([`crate::keys::Commit`]; 0 for an empty plan).
+    #[serde(default)]
+    pub plan_generation: u64,
+    /// While a change of the plan is being written (or its writer died half-way): why the
+    /// keys are not a complete plan yet; the data plane keeps the last complete one.
+    #[serde(default)]
+    pub pending: Option<String>,
     /// The last reconciliation's error, if it failed.
     pub error: Option<String>,
     /// Stage group ([`group_of`]: `sf1/fwd`, `@cls/cls`, `link`...) → status.
@@ -74,6 +81,8 @@ impl HostStatus {
             host: host.to_string(),
             time: now(),
             plan_revision: 0,
+            plan_generation: 0,
+            pending: None,
             error: None,
             stages,
         }
@@ -152,9 +161,15 @@ pub fn render_table(hosts: &[HostStatus], now: u64) -> String {
         let age = now.saturating_sub(h.time);
         let _ = writeln!(
             out,
-            "host {}  (status {age} s old, plan revision {})",
-            h.host, h.plan_revision
+            "host {}  (status {age} s old, plan revision {}, generation {})",
+            h.host, h.plan_revision, h.plan_generation
         );
+        if let Some(p) = &h.pending {
+            let _ = writeln!(
+                out,
+                "  pending: {p} (the last complete plan stays installed)"
+            );
+        }
         if let Some(e) = &h.error {
             let _ = writeln!(out, "  error: {e}");
         }
@@ -210,13 +225,27 @@ mod tests {
             "sf1/fwd".to_string(),
             [("packets".to_string(), 7u64)].into_iter().collect(),
         );
-        let s = HostStatus::new("server1", &entries, &counters);
+        let mut s = HostStatus::new("server1", &entries, &counters);
         assert_eq!(s.stages["sf1/fwd"].entries.len(), 2);
         assert_eq!(s.stages["sf1/proxy"].entries.len(), 1);
         let t = render_table(std::slice::from_ref(&s), s.time + 2);
         assert!(t.contains("host server1  (status 2 s old"), "{t}");
         assert!(t.contains("packets=7"), "{t}");
         assert!(t.contains("i/sf1/fwd/200/254"), "{t}");
+        assert!(t.contains("plan revision 0, generation 0)"), "{t}");
+        assert!(!t.contains("pending"), "{t}");
+        s.plan_generation = 4;
+        s.pending = Some("3 plan keys do not match commit 5 (9 keys)".into());
+        let t = render_table(std::slice::from_ref(&s), s.time);
+        assert!(t.contains("generation 4)"), "{t}");
+        assert!(
+            t.contains("  pending: 3 plan keys do not match commit 5 (9 keys)"),
+            "{t}"
+        );
+        // A status published before these fields existed still reads.
+        let old = r#"{"host":"h","time":1,"plan_revision":2,"error":null,"stages":{}}"#;
+        let old: HostStatus = serde_json::from_str(old).unwrap();
+        assert_eq!((old.plan_generation, old.pending), (0, None));
         let back: HostStatus = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
         assert_eq!(back, s);
     }

@@ -558,6 +558,24 @@ fn big_plan(ids: std::ops::RangeInclusive<u32>) -> Plan {
     plan
 }
 
+/// Waits until server1's published status satisfies `ok`.
+async fn published(store: &mut Store, what: &str, ok: impl Fn(&sfc::status::HostStatus) -> bool) {
+    let start = Instant::now();
+    loop {
+        let st = sfc::status::ChainStatus::fetch(store).await.unwrap();
+        let h = st.hosts.iter().find(|h| h.host == "server1");
+        if h.is_some_and(&ok) {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{what}: server1's status is {:?}",
+            h.map(|h| (h.plan_revision, h.plan_generation, &h.pending))
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// Waits until the recording data plane holds `want`.
 async fn holds(dp: &Recording, want: &Kv, what: &str) {
     let start = Instant::now();
@@ -646,6 +664,11 @@ fn changes_of_more_than_one_transaction_reach_the_agent_whole() {
                 .filter(|(k, v)| keys2.get(*k) == Some(*v))
                 .count()
         );
+        // Its status says so: still generation 2, a change pending.
+        published(&mut store, "a half-written change", |h| {
+            h.plan_generation == 2 && h.pending.as_deref().is_some_and(|p| p.contains("commit 2"))
+        })
+        .await;
         // The next controller finishes it: the agent installs plan 1 whole.
         let a = sfc::controller::apply_plan(&mut store, &plan1)
             .await
@@ -656,6 +679,10 @@ fn changes_of_more_than_one_transaction_reach_the_agent_whole() {
             keys::committed("server1", &store.get_prefix(&prefix).await.unwrap().kvs).unwrap();
         assert_eq!(entries, keys1);
         assert_eq!(commit.map(|c| c.generation), Some(3));
+        published(&mut store, "the finished change", |h| {
+            h.plan_generation == 3 && h.pending.is_none()
+        })
+        .await;
 
         // The host leaves the plan: every key goes, the commit last; nothing is left.
         sfc::controller::apply_plan(&mut store, &Plan::default())
