@@ -1,7 +1,8 @@
 //! The `sfc` scenario: round-trip time of UDP probes through a chain of 0..4 Linux-router
 //! SFs across two hosts (namespaces made by `sfc::lab`), the NSH stages placed by the
 //! planner (`sfc::plan`) from a generated chain file and registry, and installed here
-//! directly through `stages::Instance` (no etcd).
+//! directly through `stages::Instance`, its maps filled by `sfc::kernel::fill` as the
+//! agent's data plane fills them (no etcd, no agent).
 //!
 //! Layout: a source on host 1, a sink on host 2 that echoes every probe straight back
 //! (the reply bypasses the chain), the first ⌈n/2⌉ SFs on host 1 and the rest on host 2.
