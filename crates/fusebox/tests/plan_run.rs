@@ -49,84 +49,46 @@ fn a_hand_written_pipeline_runs_as_one_core() {
         plan["chain"]["nfs"],
         serde_json::json!(["fw", "router", "napt"])
     );
-    std::fs::create_dir_all(d.join("one")).unwrap();
-    std::fs::create_dir_all(d.join("piped")).unwrap();
-    let one = fusebox_ok(
-        &d,
-        &[
+    // A run into its own folder (`--out-dir NAME`) with these extra arguments: its JSON.
+    let run_into = |name: &str, extra: &[&str]| {
+        std::fs::create_dir_all(d.join(name)).unwrap();
+        let mut args = vec![
             "run",
             chain,
             "--input",
             "fw.eth0=t.pcap",
             "--out-dir",
-            "one",
+            name,
             "--json",
             "-q",
-        ],
-    );
-    let piped = fusebox_ok(
-        &d,
-        &[
-            "run",
-            chain,
-            "--input",
-            "fw.eth0=t.pcap",
-            "--out-dir",
-            "piped",
-            "--json",
-            "-q",
-            "--plan",
-            "p.json",
-        ],
-    );
-    let (a, b) = (json(&one), json(&piped));
-    assert_eq!(a["nfs"], b["nfs"]);
-    assert_eq!(a["exits"], b["exits"]);
-    assert_eq!(a["totals"], b["totals"]);
-    assert_eq!(b["totals"]["balanced"], true);
-    let mut compared = 0;
-    for x in a["exits"].as_array().unwrap() {
-        let f = format!("{}.pcap", x["name"].as_str().unwrap());
-        let (p, q) = (
-            packets(&d.join("one").join(&f)),
-            packets(&d.join("piped").join(&f)),
-        );
-        assert_eq!(p.len() as u64, x["packets"].as_u64().unwrap());
-        assert!(p == q, "{f} differs");
-        compared += p.len();
-    }
-    assert!(compared > 0);
-    // Merged on the same plan: each stage merges its own NFs (the router's check after the
-    // firewall's is not stepped over across the cut), with the same results.
-    std::fs::create_dir_all(d.join("merged")).unwrap();
-    let merged = fusebox_ok(
-        &d,
-        &[
-            "run",
-            chain,
-            "--input",
-            "fw.eth0=t.pcap",
-            "--out-dir",
-            "merged",
-            "--json",
-            "-q",
-            "--plan",
-            "p.json",
-            "--mode",
-            "merged",
-        ],
-    );
-    let m = json(&merged);
-    assert_eq!(a["nfs"], m["nfs"]);
-    assert_eq!(a["exits"], m["exits"]);
-    assert_eq!(a["totals"], m["totals"]);
-    for x in a["exits"].as_array().unwrap() {
-        let f = format!("{}.pcap", x["name"].as_str().unwrap());
-        let (p, q) = (
-            packets(&d.join("one").join(&f)),
-            packets(&d.join("merged").join(&f)),
-        );
-        assert!(p == q, "merged: {f} differs");
+        ];
+        args.extend_from_slice(extra);
+        json(&fusebox_ok(&d, &args))
+    };
+    let a = run_into("one", &[]);
+    // As planned; and merged on the same plan: each stage merges its own NFs (the
+    // router's check after the firewall's is not stepped over across the cut).
+    for (name, extra) in [
+        ("piped", &["--plan", "p.json"][..]),
+        ("merged", &["--plan", "p.json", "--mode", "merged"][..]),
+    ] {
+        let b = run_into(name, extra);
+        assert_eq!(a["nfs"], b["nfs"], "{name}");
+        assert_eq!(a["exits"], b["exits"], "{name}");
+        assert_eq!(a["totals"], b["totals"], "{name}");
+        assert_eq!(b["totals"]["balanced"], true, "{name}");
+        let mut compared = 0;
+        for x in a["exits"].as_array().unwrap() {
+            let f = format!("{}.pcap", x["name"].as_str().unwrap());
+            let (p, q) = (
+                packets(&d.join("one").join(&f)),
+                packets(&d.join(name).join(&f)),
+            );
+            assert_eq!(p.len() as u64, x["packets"].as_u64().unwrap());
+            assert!(p == q, "{name}: {f} differs");
+            compared += p.len();
+        }
+        assert!(compared > 0);
     }
     // In memory, every pass goes through both stages.
     let r = fusebox_ok(

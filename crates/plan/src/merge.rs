@@ -1345,7 +1345,7 @@ fn drop_move(
                 _ => {}
             }
         }
-        if let Some(last) = path.last_mut() {
+        if let Some(last) = path.last_mut().filter(|l| l.0 == at) {
             last.3 = matches!(preds.as_slice(), [(p, o)]
                 if ex.place(*p) == Place::Inner && !used.contains(&(*p, *o)));
         }
