@@ -459,7 +459,50 @@ struct Measures {
     flow_times: Option<HashMap<u64, u64, BuildHasherDefault<FlowHasher>>>,
     /// Per-element times (`Executor::profile_elements`).
     clock: Option<Box<ElementClock>>,
+    /// The flows the chain rewrites, told as they are found (`Executor::tell_translations`).
+    translations: Option<Box<Translations>>,
 }
+
+/// What a chain rewrites, for a NAT-aware proxy beside it (`Executor::tell_translations`).
+struct Translations {
+    /// The chain input being run and its flow as it arrived.
+    input: u64,
+    key: Option<packet::FlowKey>,
+    /// The (arrived, sent) pairs told so far (cleared when it grows past [`TOLD_MAX`]).
+    told: std::collections::HashSet<(packet::FlowKey, packet::FlowKey)>,
+    tell: TranslationSink,
+}
+
+impl Translations {
+    /// Tells a packet chain input `input` caused, leaving with `frame`, if its flow differs
+    /// from the input's.
+    #[cold]
+    fn check(&mut self, input: u64, frame: &[u8]) {
+        let (Some(k), true) = (self.key, self.input == input) else {
+            return;
+        };
+        let Some(o) = packet::FlowKey::from_ethernet(frame) else {
+            return;
+        };
+        if o == k {
+            return;
+        }
+        if self.told.len() >= TOLD_MAX {
+            self.told.clear();
+        }
+        if self.told.insert((k, o)) {
+            (self.tell)(&k, &o);
+        }
+    }
+}
+
+/// How many translations [`Translations`] remembers before it forgets them all (and tells
+/// again as they recur).
+const TOLD_MAX: usize = 1 << 16;
+
+/// Told a flow as it arrived and the flow a packet it caused leaves with, when they differ
+/// (see [`Executor::tell_translations`]).
+pub type TranslationSink = Box<dyn FnMut(&packet::FlowKey, &packet::FlowKey) + Send>;
 
 /// Time spent in each element's `push` and the pushes timed, for the planner's profile.
 struct ElementClock {
@@ -778,7 +821,7 @@ impl Executor {
             (false, true) => self.nsh = None,
             _ => {}
         }
-        self.entry_hooks = self.measures.flow_times.is_some() || self.nsh.is_some();
+        self.entry_hooks = self.wants_entry_hooks();
     }
 
     /// The NSH-aware run's counters, when [`Executor::set_nsh`] is on.
@@ -1049,7 +1092,32 @@ impl Executor {
     /// the end of everything it caused (replies included). Off by default.
     pub fn record_flow_times(&mut self, on: bool) {
         self.measures.flow_times = on.then(HashMap::default);
-        self.entry_hooks = self.measures.flow_times.is_some() || self.nsh.is_some();
+        self.entry_hooks = self.wants_entry_hooks();
+    }
+
+    /// Whether a packet entering the chain goes through [`Executor::push_in_hooked`].
+    fn wants_entry_hooks(&self) -> bool {
+        self.measures.flow_times.is_some()
+            || self.nsh.is_some()
+            || self.measures.translations.is_some()
+    }
+
+    /// Tells `sink` the flows the chain rewrites, as it finds them: for each chain input
+    /// (its flow as it arrived, after an NSH-aware run's header is off) and each packet it
+    /// causes at an exit (its flow as it leaves, before it is sent) whose 5-tuple differs,
+    /// once per pair. A NAT run as a service function knows its own rewrites this way and
+    /// tells the NAT-aware proxy beside it before the translated packet reaches it
+    /// (`fusebox run --tell-proxy`). `None` stops.
+    pub fn tell_translations(&mut self, sink: Option<TranslationSink>) {
+        self.measures.translations = sink.map(|tell| {
+            Box::new(Translations {
+                input: u64::MAX,
+                key: None,
+                told: Default::default(),
+                tell,
+            })
+        });
+        self.entry_hooks = self.wants_entry_hooks();
     }
 
     /// The processing time of every flow measured so far (nanoseconds, in no order), emptied.
@@ -1198,6 +1266,10 @@ impl Executor {
     fn push_in_hooked(&mut self, entry: (usize, usize), mut p: Packet) {
         if let Some(t) = self.nsh.as_mut() {
             t.strip(&mut p);
+        }
+        if let Some(t) = self.measures.translations.as_mut() {
+            t.input = self.next_input;
+            t.key = packet::FlowKey::from_ethernet(p.data());
         }
         if self.measures.flow_times.is_some() {
             let el = self.base[entry.0] + entry.1 as u32;
@@ -1466,6 +1538,9 @@ impl Executor {
     fn exit_as(&mut self, x: usize, input: u64, p: Packet) {
         if let Some(l) = &mut self.measures.latency {
             l.samples.push(l.start.elapsed().as_nanos() as u64);
+        }
+        if let Some(t) = self.measures.translations.as_mut() {
+            t.check(input, p.data());
         }
         // An NSH-aware run puts the transport and NSH back (the one test plain runs pay).
         let data = match self.nsh.as_deref_mut() {

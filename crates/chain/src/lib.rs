@@ -19,6 +19,7 @@ pub mod summary;
 pub use exec::{
     Executor, ExitSink, FastOptions, FastStats, FinishError, Handoff, Initial, Merge, MergeRefused,
     NshCounts, ParallelStats, Place, PreparedProgram, Refused, RunOptions, SetupError,
+    TranslationSink,
 };
 pub use file::{
     Attach, ChainError, ChainErrorKind, ChainFile, Device, DeviceSpecError, Endpoint, NoInputError,

@@ -154,6 +154,13 @@ pub struct RunArgs {
     /// Frames without an NSH run as they are. One core.
     #[arg(long)]
     pub nsh: bool,
+    /// NSH-unaware service function beside a NAT-aware proxy: tell the proxy of the eBPF
+    /// stages instance INSTANCE (pinned under /sys/fs/bpf/fusebox/INSTANCE, as the agent
+    /// names it) each flow the chain rewrites, before the first rewritten packet leaves: the
+    /// Enc finds the NSH its Dec kept for the flow as it arrived under the flow as it leaves.
+    /// One core; needs root.
+    #[arg(long, value_name = "INSTANCE")]
+    pub tell_proxy: Option<String>,
 }
 
 impl RunArgs {
@@ -299,6 +306,40 @@ fn build(
     .map_err(CliError::from)
 }
 
+/// The sink of `--tell-proxy NAME`: for a flow that arrived as `k` and leaves as `o`, the
+/// proxy entry Dec made under `k` (the NSH the packet came with) copied under `o`, where
+/// Enc looks the translated packet up; a flow Dec did not decapsulate (a reply coming back
+/// plain) has none and is left alone. Errors of the map go to standard error.
+fn proxy_teller(name: &str) -> Result<chain::TranslationSink, CliError> {
+    let table = stages::ProxyTable::open(name)
+        .map_err(|e| CliError::Invalid(format!("--tell-proxy {name}: {e}")))?;
+    let key = |f: &packet::FlowKey| match (f.src, f.dst) {
+        (std::net::IpAddr::V4(saddr), std::net::IpAddr::V4(daddr)) => Some(stages::maps::FlowKey {
+            saddr,
+            daddr,
+            sport: f.src_port,
+            dport: f.dst_port,
+            proto: f.protocol,
+        }),
+        _ => None,
+    };
+    Ok(Box::new(move |k, o| {
+        let (Some(k), Some(o)) = (key(k), key(o)) else {
+            return;
+        };
+        match table.get(&k) {
+            Ok(Some(mut nsh)) => {
+                nsh.flags |= stages::maps::PROXY_TOLD;
+                if let Err(e) = table.insert(&o, &nsh) {
+                    eprintln!("fusebox: --tell-proxy: {e}");
+                }
+            }
+            Ok(None) => {}
+            Err(e) => eprintln!("fusebox: --tell-proxy: {e}"),
+        }
+    }))
+}
+
 /// `fusebox run`.
 pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
     let mut chain = load_chain(&a.chain)?;
@@ -402,6 +443,11 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
             "--cores {cores}: an NSH-aware run (--nsh, or nsh = true in the chain file) runs on one core (--cores 1)"
         )));
     }
+    if workers && a.tell_proxy.is_some() {
+        return Err(CliError::Invalid(format!(
+            "--cores {cores}: --tell-proxy runs on one core (--cores 1)"
+        )));
+    }
     // Like tcpdump-style tools and Click's ToDump: a missing output folder is made, quietly.
     std::fs::create_dir_all(&a.out_dir)
         .map_err(|e| CliError::io(&a.out_dir, "cannot create: ", e))?;
@@ -415,6 +461,9 @@ pub fn run(a: &RunArgs) -> Result<ExitCode, CliError> {
         (a.replay.is_some() || workers).then_some(&mut paths),
         &mut tx,
     )?;
+    if let Some(name) = &a.tell_proxy {
+        ex.tell_translations(Some(proxy_teller(name)?));
+    }
     if a.trust_switch_tags && a.mode != Mode::Synth {
         return Err(CliError::Invalid(
             "--trust-switch-tags: only with --mode synth".into(),

@@ -797,8 +797,15 @@ fn a_dead_hosts_lease_expires_and_traffic_goes_around_it() {
 }
 
 /// Chain 400 = sf1 → napt → sf3: napt is a FuseBox NAPT (examples/napts/napt.click) run
-/// live with `--nsh` in its namespace, receiving on `eth0` and sending on `eth1`.
-fn napt_file(h: &[String; 2]) -> String {
+/// live in its namespace, receiving on `eth0` and sending on `eth1`: NSH-aware (`--nsh`,
+/// no Dec or Enc) or NSH-unaware behind a NAT-aware proxy (`"nat": true`: Dec before it,
+/// Enc after it, told each translation by the NAPT with `--tell-proxy`).
+fn napt_file_for(h: &[String; 2], aware: bool) -> String {
+    let mode = if aware {
+        r#""nsh_aware": true"#
+    } else {
+        r#""nat": true"#
+    };
     format!(
         r#"{{
   "chains": [
@@ -806,7 +813,7 @@ fn napt_file(h: &[String; 2]) -> String {
   ],
   "functions": [
     {{"tag": "sf1", "type": "linux-router", "host": "{h1}", "to_host": true}},
-    {{"tag": "napt", "type": "fusebox-napt", "host": "{h1}", "nsh_aware": true}},
+    {{"tag": "napt", "type": "fusebox-napt", "host": "{h1}", {mode}}},
     {{"tag": "sf3", "type": "linux-router", "host": "{h2}", "to_host": true}}
   ],
   "direct_links": false
@@ -818,12 +825,38 @@ fn napt_file(h: &[String; 2]) -> String {
     )
 }
 
+fn napt_file(h: &[String; 2]) -> String {
+    napt_file_for(h, true)
+}
+
+fn napt_nat_file(h: &[String; 2]) -> String {
+    napt_file_for(h, false)
+}
+
 /// The NAPT's external address.
 const EXT: Ipv4Addr = Ipv4Addr::new(10, 9, 2, 1);
 
 #[test]
 fn a_fusebox_napt_in_the_middle_of_a_path_translates_and_its_replies_come_back() {
-    if !can_run("a_fusebox_napt_in_the_middle_of_a_path_translates_and_its_replies_come_back") {
+    napt_in_the_middle(
+        "a_fusebox_napt_in_the_middle_of_a_path_translates_and_its_replies_come_back",
+        true,
+    );
+}
+
+#[test]
+fn a_fusebox_napt_behind_a_nat_aware_proxy_tells_it_its_rewrites() {
+    napt_in_the_middle(
+        "a_fusebox_napt_behind_a_nat_aware_proxy_tells_it_its_rewrites",
+        false,
+    );
+}
+
+/// 100 probes through the NAPT in the middle of chain 400 arrive from its external
+/// address, each reply comes back translated; `aware`: NSH-aware, else NSH-unaware behind
+/// Dec and a NAT-aware Enc it tells its rewrites.
+fn napt_in_the_middle(test: &str, aware: bool) {
+    if !can_run(test) {
         return;
     }
     if Command::new("ethtool").arg("--version").output().is_err() {
@@ -839,7 +872,7 @@ fn a_fusebox_napt_in_the_middle_of_a_path_translates_and_its_replies_come_back()
         ],
         links: Vec::new(),
         napt: Some("napt"),
-        file: napt_file,
+        file: if aware { napt_file } else { napt_nat_file },
     };
     let mut w = World::with(topo);
     // Both ends' checksums complete, as on a wire: the NAPT rewrites them.
@@ -879,28 +912,41 @@ fn a_fusebox_napt_in_the_middle_of_a_path_translates_and_its_replies_come_back()
     // through the queueing layer there.
     let bin = env!("CARGO_BIN_EXE_fusebox");
     let conf_s = conf.display().to_string();
-    let run = spawn_cmd(
-        "napt",
-        &w.dir,
-        "ip",
-        &[
-            "netns",
-            "exec",
-            &nns,
-            bin,
-            "run",
-            &conf_s,
-            "--nsh",
-            "--cores",
-            "1",
-            "--iface",
-            "n1.eth0=eth0,afpacket",
-            "--iface",
-            "n1.eth1=eth1,afpacket-tc",
-            "--progress",
-            "off",
-        ],
-    );
+    // NSH-unaware: the agent's stages instance of the NAPT, whose proxy the NAPT tells.
+    let pin = sfc::kernel::pin_name(&w.lab.netns(&napt.host), "napt");
+    let mode: &[&str] = if aware {
+        &["--nsh"]
+    } else {
+        &["--tell-proxy", &pin]
+    };
+    if !aware {
+        // The agent makes the instance; the NAPT opens its proxy table when it starts.
+        let table = Path::new(stages::load::PIN_ROOT)
+            .join(&pin)
+            .join("proxy_table");
+        let end = Instant::now() + Duration::from_secs(30);
+        while !table.exists() {
+            assert!(Instant::now() < end, "no {} after 30 s", table.display());
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    // In the SF's network namespace, with the host's /sys (and the agent's pins under its
+    // bpffs) still in view: `nsenter --net`, where `ip netns exec` would mount a /sys of its
+    // own.
+    let netns = format!("--net=/run/netns/{nns}");
+    let mut args = vec![netns.as_str(), bin, "run", &conf_s];
+    args.extend_from_slice(mode);
+    args.extend_from_slice(&[
+        "--cores",
+        "1",
+        "--iface",
+        "n1.eth0=eth0,afpacket",
+        "--iface",
+        "n1.eth1=eth1,afpacket-tc",
+        "--progress",
+        "off",
+    ]);
+    let run = spawn_cmd("napt", &w.dir, "nsenter", &args);
     w.extra.push(run);
     wait_path(&w, 400, Duration::from_secs(30));
     let (_, _, dport) = *FLOWS.iter().find(|f| f.0 == 400).unwrap();
@@ -912,6 +958,7 @@ fn a_fusebox_napt_in_the_middle_of_a_path_translates_and_its_replies_come_back()
     rx.set_read_timeout(Some(Duration::from_millis(500)))
         .unwrap();
     let (sf1_dec, sf3_dec) = (w.dec_done("sf1"), w.dec_done("sf3"));
+    let napt_dec = w.dec_done("napt");
     let fwd = w.counter("napt", CounterStage::Fwd, Counter::Done);
     let mut buf = [0u8; 64];
     let mut ext_ports = BTreeSet::new();
@@ -956,11 +1003,42 @@ fn a_fusebox_napt_in_the_middle_of_a_path_translates_and_its_replies_come_back()
         "the NAPT's NSH went on by its Fwd"
     );
     assert_eq!(w.dec_done("sf3") - sf3_dec, n as u64, "through sf3");
-    assert_eq!(
-        w.counter("napt", CounterStage::Dec, Counter::Packets),
-        0,
-        "an NSH-aware SF has no Dec"
-    );
+    if aware {
+        assert_eq!(
+            w.counter("napt", CounterStage::Dec, Counter::Packets),
+            0,
+            "an NSH-aware SF has no Dec"
+        );
+    } else {
+        assert_eq!(
+            w.dec_done("napt") - napt_dec,
+            n as u64,
+            "Dec before the NAPT"
+        );
+        assert_eq!(
+            w.counter("napt", CounterStage::Enc, Counter::Learned),
+            0,
+            "told, Enc never had to learn"
+        );
+        // The proxy holds the translated flow, told, with the NSH Dec kept for the flow
+        // as it arrived.
+        let mut inst = stages::Instance::create(&pin).unwrap();
+        inst.keep();
+        let proxy = inst.list_proxy().unwrap();
+        let told: Vec<_> = proxy
+            .iter()
+            .filter(|(k, m)| k.saddr == EXT && m.flags & stages::maps::PROXY_TOLD != 0)
+            .collect();
+        assert_eq!(told.len(), 1, "{proxy:?}");
+        let (k, m) = told[0];
+        assert!(ext_ports.contains(&k.sport), "{k:?}");
+        assert!(
+            proxy
+                .iter()
+                .any(|(k2, m2)| k2.daddr == k.daddr && k2.saddr != EXT && m2.sph == m.sph),
+            "Dec's entry for the flow as it arrived: {proxy:?}"
+        );
+    }
     let mut run = w.extra.pop().unwrap();
     assert!(run.alive(), "the NAPT exited:\n{}", run.log());
 }

@@ -52,6 +52,7 @@ struct nsh_meta {
 /* nsh_meta.flags in the proxy table. */
 #define PROXY_LEARNED 0x1 /* Enc learned this key from an SF's translated packet (NAT-aware) */
 #define PROXY_STATIC 0x2 /* written by the controller (direct-link corner cases, §5.5) */
+#define PROXY_TOLD 0x4 /* told by a FuseBox SF, which knows its own rewrites (fusebox run --tell-proxy) */
 
 /* The forwarding table: key SPH (SPI << 8 | SI) -> next hop. */
 struct fwd_val {

@@ -16,7 +16,7 @@ pub mod load;
 pub mod maps;
 pub mod testrun;
 
-pub use load::{Error, Hook, Instance};
+pub use load::{Error, Hook, Instance, ProxyTable};
 pub use testrun::{RunOutput, Standalone};
 
 mod objects {

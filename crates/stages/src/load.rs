@@ -171,6 +171,42 @@ impl Maps {
     }
 }
 
+/// The proxy table of an instance another process made (the agent's), opened alone from
+/// its pin: what a FuseBox SF needs to tell the proxy its rewrites (`fusebox run
+/// --tell-proxy`). Unlike an [`Instance`] it holds no loaded object, so it can move to the
+/// thread that runs the chain.
+#[derive(Debug)]
+pub struct ProxyTable {
+    map: MapHandle,
+}
+
+impl ProxyTable {
+    /// Opens the proxy table pinned for instance `name` (`/sys/fs/bpf/fusebox/<name>/`).
+    pub fn open(name: &str) -> Result<ProxyTable> {
+        let path = Path::new(PIN_ROOT).join(name).join("proxy_table");
+        let map = MapHandle::from_pinned_path(&path)
+            .map_err(bpf(|| format!("open {}", path.display())))?;
+        Ok(ProxyTable { map })
+    }
+
+    /// The entry of `key`, if there is one.
+    pub fn get(&self, key: &FlowKey) -> Result<Option<NshMeta>> {
+        match self
+            .map
+            .lookup(&key.to_bytes(), MapFlags::ANY)
+            .map_err(bpf(|| "read proxy_table".to_string()))?
+        {
+            Some(v) => Ok(Some(NshMeta::from_bytes(&v)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Adds or replaces the entry of `key`.
+    pub fn insert(&self, key: &FlowKey, nsh: &NshMeta) -> Result<()> {
+        update(&self.map, "proxy_table", &key.to_bytes(), &nsh.to_bytes())
+    }
+}
+
 #[derive(Debug)]
 struct Attachment {
     stage: Stage,

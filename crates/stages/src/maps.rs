@@ -16,6 +16,9 @@ pub const STAGES: usize = 4;
 pub const PROXY_LEARNED: u8 = 0x1;
 /// `nsh_meta.flags`: written by the controller (direct-link corner cases).
 pub const PROXY_STATIC: u8 = 0x2;
+/// `nsh_meta.flags`: told by a FuseBox SF, which knows its own rewrites
+/// (`fusebox run --tell-proxy`).
+pub const PROXY_TOLD: u8 = 0x4;
 /// `fwd_val.flags`: redirect to the interface's ingress.
 pub const FWDF_INGRESS: u8 = 0x1;
 /// `stage_cfg.flags`: Dec takes NSH frames whatever their destination MAC.

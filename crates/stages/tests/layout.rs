@@ -100,6 +100,7 @@ fn counters_and_flags_match_cbox_h() {
     assert_eq!(get("NSH_MAX_CTX"), NSH_MAX_CTX as u64);
     assert_eq!(get("PROXY_LEARNED"), u64::from(PROXY_LEARNED));
     assert_eq!(get("PROXY_STATIC"), u64::from(PROXY_STATIC));
+    assert_eq!(get("PROXY_TOLD"), u64::from(PROXY_TOLD));
     assert_eq!(get("FWDF_INGRESS"), u64::from(FWDF_INGRESS));
     assert_eq!(get("CFG_ANY_DST"), u64::from(CFG_ANY_DST));
     assert_eq!(get("CFG_NAT_LEARN"), u64::from(CFG_NAT_LEARN));

@@ -97,3 +97,57 @@ fn established_napt_flows_take_one_lookup_and_keep_state_exact() {
     assert_eq!(summary, summary0);
     assert_eq!(state, state0);
 }
+
+/// `Executor::tell_translations` on the ten NAPTs, in every mode: each flow is told once,
+/// as it arrived and as it leaves the last NAPT (the 5-tuple of the packets that left),
+/// before the first of them left; a flow that leaves unchanged (none here) is not told.
+#[test]
+fn the_napts_tell_each_rewritten_flow_once() {
+    use std::sync::{Arc, Mutex};
+    for mode in ["naive", "synth", "fastpath"] {
+        let mut e = executor("napts/chain.toml");
+        match mode {
+            "synth" => {
+                synth::install(&mut e);
+            }
+            "fastpath" => e.enable_fastpath(chain::FastOptions::default()),
+            _ => {}
+        }
+        let told: Arc<Mutex<Vec<(packet::FlowKey, packet::FlowKey)>>> = Arc::default();
+        let sink = told.clone();
+        e.tell_translations(Some(Box::new(move |k, o| {
+            if let Ok(mut v) = sink.lock() {
+                v.push((*k, *o));
+            }
+        })));
+        let at = e
+            .entry(&chain::Endpoint::parse("n1.eth0").unwrap())
+            .unwrap();
+        for i in 0..40u8 {
+            e.inject(at, Packet::from_bytes(&udp(i % 5)));
+            // Told before the packet left, so a proxy knows the flow when it arrives.
+            let n = told.lock().unwrap().len();
+            assert_eq!(n, usize::from(i.min(4)) + 1, "{mode}: after packet {i}");
+        }
+        let out = e.finish().expect("finish");
+        let told = told.lock().unwrap().clone();
+        let sent: std::collections::BTreeSet<packet::FlowKey> = out
+            .values()
+            .flatten()
+            .filter_map(|(_, _, d)| packet::FlowKey::from_ethernet(d))
+            .collect();
+        assert_eq!(sent.len(), 5, "{mode}");
+        for (k, o) in &told {
+            assert_eq!(k.dst, o.dst, "{mode}");
+            assert_ne!(k.src, o.src, "{mode}");
+            assert_eq!(
+                o.src.to_string(),
+                "10.0.110.1",
+                "{mode}: the last NAPT's address"
+            );
+            assert!(sent.contains(o), "{mode}: {o:?} never left");
+        }
+        let arrived: std::collections::BTreeSet<_> = told.iter().map(|t| t.0).collect();
+        assert_eq!(arrived.len(), 5, "{mode}: {told:?}");
+    }
+}
