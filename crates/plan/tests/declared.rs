@@ -703,6 +703,7 @@ fn the_declaring_classes_are_tested() {
         "FirewallNF",
         "MacSwapNF",
         "DecIPTTL",
+        "TTLNF",
         "EtherRewrite",
     ] {
         assert!(names.contains(&c), "{c} is not tested: {names:?}");

@@ -24,11 +24,13 @@
 //! the vocabulary of `elements::model` (the cases of `DecIPTTL`'s model after the parse
 //! checks), so synthesis folds it into traffic classes and the fast path consolidates it
 //! instead of running it as an opaque element. Frames of 14 bytes or less and IPv4 headers
-//! whose lengths are not consistent are left to the NF itself (`Outcome::Runtime`). The
+//! whose lengths are not consistent are left to the NF itself (`Outcome::Runtime`), and
+//! [`declared`] says what it may do with them, for the planner. The
 //! model is checked against the pipeline packet by packet (this module's tests) and in every
 //! mode by the differential tests.
 
 use elements::model::{Case, Effect, Field, FieldSet, Filter, IpAnchor, Model, Outcome};
+use elements::record::Declared;
 use elements::registry::{Doc, ElementClass};
 use elements::{Args, BuildCtx, ConfigError, Element};
 use operators::nf::{class, Leave};
@@ -109,6 +111,32 @@ pub fn model() -> Model {
     }
 }
 
+/// What the NF declares for its run-time cases (frames of 14 bytes or less, IPv4 lengths the
+/// parse may or may not accept), for the planner: the parse reads the EtherType and the
+/// header's version and lengths, the filter the TTL; a packet that passes has its TTL
+/// decremented, its checksum updated and its header annotations set (IPv4 at byte 14); any
+/// may be dropped; nothing is kept.
+pub fn declared() -> Declared {
+    Declared {
+        ip_at: IpAnchor::Data(14),
+        reads: vec![
+            Field::EtherType,
+            Field::FrameLen,
+            Field::IpAvail,
+            Field::IpVersion,
+            Field::IpIhl,
+            Field::IpLen,
+            Field::IpLenOk,
+            Field::IpTtl,
+        ],
+        writes: vec![Field::IpTtl],
+        ip_checksum: true,
+        sets_headers: true,
+        drops: true,
+        ..Declared::default()
+    }
+}
+
 /// Builds the NF (no arguments).
 fn build(
     name: &'static str,
@@ -120,7 +148,8 @@ fn build(
     Ok(Box::new(
         OperatorNf::<_, ()>::new(name, 1, pipeline())
             .stateless()
-            .with_model(model),
+            .with_model(model)
+            .with_declared(declared()),
     ))
 }
 
