@@ -431,6 +431,30 @@ fn a_moved_drop_runs_first_and_the_counts_are_as_written() {
         .unwrap()
         .input;
     assert_eq!(paint_in, filter.input);
+    // Moves the executor cannot run are refused, each with why: before nothing, a path
+    // that does not lead to the test, a test with another way on, the same edges twice.
+    let mut ex = executor(&chain);
+    let (m, _) = analyze(&ex, None);
+    let good = m.hoists[0].clone();
+    let mut bad = chain::layout::Merged::default();
+    bad.hoists.push(good.clone());
+    bad.hoists.push(chain::layout::Hoist {
+        before: Vec::new(),
+        ..good.clone()
+    });
+    let mut astray = good.clone();
+    astray.before[0].element = paint + 7;
+    bad.hoists.push(astray);
+    bad.hoists.push(chain::layout::Hoist {
+        output: 1,
+        ..good.clone()
+    });
+    bad.hoists.push(good);
+    let refused = ex.enable_merged(&bad);
+    assert_eq!(refused.len(), 4, "{refused:?}");
+    assert!(refused
+        .iter()
+        .all(|r| r.why.starts_with("the drop test stays")));
 }
 
 /// The ten routers: every router after the first steps over its check and its lookup on

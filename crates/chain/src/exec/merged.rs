@@ -131,6 +131,12 @@ impl Executor {
                 used[j] = true;
             }
         }
+        // The edges as built into element `g`.
+        let ins = |g: usize| -> Vec<usize> {
+            (0..built.len())
+                .filter(|&k| built[k].element as usize == g)
+                .collect()
+        };
         let mut hoisted = Vec::new();
         for h in &merged.hoists {
             let check = || -> Result<(usize, usize, Vec<usize>), String> {
@@ -144,15 +150,13 @@ impl Executor {
                     ));
                 }
                 // The one way into the first element: an edge, no link, not an entry.
-                let ins: Vec<usize> = (0..built.len())
-                    .filter(|&k| built[k].element as usize == first.element)
-                    .collect();
+                let first_in = ins(first.element);
                 let linked = (0..n).any(|g| self.info[g].kind == Kind::Link(first.element as u32));
-                let [k0] = ins.as_slice() else {
+                let [k0] = first_in.as_slice() else {
                     return Err(format!(
                         "element {} has {} ways in, not one",
                         first.element,
-                        ins.len()
+                        first_in.len()
                     ));
                 };
                 if linked {
@@ -169,12 +173,7 @@ impl Executor {
                     }
                     let j = edge(at, b.output)?;
                     // Every element on the path has this one way in.
-                    if i > 0
-                        && (0..built.len())
-                            .filter(|&k| built[k].element as usize == at)
-                            .count()
-                            != 1
-                    {
+                    if i > 0 && ins(at).len() != 1 {
                         return Err(format!("element {at} has other ways in"));
                     }
                     outs.push(j);
@@ -183,14 +182,13 @@ impl Executor {
                 if at != d {
                     return Err(format!("the path leads to {at}, not {d}"));
                 }
-                if (0..built.len())
-                    .filter(|&k| built[k].element as usize == d)
-                    .count()
-                    != 1
-                {
+                if ins(d).len() != 1 {
                     return Err(format!("element {d} has other ways in"));
                 }
                 let kd = edge(d, h.output)?;
+                if kd == *k0 {
+                    return Err("the test's way on leads back into the path".to_string());
+                }
                 let mine: Vec<usize> = outs.iter().copied().chain([*k0, kd]).collect();
                 if mine.iter().any(|&k| used[k]) {
                     return Err("an edge it needs is rewired or stepped over already".to_string());
