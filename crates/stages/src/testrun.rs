@@ -4,7 +4,7 @@
 use libbpf_rs::{ProgramInput, ProgramMut};
 
 use crate::load::{Error, Instance, Result};
-use crate::Stage;
+use crate::{Hook, Stage};
 
 /// What one test run gave.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,6 +56,9 @@ impl Instance {
 pub struct Standalone {
     name: String,
     obj: libbpf_rs::Object,
+    /// (network namespace inode, ifindex) whose clsact qdisc [`Standalone::attach`] made
+    /// sure of.
+    clsact: std::cell::RefCell<std::collections::BTreeSet<(u64, u32)>>,
 }
 
 impl std::fmt::Debug for Standalone {
@@ -80,6 +83,7 @@ impl Standalone {
         Ok(Standalone {
             name: name.to_string(),
             obj,
+            clsact: Default::default(),
         })
     }
 
@@ -109,16 +113,79 @@ impl Standalone {
             })
     }
 
-    /// Runs program `prog` on `frame` through `BPF_PROG_TEST_RUN`, `repeat` times.
-    pub fn test_run(&self, prog: &str, frame: &[u8], repeat: u32) -> Result<RunOutput> {
-        let p = self
-            .obj
+    /// Attaches program `prog` to interface `ifindex` of the calling thread's network
+    /// namespace at `hook`: XDP, or a TC clsact filter (handle 1) at `priority`, replacing a
+    /// filter of the same priority there (the qdisc is made if missing). The attachment is
+    /// not undone when the object drops: it lasts as long as the interface (the benchmark
+    /// attaches inside namespaces it deletes afterwards).
+    pub fn attach(&self, prog: &str, ifindex: u32, hook: Hook, priority: u32) -> Result<()> {
+        use std::os::fd::AsFd;
+        let p = self.program(prog)?;
+        let what = || {
+            format!(
+                "attach {prog} of {} to {hook:?} of ifindex {ifindex}",
+                self.name
+            )
+        };
+        let is_xdp = p.prog_type() == libbpf_rs::ProgramType::Xdp;
+        if is_xdp != (hook == Hook::Xdp) {
+            return Err(Error::Io {
+                what: what(),
+                source: std::io::Error::from(std::io::ErrorKind::InvalidInput),
+            });
+        }
+        let ifi = i32::try_from(ifindex).map_err(|_| Error::Io {
+            what: what(),
+            source: std::io::Error::from(std::io::ErrorKind::InvalidInput),
+        })?;
+        if hook == Hook::Xdp {
+            return libbpf_rs::Xdp::new(p.as_fd())
+                .attach(ifi, libbpf_rs::XdpFlags::NONE)
+                .map_err(|source| Error::Bpf {
+                    what: what(),
+                    source,
+                });
+        }
+        let point = if hook == Hook::Ingress {
+            libbpf_rs::TC_INGRESS
+        } else {
+            libbpf_rs::TC_EGRESS
+        };
+        let mut h = libbpf_rs::TcHookBuilder::new(p.as_fd())
+            .ifindex(ifi)
+            .replace(true)
+            .handle(1)
+            .priority(priority)
+            .hook(point);
+        // The qdisc once per interface (making it again works, but the kernel complains).
+        let netns = std::fs::metadata("/proc/thread-self/ns/net")
+            .map(|m| std::os::unix::fs::MetadataExt::ino(&m))
+            .unwrap_or(0);
+        if self.clsact.borrow_mut().insert((netns, ifindex)) {
+            h.create().map_err(|source| Error::Bpf {
+                what: format!("clsact qdisc on ifindex {ifindex}"),
+                source,
+            })?;
+        }
+        h.attach().map(|_| ()).map_err(|source| Error::Bpf {
+            what: what(),
+            source,
+        })
+    }
+
+    fn program(&self, prog: &str) -> Result<libbpf_rs::ProgramMut<'_>> {
+        self.obj
             .progs_mut()
             .find(|p| p.name() == prog)
             .ok_or_else(|| Error::Io {
                 what: format!("object {}: program {prog}", self.name),
                 source: std::io::Error::from(std::io::ErrorKind::NotFound),
-            })?;
+            })
+    }
+
+    /// Runs program `prog` on `frame` through `BPF_PROG_TEST_RUN`, `repeat` times.
+    pub fn test_run(&self, prog: &str, frame: &[u8], repeat: u32) -> Result<RunOutput> {
+        let p = self.program(prog)?;
         run_program(&p, frame, repeat)
     }
 }

@@ -309,7 +309,7 @@ fn check_fusebox(inst: &mut Instance, c: &Case) -> Result<(), String> {
 
 /// Chaining-Box's 5-tuple key (`struct ip_5tuple`, packed: addresses and ports as on the
 /// wire, then the protocol).
-fn peer_tuple(flow: FlowKey) -> Vec<u8> {
+pub(super) fn peer_tuple(flow: FlowKey) -> Vec<u8> {
     let mut k = Vec::with_capacity(13);
     k.extend_from_slice(&flow.saddr.octets());
     k.extend_from_slice(&flow.daddr.octets());
@@ -323,33 +323,56 @@ fn peer_tuple(flow: FlowKey) -> Vec<u8> {
 /// fills their maps with the entries FuseBox's stages got (its classifier has no interface
 /// in the key: both flows are plain 5-tuple entries; the proxy entry is `flows[0]`'s).
 fn load_peer(dir: &Path, flows: &[FlowKey]) -> Result<Vec<Standalone>, CliError> {
-    let read = |f: &str| {
-        let p = dir.join(f);
-        std::fs::read(&p).map_err(|e| CliError::io(&p, "cannot read: ", e))
-    };
-    let st = Standalone::load("sfc_stages_kern.o", &read("sfc_stages_kern.o")?)?;
-    let cl = Standalone::load("sfc_classifier_kern.o", &read("sfc_classifier_kern.o")?)?;
+    let st = load_peer_object(dir, PEER_STAGES)?;
+    let cl = load_peer_object(dir, PEER_CLASSIFIER)?;
     for o in [&st, &cl] {
         o.update("src_mac", &0u32.to_ne_bytes(), &OUR_MAC)?;
         o.update("src_mac", &1u32.to_ne_bytes(), &OUR_MAC)?;
     }
     let tuple = peer_tuple(flows[0]);
-    // The proxy entry: the whole MD type 1 NSH as on the wire.
-    let md1 = wire::build::Nsh::md1(SPI, SI, CTX).header(&[]);
-    st.update("nsh_data", &tuple, &md1)?;
-    // Next hops, keyed by the service path header as on the wire; flags 0 (not the end).
+    st.update("nsh_data", &tuple, &peer_nsh(SPI, SI, CTX))?;
     for si in [SI, SI - 1] {
-        let sph = (SPI << 8 | u32::from(si)).to_be_bytes();
-        let mut hop = vec![0u8];
-        hop.extend_from_slice(&NEXT_MAC);
-        st.update("fwd_table", &sph, &hop)?;
+        st.update("fwd_table", &peer_sph(SPI, si), &peer_hop(false, &NEXT_MAC))?;
     }
-    let mut cls = (SPI << 8 | u32::from(SI)).to_be_bytes().to_vec();
+    let mut cls = peer_sph(SPI, SI).to_vec();
     cls.extend_from_slice(&NEXT_MAC);
     for &f in flows {
         cl.update("cls_table", &peer_tuple(f), &cls)?;
     }
     Ok(vec![st, cl])
+}
+
+/// Chaining-Box's object with Dec, Enc and Fwd (`decap_nsh`, `encap_nsh`,
+/// `sfc_forwarding`), sharing one proxy table (`nsh_data`) and one forwarding table.
+pub(super) const PEER_STAGES: &str = "sfc_stages_kern.o";
+/// Chaining-Box's classifier object (`classify_tc`, its `cls_table`).
+pub(super) const PEER_CLASSIFIER: &str = "sfc_classifier_kern.o";
+
+/// Loads Chaining-Box's object `file` (one of [`PEER_STAGES`], [`PEER_CLASSIFIER`]) from
+/// `dir`, each load with maps of its own.
+pub(super) fn load_peer_object(dir: &Path, file: &str) -> Result<Standalone, CliError> {
+    let p = dir.join(file);
+    let bytes = std::fs::read(&p).map_err(|e| CliError::io(&p, "cannot read: ", e))?;
+    Ok(Standalone::load(file, &bytes)?)
+}
+
+/// Chaining-Box's key of the forwarding table and value of a classifier entry's path: the
+/// service path header as on the wire.
+pub(super) fn peer_sph(spi: u32, si: u8) -> [u8; 4] {
+    ((spi << 8) | u32::from(si)).to_be_bytes()
+}
+
+/// Chaining-Box's forwarding entry (`struct fwd_entry`, packed): flags (bit 0: end of the
+/// chain) and the next hop's MAC.
+pub(super) fn peer_hop(end: bool, mac: &[u8; 6]) -> Vec<u8> {
+    let mut hop = vec![u8::from(end)];
+    hop.extend_from_slice(mac);
+    hop
+}
+
+/// Chaining-Box's proxy entry: the whole MD type 1 NSH as on the wire.
+pub(super) fn peer_nsh(spi: u32, si: u8, ctx: [u32; 4]) -> Vec<u8> {
+    wire::build::Nsh::md1(spi, si, ctx).header(&[])
 }
 
 /// Runs Chaining-Box's program(s) once: Dec must return the inner frame, Cls and Enc add
