@@ -60,6 +60,9 @@ fn lab_err(e: impl std::fmt::Display) -> CliError {
     CliError::Invalid(format!("--scenario sfc: {e}"))
 }
 
+/// Where an interface of an instance is: (instance, interface) → (namespace, device).
+type WhereIs<'a> = &'a dyn Fn(&str, &str) -> Result<(String, Iface), CliError>;
+
 /// Whose stages a variant installs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Impl {
@@ -746,7 +749,7 @@ fn measure(v: Variant, ctx: &Ctx) -> Result<Row, CliError> {
 /// of the chain.
 fn encapsulating(
     p: &Plan,
-    where_is: &dyn Fn(&str, &str) -> Result<(String, Iface), CliError>,
+    where_is: WhereIs<'_>,
 ) -> Result<Vec<(String, String, String)>, CliError> {
     let mut out = Vec::new();
     for hp in p.hosts.values() {
@@ -795,7 +798,7 @@ fn apply(
     tag: &str,
     name: &str,
     plan: &PlannedInstance,
-    where_is: &dyn Fn(&str, &str) -> Result<(String, Iface), CliError>,
+    where_is: WhereIs<'_>,
 ) -> Result<Instance, CliError> {
     let pin: String = name
         .chars()
@@ -835,7 +838,7 @@ fn apply_peer(
     dir: &Path,
     name: &str,
     plan: &PlannedInstance,
-    where_is: &dyn Fn(&str, &str) -> Result<(String, Iface), CliError>,
+    where_is: WhereIs<'_>,
 ) -> Result<Vec<Standalone>, CliError> {
     use super::stages::{
         load_peer_object, peer_hop, peer_nsh, peer_sph, peer_tuple, PEER_CLASSIFIER, PEER_STAGES,
