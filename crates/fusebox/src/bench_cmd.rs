@@ -65,8 +65,9 @@ pub struct BenchArgs {
     /// pairs in namespaces it makes; needs root); stages (not in the default list: ns per
     /// packet of the NSH stages through BPF_PROG_TEST_RUN, with `--chaining-box` against
     /// Chaining-Box's; needs root); sfc (not in the default list: round-trip time through
-    /// chains of 0..4 Linux-router SFs on two hosts in namespaces, with the NSH stages;
-    /// needs root).
+    /// chains of 0..4 Linux-router SFs on two hosts in namespaces, with the NSH stages,
+    /// without and with direct links, with `--chaining-box` also Chaining-Box's stages,
+    /// and through one FuseBox hop of 1..4 NFs; needs root).
     #[arg(
         long,
         value_delimiter = ',',
@@ -141,9 +142,10 @@ pub struct BenchArgs {
     /// FastClick per mode and chain length (see docs/benchmarks.md).
     #[arg(long, value_name = "PATH")]
     pub fastclick: Option<PathBuf>,
-    /// `stages`: a directory holding Chaining-Box's own stages (`sfc_stages_kern.o`,
+    /// `stages` and `sfc`: a directory holding Chaining-Box's own stages (`sfc_stages_kern.o`,
     /// `sfc_classifier_kern.o`, built by scripts/build-chaining-box.sh): measure them on
-    /// the same frames and report FuseBox ÷ Chaining-Box per stage.
+    /// the same frames and report FuseBox ÷ Chaining-Box per stage (`stages`), and in the
+    /// same chains across namespaces (`sfc`).
     #[arg(long, value_name = "DIR")]
     pub chaining_box: Option<PathBuf>,
 }

@@ -104,7 +104,7 @@ pub(super) const SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "sfc",
-        about: "Round-trip time of UDP probes through chains of 0..4 Linux-router SFs on two hosts (namespaces), the NSH stages placed by the planner; added RTT per SF (root)",
+        about: "Round-trip time of UDP probes through chains of 0..4 Linux-router SFs on two hosts (namespaces), the NSH stages placed by the planner, without and with direct links, with --chaining-box also Chaining-Box's stages, and one FuseBox hop of 1..4 NFs (fusebox run --nsh); added RTT per SF and per NF in the hop (root)",
         run: super::sfc::sfc,
     },
 ];
