@@ -147,3 +147,41 @@ fn kept_instances_survive_and_are_reopened_with_their_entries() {
         Err(stages::Error::Name(_))
     ));
 }
+
+#[test]
+fn a_standalone_object_attaches_at_xdp_and_both_tc_hooks() {
+    if !stages::require_bpf("standalone") {
+        return;
+    }
+    // The no-op object loaded on its own (as another project's objects are), maps private.
+    let bytes = stages::object_bytes("noop").expect("noop built");
+    let o = stages::Standalone::load("noop", bytes).unwrap();
+    let dev = Veth::new("s");
+    let ifx = dev.ifindex();
+    // A program of the wrong kind for the hook, or a missing one, is refused.
+    assert!(o.attach("noop_tc", ifx, Hook::Xdp, 0).is_err());
+    assert!(o.attach("noop_xdp", ifx, Hook::Egress, 10).is_err());
+    assert!(o.attach("nothing", ifx, Hook::Egress, 10).is_err());
+    assert!(!dev.xdp().contains("prog/xdp"), "{}", dev.xdp());
+    o.attach("noop_xdp", ifx, Hook::Xdp, 0).unwrap();
+    o.attach("noop_tc", ifx, Hook::Egress, 20).unwrap();
+    // Two filters on one hook (the qdisc made once), by priority; again replaces.
+    o.attach("noop_tc", ifx, Hook::Ingress, 10).unwrap();
+    o.attach("noop_tc", ifx, Hook::Ingress, 30).unwrap();
+    o.attach("noop_tc", ifx, Hook::Ingress, 30).unwrap();
+    assert!(dev.xdp().contains("prog/xdp"), "{}", dev.xdp());
+    let egress = dev.tc("egress");
+    assert!(
+        egress.contains("noop_tc") && egress.contains("pref 20"),
+        "{egress}"
+    );
+    let ingress = dev.tc("ingress");
+    assert_eq!(ingress.matches("noop_tc").count(), 2, "{ingress}");
+    assert!(
+        ingress.contains("pref 10") && ingress.contains("pref 30"),
+        "{ingress}"
+    );
+    // The attachments outlive the object (they go with the interface).
+    drop(o);
+    assert!(dev.tc("egress").contains("noop_tc"), "{}", dev.tc("egress"));
+}

@@ -305,8 +305,9 @@ pub(super) fn sfc(b: &mut Bench) -> Result<(), CliError> {
             continue;
         };
         let (lo, hi) = min_max(per_rep);
+        let med = quantile(&sorted(per_rep), 0.5);
         b.report.lines.push(format!(
-            "sfc: {:<18} added RTT per {} (least-squares slope over {}..{max_n}): p50 {s50:.2} µs, p99 {s99:.2} µs (per-rep p50 slope {lo:.2}–{hi:.2})",
+            "sfc: {:<18} added RTT per {} (least-squares slope over {}..{max_n}): p50 {s50:.2} µs, p99 {s99:.2} µs (per-rep p50 slope: median {med:.2}, {lo:.2}–{hi:.2})",
             v.name(),
             v.unit(),
             v.first_n(),
@@ -319,6 +320,7 @@ pub(super) fn sfc(b: &mut Bench) -> Result<(), CliError> {
             "rtt_p50_us_per_sf": s50,
             "rtt_p99_us_per_sf": s99,
             "rtt_p50_us_per_sf_per_rep": per_rep,
+            "rtt_p50_us_per_sf_per_rep_median": med,
         }));
     }
     // FuseBox ÷ Chaining-Box, per n (p50) and per SF (slopes), with and without links.
