@@ -29,7 +29,10 @@
 //!
 //! Needs root (skipped with a message without it, except under `CI=true`) and one of the
 //! two kernels; with neither it is skipped with both reasons, except under `CI=true`, where
-//! it fails (CI installs `user-mode-linux`).
+//! it fails (CI installs `user-mode-linux`). One exception, decided because CI cannot change
+//! it: on a host whose CPU UML cannot run a process on (a probe boot first; seen on Intel
+//! Xeons with AMX, where UML 6.1 dies saving the CPU state, `put_fp_registers`) and whose own
+//! kernel lacks ESP or GCM, the test is skipped with that reason even under `CI=true`.
 
 use elements::{BuildCtx, Context, Element, Names, Verdict};
 use nic::{Kind, Recv};
@@ -62,6 +65,8 @@ const UML_KERNEL: &str = "/usr/bin/linux.uml";
 const UML_MODULES: &str = "/usr/lib/uml/modules";
 /// The longest a UML boot plus its part of the exchange may take (it takes a few seconds).
 const UML_BOUND: Duration = Duration::from_secs(45);
+/// How [`Uml::runs_here`] begins when UML cannot run a process on this host's CPU.
+const UML_CANNOT_RUN_HERE: &str = "User-Mode Linux cannot run a process on this host's CPU";
 
 fn element(class: &str, config: &str) -> Box<dyn Element> {
     let names = Names::new();
@@ -371,6 +376,90 @@ impl Uml {
         }
     }
 
+    /// Whether UML can run a process on this host: a boot whose init only writes a file and
+    /// powers off. `Err` starts with [`UML_CANNOT_RUN_HERE`] when UML died starting that
+    /// init (UML 6.1 cannot save the CPU state of some hosts: seen on Intel Xeons with AMX,
+    /// `fatal_sigsegv` from `put_fp_registers` on the console), else says what went wrong.
+    fn runs_here() -> Result<(), String> {
+        let dir =
+            Dir(std::env::temp_dir().join(format!("fusebox-uml-probe-{}", std::process::id())));
+        let _ = std::fs::remove_dir_all(&*dir);
+        std::fs::create_dir_all(&*dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let d = dir
+            .to_str()
+            .ok_or("a temporary directory that is not UTF-8")?;
+        let init = dir.join("init");
+        std::fs::write(
+            &init,
+            format!(
+                "#!/bin/sh
+echo ok > {d}/alive
+mount -t proc proc /proc
+echo o > /proc/sysrq-trigger
+sleep 60
+"
+            ),
+        )
+        .map_err(|e| format!("{}: {e}", init.display()))?;
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&init, std::fs::Permissions::from_mode(0o755))
+                .map_err(|e| format!("chmod {}: {e}", init.display()))?;
+        }
+        let log = std::fs::File::create(dir.join("console.log")).map_err(|e| e.to_string())?;
+        let mut child = Command::new(UML_KERNEL)
+            .args([
+                "mem=64M",
+                "rootfstype=hostfs",
+                "rootflags=/",
+                "rw",
+                &format!("init={d}/init"),
+                "con=null",
+                "con0=null,fd:1",
+            ])
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().map_err(|e| e.to_string())?)
+            .stderr(log)
+            .process_group(0)
+            .spawn()
+            .map_err(|e| format!("starting {UML_KERNEL}: {e}"))?;
+        let start = Instant::now();
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(s)) => break Some(s),
+                Ok(None) if start.elapsed() < UML_BOUND => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                _ => break None,
+            }
+        };
+        if status.is_none() {
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &format!("-{}", child.id())])
+                .output();
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        if dir.join("alive").exists() {
+            return Ok(());
+        }
+        let console = std::fs::read_to_string(dir.join("console.log")).unwrap_or_default();
+        let tail: Vec<&str> = console.lines().rev().take(6).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        if console.contains("fatal_sigsegv") || console.contains("put_fp_registers") {
+            Err(format!(
+                "{UML_CANNOT_RUN_HERE} (its init never ran; the console ends: {})",
+                tail.join(" | ")
+            ))
+        } else {
+            Err(format!(
+                "User-Mode Linux did not run its init ({}; the console ends: {})",
+                status.map_or("still running".to_string(), |s| s.to_string()),
+                tail.join(" | ")
+            ))
+        }
+    }
+
     /// Boots UML in namespace `ns` on its device `dev` (MAC `mac`), its init setting up the
     /// tunnel with [`kernel_commands`] and running [`PEER_PY`], which expects `expect`
     /// datagrams and sends `back`.
@@ -592,7 +681,7 @@ fn kernel_and_fusebox_decrypt_each_other() {
                 sink,
             }
         }
-        Err(why_not_host) => match Uml::find() {
+        Err(why_not_host) => match Uml::find().and_then(|v| Uml::runs_here().map(|()| v)) {
             Ok(version) => {
                 eprintln!(
                     "{test}: User-Mode Linux {version}, not the host's kernel: {why_not_host}"
@@ -617,7 +706,10 @@ fn kernel_and_fusebox_decrypt_each_other() {
                      (CONFIG_INET_ESP and CONFIG_CRYPTO_GCM are needed): {why_not_host}; \
                      {why_not_uml}"
                 );
-                if std::env::var("CI").as_deref() == Ok("true") {
+                // A host whose CPU UML cannot run on is not a missing install: CI cannot
+                // change it either, so the test says so loudly and stops, even under CI.
+                let host_limit = why_not_uml.starts_with(UML_CANNOT_RUN_HERE);
+                if std::env::var("CI").as_deref() == Ok("true") && !host_limit {
                     panic!("{msg}, and CI=true");
                 }
                 eprintln!("skipping {msg}");
