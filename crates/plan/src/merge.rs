@@ -270,6 +270,17 @@ struct Touch {
     keeps_checksum_at: Option<i32>,
 }
 
+impl Touch {
+    /// A write of annotation `f` only.
+    fn anno(f: Field) -> Touch {
+        Touch {
+            bytes: Some(Vec::new()),
+            annos: vec![f],
+            ..Touch::default()
+        }
+    }
+}
+
 const FAR: i64 = i64::MAX / 4;
 
 /// What field `f` of an answer taken with `data`/`ip` depends on: byte ranges (`None`:
@@ -480,11 +491,7 @@ impl Walk<'_> {
             Effect::Write(_, Op::Identity) => true,
             Effect::Write(f, _) => {
                 let touch = if f.group() == Group::Annotation {
-                    Touch {
-                        bytes: Some(Vec::new()),
-                        annos: vec![*f],
-                        ..Touch::default()
-                    }
+                    Touch::anno(*f)
                 } else {
                     let mut bytes = Self::field_bytes(*f, k.data, ip);
                     // A stored IPv4 field's write leaves the checksum stale.
@@ -546,12 +553,7 @@ impl Walk<'_> {
                 done
             }
             Effect::PacketTypeFromEth => {
-                let touch = Touch {
-                    bytes: Some(Vec::new()),
-                    annos: vec![Field::PacketType],
-                    ..Touch::default()
-                };
-                self.apply(k, &touch, g);
+                self.apply(k, &Touch::anno(Field::PacketType), g);
                 false
             }
             Effect::MarkIp => {
@@ -605,12 +607,7 @@ impl Walk<'_> {
                 if ip.is_some() && k.dst_anno == ip {
                     return true;
                 }
-                let touch = Touch {
-                    bytes: Some(Vec::new()),
-                    annos: vec![Field::DstIpAnno],
-                    ..Touch::default()
-                };
-                self.apply(k, &touch, g);
+                self.apply(k, &Touch::anno(Field::DstIpAnno), g);
                 k.dst_anno = ip;
                 false
             }

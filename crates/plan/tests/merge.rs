@@ -2,6 +2,8 @@
 //! refused, with the word of the reason), the examples, and naive = merged on each: the
 //! same packets, counters and state.
 
+mod common;
+
 use chain::{ChainFile, Endpoint, Executor, ExitSink, RunOptions};
 use plan::merge::{analyze, CandidateKind, MergeReport};
 use ports::gen::{generate, Anomalies, GenConfig, Mix, Rate};
@@ -36,26 +38,18 @@ impl Drop for Dir {
 /// entered at `n0.eth0`); a configuration without `FromDevice` is the body of
 /// `FromDevice(eth0) -> BODY -> ToDevice(eth1)`.
 fn write_chain(dir: &Path, configs: &[&str]) -> ChainFile {
-    let mut toml = String::new();
-    for (i, c) in configs.iter().enumerate() {
-        let text = if c.contains("FromDevice") {
-            c.to_string()
-        } else {
-            format!("FromDevice(eth0) -> {c} -> ToDevice(eth1);")
-        };
-        std::fs::write(dir.join(format!("n{i}.click")), text).unwrap();
-        toml.push_str(&format!("[nf.n{i}]\nclick = \"n{i}.click\"\n"));
-    }
-    for i in 1..configs.len() {
-        toml.push_str(&format!(
-            "[[link]]\nbetween = [\"n{}.eth1\", \"n{i}.eth0\"]\n",
-            i - 1
-        ));
-    }
-    toml.push_str("[[entry]]\nto = \"n0.eth0\"\n");
-    let path = dir.join("chain.toml");
-    std::fs::write(&path, toml).unwrap();
-    ChainFile::load(&path).unwrap()
+    let texts: Vec<String> = configs
+        .iter()
+        .map(|c| {
+            if c.contains("FromDevice") {
+                c.to_string()
+            } else {
+                format!("FromDevice(eth0) -> {c} -> ToDevice(eth1);")
+            }
+        })
+        .collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    common::write_chain_file(dir, &refs)
 }
 
 fn executor(chain: &ChainFile) -> Executor {

@@ -102,20 +102,7 @@ impl BatchPlan {
                 Kind::Link(_) => {}
             }
         }
-        let succ = |e: usize| -> Vec<u32> {
-            match ex.info[e].kind {
-                Kind::Inner => {
-                    let r = ex.edge_base[e] as usize..ex.edge_base[e + 1] as usize;
-                    ex.edges[r]
-                        .iter()
-                        .filter(|d| d.element != u32::MAX)
-                        .map(|d| d.element)
-                        .collect()
-                }
-                Kind::Link(t) => vec![t],
-                Kind::Exit(x) => ex.exits[x as usize].reflect_to.into_iter().collect(),
-            }
-        };
+        let succ = |e: usize| ex.successors(e);
         let comps = components(n, &succ);
         // The batched part: components whose elements allow it (an element that needs input
         // order not on a cycle) and whose every predecessor is batched too, so nothing the

@@ -543,7 +543,7 @@ impl Executor {
 
     /// The successors of element `e` in the element graph (edges, link crossings,
     /// reflected replies).
-    fn successors(&self, e: usize) -> Vec<u32> {
+    pub(super) fn successors(&self, e: usize) -> Vec<u32> {
         match self.info[e].kind {
             Kind::Inner => {
                 let r = self.edge_base[e] as usize..self.edge_base[e + 1] as usize;

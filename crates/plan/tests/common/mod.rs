@@ -1,4 +1,6 @@
 //! Small linear chains built from Click snippets, for the planner's tests.
+// Each test binary uses part of this module.
+#![allow(dead_code)]
 
 use chain::{ChainFile, Executor, ExitSink, RunOptions};
 
@@ -25,6 +27,15 @@ pub fn linear(test: &str, bodies: &[&str]) -> Executor {
 pub fn chain_of(test: &str, configs: &[&str]) -> Executor {
     let dir = std::env::temp_dir().join(format!("plan-{test}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
+    let chain = write_chain_file(&dir, configs);
+    let ex = Executor::new(&chain, &RunOptions::default(), |_, _| Ok(ExitSink::Count)).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    ex
+}
+
+/// Writes the chain of NFs with these whole Click configurations into `dir` (`n{i}.click`,
+/// `chain.toml`: `n{i}.eth1 -- n{i+1}.eth0`, entered at `n0.eth0`) and loads it.
+pub fn write_chain_file(dir: &std::path::Path, configs: &[&str]) -> ChainFile {
     let mut toml = String::new();
     for (i, c) in configs.iter().enumerate() {
         std::fs::write(dir.join(format!("n{i}.click")), c).unwrap();
@@ -39,8 +50,5 @@ pub fn chain_of(test: &str, configs: &[&str]) -> Executor {
     toml.push_str("[[entry]]\nto = \"n0.eth0\"\n");
     let path = dir.join("chain.toml");
     std::fs::write(&path, toml).unwrap();
-    let chain = ChainFile::load(&path).unwrap();
-    let ex = Executor::new(&chain, &RunOptions::default(), |_, _| Ok(ExitSink::Count)).unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
-    ex
+    ChainFile::load(&path).unwrap()
 }
