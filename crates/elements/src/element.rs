@@ -66,11 +66,14 @@ impl BatchClock<'_> {
     }
 }
 
-/// What an element did with the packets of a batch that did not leave by output 0
+/// What an element did with the packets of a batch that did not leave by its main output
 /// ([`Element::push_batch`]), in input order.
 #[derive(Debug, Default)]
 pub struct BatchOut {
-    /// (output port, packet) for outputs other than 0.
+    /// The output the packets left in the batch took (the first packet's; 0 when no packet
+    /// left). The executor resets it to 0 before each call.
+    pub main: u32,
+    /// (output port, packet) for outputs other than `main`.
     pub sent: Vec<(u32, Packet)>,
     /// (packet, reason).
     pub dropped: Vec<(Packet, &'static str)>,
@@ -357,8 +360,9 @@ pub trait Element: Send + AsAny {
     }
 
     /// Processes the packets of `batch`, all arriving on input `port`, in order: a packet
-    /// that leaves by output 0 takes its own place again, the others go to `side` (sent by
-    /// another output, or dropped) and leave `batch`, which keeps the order of the rest.
+    /// that leaves by the main output (the first packet's output, written to `side.main`)
+    /// takes its own place again, the others go to `side` (sent by another output, or
+    /// dropped) and leave `batch`, which keeps the order of the rest.
     /// For a [`Batching::Ordered`] element, [`Context::now`] is, while each packet is pushed,
     /// the time its input entered the chain (`clock`). Only called for elements whose
     /// [`Element::batching`] is not `Never`. The default calls [`Element::push`] in a loop
@@ -375,6 +379,9 @@ pub trait Element: Send + AsAny {
     ) {
         let timed = self.batching() == Batching::Ordered;
         let mut all_kept = true;
+        // The output packets stay in place for: the first packet's (a router sends most of
+        // a batch by one output, often not 0).
+        let mut main: Option<usize> = None;
         for slot in batch.iter_mut() {
             let Some(p) = slot.take() else {
                 continue;
@@ -383,7 +390,7 @@ pub trait Element: Send + AsAny {
                 cx.now = clock.now(&p);
             }
             match self.push(port as usize, p, cx) {
-                Verdict::Out(0, q) => *slot = Some(q),
+                Verdict::Out(o, q) if *main.get_or_insert(o) == o => *slot = Some(q),
                 Verdict::Out(o, q) => {
                     all_kept = false;
                     side.sent.push((o as u32, q));
@@ -395,6 +402,7 @@ pub trait Element: Send + AsAny {
                 Verdict::Done => all_kept = false,
             }
         }
+        side.main = main.unwrap_or(0) as u32;
         if !all_kept {
             batch.retain(Option::is_some);
         }

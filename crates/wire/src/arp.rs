@@ -89,51 +89,61 @@ impl<T: AsRef<[u8]>> Packet<T> {
     }
 
     /// Consumes the view and returns the underlying buffer.
+    #[inline]
     pub fn into_inner(self) -> T {
         self.buffer
     }
 
     /// Hardware type (1 = Ethernet).
+    #[inline]
     pub fn hardware_type(&self) -> u16 {
         rd16(self.buffer.as_ref(), field::HTYPE)
     }
 
     /// Protocol type (0x0800 = IPv4).
+    #[inline]
     pub fn protocol_type(&self) -> u16 {
         rd16(self.buffer.as_ref(), field::PTYPE)
     }
 
     /// Hardware address length.
+    #[inline]
     pub fn hardware_len(&self) -> u8 {
         self.buffer.as_ref()[field::HLEN]
     }
 
     /// Protocol address length.
+    #[inline]
     pub fn protocol_len(&self) -> u8 {
         self.buffer.as_ref()[field::PLEN]
     }
 
     /// Operation; see [`operation`].
+    #[inline]
     pub fn operation(&self) -> u16 {
         rd16(self.buffer.as_ref(), field::OPER)
     }
 
     /// Sender MAC address.
+    #[inline]
     pub fn sender_hardware_addr(&self) -> Address {
         Address(rdarr(self.buffer.as_ref(), field::SHA))
     }
 
     /// Sender IPv4 address.
+    #[inline]
     pub fn sender_protocol_addr(&self) -> Ipv4Addr {
         Ipv4Addr::from(rdarr::<4>(self.buffer.as_ref(), field::SPA))
     }
 
     /// Target MAC address.
+    #[inline]
     pub fn target_hardware_addr(&self) -> Address {
         Address(rdarr(self.buffer.as_ref(), field::THA))
     }
 
     /// Target IPv4 address.
+    #[inline]
     pub fn target_protocol_addr(&self) -> Ipv4Addr {
         Ipv4Addr::from(rdarr::<4>(self.buffer.as_ref(), field::TPA))
     }
@@ -141,52 +151,62 @@ impl<T: AsRef<[u8]>> Packet<T> {
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
     /// Sets the hardware type.
+    #[inline]
     pub fn set_hardware_type(&mut self, value: u16) {
         wr16(self.buffer.as_mut(), field::HTYPE, value);
     }
 
     /// Sets the protocol type.
+    #[inline]
     pub fn set_protocol_type(&mut self, value: u16) {
         wr16(self.buffer.as_mut(), field::PTYPE, value);
     }
 
     /// Sets the hardware address length.
+    #[inline]
     pub fn set_hardware_len(&mut self, value: u8) {
         self.buffer.as_mut()[field::HLEN] = value;
     }
 
     /// Sets the protocol address length.
+    #[inline]
     pub fn set_protocol_len(&mut self, value: u8) {
         self.buffer.as_mut()[field::PLEN] = value;
     }
 
     /// Sets the operation.
+    #[inline]
     pub fn set_operation(&mut self, value: u16) {
         wr16(self.buffer.as_mut(), field::OPER, value);
     }
 
     /// Sets the sender MAC address.
+    #[inline]
     pub fn set_sender_hardware_addr(&mut self, addr: Address) {
         self.buffer.as_mut()[field::SHA].copy_from_slice(&addr.0);
     }
 
     /// Sets the sender IPv4 address.
+    #[inline]
     pub fn set_sender_protocol_addr(&mut self, addr: Ipv4Addr) {
         self.buffer.as_mut()[field::SPA].copy_from_slice(&addr.octets());
     }
 
     /// Sets the target MAC address.
+    #[inline]
     pub fn set_target_hardware_addr(&mut self, addr: Address) {
         self.buffer.as_mut()[field::THA].copy_from_slice(&addr.0);
     }
 
     /// Sets the target IPv4 address.
+    #[inline]
     pub fn set_target_protocol_addr(&mut self, addr: Ipv4Addr) {
         self.buffer.as_mut()[field::TPA].copy_from_slice(&addr.octets());
     }
 }
 
 impl<T: AsRef<[u8]>> AsRef<[u8]> for Packet<T> {
+    #[inline]
     fn as_ref(&self) -> &[u8] {
         self.buffer.as_ref()
     }
@@ -194,6 +214,7 @@ impl<T: AsRef<[u8]>> AsRef<[u8]> for Packet<T> {
 
 /// The whole underlying buffer, writable (as the setters see it).
 impl<T: AsRef<[u8]> + AsMut<[u8]>> AsMut<[u8]> for Packet<T> {
+    #[inline]
     fn as_mut(&mut self) -> &mut [u8] {
         self.buffer.as_mut()
     }

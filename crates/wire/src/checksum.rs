@@ -66,9 +66,22 @@ pub fn data(data: &[u8]) -> u16 {
 #[inline]
 pub fn ipv4_header_ok(h: &[u8]) -> bool {
     match <&[u8; 20]>::try_from(h) {
-        Ok(h20) => data(h20) == 0,
+        Ok(h20) => header20_ok(h20),
         Err(_) => data(h) == 0,
     }
+}
+
+/// [`ipv4_header_ok`] for the common 20-byte header, in a few instructions: the five 32-bit
+/// words are added as the machine loads them (native byte order) and the sum is tested
+/// for a multiple of 0xFFFF. In either byte order a word's value is the big-endian one
+/// times 2^8 or 2^0 modulo 0xFFFF (2^16 ≡ 1), and 2^8 is invertible modulo 0xFFFF, so the
+/// sum is a multiple of 0xFFFF exactly when the big-endian sum is; `!fold(sum) == 0` means
+/// precisely that, for a non-zero sum (a header of zeros folds to 0 and fails).
+#[inline]
+fn header20_ok(h: &[u8; 20]) -> bool {
+    let w = |i: usize| u64::from(u32::from_ne_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]));
+    let acc = w(0) + w(4) + w(8) + w(12) + w(16);
+    acc != 0 && acc % 0xFFFF == 0
 }
 
 /// Adds several unfolded accumulators together (still unfolded).
@@ -212,6 +225,32 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_20_byte_check_agrees_at_the_edges_of_ones_complement() {
+        // Zeros sum to 0, which folds to 0 and fails; all ones and a sum that is a
+        // non-zero multiple of 0xFFFF pass; both forms of zero in the checksum field
+        // (0x0000 and 0xFFFF) agree with the plain sum.
+        let mut rng = XorShift(0x0dd_ba11);
+        let mut cases: Vec<[u8; 20]> = vec![[0; 20], [0xff; 20]];
+        for _ in 0..2000 {
+            let mut h = [0u8; 20];
+            for b in h.iter_mut() {
+                *b = rng.next_u64() as u8;
+            }
+            h[10] = 0;
+            h[11] = 0;
+            let c = data(&h);
+            for field in [c, !c, 0, 0xffff, c.swap_bytes()] {
+                h[10..12].copy_from_slice(&field.to_be_bytes());
+                cases.push(h);
+            }
+        }
+        for h in &cases {
+            assert_eq!(ipv4_header_ok(h), data(h) == 0, "{h:?}");
+        }
+        assert!(!ipv4_header_ok(&[0; 20]) && ipv4_header_ok(&[0xff; 20]));
     }
 
     #[test]

@@ -53,21 +53,25 @@ impl Address {
     }
 
     /// Whether this is the broadcast address.
+    #[inline]
     pub fn is_broadcast(&self) -> bool {
         *self == Self::BROADCAST
     }
 
     /// Whether the group bit (LSB of the first octet) is set; includes broadcast.
+    #[inline]
     pub fn is_multicast(&self) -> bool {
         self.0[0] & 0x01 != 0
     }
 
     /// Whether this is an individual (non-group) address.
+    #[inline]
     pub fn is_unicast(&self) -> bool {
         !self.is_multicast()
     }
 
     /// Whether the locally administered bit is set.
+    #[inline]
     pub fn is_local(&self) -> bool {
         self.0[0] & 0x02 != 0
     }
@@ -89,12 +93,14 @@ pub const fn u64_to_mac(v: u64) -> [u8; 6] {
 }
 
 impl From<[u8; 6]> for Address {
+    #[inline]
     fn from(bytes: [u8; 6]) -> Self {
         Address(bytes)
     }
 }
 
 impl fmt::Display for Address {
+    #[inline]
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let b = &self.0;
         write!(
@@ -159,6 +165,7 @@ impl<T: AsRef<[u8]>> Frame<T> {
     }
 
     /// Consumes the view and returns the underlying buffer.
+    #[inline]
     pub fn into_inner(self) -> T {
         self.buffer
     }
@@ -169,21 +176,25 @@ impl<T: AsRef<[u8]>> Frame<T> {
     }
 
     /// Destination MAC address.
+    #[inline]
     pub fn dst_addr(&self) -> Address {
         Address(rdarr(self.buffer.as_ref(), field::DESTINATION))
     }
 
     /// Source MAC address.
+    #[inline]
     pub fn src_addr(&self) -> Address {
         Address(rdarr(self.buffer.as_ref(), field::SOURCE))
     }
 
     /// EtherType field (may be a VLAN TPID; see [`crate::vlan`]).
+    #[inline]
     pub fn ethertype(&self) -> u16 {
         rd16(self.buffer.as_ref(), field::ETHERTYPE)
     }
 
     /// Bytes after the 14-byte header.
+    #[inline]
     pub fn payload(&self) -> &[u8] {
         let data = self.buffer.as_ref();
         clamp(data, HEADER_LEN, data.len())
@@ -192,21 +203,25 @@ impl<T: AsRef<[u8]>> Frame<T> {
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Frame<T> {
     /// Sets the destination MAC address.
+    #[inline]
     pub fn set_dst_addr(&mut self, addr: Address) {
         self.buffer.as_mut()[field::DESTINATION].copy_from_slice(&addr.0);
     }
 
     /// Sets the source MAC address.
+    #[inline]
     pub fn set_src_addr(&mut self, addr: Address) {
         self.buffer.as_mut()[field::SOURCE].copy_from_slice(&addr.0);
     }
 
     /// Sets the EtherType field.
+    #[inline]
     pub fn set_ethertype(&mut self, value: u16) {
         wr16(self.buffer.as_mut(), field::ETHERTYPE, value);
     }
 
     /// Mutable bytes after the 14-byte header.
+    #[inline]
     pub fn payload_mut(&mut self) -> &mut [u8] {
         let data = self.buffer.as_mut();
         let len = data.len();
@@ -215,6 +230,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Frame<T> {
 }
 
 impl<T: AsRef<[u8]>> AsRef<[u8]> for Frame<T> {
+    #[inline]
     fn as_ref(&self) -> &[u8] {
         self.buffer.as_ref()
     }
@@ -222,6 +238,7 @@ impl<T: AsRef<[u8]>> AsRef<[u8]> for Frame<T> {
 
 /// The whole underlying buffer, writable (as the setters see it).
 impl<T: AsRef<[u8]> + AsMut<[u8]>> AsMut<[u8]> for Frame<T> {
+    #[inline]
     fn as_mut(&mut self) -> &mut [u8] {
         self.buffer.as_mut()
     }

@@ -141,58 +141,69 @@ impl<T: AsRef<[u8]>> Packet<T> {
     }
 
     /// Consumes the view and returns the underlying buffer.
+    #[inline]
     pub fn into_inner(self) -> T {
         self.buffer
     }
 
     /// Message type; see [`msg_type`].
+    #[inline]
     pub fn msg_type(&self) -> u8 {
         self.buffer.as_ref()[field::TYPE]
     }
 
     /// Message code.
+    #[inline]
     pub fn msg_code(&self) -> u8 {
         self.buffer.as_ref()[field::CODE]
     }
 
     /// Checksum field.
+    #[inline]
     pub fn checksum(&self) -> u16 {
         rd16(self.buffer.as_ref(), field::CHECKSUM)
     }
 
     /// Echo identifier (meaningful for echo request/reply).
+    #[inline]
     pub fn ident(&self) -> u16 {
         rd16(self.buffer.as_ref(), field::ECHO_IDENT)
     }
 
     /// Echo sequence number (meaningful for echo request/reply).
+    #[inline]
     pub fn seq_no(&self) -> u16 {
         rd16(self.buffer.as_ref(), field::ECHO_SEQNO)
     }
 
     /// The next-hop MTU of a "fragmentation needed" unreachable (RFC 1191: the low 16 bits
     /// of the rest-of-header word).
+    #[inline]
     pub fn next_hop_mtu(&self) -> u16 {
         self.seq_no()
     }
 
     /// The type-specific 32-bit word following the checksum.
+    #[inline]
     pub fn rest_of_header(&self) -> u32 {
         rd32(self.buffer.as_ref(), field::REST)
     }
 
     /// Message data after the 8-byte header.
+    #[inline]
     pub fn data(&self) -> &[u8] {
         let d = self.buffer.as_ref();
         clamp(d, HEADER_LEN, d.len())
     }
 
     /// Same as [`Packet::data`].
+    #[inline]
     pub fn payload(&self) -> &[u8] {
         self.data()
     }
 
     /// Whether the checksum over the whole buffer is correct.
+    #[inline]
     pub fn verify_checksum(&self) -> bool {
         checksum::data(self.buffer.as_ref()) == 0
     }
@@ -200,42 +211,50 @@ impl<T: AsRef<[u8]>> Packet<T> {
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
     /// Sets the message type.
+    #[inline]
     pub fn set_msg_type(&mut self, value: u8) {
         self.buffer.as_mut()[field::TYPE] = value;
     }
 
     /// Sets the message code.
+    #[inline]
     pub fn set_msg_code(&mut self, value: u8) {
         self.buffer.as_mut()[field::CODE] = value;
     }
 
     /// Sets the checksum field.
+    #[inline]
     pub fn set_checksum(&mut self, value: u16) {
         wr16(self.buffer.as_mut(), field::CHECKSUM, value);
     }
 
     /// Sets the echo identifier.
+    #[inline]
     pub fn set_ident(&mut self, value: u16) {
         wr16(self.buffer.as_mut(), field::ECHO_IDENT, value);
     }
 
     /// Sets the echo sequence number.
+    #[inline]
     pub fn set_seq_no(&mut self, value: u16) {
         wr16(self.buffer.as_mut(), field::ECHO_SEQNO, value);
     }
 
     /// Sets the next-hop MTU of a "fragmentation needed" unreachable (RFC 1191: the low
     /// 16 bits of the rest-of-header word).
+    #[inline]
     pub fn set_next_hop_mtu(&mut self, value: u16) {
         self.set_seq_no(value);
     }
 
     /// Sets the rest-of-header word.
+    #[inline]
     pub fn set_rest_of_header(&mut self, value: u32) {
         wr32(self.buffer.as_mut(), field::REST, value);
     }
 
     /// Mutable message data.
+    #[inline]
     pub fn data_mut(&mut self) -> &mut [u8] {
         let d = self.buffer.as_mut();
         let len = d.len();
@@ -243,11 +262,13 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
     }
 
     /// Same as [`Packet::data_mut`].
+    #[inline]
     pub fn payload_mut(&mut self) -> &mut [u8] {
         self.data_mut()
     }
 
     /// Zeroes then recomputes the checksum over the whole buffer.
+    #[inline]
     pub fn fill_checksum(&mut self) {
         self.set_checksum(0);
         let ck = checksum::data(self.buffer.as_ref());
@@ -256,6 +277,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
 }
 
 impl<T: AsRef<[u8]>> AsRef<[u8]> for Packet<T> {
+    #[inline]
     fn as_ref(&self) -> &[u8] {
         self.buffer.as_ref()
     }
@@ -263,6 +285,7 @@ impl<T: AsRef<[u8]>> AsRef<[u8]> for Packet<T> {
 
 /// The whole underlying buffer, writable (as the setters see it).
 impl<T: AsRef<[u8]> + AsMut<[u8]>> AsMut<[u8]> for Packet<T> {
+    #[inline]
     fn as_mut(&mut self) -> &mut [u8] {
         self.buffer.as_mut()
     }

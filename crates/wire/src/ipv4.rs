@@ -93,111 +93,133 @@ impl<T: AsRef<[u8]>> Packet<T> {
     }
 
     /// Consumes the view and returns the underlying buffer.
+    #[inline]
     pub fn into_inner(self) -> T {
         self.buffer
     }
 
     /// IP version (4 for a valid packet).
+    #[inline]
     pub fn version(&self) -> u8 {
         self.buffer.as_ref()[field::VER_IHL] >> 4
     }
 
     /// Header length in bytes (IHL * 4), options included.
+    #[inline]
     pub fn header_len(&self) -> usize {
         usize::from(self.buffer.as_ref()[field::VER_IHL] & 0x0f) * 4
     }
 
     /// DSCP and ECN byte.
+    #[inline]
     pub fn dscp_ecn(&self) -> u8 {
         self.buffer.as_ref()[field::DSCP_ECN]
     }
 
     /// Type of service byte (same as [`Packet::dscp_ecn`]).
+    #[inline]
     pub fn tos(&self) -> u8 {
         self.dscp_ecn()
     }
 
     /// Differentiated services code point (upper 6 bits of TOS).
+    #[inline]
     pub fn dscp(&self) -> u8 {
         self.dscp_ecn() >> 2
     }
 
     /// Explicit congestion notification (lower 2 bits of TOS).
+    #[inline]
     pub fn ecn(&self) -> u8 {
         self.dscp_ecn() & 0x03
     }
 
     /// Total length (header + payload) in bytes.
+    #[inline]
     pub fn total_len(&self) -> u16 {
         rd16(self.buffer.as_ref(), field::LENGTH)
     }
 
     /// Identification field.
+    #[inline]
     pub fn ident(&self) -> u16 {
         rd16(self.buffer.as_ref(), field::IDENT)
     }
 
     /// Raw flags + fragment offset word.
+    #[inline]
     pub fn flags_frag_raw(&self) -> u16 {
         rd16(self.buffer.as_ref(), field::FLG_OFF)
     }
 
     /// Don't Fragment flag.
+    #[inline]
     pub fn dont_frag(&self) -> bool {
         self.flags_frag_raw() & FLAG_DF != 0
     }
 
     /// More Fragments flag.
+    #[inline]
     pub fn more_frags(&self) -> bool {
         self.flags_frag_raw() & FLAG_MF != 0
     }
 
     /// Fragment offset in bytes.
+    #[inline]
     pub fn frag_offset(&self) -> u16 {
         (self.flags_frag_raw() & FRAG_MASK) << 3
     }
 
     /// Whether this packet is a fragment (MF set or non-zero offset).
+    #[inline]
     pub fn is_fragment(&self) -> bool {
         self.flags_frag_raw() & (FLAG_MF | FRAG_MASK) != 0
     }
 
     /// Time to live.
+    #[inline]
     pub fn ttl(&self) -> u8 {
         self.buffer.as_ref()[field::TTL]
     }
 
     /// Protocol of the payload (alias of [`Packet::protocol`]).
+    #[inline]
     pub fn next_header(&self) -> u8 {
         self.buffer.as_ref()[field::PROTOCOL]
     }
 
     /// Protocol of the payload; see [`protocol`].
+    #[inline]
     pub fn protocol(&self) -> u8 {
         self.next_header()
     }
 
     /// Header checksum field.
+    #[inline]
     pub fn checksum(&self) -> u16 {
         rd16(self.buffer.as_ref(), field::CHECKSUM)
     }
 
     /// Source address.
+    #[inline]
     pub fn src_addr(&self) -> Ipv4Addr {
         Ipv4Addr::from(rdarr::<4>(self.buffer.as_ref(), field::SRC_ADDR))
     }
 
     /// Destination address.
+    #[inline]
     pub fn dst_addr(&self) -> Ipv4Addr {
         Ipv4Addr::from(rdarr::<4>(self.buffer.as_ref(), field::DST_ADDR))
     }
 
     /// Option bytes (between byte 20 and `header_len`).
+    #[inline]
     pub fn options(&self) -> &[u8] {
         clamp(self.buffer.as_ref(), HEADER_LEN, self.header_len())
     }
 
     /// Payload bytes, from `header_len` to `total_len` (padding excluded).
+    #[inline]
     pub fn payload(&self) -> &[u8] {
         clamp(
             self.buffer.as_ref(),
@@ -207,102 +229,121 @@ impl<T: AsRef<[u8]>> Packet<T> {
     }
 
     /// Whether the header checksum is correct.
+    #[inline]
     pub fn verify_checksum(&self) -> bool {
         checksum::ipv4_header_ok(clamp(self.buffer.as_ref(), 0, self.header_len()))
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
+    #[inline]
     fn data_mut(&mut self) -> &mut [u8] {
         self.buffer.as_mut()
     }
 
     /// Sets the version nibble.
+    #[inline]
     pub fn set_version(&mut self, value: u8) {
         let d = self.data_mut();
         d[field::VER_IHL] = (d[field::VER_IHL] & 0x0f) | (value << 4);
     }
 
     /// Sets the header length in bytes (must be a multiple of 4, <= 60).
+    #[inline]
     pub fn set_header_len(&mut self, value: usize) {
         let d = self.data_mut();
         d[field::VER_IHL] = (d[field::VER_IHL] & 0xf0) | ((value / 4) as u8 & 0x0f);
     }
 
     /// Sets the DSCP/ECN byte.
+    #[inline]
     pub fn set_dscp_ecn(&mut self, value: u8) {
         self.data_mut()[field::DSCP_ECN] = value;
     }
 
     /// Sets the type of service byte (same as [`Packet::set_dscp_ecn`]).
+    #[inline]
     pub fn set_tos(&mut self, value: u8) {
         self.set_dscp_ecn(value);
     }
 
     /// Sets the total length.
+    #[inline]
     pub fn set_total_len(&mut self, value: u16) {
         wr16(self.data_mut(), field::LENGTH, value);
     }
 
     /// Sets the identification field.
+    #[inline]
     pub fn set_ident(&mut self, value: u16) {
         wr16(self.data_mut(), field::IDENT, value);
     }
 
     /// Sets the raw flags + fragment offset word.
+    #[inline]
     pub fn set_flags_frag_raw(&mut self, value: u16) {
         wr16(self.data_mut(), field::FLG_OFF, value);
     }
 
     /// Sets or clears Don't Fragment.
+    #[inline]
     pub fn set_dont_frag(&mut self, value: bool) {
         let raw = self.flags_frag_raw() & !FLAG_DF;
         self.set_flags_frag_raw(if value { raw | FLAG_DF } else { raw });
     }
 
     /// Sets or clears More Fragments.
+    #[inline]
     pub fn set_more_frags(&mut self, value: bool) {
         let raw = self.flags_frag_raw() & !FLAG_MF;
         self.set_flags_frag_raw(if value { raw | FLAG_MF } else { raw });
     }
 
     /// Sets the fragment offset in bytes (rounded down to a multiple of 8).
+    #[inline]
     pub fn set_frag_offset(&mut self, value: u16) {
         let raw = self.flags_frag_raw() & !FRAG_MASK;
         self.set_flags_frag_raw(raw | ((value >> 3) & FRAG_MASK));
     }
 
     /// Sets the time to live.
+    #[inline]
     pub fn set_ttl(&mut self, value: u8) {
         self.data_mut()[field::TTL] = value;
     }
 
     /// Sets the payload protocol (alias of [`Packet::set_protocol`]).
+    #[inline]
     pub fn set_next_header(&mut self, value: u8) {
         self.data_mut()[field::PROTOCOL] = value;
     }
 
     /// Sets the payload protocol.
+    #[inline]
     pub fn set_protocol(&mut self, value: u8) {
         self.set_next_header(value);
     }
 
     /// Sets the header checksum field.
+    #[inline]
     pub fn set_checksum(&mut self, value: u16) {
         wr16(self.data_mut(), field::CHECKSUM, value);
     }
 
     /// Sets the source address.
+    #[inline]
     pub fn set_src_addr(&mut self, addr: Ipv4Addr) {
         self.data_mut()[field::SRC_ADDR].copy_from_slice(&addr.octets());
     }
 
     /// Sets the destination address.
+    #[inline]
     pub fn set_dst_addr(&mut self, addr: Ipv4Addr) {
         self.data_mut()[field::DST_ADDR].copy_from_slice(&addr.octets());
     }
 
     /// Zeroes the checksum then recomputes it over `header_len` bytes.
+    #[inline]
     pub fn fill_checksum(&mut self) {
         self.set_checksum(0);
         let hl = self.header_len();
@@ -311,12 +352,14 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
     }
 
     /// Mutable option bytes.
+    #[inline]
     pub fn options_mut(&mut self) -> &mut [u8] {
         let hl = self.header_len();
         clamp_mut(self.data_mut(), HEADER_LEN, hl)
     }
 
     /// Mutable payload bytes (bounded by `total_len`).
+    #[inline]
     pub fn payload_mut(&mut self) -> &mut [u8] {
         let (hl, tl) = (self.header_len(), usize::from(self.total_len()));
         clamp_mut(self.data_mut(), hl, tl)
@@ -324,6 +367,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
 }
 
 impl<T: AsRef<[u8]>> AsRef<[u8]> for Packet<T> {
+    #[inline]
     fn as_ref(&self) -> &[u8] {
         self.buffer.as_ref()
     }
@@ -331,6 +375,7 @@ impl<T: AsRef<[u8]>> AsRef<[u8]> for Packet<T> {
 
 /// The whole underlying buffer, writable (as the setters see it).
 impl<T: AsRef<[u8]> + AsMut<[u8]>> AsMut<[u8]> for Packet<T> {
+    #[inline]
     fn as_mut(&mut self) -> &mut [u8] {
         self.buffer.as_mut()
     }

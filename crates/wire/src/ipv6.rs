@@ -70,55 +70,66 @@ impl<T: AsRef<[u8]>> Packet<T> {
     }
 
     /// Consumes the view and returns the underlying buffer.
+    #[inline]
     pub fn into_inner(self) -> T {
         self.buffer
     }
 
+    #[inline]
     fn ver_tc_flow(&self) -> u32 {
         rd32(self.buffer.as_ref(), field::VER_TC_FLOW)
     }
 
     /// IP version (6 for a valid packet).
+    #[inline]
     pub fn version(&self) -> u8 {
         self.buffer.as_ref()[0] >> 4
     }
 
     /// Traffic class (DSCP + ECN).
+    #[inline]
     pub fn traffic_class(&self) -> u8 {
         (self.ver_tc_flow() >> 20) as u8
     }
 
     /// Flow label (20 bits).
+    #[inline]
     pub fn flow_label(&self) -> u32 {
         self.ver_tc_flow() & 0x000f_ffff
     }
 
     /// Payload length (bytes after the fixed header, extension headers included).
+    #[inline]
     pub fn payload_len(&self) -> u16 {
         rd16(self.buffer.as_ref(), field::LENGTH)
     }
 
     /// Next header (first extension header or upper-layer protocol).
+    #[inline]
     pub fn next_header(&self) -> u8 {
         self.buffer.as_ref()[field::NXT_HDR]
     }
 
     /// Hop limit.
+    #[inline]
     pub fn hop_limit(&self) -> u8 {
         self.buffer.as_ref()[field::HOP_LIMIT]
     }
 
     /// Source address.
+    #[inline]
     pub fn src_addr(&self) -> Ipv6Addr {
         Ipv6Addr::from(rdarr::<16>(self.buffer.as_ref(), field::SRC_ADDR))
     }
 
     /// Destination address.
+    #[inline]
     pub fn dst_addr(&self) -> Ipv6Addr {
         Ipv6Addr::from(rdarr::<16>(self.buffer.as_ref(), field::DST_ADDR))
     }
 
     /// Payload bytes (extension headers included), bounded by `payload_len`.
+    #[inline]
     pub fn payload(&self) -> &[u8] {
         let end = HEADER_LEN + usize::from(self.payload_len());
         clamp(self.buffer.as_ref(), HEADER_LEN, end)
@@ -126,54 +137,64 @@ impl<T: AsRef<[u8]>> Packet<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
+    #[inline]
     fn set_ver_tc_flow(&mut self, value: u32) {
         wr32(self.buffer.as_mut(), field::VER_TC_FLOW, value);
     }
 
     /// Sets the version nibble.
+    #[inline]
     pub fn set_version(&mut self, value: u8) {
         let v = (self.ver_tc_flow() & 0x0fff_ffff) | (u32::from(value & 0x0f) << 28);
         self.set_ver_tc_flow(v);
     }
 
     /// Sets the traffic class.
+    #[inline]
     pub fn set_traffic_class(&mut self, value: u8) {
         let v = (self.ver_tc_flow() & 0xf00f_ffff) | (u32::from(value) << 20);
         self.set_ver_tc_flow(v);
     }
 
     /// Sets the flow label (low 20 bits of `value`).
+    #[inline]
     pub fn set_flow_label(&mut self, value: u32) {
         let v = (self.ver_tc_flow() & 0xfff0_0000) | (value & 0x000f_ffff);
         self.set_ver_tc_flow(v);
     }
 
     /// Sets the payload length.
+    #[inline]
     pub fn set_payload_len(&mut self, value: u16) {
         wr16(self.buffer.as_mut(), field::LENGTH, value);
     }
 
     /// Sets the next header.
+    #[inline]
     pub fn set_next_header(&mut self, value: u8) {
         self.buffer.as_mut()[field::NXT_HDR] = value;
     }
 
     /// Sets the hop limit.
+    #[inline]
     pub fn set_hop_limit(&mut self, value: u8) {
         self.buffer.as_mut()[field::HOP_LIMIT] = value;
     }
 
     /// Sets the source address.
+    #[inline]
     pub fn set_src_addr(&mut self, addr: Ipv6Addr) {
         self.buffer.as_mut()[field::SRC_ADDR].copy_from_slice(&addr.octets());
     }
 
     /// Sets the destination address.
+    #[inline]
     pub fn set_dst_addr(&mut self, addr: Ipv6Addr) {
         self.buffer.as_mut()[field::DST_ADDR].copy_from_slice(&addr.octets());
     }
 
     /// Mutable payload bytes, bounded by `payload_len`.
+    #[inline]
     pub fn payload_mut(&mut self) -> &mut [u8] {
         let end = HEADER_LEN + usize::from(self.payload_len());
         clamp_mut(self.buffer.as_mut(), HEADER_LEN, end)
@@ -181,6 +202,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
 }
 
 impl<T: AsRef<[u8]>> AsRef<[u8]> for Packet<T> {
+    #[inline]
     fn as_ref(&self) -> &[u8] {
         self.buffer.as_ref()
     }
@@ -188,6 +210,7 @@ impl<T: AsRef<[u8]>> AsRef<[u8]> for Packet<T> {
 
 /// The whole underlying buffer, writable (as the setters see it).
 impl<T: AsRef<[u8]> + AsMut<[u8]>> AsMut<[u8]> for Packet<T> {
+    #[inline]
     fn as_mut(&mut self) -> &mut [u8] {
         self.buffer.as_mut()
     }
@@ -266,6 +289,7 @@ pub struct FragInfo {
 
 impl FragInfo {
     /// Whether this is the first fragment (offset 0), which holds the upper-layer header.
+    #[inline]
     pub fn is_first(&self) -> bool {
         self.offset == 0
     }

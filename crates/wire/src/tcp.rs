@@ -91,71 +91,85 @@ impl<T: AsRef<[u8]>> Packet<T> {
     }
 
     /// Consumes the view and returns the underlying buffer.
+    #[inline]
     pub fn into_inner(self) -> T {
         self.buffer
     }
 
     /// Source port.
+    #[inline]
     pub fn src_port(&self) -> u16 {
         rd16(self.buffer.as_ref(), field::SRC_PORT)
     }
 
     /// Destination port.
+    #[inline]
     pub fn dst_port(&self) -> u16 {
         rd16(self.buffer.as_ref(), field::DST_PORT)
     }
 
     /// Sequence number.
+    #[inline]
     pub fn seq_number(&self) -> u32 {
         rd32(self.buffer.as_ref(), field::SEQ_NUM)
     }
 
     /// Acknowledgement number.
+    #[inline]
     pub fn ack_number(&self) -> u32 {
         rd32(self.buffer.as_ref(), field::ACK_NUM)
     }
 
     /// Header length in bytes (data offset * 4), options included.
+    #[inline]
     pub fn header_len(&self) -> usize {
         usize::from(self.buffer.as_ref()[field::DATA_OFF] >> 4) * 4
     }
 
     /// Flag byte; test with the constants in [`flags`].
+    #[inline]
     pub fn flags(&self) -> u8 {
         self.buffer.as_ref()[field::FLAGS]
     }
 
     /// Whether all bits of `mask` (from [`flags`]) are set.
+    #[inline]
     pub fn has_flags(&self, mask: u8) -> bool {
         self.flags() & mask == mask
     }
 
     /// Window size.
+    #[inline]
     pub fn window_len(&self) -> u16 {
         rd16(self.buffer.as_ref(), field::WIN_SIZE)
     }
 
     /// Checksum field.
+    #[inline]
     pub fn checksum(&self) -> u16 {
         rd16(self.buffer.as_ref(), field::CHECKSUM)
     }
 
     /// Urgent pointer.
+    #[inline]
     pub fn urgent_at(&self) -> u16 {
         rd16(self.buffer.as_ref(), field::URGENT)
     }
 
     /// Option bytes (between byte 20 and `header_len`).
+    #[inline]
     pub fn options(&self) -> &[u8] {
         clamp(self.buffer.as_ref(), HEADER_LEN, self.header_len())
     }
 
     /// Payload bytes (after `header_len`, to the end of the buffer).
+    #[inline]
     pub fn payload(&self) -> &[u8] {
         let data = self.buffer.as_ref();
         clamp(data, self.header_len(), data.len())
     }
 
+    #[inline]
     fn sum_v4(&self, src: Ipv4Addr, dst: Ipv4Addr) -> u32 {
         let d = self.buffer.as_ref();
         checksum::combine(&[
@@ -164,6 +178,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
         ])
     }
 
+    #[inline]
     fn sum_v6(&self, src: Ipv6Addr, dst: Ipv6Addr) -> u32 {
         let d = self.buffer.as_ref();
         checksum::combine(&[
@@ -173,11 +188,13 @@ impl<T: AsRef<[u8]>> Packet<T> {
     }
 
     /// Verifies the checksum with the IPv4 pseudo header.
+    #[inline]
     pub fn verify_checksum_v4(&self, src: Ipv4Addr, dst: Ipv4Addr) -> bool {
         checksum::fold(self.sum_v4(src, dst)) == 0xFFFF
     }
 
     /// Verifies the checksum with the IPv6 pseudo header.
+    #[inline]
     pub fn verify_checksum_v6(&self, src: Ipv6Addr, dst: Ipv6Addr) -> bool {
         checksum::fold(self.sum_v6(src, dst)) == 0xFFFF
     }
@@ -185,58 +202,69 @@ impl<T: AsRef<[u8]>> Packet<T> {
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
     /// Sets the source port.
+    #[inline]
     pub fn set_src_port(&mut self, value: u16) {
         wr16(self.buffer.as_mut(), field::SRC_PORT, value);
     }
 
     /// Sets the destination port.
+    #[inline]
     pub fn set_dst_port(&mut self, value: u16) {
         wr16(self.buffer.as_mut(), field::DST_PORT, value);
     }
 
     /// Sets the sequence number.
+    #[inline]
     pub fn set_seq_number(&mut self, value: u32) {
         wr32(self.buffer.as_mut(), field::SEQ_NUM, value);
     }
 
     /// Sets the acknowledgement number.
+    #[inline]
     pub fn set_ack_number(&mut self, value: u32) {
         wr32(self.buffer.as_mut(), field::ACK_NUM, value);
     }
 
     /// Sets the header length in bytes (multiple of 4, <= 60); keeps the low nibble.
+    #[inline]
     pub fn set_header_len(&mut self, value: usize) {
         let d = self.buffer.as_mut();
         d[field::DATA_OFF] = (d[field::DATA_OFF] & 0x0f) | (((value / 4) as u8) << 4);
     }
 
     /// Sets the flag byte.
+    #[inline]
     pub fn set_flags(&mut self, value: u8) {
         self.buffer.as_mut()[field::FLAGS] = value;
     }
 
     /// Sets the window size.
+    #[inline]
     pub fn set_window_len(&mut self, value: u16) {
         wr16(self.buffer.as_mut(), field::WIN_SIZE, value);
     }
 
     /// Sets the checksum field.
+    #[inline]
     pub fn set_checksum(&mut self, value: u16) {
         wr16(self.buffer.as_mut(), field::CHECKSUM, value);
     }
 
     /// Sets the urgent pointer.
+    #[inline]
     pub fn set_urgent_at(&mut self, value: u16) {
         wr16(self.buffer.as_mut(), field::URGENT, value);
     }
 
     /// Mutable option bytes.
+    #[inline]
     pub fn options_mut(&mut self) -> &mut [u8] {
         let hl = self.header_len();
         clamp_mut(self.buffer.as_mut(), HEADER_LEN, hl)
     }
 
     /// Mutable payload bytes.
+    #[inline]
     pub fn payload_mut(&mut self) -> &mut [u8] {
         let hl = self.header_len();
         let data = self.buffer.as_mut();
@@ -245,6 +273,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
     }
 
     /// Computes and stores the checksum with the IPv4 pseudo header.
+    #[inline]
     pub fn fill_checksum_v4(&mut self, src: Ipv4Addr, dst: Ipv4Addr) {
         self.set_checksum(0);
         let ck = !checksum::fold(self.sum_v4(src, dst));
@@ -252,6 +281,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
     }
 
     /// Computes and stores the checksum with the IPv6 pseudo header.
+    #[inline]
     pub fn fill_checksum_v6(&mut self, src: Ipv6Addr, dst: Ipv6Addr) {
         self.set_checksum(0);
         let ck = !checksum::fold(self.sum_v6(src, dst));
@@ -260,6 +290,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
 }
 
 impl<T: AsRef<[u8]>> AsRef<[u8]> for Packet<T> {
+    #[inline]
     fn as_ref(&self) -> &[u8] {
         self.buffer.as_ref()
     }
@@ -267,6 +298,7 @@ impl<T: AsRef<[u8]>> AsRef<[u8]> for Packet<T> {
 
 /// The whole underlying buffer, writable (as the setters see it).
 impl<T: AsRef<[u8]> + AsMut<[u8]>> AsMut<[u8]> for Packet<T> {
+    #[inline]
     fn as_mut(&mut self) -> &mut [u8] {
         self.buffer.as_mut()
     }

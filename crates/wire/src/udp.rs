@@ -65,42 +65,50 @@ impl<T: AsRef<[u8]>> Packet<T> {
     }
 
     /// Consumes the view and returns the underlying buffer.
+    #[inline]
     pub fn into_inner(self) -> T {
         self.buffer
     }
 
     /// Source port.
+    #[inline]
     pub fn src_port(&self) -> u16 {
         rd16(self.buffer.as_ref(), field::SRC_PORT)
     }
 
     /// Destination port.
+    #[inline]
     pub fn dst_port(&self) -> u16 {
         rd16(self.buffer.as_ref(), field::DST_PORT)
     }
 
     /// Length field (header + payload, bytes).
     #[allow(clippy::len_without_is_empty)]
+    #[inline]
     pub fn len(&self) -> u16 {
         rd16(self.buffer.as_ref(), field::LENGTH)
     }
 
     /// Checksum field.
+    #[inline]
     pub fn checksum(&self) -> u16 {
         rd16(self.buffer.as_ref(), field::CHECKSUM)
     }
 
     /// Payload bytes, bounded by the length field.
+    #[inline]
     pub fn payload(&self) -> &[u8] {
         clamp(self.buffer.as_ref(), HEADER_LEN, usize::from(self.len()))
     }
 
     /// Datagram bytes covered by the checksum (bounded by the length field).
+    #[inline]
     fn datagram(&self) -> &[u8] {
         clamp(self.buffer.as_ref(), 0, usize::from(self.len()))
     }
 
     /// Unfolded sum of pseudo header + datagram.
+    #[inline]
     fn sum_v4(&self, src: Ipv4Addr, dst: Ipv4Addr) -> u32 {
         let d = self.datagram();
         checksum::combine(&[
@@ -110,6 +118,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
     }
 
     /// Unfolded sum of IPv6 pseudo header + datagram.
+    #[inline]
     fn sum_v6(&self, src: Ipv6Addr, dst: Ipv6Addr) -> u32 {
         let d = self.datagram();
         checksum::combine(&[
@@ -119,11 +128,13 @@ impl<T: AsRef<[u8]>> Packet<T> {
     }
 
     /// Verifies the checksum over IPv4; a checksum of `0` ("none") is valid.
+    #[inline]
     pub fn verify_checksum_v4(&self, src: Ipv4Addr, dst: Ipv4Addr) -> bool {
         self.checksum() == 0 || checksum::fold(self.sum_v4(src, dst)) == 0xFFFF
     }
 
     /// Verifies the checksum over IPv6; a checksum of `0` is invalid.
+    #[inline]
     pub fn verify_checksum_v6(&self, src: Ipv6Addr, dst: Ipv6Addr) -> bool {
         self.checksum() != 0 && checksum::fold(self.sum_v6(src, dst)) == 0xFFFF
     }
@@ -131,32 +142,38 @@ impl<T: AsRef<[u8]>> Packet<T> {
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
     /// Sets the source port.
+    #[inline]
     pub fn set_src_port(&mut self, value: u16) {
         wr16(self.buffer.as_mut(), field::SRC_PORT, value);
     }
 
     /// Sets the destination port.
+    #[inline]
     pub fn set_dst_port(&mut self, value: u16) {
         wr16(self.buffer.as_mut(), field::DST_PORT, value);
     }
 
     /// Sets the length field.
+    #[inline]
     pub fn set_len(&mut self, value: u16) {
         wr16(self.buffer.as_mut(), field::LENGTH, value);
     }
 
     /// Sets the checksum field.
+    #[inline]
     pub fn set_checksum(&mut self, value: u16) {
         wr16(self.buffer.as_mut(), field::CHECKSUM, value);
     }
 
     /// Mutable payload bytes, bounded by the length field.
+    #[inline]
     pub fn payload_mut(&mut self) -> &mut [u8] {
         let len = usize::from(self.len());
         clamp_mut(self.buffer.as_mut(), HEADER_LEN, len)
     }
 
     /// Computes and stores the IPv4 checksum (a computed `0` becomes `0xFFFF`).
+    #[inline]
     pub fn fill_checksum_v4(&mut self, src: Ipv4Addr, dst: Ipv4Addr) {
         self.set_checksum(0);
         let ck = !checksum::fold(self.sum_v4(src, dst));
@@ -164,6 +181,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
     }
 
     /// Computes and stores the IPv6 checksum (a computed `0` becomes `0xFFFF`).
+    #[inline]
     pub fn fill_checksum_v6(&mut self, src: Ipv6Addr, dst: Ipv6Addr) {
         self.set_checksum(0);
         let ck = !checksum::fold(self.sum_v6(src, dst));
@@ -172,6 +190,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
 }
 
 impl<T: AsRef<[u8]>> AsRef<[u8]> for Packet<T> {
+    #[inline]
     fn as_ref(&self) -> &[u8] {
         self.buffer.as_ref()
     }
@@ -179,6 +198,7 @@ impl<T: AsRef<[u8]>> AsRef<[u8]> for Packet<T> {
 
 /// The whole underlying buffer, writable (as the setters see it).
 impl<T: AsRef<[u8]> + AsMut<[u8]>> AsMut<[u8]> for Packet<T> {
+    #[inline]
     fn as_mut(&mut self) -> &mut [u8] {
         self.buffer.as_mut()
     }

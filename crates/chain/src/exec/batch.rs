@@ -18,7 +18,7 @@
 //!   When a batched component is reached, every component before it is done and none after
 //!   it can send it anything, so an element outside any cycle holds all the arrivals it
 //!   will get from this batch: sorted by input index, they are the arrivals of sequential
-//!   execution in sequential order. Elements of a cycle (all `Free`) run in rounds until
+//!   execution in sequential order. Elements of a cycle (all `Free`) run from a work list until
 //!   their queues are empty, in any order, which does not matter to them. Packets reaching
 //!   an exit leave when the batched part is done, all exits' together in input order (an
 //!   exit is batched only if every exit element sending to it is); an `Ordered` element
@@ -58,6 +58,21 @@ pub(super) struct BatchPlan {
     /// Per element, whether it is in the batched part of the graph; packets reaching an
     /// element outside it wait in `frontier`.
     batched: Vec<bool>,
+    /// Per element of the batched part, the index of its component in `comps`.
+    comp_of: Vec<u32>,
+    /// Components that have packets waiting, one bit each by index in `comps`: a batch
+    /// visits only those (a chain of ten routers has some 140 components, most of them on
+    /// paths a given batch never takes).
+    pending: Vec<u64>,
+    /// Per element, whether it is on a cycle of the batched part.
+    on_cycle: Vec<bool>,
+    /// Per component on a cycle, its elements with packets waiting, each once (`ready_el`):
+    /// a cycle runs from this work list, most recent first, so a batch moves along its path
+    /// without every element of the cycle being looked at (two-way links make a whole
+    /// chain of routers one cycle).
+    ready: Vec<Vec<u32>>,
+    /// Per element, whether it is in its cycle's `ready` list.
+    ready_el: Vec<bool>,
     /// Packets that reached the part run packet by packet: (element, input port, packet).
     frontier: Vec<(u32, u32, Packet)>,
     /// Packets that reached a batched exit: (exit, packet). Several exit elements may send
@@ -167,6 +182,15 @@ impl BatchPlan {
             .filter(|(i, _)| batched_comp[*i])
             .map(|(_, c)| c)
             .collect();
+        let comp_count = comps.len();
+        let mut comp_of = vec![u32::MAX; n];
+        let mut on_cycle = vec![false; n];
+        for (i, c) in comps.iter().enumerate() {
+            for &e in &c.elements {
+                comp_of[e as usize] = i as u32;
+                on_cycle[e as usize] = c.cyclic;
+            }
+        }
         // Input ports in use: entries use port 0, edges name theirs.
         let mut ports = vec![1u32; n];
         for d in ex.edges.iter().filter(|d| d.element != u32::MAX) {
@@ -186,6 +210,11 @@ impl BatchPlan {
             queues: (0..total).map(|_| Vec::new()).collect(),
             ordered,
             batched,
+            pending: vec![0; comp_count.div_ceil(64)],
+            comp_of,
+            on_cycle,
+            ready: vec![Vec::new(); comp_count],
+            ready_el: vec![false; n],
             frontier: Vec::new(),
             exited: Vec::new(),
             side: BatchOut::default(),
@@ -201,10 +230,34 @@ impl BatchPlan {
         self.queues[r].iter().any(|q| !q.is_empty())
     }
 
-    /// The queue of element `e`'s input `port`.
+    /// The queue of element `e`'s input `port` (of the batched part), its component
+    /// marked as having packets waiting.
     #[inline]
     fn queue(&mut self, e: u32, port: u32) -> &mut Vec<Option<Packet>> {
+        let c = self.comp_of[e as usize] as usize;
+        self.pending[c / 64] |= 1 << (c % 64);
+        if self.on_cycle[e as usize] && !self.ready_el[e as usize] {
+            self.ready_el[e as usize] = true;
+            self.ready[c].push(e);
+        }
         &mut self.queues[(self.port_base[e as usize] + port) as usize]
+    }
+
+    /// Takes the first component at or after `from` that has packets waiting off the
+    /// pending set.
+    #[inline]
+    fn next_pending(&mut self, from: usize) -> Option<usize> {
+        let mut w = from / 64;
+        let mut bits = *self.pending.get(w)? & (!0u64 << (from % 64));
+        loop {
+            if bits != 0 {
+                let c = w * 64 + bits.trailing_zeros() as usize;
+                self.pending[w] &= !(1 << (c % 64));
+                return Some(c);
+            }
+            w += 1;
+            bits = *self.pending.get(w)?;
+        }
     }
 
     /// Adds `packets` (in input order) to the queue of element `e`'s input `port`, leaving
@@ -335,7 +388,11 @@ impl Executor {
         }
         let end = self.next_input;
         let now = self.cx.now;
-        for c in 0..plan.comps.len() {
+        // Components in topological order, only those with packets waiting: a step only
+        // sends packets to later components (or, on a cycle, to its own).
+        let mut from = 0;
+        while let Some(c) = plan.next_pending(from) {
+            from = c + 1;
             if !plan.comps[c].cyclic {
                 let e = plan.comps[c].elements[0];
                 if plan.waiting(e) {
@@ -343,19 +400,16 @@ impl Executor {
                 }
                 continue;
             }
-            loop {
-                let mut any = false;
-                for i in 0..plan.comps[c].elements.len() {
-                    let e = plan.comps[c].elements[i];
-                    if plan.waiting(e) {
-                        any = true;
-                        self.batch_step(&mut plan, e, first);
-                    }
-                }
-                if !any {
-                    break;
+            // A cycle (of `Free` elements only): its elements with packets waiting, in any
+            // order, until none is left.
+            while let Some(e) = plan.ready[c].pop() {
+                plan.ready_el[e as usize] = false;
+                if plan.waiting(e) {
+                    self.batch_step(&mut plan, e, first);
                 }
             }
+            // Its own steps marked it again; its queues are empty now.
+            plan.pending[c / 64] &= !(1 << (c % 64));
         }
         if !plan.exited.is_empty() {
             let mut exited = std::mem::take(&mut plan.exited);
@@ -448,14 +502,16 @@ impl Executor {
                     first,
                     nows: &plan.nows,
                 };
+                plan.side.main = 0;
                 self.elements[e].push_batch(port, &mut run, &clock, &mut plan.side, &mut self.cx);
-                // What left by output 0 is still in `run`, in order.
+                // What left by the main output is still in `run`, in order.
                 if !run.is_empty() {
-                    let k = info.edge_base as usize;
+                    let main = plan.side.main;
+                    let k = info.edge_base as usize + main as usize;
                     match self
                         .edges
                         .get(k)
-                        .filter(|d| info.outputs > 0 && d.element != u32::MAX)
+                        .filter(|d| main < info.outputs && d.element != u32::MAX)
                     {
                         Some(&d) => {
                             self.counts.out_count[k] += run.len() as u64;

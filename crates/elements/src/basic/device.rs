@@ -43,6 +43,7 @@ reasons! {
 /// `FromDevice`, the packet type from the destination MAC, which the caller sets), then
 /// FORCE_IP's check when `force_ip`: IP frames get their header annotations, others leave
 /// on output 1 or are dropped as `not-ip`.
+#[inline]
 fn receive(mut p: Packet, force_ip: bool, has_out1: bool) -> Verdict {
     p.set_mac_header(0);
     if force_ip {

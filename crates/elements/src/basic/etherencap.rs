@@ -45,6 +45,7 @@ impl EtherEncap {
     }
 
     /// The 14 header bytes written in front of every packet.
+    #[inline]
     pub fn header(&self) -> [u8; 14] {
         let mut h = [0u8; 14];
         let mut eth = EthernetFrame::new_unchecked(&mut h[..]);
@@ -66,6 +67,7 @@ impl Element for EtherEncap {
     fn port_count(&self) -> PortCount {
         PortCount::exact(1, 1)
     }
+    #[inline]
     fn push(&mut self, _port: usize, mut packet: Packet, _cx: &mut Context) -> Verdict {
         packet.prepend(&self.header());
         packet.set_mac_header(0);

@@ -144,6 +144,7 @@ impl CheckIPHeader {
 
     /// Validates the header at `self.offset`; `Ok(total length, header length, dst)` or the
     /// reason.
+    #[inline]
     fn validate(&self, data: &[u8]) -> Result<(usize, usize, Ipv4Addr), CheckIPReason> {
         let ip = data
             .get(self.offset..)
@@ -186,6 +187,7 @@ impl Element for CheckIPHeader {
     fn port_count(&self) -> PortCount {
         PortCount::range(1, 1, 1, 2)
     }
+    #[inline]
     fn push(&mut self, _port: usize, mut p: Packet, _cx: &mut Context) -> Verdict {
         match self.validate(p.data()) {
             Ok((len, hl, dst)) => {
