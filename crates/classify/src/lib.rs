@@ -34,8 +34,21 @@
 //! ends the walk. A tree is only walked for the keys whose best answer so far could still
 //! be beaten by it; leftover keys go in groups of 4 rather than padding a group of 16.
 //! On the ClassBench 10k sets this is 1.5 to 1.8 times the single-key rate (measured
-//! alternating in one process; `docs/benchmarks.md`). Everything is portable safe Rust:
-//! no SIMD intrinsics.
+//! alternating in one process; `docs/benchmarks.md`).
+//!
+//! Where the CPU has AVX-512F (detected at run time), classifiers whose bounds fit `u32`
+//! with at most 8 fields look blocks up in AVX-512 registers instead (the `avx512`
+//! module, the crate's only `unsafe` code): the same walk as sixteen-lane gathers, all
+//! 64 keys of a block stepped together, and each leaf rule checked in one compare of its
+//! fields against the key's; blocks with a key beyond `u32` take the portable walk. On an
+//! Intel Xeon that is 1.2 to 1.5 times the portable walk (`docs/benchmarks.md`, "AVX-512
+//! lookup"). Each tree keeps a `[u32; 2]` copy of its nodes for it, kept in step by
+//! updates.
+//!
+//! *Decision:* 4-way nodes (two levels of the binary tree merged, three comparisons per
+//! step) were tried to halve the walk's steps, and were slower (0.70 to 0.80 times, more
+//! work per step and twice the node bytes); the gathers pay because one instruction
+//! serves sixteen keys.
 //!
 //! # Incremental updates
 //!
@@ -1077,8 +1090,10 @@ impl Classifier {
     /// each tree [`LANES`] at a time, in lockstep, each step choosing every key's child
     /// without a branch, so the node loads of different keys overlap and the walk
     /// mispredicts no branch per node (one call per 64 or more keys gets the full effect;
-    /// rte_acl's figures are for batches of 64). Classifiers of more than 15 fields fall
-    /// back to one [`classify`](Self::classify) per key.
+    /// rte_acl's figures are for batches of 64). With AVX-512F (detected at run time),
+    /// classifiers whose bounds fit `u32` with at most 8 fields walk the blocks in
+    /// AVX-512 registers (see the crate docs). Classifiers of more than 15 fields fall back
+    /// to one [`classify`](Self::classify) per key.
     ///
     /// Errors (leaving `out` unchanged) when `out` and `keys` differ in length or a key has
     /// fewer values than there are fields.
