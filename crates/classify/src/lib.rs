@@ -6,7 +6,8 @@
 //!
 //! [`Classifier`] is a binary decision tree in the style of HyperSplit (Qi et al., 2009):
 //! each inner node splits one field's range at one value; each leaf holds at most
-//! [`LEAF_RULES`] rules, checked in priority order. The split chosen at a node is the field
+//! [`LEAF_RULES`] rules ([`SIMD_LEAF_RULES`] where the AVX-512 lookup is used), checked in
+//! priority order. The split chosen at a node is the field
 //! with the most distinct rule boundaries inside the node's box, cut at the median of those
 //! boundaries, so both sides get about half of the distinct "segments".
 //!
@@ -43,7 +44,8 @@
 //! fields against the key's; blocks with a key beyond `u32` take the portable walk. On an
 //! Intel Xeon that is 1.2 to 1.5 times the portable walk (`docs/benchmarks.md`, "AVX-512
 //! lookup"). Each tree keeps a `[u32; 2]` copy of its nodes for it, kept in step by
-//! updates.
+//! updates, and its leaves hold one rule ([`SIMD_LEAF_RULES`]): with sixteen keys per
+//! gather an extra level costs less than a second leaf rule.
 //!
 //! *Decision:* 4-way nodes (two levels of the binary tree merged, three comparisons per
 //! step) were tried to halve the walk's steps, and were slower (0.70 to 0.80 times, more
@@ -71,8 +73,8 @@
 //!   (from one pass over the group's rules that overlap the removed one, done only when
 //!   needed).
 //!
-//! A list that still fits its place is rewritten there; a longer one of at most
-//! [`LEAF_RULES`] rules goes to the end of the leaf arrays; a longer one still is compiled
+//! A list that still fits its place is rewritten there; a longer one of at most the leaf
+//! size ([`LEAF_RULES`] or [`SIMD_LEAF_RULES`]) goes to the end of the leaf arrays; a longer one still is compiled
 //! into a subtree (with the leaf's box and depth) appended after the tree's nodes, and the
 //! old leaf becomes a *jump* node to it. Jumps keep the preorder layout and the batch walk
 //! unchanged: a jump is a node whose comparison always goes "right", so it costs one
@@ -101,8 +103,18 @@ pub mod classbench;
 
 use std::fmt;
 
-/// At most this many rules in a leaf (checked linearly).
+/// At most this many rules in a leaf (checked linearly), except in classifiers that use the
+/// AVX-512 lookup (see the crate docs), whose leaves hold [`SIMD_LEAF_RULES`].
 pub const LEAF_RULES: usize = 4;
+
+/// At most this many rules in a leaf of a classifier that uses the AVX-512 lookup.
+///
+/// *Decision:* the AVX-512 walk costs little per extra level (sixteen keys per gather)
+/// while each leaf rule is a dependent load and a branch per key, so deeper trees with one
+/// rule per leaf pay: against leaves of 4, 1.5x on acl5, 1.3x on acl_10k, fw2 and ipc2
+/// (same process, alternating; leaves of 2: 1.05-1.29x, of 6 or 8: 0.84-1.0x), for 1.8 to
+/// 2.3 times the memory (1.4 MB at most on the ClassBench 10k sets).
+pub const SIMD_LEAF_RULES: usize = 1;
 
 /// [`Classifier::classify_batch`] works on blocks of this many keys.
 pub const BATCH: usize = 64;
@@ -924,7 +936,8 @@ impl Classifier {
     }
 
     /// Gives leaf `n` of `t` (box `space`, at `depth`) the rules `list`: in place when they
-    /// fit, else as a new leaf at the end of `leaf_rules`, or, past [`LEAF_RULES`], as a
+    /// fit, else as a new leaf at the end of `leaf_rules`, or, past the leaf size
+    /// ([`leaf_size`](Self::leaf_size)), as a
     /// new subtree at the end of `nodes` that `n` becomes a jump to.
     fn set_leaf(&self, t: &mut Tree, n: u32, list: Vec<u32>, space: Vec<Range>, depth: usize) {
         let Some(&node) = t.nodes.get(n as usize) else {
@@ -939,7 +952,7 @@ impl Classifier {
             }
             t.nodes[n as usize].at = leaf_at(from, list.len());
             t.stale += old - list.len();
-        } else if list.len() <= LEAF_RULES {
+        } else if list.len() <= self.leaf_size() {
             let start = t.leaf_rules.len();
             t.leaf_rules.extend_from_slice(&list);
             self.flat_from(t, start);
@@ -960,6 +973,17 @@ impl Classifier {
         self.sync_walk(t, n);
     }
 
+    /// At most this many rules per leaf: [`SIMD_LEAF_RULES`] where batches use the AVX-512
+    /// lookup (bounds fitting `u32`, at most 8 fields, a CPU with AVX-512F), else
+    /// [`LEAF_RULES`].
+    fn leaf_size(&self) -> usize {
+        if self.narrow && self.dims <= 8 && simd_available() {
+            SIMD_LEAF_RULES
+        } else {
+            LEAF_RULES
+        }
+    }
+
     /// How many times an [`insert`](Self::insert) or [`remove`](Self::remove) recompiled a
     /// whole tree (because the space earlier updates left unused had grown past half the
     /// tree, or after as many updates as the tree has rules).
@@ -978,7 +1002,7 @@ impl Classifier {
             None => rules,
         };
         let id = t.nodes.len() as u32;
-        if rules.len() <= LEAF_RULES || depth >= MAX_DEPTH || t.nodes.len() >= t.budget {
+        if rules.len() <= self.leaf_size() || depth >= MAX_DEPTH || t.nodes.len() >= t.budget {
             return Self::leaf(t, &rules);
         }
         let Some((dim, at)) = self.split_point(&rules, &space) else {
@@ -1468,7 +1492,7 @@ mod tests {
 
     /// The partition is by the fields where rules are wide, wherever they are: the same
     /// firewall-like rules (addresses wildcarded or not) with a protocol and a flag field
-    /// put first give the same trees as with the addresses first.
+    /// put first give the same trees as with the addresses first (up to ties).
     #[test]
     fn partition_follows_the_wide_fields() {
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
@@ -1508,7 +1532,10 @@ mod tests {
         let mut part = b.part;
         part.sort_unstable();
         assert_eq!(part, [2, 3]);
-        assert_eq!(a.stats().nodes, b.stats().nodes);
+        // The same partition, so trees of the same size (within 1 %: ties between cuts
+        // of equal cost go to the earlier field, which differs between the two orders).
+        let (na, nb) = (a.stats().nodes, b.stats().nodes);
+        assert!(na.abs_diff(nb) * 100 <= na, "{na} vs {nb} nodes");
         assert_eq!(a.stats().trees, b.stats().trees);
         for _ in 0..2000 {
             let (s, d, p, f, port) = (
