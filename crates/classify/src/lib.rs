@@ -41,14 +41,14 @@
 //! with at most 8 fields look blocks up in AVX-512 registers instead (the `avx512`
 //! module, the crate's only `unsafe` code): the same walk as sixteen-lane gathers, all
 //! 64 keys of a block stepped together, and each leaf rule checked in one compare of its
-//! fields against the key's; blocks with a key beyond `u32` take the portable walk. On an
-//! Intel Xeon that is 1.2 to 1.5 times the portable walk (`docs/benchmarks.md`, "AVX-512
-//! lookup"). Each tree keeps a `[u32; 2]` copy of its nodes for it, kept in step by
-//! updates, and its leaves hold one rule ([`SIMD_LEAF_RULES`]): with sixteen keys per
-//! gather an extra level costs less than a second leaf rule.
+//! fields against the key's; blocks with a key beyond `u32` take the portable walk. Each
+//! tree keeps a `[u32; 2]` copy of its nodes for it, kept in step by updates, and its
+//! leaves hold one rule ([`SIMD_LEAF_RULES`]): with sixteen keys per gather an extra level
+//! costs less than a second leaf rule. On an Intel Xeon that is 1.5 to 2.2 times the
+//! portable walk with leaves of 4 (`docs/benchmarks.md`, "an AVX-512 lookup").
 //!
 //! *Decision:* 4-way nodes (two levels of the binary tree merged, three comparisons per
-//! step) were tried to halve the walk's steps, and were slower (0.70 to 0.80 times, more
+//! step) were tried to halve the walk's steps, and were slower (0.70 to 0.82 times, more
 //! work per step and twice the node bytes); the gathers pay because one instruction
 //! serves sixteen keys.
 //!
@@ -111,9 +111,9 @@ pub const LEAF_RULES: usize = 4;
 ///
 /// *Decision:* the AVX-512 walk costs little per extra level (sixteen keys per gather)
 /// while each leaf rule is a dependent load and a branch per key, so deeper trees with one
-/// rule per leaf pay: against leaves of 4, 1.5x on acl5, 1.3x on acl_10k, fw2 and ipc2
-/// (same process, alternating; leaves of 2: 1.05-1.29x, of 6 or 8: 0.84-1.0x), for 1.8 to
-/// 2.3 times the memory (1.4 MB at most on the ClassBench 10k sets).
+/// rule per leaf pay: against leaves of 4, 1.5x on acl5, 1.1-1.3x on acl_10k, fw2, ipc2
+/// (same process, alternating; leaves of 2: 1.05-1.29x, of 6 or 8: 0.84-1.0x), for 1.3 to
+/// 2.5 times the memory (0.8 to 1.7 MB on the ClassBench 10k sets).
 pub const SIMD_LEAF_RULES: usize = 1;
 
 /// [`Classifier::classify_batch`] works on blocks of this many keys.
