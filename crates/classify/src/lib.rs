@@ -6,7 +6,8 @@
 //!
 //! [`Classifier`] is a binary decision tree in the style of HyperSplit (Qi et al., 2009):
 //! each inner node splits one field's range at one value; each leaf holds at most
-//! [`LEAF_RULES`] rules, checked in priority order. The split chosen at a node is the field
+//! [`LEAF_RULES`] rules ([`SIMD_LEAF_RULES`] where the AVX-512 lookup is used), checked in
+//! priority order. The split chosen at a node is the field
 //! with the most distinct rule boundaries inside the node's box, cut at the median of those
 //! boundaries, so both sides get about half of the distinct "segments".
 //!
@@ -34,8 +35,22 @@
 //! ends the walk. A tree is only walked for the keys whose best answer so far could still
 //! be beaten by it; leftover keys go in groups of 4 rather than padding a group of 16.
 //! On the ClassBench 10k sets this is 1.5 to 1.8 times the single-key rate (measured
-//! alternating in one process; `docs/benchmarks.md`). Everything is portable safe Rust:
-//! no SIMD intrinsics.
+//! alternating in one process; `docs/benchmarks.md`).
+//!
+//! Where the CPU has AVX-512F (detected at run time), classifiers whose bounds fit `u32`
+//! with at most 8 fields look blocks up in AVX-512 registers instead (the `avx512`
+//! module, the crate's only `unsafe` code): the same walk as sixteen-lane gathers, all
+//! 64 keys of a block stepped together, and each leaf rule checked in one compare of its
+//! fields against the key's; blocks with a key beyond `u32` take the portable walk. Each
+//! tree keeps a `[u32; 2]` copy of its nodes for it, kept in step by updates, and its
+//! leaves hold one rule ([`SIMD_LEAF_RULES`]): with sixteen keys per gather an extra level
+//! costs less than a second leaf rule. On an Intel Xeon that is 1.5 to 2.2 times the
+//! portable walk with leaves of 4 (`docs/benchmarks.md`, "an AVX-512 lookup").
+//!
+//! *Decision:* 4-way nodes (two levels of the binary tree merged, three comparisons per
+//! step) were tried to halve the walk's steps, and were slower (0.70 to 0.82 times, more
+//! work per step and twice the node bytes); the gathers pay because one instruction
+//! serves sixteen keys.
 //!
 //! # Incremental updates
 //!
@@ -58,8 +73,8 @@
 //!   (from one pass over the group's rules that overlap the removed one, done only when
 //!   needed).
 //!
-//! A list that still fits its place is rewritten there; a longer one of at most
-//! [`LEAF_RULES`] rules goes to the end of the leaf arrays; a longer one still is compiled
+//! A list that still fits its place is rewritten there; a longer one of at most the leaf
+//! size ([`LEAF_RULES`] or [`SIMD_LEAF_RULES`]) goes to the end of the leaf arrays; a longer one still is compiled
 //! into a subtree (with the leaf's box and depth) appended after the tree's nodes, and the
 //! old leaf becomes a *jump* node to it. Jumps keep the preorder layout and the batch walk
 //! unchanged: a jump is a node whose comparison always goes "right", so it costs one
@@ -77,15 +92,29 @@
 //! 3.5 times a fresh build's. Only an inserted rule with a bound beyond `u32`, in a
 //! classifier whose leaf ranges are stored as `u32` pairs, recompiles everything.
 
-#![forbid(unsafe_code)]
+// `unsafe` only in the `avx512` module (runtime-detected `std::arch`), each block with its
+// invariant; everything else is safe code.
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+#[cfg(target_arch = "x86_64")]
+mod avx512;
 pub mod classbench;
 
 use std::fmt;
 
-/// At most this many rules in a leaf (checked linearly).
+/// At most this many rules in a leaf (checked linearly), except in classifiers that use the
+/// AVX-512 lookup (see the crate docs), whose leaves hold [`SIMD_LEAF_RULES`].
 pub const LEAF_RULES: usize = 4;
+
+/// At most this many rules in a leaf of a classifier that uses the AVX-512 lookup.
+///
+/// *Decision:* the AVX-512 walk costs little per extra level (sixteen keys per gather)
+/// while each leaf rule is a dependent load and a branch per key, so deeper trees with one
+/// rule per leaf pay: against leaves of 4, 1.5x on acl5, 1.1-1.3x on acl_10k, fw2, ipc2
+/// (same process, alternating; leaves of 2: 1.05-1.29x, of 6 or 8: 0.84-1.0x), for 1.3 to
+/// 2.5 times the memory (0.8 to 1.7 MB on the ClassBench 10k sets).
+pub const SIMD_LEAF_RULES: usize = 1;
 
 /// [`Classifier::classify_batch`] works on blocks of this many keys.
 pub const BATCH: usize = 64;
@@ -441,6 +470,66 @@ fn renumber(t: &mut Tree, from: u32, up: bool) {
     t.first = t.members.first().copied().unwrap_or(u32::MAX);
 }
 
+/// A node as the AVX-512 walk reads it: `[cut, right | field slot << 28]`, where leaves
+/// and jumps select the key table's `u32::MAX` slot (15) and cut at 0, so the walk goes
+/// to `right` (itself for a leaf). Only for classifiers whose bounds fit `u32`, with at
+/// most 8 fields and fewer than 2^27 nodes per tree.
+fn walk_entry(node: &Node) -> [u32; 2] {
+    match node.dim {
+        LEAF | JUMP => [0, node.right | 15 << 28],
+        d => [node.at as u32, node.right | d << 28],
+    }
+}
+
+/// Whether the AVX-512 batch walk can run here (x86-64 with AVX-512F, detected at run
+/// time).
+fn simd_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        avx512::available()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+use avx512::Keys as SimdKeys;
+
+/// Stands in for `avx512::Keys` where there is no AVX-512 (never filled).
+#[cfg(not(target_arch = "x86_64"))]
+#[derive(Default)]
+struct SimdKeys;
+
+#[cfg(not(target_arch = "x86_64"))]
+impl SimdKeys {
+    fn fill<K: AsRef<[u64]>>(&mut self, _: &[K], _: usize) -> bool {
+        false
+    }
+    fn key(&self, _: usize) -> Vec<u64> {
+        Vec::new()
+    }
+}
+
+/// The AVX-512 lookup of the keys `idx` in tree `t` (see `avx512::tree`): false when it
+/// cannot be used there.
+#[cfg(target_arch = "x86_64")]
+fn simd_tree(
+    t: &Tree,
+    dims: usize,
+    keys: &SimdKeys,
+    idx: &[u8],
+    best: &mut [usize; BATCH],
+) -> bool {
+    avx512::tree(t, dims, keys, idx, best)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn simd_tree(_: &Tree, _: usize, _: &SimdKeys, _: &[u8], _: &mut [usize; BATCH]) -> bool {
+    false
+}
+
 /// The rule indices of leaf `n`.
 fn leaf_ids(t: &Tree, n: u32) -> &[u32] {
     let (from, to) = t
@@ -470,6 +559,9 @@ fn overlaps(r: &Rule, space: &[Range]) -> bool {
 #[derive(Debug, Clone, Default)]
 struct Tree {
     nodes: Vec<Node>,
+    /// `nodes` as the AVX-512 walk reads them ([`walk_entry`]), kept for classifiers whose
+    /// bounds fit `u32`, of at most 8 fields (empty otherwise; see `sync_walk`).
+    walk: Vec<[u32; 2]>,
     leaf_rules: Vec<u32>,
     /// The ranges of `leaf_rules`, in the same order.
     leaf_flat: Flat,
@@ -643,7 +735,23 @@ impl Classifier {
         };
         self.build(&mut t, members, vec![(0, u64::MAX); self.dims], 0);
         self.flat_from(&mut t, 0);
+        self.sync_walk(&mut t, 0);
         t
+    }
+
+    /// Brings `t.walk` up to date after node `n` changed and nodes were appended (clears
+    /// it when leaf ranges are not `u32`, with more than 8 fields, or from 2^27 nodes).
+    fn sync_walk(&self, t: &mut Tree, n: u32) {
+        if !self.narrow || self.dims > 8 || t.nodes.len() >= 1 << 27 {
+            t.walk = Vec::new();
+            return;
+        }
+        if let (Some(w), Some(node)) = (t.walk.get_mut(n as usize), t.nodes.get(n as usize)) {
+            *w = walk_entry(node);
+        }
+        let have = t.walk.len();
+        t.walk
+            .extend(t.nodes.get(have..).unwrap_or(&[]).iter().map(walk_entry));
     }
 
     /// Appends to `t.leaf_flat` the ranges of `t.leaf_rules[from..]`.
@@ -828,7 +936,8 @@ impl Classifier {
     }
 
     /// Gives leaf `n` of `t` (box `space`, at `depth`) the rules `list`: in place when they
-    /// fit, else as a new leaf at the end of `leaf_rules`, or, past [`LEAF_RULES`], as a
+    /// fit, else as a new leaf at the end of `leaf_rules`, or, past the leaf size
+    /// ([`leaf_size`](Self::leaf_size)), as a
     /// new subtree at the end of `nodes` that `n` becomes a jump to.
     fn set_leaf(&self, t: &mut Tree, n: u32, list: Vec<u32>, space: Vec<Range>, depth: usize) {
         let Some(&node) = t.nodes.get(n as usize) else {
@@ -843,7 +952,7 @@ impl Classifier {
             }
             t.nodes[n as usize].at = leaf_at(from, list.len());
             t.stale += old - list.len();
-        } else if list.len() <= LEAF_RULES {
+        } else if list.len() <= self.leaf_size() {
             let start = t.leaf_rules.len();
             t.leaf_rules.extend_from_slice(&list);
             self.flat_from(t, start);
@@ -860,6 +969,18 @@ impl Classifier {
                 dim: JUMP,
             };
             t.stale += old + 1;
+        }
+        self.sync_walk(t, n);
+    }
+
+    /// At most this many rules per leaf: [`SIMD_LEAF_RULES`] where batches use the AVX-512
+    /// lookup (bounds fitting `u32`, at most 8 fields, a CPU with AVX-512F), else
+    /// [`LEAF_RULES`].
+    fn leaf_size(&self) -> usize {
+        if self.narrow && self.dims <= 8 && simd_available() {
+            SIMD_LEAF_RULES
+        } else {
+            LEAF_RULES
         }
     }
 
@@ -881,7 +1002,7 @@ impl Classifier {
             None => rules,
         };
         let id = t.nodes.len() as u32;
-        if rules.len() <= LEAF_RULES || depth >= MAX_DEPTH || t.nodes.len() >= t.budget {
+        if rules.len() <= self.leaf_size() || depth >= MAX_DEPTH || t.nodes.len() >= t.budget {
             return Self::leaf(t, &rules);
         }
         let Some((dim, at)) = self.split_point(&rules, &space) else {
@@ -993,8 +1114,10 @@ impl Classifier {
     /// each tree [`LANES`] at a time, in lockstep, each step choosing every key's child
     /// without a branch, so the node loads of different keys overlap and the walk
     /// mispredicts no branch per node (one call per 64 or more keys gets the full effect;
-    /// rte_acl's figures are for batches of 64). Classifiers of more than 15 fields fall
-    /// back to one [`classify`](Self::classify) per key.
+    /// rte_acl's figures are for batches of 64). With AVX-512F (detected at run time),
+    /// classifiers whose bounds fit `u32` with at most 8 fields walk the blocks in
+    /// AVX-512 registers (see the crate docs). Classifiers of more than 15 fields fall back
+    /// to one [`classify`](Self::classify) per key.
     ///
     /// Errors (leaving `out` unchanged) when `out` and `keys` differ in length or a key has
     /// fewer values than there are fields.
@@ -1016,7 +1139,19 @@ impl Classifier {
                 found: keys[i].as_ref().len(),
             });
         }
+        // The AVX-512 lookup's key buffers, filled block by block (see `avx512`).
+        let mut simd = (self.narrow
+            && self.dims <= 8
+            && self.trees.iter().all(|t| !t.walk.is_empty())
+            && simd_available())
+        .then(SimdKeys::default);
         for (ks, os) in keys.chunks(BATCH).zip(out.chunks_mut(BATCH)) {
+            if let Some(sk) = &mut simd {
+                if sk.fill(ks, self.dims) {
+                    self.simd_block(sk, ks.len(), os);
+                    continue;
+                }
+            }
             // Leaf checks with the number of fields known at compile time run 4-6 % faster
             // (ClassBench 10k sets, 5 fields; the others share the generic code).
             match self.dims {
@@ -1094,14 +1229,70 @@ impl Classifier {
         for (k, &i) in lk.iter_mut().zip(idx) {
             *k = buf[i as usize % BATCH];
         }
+        let mut n = [0u32; GROUP];
+        {
+            self.walk_lanes::<SLOTS, GROUP>(t, &lk, &mut n);
+        }
         let nodes = &t.nodes[..];
         let Some(top) = nodes.len().checked_sub(1) else {
             return;
         };
-        let mut n = [0u32; GROUP];
+        for ((&nl, k), &i) in n.iter().zip(&lk).zip(idx) {
+            let i = i as usize % BATCH;
+            let node = nodes[(nl as usize).min(top)];
+            let r = if FIELDS > 0 && FIELDS < SLOTS && FIELDS == self.dims {
+                self.leaf_match_fixed::<FIELDS>(t, node.at, &k[..FIELDS], best[i])
+            } else {
+                self.leaf_match(t, node.at, &k[..self.dims.min(SLOTS)], best[i])
+            };
+            if let Some(r) = r {
+                best[i] = r;
+            }
+        }
+    }
+
+    /// [`classify_batch`](Self::classify_batch) of the `n` keys in `keys` (at most
+    /// [`BATCH`]) with the AVX-512 lookup (see `avx512`), a tree at a time.
+    fn simd_block(&self, keys: &SimdKeys, n: usize, out: &mut [Option<usize>]) {
+        let mut best = [usize::MAX; BATCH];
+        let mut todo = [0u8; BATCH];
+        for t in &self.trees {
+            // The keys for which this tree's best rule could still win.
+            let mut m = 0;
+            for (i, &b) in best.iter().enumerate().take(n) {
+                todo[m] = i as u8;
+                m += usize::from(b > t.first as usize);
+            }
+            if m > 0 && !simd_tree(t, self.dims, keys, &todo[..m], &mut best) {
+                // (Not reached: `classify_batch` checked every tree has its walk form.)
+                for &i in &todo[..m] {
+                    let i = i as usize % BATCH;
+                    if let Some(r) = self.classify_in(t, &keys.key(i), best[i]) {
+                        best[i] = r;
+                    }
+                }
+            }
+        }
+        for (o, &b) in out.iter_mut().zip(&best) {
+            *o = (b != usize::MAX).then_some(b);
+        }
+    }
+
+    /// The portable lockstep walk of `lk` through `t`: `n` becomes each key's leaf.
+    #[inline(always)]
+    fn walk_lanes<const SLOTS: usize, const GROUP: usize>(
+        &self,
+        t: &Tree,
+        lk: &[[u64; SLOTS]; GROUP],
+        n: &mut [u32; GROUP],
+    ) {
+        let nodes = &t.nodes[..];
+        let Some(top) = nodes.len().checked_sub(1) else {
+            return;
+        };
         loop {
             let mut moved = 0u32;
-            for (nl, k) in n.iter_mut().zip(&lk) {
+            for (nl, k) in n.iter_mut().zip(lk) {
                 let cur = *nl;
                 // (Always in bounds; the `min` spares a branch.)
                 let node = nodes[(cur as usize).min(top)];
@@ -1113,18 +1304,6 @@ impl Classifier {
             }
             if moved == 0 {
                 break;
-            }
-        }
-        for ((&nl, k), &i) in n.iter().zip(&lk).zip(idx) {
-            let i = i as usize % BATCH;
-            let node = nodes[(nl as usize).min(top)];
-            let r = if FIELDS > 0 && FIELDS < SLOTS && FIELDS == self.dims {
-                self.leaf_match_fixed::<FIELDS>(t, node.at, &k[..FIELDS], best[i])
-            } else {
-                self.leaf_match(t, node.at, &k[..self.dims.min(SLOTS)], best[i])
-            };
-            if let Some(r) = r {
-                best[i] = r;
             }
         }
     }
@@ -1227,6 +1406,7 @@ impl Classifier {
             st.nodes += t.nodes.len();
             st.leaf_rules += t.leaf_rules.len();
             st.memory += t.nodes.len() * std::mem::size_of::<Node>()
+                + t.walk.len() * 8
                 + t.leaf_rules.len() * 4
                 + t.leaf_flat.bytes();
             let mut todo = vec![(0u32, 1usize)];
@@ -1312,7 +1492,7 @@ mod tests {
 
     /// The partition is by the fields where rules are wide, wherever they are: the same
     /// firewall-like rules (addresses wildcarded or not) with a protocol and a flag field
-    /// put first give the same trees as with the addresses first.
+    /// put first give the same trees as with the addresses first (up to ties).
     #[test]
     fn partition_follows_the_wide_fields() {
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
@@ -1352,7 +1532,10 @@ mod tests {
         let mut part = b.part;
         part.sort_unstable();
         assert_eq!(part, [2, 3]);
-        assert_eq!(a.stats().nodes, b.stats().nodes);
+        // The same partition, so trees of the same size (within 1 %: ties between cuts
+        // of equal cost go to the earlier field, which differs between the two orders).
+        let (na, nb) = (a.stats().nodes, b.stats().nodes);
+        assert!(na.abs_diff(nb) * 100 <= na, "{na} vs {nb} nodes");
         assert_eq!(a.stats().trees, b.stats().trees);
         for _ in 0..2000 {
             let (s, d, p, f, port) = (
@@ -1536,7 +1719,148 @@ mod tests {
         proptest::collection::vec(range, 3).prop_map(|ranges| Rule { ranges })
     }
 
+    /// [`Classifier::classify_batch`]'s answers for `keys` by the portable lockstep walk
+    /// only.
+    fn portable_batch(c: &Classifier, keys: &[Vec<u64>]) -> Vec<Option<usize>> {
+        let mut out = vec![None; keys.len()];
+        for (ks, os) in keys.chunks(BATCH).zip(out.chunks_mut(BATCH)) {
+            match c.dims {
+                1..8 => c.batch_block::<8, 0, _>(ks, os),
+                _ => c.batch_block::<16, 0, _>(ks, os),
+            }
+        }
+        out
+    }
+
+    /// The same by the AVX-512 lookup, block by block (`None` for a block it refuses: a
+    /// key beyond `u32`). Only where [`simd_available`].
+    fn simd_batch(c: &Classifier, keys: &[Vec<u64>]) -> Vec<Option<Option<usize>>> {
+        let mut sk = SimdKeys::default();
+        let mut out = Vec::new();
+        for ks in keys.chunks(BATCH) {
+            let mut os = vec![None; ks.len()];
+            if sk.fill(ks, c.dims) {
+                c.simd_block(&sk, ks.len(), &mut os);
+                out.extend(os.into_iter().map(Some));
+            } else {
+                out.extend(std::iter::repeat_n(None, ks.len()));
+            }
+        }
+        out
+    }
+
+    /// A ClassBench-sized tree through the AVX-512 lookup, the portable walk and the linear
+    /// scan (skips, saying so, where the CPU has no AVX-512).
+    #[test]
+    fn simd_lookup_agrees_on_a_large_tree() {
+        let mut x = 7u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let rules: Vec<Rule> = (0..3000)
+            .map(|_| Rule {
+                ranges: (0..5)
+                    .map(|f| {
+                        let bits = [24, 24, 12, 12, 4][f];
+                        let w = next() % u64::from(bits + 1);
+                        let lo = (next() & 0xffff_ffff) >> (32 - bits) << (32 - bits);
+                        let lo = lo >> w << w;
+                        (
+                            lo,
+                            (lo | ((1u64 << (32 - bits + w as u32)) - 1)).min(u32::MAX.into()),
+                        )
+                    })
+                    .collect(),
+            })
+            .collect();
+        let c = Classifier::new(rules.clone(), 5).unwrap();
+        assert!(c.stats().depth >= 10, "{:?}", c.stats());
+        let keys: Vec<Vec<u64>> = (0..5000)
+            .map(|i| {
+                let r = &rules[(next() % 3000) as usize];
+                (0..5)
+                    .map(|f| {
+                        let (lo, hi) = r.ranges[f];
+                        if i % 3 == 0 {
+                            next() & 0xffff_ffff
+                        } else {
+                            lo + next() % (hi - lo + 1)
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        let want: Vec<Option<usize>> = keys.iter().map(|k| c.classify_linear(k)).collect();
+        assert_eq!(portable_batch(&c, &keys), want);
+        let mut out = vec![None; keys.len()];
+        c.classify_batch(&keys, &mut out).unwrap();
+        assert_eq!(out, want);
+        assert!(want.iter().filter(|w| w.is_some()).count() > 3000);
+        if !simd_available() {
+            eprintln!("skipped: this CPU has no AVX-512F, the AVX-512 lookup cannot run");
+            return;
+        }
+        assert!(c.trees.iter().all(|t| t.walk.len() == t.nodes.len()));
+        let simd: Vec<Option<usize>> = simd_batch(&c, &keys)
+            .into_iter()
+            .map(Option::unwrap)
+            .collect();
+        assert_eq!(simd, want);
+    }
+
     proptest! {
+        /// Bounds up to `u32::MAX` (the AVX-512 lookup's range, cuts at its top included)
+        /// and, in some batches, keys beyond it (those blocks take the portable walk):
+        /// the AVX-512 lookup, the portable walk, `classify_batch` and the linear scan
+        /// agree, also after updates (jumps).
+        #[test]
+        fn simd_lookup_agrees_with_the_portable_walk(
+            (dims, rules) in prop_oneof![Just(3usize), Just(5), Just(8)]
+                .prop_flat_map(|d| (Just(d), arb_rules_of(d))),
+            keys in proptest::collection::vec(proptest::collection::vec(0u64..70, 8), 1..150),
+            big in any::<bool>(),
+            ops in proptest::collection::vec((any::<usize>(), any::<usize>()), 0..12),
+        ) {
+            let wide = |(a, b): Range| (a << 26, ((b + 1) << 26) - 1);
+            let rules: Vec<Rule> = rules
+                .into_iter()
+                .map(|r| Rule { ranges: r.ranges.into_iter().map(wide).collect() })
+                .collect();
+            let key = |v: u64| match v {
+                0..64 => v << 26 | (v * 0x9e37) & ((1 << 26) - 1),
+                64 => u64::from(u32::MAX),
+                65 => u64::from(u32::MAX) - 1,
+                66 if big => u64::from(u32::MAX) + 1,
+                67 if big => u64::MAX,
+                _ => 1 << 26,
+            };
+            let keys: Vec<Vec<u64>> =
+                keys.iter().map(|k| k[..dims].iter().map(|&v| key(v)).collect()).collect();
+            let mut c = Classifier::new(rules, dims).unwrap();
+            for (round, &(from, to)) in std::iter::once(&(0, 0)).chain(&ops).enumerate() {
+                if round > 0 && !c.rules().is_empty() {
+                    // Move a rule: a remove and an insert (leaves rewritten, jumps).
+                    let r = c.remove(from % c.rules().len()).unwrap();
+                    c.insert(to % (c.rules().len() + 1), r).unwrap();
+                }
+                let want: Vec<Option<usize>> = keys.iter().map(|k| c.classify_linear(k)).collect();
+                prop_assert_eq!(&portable_batch(&c, &keys), &want);
+                let mut out = vec![Some(usize::MAX); keys.len()];
+                c.classify_batch(&keys, &mut out).unwrap();
+                prop_assert_eq!(&out, &want);
+                if simd_available() {
+                    for (s, w) in simd_batch(&c, &keys).into_iter().zip(&want) {
+                        if let Some(s) = s {
+                            prop_assert_eq!(s, *w);
+                        }
+                    }
+                }
+            }
+        }
+
         /// Random inserts and removes on random rule sets: after every step, single and
         /// batch answers equal the linear scan of the current rules.
         #[test]
