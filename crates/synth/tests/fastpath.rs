@@ -270,6 +270,8 @@ fn owed_rewriter_replays_leave_the_naive_state() {
             let f = ex.fast_stats().unwrap();
             assert!(f.hits > 1000, "{f:?}");
             assert!(f.expired > 0, "{f:?}");
+            // The flows' entries share templates: each holds its own mappings.
+            assert!(f.shared * 2 > f.consolidated, "{f:?}");
         }
         let s = ex.summary().to_text();
         runs.push((checkpoints, ex.finish().unwrap(), ex.state_dump(), s));
@@ -336,4 +338,143 @@ fn a_flows_first_packet_is_not_recorded() {
             _ => assert_eq!((f.recorded, f.first_seen), (flows, 0), "{f:?}"),
         }
     }
+}
+
+/// Runs `chain` (entering at `entry`) naive and fastpath over `records`, one packet at a
+/// time, settling the flows and comparing state dumps and counters every `every` packets;
+/// returns the fast path's statistics.
+fn same_at_checkpoints(
+    chain: &ChainFile,
+    entry: &str,
+    opts: &RunOptions,
+    records: &[ports::pcap::Record],
+    every: usize,
+) -> chain::FastStats {
+    let mut runs = Vec::new();
+    let mut stats = None;
+    for fast in [false, true] {
+        let mut ex = Executor::new(chain, opts, |_, _| Ok(ExitSink::Memory(Vec::new()))).unwrap();
+        if fast {
+            ex.enable_fastpath(FastOptions::default());
+        }
+        let at = ex.entry(&Endpoint::parse(entry).unwrap()).unwrap();
+        let mut checkpoints = Vec::new();
+        for (i, r) in records.iter().enumerate() {
+            ex.push_input(at, i as u64, &r.data, r.timestamp, r.precision);
+            if i % every == every - 1 {
+                ex.settle_flows();
+                checkpoints.push((i, ex.state_dump(), ex.summary().to_text()));
+            }
+        }
+        ex.settle_flows();
+        if fast {
+            stats = ex.fast_stats();
+        }
+        let s = ex.summary().to_text();
+        runs.push((checkpoints, ex.finish().unwrap(), ex.state_dump(), s));
+    }
+    for (a, b) in runs[0].0.iter().zip(&runs[1].0) {
+        assert_eq!(a, b, "at packet {}", a.0);
+    }
+    assert_eq!(runs[0], runs[1]);
+    stats.unwrap()
+}
+
+/// NAPT flows that take the same path share one entry template, each flow keeping its own
+/// mappings, rewritten tuple and checksum operands: ten NAPTs and one, UDP and TCP, with
+/// packets carrying IPv4 options among them (the same template then writes the ports
+/// further in) and varying TTLs, with and without replies; the results are naive's.
+#[test]
+fn napt_flows_share_a_template() {
+    let mut g = cfg(
+        (Ipv4Addr::new(10, 0, 0, 0), 16),
+        (Ipv4Addr::new(10, 1, 0, 0), 16),
+        Some((30, 64)),
+    );
+    g.packets = 4000;
+    g.flows = 200;
+    g.anomalies.ip_options = Rate(100_000);
+    let t = trace("shared", g);
+    for (chain, reflect) in [
+        ("napts/chain.toml", None),
+        ("napts/chain.toml", Some("n10.eth1")),
+        ("napts/one.toml", Some("n1.eth1")),
+    ] {
+        same(chain, "n1.eth0", &t, reflect);
+        let chain = ChainFile::load(&root().join("examples").join(chain)).unwrap();
+        let mut ex =
+            Executor::new(&chain, &RunOptions::default(), |_, _| Ok(ExitSink::Count)).unwrap();
+        ex.enable_fastpath(FastOptions::default());
+        let at = ex.entry(&Endpoint::parse("n1.eth0").unwrap()).unwrap();
+        let records = ports::pcap::read_all(&t).unwrap().0;
+        ex.replay(&[(at, records)], 2);
+        let f = ex.fast_stats().unwrap();
+        assert!(f.hits > 4000, "{f:?}");
+        // Two kinds of packets per protocol at most (options or not, TCP flags aside): a
+        // handful of templates for a hundred-odd flows.
+        assert!(f.consolidated > 100, "{f:?}");
+        assert!(f.shared * 10 > f.consolidated * 8, "{f:?}");
+    }
+}
+
+/// Mappings that expire, are reaped and are made again (with other ports) while the other
+/// flows of their template keep being served, and replies on the same mappings: one NAPT
+/// with one-second timeouts, many flows, packets far enough apart for mappings to expire;
+/// the state dumps and counters are naive's at every checkpoint.
+#[test]
+fn mappings_change_and_expire_under_a_shared_template() {
+    let dir = std::env::temp_dir().join(format!("fastpath-{}-remap", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let click = std::fs::read_to_string(root().join("examples/napts/napt.click"))
+        .unwrap()
+        .replace(
+            "0 1, drop);",
+            "0 1, drop, UDP_TIMEOUT 1, TCP_TIMEOUT 1, TCP_DONE_TIMEOUT 1, REAP_INTERVAL 1);",
+        );
+    assert!(click.contains("UDP_TIMEOUT 1"), "{click}");
+    std::fs::write(dir.join("napt.click"), click).unwrap();
+    std::fs::write(
+        dir.join("chain.toml"),
+        "[nf.n1]\nclick = \"napt.click\"\n[[entry]]\nto = \"n1.eth0\"\n",
+    )
+    .unwrap();
+    let chain = ChainFile::load(&dir.join("chain.toml")).unwrap();
+    let mut g = cfg(
+        (Ipv4Addr::new(10, 0, 0, 0), 16),
+        (Ipv4Addr::new(10, 1, 0, 0), 16),
+        None,
+    );
+    g.packets = 5000;
+    g.flows = 40;
+    // 40 flows, a packet every 5 ms: a flow's packets about 0.2 s apart, with long gaps
+    // where its mapping expires and is made again.
+    g.gap_ns = 5_000_000;
+    let mut records = ports::pcap::read_all(&trace("remap", g)).unwrap().0;
+    // Half the flows pause for 1.5 s in the middle of the trace: their mappings expire
+    // while the others' entries (same template) keep serving.
+    let mid = records.len() / 2;
+    let shift = 1_500_000_000u64;
+    let late: Vec<_> = records.split_off(mid);
+    let (mut quiet, mut busy) = (Vec::new(), Vec::new());
+    for r in late {
+        if r.data.get(29).is_some_and(|b| b % 2 == 0) {
+            quiet.push(r);
+        } else {
+            busy.push(r);
+        }
+    }
+    records.extend(busy);
+    for mut r in quiet {
+        r.timestamp = r.timestamp.add_nanos(shift);
+        records.push(r);
+    }
+    records.sort_by_key(|r| r.timestamp.0);
+    let opts = RunOptions {
+        reflect: vec![Endpoint::parse("n1.eth1").unwrap()],
+        ..RunOptions::default()
+    };
+    let f = same_at_checkpoints(&chain, "n1.eth0", &opts, &records, 200);
+    assert!(f.hits > 1000, "{f:?}");
+    assert!(f.expired > 0, "{f:?}");
+    assert!(f.shared > 40, "{f:?}");
 }

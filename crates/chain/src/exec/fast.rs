@@ -37,6 +37,14 @@
 //! copies or held packets make the flow take the full chain for good (it is counted by
 //! reason), never a wrong packet.
 //!
+//! An entry is a *template* shared by every flow that took the same path (guards, header
+//! action, state functions, counters, end: found by their description when the entry is
+//! made) and what the flow holds alone, in its table slot: the values its rewriters'
+//! mappings gave the addresses and ports, the checksum operands these add, its expiry and
+//! each rewriter's mapping (index, version, direction, the tuple it saw). So the NAPTs'
+//! flows, each with its own mapping, read one template that stays in cache and their own
+//! slot.
+//!
 //! The table is bounded: when it is full, the oldest entry is evicted (counted).
 
 use super::{finish_packet, Counters, Executor, Kind, NfCounters};
@@ -118,6 +126,9 @@ pub struct FastStats {
     pub entries: u64,
     /// Flows whose first packet took the full chain unrecorded ([`Initial::Second`]).
     pub first_seen: u64,
+    /// Entries made that share the template of an earlier one (flows that took the same
+    /// path, each with its own mappings and tuple values).
+    pub shared: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -147,17 +158,60 @@ enum End {
     Drop,
 }
 
-/// A rewriter's part of an entry.
+/// A rewriter's step as recorded: its part of the entry's template ([`RwCall`]) and of
+/// the flow's own data ([`RwFlow`]).
+#[derive(Debug)]
+struct RwRec {
+    element: u32,
+    trimmed: bool,
+    flow: RwFlow,
+}
+
+/// A rewriter's part of an entry's template (shared by the flows that took the same path).
 #[derive(Debug)]
 struct RwCall {
     element: u32,
+    /// Whether the rewriter saw the packet cut at its IPv4 length.
+    trimmed: bool,
+}
+
+/// A rewriter's part of one flow's entry: the mapping the flow holds there.
+#[derive(Debug, Clone, Copy)]
+struct RwFlow {
     idx: u32,
+    /// The mapping's version when recorded (a replaced or changed mapping has another).
+    version: u32,
     dir: Direction,
     /// The tuple the rewriter saw (saddr, sport, daddr, dport).
     view: elements::rewriter::FlowId,
-    trimmed: bool,
-    /// The mapping's version when recorded (a replaced or changed mapping has another).
-    version: u32,
+}
+
+/// The tuple fields (saddr, sport, daddr, dport) whose values an entry's flow holds apart
+/// from its template ([`Own::tuple`]), in the order of [`Consolidated::tuple`]'s bits.
+const TUPLE: [Field; 4] = [Field::IpSrc, Field::SrcPort, Field::IpDst, Field::DstPort];
+
+/// What an entry holds for its flow alone, beside its (shared) template: the values the
+/// flow's rewriters gave its tuple, the checksum operands they add, the earliest expiry
+/// recorded, and the mapping each rewriter of the template holds for the flow. Kept in the
+/// table slot, so a hit reads the template (in cache, shared) and its own slot only.
+#[derive(Debug, Default)]
+struct Own {
+    /// Values written to the tuple fields the template's [`Consolidated::tuple`] names.
+    tuple: [u32; 4],
+    /// Operands added to the IPv4 and transport checksums (folded).
+    ip_ops: u32,
+    l4_ops: u32,
+    /// The entry is not used at or after this time (a mapping may have expired).
+    expiry: u64,
+    /// Per rewriter of the template, in order (read when replays are paid or checked).
+    rw: Option<Arc<[RwFlow]>>,
+}
+
+impl Own {
+    /// The flow's mappings, one per rewriter of the template.
+    fn rw(&self) -> &[RwFlow] {
+        self.rw.as_deref().unwrap_or(&[])
+    }
 }
 
 /// A recorded state function.
@@ -236,28 +290,79 @@ struct Consolidated {
     /// Tests of several intervals.
     tests: Vec<GetterTest>,
     negatives: Vec<Vec<GetterTest>>,
+    /// The header action, less the tuple writes the flows hold apart (`tuple`).
     finish: Finish,
-    regs: Regs,
+    /// Whether an address or port is rewritten (the transport checksum is then fixed).
+    rewrote: bool,
+    /// The tuple fields ([`TUPLE`], one bit each) whose written values each flow holds
+    /// ([`Own::tuple`]): a NAPT's entry is shared by flows whose mappings differ.
+    tuple: u8,
     rewriters: Vec<RwCall>,
     states: Vec<StateCall>,
     counts: Counts,
     end: End,
     /// The rewriters' packet info the entry holds for (FIN/SYN/RST, payload or not).
     info: Option<PacketInfo>,
-    expiry: u64,
 }
 
 impl Consolidated {
-    /// The entry's end for `p`: its consolidated header action applied and the exit it
-    /// leaves by, or `None` when the entry drops it (nothing is written then).
+    /// The entry's end for `p`: its consolidated header action applied (with the flow's own
+    /// values, `own`) and the exit it leaves by, or `None` when the entry drops it (nothing
+    /// is written then).
     #[inline]
-    fn finish_on(&self, p: &mut Packet) -> Option<u32> {
+    fn finish_on(&self, own: &Own, p: &mut Packet) -> Option<u32> {
         match self.end {
             End::Exit(el) => {
-                finish_packet(p, &self.finish, &self.regs);
+                self.apply(own, p);
                 Some(el)
             }
             End::Drop => None,
+        }
+    }
+
+    /// Applies the header action to `p` (the frame as it arrived): the flow's tuple values
+    /// first (no other write of the template touches those bytes, and the checksums are
+    /// fixed after every write), then the template's writes, checksums and layout.
+    #[inline]
+    fn apply(&self, own: &Own, p: &mut Packet) {
+        if self.tuple != 0 {
+            write_tuple(p.data_mut(), self.tuple, &own.tuple);
+        }
+        let regs = Regs {
+            ip_ops: own.ip_ops,
+            l4_ops: own.l4_ops,
+            rewrote: self.rewrote,
+            ..Regs::default()
+        };
+        finish_packet(p, &self.finish, &regs);
+    }
+}
+
+/// Where the tuple fields are in a frame whose IPv4 header is `hl` bytes long ([`TUPLE`]'s
+/// order: offset, whether 4 bytes long, else 2).
+#[inline(always)]
+fn tuple_at(hl: usize) -> [(usize, bool); 4] {
+    const SRC: usize = crate::program::fixed_offset(Field::IpSrc);
+    const DST: usize = crate::program::fixed_offset(Field::IpDst);
+    let l4 = crate::program::IP_OFFSET + hl;
+    [(SRC, true), (l4, false), (DST, true), (l4 + 2, false)]
+}
+
+/// Writes the values `vals` of the tuple fields `mask` names ([`TUPLE`], one bit each) into
+/// frame `d` (nothing where the frame is too short).
+#[inline]
+fn write_tuple(d: &mut [u8], mask: u8, vals: &[u32; 4]) {
+    let hl = usize::from(d.get(14).copied().unwrap_or(0) & 0x0f) * 4;
+    for (i, (off, wide)) in tuple_at(hl).into_iter().enumerate() {
+        if mask >> i & 1 == 0 {
+            continue;
+        }
+        if wide {
+            if let Some(b) = d.get_mut(off..off + 4) {
+                b.copy_from_slice(&vals[i].to_be_bytes());
+            }
+        } else if let Some(b) = d.get_mut(off..off + 2) {
+            b.copy_from_slice(&(vals[i] as u16).to_be_bytes());
         }
     }
 }
@@ -273,6 +378,8 @@ enum Entry {
 struct Slot {
     entry: Entry,
     last: u64,
+    /// What the entry holds for this flow alone (its template may be shared).
+    own: Own,
     /// What the packets served owe, and what the entry knows of its rewriters.
     st: Served,
 }
@@ -319,10 +426,11 @@ impl Served {
 }
 
 impl Slot {
-    fn new(entry: Entry, last: u64) -> Slot {
+    fn new(entry: Entry, own: Own, last: u64) -> Slot {
         Slot {
             entry,
             last,
+            own,
             st: Served {
                 pending: 0,
                 pending_len: 0,
@@ -430,7 +538,7 @@ struct Recording {
     t: Track,
     tests: Vec<Test>,
     negatives: Vec<Vec<Test>>,
-    rewriters: Vec<RwCall>,
+    rewriters: Vec<RwRec>,
     states: Vec<StateCall>,
     stats: Vec<(u32, &'static str)>,
     byte_stats: Vec<(u32, &'static str, u16, bool)>,
@@ -543,7 +651,7 @@ impl Guards {
         &mut self,
         elements: &mut [Box<dyn elements::Element>],
         slot: &mut Served,
-        c: &Consolidated,
+        (c, own): (&Consolidated, &Own),
         now: u64,
     ) -> bool {
         if !self.ok {
@@ -564,11 +672,12 @@ impl Guards {
                 until = until.min(self.reap_at[r.element as usize]);
             }
             if slot.epoch != self.changes {
-                let same = c.rewriters.iter().all(|r| {
-                    elements[r.element as usize]
-                        .stateful_flow()
-                        .is_some_and(|rw| rw.version(r.idx) == r.version)
-                });
+                let same = c.rewriters.len() == own.rw().len()
+                    && c.rewriters.iter().zip(own.rw()).all(|(r, m)| {
+                        elements[r.element as usize]
+                            .stateful_flow()
+                            .is_some_and(|rw| rw.version(m.idx) == m.version)
+                    });
                 if !same {
                     return false;
                 }
@@ -866,14 +975,12 @@ impl Executor {
         let found = table.get_mut(&key);
         let known = found.is_some();
         if let Some(slot) = found {
-            if now.saturating_sub(slot.last) > opts.idle_ns
-                || matches!(&slot.entry, Entry::Fast(c) if now >= c.expiry)
-            {
+            if now.saturating_sub(slot.last) > opts.idle_ns || now >= slot.own.expiry {
                 stats.expired += 1;
                 self.fast_remove(&key);
             } else {
                 slot.last = now;
-                let Slot { entry, st, .. } = slot;
+                let Slot { entry, st, own, .. } = slot;
                 match &*entry {
                     Entry::Refused(why) => {
                         let why = *why;
@@ -919,7 +1026,7 @@ impl Executor {
                         let owed = !c.rewriters.is_empty()
                             && said.is_some()
                             && said == c.info
-                            && guards.hold(elements, st, c, now);
+                            && guards.hold(elements, st, (c, own), now);
                         if (owed || c.rewriters.is_empty()) && c.states.is_empty() && !parallel {
                             // No event check can fail, nothing runs per packet: the packet
                             // is served (its counters and replays owed) by the header
@@ -929,18 +1036,24 @@ impl Executor {
                                 debts.owe(key, st, now);
                             }
                             stats.hits += 1;
-                            let end = c.finish_on(&mut p);
+                            let end = c.finish_on(own, &mut p);
                             self.fast_end_packet(end, p);
                             return None;
                         }
                         let c = Arc::clone(arc);
+                        // The flow's own values, apart from the table (a replay checked
+                        // here may change it).
+                        let own = Own {
+                            rw: own.rw.clone(),
+                            ..*own
+                        };
                         if !owed && !c.rewriters.is_empty() {
                             self.fast_settle();
                         }
                         // Events: every check before any state function runs.
-                        if self.fast_checks(&c, &mut p, owed) {
+                        if self.fast_checks((&c, &own), &mut p, owed) {
                             self.fast_served(&key, &c, p.data(), owed);
-                            self.fast_apply(&c, p, owed);
+                            self.fast_apply((&c, &own), p, owed);
                             if let Some(fp) = self.fast.as_deref_mut() {
                                 fp.stats.hits += 1;
                             }
@@ -1066,9 +1179,9 @@ impl Executor {
                 continue;
             };
             let Some(info) = c.info else { continue };
-            for r in &c.rewriters {
+            for (r, m) in c.rewriters.iter().zip(slot.own.rw()) {
                 if let Some(rw) = elements[r.element as usize].stateful_flow() {
-                    rw.replay_n(r.idx, r.dir, info, slot.st.owed_at, n);
+                    rw.replay_n(m.idx, m.dir, info, slot.st.owed_at, n);
                 }
             }
         }
@@ -1226,24 +1339,27 @@ impl Executor {
 
     /// Runs every event check of entry `c` for packet `p` (as it arrived).
     /// `owed`: the rewriters' replays are owed ([`Executor::fast_owe`] checked them).
-    fn fast_checks(&mut self, c: &Consolidated, p: &mut Packet, owed: bool) -> bool {
+    fn fast_checks(&mut self, (c, own): (&Consolidated, &Own), p: &mut Packet, owed: bool) -> bool {
         let now = self.cx.now.0;
         let per_packet = if owed { &[][..] } else { &c.rewriters[..] };
+        if per_packet.len() != own.rw().len() && !owed {
+            return false;
+        }
         if !per_packet.is_empty() {
             // The rewriters may reap or change here.
             if let Some(fp) = self.fast.as_deref_mut() {
                 fp.guards.ok = false;
             }
         }
-        for r in per_packet {
+        for (r, m) in per_packet.iter().zip(own.rw()) {
             let Some(mut input) = super::flow_input(p.data(), r.trimmed) else {
                 return false;
             };
-            input.flow = r.view;
+            input.flow = m.view;
             let Some(rw) = self.elements[r.element as usize].stateful_flow() else {
                 return false;
             };
-            if !rw.check_replay(&input, now, r.idx, r.dir, r.version) {
+            if !rw.check_replay(&input, now, m.idx, m.dir, m.version) {
                 return false;
             }
         }
@@ -1267,14 +1383,14 @@ impl Executor {
 
     /// Serves `p` from entry `c`: state functions, counters, the header action, the end.
     /// `owed`: the rewriters' replays are owed, not made here.
-    fn fast_apply(&mut self, c: &Consolidated, mut p: Packet, owed: bool) {
+    fn fast_apply(&mut self, (c, own): (&Consolidated, &Own), mut p: Packet, owed: bool) {
         let now = self.cx.now.0;
         let per_packet = if owed { &[][..] } else { &c.rewriters[..] };
-        for r in per_packet {
+        for (r, m) in per_packet.iter().zip(own.rw()) {
             if let Some(mut input) = super::flow_input(p.data(), r.trimmed) {
-                input.flow = r.view;
+                input.flow = m.view;
                 if let Some(rw) = self.elements[r.element as usize].stateful_flow() {
-                    rw.replay(&input, now, r.idx, r.dir);
+                    rw.replay(&input, now, m.idx, m.dir);
                 }
             }
         }
@@ -1294,7 +1410,7 @@ impl Executor {
                 self.elements[s.element as usize].replay(s.token, &mut view, &mut self.cx);
             }
         }
-        let end = c.finish_on(&mut p);
+        let end = c.finish_on(own, &mut p);
         self.fast_end_packet(end, p);
     }
 
@@ -1465,11 +1581,18 @@ impl Executor {
             }
             return;
         }
-        let entry = match why {
-            Some(w) => Entry::Refused(w),
+        let refused = |w| {
+            let own = Own {
+                expiry: u64::MAX,
+                ..Own::default()
+            };
+            (Entry::Refused(w), own)
+        };
+        let (entry, own) = match why {
+            Some(w) => refused(w),
             None => match consolidate(&rec, el, out, expiry, self) {
-                Ok(c) => Entry::Fast(self.fast_shared(c)),
-                Err(w) => Entry::Refused(w),
+                Ok((c, own)) => (Entry::Fast(self.fast_shared(c)), own),
+                Err(w) => refused(w),
             },
         };
         let Some(fp) = self.fast.as_deref_mut() else {
@@ -1479,21 +1602,21 @@ impl Executor {
             Entry::Fast(_) => fp.stats.consolidated += 1,
             Entry::Refused(w) => fp.refuse(w),
         }
-        self.fast_insert(rec.key, entry, now);
+        self.fast_insert(rec.key, entry, own, now);
     }
 
-    /// Entry `c`, or an equal one already made for another flow (flows that took the same
-    /// path share one: a hit then reads an entry other flows keep in cache). Entries that
-    /// name a rewriter's mapping are the flow's own.
+    /// Entry template `c`, or an equal one already made for another flow (flows that took
+    /// the same path share one: a hit then reads a template other flows keep in cache, and
+    /// its own slot). What differs between flows of one path through rewriters (their
+    /// mappings, the tuple values and checksum operands these give, the expiry) is the
+    /// flow's [`Own`], not part of the template.
     fn fast_shared(&mut self, c: Consolidated) -> Arc<Consolidated> {
         let Some(fp) = self.fast.as_deref_mut() else {
             return Arc::new(c);
         };
-        if !c.rewriters.is_empty() {
-            return Arc::new(c);
-        }
         let text = format!("{c:?}");
         if let Some(a) = fp.shared.get(&text) {
+            fp.stats.shared += 1;
             return Arc::clone(a);
         }
         if fp.shared.len() >= MAX_SHARED {
@@ -1506,7 +1629,7 @@ impl Executor {
 
     /// Puts `entry` in the table as flow `key`'s, evicting the oldest entry when the table
     /// is full (counted) and paying what a replaced entry owes.
-    fn fast_insert(&mut self, key: Key, entry: Entry, now: u64) {
+    fn fast_insert(&mut self, key: Key, entry: Entry, own: Own, now: u64) {
         let Some(fp) = self.fast.as_deref_mut() else {
             return;
         };
@@ -1532,7 +1655,7 @@ impl Executor {
         let Some(fp) = self.fast.as_deref_mut() else {
             return;
         };
-        if fp.table.insert(key, Slot::new(entry, now)).is_none() {
+        if fp.table.insert(key, Slot::new(entry, own, now)).is_none() {
             fp.order.push_back(key);
             if fp.order.len() > 2 * fp.opts.max_flows {
                 // Keys of removed entries linger in the eviction order: drop them.
@@ -1884,13 +2007,15 @@ fn record_rewriter(
         return Err("rewriters-disagree");
     }
     rec.info = Some(info);
-    rec.rewriters.push(RwCall {
+    rec.rewriters.push(RwRec {
         element: el,
-        idx,
-        dir,
-        view: input.flow,
         trimmed: rec.t.trimmed,
-        version,
+        flow: RwFlow {
+            idx,
+            version,
+            dir,
+            view: input.flow,
+        },
     });
     Ok(())
 }
@@ -2233,7 +2358,8 @@ impl model::EffectSink for Recorder<'_> {
     }
 }
 
-/// Makes the entry from a finished recording; checks its header action on the recorded
+/// Makes the entry from a finished recording: its template (what flows taking the same
+/// path share) and what the flow holds apart; checks its header action on the recorded
 /// packet.
 fn consolidate(
     rec: &Recording,
@@ -2241,13 +2367,13 @@ fn consolidate(
     out: Option<&Packet>,
     expiry: Option<u64>,
     ex: &Executor,
-) -> Result<Consolidated, &'static str> {
+) -> Result<(Consolidated, Own), &'static str> {
     let t = &rec.t;
     let end = match el {
         Some(e) => End::Exit(e),
         None => End::Drop,
     };
-    let writes: Vec<(Field, Val)> = t
+    let mut writes: Vec<(Field, Val)> = t
         .known
         .iter()
         .filter(|(f, _)| frame_location(*f, 20).is_some())
@@ -2261,6 +2387,20 @@ fn consolidate(
             )
         })
         .collect();
+    // Constant writes of the tuple (a rewriter's mapping) are the flow's own values, written
+    // apart from the template's (unless a raw write could overlap them).
+    let mut tuple = 0u8;
+    let mut own_tuple = [0u32; 4];
+    if !writes.iter().any(|(f, _)| matches!(f, Field::Raw { .. })) {
+        writes.retain(|(f, v)| match (TUPLE.iter().position(|g| g == f), v) {
+            (Some(i), Val::Const(x)) => {
+                tuple |= 1 << i;
+                own_tuple[i] = *x as u32;
+                false
+            }
+            _ => true,
+        });
+    }
     let head = match out {
         Some(q) => q.data_offset() as i64 - i64::from(rec.entry_offset),
         None => 0,
@@ -2283,20 +2423,14 @@ fn consolidate(
         placed: Vec::new(),
     };
     finish.prepare();
-    let regs = Regs {
+    let exp = expiry.unwrap_or(u64::MAX).min(rec.expiry);
+    let own = Own {
+        tuple: own_tuple,
         ip_ops: t.ip_ops,
         l4_ops: t.l4_ops,
-        rewrote: t.rewrote,
-        ..Regs::default()
+        expiry: exp,
+        rw: (!rec.rewriters.is_empty()).then(|| rec.rewriters.iter().map(|r| r.flow).collect()),
     };
-    if let Some(q) = out {
-        // The header action must give the recorded packet's bytes.
-        let mut copy = Packet::from_bytes(&rec.entry_data);
-        finish_packet(&mut copy, &finish, &regs);
-        if copy.data() != q.data() {
-            return Err("action-differs");
-        }
-    }
     // Counters: what the recorded packet changed.
     let Snapshot {
         arrivals: a0,
@@ -2333,7 +2467,6 @@ fn consolidate(
     }
     counts.stats = rec.stats.clone();
     counts.byte_stats = rec.byte_stats.clone();
-    let exp = expiry.unwrap_or(u64::MAX).min(rec.expiry);
     // One test per field (the intersection of every step's), and only the negatives that
     // can hold together with them.
     let mut merged: Vec<(Field, FieldSet)> = Vec::new();
@@ -2382,22 +2515,19 @@ fn consolidate(
             _ => tests.push((Getter::of(f), iv)),
         }
     }
-    Ok(Consolidated {
+    let c = Consolidated {
         ranges,
         tests,
         negatives,
         finish,
-        regs,
+        rewrote: t.rewrote,
+        tuple,
         rewriters: rec
             .rewriters
             .iter()
             .map(|r| RwCall {
                 element: r.element,
-                idx: r.idx,
-                dir: r.dir,
-                view: r.view,
                 trimmed: r.trimmed,
-                version: r.version,
             })
             .collect(),
         states: rec
@@ -2416,6 +2546,64 @@ fn consolidate(
         counts,
         end,
         info: rec.info,
-        expiry: exp,
-    })
+    };
+    if let Some(q) = out {
+        // The header action (template and the flow's own values) must give the recorded
+        // packet's bytes.
+        let mut copy = Packet::from_bytes(&rec.entry_data);
+        c.apply(&own, &mut copy);
+        if copy.data() != q.data() {
+            return Err("action-differs");
+        }
+    }
+    Ok((c, own))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tuple_is_where_the_layout_puts_it() {
+        // A flow's own tuple values are written at fixed places, not looked up per packet:
+        // they must be the fields' places for every IPv4 header length.
+        for hl in (20..=60).step_by(4) {
+            for (f, (off, wide)) in TUPLE.iter().zip(tuple_at(hl)) {
+                let len = if wide { 4 } else { 2 };
+                assert_eq!(frame_location(*f, hl), Some((off, len)), "{f:?} at hl {hl}");
+            }
+        }
+    }
+
+    #[test]
+    fn tuple_writes_touch_only_their_fields_and_never_panic() {
+        let mut d: Vec<u8> = (0..80u8).collect();
+        d[14] = 0x46; // a 24-byte IPv4 header
+        let before = d.clone();
+        write_tuple(&mut d, 0b1010, &[0, 0xaabb, 0, 0xccdd]);
+        assert_eq!(&d[38..40], &[0xaa, 0xbb], "source port after the options");
+        assert_eq!(&d[40..42], &[0xcc, 0xdd], "destination port");
+        let changed: Vec<usize> = (0..d.len()).filter(|&i| d[i] != before[i]).collect();
+        assert_eq!(changed, vec![38, 39, 40, 41]);
+        write_tuple(&mut d, 0b0101, &[0x0a00_0001, 0, 0x0a00_0002, 0]);
+        assert_eq!(&d[26..34], &[10, 0, 0, 1, 10, 0, 0, 2]);
+        // Frames too short for the fields are left as they are.
+        for n in 0..40 {
+            let mut short = vec![0x4fu8; n];
+            let copy = short.clone();
+            write_tuple(&mut short, 0b1111, &[1, 2, 3, 4]);
+            if n < 28 {
+                assert_eq!(short, copy, "{n} bytes");
+            }
+        }
+    }
+
+    #[test]
+    fn a_flows_own_part_of_an_entry_is_small() {
+        // The slot (key, shared template's pointer, counters owed, the flow's own values)
+        // is what a hit reads besides the template: a few cache lines, whatever the chain.
+        let slot = std::mem::size_of::<(Key, Slot)>();
+        assert!(slot <= 192, "{slot} bytes per slot");
+        assert!(std::mem::size_of::<Own>() <= 48);
+    }
 }
