@@ -131,11 +131,25 @@ pub struct FastStats {
     pub shared: u64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// A flow's key: entry element, VLAN tag, and the tuple (packet kind, IPv4 header length,
+/// protocol, addresses, ports) as two halves, so that the key takes 24 bytes of its slot's
+/// first cache line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Key {
     entry: u32,
     vlan: u32,
-    tuple: u128,
+    lo: u64,
+    hi: u64,
+}
+
+impl std::hash::Hash for Key {
+    #[inline]
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        // As a key of (u32, u32, u128) hashes: flow ids stay what they were.
+        h.write_u32(self.entry);
+        h.write_u32(self.vlan);
+        h.write_u128(self.tuple());
+    }
 }
 
 /// A test on one field of the frame as it arrived: allowed intervals.
@@ -191,9 +205,9 @@ struct RwFlow {
 const TUPLE: [Field; 4] = [Field::IpSrc, Field::SrcPort, Field::IpDst, Field::DstPort];
 
 /// What an entry holds for its flow alone, beside its (shared) template: the values the
-/// flow's rewriters gave its tuple, the checksum operands they add, the earliest expiry
-/// recorded, and the mapping each rewriter of the template holds for the flow. Kept in the
-/// table slot, so a hit reads the template (in cache, shared) and its own slot only.
+/// flow's rewriters gave its tuple, the checksum operands they add, and the mapping each
+/// rewriter of the template holds for the flow (its expiry is [`Slot::expiry`]). Kept in
+/// the table slot, so a hit reads the template (in cache, shared) and its own slot only.
 #[derive(Debug, Default)]
 struct Own {
     /// Values written to the tuple fields the template's [`Consolidated::tuple`] names.
@@ -201,8 +215,6 @@ struct Own {
     /// Operands added to the IPv4 and transport checksums (folded).
     ip_ops: u32,
     l4_ops: u32,
-    /// The entry is not used at or after this time (a mapping may have expired).
-    expiry: u64,
     /// Per rewriter of the template, in order (read when replays are paid or checked).
     rw: Option<Arc<[RwFlow]>>,
 }
@@ -297,6 +309,9 @@ struct Consolidated {
     /// The tuple fields ([`TUPLE`], one bit each) whose written values each flow holds
     /// ([`Own::tuple`]): a NAPT's entry is shared by flows whose mappings differ.
     tuple: u8,
+    /// Whether the flows add checksum operands of their own ([`Own::ip_ops`]); without,
+    /// a hit reads nothing of its slot beyond the first cache line.
+    ops: bool,
     rewriters: Vec<RwCall>,
     states: Vec<StateCall>,
     counts: Counts,
@@ -328,9 +343,14 @@ impl Consolidated {
         if self.tuple != 0 {
             write_tuple(p.data_mut(), self.tuple, &own.tuple);
         }
+        let (ip_ops, l4_ops) = if self.ops {
+            (own.ip_ops, own.l4_ops)
+        } else {
+            (0, 0)
+        };
         let regs = Regs {
-            ip_ops: own.ip_ops,
-            l4_ops: own.l4_ops,
+            ip_ops,
+            l4_ops,
             rewrote: self.rewrote,
             ..Regs::default()
         };
@@ -370,28 +390,35 @@ fn write_tuple(d: &mut [u8], mask: u8, vals: &[u32; 4]) {
 #[derive(Debug)]
 enum Entry {
     Fast(Arc<Consolidated>),
-    /// The flow cannot be consolidated (the reason is counted per packet).
-    Refused(&'static str),
+    /// The flow cannot be consolidated (the reason is counted per packet; boxed, so that
+    /// an entry is two words).
+    Refused(Box<&'static str>),
 }
 
+/// A flow's place in the table. Laid out by hand: its first cache line holds all a hit
+/// on an entry without rewriters reads and writes (key, entry, last use, expiry, packets
+/// owed); what rewriters' entries also need follows.
 #[derive(Debug)]
+#[repr(C, align(64))]
 struct Slot {
+    key: Key,
     entry: Entry,
     last: u64,
-    /// What the entry holds for this flow alone (its template may be shared).
-    own: Own,
+    /// The entry is not used at or after this time (a mapping may have expired).
+    expiry: u64,
     /// What the packets served owe, and what the entry knows of its rewriters.
     st: Served,
+    /// What the entry holds for this flow alone (its template may be shared).
+    own: Own,
 }
 
 /// The bookkeeping of an entry's served packets.
 #[derive(Debug)]
+#[repr(C)]
 struct Served {
-    /// Packets served since the counters were last paid, and the sums of their frame
-    /// lengths and IPv4 total lengths (for byte counters).
+    /// Packets served since the counters were last paid (first: in the slot's first cache
+    /// line).
     pending: u64,
-    pending_len: u64,
-    pending_ip_len: u64,
     /// Packets served whose rewriter replays are owed (paid by [`Executor::fast_settle`]).
     owed: u32,
     /// The time of the last of them.
@@ -399,13 +426,77 @@ struct Served {
     /// Its place in the order of every packet whose replays were owed (debts are paid in
     /// that order: a mapping's expiry is its latest packet's).
     seq: u64,
-    /// The rewriters' change count when the entry's mapping versions were last found
-    /// unchanged.
-    epoch: u64,
     /// The [`Guards::generation`] the entry last checked its rewriters under, and the
     /// earliest time one of them reaps, as then known.
     generation: u64,
     reap_at: u64,
+    /// The rewriters' change count when the entry's mapping versions were last found
+    /// unchanged.
+    epoch: u64,
+    /// The sums of the served packets' frame lengths and IPv4 total lengths (for byte
+    /// counters).
+    pending_len: u64,
+    pending_ip_len: u64,
+}
+
+/// The flow table: slots found by their key (a [`hashbrown::HashTable`], so that the key
+/// is in its slot's first cache line).
+#[derive(Default)]
+struct FlowTable {
+    t: hashbrown::HashTable<Slot>,
+    hasher: foldhash::fast::FixedState,
+}
+
+impl FlowTable {
+    #[inline]
+    fn hash(&self, k: &Key) -> u64 {
+        use std::hash::BuildHasher;
+        self.hasher.hash_one(k)
+    }
+
+    #[inline]
+    fn get(&self, k: &Key) -> Option<&Slot> {
+        self.t.find(self.hash(k), |s| s.key == *k)
+    }
+
+    #[inline]
+    fn get_mut(&mut self, k: &Key) -> Option<&mut Slot> {
+        let h = self.hash(k);
+        self.t.find_mut(h, |s| s.key == *k)
+    }
+
+    fn contains_key(&self, k: &Key) -> bool {
+        self.get(k).is_some()
+    }
+
+    fn remove(&mut self, k: &Key) -> Option<Slot> {
+        let h = self.hash(k);
+        self.t
+            .find_entry(h, |s| s.key == *k)
+            .ok()
+            .map(|e| e.remove().0)
+    }
+
+    /// Puts `slot` in, in place of the slot of the same key if there is one (returned).
+    fn insert(&mut self, slot: Slot) -> Option<Slot> {
+        if let Some(old) = self.get_mut(&slot.key) {
+            return Some(std::mem::replace(old, slot));
+        }
+        let h = self.hash(&slot.key);
+        let FlowTable { t, hasher } = self;
+        t.insert_unique(h, slot, |s| {
+            std::hash::BuildHasher::hash_one(&*hasher, s.key)
+        });
+        None
+    }
+
+    fn len(&self) -> usize {
+        self.t.len()
+    }
+
+    fn values(&self) -> impl Iterator<Item = &Slot> {
+        self.t.iter()
+    }
 }
 
 impl Served {
@@ -426,10 +517,12 @@ impl Served {
 }
 
 impl Slot {
-    fn new(entry: Entry, own: Own, last: u64) -> Slot {
+    fn new(key: Key, entry: Entry, (own, expiry): (Own, u64), last: u64) -> Slot {
         Slot {
+            key,
             entry,
             last,
+            expiry,
             own,
             st: Served {
                 pending: 0,
@@ -595,7 +688,7 @@ const MEMO_AT: usize = 64;
 /// The fast path's tables and counters (owned by the executor).
 pub(super) struct FastState {
     opts: FastOptions,
-    table: HashMap<Key, Slot, foldhash::fast::FixedState>,
+    table: FlowTable,
     order: VecDeque<Key>,
     models: Vec<Option<Model>>,
     /// Per long model: the fields its cases test.
@@ -758,17 +851,29 @@ fn key_and_flags(entry: u32, data: &[u8]) -> (Key, Option<u8>) {
         | (h.value(Field::IpDst) << 32)
         | (h.value(Field::SrcPort) << 16)
         | h.value(Field::DstPort);
-    (Key { entry, vlan, tuple }, tcp_flags)
+    (Key::new(entry, vlan, tuple), tcp_flags)
 }
 
 impl Key {
+    fn new(entry: u32, vlan: u32, tuple: u128) -> Key {
+        Key {
+            entry,
+            vlan,
+            lo: tuple as u64,
+            hi: (tuple >> 64) as u64,
+        }
+    }
+
+    /// The tuple (packet kind, header length, protocol, addresses, ports).
+    fn tuple(&self) -> u128 {
+        (u128::from(self.hi) << 64) | u128::from(self.lo)
+    }
+
     /// The key with the packet kind (TCP flags, payload or not) set to `variant`; 0: the
     /// flow itself, whatever its packets' kinds.
     fn with_variant(self, variant: u128) -> Key {
-        Key {
-            tuple: (self.tuple & !(0xffff << 112)) | (variant << 112),
-            ..self
-        }
+        let t = (self.tuple() & !(0xffff << 112)) | (variant << 112);
+        Key::new(self.entry, self.vlan, t)
     }
 
     /// A hash of the flow (not of the packet kind), seeded with `seed`.
@@ -842,7 +947,7 @@ impl FastState {
             .collect();
         FastState {
             opts,
-            table: HashMap::default(),
+            table: FlowTable::default(),
             order: VecDeque::new(),
             models,
             model_fields,
@@ -975,7 +1080,7 @@ impl Executor {
         let found = table.get_mut(&key);
         let known = found.is_some();
         if let Some(slot) = found {
-            if now.saturating_sub(slot.last) > opts.idle_ns || now >= slot.own.expiry {
+            if now.saturating_sub(slot.last) > opts.idle_ns || now >= slot.expiry {
                 stats.expired += 1;
                 self.fast_remove(&key);
             } else {
@@ -983,7 +1088,7 @@ impl Executor {
                 let Slot { entry, st, own, .. } = slot;
                 match &*entry {
                     Entry::Refused(why) => {
-                        let why = *why;
+                        let why: &'static str = why;
                         *stats.refused.entry(why).or_default() += 1;
                         return Some(p);
                     }
@@ -1581,13 +1686,7 @@ impl Executor {
             }
             return;
         }
-        let refused = |w| {
-            let own = Own {
-                expiry: u64::MAX,
-                ..Own::default()
-            };
-            (Entry::Refused(w), own)
-        };
+        let refused = |w| (Entry::Refused(Box::new(w)), (Own::default(), u64::MAX));
         let (entry, own) = match why {
             Some(w) => refused(w),
             None => match consolidate(&rec, el, out, expiry, self) {
@@ -1600,7 +1699,7 @@ impl Executor {
         };
         match &entry {
             Entry::Fast(_) => fp.stats.consolidated += 1,
-            Entry::Refused(w) => fp.refuse(w),
+            Entry::Refused(w) => fp.refuse(**w),
         }
         self.fast_insert(rec.key, entry, own, now);
     }
@@ -1629,7 +1728,7 @@ impl Executor {
 
     /// Puts `entry` in the table as flow `key`'s, evicting the oldest entry when the table
     /// is full (counted) and paying what a replaced entry owes.
-    fn fast_insert(&mut self, key: Key, entry: Entry, own: Own, now: u64) {
+    fn fast_insert(&mut self, key: Key, entry: Entry, own: (Own, u64), now: u64) {
         let Some(fp) = self.fast.as_deref_mut() else {
             return;
         };
@@ -1655,7 +1754,7 @@ impl Executor {
         let Some(fp) = self.fast.as_deref_mut() else {
             return;
         };
-        if fp.table.insert(key, Slot::new(entry, own, now)).is_none() {
+        if fp.table.insert(Slot::new(key, entry, own, now)).is_none() {
             fp.order.push_back(key);
             if fp.order.len() > 2 * fp.opts.max_flows {
                 // Keys of removed entries linger in the eviction order: drop them.
@@ -2367,7 +2466,7 @@ fn consolidate(
     out: Option<&Packet>,
     expiry: Option<u64>,
     ex: &Executor,
-) -> Result<(Consolidated, Own), &'static str> {
+) -> Result<(Consolidated, (Own, u64)), &'static str> {
     let t = &rec.t;
     let end = match el {
         Some(e) => End::Exit(e),
@@ -2428,7 +2527,6 @@ fn consolidate(
         tuple: own_tuple,
         ip_ops: t.ip_ops,
         l4_ops: t.l4_ops,
-        expiry: exp,
         rw: (!rec.rewriters.is_empty()).then(|| rec.rewriters.iter().map(|r| r.flow).collect()),
     };
     // Counters: what the recorded packet changed.
@@ -2522,6 +2620,7 @@ fn consolidate(
         finish,
         rewrote: t.rewrote,
         tuple,
+        ops: t.ip_ops != 0 || t.l4_ops != 0,
         rewriters: rec
             .rewriters
             .iter()
@@ -2556,7 +2655,7 @@ fn consolidate(
             return Err("action-differs");
         }
     }
-    Ok((c, own))
+    Ok((c, (own, exp)))
 }
 
 #[cfg(test)]
@@ -2602,8 +2701,14 @@ mod tests {
     fn a_flows_own_part_of_an_entry_is_small() {
         // The slot (key, shared template's pointer, counters owed, the flow's own values)
         // is what a hit reads besides the template: a few cache lines, whatever the chain.
-        let slot = std::mem::size_of::<(Key, Slot)>();
-        assert!(slot <= 192, "{slot} bytes per slot");
         assert!(std::mem::size_of::<Own>() <= 48);
+        assert_eq!(std::mem::size_of::<Key>(), 24);
+        assert_eq!(std::mem::size_of::<Entry>(), 16);
+        let slot = std::mem::size_of::<Slot>();
+        assert!(slot <= 192, "{slot} bytes per slot");
+        // What a hit on an entry without rewriters reads is in the first cache line.
+        assert_eq!(std::mem::offset_of!(Slot, st), 56);
+        assert_eq!(std::mem::offset_of!(Served, pending), 0);
+        assert_eq!(std::mem::align_of::<Slot>(), 64);
     }
 }
