@@ -392,8 +392,12 @@ enum Entry {
     Fast(Arc<Consolidated>),
     /// The flow cannot be consolidated (the reason is counted per packet; boxed, so that
     /// an entry is two words).
-    Refused(Box<&'static str>),
+    Refused(Box<Why>),
 }
+
+/// Why a flow cannot be consolidated.
+#[derive(Debug)]
+struct Why(&'static str);
 
 /// A flow's place in the table. Laid out by hand: its first cache line holds all a hit
 /// on an entry without rewriters reads and writes (key, entry, last use, expiry, packets
@@ -1088,7 +1092,7 @@ impl Executor {
                 let Slot { entry, st, own, .. } = slot;
                 match &*entry {
                     Entry::Refused(why) => {
-                        let why: &'static str = why;
+                        let why = why.0;
                         *stats.refused.entry(why).or_default() += 1;
                         return Some(p);
                     }
@@ -1686,7 +1690,7 @@ impl Executor {
             }
             return;
         }
-        let refused = |w| (Entry::Refused(Box::new(w)), (Own::default(), u64::MAX));
+        let refused = |w| (Entry::Refused(Box::new(Why(w))), (Own::default(), u64::MAX));
         let (entry, own) = match why {
             Some(w) => refused(w),
             None => match consolidate(&rec, el, out, expiry, self) {
@@ -1699,7 +1703,7 @@ impl Executor {
         };
         match &entry {
             Entry::Fast(_) => fp.stats.consolidated += 1,
-            Entry::Refused(w) => fp.refuse(**w),
+            Entry::Refused(w) => fp.refuse(w.0),
         }
         self.fast_insert(rec.key, entry, own, now);
     }
