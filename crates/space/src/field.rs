@@ -98,6 +98,10 @@ pub enum Field {
 pub const MAX_RAW_LEN: u8 = 16;
 
 impl Field {
+    /// The four fields of a flow's tuple a rewriter writes, in the order of its patterns
+    /// (source address, source port, destination address, destination port).
+    pub const TUPLE: [Field; 4] = [Field::IpSrc, Field::SrcPort, Field::IpDst, Field::DstPort];
+
     /// Every named (non-raw) field, in order.
     pub const ALL: [Field; 34] = [
         Field::InPort,

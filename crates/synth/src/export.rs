@@ -431,8 +431,6 @@ enum Prov {
     Reg(u8),
 }
 
-const TUPLE: [Field; 4] = [Field::IpSrc, Field::SrcPort, Field::IpDst, Field::DstPort];
-
 #[derive(Debug, Clone)]
 struct Ctx {
     /// Per tuple field: where its current value comes from.
@@ -580,8 +578,10 @@ impl<'a> Out<'a> {
                         return Err(ExportError::RuntimeCheck(*v));
                     };
                     let k = t.index();
-                    let f =
-                        Filter::any().with(TUPLE[k], FieldSet::from_intervals(iv.iter().copied()));
+                    let f = Filter::any().with(
+                        Field::TUPLE[k],
+                        FieldSet::from_intervals(iv.iter().copied()),
+                    );
                     parts.push(pattern(&f)?);
                 }
                 let text = if parts.is_empty() {
@@ -657,7 +657,7 @@ impl<'a> Out<'a> {
                     // as it arrived or as a rewriter left it (no write in between, which the
                     // export would make later).
                     let ok = match v {
-                        Val::Orig(f, 0) => *f == TUPLE[k],
+                        Val::Orig(f, 0) => *f == Field::TUPLE[k],
                         Val::Reg(_, t, 0) => t.index() == k,
                         // A constant an earlier rewriter's pattern wrote.
                         Val::Const(_) => ctx.prov[k] != Prov::Orig,
@@ -666,7 +666,7 @@ impl<'a> Out<'a> {
                     if !ok {
                         return Err(ExportError::ReadAfterWrite {
                             element: self.original_name(*element),
-                            field: TUPLE[k],
+                            field: Field::TUPLE[k],
                         });
                     }
                 }
@@ -769,8 +769,8 @@ impl<'a> Out<'a> {
                 (Field::EthSrc, Val::Const(c)) => eth[1] = Some(*c),
                 (Field::EtherType, Val::Const(c)) => eth[2] = Some(*c),
                 (Field::DstIpAnno | Field::Paint | Field::PacketType, _) => {}
-                (t, v) if TUPLE.contains(t) => {
-                    let k = TUPLE.iter().position(|x| x == t).unwrap_or(0);
+                (t, v) if Field::TUPLE.contains(t) => {
+                    let k = Field::TUPLE.iter().position(|x| x == t).unwrap_or(0);
                     let ok = match (v, ctx.prov[k]) {
                         (Val::Reg(_, tt, 0), _) => tt.index() == k,
                         (Val::Const(_), Prov::Reg(_)) => true,

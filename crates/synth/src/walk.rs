@@ -1324,10 +1324,7 @@ impl<'a> Walker<'a> {
         if has_ip {
             for (o, ops) in outs {
                 let mut b = base.clone();
-                for (f, fop) in [Field::IpSrc, Field::SrcPort, Field::IpDst, Field::DstPort]
-                    .into_iter()
-                    .zip(ops)
-                {
+                for (f, fop) in Field::TUPLE.into_iter().zip(ops) {
                     let fop = match fop {
                         OutputOp::Values(_)
                             if short_keeps_ports

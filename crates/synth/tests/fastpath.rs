@@ -28,6 +28,25 @@ fn trace(name: &str, cfg: GenConfig) -> PathBuf {
     path
 }
 
+/// A fresh directory holding `examples/napts/napt.click` with one-second UDP timeouts,
+/// `tcp` seconds for TCP and reaping every second (`napt.click`), for tests whose mappings
+/// must expire mid-trace.
+fn napt_with_short_timeouts(name: &str, tcp: u32) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("fastpath-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let click = std::fs::read_to_string(root().join("examples/napts/napt.click"))
+        .unwrap()
+        .replace(
+            "0 1, drop);",
+            &format!(
+                "0 1, drop, UDP_TIMEOUT 1, TCP_TIMEOUT {tcp}, TCP_DONE_TIMEOUT 1, REAP_INTERVAL 1);"
+            ),
+        );
+    assert!(click.contains("UDP_TIMEOUT 1"), "{click}");
+    std::fs::write(dir.join("napt.click"), click).unwrap();
+    dir
+}
+
 fn cfg(src: (Ipv4Addr, u8), dst: (Ipv4Addr, u8), rough: Option<(u8, u8)>) -> GenConfig {
     GenConfig {
         packets: 3000,
@@ -218,16 +237,7 @@ fn state_functions_on_two_cores_change_nothing() {
 /// the end.
 #[test]
 fn owed_rewriter_replays_leave_the_naive_state() {
-    let dir = std::env::temp_dir().join(format!("fastpath-{}-owed", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let click = std::fs::read_to_string(root().join("examples/napts/napt.click"))
-        .unwrap()
-        .replace(
-            "0 1, drop);",
-            "0 1, drop, UDP_TIMEOUT 1, TCP_TIMEOUT 2, TCP_DONE_TIMEOUT 1, REAP_INTERVAL 1);",
-        );
-    assert!(click.contains("UDP_TIMEOUT 1"), "{click}");
-    std::fs::write(dir.join("napt.click"), click).unwrap();
+    let dir = napt_with_short_timeouts("owed", 2);
     let mut toml = String::new();
     for (i, ext) in [(1, "10.0.101.1"), (2, "10.0.102.1")] {
         toml.push_str(&format!(
@@ -423,16 +433,7 @@ fn napt_flows_share_a_template() {
 /// the state dumps and counters are naive's at every checkpoint.
 #[test]
 fn mappings_change_and_expire_under_a_shared_template() {
-    let dir = std::env::temp_dir().join(format!("fastpath-{}-remap", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let click = std::fs::read_to_string(root().join("examples/napts/napt.click"))
-        .unwrap()
-        .replace(
-            "0 1, drop);",
-            "0 1, drop, UDP_TIMEOUT 1, TCP_TIMEOUT 1, TCP_DONE_TIMEOUT 1, REAP_INTERVAL 1);",
-        );
-    assert!(click.contains("UDP_TIMEOUT 1"), "{click}");
-    std::fs::write(dir.join("napt.click"), click).unwrap();
+    let dir = napt_with_short_timeouts("remap", 1);
     std::fs::write(
         dir.join("chain.toml"),
         "[nf.n1]\nclick = \"napt.click\"\n[[entry]]\nto = \"n1.eth0\"\n",

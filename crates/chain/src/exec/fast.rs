@@ -200,17 +200,14 @@ struct RwFlow {
     view: elements::rewriter::FlowId,
 }
 
-/// The tuple fields (saddr, sport, daddr, dport) whose values an entry's flow holds apart
-/// from its template ([`Own::tuple`]), in the order of [`Consolidated::tuple`]'s bits.
-const TUPLE: [Field; 4] = [Field::IpSrc, Field::SrcPort, Field::IpDst, Field::DstPort];
-
 /// What an entry holds for its flow alone, beside its (shared) template: the values the
 /// flow's rewriters gave its tuple, the checksum operands they add, and the mapping each
 /// rewriter of the template holds for the flow (its expiry is [`Slot::expiry`]). Kept in
 /// the table slot, so a hit reads the template (in cache, shared) and its own slot only.
 #[derive(Debug, Default)]
 struct Own {
-    /// Values written to the tuple fields the template's [`Consolidated::tuple`] names.
+    /// Values written to the tuple fields the template's [`Consolidated::tuple`] names
+    /// (in [`Field::TUPLE`]'s order, which is the order of its bits).
     tuple: [u32; 4],
     /// Operands added to the IPv4 and transport checksums (folded).
     ip_ops: u32,
@@ -306,7 +303,7 @@ struct Consolidated {
     finish: Finish,
     /// Whether an address or port is rewritten (the transport checksum is then fixed).
     rewrote: bool,
-    /// The tuple fields ([`TUPLE`], one bit each) whose written values each flow holds
+    /// The tuple fields ([`Field::TUPLE`], one bit each) whose written values each flow holds
     /// ([`Own::tuple`]): a NAPT's entry is shared by flows whose mappings differ.
     tuple: u8,
     /// Whether the flows add checksum operands of their own ([`Own::ip_ops`]); without,
@@ -358,7 +355,7 @@ impl Consolidated {
     }
 }
 
-/// Where the tuple fields are in a frame whose IPv4 header is `hl` bytes long ([`TUPLE`]'s
+/// Where the tuple fields are in a frame whose IPv4 header is `hl` bytes long ([`Field::TUPLE`]'s
 /// order: offset, whether 4 bytes long, else 2).
 #[inline(always)]
 fn tuple_at(hl: usize) -> [(usize, bool); 4] {
@@ -368,7 +365,7 @@ fn tuple_at(hl: usize) -> [(usize, bool); 4] {
     [(SRC, true), (l4, false), (DST, true), (l4 + 2, false)]
 }
 
-/// Writes the values `vals` of the tuple fields `mask` names ([`TUPLE`], one bit each) into
+/// Writes the values `vals` of the tuple fields `mask` names ([`Field::TUPLE`], one bit each) into
 /// frame `d` (nothing where the frame is too short).
 #[inline]
 fn write_tuple(d: &mut [u8], mask: u8, vals: &[u32; 4]) {
@@ -2495,14 +2492,16 @@ fn consolidate(
     let mut tuple = 0u8;
     let mut own_tuple = [0u32; 4];
     if !writes.iter().any(|(f, _)| matches!(f, Field::Raw { .. })) {
-        writes.retain(|(f, v)| match (TUPLE.iter().position(|g| g == f), v) {
-            (Some(i), Val::Const(x)) => {
-                tuple |= 1 << i;
-                own_tuple[i] = *x as u32;
-                false
-            }
-            _ => true,
-        });
+        writes.retain(
+            |(f, v)| match (Field::TUPLE.iter().position(|g| g == f), v) {
+                (Some(i), Val::Const(x)) => {
+                    tuple |= 1 << i;
+                    own_tuple[i] = *x as u32;
+                    false
+                }
+                _ => true,
+            },
+        );
     }
     let head = match out {
         Some(q) => q.data_offset() as i64 - i64::from(rec.entry_offset),
@@ -2671,7 +2670,7 @@ mod tests {
         // A flow's own tuple values are written at fixed places, not looked up per packet:
         // they must be the fields' places for every IPv4 header length.
         for hl in (20..=60).step_by(4) {
-            for (f, (off, wide)) in TUPLE.iter().zip(tuple_at(hl)) {
+            for (f, (off, wide)) in Field::TUPLE.iter().zip(tuple_at(hl)) {
                 let len = if wide { 4 } else { 2 };
                 assert_eq!(frame_location(*f, hl), Some((off, len)), "{f:?} at hl {hl}");
             }
