@@ -3,26 +3,24 @@
 //! most 8 fields).
 //!
 //! **Walk.** Keys go sixteen to a register, and the (up to four) registers of a block are
-//! stepped together so that their gathers overlap. Per step and register: two 16-lane
-//! gathers (each key's node's cut; its right child with the field slot packed above it),
-//! one for each key's value of that field, an unsigned compare and a masked blend. Nodes
-//! are mirrored as `[u32; 2]` ([`walk_entry`](crate::walk_entry)); keys as a field-major
-//! table of `u32` (64 keys per field slot, slot 15 all `u32::MAX`).
+//! stepped together so that their gathers overlap. Per step and register: two 8-lane
+//! gathers of whole 8-byte nodes (cut; right child with the field slot packed above it),
+//! split into cuts and children by two permutes, one 16-lane gather of each key's value of
+//! that field, an unsigned compare and a masked blend. Nodes are mirrored as `[u32; 2]`
+//! ([`walk_entry`](crate::walk_entry)); keys as a table of 64-byte rows, one per key (its
+//! fields as `u32`, then `u32::MAX`), each written by one masked load, narrowing and store.
 //!
-//! **Leaves.** One rule's fields in one step: its `(low, high)` pairs loaded as up to 16
-//! `u32` lanes (a masked load) and compared with the key's values, each twice
-//! (`[k0, k0, k1, k1, ...]`): greater-or-equal on the even lanes, less-or-equal on the odd
-//! ones, so one branch per rule instead of one per field.
+//! **Leaves.** The walk hands back each key's last walk entry, which says whether its leaf
+//! has no rule, one (and where) or several. One rule is checked without a branch on the
+//! outcome: its `(low, high)` pairs loaded as up to 16 `u32` lanes (a masked load) and
+//! compared with the key's row permuted to `[k0, k0, k1, k1, ...]`: greater-or-equal on
+//! the even lanes, less-or-equal on the odd ones, the answer kept with a select. Leaves of
+//! several rules (trees cut short) take the portable scan.
 
 #![allow(unsafe_code)]
 
-use crate::{leaf_span, Flat, Tree, BATCH, LEAF};
-use std::arch::x86_64::{
-    __m512i, _mm512_add_epi32, _mm512_and_si512, _mm512_cmpgt_epu32_mask, _mm512_cmpneq_epi32_mask,
-    _mm512_i32gather_epi32, _mm512_loadu_si512, _mm512_mask_blend_epi32,
-    _mm512_mask_cmpge_epu32_mask, _mm512_mask_cmple_epu32_mask, _mm512_maskz_loadu_epi32,
-    _mm512_min_epu32, _mm512_set1_epi32, _mm512_slli_epi32, _mm512_srli_epi32, _mm512_storeu_si512,
-};
+use crate::{leaf_span, Flat, Tree, BATCH, LEAF_NONE, LEAF_ONE};
+use std::arch::x86_64::*;
 
 // A leaf's ranges are read as `u32`s in the order low, high.
 const _: () =
@@ -34,59 +32,75 @@ pub(crate) fn available() -> bool {
 }
 
 /// The keys of a block as [`tree`] reads them (one buffer for all the blocks of a
-/// batch: each block overwrites the entries its keys use).
+/// batch: each block overwrites the rows of its keys).
 pub(crate) struct Keys {
-    /// `table[slot * 64 + i]`: field `slot` of key `i` (slot 15: `u32::MAX`).
+    /// `table[i * 16 + s]`: field `s` of key `i` as `u32` (`s` < 8), `u32::MAX` in slots
+    /// 8 to 15 (those that leaves and jumps select, see [`walk_entry`](crate::walk_entry)).
     table: [u32; 16 * BATCH],
-    /// `pairs[i]`: key `i`'s values, each twice (`[k0, k0, k1, k1, ...]`).
-    pairs: [[u32; 16]; BATCH],
 }
 
 impl Default for Keys {
     fn default() -> Keys {
         Keys {
             table: [u32::MAX; 16 * BATCH],
-            pairs: [[0; 16]; BATCH],
         }
     }
 }
 
 impl Keys {
-    /// Takes the first `dims` (at most 8) values of each of `keys` (at most [`BATCH`]);
-    /// false (the buffer then unusable until the next fill) when one does not fit `u32`.
+    /// Takes the first `dims` (1 to 8) values of each of `keys` (at most [`BATCH`], each
+    /// with at least `dims` values); false (the buffer then unusable until the next fill)
+    /// when one does not fit `u32`, or when those conditions or AVX-512F are missing.
     pub(crate) fn fill<K: AsRef<[u64]>>(&mut self, keys: &[K], dims: usize) -> bool {
-        let mut fits = true;
-        for (i, (k, p)) in keys.iter().zip(&mut self.pairs).enumerate() {
-            for (s, (&v, pair)) in k
-                .as_ref()
-                .iter()
-                .zip(p.chunks_exact_mut(2))
-                .enumerate()
-                .take(dims.min(8))
-            {
-                fits &= v <= u64::from(u32::MAX);
-                self.table[s * BATCH + i] = v as u32;
-                pair[0] = v as u32;
-                pair[1] = v as u32;
-            }
+        if !available()
+            || !(1..=8).contains(&dims)
+            || keys.len() > BATCH
+            || keys.iter().any(|k| k.as_ref().len() < dims)
+        {
+            return false;
         }
-        fits && keys.len() <= BATCH
+        // SAFETY: AVX-512F is present (checked above); every key has at least `dims`
+        // (1 to 8) values and there are at most `BATCH` keys (checked above).
+        unsafe { fill_avx512(&mut self.table, keys, dims) }
     }
 
     /// Key `i`'s values (as filled).
     pub(crate) fn key(&self, i: usize) -> Vec<u64> {
-        self.pairs.get(i).map_or(Vec::new(), |p| {
-            p.iter().step_by(2).map(|&v| u64::from(v)).collect()
-        })
+        self.table
+            .get(i * 16..i * 16 + 8)
+            .map_or(Vec::new(), |r| r.iter().map(|&v| u64::from(v)).collect())
     }
+}
+
+/// [`Keys::fill`] once its conditions hold: one masked load, compare, narrowing and
+/// 64-byte store per key.
+#[target_feature(enable = "avx512f")]
+fn fill_avx512<K: AsRef<[u64]>>(table: &mut [u32; 16 * BATCH], keys: &[K], dims: usize) -> bool {
+    let m = ((1u32 << dims.min(8)) - 1) as u8;
+    let max = _mm512_set1_epi64(i64::from(u32::MAX));
+    let ones = _mm512_set1_epi32(-1);
+    let mut over = 0u8;
+    for (k, row) in keys.iter().zip(table.chunks_exact_mut(16)) {
+        let k = k.as_ref();
+        if k.len() < dims {
+            return false;
+        }
+        // SAFETY: `k` has at least `dims` values (checked above), exactly the lanes of
+        // `m`; masked-off lanes are not read.
+        let v = unsafe { _mm512_maskz_loadu_epi64(m, k.as_ptr().cast()) };
+        over |= _mm512_mask_cmpgt_epu64_mask(m, v, max);
+        let r = _mm512_inserti64x4::<0>(ones, _mm512_cvtepi64_epi32(v));
+        // SAFETY: `row` is 16 writable `u32`s (64 bytes); the store is unaligned.
+        unsafe { _mm512_storeu_si512(row.as_mut_ptr().cast(), r) };
+    }
+    over == 0
 }
 
 /// Looks up the keys `idx` (indices into `keys`) in tree `t` (`dims` fields, 1 to 8; leaf
 /// ranges `u32`; `t.walk` in step with `t.nodes`) and lowers `best[i]` to the first rule
 /// key `i` matches there, if that is lower. Returns false, having done nothing, when the
-/// tree or `dims` do not fit (no walk form, 2^27 nodes or more, more than 8 fields).
-///
-/// Callers must have checked [`available`] (the code is compiled for AVX-512F).
+/// tree or `dims` do not fit (no walk form, 2^27 nodes or more, more than 8 fields) or the
+/// CPU has no AVX-512F.
 pub(crate) fn tree(
     t: &Tree,
     dims: usize,
@@ -94,18 +108,18 @@ pub(crate) fn tree(
     idx: &[u8],
     best: &mut [usize; BATCH],
 ) -> bool {
-    debug_assert!(available());
     if t.walk.is_empty()
         || t.walk.len() >= 1 << 27
         || !(1..=8).contains(&dims)
         || !matches!(t.leaf_flat, Flat::Narrow(_))
         || idx.len() > BATCH
+        || !available()
     {
         return false;
     }
-    // SAFETY: `tree_avx512` only needs AVX-512F, which callers have checked is present
-    // (`available`, asserted above in debug builds); its other preconditions (a non-empty
-    // walk of fewer than 2^27 entries, 1 to 8 fields, at most 64 keys) were checked above.
+    // SAFETY: AVX-512F is present (checked above); the other preconditions of
+    // `tree_avx512` (a non-empty walk of fewer than 2^27 entries, 1 to 8 fields, at most
+    // 64 keys) were checked above.
     unsafe { tree_avx512(t, dims, keys, idx, best) };
     true
 }
@@ -120,60 +134,76 @@ fn tree_avx512(t: &Tree, dims: usize, keys: &Keys, idx: &[u8], best: &mut [usize
     for (w, &i) in which.iter_mut().zip(idx) {
         *w = u32::from(i);
     }
-    let mut leaf = [0u32; BATCH];
+    // Each key's leaf, as its walk entry: `[cut, right | slot << 28]`.
+    let mut at = [0u32; BATCH];
+    let mut rd = [0u32; BATCH];
     match idx.len().div_ceil(16) {
-        1 => walk::<1>(&t.walk, &keys.table, &which, &mut leaf),
-        2 => walk::<2>(&t.walk, &keys.table, &which, &mut leaf),
-        3 => walk::<3>(&t.walk, &keys.table, &which, &mut leaf),
-        _ => walk::<4>(&t.walk, &keys.table, &which, &mut leaf),
+        1 => walk::<1>(&t.walk, &keys.table, &which, &mut at, &mut rd),
+        2 => walk::<2>(&t.walk, &keys.table, &which, &mut at, &mut rd),
+        3 => walk::<3>(&t.walk, &keys.table, &which, &mut at, &mut rd),
+        _ => walk::<4>(&t.walk, &keys.table, &which, &mut at, &mut rd),
     }
     let Flat::Narrow(flat) = &t.leaf_flat else {
         return;
     };
     // The lanes of one rule: 2 * dims <= 16.
     let m = ((1u32 << (2 * dims)) - 1) as u16;
-    for (&nl, &i) in leaf.iter().zip(idx) {
+    // Lane `2f` and `2f + 1` of a key's pair register: its field `f`.
+    let twice = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+    let rules = &t.leaf_rules;
+    for ((&a, &r), &i) in at.iter().zip(&rd).zip(idx) {
         let i = i as usize % BATCH;
-        let Some(node) = t.nodes.get(nl as usize) else {
-            continue;
-        };
-        debug_assert_eq!(node.dim, LEAF);
-        let (from, to) = leaf_span(node.at);
-        let (Some(ids), Some(rs)) = (t.leaf_rules.get(from..to), flat.get(from * dims..to * dims))
-        else {
-            continue;
-        };
-        // SAFETY: `pairs[i]` is 16 readable `u32`s (64 bytes); the load is unaligned.
-        let k = unsafe { _mm512_loadu_si512(keys.pairs[i].as_ptr().cast()) };
-        for (&r, rule) in ids.iter().zip(rs.chunks_exact(dims)) {
-            let r = r as usize;
-            if r >= best[i] {
-                break;
-            }
-            // SAFETY: `rule` is `dims` pairs of `u32`, low then high (asserted at compile
-            // time above): 2 * dims readable `u32`s, exactly the lanes of `m`; masked-off
-            // lanes are not read.
-            let l = unsafe { _mm512_maskz_loadu_epi32(m, rule.as_ptr().cast()) };
-            let ge = _mm512_mask_cmpge_epu32_mask(m & 0x5555, k, l);
-            let le = _mm512_mask_cmple_epu32_mask(m & 0xaaaa, k, l);
-            if ge | le == m {
-                best[i] = r;
-                break;
+        match r >> 28 {
+            LEAF_ONE => {}
+            LEAF_NONE => continue,
+            _ => {
+                // A leaf of several rules (a tree cut short): the portable scan.
+                if let Some(node) = t.nodes.get((r & ((1 << 28) - 1)) as usize) {
+                    let (from, to) = leaf_span(node.at);
+                    if let (Some(ids), Some(rs)) =
+                        (rules.get(from..to), flat.get(from * dims..to * dims))
+                    {
+                        let k = keys.key(i);
+                        if let Some(x) = crate::first_match(rs, dims, ids, &k, best[i]) {
+                            best[i] = x;
+                        }
+                    }
+                }
+                continue;
             }
         }
+        // A leaf of one rule, `leaf_rules[a]`: checked without a branch on the outcome.
+        let a = a as usize;
+        let ok = a < rules.len() && (a + 1) * dims <= flat.len();
+        let lm = if ok { m } else { 0 };
+        let rule = rules.get(a).map_or(u32::MAX, |&x| x) as usize;
+        // SAFETY: row `i` (< 64) of the table is 16 readable `u32`s (64 bytes); the load
+        // is unaligned.
+        let k = unsafe { _mm512_loadu_si512(keys.table.as_ptr().add(i * 16).cast()) };
+        let k = _mm512_permutexvar_epi32(twice, k);
+        let p = flat.as_ptr().wrapping_add(if ok { a * dims } else { 0 });
+        // SAFETY: where `ok`, `p` is the leaf's rule: `dims` pairs of `u32`, low then
+        // high (asserted at compile time above), inside `flat`: 2 * dims readable `u32`s,
+        // exactly the lanes of `lm`; otherwise `lm` is 0 and nothing is read.
+        let l = unsafe { _mm512_maskz_loadu_epi32(lm, p.cast()) };
+        let ge = _mm512_mask_cmpge_epu32_mask(m & 0x5555, k, l);
+        let le = _mm512_mask_cmple_epu32_mask(m & 0xaaaa, k, l);
+        let hit = ok & (ge | le == m) & (rule < best[i]);
+        best[i] = std::hint::select_unpredictable(hit, rule, best[i]);
     }
 }
 
 /// Walks the keys `which[0 .. 16 * V]` (indices into `keys`, masked to 0..64) from node 0
-/// of `walk` (non-empty, fewer than 2^27 entries) to their leaves; `out[l]` becomes the
-/// leaf of key `which[l]`.
+/// of `walk` (non-empty, fewer than 2^27 entries) to their leaves; `at[l]` and `rd[l]`
+/// become the two halves of the walk entry of key `which[l]`'s leaf.
 #[target_feature(enable = "avx512f")]
 #[inline]
 fn walk<const V: usize>(
     walk: &[[u32; 2]],
     keys: &[u32; 16 * BATCH],
     which: &[u32; BATCH],
-    out: &mut [u32; BATCH],
+    at_out: &mut [u32; BATCH],
+    rd_out: &mut [u32; BATCH],
 ) {
     let Some(top) = walk.len().checked_sub(1) else {
         return;
@@ -184,39 +214,46 @@ fn walk<const V: usize>(
     let top = _mm512_set1_epi32(top as i32);
     let one = _mm512_set1_epi32(1);
     let low28 = _mm512_set1_epi32((1 << 28) - 1);
-    let base = walk.as_ptr().cast::<i32>();
+    let base = walk.as_ptr().cast::<i64>();
     let kbase = keys.as_ptr().cast::<i32>();
     let mask63 = _mm512_set1_epi32(63);
-    let mut lane = [mask63; V];
-    for (l, w) in lane.iter_mut().zip(which.chunks_exact(16)) {
+    // Lanes 0..8 of the first gather and 0..8 of the second: their low (cut) and high
+    // (right and slot) halves.
+    let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    let odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    // Each lane's key row: `which & 63` times 16.
+    let mut row = [mask63; V];
+    for (l, w) in row.iter_mut().zip(which.chunks_exact(16)) {
         // SAFETY: `w` is 16 readable `u32`s (64 bytes); the load is unaligned.
         let w = unsafe { _mm512_loadu_si512(w.as_ptr().cast()) };
-        *l = _mm512_and_si512(w, mask63);
+        *l = _mm512_slli_epi32::<4>(_mm512_and_si512(w, mask63));
     }
     let mut n: [__m512i; V] = [_mm512_set1_epi32(0); V];
+    let mut at: [__m512i; V] = [_mm512_set1_epi32(0); V];
+    let mut rd: [__m512i; V] = [_mm512_set1_epi32(0); V];
     loop {
         let mut moved = 0u16;
         for v in 0..V {
-            // Clamped to the last entry: `2n` and `2n + 1` are inside `walk` viewed as
-            // `u32`s (2 per entry), and below 2^28, so they fit `i32`.
-            let n2 = _mm512_slli_epi32::<1>(_mm512_min_epu32(n[v], top));
-            // SAFETY: indices `2n`, `2n + 1` (scale 4 bytes) address the two `u32`s of
-            // entry `n <= walk.len() - 1` of `walk`: in bounds, aligned to 4.
-            let (at, rd) = unsafe {
+            // Clamped to the last entry, so inside `walk`.
+            let nc = _mm512_min_epu32(n[v], top);
+            // SAFETY: indices `n <= walk.len() - 1` (scale 8 bytes) address entry `n` of
+            // `walk` (8 bytes each; gathers need no alignment): in bounds.
+            let (g0, g1) = unsafe {
                 (
-                    _mm512_i32gather_epi32::<4>(n2, base),
-                    _mm512_i32gather_epi32::<4>(_mm512_add_epi32(n2, one), base),
+                    _mm512_i32gather_epi64::<8>(_mm512_castsi512_si256(nc), base),
+                    _mm512_i32gather_epi64::<8>(_mm512_extracti64x4_epi64::<1>(nc), base),
                 )
             };
-            // The slot is the top 4 bits (0..=15) and lanes are masked to 0..=63, so
-            // `slot * 64 + lane` < 16 * 64.
-            let kidx =
-                _mm512_add_epi32(_mm512_slli_epi32::<6>(_mm512_srli_epi32::<28>(rd)), lane[v]);
+            at[v] = _mm512_permutex2var_epi32(g0, even, g1);
+            rd[v] = _mm512_permutex2var_epi32(g0, odd, g1);
+            // The slot is the top 4 bits (0..=15) and rows are multiples of 16 below
+            // 64 * 16, so `row + slot` < 16 * 64.
+            let kidx = _mm512_add_epi32(_mm512_srli_epi32::<28>(rd[v]), row[v]);
             // SAFETY: `kidx` lanes are in 0 .. 16 * 64 (above): inside `keys`.
             let x = unsafe { _mm512_i32gather_epi32::<4>(kidx, kbase) };
-            let right = _mm512_and_si512(rd, low28);
+            let right = _mm512_and_si512(rd[v], low28);
             let next = _mm512_mask_blend_epi32(
-                _mm512_cmpgt_epu32_mask(x, at),
+                _mm512_cmpgt_epu32_mask(x, at[v]),
                 _mm512_add_epi32(n[v], one),
                 right,
             );
@@ -227,10 +264,17 @@ fn walk<const V: usize>(
             break;
         }
     }
-    for (v, chunk) in n.iter().zip(out.chunks_exact_mut(16)) {
-        let mut o = [0u32; 16];
-        // SAFETY: `o` is 64 writable bytes; the store is unaligned.
-        unsafe { _mm512_storeu_si512(o.as_mut_ptr().cast(), *v) };
-        chunk.copy_from_slice(&o);
+    // After a round where no lane moved, `at` and `rd` are the entries of the leaves.
+    for (v, (a, r)) in at_out
+        .chunks_exact_mut(16)
+        .zip(rd_out.chunks_exact_mut(16))
+        .enumerate()
+        .take(V)
+    {
+        // SAFETY: `a` and `r` are 16 writable `u32`s (64 bytes); the stores are unaligned.
+        unsafe {
+            _mm512_storeu_si512(a.as_mut_ptr().cast(), at[v]);
+            _mm512_storeu_si512(r.as_mut_ptr().cast(), rd[v]);
+        }
     }
 }

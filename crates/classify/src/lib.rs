@@ -470,16 +470,33 @@ fn renumber(t: &mut Tree, from: u32, up: bool) {
     t.first = t.members.first().copied().unwrap_or(u32::MAX);
 }
 
-/// A node as the AVX-512 walk reads it: `[cut, right | field slot << 28]`, where leaves
-/// and jumps select the key table's `u32::MAX` slot (15) and cut at 0, so the walk goes
-/// to `right` (itself for a leaf). Only for classifiers whose bounds fit `u32`, with at
-/// most 8 fields and fewer than 2^27 nodes per tree.
+/// A node as the AVX-512 walk reads it: `[cut, right | field slot << 28]`. Leaves and jumps
+/// select one of the key table's `u32::MAX` slots (13 to 15) and cut below `u32::MAX`, so
+/// the walk goes to `right` (itself for a leaf); the slot and cut of a leaf say what the
+/// leaf checks need: [`LEAF_ONE`] (one rule, the cut its index in `leaf_rules`),
+/// [`LEAF_NONE`] (no rule) or [`LEAF_MANY`]. Only for classifiers whose bounds fit `u32`,
+/// with at most 8 fields and fewer than 2^27 nodes per tree.
 fn walk_entry(node: &Node) -> [u32; 2] {
     match node.dim {
-        LEAF | JUMP => [0, node.right | 15 << 28],
+        LEAF => {
+            let (from, to) = leaf_span(node.at);
+            match to - from {
+                0 => [0, node.right | LEAF_NONE << 28],
+                1 if from < u32::MAX as usize => [from as u32, node.right | LEAF_ONE << 28],
+                _ => [0, node.right | LEAF_MANY << 28],
+            }
+        }
+        JUMP => [0, node.right | 15 << 28],
         d => [node.at as u32, node.right | d << 28],
     }
 }
+
+/// The walk slot of a leaf of one rule ([`walk_entry`]).
+const LEAF_ONE: u32 = 15;
+/// The walk slot of a leaf of no rule ([`walk_entry`]).
+const LEAF_NONE: u32 = 14;
+/// The walk slot of a leaf of several rules ([`walk_entry`]).
+const LEAF_MANY: u32 = 13;
 
 /// Whether the AVX-512 batch walk can run here (x86-64 with AVX-512F, detected at run
 /// time).
