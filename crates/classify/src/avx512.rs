@@ -5,8 +5,9 @@
 //! **Walk.** Keys go sixteen to a register, and the (up to four) registers of a block are
 //! stepped together so that their gathers overlap. Per step and register: two 8-lane
 //! gathers of whole 8-byte nodes (cut; right child with the field slot packed above it),
-//! split into cuts and children by two permutes, one 16-lane gather of each key's value of
-//! that field, an unsigned compare and a masked blend. Nodes are mirrored as `[u32; 2]`
+//! split into cuts and children by two permutes; each key's value of that field picked
+//! from registers holding the keys field by field (two-source permutes and blends, no
+//! gather); an unsigned compare and a masked blend. Nodes are mirrored as `[u32; 2]`
 //! ([`walk_entry`](crate::walk_entry)); keys as a table of 64-byte rows, one per key (its
 //! fields as `u32`, then `u32::MAX`), each written by one masked load, narrowing and store.
 //!
@@ -137,11 +138,23 @@ fn tree_avx512(t: &Tree, dims: usize, keys: &Keys, idx: &[u8], best: &mut [usize
     // Each key's leaf, as its walk entry: `[cut, right | slot << 28]`.
     let mut at = [0u32; BATCH];
     let mut rd = [0u32; BATCH];
-    match idx.len().div_ceil(16) {
-        1 => walk::<1>(&t.walk, &keys.table, &which, &mut at, &mut rd),
-        2 => walk::<2>(&t.walk, &keys.table, &which, &mut at, &mut rd),
-        3 => walk::<3>(&t.walk, &keys.table, &which, &mut at, &mut rd),
-        _ => walk::<4>(&t.walk, &keys.table, &which, &mut at, &mut rd),
+    // Keys in registers: the number of fields rounded up to 2, 4, 5 or 8 (extra
+    // registers hold slots no inner node selects).
+    macro_rules! walk_d {
+        ($d:literal) => {
+            match idx.len().div_ceil(16) {
+                1 => walk::<1, $d>(&t.walk, &keys.table, &which, &mut at, &mut rd),
+                2 => walk::<2, $d>(&t.walk, &keys.table, &which, &mut at, &mut rd),
+                3 => walk::<3, $d>(&t.walk, &keys.table, &which, &mut at, &mut rd),
+                _ => walk::<4, $d>(&t.walk, &keys.table, &which, &mut at, &mut rd),
+            }
+        };
+    }
+    match dims {
+        1..=2 => walk_d!(2),
+        3..=4 => walk_d!(4),
+        5 => walk_d!(5),
+        _ => walk_d!(8),
     }
     let Flat::Narrow(flat) = &t.leaf_flat else {
         return;
@@ -194,11 +207,16 @@ fn tree_avx512(t: &Tree, dims: usize, keys: &Keys, idx: &[u8], best: &mut [usize
 }
 
 /// Walks the keys `which[0 .. 16 * V]` (indices into `keys`, masked to 0..64) from node 0
-/// of `walk` (non-empty, fewer than 2^27 entries) to their leaves; `at[l]` and `rd[l]`
-/// become the two halves of the walk entry of key `which[l]`'s leaf.
+/// of `walk` (non-empty, fewer than 2^27 entries; inner nodes select slots below `D`, at
+/// most 8) to their leaves; `at[l]` and `rd[l]` become the two halves of the walk entry of
+/// key `which[l]`'s leaf.
+///
+/// Each register's keys are held as `D` registers, one per field, and a step picks each
+/// lane's field with two-source permutes (slot bit 0) and blends (bits 1 and 2) instead of
+/// a gather; leaves and jumps (slots 8 to 15) always go right.
 #[target_feature(enable = "avx512f")]
 #[inline]
-fn walk<const V: usize>(
+fn walk<const V: usize, const D: usize>(
     walk: &[[u32; 2]],
     keys: &[u32; 16 * BATCH],
     which: &[u32; BATCH],
@@ -208,7 +226,7 @@ fn walk<const V: usize>(
     let Some(top) = walk.len().checked_sub(1) else {
         return;
     };
-    if top >= 1 << 27 || V > BATCH / 16 {
+    if top >= 1 << 27 || V > BATCH / 16 || !(1..=8).contains(&D) {
         return;
     }
     let top = _mm512_set1_epi32(top as i32);
@@ -217,16 +235,31 @@ fn walk<const V: usize>(
     let base = walk.as_ptr().cast::<i64>();
     let kbase = keys.as_ptr().cast::<i32>();
     let mask63 = _mm512_set1_epi32(63);
+    let sixteen = _mm512_set1_epi32(16);
+    let bit1 = _mm512_set1_epi32(1 << 29);
+    let bit2 = _mm512_set1_epi32(1 << 30);
+    let bit3 = _mm512_set1_epi32(1 << 31);
+    let iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     // Lanes 0..8 of the first gather and 0..8 of the second: their low (cut) and high
     // (right and slot) halves.
     let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     let odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-    // Each lane's key row: `which & 63` times 16.
-    let mut row = [mask63; V];
-    for (l, w) in row.iter_mut().zip(which.chunks_exact(16)) {
+    // Field `f` of each lane's key.
+    let mut kr = [[one; D]; V];
+    for (k, w) in kr.iter_mut().zip(which.chunks_exact(16)) {
         // SAFETY: `w` is 16 readable `u32`s (64 bytes); the load is unaligned.
         let w = unsafe { _mm512_loadu_si512(w.as_ptr().cast()) };
-        *l = _mm512_slli_epi32::<4>(_mm512_and_si512(w, mask63));
+        let row = _mm512_slli_epi32::<4>(_mm512_and_si512(w, mask63));
+        for (f, x) in k.iter_mut().enumerate() {
+            // SAFETY: rows are multiples of 16 below 64 * 16 and `f` < 8 (checked
+            // above), so `row + f` < 16 * 64: inside `keys`.
+            *x = unsafe {
+                _mm512_i32gather_epi32::<4>(
+                    _mm512_add_epi32(row, _mm512_set1_epi32(f as i32)),
+                    kbase,
+                )
+            };
+        }
     }
     let mut n: [__m512i; V] = [_mm512_set1_epi32(0); V];
     let mut at: [__m512i; V] = [_mm512_set1_epi32(0); V];
@@ -246,17 +279,32 @@ fn walk<const V: usize>(
             };
             at[v] = _mm512_permutex2var_epi32(g0, even, g1);
             rd[v] = _mm512_permutex2var_epi32(g0, odd, g1);
-            // The slot is the top 4 bits (0..=15) and rows are multiples of 16 below
-            // 64 * 16, so `row + slot` < 16 * 64.
-            let kidx = _mm512_add_epi32(_mm512_srli_epi32::<28>(rd[v]), row[v]);
-            // SAFETY: `kidx` lanes are in 0 .. 16 * 64 (above): inside `keys`.
-            let x = unsafe { _mm512_i32gather_epi32::<4>(kidx, kbase) };
-            let right = _mm512_and_si512(rd[v], low28);
-            let next = _mm512_mask_blend_epi32(
-                _mm512_cmpgt_epu32_mask(x, at[v]),
-                _mm512_add_epi32(n[v], one),
-                right,
+            // Each lane's own position, plus 16 where the slot is odd.
+            let sel = _mm512_or_si512(
+                iota,
+                _mm512_and_si512(_mm512_srli_epi32::<24>(rd[v]), sixteen),
             );
+            let k = &kr[v];
+            let pair = |j: usize| {
+                _mm512_permutex2var_epi32(k[(2 * j).min(D - 1)], sel, k[(2 * j + 1).min(D - 1)])
+            };
+            let b1 = _mm512_test_epi32_mask(rd[v], bit1);
+            let x = if D <= 2 {
+                pair(0)
+            } else if D <= 4 {
+                _mm512_mask_blend_epi32(b1, pair(0), pair(1))
+            } else {
+                let lo = _mm512_mask_blend_epi32(b1, pair(0), pair(1));
+                let hi = if D <= 6 {
+                    pair(2)
+                } else {
+                    _mm512_mask_blend_epi32(b1, pair(2), pair(3))
+                };
+                _mm512_mask_blend_epi32(_mm512_test_epi32_mask(rd[v], bit2), lo, hi)
+            };
+            let right = _mm512_and_si512(rd[v], low28);
+            let go = _mm512_cmpgt_epu32_mask(x, at[v]) | _mm512_test_epi32_mask(rd[v], bit3);
+            let next = _mm512_mask_blend_epi32(go, _mm512_add_epi32(nc, one), right);
             moved |= _mm512_cmpneq_epi32_mask(next, n[v]);
             n[v] = next;
         }
