@@ -97,23 +97,17 @@ fn fill_avx512<K: AsRef<[u64]>>(table: &mut [u32; 16 * BATCH], keys: &[K], dims:
     over == 0
 }
 
-/// Looks up the keys `idx` (indices into `keys`) in tree `t` (`dims` fields, 1 to 8; leaf
-/// ranges `u32`; `t.walk` in step with `t.nodes`) and lowers `best[i]` to the first rule
-/// key `i` matches there, if that is lower. Returns false, having done nothing, when the
-/// tree or `dims` do not fit (no walk form, 2^27 nodes or more, more than 8 fields) or the
-/// CPU has no AVX-512F.
-pub(crate) fn tree(
-    t: &Tree,
-    dims: usize,
-    keys: &Keys,
-    idx: &[u8],
-    best: &mut [usize; BATCH],
-) -> bool {
+/// Looks up the first `n` keys (at most 64) of `keys` in tree `t` (`dims` fields, 1 to
+/// 8; leaf ranges `u32`; `t.walk` in step with `t.nodes`), those whose `best` is above the
+/// tree's best rule, and lowers `best[i]` to the first rule key `i` matches there, if that
+/// is lower. Returns false, having done nothing, when the tree or `dims` do not fit (no
+/// walk form, 2^27 nodes or more, more than 8 fields) or the CPU has no AVX-512F.
+pub(crate) fn tree(t: &Tree, dims: usize, keys: &Keys, n: usize, best: &mut [u32; BATCH]) -> bool {
     if t.walk.is_empty()
         || t.walk.len() >= 1 << 27
         || !(1..=8).contains(&dims)
         || !matches!(t.leaf_flat, Flat::Narrow(_))
-        || idx.len() > BATCH
+        || n > BATCH
         || !available()
     {
         return false;
@@ -121,20 +115,47 @@ pub(crate) fn tree(
     // SAFETY: AVX-512F is present (checked above); the other preconditions of
     // `tree_avx512` (a non-empty walk of fewer than 2^27 entries, 1 to 8 fields, at most
     // 64 keys) were checked above.
-    unsafe { tree_avx512(t, dims, keys, idx, best) };
+    unsafe { tree_avx512(t, dims, keys, n, best) };
     true
 }
 
 #[target_feature(enable = "avx512f")]
-fn tree_avx512(t: &Tree, dims: usize, keys: &Keys, idx: &[u8], best: &mut [usize; BATCH]) {
-    let Some(&last) = idx.last() else {
-        return;
-    };
-    // Lanes past the keys repeat the last one.
-    let mut which = [u32::from(last); BATCH];
-    for (w, &i) in which.iter_mut().zip(idx) {
-        *w = u32::from(i);
+fn tree_avx512(t: &Tree, dims: usize, keys: &Keys, n: usize, best: &mut [u32; BATCH]) {
+    // The keys for which this tree's best rule could still win, packed in order (16 more
+    // entries of room for whole-register stores).
+    let mut which = [0u32; BATCH + 16];
+    let mut m = 0usize;
+    let first = _mm512_set1_epi32(t.first as i32);
+    let iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    for (c, b) in best.chunks_exact(16).enumerate() {
+        let valid = if n >= 16 * (c + 1) {
+            u16::MAX
+        } else {
+            ((1u32 << n.saturating_sub(16 * c)) - 1) as u16
+        };
+        // SAFETY: `b` is 16 readable `u32`s (64 bytes); the load is unaligned.
+        let b = unsafe { _mm512_loadu_si512(b.as_ptr().cast()) };
+        let k = _mm512_mask_cmpgt_epu32_mask(valid, b, first);
+        let ids = _mm512_maskz_compress_epi32(
+            k,
+            _mm512_add_epi32(iota, _mm512_set1_epi32(16 * c as i32)),
+        );
+        // SAFETY: `m` <= 16 * c <= 48, and `which` holds 80: 16 writable `u32`s at `m`;
+        // the store is unaligned.
+        unsafe { _mm512_storeu_si512(which.as_mut_ptr().add(m.min(BATCH)).cast(), ids) };
+        m += k.count_ones() as usize;
     }
+    let m = m.min(BATCH);
+    if m == 0 {
+        return;
+    }
+    // Lanes past the keys repeat the last one.
+    let last = which[m - 1];
+    for w in &mut which[m..] {
+        *w = last;
+    }
+    let which: &[u32; BATCH] = which[..BATCH].try_into().unwrap_or(&[0; BATCH]);
+    let idx = &which[..m];
     // Each key's leaf, as its walk entry: `[cut, right | slot << 28]`.
     let mut at = [0u32; BATCH];
     let mut rd = [0u32; BATCH];
@@ -166,6 +187,7 @@ fn tree_avx512(t: &Tree, dims: usize, keys: &Keys, idx: &[u8], best: &mut [usize
     let rules = &t.leaf_rules;
     for ((&a, &r), &i) in at.iter().zip(&rd).zip(idx) {
         let i = i as usize % BATCH;
+        let bi = best[i] as usize;
         match r >> 28 {
             LEAF_ONE => {}
             LEAF_NONE => continue,
@@ -177,8 +199,8 @@ fn tree_avx512(t: &Tree, dims: usize, keys: &Keys, idx: &[u8], best: &mut [usize
                         (rules.get(from..to), flat.get(from * dims..to * dims))
                     {
                         let k = keys.key(i);
-                        if let Some(x) = crate::first_match(rs, dims, ids, &k, best[i]) {
-                            best[i] = x;
+                        if let Some(x) = crate::first_match(rs, dims, ids, &k, bi) {
+                            best[i] = x as u32;
                         }
                     }
                 }
@@ -189,7 +211,7 @@ fn tree_avx512(t: &Tree, dims: usize, keys: &Keys, idx: &[u8], best: &mut [usize
         let a = a as usize;
         let ok = a < rules.len() && (a + 1) * dims <= flat.len();
         let lm = if ok { m } else { 0 };
-        let rule = rules.get(a).map_or(u32::MAX, |&x| x) as usize;
+        let rule = rules.get(a).map_or(u32::MAX, |&x| x);
         // SAFETY: row `i` (< 64) of the table is 16 readable `u32`s (64 bytes); the load
         // is unaligned.
         let k = unsafe { _mm512_loadu_si512(keys.table.as_ptr().add(i * 16).cast()) };

@@ -532,18 +532,12 @@ impl SimdKeys {
 /// The AVX-512 lookup of the keys `idx` in tree `t` (see `avx512::tree`): false when it
 /// cannot be used there.
 #[cfg(target_arch = "x86_64")]
-fn simd_tree(
-    t: &Tree,
-    dims: usize,
-    keys: &SimdKeys,
-    idx: &[u8],
-    best: &mut [usize; BATCH],
-) -> bool {
-    avx512::tree(t, dims, keys, idx, best)
+fn simd_tree(t: &Tree, dims: usize, keys: &SimdKeys, n: usize, best: &mut [u32; BATCH]) -> bool {
+    avx512::tree(t, dims, keys, n, best)
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn simd_tree(_: &Tree, _: usize, _: &SimdKeys, _: &[u8], _: &mut [usize; BATCH]) -> bool {
+fn simd_tree(_: &Tree, _: usize, _: &SimdKeys, _: usize, _: &mut [u32; BATCH]) -> bool {
     false
 }
 
@@ -1271,27 +1265,22 @@ impl Classifier {
     /// [`classify_batch`](Self::classify_batch) of the `n` keys in `keys` (at most
     /// [`BATCH`]) with the AVX-512 lookup (see `avx512`), a tree at a time.
     fn simd_block(&self, keys: &SimdKeys, n: usize, out: &mut [Option<usize>]) {
-        let mut best = [usize::MAX; BATCH];
-        let mut todo = [0u8; BATCH];
+        // Best rule so far per key (`u32::MAX`: none); rule indices fit `u32`.
+        let mut best = [u32::MAX; BATCH];
         for t in &self.trees {
-            // The keys for which this tree's best rule could still win.
-            let mut m = 0;
-            for (i, &b) in best.iter().enumerate().take(n) {
-                todo[m] = i as u8;
-                m += usize::from(b > t.first as usize);
-            }
-            if m > 0 && !simd_tree(t, self.dims, keys, &todo[..m], &mut best) {
+            if !simd_tree(t, self.dims, keys, n, &mut best) {
                 // (Not reached: `classify_batch` checked every tree has its walk form.)
-                for &i in &todo[..m] {
-                    let i = i as usize % BATCH;
-                    if let Some(r) = self.classify_in(t, &keys.key(i), best[i]) {
-                        best[i] = r;
+                for (i, b) in best.iter_mut().enumerate().take(n) {
+                    if *b > t.first {
+                        if let Some(r) = self.classify_in(t, &keys.key(i), *b as usize) {
+                            *b = r as u32;
+                        }
                     }
                 }
             }
         }
         for (o, &b) in out.iter_mut().zip(&best) {
-            *o = (b != usize::MAX).then_some(b);
+            *o = (b != u32::MAX).then_some(b as usize);
         }
     }
 
