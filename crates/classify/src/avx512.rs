@@ -308,7 +308,12 @@ fn walk<const V: usize, const D: usize>(
             );
             let k = &kr[v];
             let pair = |j: usize| {
-                _mm512_permutex2var_epi32(k[(2 * j).min(D - 1)], sel, k[(2 * j + 1).min(D - 1)])
+                if 2 * j + 1 < D {
+                    _mm512_permutex2var_epi32(k[2 * j], sel, k[2 * j + 1])
+                } else {
+                    // One field left: each lane's own value.
+                    k[(2 * j).min(D - 1)]
+                }
             };
             let b1 = _mm512_test_epi32_mask(rd[v], bit1);
             let x = if D <= 2 {

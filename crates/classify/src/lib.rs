@@ -1150,33 +1150,43 @@ impl Classifier {
                 found: keys[i].as_ref().len(),
             });
         }
-        // The AVX-512 lookup's key buffers, filled block by block (see `avx512`).
-        let mut simd = (self.narrow
+        if self.narrow
             && self.dims <= 8
             && self.trees.iter().all(|t| !t.walk.is_empty())
-            && simd_available())
-        .then(SimdKeys::default);
-        for (ks, os) in keys.chunks(BATCH).zip(out.chunks_mut(BATCH)) {
-            if let Some(sk) = &mut simd {
+            && simd_available()
+        {
+            // The AVX-512 lookup's key buffer, filled block by block (see `avx512`).
+            let mut sk = SimdKeys::default();
+            for (ks, os) in keys.chunks(BATCH).zip(out.chunks_mut(BATCH)) {
                 if sk.fill(ks, self.dims) {
-                    self.simd_block(sk, ks.len(), os);
-                    continue;
+                    self.simd_block(&sk, ks.len(), os);
+                } else {
+                    self.portable_block(ks, os);
                 }
             }
-            // Leaf checks with the number of fields known at compile time run 4-6 % faster
-            // (ClassBench 10k sets, 5 fields; the others share the generic code).
-            match self.dims {
-                5 => self.batch_block::<8, 5, K>(ks, os),
-                1..8 => self.batch_block::<8, 0, K>(ks, os),
-                8..16 => self.batch_block::<16, 0, K>(ks, os),
-                _ => {
-                    for (k, o) in ks.iter().zip(os) {
-                        *o = self.classify(k.as_ref());
-                    }
-                }
+        } else {
+            for (ks, os) in keys.chunks(BATCH).zip(out.chunks_mut(BATCH)) {
+                self.portable_block(ks, os);
             }
         }
         Ok(())
+    }
+
+    /// [`classify_batch`](Self::classify_batch) of at most [`BATCH`] keys by the portable
+    /// lockstep walk.
+    fn portable_block<K: AsRef<[u64]>>(&self, ks: &[K], os: &mut [Option<usize>]) {
+        // Leaf checks with the number of fields known at compile time run 4-6 % faster
+        // (ClassBench 10k sets, 5 fields; the others share the generic code).
+        match self.dims {
+            5 => self.batch_block::<8, 5, K>(ks, os),
+            1..8 => self.batch_block::<8, 0, K>(ks, os),
+            8..16 => self.batch_block::<16, 0, K>(ks, os),
+            _ => {
+                for (k, o) in ks.iter().zip(os) {
+                    *o = self.classify(k.as_ref());
+                }
+            }
+        }
     }
 
     /// [`classify_batch`](Self::classify_batch) of at most [`BATCH`] keys, with `SLOTS` (a
