@@ -17,6 +17,9 @@
 //! compared with the key's row permuted to `[k0, k0, k1, k1, ...]`: greater-or-equal on
 //! the even lanes, less-or-equal on the odd ones, the answer kept with a select. Leaves of
 //! several rules (trees cut short) take the portable scan.
+//!
+//! **Keys per tree.** A tree is walked only by the keys whose best rule so far (kept as
+//! `u32`) is above the tree's first: a compare and a compress per 16 keys.
 
 #![allow(unsafe_code)]
 

@@ -39,13 +39,17 @@
 //!
 //! Where the CPU has AVX-512F (detected at run time), classifiers whose bounds fit `u32`
 //! with at most 8 fields look blocks up in AVX-512 registers instead (the `avx512`
-//! module, the crate's only `unsafe` code): the same walk as sixteen-lane gathers, all
-//! 64 keys of a block stepped together, and each leaf rule checked in one compare of its
-//! fields against the key's; blocks with a key beyond `u32` take the portable walk. Each
-//! tree keeps a `[u32; 2]` copy of its nodes for it, kept in step by updates, and its
-//! leaves hold one rule ([`SIMD_LEAF_RULES`]): with sixteen keys per gather an extra level
-//! costs less than a second leaf rule. On an Intel Xeon that is 1.5 to 2.2 times the
-//! portable walk with leaves of 4 (`docs/benchmarks.md`, "an AVX-512 lookup").
+//! module, the crate's only `unsafe` code): the same walk, all 64 keys of a block stepped
+//! together sixteen to a register, each step gathering the keys' nodes as 8-byte entries
+//! and picking each key's field from registers that hold the keys field by field
+//! (permutes, no gather); the walk ends on each key's leaf entry, which says where the
+//! leaf's rule is, and that one rule is checked in one compare of its fields against the
+//! key's, kept with a select (no branch on the outcome). Blocks with a key beyond `u32`
+//! take the portable walk. Each tree keeps a `[u32; 2]` copy of its nodes for it, kept in
+//! step by updates, and its leaves hold one rule ([`SIMD_LEAF_RULES`]). On an Intel Xeon
+//! that is 1.9 to 2.2 times the first AVX-512 lookup (gathers of 4-byte node halves and
+//! of key fields, a branch per leaf check), itself 1.5 to 2.2 times the portable walk with
+//! leaves of 4 (`docs/benchmarks.md`, "an AVX-512 lookup" and "Closing the gap").
 //!
 //! *Decision:* 4-way nodes (two levels of the binary tree merged, three comparisons per
 //! step) were tried to halve the walk's steps, and were slower (0.70 to 0.82 times, more
@@ -113,7 +117,9 @@ pub const LEAF_RULES: usize = 4;
 /// while each leaf rule is a dependent load and a branch per key, so deeper trees with one
 /// rule per leaf pay: against leaves of 4, 1.5x on acl5, 1.1-1.3x on acl_10k, fw2, ipc2
 /// (same process, alternating; leaves of 2: 1.05-1.29x, of 6 or 8: 0.84-1.0x), for 1.3 to
-/// 2.5 times the memory (0.8 to 1.7 MB on the ClassBench 10k sets).
+/// 2.5 times the memory (0.8 to 1.7 MB on the ClassBench 10k sets). Checked again once the
+/// one-rule check had no branch on its outcome: leaves of 2, checked the same way, gave
+/// 0.80 to 0.95 times.
 pub const SIMD_LEAF_RULES: usize = 1;
 
 /// [`Classifier::classify_batch`] works on blocks of this many keys.
