@@ -66,6 +66,66 @@ impl BatchClock<'_> {
     }
 }
 
+/// What an element did with a packet it changed in place: the output it leaves by, or the
+/// reason it is dropped. [`Step::verdict`] gives [`Element::push`]'s answer;
+/// [`push_batch_in_place`] runs a batch with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Leaves by this output.
+    Out(u32),
+    /// Dropped for this reason.
+    Drop(&'static str),
+}
+
+impl Step {
+    /// The verdict on `p` (the packet the step changed).
+    #[inline(always)]
+    pub fn verdict(self, p: Packet) -> Verdict {
+        match self {
+            Step::Out(o) => Verdict::Out(o as usize, p),
+            Step::Drop(r) => Verdict::Drop(p, r),
+        }
+    }
+}
+
+/// [`Element::push_batch`] for a [`Batching::Free`] element whose `push` changes the packet
+/// in place and never replaces, holds or creates one (`step` is that change): each packet
+/// stays in its slot unless it leaves by another output than the first packet's or is
+/// dropped, so a batch going straight on moves no packet at all.
+#[inline(always)]
+pub fn push_batch_in_place(
+    batch: &mut Vec<Option<Packet>>,
+    side: &mut BatchOut,
+    mut step: impl FnMut(&mut Packet) -> Step,
+) {
+    let mut main: Option<u32> = None;
+    let mut all_kept = true;
+    for slot in batch.iter_mut() {
+        let Some(p) = slot.as_mut() else {
+            continue;
+        };
+        match step(p) {
+            Step::Out(o) if *main.get_or_insert(o) == o => {}
+            Step::Out(o) => {
+                all_kept = false;
+                if let Some(q) = slot.take() {
+                    side.sent.push((o, q));
+                }
+            }
+            Step::Drop(r) => {
+                all_kept = false;
+                if let Some(q) = slot.take() {
+                    side.dropped.push((q, r));
+                }
+            }
+        }
+    }
+    side.main = main.unwrap_or(0);
+    if !all_kept {
+        batch.retain(Option::is_some);
+    }
+}
+
 /// What an element did with the packets of a batch that did not leave by its main output
 /// ([`Element::push_batch`]), in input order.
 #[derive(Debug, Default)]
@@ -480,5 +540,63 @@ pub trait Element: Send + AsAny {
     /// element recorded. Runs only after every [`Element::check`] of the flow said yes.
     fn replay(&mut self, token: u64, view: &mut ReplayView<'_>, cx: &mut Context) {
         let _ = (token, view, cx);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Packets going by the first packet's output stay in place and in order; the others
+    /// leave for `side`, in order, with their output or reason; empty slots are skipped.
+    #[test]
+    fn a_batch_in_place_keeps_the_first_packets_output() {
+        // The first byte says what happens: 0–9 leave by that output, 0xff is dropped.
+        let step = |p: &mut Packet| -> Step {
+            let b = p.data()[0];
+            p.data_mut()[1] = b.wrapping_add(1);
+            match b {
+                0xff => Step::Drop("bad"),
+                o => Step::Out(u32::from(o)),
+            }
+        };
+        let firsts = [2u8, 2, 0, 0xff, 2, 1, 2];
+        let mut batch: Vec<Option<Packet>> = firsts
+            .iter()
+            .enumerate()
+            .map(|(i, &b)| Some(Packet::from_bytes(&[b, 0, i as u8])))
+            .collect();
+        batch.insert(3, None);
+        let mut side = BatchOut::default();
+        push_batch_in_place(&mut batch, &mut side, step);
+        assert_eq!(side.main, 2);
+        let kept: Vec<(u8, u8)> = batch
+            .iter()
+            .map(|s| {
+                let p = s.as_ref().expect("only packets stay");
+                (p.data()[1], p.data()[2])
+            })
+            .collect();
+        assert_eq!(kept, vec![(3, 0), (3, 1), (3, 4), (3, 6)]);
+        let sent: Vec<(u32, u8)> = side.sent.iter().map(|(o, p)| (*o, p.data()[2])).collect();
+        assert_eq!(sent, vec![(0, 2), (1, 5)]);
+        let dropped: Vec<(&str, u8)> = side
+            .dropped
+            .iter()
+            .map(|(p, r)| (*r, p.data()[2]))
+            .collect();
+        assert_eq!(dropped, vec![("bad", 3)]);
+
+        // A batch that all goes one way is left as it was (no packet moves).
+        let mut all: Vec<Option<Packet>> = (0..4)
+            .map(|i| Some(Packet::from_bytes(&[5, 0, i])))
+            .collect();
+        let mut side = BatchOut::default();
+        push_batch_in_place(&mut all, &mut side, step);
+        assert_eq!((side.main, all.len(), side.sent.len()), (5, 4, 0));
+        // An empty batch says output 0.
+        let mut none: Vec<Option<Packet>> = Vec::new();
+        push_batch_in_place(&mut none, &mut side, step);
+        assert_eq!(side.main, 0);
     }
 }

@@ -42,7 +42,8 @@ pub mod registry;
 pub use args::{Args, ConfigError};
 pub use capability::{AsAny, RewriteSpec, RouteTable, StatefulFlow, WorkerShare};
 pub use element::{
-    BatchClock, BatchOut, Batching, BuildCtx, Context, Element, PortCount, Role, Verdict,
+    push_batch_in_place, BatchClock, BatchOut, Batching, BuildCtx, Context, Element, PortCount,
+    Role, Step, Verdict,
 };
 pub use model::Model;
 pub use net::Names;

@@ -44,7 +44,7 @@ reasons! {
 /// FORCE_IP's check when `force_ip`: IP frames get their header annotations, others leave
 /// on output 1 or are dropped as `not-ip`.
 #[inline]
-fn receive(mut p: Packet, force_ip: bool, has_out1: bool) -> Verdict {
+fn receive(p: &mut Packet, force_ip: bool, has_out1: bool) -> crate::Step {
     p.set_mac_header(0);
     if force_ip {
         match ip_header(p.data()) {
@@ -52,10 +52,10 @@ fn receive(mut p: Packet, force_ip: bool, has_out1: bool) -> Verdict {
                 p.set_network_header(off);
                 p.set_transport_header(off + hl);
             }
-            None => return crate::ip::bad_out(has_out1, p, FromDumpReason::NotIp),
+            None => return crate::ip::bad_step(has_out1, FromDumpReason::NotIp),
         }
     }
-    Verdict::Out(0, p)
+    crate::Step::Out(0)
 }
 
 /// `FORCE_IP` (default false).
@@ -110,6 +110,13 @@ impl FromDevice {
             has_out1: bcx.noutputs >= 2,
         })
     }
+
+    /// What `push` does, in place.
+    #[inline(always)]
+    fn step(&mut self, packet: &mut Packet) -> crate::Step {
+        packet.meta.packet_type = PacketType::from_dst_mac(packet.data());
+        receive(packet, self.force_ip, self.has_out1)
+    }
 }
 
 impl Element for FromDevice {
@@ -124,8 +131,17 @@ impl Element for FromDevice {
         PortCount::range(0, 0, 1, 2)
     }
     fn push(&mut self, _port: usize, mut packet: Packet, _cx: &mut Context) -> Verdict {
-        packet.meta.packet_type = PacketType::from_dst_mac(packet.data());
-        receive(packet, self.force_ip, self.has_out1)
+        self.step(&mut packet).verdict(packet)
+    }
+    fn push_batch(
+        &mut self,
+        _port: u32,
+        batch: &mut Vec<Option<Packet>>,
+        _clock: &crate::BatchClock<'_>,
+        side: &mut crate::BatchOut,
+        _cx: &mut Context,
+    ) {
+        crate::push_batch_in_place(batch, side, |p| self.step(p));
     }
     /// Every frame leaves on output 0 with the MAC header at its start and the packet type
     /// from its destination MAC (what `push` does). Opaque with FORCE_IP.
@@ -286,8 +302,8 @@ impl Element for FromDump {
     fn port_count(&self) -> PortCount {
         PortCount::range(0, 0, 1, 2)
     }
-    fn push(&mut self, _port: usize, packet: Packet, _cx: &mut Context) -> Verdict {
-        receive(packet, self.force_ip, self.has_out1)
+    fn push(&mut self, _port: usize, mut packet: Packet, _cx: &mut Context) -> Verdict {
+        receive(&mut packet, self.force_ip, self.has_out1).verdict(packet)
     }
     fn role(&self) -> Role {
         Role::FromDump(self.path.clone())

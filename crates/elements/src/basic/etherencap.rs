@@ -54,6 +54,15 @@ impl EtherEncap {
         eth.set_ethertype(self.ethertype);
         h
     }
+
+    /// What `push` does, in place.
+    #[inline(always)]
+    fn step(&mut self, packet: &mut Packet) -> crate::Step {
+        packet.prepend(&self.header());
+        packet.set_mac_header(0);
+        packet.set_network_header(14);
+        crate::Step::Out(0)
+    }
 }
 
 impl Element for EtherEncap {
@@ -69,10 +78,17 @@ impl Element for EtherEncap {
     }
     #[inline]
     fn push(&mut self, _port: usize, mut packet: Packet, _cx: &mut Context) -> Verdict {
-        packet.prepend(&self.header());
-        packet.set_mac_header(0);
-        packet.set_network_header(14);
-        Verdict::Out(0, packet)
+        self.step(&mut packet).verdict(packet)
+    }
+    fn push_batch(
+        &mut self,
+        _port: u32,
+        batch: &mut Vec<Option<Packet>>,
+        _clock: &crate::BatchClock<'_>,
+        side: &mut crate::BatchOut,
+        _cx: &mut Context,
+    ) {
+        crate::push_batch_in_place(batch, side, |p| self.step(p));
     }
     fn model(&self) -> Option<Model> {
         Some(Model::new(vec![Case::new(Filter::any(), Outcome::Out(0))

@@ -34,6 +34,14 @@ impl Strip {
             length: length_arg(args)?,
         })
     }
+
+    /// What `push` does, in place.
+    #[inline(always)]
+    fn step(&mut self, packet: &mut Packet) -> crate::Step {
+        let n = self.length.min(packet.len());
+        packet.pull(n);
+        crate::Step::Out(0)
+    }
 }
 
 impl Element for Strip {
@@ -48,9 +56,17 @@ impl Element for Strip {
         PortCount::exact(1, 1)
     }
     fn push(&mut self, _port: usize, mut packet: Packet, _cx: &mut Context) -> Verdict {
-        let n = self.length.min(packet.len());
-        packet.pull(n);
-        Verdict::Out(0, packet)
+        self.step(&mut packet).verdict(packet)
+    }
+    fn push_batch(
+        &mut self,
+        _port: u32,
+        batch: &mut Vec<Option<Packet>>,
+        _clock: &crate::BatchClock<'_>,
+        side: &mut crate::BatchOut,
+        _cx: &mut Context,
+    ) {
+        crate::push_batch_in_place(batch, side, |p| self.step(p));
     }
     /// `Pull(LENGTH)`; opaque for a LENGTH beyond 65535 (the effect's range).
     fn model(&self) -> Option<Model> {

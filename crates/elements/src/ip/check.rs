@@ -142,6 +142,25 @@ impl CheckIPHeader {
         })
     }
 
+    /// What `push` does, in place.
+    #[inline(always)]
+    fn step(&mut self, p: &mut Packet) -> crate::Step {
+        match self.validate(p.data()) {
+            Ok((len, hl, dst)) => {
+                let off = self.offset;
+                p.set_network_header(off);
+                p.set_transport_header(off + hl);
+                p.truncate(off + len);
+                p.meta.dst_ip = dst;
+                crate::Step::Out(0)
+            }
+            Err(r) => {
+                self.reasons[r as usize] += 1;
+                super::bad_step(self.has_out1, r)
+            }
+        }
+    }
+
     /// Validates the header at `self.offset`; `Ok(total length, header length, dst)` or the
     /// reason.
     #[inline]
@@ -189,20 +208,17 @@ impl Element for CheckIPHeader {
     }
     #[inline]
     fn push(&mut self, _port: usize, mut p: Packet, _cx: &mut Context) -> Verdict {
-        match self.validate(p.data()) {
-            Ok((len, hl, dst)) => {
-                let off = self.offset;
-                p.set_network_header(off);
-                p.set_transport_header(off + hl);
-                p.truncate(off + len);
-                p.meta.dst_ip = dst;
-                Verdict::Out(0, p)
-            }
-            Err(r) => {
-                self.reasons[r as usize] += 1;
-                bad_out(self.has_out1, p, r)
-            }
-        }
+        self.step(&mut p).verdict(p)
+    }
+    fn push_batch(
+        &mut self,
+        _port: u32,
+        batch: &mut Vec<Option<Packet>>,
+        _clock: &crate::BatchClock<'_>,
+        side: &mut crate::BatchOut,
+        _cx: &mut Context,
+    ) {
+        crate::push_batch_in_place(batch, side, |p| self.step(p));
     }
     fn stats(&self) -> Vec<(&'static str, u64)> {
         let mut v = vec![("drops", self.reasons.iter().sum())];

@@ -262,6 +262,23 @@ impl IPLookup {
         let (port, gw) = *self.hops.get(self.lpm.lookup(u32::from(dst))?)?;
         Some((port, (gw != 0).then(|| Ipv4Addr::from(gw))))
     }
+
+    /// What `push` does, in place.
+    #[inline(always)]
+    fn step(&mut self, p: &mut Packet) -> crate::Step {
+        match self.lookup(p.meta.dst_ip) {
+            Some((port, gw)) => {
+                if let Some(gw) = gw {
+                    p.meta.dst_ip = gw;
+                }
+                crate::Step::Out(port as u32)
+            }
+            None => {
+                self.no_route += 1;
+                crate::Step::Drop(RouteReason::NoRoute.into())
+            }
+        }
+    }
 }
 
 impl RouteTable for IPLookup {
@@ -288,18 +305,17 @@ impl Element for IPLookup {
     }
     #[inline]
     fn push(&mut self, _port: usize, mut p: Packet, _cx: &mut Context) -> Verdict {
-        match self.lookup(p.meta.dst_ip) {
-            Some((port, gw)) => {
-                if let Some(gw) = gw {
-                    p.meta.dst_ip = gw;
-                }
-                Verdict::Out(port, p)
-            }
-            None => {
-                self.no_route += 1;
-                Verdict::Drop(p, RouteReason::NoRoute.into())
-            }
-        }
+        self.step(&mut p).verdict(p)
+    }
+    fn push_batch(
+        &mut self,
+        _port: u32,
+        batch: &mut Vec<Option<Packet>>,
+        _clock: &crate::BatchClock<'_>,
+        side: &mut crate::BatchOut,
+        _cx: &mut Context,
+    ) {
+        crate::push_batch_in_place(batch, side, |p| self.step(p));
     }
     fn stats(&self) -> Vec<(&'static str, u64)> {
         vec![(RouteReason::NoRoute.into(), self.no_route)]

@@ -95,6 +95,16 @@ pub(crate) fn bad_out(has_out1: bool, p: Packet, reason: impl Into<&'static str>
     }
 }
 
+/// [`bad_out`] in place: output 1 when connected, else a drop under `reason`.
+#[inline(always)]
+pub(crate) fn bad_step(has_out1: bool, reason: impl Into<&'static str>) -> crate::Step {
+    if has_out1 {
+        crate::Step::Out(1)
+    } else {
+        crate::Step::Drop(reason.into())
+    }
+}
+
 /// The model outcome of [`bad_out`]: output 1 when connected, else a drop under `reason`.
 pub(crate) fn bad_outcome(has_out1: bool, reason: impl Into<&'static str>) -> Outcome {
     if has_out1 {

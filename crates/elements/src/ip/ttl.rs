@@ -1,6 +1,6 @@
 //! `DecIPTTL`.
 
-use super::{bad_out, bad_outcome, IpHeaderReason};
+use super::{bad_outcome, IpHeaderReason};
 use crate::args::parse_bool;
 use crate::model::{Case, Effect, Field, FieldSet, Filter, Model, Outcome};
 use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
@@ -45,6 +45,31 @@ impl DecIPTTL {
             drops: 0,
         })
     }
+
+    /// What `push` does, in place.
+    #[inline(always)]
+    fn step(&mut self, p: &mut Packet) -> crate::Step {
+        if !self.active {
+            return crate::Step::Out(0);
+        }
+        // Only the fixed 20 bytes are needed: the IHL is not checked (as in Click).
+        let mut ip = match p.ipv4_mut() {
+            Ok(ip) => ip,
+            Err(HeaderError::Missing) => return crate::Step::Drop(IpHeaderReason::Missing.into()),
+            Err(HeaderError::Truncated) => return crate::Step::Drop(IpHeaderReason::Bad.into()),
+        };
+        if !self.multicast && ip.dst_addr().is_multicast() {
+            return crate::Step::Out(0);
+        }
+        let ttl = ip.ttl();
+        if ttl <= 1 {
+            self.drops += 1;
+            return super::bad_step(self.has_out1, DecIPTTLReason::Expired);
+        }
+        ip.set_ttl(ttl - 1);
+        ip.set_checksum(checksum::ttl_decremented(ip.checksum()));
+        crate::Step::Out(0)
+    }
 }
 
 impl Element for DecIPTTL {
@@ -60,26 +85,17 @@ impl Element for DecIPTTL {
     }
     #[inline]
     fn push(&mut self, _port: usize, mut p: Packet, _cx: &mut Context) -> Verdict {
-        if !self.active {
-            return Verdict::Out(0, p);
-        }
-        // Only the fixed 20 bytes are needed: the IHL is not checked (as in Click).
-        let mut ip = match p.ipv4_mut() {
-            Ok(ip) => ip,
-            Err(HeaderError::Missing) => return Verdict::Drop(p, IpHeaderReason::Missing.into()),
-            Err(HeaderError::Truncated) => return Verdict::Drop(p, IpHeaderReason::Bad.into()),
-        };
-        if !self.multicast && ip.dst_addr().is_multicast() {
-            return Verdict::Out(0, p);
-        }
-        let ttl = ip.ttl();
-        if ttl <= 1 {
-            self.drops += 1;
-            return bad_out(self.has_out1, p, DecIPTTLReason::Expired);
-        }
-        ip.set_ttl(ttl - 1);
-        ip.set_checksum(checksum::ttl_decremented(ip.checksum()));
-        Verdict::Out(0, p)
+        self.step(&mut p).verdict(p)
+    }
+    fn push_batch(
+        &mut self,
+        _port: u32,
+        batch: &mut Vec<Option<Packet>>,
+        _clock: &crate::BatchClock<'_>,
+        side: &mut crate::BatchOut,
+        _cx: &mut Context,
+    ) {
+        crate::push_batch_in_place(batch, side, |p| self.step(p));
     }
     fn stats(&self) -> Vec<(&'static str, u64)> {
         vec![("drops", self.drops)]
