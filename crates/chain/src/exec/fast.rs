@@ -296,11 +296,16 @@ struct Consolidated {
     /// its [`Getter`], compiled once when the entry is made (a plain load for most fields),
     /// not looked up per packet.
     ranges: Vec<(Getter, u128, u128)>,
+    /// `ranges` compiled for a hit: what a frame long enough for them checks instead.
+    quick: QuickGuards,
     /// Tests of several intervals.
     tests: Vec<GetterTest>,
     negatives: Vec<Vec<GetterTest>>,
     /// The header action, less the tuple writes the flows hold apart (`tuple`).
     finish: Finish,
+    /// `finish` compiled for a hit, when it is only constant bytes, byte adds, an
+    /// incremental IPv4 checksum, a trim and a pull (a router's: MACs, TTL).
+    quick_finish: Option<QuickFinish>,
     /// Whether an address or port is rewritten (the transport checksum is then fixed).
     rewrote: bool,
     /// The tuple fields ([`Field::TUPLE`], one bit each) whose written values each flow holds
@@ -337,6 +342,11 @@ impl Consolidated {
     /// fixed after every write), then the template's writes, checksums and layout.
     #[inline]
     fn apply(&self, own: &Own, p: &mut Packet) {
+        if let Some(q) = &self.quick_finish {
+            if q.apply(p) {
+                return;
+            }
+        }
         if self.tuple != 0 {
             write_tuple(p.data_mut(), self.tuple, &own.tuple);
         }
@@ -352,6 +362,272 @@ impl Consolidated {
             ..Regs::default()
         };
         finish_packet(p, &self.finish, &regs);
+    }
+}
+
+/// An entry's one-interval guards ([`Consolidated::ranges`]) compiled for a hit: the tests
+/// of one value on fields read by a plain load become masked compares of 8-byte words (the
+/// fields whose bits fall in one word share it), the other loads compare 64-bit values, and
+/// only the computed fields (IPv4 checksum, length checks) go through their [`Getter`].
+/// Used when the frame holds every word read ([`QuickGuards::need`]); a shorter frame is
+/// checked by `ranges` (a load of missing bytes reads 0 there).
+#[derive(Debug, Default)]
+struct QuickGuards {
+    /// (offset in the frame, mask, value): the 8 bytes at the offset, read big-endian and
+    /// masked, equal the value.
+    words: Vec<(u16, u64, u64)>,
+    /// The same, from the transport header.
+    l4_words: Vec<(u16, u64, u64)>,
+    /// One-interval tests on loads: (from the transport header, offset, right shift, mask,
+    /// low, high).
+    loads: Vec<(bool, u16, u8, u64, u64, u64)>,
+    /// Whether the IPv4 header checksum must verify, and the IPv4 length check pass (the
+    /// usual tests on those computed fields, made without their getters).
+    checksum_ok: bool,
+    len_ok: bool,
+    /// The bytes from the IPv4 header on ([`Getter::IpAvail`]) are within these.
+    avail: Option<(u64, u64)>,
+    /// The other tests on computed fields.
+    other: Vec<(Getter, u128, u128)>,
+    /// Bytes the frame and its transport header must hold for the words and loads.
+    need: usize,
+    need_l4: usize,
+}
+
+/// Whether frame `h` passes every one-interval test of `ranges` (through their getters; out
+/// of line, as its loop's setup is paid even when there is nothing to test).
+#[inline(never)]
+fn ranges_pass(ranges: &[(Getter, u128, u128)], h: &Headers) -> bool {
+    ranges
+        .iter()
+        .all(|&(g, lo, hi)| (lo..=hi).contains(&g.get(h)))
+}
+
+/// The 8 bytes at `off` of `b` read big-endian (0 when they are not all there).
+#[inline(always)]
+fn word_at(b: &[u8], off: u16) -> u64 {
+    let o = usize::from(off);
+    match b.get(o..o + 8) {
+        Some(w) => {
+            let mut x = [0u8; 8];
+            x.copy_from_slice(w);
+            u64::from_be_bytes(x)
+        }
+        None => 0,
+    }
+}
+
+impl QuickGuards {
+    /// Compiles the one-interval tests `ranges`.
+    fn new(ranges: &[(Getter, u128, u128)]) -> QuickGuards {
+        let mut q = QuickGuards::default();
+        // Equality tests as (offset, mask, value) of the word at their offset, per base.
+        let mut eq: [Vec<(u16, u64, u64)>; 2] = [Vec::new(), Vec::new()];
+        for &(g, lo, hi) in ranges {
+            let Getter::Load {
+                l4,
+                off,
+                mask,
+                wide,
+                ..
+            } = g
+            else {
+                match (g, lo, hi) {
+                    (Getter::IpChecksumOk, 1, 1) => q.checksum_ok = true,
+                    (Getter::IpLenOk, 1, 1) => q.len_ok = true,
+                    (Getter::IpAvail, lo, hi) if lo <= u128::from(u64::MAX) => {
+                        let hi = hi.min(u128::from(u64::MAX)) as u64;
+                        let (a, b) = q.avail.unwrap_or((0, u64::MAX));
+                        q.avail = Some((a.max(lo as u64), b.min(hi)));
+                    }
+                    _ => q.other.push((g, lo, hi)),
+                }
+                continue;
+            };
+            let end = usize::from(off) + 8;
+            let wide32 = u32::from(wide);
+            let wm = u128::from(mask).checked_shl(wide32).unwrap_or(u128::MAX);
+            let wmask = wm as u64;
+            if wide >= 64 || wm >> 64 != 0 || lo > u128::from(mask) || lo > hi {
+                // Not a load this compiles (or a test nothing passes): checked as it was.
+                q.other.push((g, lo, hi));
+                continue;
+            }
+            if l4 {
+                q.need_l4 = q.need_l4.max(end);
+            } else {
+                q.need = q.need.max(end);
+            }
+            if lo == hi {
+                eq[usize::from(l4)].push((off, wmask, (lo as u64) << wide));
+            } else {
+                let hi = hi.min(u128::from(u64::MAX)) as u64;
+                q.loads.push((l4, off, wide, mask, lo as u64, hi));
+            }
+        }
+        // Tests whose bits fall in an earlier test's word share it.
+        for (i, tests) in eq.iter_mut().enumerate() {
+            tests.sort_by_key(|t| t.0);
+            let mut words: Vec<(u16, u64, u64)> = Vec::new();
+            for &(off, m, v) in tests.iter() {
+                let merged = words.last_mut().is_some_and(|w| {
+                    let d = u32::from(off - w.0) * 8;
+                    if d >= 64 || m & ((1u64 << d) - 1) != 0 {
+                        return false;
+                    }
+                    let (m2, v2) = (m >> d, v >> d);
+                    if w.1 & m2 & (w.2 ^ v2) != 0 {
+                        return false;
+                    }
+                    w.1 |= m2;
+                    w.2 |= v2;
+                    true
+                });
+                if !merged {
+                    words.push((off, m, v));
+                }
+            }
+            if i == 0 {
+                q.words = words;
+            } else {
+                q.l4_words = words;
+            }
+        }
+        q
+    }
+
+    /// Whether frame `h` passes the tests, or `None` when it is too short for the words
+    /// and loads.
+    #[inline]
+    fn pass(&self, h: &Headers) -> Option<bool> {
+        if h.data.len() < self.need || h.l4.len() < self.need_l4 {
+            return None;
+        }
+        Some(
+            self.words
+                .iter()
+                .all(|&(o, m, v)| word_at(h.data, o) & m == v)
+                && self
+                    .l4_words
+                    .iter()
+                    .all(|&(o, m, v)| word_at(h.l4, o) & m == v)
+                && self.loads.iter().all(|&(l4, o, wide, mask, lo, hi)| {
+                    let x = (word_at(if l4 { h.l4 } else { h.data }, o) >> wide) & mask;
+                    lo <= x && x <= hi
+                })
+                && self.avail.is_none_or(|(lo, hi)| {
+                    let n = h.ip.len().min(0xffff) as u64;
+                    lo <= n && n <= hi
+                })
+                && (!self.len_ok || h.ip_len_ok())
+                && (!self.checksum_ok || h.ip_checksum_ok())
+                && (self.other.is_empty() || ranges_pass(&self.other, h)),
+        )
+    }
+}
+
+/// A header action ([`Finish`]) of constant byte runs, byte adds (TTL decrements), an
+/// incremental IPv4 checksum, a trim and a pull, compiled for a hit: the runs become masked
+/// writes of 8-byte words, and nothing else of [`finish_packet`]'s general case is looked at.
+#[derive(Debug)]
+struct QuickFinish {
+    /// (offset, mask, value): the 8 bytes at the offset, read big-endian, keep the bits
+    /// outside the mask and take the value's inside it.
+    words: Vec<(u16, u64, u64)>,
+    /// Bytes the frame must hold for the words (a shorter frame takes [`finish_packet`]).
+    need: usize,
+    adds: Vec<(u16, u8)>,
+    /// The operands added to the IPv4 checksum (0: left alone).
+    ip_ops: u32,
+    trim: bool,
+    head: u16,
+}
+
+impl QuickFinish {
+    /// Compiles `f` when it is of that kind and the entry writes no tuple values or
+    /// checksum operands of its flows (`plain`).
+    fn new(f: &Finish, plain: bool) -> Option<QuickFinish> {
+        let IpChecksum::Incremental(ip_ops) = f.ip_checksum else {
+            return None;
+        };
+        if !plain || !f.placed.is_empty() || !f.writes.is_empty() || f.annos.is_some() {
+            return None;
+        }
+        // The runs' bytes, later runs over earlier ones (as they are copied in order).
+        let mut bytes: BTreeMap<usize, u8> = BTreeMap::new();
+        for (off, b) in &f.runs {
+            for (i, x) in b.iter().enumerate() {
+                bytes.insert(usize::from(*off) + i, *x);
+            }
+        }
+        let mut words: Vec<(u16, u64, u64)> = Vec::new();
+        let mut need = 0;
+        for (o, x) in bytes {
+            let shift = |base: usize| 8 * (7 - (o - base)) as u32;
+            match words.last_mut() {
+                Some(w) if o < usize::from(w.0) + 8 => {
+                    let sh = shift(usize::from(w.0));
+                    w.1 |= 0xff << sh;
+                    w.2 |= u64::from(x) << sh;
+                }
+                _ => {
+                    let base = u16::try_from(o).ok()?;
+                    need = need.max(o + 8);
+                    words.push((base, 0xff << 56, u64::from(x) << 56));
+                }
+            }
+        }
+        Some(QuickFinish {
+            words,
+            need,
+            adds: f.adds.clone(),
+            ip_ops,
+            trim: f.trim,
+            head: f.head,
+        })
+    }
+
+    /// Applies the action to `p` (the frame as it arrived), as [`finish_packet`] would; `false`
+    /// (nothing done) when the frame is too short for the words.
+    #[inline]
+    fn apply(&self, p: &mut Packet) -> bool {
+        use crate::program::IP_OFFSET;
+        const LEN: usize = crate::program::fixed_offset(Field::IpLen);
+        const IP_CHECKSUM: usize = IP_OFFSET + wire::ipv4::field::CHECKSUM.start;
+        let d = p.data_mut();
+        if d.len() < self.need {
+            return false;
+        }
+        let ip_len = usize::from(u16::from_be_bytes([
+            d.get(LEN).copied().unwrap_or(0),
+            d.get(LEN + 1).copied().unwrap_or(0),
+        ]));
+        for &(off, m, v) in &self.words {
+            let o = usize::from(off);
+            if let Some(b) = d.get_mut(o..o + 8) {
+                let mut x = [0u8; 8];
+                x.copy_from_slice(b);
+                let w = (u64::from_be_bytes(x) & !m) | v;
+                b.copy_from_slice(&w.to_be_bytes());
+            }
+        }
+        for &(off, a) in &self.adds {
+            if let Some(b) = d.get_mut(usize::from(off)) {
+                *b = b.wrapping_add(a);
+            }
+        }
+        if self.ip_ops != 0 {
+            if let Some(b) = d.get_mut(IP_CHECKSUM..IP_CHECKSUM + 2) {
+                let c0 = u16::from_be_bytes([b[0], b[1]]);
+                let c = !fold(u32::from(!c0) + u32::from(fold(self.ip_ops)));
+                b.copy_from_slice(&c.to_be_bytes());
+            }
+        }
+        if self.trim {
+            p.truncate(IP_OFFSET + ip_len);
+        }
+        p.pull(usize::from(self.head));
+        true
     }
 }
 
@@ -1111,12 +1387,13 @@ impl Executor {
                                 })
                             }
                         });
+                        let ranges_ok = match c.quick.pass(&h) {
+                            Some(ok) => ok,
+                            None => ranges_pass(&c.ranges, &h),
+                        };
                         if !info_ok
-                            || !c
-                                .ranges
-                                .iter()
-                                .all(|&(g, lo, hi)| (lo..=hi).contains(&g.get(&h)))
-                            || !passes(&c.tests, &h)
+                            || !ranges_ok
+                            || !(c.tests.is_empty() || passes(&c.tests, &h))
                             || c.negatives.iter().any(|n| passes(n, &h))
                         {
                             // The packet is unlike the recorded one: it walks the chain and
@@ -2617,6 +2894,11 @@ fn consolidate(
         }
     }
     let c = Consolidated {
+        quick: QuickGuards::new(&ranges),
+        quick_finish: QuickFinish::new(
+            &finish,
+            tuple == 0 && !t.rewrote && t.ip_ops == 0 && t.l4_ops == 0,
+        ),
         ranges,
         tests,
         negatives,
@@ -2696,6 +2978,151 @@ mod tests {
             write_tuple(&mut short, 0b1111, &[1, 2, 3, 4]);
             if n < 28 {
                 assert_eq!(short, copy, "{n} bytes");
+            }
+        }
+    }
+
+    /// Frames near a 60-byte IPv4/UDP frame: bytes changed at random, every length from 0,
+    /// header lengths 20 to 60, and the frame itself (xorshift, seeded).
+    fn frames_around(base: &[u8], n: usize) -> Vec<Vec<u8>> {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut out = vec![base.to_vec()];
+        for len in 0..base.len() {
+            out.push(base[..len].to_vec());
+        }
+        for _ in 0..n {
+            let mut f = base.to_vec();
+            for _ in 0..(next() % 3) {
+                let i = (next() as usize) % f.len();
+                f[i] = next() as u8;
+            }
+            if next() % 4 == 0 {
+                f[14] = 0x40 | (next() % 16) as u8;
+            }
+            if next() % 4 == 0 {
+                f.truncate((next() as usize) % (base.len() + 1));
+            }
+            out.push(f);
+        }
+        out
+    }
+
+    fn udp_frame() -> Vec<u8> {
+        let mut d = vec![0u8; 60];
+        d[12..14].copy_from_slice(&[0x08, 0x00]);
+        d[14] = 0x45;
+        d[16..18].copy_from_slice(&46u16.to_be_bytes());
+        d[22] = 64;
+        d[23] = 17;
+        d[26..30].copy_from_slice(&[10, 0, 0, 1]);
+        d[30..34].copy_from_slice(&[10, 1, 0, 2]);
+        let c = wire::checksum::data(&d[14..34]);
+        d[24..26].copy_from_slice(&c.to_be_bytes());
+        d[34..38].copy_from_slice(&[0x30, 0x39, 0x00, 0x35]);
+        d
+    }
+
+    #[test]
+    fn compiled_guards_decide_as_the_getters() {
+        // An entry's one-interval guards compiled for a hit (words, loads, computed
+        // fields) pass exactly the frames the getters pass, short frames included.
+        let tests: Vec<(Field, u128, u128)> = vec![
+            (Field::EtherType, 0x0800, 0x0800),
+            (Field::IpVersion, 4, 4),
+            (Field::IpIhl, 5, 15),
+            (Field::IpTtl, 2, 255),
+            (Field::IpProto, 17, 17),
+            (Field::IpFlags, 0, 3),
+            (Field::IpChecksumOk, 1, 1),
+            (Field::IpLenOk, 1, 1),
+            (Field::IpAvail, 20, 0xffff),
+            (Field::DstPort, 53, 53),
+            (Field::SrcPort, 1024, 65535),
+            (Field::EthDst, 0, 0),
+        ];
+        let base = udp_frame();
+        let frames = frames_around(&base, 3000);
+        // Every subset of the tests in a few rotations (merged words differ with each).
+        for mask in [0xfffu32, 0x0ff, 0xf0f, 0x555, 0xaaa, 0x801, 0x300, 0x007] {
+            let ranges: Vec<(Getter, u128, u128)> = tests
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| mask >> i & 1 == 1)
+                .map(|(_, &(f, lo, hi))| (Getter::of(f), lo, hi))
+                .collect();
+            let q = QuickGuards::new(&ranges);
+            let mut passed = 0;
+            for f in &frames {
+                let h = Headers::new(f, Some(14));
+                let want = ranges
+                    .iter()
+                    .all(|&(g, lo, hi)| (lo..=hi).contains(&g.get(&h)));
+                let got = q.pass(&h);
+                if let Some(got) = got {
+                    assert_eq!(got, want, "tests {mask:#x}, frame {f:02x?}");
+                    passed += usize::from(got);
+                } else {
+                    assert!(f.len() < q.need || h.l4.len() < q.need_l4);
+                }
+            }
+            assert!(passed > 0, "tests {mask:#x}: the frame itself passes");
+        }
+        // A test no value of the field passes is kept as it was (and fails).
+        let q = QuickGuards::new(&[(Getter::of(Field::IpTtl), 300, 400)]);
+        assert_eq!(q.pass(&Headers::new(&base, Some(14))), Some(false));
+    }
+
+    #[test]
+    fn a_compiled_header_action_writes_what_finish_packet_writes() {
+        // A router's action (MACs, TTL decrement, incremental checksum, trim; with and
+        // without a pull), compiled for a hit, gives finish_packet's bytes on every frame,
+        // short ones included, or defers to it.
+        let mac = |b: u8| {
+            Val::Const(u128::from_be_bytes([
+                0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, b,
+            ]))
+        };
+        for (head, trim, extra) in [(0u16, true, false), (14, false, true), (0, false, true)] {
+            let mut writes = vec![
+                (Field::EthDst, mac(0x12)),
+                (Field::EthSrc, mac(0x11)),
+                (Field::IpTtl, Val::Orig(Field::IpTtl, 255)),
+            ];
+            if extra {
+                writes.push((Field::IpTos, Val::Const(0x2e)));
+                writes.push((Field::EtherType, Val::Const(0x0800)));
+            }
+            let mut f = Finish {
+                writes,
+                head,
+                trim,
+                ip_checksum: IpChecksum::Incremental(wire::checksum::TTL_DECREMENT),
+                annos: None,
+                runs: Vec::new(),
+                adds: Vec::new(),
+                placed: Vec::new(),
+            };
+            f.prepare();
+            let q = QuickFinish::new(&f, true).expect("a router's action compiles");
+            assert!(QuickFinish::new(&f, false).is_none());
+            let mut base = udp_frame();
+            base.extend_from_slice(&[0xee; 6]); // beyond the IPv4 length: trimmed
+            for d in frames_around(&base, 2000) {
+                let mut a = Packet::from_bytes(&d);
+                let mut b = Packet::from_bytes(&d);
+                finish_packet(&mut a, &f, &Regs::default());
+                if q.apply(&mut b) {
+                    assert_eq!(a.data(), b.data(), "frame {d:02x?}");
+                } else {
+                    assert!(d.len() < q.need);
+                    assert_eq!(b.data(), &d[..], "left alone when deferred");
+                }
             }
         }
     }
