@@ -42,6 +42,9 @@ pub(super) enum Runner {
     Fresh(Box<Fresh>),
 }
 
+/// A trace at a chain's entry, shared by the [`Runner::Fresh`] configurations of a group.
+pub(super) type FreshInputs = std::rc::Rc<Vec<((usize, usize), Vec<Record>)>>;
+
 /// A [`Runner::Fresh`] chain: how to build it, and what it is fed (shared between the
 /// configurations of a group: a million frames of 1500 bytes are 1.5 GB).
 pub(super) struct Fresh {
@@ -50,7 +53,7 @@ pub(super) struct Fresh {
     pub(super) mode: Mode,
     pub(super) batch: usize,
     /// The trace at the entry the chain's naive build gave.
-    pub(super) inputs: std::rc::Rc<Vec<((usize, usize), Vec<Record>)>>,
+    pub(super) inputs: FreshInputs,
 }
 
 impl Fresh {
@@ -291,7 +294,7 @@ impl Bench {
         chain: &ChainFile,
         entry: &Endpoint,
         records: Vec<Record>,
-    ) -> Result<std::rc::Rc<Vec<((usize, usize), Vec<Record>)>>, CliError> {
+    ) -> Result<FreshInputs, CliError> {
         let probe = Executor::new(chain, &RunOptions::default(), |_, _| Ok(ExitSink::Count))?;
         let at = probe.entry(entry).ok_or_else(|| {
             CliError::Invalid(format!("{}: no entry {entry}", chain.path.display()))
@@ -307,7 +310,7 @@ impl Bench {
         entry: &Endpoint,
         mode: Mode,
         batch: usize,
-        inputs: &std::rc::Rc<Vec<((usize, usize), Vec<Record>)>>,
+        inputs: &FreshInputs,
     ) -> Config {
         let records: &[Record] = inputs.first().map_or(&[], |(_, r)| r);
         Config {
