@@ -67,7 +67,9 @@ pub struct BenchArgs {
     /// Chaining-Box's; needs root); sfc (not in the default list: round-trip time through
     /// chains of 0..4 Linux-router SFs on two hosts in namespaces, with the NSH stages,
     /// without and with direct links, with `--chaining-box` also Chaining-Box's stages,
-    /// and through one FuseBox hop of 1..4 NFs; needs root).
+    /// and through one FuseBox hop of 1..4 NFs; needs root); newflows (not in the default
+    /// list: one NAPT and the ISP chain over 1,000,000 one-packet UDP flows at 64 and 1500
+    /// bytes, every mode, each pass on a chain built afresh; `--quick`: 100,000).
     #[arg(
         long,
         value_delimiter = ',',

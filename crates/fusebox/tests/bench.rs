@@ -498,3 +498,64 @@ fn bench_picks_the_batch_and_refuses_bad_arguments() {
         assert!(err.contains(expect), "{err}");
     }
 }
+
+#[test]
+fn newflows_runs_every_mode_on_fresh_chains() {
+    let dir = scratch("bench-newflows");
+    let o = fusebox_ok(
+        &dir,
+        &[
+            "bench",
+            "--quick",
+            "--json",
+            "--reps",
+            "1",
+            "--scenario",
+            "newflows",
+            "--no-charts",
+            "--examples",
+            root().join("examples").to_str().unwrap(),
+            "--charts",
+            "o",
+        ],
+    );
+    let records = parse(&String::from_utf8(o.stdout).unwrap());
+    for r in &records {
+        assert_eq!(r["scenario"], "newflows", "{r}");
+    }
+    for (chain, nfs) in [("napt", 1), ("isp", 3)] {
+        for frame in [64u64, 1500] {
+            for mode in ["naive", "synth", "fastpath"] {
+                let r = find(
+                    &records,
+                    &[
+                        ("chain", chain.into()),
+                        ("frame", frame.into()),
+                        ("nfs", nfs.into()),
+                        ("mode", mode.into()),
+                    ],
+                );
+                let mpps = triple(&r["mpps"]);
+                let ns = triple(&r["ns_per_packet"]);
+                assert!((ns * mpps / 1e3 - 1.0).abs() < 1e-6, "ns/packet: {r}");
+                assert_eq!(r["packets"], 100_000, "{r}");
+                // Each pass on a chain built afresh: no latency pass.
+                assert!(r["latency_ns"].is_null(), "{r}");
+            }
+            for ratio in [
+                format!("synth {nfs} / naive {nfs}"),
+                format!("fastpath {nfs} / naive {nfs}"),
+            ] {
+                let r = find(
+                    &records,
+                    &[
+                        ("chain", chain.into()),
+                        ("frame", frame.into()),
+                        ("ratio", ratio.into()),
+                    ],
+                );
+                triple(r);
+            }
+        }
+    }
+}

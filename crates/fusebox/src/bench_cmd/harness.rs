@@ -36,6 +36,51 @@ pub(super) enum Runner {
     /// A loop of its own (an operator pipeline without the executor, NFs on threads joined
     /// by rings): one call is one pass over its trace, returning the packets it pushed.
     Loop(Box<dyn FnMut() -> u64>),
+    /// A chain built afresh for every pass (untimed), so that state kept between passes
+    /// (remembered flows, NAPT mappings) does not turn a trace of new flows into hits; only
+    /// the replay is timed.
+    Fresh(Box<Fresh>),
+}
+
+/// A trace at a chain's entry, shared by the [`Runner::Fresh`] configurations of a group.
+pub(super) type FreshInputs = std::rc::Rc<Vec<((usize, usize), Vec<Record>)>>;
+
+/// A [`Runner::Fresh`] chain: how to build it, and what it is fed (shared between the
+/// configurations of a group: a million frames of 1500 bytes are 1.5 GB).
+pub(super) struct Fresh {
+    pub(super) chain: ChainFile,
+    pub(super) entry: Endpoint,
+    pub(super) mode: Mode,
+    pub(super) batch: usize,
+    /// The trace at the entry the chain's naive build gave.
+    pub(super) inputs: FreshInputs,
+}
+
+impl Fresh {
+    /// One pass on a new executor: the packets pushed and the seconds the replay took
+    /// (building and dropping the executor are not timed).
+    fn pass(&self) -> Result<(u64, f64), CliError> {
+        let opts = RunOptions {
+            batch: self.batch,
+            ..RunOptions::default()
+        };
+        let mut ex = Executor::new(&self.chain, &opts, |_, _| Ok(ExitSink::Count))?;
+        self.mode.install(&mut ex, chain::FastOptions::default());
+        let at = ex.entry(&self.entry);
+        if self.inputs.iter().any(|(a, _)| Some(*a) != at) {
+            return Err(CliError::Invalid(format!(
+                "{}: entry {} moved in {}",
+                self.chain.path.display(),
+                self.entry,
+                self.mode.name()
+            )));
+        }
+        let t0 = Instant::now();
+        let n = ex.replay(&self.inputs, 1);
+        let secs = t0.elapsed().as_secs_f64();
+        drop(ex);
+        Ok((n, secs))
+    }
 }
 
 impl Runner {
@@ -54,6 +99,10 @@ impl Runner {
                 (n, Some(secs))
             }
             Runner::Loop(pass) => (pass(), None),
+            Runner::Fresh(f) => {
+                let (n, secs) = f.pass()?;
+                (n, Some(secs))
+            }
         })
     }
 
@@ -239,6 +288,50 @@ impl Bench {
         })
     }
 
+    /// The trace `records` at `entry` of `chain`, shared by [`Bench::fresh_config`]s.
+    pub(super) fn fresh_inputs(
+        &self,
+        chain: &ChainFile,
+        entry: &Endpoint,
+        records: Vec<Record>,
+    ) -> Result<FreshInputs, CliError> {
+        let probe = Executor::new(chain, &RunOptions::default(), |_, _| Ok(ExitSink::Count))?;
+        let at = probe.entry(entry).ok_or_else(|| {
+            CliError::Invalid(format!("{}: no entry {entry}", chain.path.display()))
+        })?;
+        Ok(std::rc::Rc::new(vec![(at, records)]))
+    }
+
+    /// A chain configuration built afresh for every pass (see [`Runner::Fresh`]): `chain`
+    /// in `mode`, fed `inputs` (from [`Bench::fresh_inputs`]), `batch` packets at a time.
+    pub(super) fn fresh_config(
+        &self,
+        chain: &ChainFile,
+        entry: &Endpoint,
+        mode: Mode,
+        batch: usize,
+        inputs: &FreshInputs,
+    ) -> Config {
+        let records: &[Record] = inputs.first().map_or(&[], |(_, r)| r);
+        Config {
+            mode: mode.name(),
+            nfs: chain.nfs.len(),
+            packets: records.len() as u64,
+            wire_bytes: wire_bytes(records),
+            runner: Runner::Fresh(Box::new(Fresh {
+                chain: chain.clone(),
+                entry: entry.clone(),
+                mode,
+                batch,
+                inputs: inputs.clone(),
+            })),
+            workers: 1,
+            mpps: Vec::new(),
+            gbps: Vec::new(),
+            latency: None,
+        }
+    }
+
     /// A configuration run by its own loop: `pass` pushes `records` once (see
     /// [`Runner::Loop`]); `mode` names it, `nfs` is how many NFs it chains.
     pub(super) fn loop_config(
@@ -352,7 +445,10 @@ fn time_group(configs: &mut [Config], reps: usize, passes: u64) -> Result<(), Cl
                 ex.record_latency(false);
             }
             Runner::Workers(crew) => c.latency = percentiles(crew.latency_pass()?),
-            Runner::Reference { .. } | Runner::FastClick(_) | Runner::Loop(_) => {}
+            Runner::Reference { .. }
+            | Runner::FastClick(_)
+            | Runner::Loop(_)
+            | Runner::Fresh(_) => {}
         }
     }
     Ok(())

@@ -83,6 +83,11 @@ pub(super) const SCENARIOS: &[Scenario] = &[
         run: isp,
     },
     Scenario {
+        name: "newflows",
+        about: "Issue 17: a trace where every packet is a new UDP flow (10 x the packets of the other scenarios: 1,000,000) through one NAPT and the ISP chain, 64- and 1500-byte frames, naive, synth and fastpath, each pass on a chain built afresh (not in the default list)",
+        run: newflows,
+    },
+    Scenario {
         name: "parallel",
         about: "NFCompass Fig. 13/14: four identical NFs (firewall, IDS, IPsec) sequential, and as parallel branches merged by XOR in one group of four (b) and two groups of two (c), branches placed by the planner on two workers; latency and throughput",
         run: super::parallel::parallel,
@@ -724,6 +729,73 @@ fn isp(b: &mut Bench) -> Result<(), CliError> {
                 extra: Some(("rules", json!(label))),
             };
             b.measure(&p, configs, &ratios)?;
+        }
+    }
+    Ok(())
+}
+
+/// `newflows`: one NAPT (`napts/one.toml`) and the ISP chain (`isp/chain.toml`, its own
+/// rules) over `10 x packets` one-packet UDP flows, at 64 and 1500 bytes; naive, synth and
+/// fastpath, each pass on a new executor so that no pass sees a flow twice (one pass per
+/// repetition). Reports synth ÷ naive and fastpath ÷ naive.
+fn newflows(b: &mut Bench) -> Result<(), CliError> {
+    let batch = b.batches[0];
+    let n = b.packets * 10;
+    let chains = [
+        ("napt", b.examples.join("napts").join("one.toml"), "n1"),
+        ("isp", b.examples.join("isp").join("chain.toml"), "fw"),
+    ];
+    for frame in [64u32, 1500] {
+        let cfg = GenConfig {
+            packets: n,
+            flows: u32::try_from(n).unwrap_or(u32::MAX),
+            mix: Mix {
+                tcp: 0,
+                udp: 1,
+                icmp: 0,
+            },
+            size: SizeDist::Fixed(frame),
+            ..GenConfig::default()
+        };
+        let mut records = Some(generate(&cfg).records());
+        for (i, (label, path, nf)) in chains.iter().enumerate() {
+            let chain = ChainFile::load(path)?;
+            let entry = Endpoint {
+                nf: (*nf).to_string(),
+                iface: "eth0".to_string(),
+            };
+            // The last chain takes the trace; the others share a copy.
+            let recs = if i + 1 == chains.len() {
+                records.take().unwrap_or_default()
+            } else {
+                records.clone().unwrap_or_default()
+            };
+            let inputs = b.fresh_inputs(&chain, &entry, recs)?;
+            let configs = Mode::BENCHED
+                .iter()
+                .map(|&m| b.fresh_config(&chain, &entry, m, batch, &inputs))
+                .collect();
+            let k = chain.nfs.len();
+            let (naive, synth, fast) = (
+                format!("naive {k}"),
+                format!("synth {k}"),
+                format!("fastpath {k}"),
+            );
+            let p = Params {
+                scenario: "newflows",
+                frame,
+                batch,
+                passes: 1,
+                extra: Some(("chain", json!(label))),
+            };
+            b.measure(
+                &p,
+                configs,
+                &[
+                    (synth.as_str(), naive.as_str()),
+                    (fast.as_str(), naive.as_str()),
+                ],
+            )?;
         }
     }
     Ok(())
