@@ -2517,10 +2517,9 @@ impl Executor {
         };
         let view = crate::program::frame(p.data());
         let (vals, valid) = (&mut self.synth.vals, &mut self.synth.valid);
-        // Without a switch's tag or a known flow's class (most packets), straight to the
-        // classes.
-        let (found, fresh) = if self.synth.tag_hint.is_none() && memo.is_none() {
-            (classes.classify(&view, vals, valid), true)
+        // A switch's tag or a known flow's class, if any (most packets have neither).
+        let given = if self.synth.tag_hint.is_none() && memo.is_none() {
+            None
         } else {
             let hinted = match self.synth.tag_hint.take() {
                 Some(h) if node == root => {
@@ -2531,11 +2530,12 @@ impl Executor {
                 _ => None,
             };
             let memoed = memo.take().filter(|_| node == root);
-            let fresh = hinted.is_none() && memoed.is_none();
-            let found = hinted
-                .or(memoed)
-                .or_else(|| classes.classify(&view, vals, valid));
-            (found, fresh)
+            hinted.or(memoed)
+        };
+        let fresh = given.is_none();
+        let found = match given {
+            Some(g) => Some(g),
+            None => classes.classify(&view, vals, valid),
         };
         match found {
             Some((next, index)) => {
@@ -2742,20 +2742,6 @@ fn leave(n: &Node, p: &mut Packet, regs: &Regs, info: &[Info]) -> ProgramEnd {
     }
 }
 
-/// `t.copy_from_slice(b)` (same lengths), without a call for the runs of 8 to 16 bytes a
-/// finish mostly writes (an Ethernet header's addresses and type: 14).
-#[inline(always)]
-fn copy_short(t: &mut [u8], b: &[u8]) {
-    let n = b.len();
-    if (8..=16).contains(&n) && t.len() == n {
-        // Two overlapping 8-byte moves cover the run.
-        t[..8].copy_from_slice(&b[..8]);
-        t[n - 8..].copy_from_slice(&b[n - 8..]);
-    } else {
-        t.copy_from_slice(b);
-    }
-}
-
 /// Makes `p` (the frame as it arrived) what the original chain holds at the node: every
 /// write once, checksums once, then the layout and annotations.
 fn finish_packet(p: &mut Packet, f: &Finish, regs: &Regs) {
@@ -2784,7 +2770,7 @@ fn finish_packet(p: &mut Packet, f: &Finish, regs: &Regs) {
     for (off, b) in &f.runs {
         let o = usize::from(*off);
         if let Some(t) = d.get_mut(o..o + b.len()) {
-            copy_short(t, b);
+            t.copy_from_slice(b);
         }
     }
     // Each write's value depends only on its own field's old value: write in place.
