@@ -221,6 +221,10 @@ struct Entry {
     index: u32,
     hits: u64,
     tests: Box<[Test]>,
+    /// The class's one-interval tests compiled as the fast path compiles a flow's guards
+    /// (masked word compares, the computed fields' usual tests made directly), and its
+    /// tests of several intervals, checked after them; `None` when every test has several.
+    quick: Option<(super::fast::QuickGuards, Box<[Test]>)>,
 }
 
 /// Nodes with more classes than this get a decision tree.
@@ -321,12 +325,39 @@ fn computed(
     v
 }
 
+/// The one-interval tests of `tests` compiled ([`super::fast::QuickGuards`]) and the others
+/// as they are, or `None` when no test has one interval.
+fn quick(tests: &[Test]) -> Option<(super::fast::QuickGuards, Box<[Test]>)> {
+    let singles: Vec<(Getter, u128, u128)> = tests
+        .iter()
+        .filter_map(|t| {
+            t.single()
+                .map(|(lo, hi)| (t.getter, u128::from(lo), u128::from(hi)))
+        })
+        .collect();
+    if singles.is_empty() {
+        return None;
+    }
+    let rest: Box<[Test]> = tests
+        .iter()
+        .filter(|t| t.single().is_none())
+        .cloned()
+        .collect();
+    Some((super::fast::QuickGuards::new(&singles), rest))
+}
+
 /// The busiest classes (the first entries) are checked before the tree.
 const HOT: usize = 4;
 
 /// Whether the packet whose field values `get` reads is in class `c`.
 #[inline(always)]
-fn inside(c: &Entry, get: &mut impl FnMut(u16, &Getter) -> u128) -> bool {
+fn inside(c: &Entry, view: &FrameView<'_>, get: &mut impl FnMut(u16, &Getter) -> u128) -> bool {
+    if let Some((q, rest)) = &c.quick {
+        // (A frame too short for the compiled words takes the tests one by one.)
+        if let Some(ok) = q.pass(view) {
+            return ok && rest.iter().all(|t| t.holds(get(t.field, &t.getter)));
+        }
+    }
     c.tests.iter().all(|t| t.holds(get(t.field, &t.getter)))
 }
 
@@ -374,8 +405,13 @@ impl Classes {
                         .collect(),
                 )
                 .into_boxed_slice(),
+                quick: None,
             })
-            .collect();
+            .collect::<Vec<Entry>>();
+        let mut entries = entries;
+        for e in &mut entries {
+            e.quick = quick(&e.tests);
+        }
         let mut fields: Vec<u16> = classes
             .iter()
             .flat_map(|c| c.tests.iter().map(|(f, _)| *f))
@@ -469,7 +505,7 @@ impl Classes {
     pub(super) fn check(&mut self, view: &FrameView<'_>, hint: u32) -> Option<(NodeId, u32)> {
         let e = self.entries.iter_mut().find(|e| e.index == hint)?;
         let mut get = |_: u16, g: &Getter| g.get(view);
-        if !inside(e, &mut get) {
+        if !inside(e, view, &mut get) {
             return None;
         }
         e.hits += 1;
@@ -514,7 +550,7 @@ impl Classes {
                     .entries
                     .iter()
                     .take(HOT)
-                    .position(|c| inside(c, &mut get))
+                    .position(|c| inside(c, view, &mut get))
                 {
                     Some(i) => i,
                     None => {
@@ -529,7 +565,10 @@ impl Classes {
                     }
                 }
             }
-            None => self.entries.iter().position(|c| inside(c, &mut get))?,
+            None => self
+                .entries
+                .iter()
+                .position(|c| inside(c, view, &mut get))?,
         };
         let e = &mut self.entries[i];
         e.hits += 1;

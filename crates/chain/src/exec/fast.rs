@@ -371,8 +371,8 @@ impl Consolidated {
 /// only the computed fields (IPv4 checksum, length checks) go through their [`Getter`].
 /// Used when the frame holds every word read ([`QuickGuards::need`]); a shorter frame is
 /// checked by `ranges` (a load of missing bytes reads 0 there).
-#[derive(Debug, Default)]
-struct QuickGuards {
+#[derive(Debug, Default, Clone)]
+pub(super) struct QuickGuards {
     /// (offset in the frame, mask, value): the 8 bytes at the offset, read big-endian and
     /// masked, equal the value.
     words: Vec<(u16, u64, u64)>,
@@ -419,7 +419,7 @@ fn word_at(b: &[u8], off: u16) -> u64 {
 
 impl QuickGuards {
     /// Compiles the one-interval tests `ranges`.
-    fn new(ranges: &[(Getter, u128, u128)]) -> QuickGuards {
+    pub(super) fn new(ranges: &[(Getter, u128, u128)]) -> QuickGuards {
         let mut q = QuickGuards::default();
         // Equality tests as (offset, mask, value) of the word at their offset, per base.
         let mut eq: [Vec<(u16, u64, u64)>; 2] = [Vec::new(), Vec::new()];
@@ -499,7 +499,7 @@ impl QuickGuards {
     /// Whether frame `h` passes the tests, or `None` when it is too short for the words
     /// and loads.
     #[inline]
-    fn pass(&self, h: &Headers) -> Option<bool> {
+    pub(super) fn pass(&self, h: &Headers) -> Option<bool> {
         if h.data.len() < self.need || h.l4.len() < self.need_l4 {
             return None;
         }
