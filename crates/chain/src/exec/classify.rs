@@ -684,6 +684,93 @@ mod tests {
     }
 
     #[test]
+    fn compiled_tests_and_an_implied_length_decide_as_the_originals() {
+        use elements::model::Field;
+        // A routed class: a valid checksum and a consistent length imply `ip_len >= 20`,
+        // which goes; the one-interval tests are compiled, the destination's two intervals
+        // are checked after them.
+        let fields = [
+            Field::IpVersion,
+            Field::IpChecksumOk,
+            Field::IpLenOk,
+            Field::IpLen,
+            Field::IpTtl,
+            Field::IpDst,
+        ];
+        let getters: Vec<Getter> = fields.iter().map(|f| Getter::of(*f)).collect();
+        let busy = Class {
+            tests: vec![
+                (0, vec![(4, 4)]),
+                (1, vec![(1, 1)]),
+                (2, vec![(1, 1)]),
+                (3, vec![(20, 65535)]),
+                (4, vec![(2, 255)]),
+                (
+                    5,
+                    vec![(0x0a00_0000, 0x0a00_ffff), (0x0a01_8000, 0x0a01_ffff)],
+                ),
+            ],
+            node: 3,
+            hits: 0,
+        };
+        let mut c = Classes::new(std::slice::from_ref(&busy), &getters, false);
+        assert_eq!(
+            c.entries[0].tests.len(),
+            5,
+            "the total length's lower bound is implied"
+        );
+        assert!(c.entries[0].quick.is_some());
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut seen = [0usize; 2];
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let len = [10usize, 20, 30, 33, 34, 38, 60, 64, 98][(x % 9) as usize];
+            let mut f = vec![0u8; len];
+            let hl = [5u8, 5, 5, 6, 4, 15][(x >> 8) as usize % 6];
+            let ver = [4u8, 4, 4, 6][(x >> 12) as usize % 4];
+            let total = [20u16, 46, 50, 84, 19, (x >> 16) as u16][(x >> 20) as usize % 6];
+            let ttl = [64u8, 1, 2, 0][(x >> 24) as usize % 4];
+            let dst: [u8; 4] = [
+                [10, 10, 10, 11][(x >> 28) as usize % 4],
+                [0, 1, 1, 2][(x >> 30) as usize % 4],
+                (x >> 32) as u8,
+                (x >> 40) as u8,
+            ];
+            let mut ip = vec![0u8; 60];
+            ip[0] = ver << 4 | hl;
+            ip[2..4].copy_from_slice(&total.to_be_bytes());
+            ip[8] = ttl;
+            ip[9] = 17;
+            ip[16..20].copy_from_slice(&dst);
+            let h = usize::from(hl) * 4;
+            let sum = wire::checksum::data(&ip[..h.min(60)]);
+            if (x >> 48) % 4 != 0 {
+                ip[10..12].copy_from_slice(&sum.to_be_bytes());
+            }
+            for (i, b) in ip.iter().enumerate() {
+                if let Some(y) = f.get_mut(14 + i) {
+                    *y = *b;
+                }
+            }
+            let view = crate::program::frame(&f);
+            let want = busy.tests.iter().all(|(i, iv)| {
+                let v = getters[usize::from(*i)].get(&view);
+                iv.iter().any(|&(lo, hi)| lo <= v && v <= hi)
+            });
+            let (mut vals, mut valid) = ([0u128; 8], 0);
+            let got = c.classify(&view, &mut vals, &mut valid).is_some();
+            assert_eq!(got, want, "frame {f:02x?}");
+            seen[usize::from(got)] += 1;
+        }
+        assert!(
+            seen[0] > 100 && seen[1] > 100,
+            "both outcomes drawn: {seen:?}"
+        );
+    }
+
+    #[test]
     fn merged_and_implied_tests_decide_as_the_originals() {
         use elements::model::Field;
         // The fields of the synthesized routers' busy class, plus flags and fragment offset.
