@@ -738,7 +738,7 @@ mod tests {
                 (x >> 32) as u8,
                 (x >> 40) as u8,
             ];
-            let mut ip = vec![0u8; 60];
+            let mut ip = [0u8; 60];
             ip[0] = ver << 4 | hl;
             ip[2..4].copy_from_slice(&total.to_be_bytes());
             ip[8] = ttl;
@@ -746,7 +746,7 @@ mod tests {
             ip[16..20].copy_from_slice(&dst);
             let h = usize::from(hl) * 4;
             let sum = wire::checksum::data(&ip[..h.min(60)]);
-            if (x >> 48) % 4 != 0 {
+            if !(x >> 48).is_multiple_of(4) {
                 ip[10..12].copy_from_slice(&sum.to_be_bytes());
             }
             for (i, b) in ip.iter().enumerate() {
