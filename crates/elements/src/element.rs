@@ -66,6 +66,34 @@ impl BatchClock<'_> {
     }
 }
 
+/// `push` and `push_batch` of an element whose inherent `fn step(&mut self, &mut Packet) ->
+/// Step` changes each packet in place (a [`Batching::Free`] element that never replaces,
+/// holds or creates a packet): `push` is the step's [`Step::verdict`], `push_batch` is
+/// [`push_batch_in_place`] over it. Written inside the element's `impl Element`.
+macro_rules! push_in_place {
+    () => {
+        #[inline]
+        fn push(
+            &mut self,
+            _port: usize,
+            mut p: packet::Packet,
+            _cx: &mut $crate::Context,
+        ) -> $crate::Verdict {
+            self.step(&mut p).verdict(p)
+        }
+        fn push_batch(
+            &mut self,
+            _port: u32,
+            batch: &mut Vec<Option<packet::Packet>>,
+            _clock: &$crate::BatchClock<'_>,
+            side: &mut $crate::BatchOut,
+            _cx: &mut $crate::Context,
+        ) {
+            $crate::push_batch_in_place(batch, side, |p| self.step(p));
+        }
+    };
+}
+
 /// What an element did with a packet it changed in place: the output it leaves by, or the
 /// reason it is dropped. [`Step::verdict`] gives [`Element::push`]'s answer;
 /// [`push_batch_in_place`] runs a batch with it.

@@ -18,6 +18,7 @@ pub mod reason;
 
 pub mod args;
 pub mod capability;
+#[macro_use]
 mod element;
 pub mod hash;
 pub mod net;

@@ -130,19 +130,7 @@ impl Element for FromDevice {
     fn port_count(&self) -> PortCount {
         PortCount::range(0, 0, 1, 2)
     }
-    fn push(&mut self, _port: usize, mut packet: Packet, _cx: &mut Context) -> Verdict {
-        self.step(&mut packet).verdict(packet)
-    }
-    fn push_batch(
-        &mut self,
-        _port: u32,
-        batch: &mut Vec<Option<Packet>>,
-        _clock: &crate::BatchClock<'_>,
-        side: &mut crate::BatchOut,
-        _cx: &mut Context,
-    ) {
-        crate::push_batch_in_place(batch, side, |p| self.step(p));
-    }
+    push_in_place!();
     /// Every frame leaves on output 0 with the MAC header at its start and the packet type
     /// from its destination MAC (what `push` does). Opaque with FORCE_IP.
     fn model(&self) -> Option<Model> {

@@ -8,7 +8,7 @@
 
 use crate::args::parse_uint_max;
 use crate::model::{Case, Effect, Filter, Model, Outcome};
-use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, Verdict};
+use crate::{Args, BuildCtx, ConfigError, Element, PortCount};
 use packet::Packet;
 use wire::ethernet::{Address, Frame as EthernetFrame};
 
@@ -76,20 +76,7 @@ impl Element for EtherEncap {
     fn port_count(&self) -> PortCount {
         PortCount::exact(1, 1)
     }
-    #[inline]
-    fn push(&mut self, _port: usize, mut packet: Packet, _cx: &mut Context) -> Verdict {
-        self.step(&mut packet).verdict(packet)
-    }
-    fn push_batch(
-        &mut self,
-        _port: u32,
-        batch: &mut Vec<Option<Packet>>,
-        _clock: &crate::BatchClock<'_>,
-        side: &mut crate::BatchOut,
-        _cx: &mut Context,
-    ) {
-        crate::push_batch_in_place(batch, side, |p| self.step(p));
-    }
+    push_in_place!();
     fn model(&self) -> Option<Model> {
         Some(Model::new(vec![Case::new(Filter::any(), Outcome::Out(0))
             .effect(Effect::EtherEncap {

@@ -8,7 +8,7 @@
 
 use crate::args::parse_uint;
 use crate::model::{Case, Effect, Filter, Model, Outcome};
-use crate::{Args, ConfigError, Context, Element, PortCount, Verdict};
+use crate::{Args, ConfigError, Element, PortCount};
 use packet::Packet;
 
 /// `Strip(LENGTH)`: pulls `LENGTH` bytes off the front.
@@ -55,19 +55,7 @@ impl Element for Strip {
     fn port_count(&self) -> PortCount {
         PortCount::exact(1, 1)
     }
-    fn push(&mut self, _port: usize, mut packet: Packet, _cx: &mut Context) -> Verdict {
-        self.step(&mut packet).verdict(packet)
-    }
-    fn push_batch(
-        &mut self,
-        _port: u32,
-        batch: &mut Vec<Option<Packet>>,
-        _clock: &crate::BatchClock<'_>,
-        side: &mut crate::BatchOut,
-        _cx: &mut Context,
-    ) {
-        crate::push_batch_in_place(batch, side, |p| self.step(p));
-    }
+    push_in_place!();
     /// `Pull(LENGTH)`; opaque for a LENGTH beyond 65535 (the effect's range).
     fn model(&self) -> Option<Model> {
         let n = u16::try_from(self.length).ok()?;

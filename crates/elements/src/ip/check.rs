@@ -206,20 +206,7 @@ impl Element for CheckIPHeader {
     fn port_count(&self) -> PortCount {
         PortCount::range(1, 1, 1, 2)
     }
-    #[inline]
-    fn push(&mut self, _port: usize, mut p: Packet, _cx: &mut Context) -> Verdict {
-        self.step(&mut p).verdict(p)
-    }
-    fn push_batch(
-        &mut self,
-        _port: u32,
-        batch: &mut Vec<Option<Packet>>,
-        _clock: &crate::BatchClock<'_>,
-        side: &mut crate::BatchOut,
-        _cx: &mut Context,
-    ) {
-        crate::push_batch_in_place(batch, side, |p| self.step(p));
-    }
+    push_in_place!();
     fn stats(&self) -> Vec<(&'static str, u64)> {
         let mut v = vec![("drops", self.reasons.iter().sum())];
         v.extend(

@@ -5,7 +5,7 @@ use crate::args::parse_uint;
 use crate::model::{Case, Effect, Field, FieldSet, Filter, Model, Op, Outcome};
 use crate::net::mask;
 use crate::reason::RouteReason;
-use crate::{Args, BuildCtx, ConfigError, Context, Element, PortCount, RouteTable, Verdict};
+use crate::{Args, BuildCtx, ConfigError, Element, PortCount, RouteTable};
 use packet::Packet;
 use std::net::Ipv4Addr;
 
@@ -303,20 +303,7 @@ impl Element for IPLookup {
     fn port_count(&self) -> PortCount {
         PortCount::range(1, 1, self.min_out, usize::MAX)
     }
-    #[inline]
-    fn push(&mut self, _port: usize, mut p: Packet, _cx: &mut Context) -> Verdict {
-        self.step(&mut p).verdict(p)
-    }
-    fn push_batch(
-        &mut self,
-        _port: u32,
-        batch: &mut Vec<Option<Packet>>,
-        _clock: &crate::BatchClock<'_>,
-        side: &mut crate::BatchOut,
-        _cx: &mut Context,
-    ) {
-        crate::push_batch_in_place(batch, side, |p| self.step(p));
-    }
+    push_in_place!();
     fn stats(&self) -> Vec<(&'static str, u64)> {
         vec![(RouteReason::NoRoute.into(), self.no_route)]
     }
