@@ -683,6 +683,20 @@ mod tests {
         }
     }
 
+    /// Whether `c` (the laid-out form of the one class `class`) finds frame `f` in it,
+    /// asserting that the class's own tests, read through `getters`, say the same.
+    fn decides_as_the_class(c: &mut Classes, class: &Class, getters: &[Getter], f: &[u8]) -> bool {
+        let view = crate::program::frame(f);
+        let want = class.tests.iter().all(|(i, iv)| {
+            let v = getters[usize::from(*i)].get(&view);
+            iv.iter().any(|&(lo, hi)| lo <= v && v <= hi)
+        });
+        let (mut vals, mut valid) = ([0u128; 8], 0);
+        let got = c.classify(&view, &mut vals, &mut valid).is_some();
+        assert_eq!(got, want, "frame {f:02x?}");
+        got
+    }
+
     #[test]
     fn compiled_tests_and_an_implied_length_decide_as_the_originals() {
         use elements::model::Field;
@@ -754,14 +768,7 @@ mod tests {
                     *y = *b;
                 }
             }
-            let view = crate::program::frame(&f);
-            let want = busy.tests.iter().all(|(i, iv)| {
-                let v = getters[usize::from(*i)].get(&view);
-                iv.iter().any(|&(lo, hi)| lo <= v && v <= hi)
-            });
-            let (mut vals, mut valid) = ([0u128; 8], 0);
-            let got = c.classify(&view, &mut vals, &mut valid).is_some();
-            assert_eq!(got, want, "frame {f:02x?}");
+            let got = decides_as_the_class(&mut c, &busy, &getters, &f);
             seen[usize::from(got)] += 1;
         }
         assert!(
@@ -838,14 +845,7 @@ mod tests {
                 [0x40, 0x00, 0x20, pick(40)][(x >> 44) as usize % 4],
             );
             set(&mut f, 21, [0, 0, 1][(x >> 50) as usize % 3]);
-            let view = crate::program::frame(&f);
-            let want = busy.tests.iter().all(|(i, iv)| {
-                let v = getters[usize::from(*i)].get(&view);
-                iv.iter().any(|&(lo, hi)| lo <= v && v <= hi)
-            });
-            let (mut vals, mut valid) = ([0u128; 8], 0);
-            let got = c.classify(&view, &mut vals, &mut valid).is_some();
-            assert_eq!(got, want, "frame {f:02x?}");
+            let got = decides_as_the_class(&mut c, &busy, &getters, &f);
             seen[usize::from(got)] += 1;
         }
         assert!(
