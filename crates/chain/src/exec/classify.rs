@@ -394,24 +394,22 @@ impl Classes {
         let entries = classes
             .iter()
             .enumerate()
-            .map(|(i, c)| Entry {
-                node: c.node,
-                index: i as u32,
-                hits: 0,
-                tests: simplify(
+            .map(|(i, c)| {
+                let tests = simplify(
                     c.tests
                         .iter()
                         .map(|(f, iv)| Test::new(getter(*f), *f, iv))
                         .collect(),
-                )
-                .into_boxed_slice(),
-                quick: None,
+                );
+                Entry {
+                    node: c.node,
+                    index: i as u32,
+                    hits: 0,
+                    quick: quick(&tests),
+                    tests: tests.into_boxed_slice(),
+                }
             })
-            .collect::<Vec<Entry>>();
-        let mut entries = entries;
-        for e in &mut entries {
-            e.quick = quick(&e.tests);
-        }
+            .collect();
         let mut fields: Vec<u16> = classes
             .iter()
             .flat_map(|c| c.tests.iter().map(|(f, _)| *f))
