@@ -88,11 +88,7 @@ pub(crate) fn ip_header_mut(
 /// and the `noutputs() == 2` tests), or drops it under `reason`.
 #[inline]
 pub(crate) fn bad_out(has_out1: bool, p: Packet, reason: impl Into<&'static str>) -> Verdict {
-    if has_out1 {
-        Verdict::Out(1, p)
-    } else {
-        Verdict::Drop(p, reason.into())
-    }
+    bad_step(has_out1, reason).verdict(p)
 }
 
 /// [`bad_out`] in place: output 1 when connected, else a drop under `reason`.
