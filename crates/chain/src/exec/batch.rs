@@ -23,6 +23,12 @@
 //!   an exit leave when the batched part is done, all exits' together in input order (an
 //!   exit is batched only if every exit element sending to it is); an `Ordered` element
 //!   sees [`elements::Context::now`] as it was when its packet's input entered;
+//! * a run that leaves an element for one that does not need input order (a `Free`
+//!   element, a link, an exit) is handed to it at once rather than queued: such an
+//!   element may be given its arrivals in several runs, in any order, so a path of them
+//!   is one loop, with no queue, work list or pending bit between its steps (10 routers:
+//!   4,091 → 3,508 instructions per packet). Elements that need input order are still
+//!   queued, and take their runs sorted by input index;
 //! * packets reaching an element outside the batched part wait at the **frontier**; when
 //!   the batched part is done, they run packet by packet in input order, each to
 //!   completion at the virtual time of its input, exactly as sequential execution would
@@ -60,6 +66,11 @@ pub(super) struct BatchPlan {
     batched: Vec<bool>,
     /// Per element of the batched part, the index of its component in `comps`.
     comp_of: Vec<u32>,
+    /// Per element, whether a run may be handed to it at once instead of queued
+    /// ([`Executor::batch_port`]): a batched element that does not need input order
+    /// (`Free` elements and links), or an exit (whose packets are put in input order when
+    /// the batched part is done).
+    at_once: Vec<bool>,
     /// Components that have packets waiting, one bit each by index in `comps`: a batch
     /// visits only those (a chain of ten routers has some 140 components, most of them on
     /// paths a given batch never takes).
@@ -183,6 +194,9 @@ impl BatchPlan {
             .map(|(_, c)| c)
             .collect();
         let comp_count = comps.len();
+        let at_once: Vec<bool> = (0..n)
+            .map(|e| batched[e] && (!ordered[e] || matches!(ex.info[e].kind, Kind::Exit(_))))
+            .collect();
         let mut comp_of = vec![u32::MAX; n];
         let mut on_cycle = vec![false; n];
         for (i, c) in comps.iter().enumerate() {
@@ -212,6 +226,7 @@ impl BatchPlan {
             batched,
             pending: vec![0; comp_count.div_ceil(64)],
             comp_of,
+            at_once,
             on_cycle,
             ready: vec![Vec::new(); comp_count],
             ready_el: vec![false; n],
@@ -486,74 +501,105 @@ impl Executor {
 
     /// Takes `run` (packets arriving on input `port` of element `el`, in the order the
     /// element must see them) through the element and sends each on.
+    ///
+    /// What leaves by the main output goes on at once, in the same call, when the element
+    /// it reaches takes runs at once (`BatchPlan::at_once`: it does not need input order,
+    /// so being given this run now rather than with whatever else reaches it later in the
+    /// batch changes nothing): a path of such elements is one loop, with no queue, work
+    /// list or pending bit between its steps. Otherwise the run is queued.
     fn batch_port(
         &mut self,
         plan: &mut BatchPlan,
-        el: u32,
-        port: u32,
+        mut el: u32,
+        mut port: u32,
         mut run: Vec<Option<Packet>>,
         first: u64,
     ) {
-        let e = el as usize;
-        let info = self.info[e];
-        match info.kind {
-            Kind::Inner => {
-                let clock = BatchClock {
-                    first,
-                    nows: &plan.nows,
-                };
-                plan.side.main = 0;
-                self.elements[e].push_batch(port, &mut run, &clock, &mut plan.side, &mut self.cx);
-                // What left by the main output is still in `run`, in order.
-                if !run.is_empty() {
-                    let main = plan.side.main;
-                    let k = info.edge_base as usize + main as usize;
-                    match self
-                        .edges
-                        .get(k)
-                        .filter(|d| main < info.outputs && d.element != u32::MAX)
-                    {
-                        Some(&d) => {
-                            self.counts.out_count[k] += run.len() as u64;
-                            plan.enqueue(d.element, d.port, &mut run);
-                        }
-                        None => {
-                            for p in run.drain(..).flatten() {
-                                self.count_drop(el, ChainReason::UnconnectedOutput.into());
-                                self.recycle(p);
+        loop {
+            let e = el as usize;
+            let info = self.info[e];
+            // Where `run` goes next in this call, if anywhere.
+            let next = match info.kind {
+                Kind::Inner => {
+                    let clock = BatchClock {
+                        first,
+                        nows: &plan.nows,
+                    };
+                    plan.side.main = 0;
+                    self.elements[e].push_batch(
+                        port,
+                        &mut run,
+                        &clock,
+                        &mut plan.side,
+                        &mut self.cx,
+                    );
+                    // What left by the main output is still in `run`, in order.
+                    let mut next = None;
+                    if !run.is_empty() {
+                        let main = plan.side.main;
+                        let k = info.edge_base as usize + main as usize;
+                        match self
+                            .edges
+                            .get(k)
+                            .filter(|d| main < info.outputs && d.element != u32::MAX)
+                        {
+                            Some(&d) => {
+                                self.counts.out_count[k] += run.len() as u64;
+                                if plan.at_once[d.element as usize] {
+                                    next = Some((d.element, d.port));
+                                } else {
+                                    plan.enqueue(d.element, d.port, &mut run);
+                                }
+                            }
+                            None => {
+                                for p in run.drain(..).flatten() {
+                                    self.count_drop(el, ChainReason::UnconnectedOutput.into());
+                                    self.recycle(p);
+                                }
                             }
                         }
                     }
+                    self.route_side(plan, el, info.edge_base, info.outputs);
+                    next
                 }
-                self.route_side(plan, el, info.edge_base, info.outputs);
-            }
-            Kind::Link(target) => {
-                let mut looped = false;
-                for p in run.iter_mut().flatten() {
-                    looped |= p.meta.hops >= MAX_HOPS;
-                    p.meta.hops = p.meta.hops.saturating_add(1);
-                }
-                if looped {
-                    for slot in run.iter_mut() {
-                        if slot.as_ref().is_some_and(|p| p.meta.hops > MAX_HOPS) {
-                            if let Some(p) = slot.take() {
-                                self.count_drop(el, ChainReason::Loop.into());
-                                self.recycle(p);
+                Kind::Link(target) => {
+                    let mut looped = false;
+                    for p in run.iter_mut().flatten() {
+                        looped |= p.meta.hops >= MAX_HOPS;
+                        p.meta.hops = p.meta.hops.saturating_add(1);
+                    }
+                    if looped {
+                        for slot in run.iter_mut() {
+                            if slot.as_ref().is_some_and(|p| p.meta.hops > MAX_HOPS) {
+                                if let Some(p) = slot.take() {
+                                    self.count_drop(el, ChainReason::Loop.into());
+                                    self.recycle(p);
+                                }
                             }
                         }
+                        run.retain(Option::is_some);
                     }
-                    run.retain(Option::is_some);
+                    let n = run.len() as u64;
+                    let t = target as usize;
+                    self.counts.nf_counters[info.nf as usize].output += n;
+                    self.counts.nf_counters[self.nf_of[t] as usize].input += n;
+                    self.counts.arrivals[t] += n;
+                    if plan.at_once[t] {
+                        Some((target, 0))
+                    } else {
+                        plan.enqueue(target, 0, &mut run);
+                        None
+                    }
                 }
-                let n = run.len() as u64;
-                let t = target as usize;
-                self.counts.nf_counters[info.nf as usize].output += n;
-                self.counts.nf_counters[self.nf_of[t] as usize].input += n;
-                self.counts.arrivals[t] += n;
-                plan.enqueue(target, 0, &mut run);
-            }
-            Kind::Exit(x) => {
-                self.counts.nf_counters[info.nf as usize].output += run.len() as u64;
-                plan.exited.extend(run.drain(..).flatten().map(|p| (x, p)));
+                Kind::Exit(x) => {
+                    self.counts.nf_counters[info.nf as usize].output += run.len() as u64;
+                    plan.exited.extend(run.drain(..).flatten().map(|p| (x, p)));
+                    None
+                }
+            };
+            match next {
+                Some((t, p)) if !run.is_empty() => (el, port) = (t, p),
+                _ => break,
             }
         }
         // Keep the allocation for the next run.
