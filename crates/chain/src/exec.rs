@@ -1535,7 +1535,29 @@ impl Executor {
     }
 
     /// Sends `p`, which chain input number `input` caused, out by exit `x`.
+    #[inline]
     fn exit_as(&mut self, x: usize, input: u64, p: Packet) {
+        // The common case in a replay (a counted exit that sends no reply, in a run that
+        // measures nothing and restores no NSH): the exit's counters, and the buffer back
+        // to the pool.
+        if self.measures.latency.is_none()
+            && self.measures.translations.is_none()
+            && self.nsh.is_none()
+        {
+            if let Some(exit) = self.exits.get_mut(x) {
+                if matches!(exit.sink, ExitSink::Count) && exit.reflect_to.is_none() {
+                    exit.packets += 1;
+                    exit.bytes += p.len() as u64;
+                    self.recycle(p);
+                    return;
+                }
+            }
+        }
+        self.exit_any(x, input, p)
+    }
+
+    /// [`Executor::exit_as`] for every sink, measurement and reply.
+    fn exit_any(&mut self, x: usize, input: u64, p: Packet) {
         if let Some(l) = &mut self.measures.latency {
             l.samples.push(l.start.elapsed().as_nanos() as u64);
         }
