@@ -23,7 +23,7 @@
 
 #![allow(unsafe_code)]
 
-use crate::{leaf_span, Flat, Tree, BATCH, LEAF_NONE, LEAF_ONE};
+use crate::{leaf_span, Flat, Tree, BATCH, LEAF_NONE, LEAF_ONE, LEAF_TWO};
 use std::arch::x86_64::*;
 
 // A leaf's ranges are read as `u32`s in the order low, high.
@@ -194,6 +194,41 @@ fn tree_avx512(t: &Tree, dims: usize, keys: &Keys, n: usize, best: &mut [u32; BA
         match r >> 28 {
             LEAF_ONE => {}
             LEAF_NONE => continue,
+            LEAF_TWO => {
+                // Two rules, `leaf_rules[a]` and `[a + 1]` (built where the two overlap
+                // in the leaf's box): both checked, without a branch on the outcome.
+                let a = a as usize;
+                let ok = a + 1 < rules.len() && (a + 2) * dims <= flat.len();
+                let lm = if ok { m } else { 0 };
+                let (r1, r2) = match (rules.get(a), rules.get(a + 1)) {
+                    (Some(&r1), Some(&r2)) if ok => (r1, r2),
+                    _ => (u32::MAX, u32::MAX),
+                };
+                // SAFETY: row `i` (< 64) of the table is 16 readable `u32`s (64 bytes);
+                // the load is unaligned.
+                let k = unsafe { _mm512_loadu_si512(keys.table.as_ptr().add(i * 16).cast()) };
+                let k = _mm512_permutexvar_epi32(twice, k);
+                let p = flat.as_ptr().wrapping_add(if ok { a * dims } else { 0 });
+                let p2 = p.wrapping_add(if ok { dims } else { 0 });
+                // SAFETY: where `ok`, `p` and `p2` are the leaf's two rules: `dims` pairs
+                // of `u32` each, low then high (asserted at compile time above), inside
+                // `flat`: 2 * dims readable `u32`s each, exactly the lanes of `lm`;
+                // otherwise `lm` is 0 and nothing is read.
+                let (l, l2) = unsafe {
+                    (
+                        _mm512_maskz_loadu_epi32(lm, p.cast()),
+                        _mm512_maskz_loadu_epi32(lm, p2.cast()),
+                    )
+                };
+                let ge = _mm512_mask_cmpge_epu32_mask(m & 0x5555, k, l);
+                let le = _mm512_mask_cmple_epu32_mask(m & 0xaaaa, k, l);
+                let ge2 = _mm512_mask_cmpge_epu32_mask(m & 0x5555, k, l2);
+                let le2 = _mm512_mask_cmple_epu32_mask(m & 0xaaaa, k, l2);
+                let x = std::hint::select_unpredictable(ge2 | le2 == m, r2, u32::MAX);
+                let x = std::hint::select_unpredictable(ge | le == m, r1, x);
+                best[i] = best[i].min(x);
+                continue;
+            }
             _ => {
                 // A leaf of several rules (a tree cut short): the portable scan.
                 if let Some(node) = t.nodes.get((r & ((1 << 28) - 1)) as usize) {

@@ -111,7 +111,9 @@ use std::fmt;
 /// AVX-512 lookup (see the crate docs), whose leaves hold [`SIMD_LEAF_RULES`].
 pub const LEAF_RULES: usize = 4;
 
-/// At most this many rules in a leaf of a classifier that uses the AVX-512 lookup.
+/// At most this many rules in a leaf of a classifier that uses the AVX-512 lookup, except
+/// where two rules overlap inside the leaf's box: those two make a leaf of two (see
+/// [`Classifier`]'s build decisions).
 ///
 /// *Decision:* the AVX-512 walk costs little per extra level (sixteen keys per gather)
 /// while each leaf rule is a dependent load and a branch per key, so deeper trees with one
@@ -480,7 +482,8 @@ fn renumber(t: &mut Tree, from: u32, up: bool) {
 /// select one of the key table's `u32::MAX` slots (13 to 15) and cut below `u32::MAX`, so
 /// the walk goes to `right` (itself for a leaf); the slot and cut of a leaf say what the
 /// leaf checks need: [`LEAF_ONE`] (one rule, the cut its index in `leaf_rules`),
-/// [`LEAF_NONE`] (no rule) or [`LEAF_MANY`]. Only for classifiers whose bounds fit `u32`,
+/// [`LEAF_TWO`] (two rules, the cut the first one's index), [`LEAF_NONE`] (no rule) or
+/// [`LEAF_MANY`]. Only for classifiers whose bounds fit `u32`,
 /// with at most 8 fields and fewer than 2^27 nodes per tree.
 fn walk_entry(node: &Node) -> [u32; 2] {
     match node.dim {
@@ -489,6 +492,7 @@ fn walk_entry(node: &Node) -> [u32; 2] {
             match to - from {
                 0 => [0, node.right | LEAF_NONE << 28],
                 1 if from < u32::MAX as usize => [from as u32, node.right | LEAF_ONE << 28],
+                2 if from + 1 < u32::MAX as usize => [from as u32, node.right | LEAF_TWO << 28],
                 _ => [0, node.right | LEAF_MANY << 28],
             }
         }
@@ -501,8 +505,10 @@ fn walk_entry(node: &Node) -> [u32; 2] {
 const LEAF_ONE: u32 = 15;
 /// The walk slot of a leaf of no rule ([`walk_entry`]).
 const LEAF_NONE: u32 = 14;
-/// The walk slot of a leaf of several rules ([`walk_entry`]).
+/// The walk slot of a leaf of more than two rules ([`walk_entry`]).
 const LEAF_MANY: u32 = 13;
+/// The walk slot of a leaf of two rules ([`walk_entry`]).
+const LEAF_TWO: u32 = 12;
 
 /// Whether the AVX-512 batch walk can run here (x86-64 with AVX-512F, detected at run
 /// time).
@@ -562,6 +568,15 @@ fn covers(r: &Rule, space: &[Range]) -> bool {
         .iter()
         .zip(space)
         .all(|(&(lo, hi), &(a, b))| lo <= a && b <= hi)
+}
+
+/// Whether rules `a` and `b` have a point in common inside the box `space`.
+fn overlap_in(a: &Rule, b: &Rule, space: &[Range]) -> bool {
+    a.ranges
+        .iter()
+        .zip(&b.ranges)
+        .zip(space)
+        .all(|((&(a0, a1), &(b0, b1)), &(s0, s1))| a0.max(b0).max(s0) <= a1.min(b1).min(s1))
 }
 
 /// Whether `r` overlaps the box `space`.
@@ -994,11 +1009,18 @@ impl Classifier {
     /// lookup (bounds fitting `u32`, at most 8 fields, a CPU with AVX-512F), else
     /// [`LEAF_RULES`].
     fn leaf_size(&self) -> usize {
-        if self.narrow && self.dims <= 8 && simd_available() {
+        if self.simd_leaves() {
             SIMD_LEAF_RULES
         } else {
             LEAF_RULES
         }
+    }
+
+    /// Whether trees are built for the AVX-512 lookup (bounds fitting `u32`, at most 8
+    /// fields, a CPU with AVX-512F): leaves of [`SIMD_LEAF_RULES`] (two where two rules
+    /// overlap), cuts by [`balanced_split`](Self::balanced_split).
+    fn simd_leaves(&self) -> bool {
+        self.narrow && self.dims <= 8 && simd_available()
     }
 
     /// How many times an [`insert`](Self::insert) or [`remove`](Self::remove) recompiled a
@@ -1021,6 +1043,15 @@ impl Classifier {
         let id = t.nodes.len() as u32;
         if rules.len() <= self.leaf_size() || depth >= MAX_DEPTH || t.nodes.len() >= t.budget {
             return Self::leaf(t, &rules);
+        }
+        if let [a, b] = rules[..] {
+            if self.simd_leaves()
+                && overlap_in(&self.rules[a as usize], &self.rules[b as usize], &space)
+            {
+                // Separating two rules that overlap here takes up to two cuts per field
+                // (the box shrunk to the first until it covers it): a leaf of two instead.
+                return Self::leaf(t, &rules);
+            }
         }
         let Some((dim, at)) = self.split_point(&rules, &space) else {
             return Self::leaf(t, &rules);
@@ -1069,10 +1100,21 @@ impl Classifier {
         id
     }
 
-    /// The field and value to cut at: per field, the median of the rule boundaries inside
+    /// The field and value to cut at: [`balanced_split`](Self::balanced_split) where
+    /// trees are built for the AVX-512 lookup, else
+    /// [`split_point_median`](Self::split_point_median).
+    fn split_point(&self, rules: &[u32], space: &[Range]) -> Option<(usize, u64)> {
+        if self.simd_leaves() {
+            self.balanced_split(rules, space)
+        } else {
+            self.split_point_median(rules, space)
+        }
+    }
+
+    /// The cut for the portable lookup: per field, the median of the rule boundaries inside
     /// the box; of those, the cut that sends the fewest rule copies down (rules on both
     /// sides count twice), ties to the more even one. `None` when no cut separates anything.
-    fn split_point(&self, rules: &[u32], space: &[Range]) -> Option<(usize, u64)> {
+    fn split_point_median(&self, rules: &[u32], space: &[Range]) -> Option<(usize, u64)> {
         let mut best: Option<((usize, usize), usize, u64)> = None;
         for (d, &(lo, hi)) in space.iter().enumerate() {
             // Cut points: the last value of a segment (a rule's end, or the value before a
@@ -1102,6 +1144,66 @@ impl Classifier {
             let cost = (l + r, l.max(r));
             if best.is_none_or(|(c, _, _)| cost < c) {
                 best = Some((cost, d, at));
+            }
+        }
+        best.map(|(_, d, at)| (d, at))
+    }
+
+    /// The field and value to cut at for the AVX-512 lookup: of every cut point of every
+    /// field (a rule's end, or the value before a rule's start, strictly inside the box),
+    /// the one whose larger side holds the fewest rules (rules on both sides count on
+    /// both), ties to the fewest copies. `None` when no field has a cut point.
+    ///
+    /// *Decision:* the AVX-512 walk steps a block of 64 keys until its deepest key reaches
+    /// a leaf, so the tree's deep paths, not its average, set the walk's cost. The median
+    /// of a field's distinct boundaries ([`split_point`](Self::split_point)) can leave
+    /// most rules on one side (acl5: 15.3 steps per key on average, 23.0 for the deepest
+    /// of each block); the most even cut over all candidates, with leaves of two for
+    /// overlapping pairs, gives 13.0 and 15.0 and 1.15-1.18 times the lookup rate on acl5,
+    /// 1.04-1.16 on the other acl sets, 0.95-1.04 on fw and ipc2 (same process,
+    /// alternating; `docs/benchmarks.md`). Either change alone gave at most 1.07 on acl5.
+    fn balanced_split(&self, rules: &[u32], space: &[Range]) -> Option<(usize, u64)> {
+        let n = rules.len();
+        let mut best: Option<((usize, usize), usize, u64)> = None;
+        let mut starts: Vec<u64> = Vec::with_capacity(n);
+        let mut ends: Vec<u64> = Vec::with_capacity(n);
+        let mut cuts: Vec<u64> = Vec::with_capacity(n * 2);
+        for (d, &(lo, hi)) in space.iter().enumerate() {
+            starts.clear();
+            ends.clear();
+            cuts.clear();
+            for &r in rules {
+                let Some(&(a, b)) = self.rules.get(r as usize).and_then(|x| x.ranges.get(d)) else {
+                    continue;
+                };
+                starts.push(a);
+                ends.push(b);
+                if a > lo && a <= hi {
+                    cuts.push(a - 1);
+                }
+                if b >= lo && b < hi {
+                    cuts.push(b);
+                }
+            }
+            cuts.sort_unstable();
+            cuts.dedup();
+            starts.sort_unstable();
+            ends.sort_unstable();
+            // Left of cut `c`: the rules starting at or before it; right: those ending
+            // after it. Both counts only grow / shrink as `c` rises.
+            let (mut i, mut j) = (0usize, 0usize);
+            for &c in &cuts {
+                while starts.get(i).is_some_and(|&a| a <= c) {
+                    i += 1;
+                }
+                while ends.get(j).is_some_and(|&b| b <= c) {
+                    j += 1;
+                }
+                let (l, r) = (i, ends.len() - j);
+                let cost = (l.max(r), l + r);
+                if best.is_none_or(|(bc, _, _)| cost < bc) {
+                    best = Some((cost, d, c));
+                }
             }
         }
         best.map(|(_, d, at)| (d, at))
@@ -1771,6 +1873,65 @@ mod tests {
         out
     }
 
+    /// Rules whose boxes are nested around a few centres (so that many pairs overlap in
+    /// every field: the case that makes leaves of two for the AVX-512 lookup), 3 fields of
+    /// values below 2^30.
+    fn arb_nested_rules() -> impl Strategy<Value = Vec<Rule>> {
+        let field = (0u64..4, 0u64..40, 0u64..40).prop_map(|(c, down, up)| {
+            let c = ((c + 1) * 100) << 20;
+            (c - (down << 20), c + (up << 20) + (1 << 20) - 1)
+        });
+        let r = proptest::collection::vec(field, 3).prop_map(|ranges| Rule { ranges });
+        proptest::collection::vec(r, 0..100)
+    }
+
+    /// Two rules that overlap everywhere make one leaf of two where the AVX-512 lookup is
+    /// used (its walk entry says so), and every lookup answers as the linear scan: keys in
+    /// both rules, in either one, in neither.
+    #[test]
+    fn overlapping_pairs_make_leaves_of_two() {
+        let rules = vec![
+            rule(&[(10, 20), (10, 20), (0, 5)]),
+            rule(&[(0, 30), (5, 25), (0, 9)]),
+        ];
+        let c = Classifier::new(rules, 3).unwrap();
+        let keys: Vec<Vec<u64>> = (0..32)
+            .flat_map(|a| (0..32).step_by(3).map(move |b| (a, b)))
+            .flat_map(|(a, b)| [0, 5, 6, 9, 10].map(|p| vec![a, b, p]))
+            .collect();
+        let want: Vec<Option<usize>> = keys.iter().map(|k| c.classify_linear(k)).collect();
+        assert!(want.contains(&Some(0)) && want.contains(&Some(1)) && want.contains(&None));
+        let mut out = vec![None; keys.len()];
+        c.classify_batch(&keys, &mut out).unwrap();
+        assert_eq!(out, want);
+        assert_eq!(portable_batch(&c, &keys), want);
+        for (k, w) in keys.iter().zip(&want) {
+            assert_eq!(c.classify(k), *w);
+        }
+        if !simd_available() {
+            eprintln!("skipped: this CPU has no AVX-512F, the AVX-512 lookup cannot run");
+            return;
+        }
+        let t = &c.trees[0];
+        assert_eq!((t.nodes.len(), t.leaf_rules.as_slice()), (1, &[0, 1][..]));
+        assert_eq!(t.walk[0][1] >> 28, LEAF_TWO);
+        let simd: Vec<Option<usize>> = simd_batch(&c, &keys)
+            .into_iter()
+            .map(Option::unwrap)
+            .collect();
+        assert_eq!(simd, want);
+        // Two rules that do not overlap are separated by a cut (leaves of one).
+        let c = Classifier::new(
+            vec![
+                rule(&[(0, 9), (0, 9), (0, 9)]),
+                rule(&[(10, 19), (0, 9), (0, 9)]),
+            ],
+            3,
+        )
+        .unwrap();
+        assert_eq!(c.stats().nodes, 3);
+    }
+
     /// A ClassBench-sized tree through the AVX-512 lookup, the portable walk and the linear
     /// scan (skips, saying so, where the CPU has no AVX-512).
     #[test]
@@ -1879,6 +2040,90 @@ mod tests {
                             prop_assert_eq!(s, *w);
                         }
                     }
+                }
+            }
+        }
+
+        /// Nested rules (many overlapping pairs: leaves of two for the AVX-512 lookup),
+        /// keys at and around their bounds: the AVX-512 lookup, the portable walk,
+        /// `classify_batch`, `classify` and the linear scan agree, also after updates.
+        #[test]
+        fn nested_rules_agree_with_the_linear_scan(
+            rules in arb_nested_rules(),
+            keys in proptest::collection::vec(proptest::collection::vec((0u64..4, 0u64..44, 0u64..3), 3), 1..150),
+            ops in proptest::collection::vec((any::<usize>(), any::<usize>()), 0..8),
+        ) {
+            // Around centre `c`: `off` units below or above it, at a unit's start, middle
+            // or end.
+            let keys: Vec<Vec<u64>> = keys
+                .iter()
+                .map(|k| {
+                    k.iter()
+                        .map(|&(c, off, at)| {
+                            let base = ((c + 1) * 100 + off).saturating_sub(22) << 20;
+                            base + [0, 1 << 19, (1 << 20) - 1][at as usize]
+                        })
+                        .collect()
+                })
+                .collect();
+            let mut c = Classifier::new(rules, 3).unwrap();
+            for (round, &(from, to)) in std::iter::once(&(0, 0)).chain(&ops).enumerate() {
+                if round > 0 && !c.rules().is_empty() {
+                    let r = c.remove(from % c.rules().len()).unwrap();
+                    c.insert(to % (c.rules().len() + 1), r).unwrap();
+                }
+                let want: Vec<Option<usize>> = keys.iter().map(|k| c.classify_linear(k)).collect();
+                prop_assert_eq!(&portable_batch(&c, &keys), &want);
+                let mut out = vec![Some(usize::MAX); keys.len()];
+                c.classify_batch(&keys, &mut out).unwrap();
+                prop_assert_eq!(&out, &want);
+                for (k, w) in keys.iter().zip(&want) {
+                    prop_assert_eq!(c.classify(k), *w);
+                }
+                if simd_available() {
+                    for (s, w) in simd_batch(&c, &keys).into_iter().zip(&want) {
+                        prop_assert_eq!(s, Some(*w));
+                    }
+                }
+            }
+        }
+
+        /// The AVX-512 build's cut: inside the box, on a field with a cut point, and its
+        /// larger side no larger than that of the median cut (one of its candidates); no
+        /// cut where no field has a cut point.
+        #[test]
+        fn balanced_cuts_are_no_less_even_than_the_median(
+            rules in arb_rules(),
+            space in proptest::collection::vec((0u64..64, 0u64..64).prop_map(|(a, b)| (a.min(b), a.max(b))), 3),
+        ) {
+            let c = Classifier::new(rules, 3).unwrap();
+            let ids: Vec<u32> = (0..c.rules().len() as u32)
+                .filter(|&r| overlaps(&c.rules()[r as usize], &space))
+                .collect();
+            let sides = |(d, at): (usize, u64)| {
+                let (mut l, mut r) = (0usize, 0usize);
+                for &x in &ids {
+                    let (a, b) = c.rules()[x as usize].ranges[d];
+                    l += usize::from(a <= at);
+                    r += usize::from(b > at);
+                }
+                l.max(r)
+            };
+            let any_cut = (0..3).any(|d| {
+                let (lo, hi) = space[d];
+                ids.iter().any(|&x| {
+                    let (a, b) = c.rules()[x as usize].ranges[d];
+                    (a > lo && a <= hi) || (b >= lo && b < hi)
+                })
+            });
+            let cut = c.balanced_split(&ids, &space);
+            prop_assert_eq!(cut.is_some(), any_cut);
+            if let Some((d, at)) = cut {
+                prop_assert!(space[d].0 <= at && at < space[d].1);
+                let median = Classifier::split_point_median(&c, &ids, &space);
+                prop_assert!(median.is_some());
+                if let Some(m) = median {
+                    prop_assert!(sides((d, at)) <= sides(m));
                 }
             }
         }
