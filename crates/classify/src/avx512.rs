@@ -12,11 +12,13 @@
 //! fields as `u32`, then `u32::MAX`), each written by one masked load, narrowing and store.
 //!
 //! **Leaves.** The walk hands back each key's last walk entry, which says whether its leaf
-//! has no rule, one (and where) or several. One rule is checked without a branch on the
-//! outcome: its `(low, high)` pairs loaded as up to 16 `u32` lanes (a masked load) and
-//! compared with the key's row permuted to `[k0, k0, k1, k1, ...]`: greater-or-equal on
-//! the even lanes, less-or-equal on the odd ones, the answer kept with a select. Leaves of
-//! several rules (trees cut short) take the portable scan.
+//! has no rule, one (and where), two (and where) or more. One rule is checked without a
+//! branch on the outcome: its `(low, high)` pairs loaded as up to 16 `u32` lanes (a masked
+//! load) and compared with the key's row permuted to `[k0, k0, k1, k1, ...]`:
+//! greater-or-equal on the even lanes, less-or-equal on the odd ones, the answer kept with
+//! a select. Leaves of two rules (two that overlap in the leaf's box) are checked the same
+//! way, both rules, the first that matches kept with selects. Leaves of more rules (trees
+//! cut short) take the portable scan.
 //!
 //! **Keys per tree.** A tree is walked only by the keys whose best rule so far (kept as
 //! `u32`) is above the tree's first: a compare and a compress per 16 keys.
