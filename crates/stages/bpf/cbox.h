@@ -67,6 +67,32 @@ struct fwd_val {
 	__u32 vni; /* VXLAN-GPE: 24-bit VNI */
 }; /* 32 bytes */
 
+/*
+ * The forwarding table's fast part, `fwd_slots`: an array of FWD_SLOTS slots, the slot of an
+ * SPH being FWD_SLOT(sph) = (SPI mod 64) * 64 + (255 - SI) mod 64, so the first 64 hops of
+ * 64 paths whose SPIs differ mod 64 have a slot each. An array lookup is a bounds check and an
+ * address the verifier inlines; a hash lookup hashes the key and walks a bucket (about 13 ns
+ * here, one stage's whole budget). A slot holds two versions of an entry and which one is
+ * live: user space writes the version not live, then flips `live` in a second write, so a
+ * packet never sees a half-written entry (an array value is copied in place, not swapped
+ * like a hash element). The live version is the entry of `sph` when its action is not 0;
+ * an SPH whose slot holds another SPH (two SPHs sharing a slot) lives in `fwd_table`, the
+ * hash, where a stage looks next. An SPH is never in both at rest.
+ */
+struct fwd_ent {
+	__u32 sph; /* the SPH this version is the entry of */
+	struct fwd_val val; /* action 0: empty */
+}; /* 36 bytes */
+
+struct fwd_slot {
+	__u8 live; /* 0 or 1: the version packets read */
+	__u8 pad[3];
+	struct fwd_ent ent[2];
+}; /* 76 bytes */
+
+#define FWD_SLOTS 4096
+#define FWD_SLOT(sph) ((((sph) >> 2) & 0xfc0) | (~(sph) & 0x3f))
+
 #define FWD_ETHERNET 1 /* next hop over Ethernet transport */
 #define FWD_VXLAN_GPE 2 /* next hop over a VXLAN-GPE tunnel */
 #define FWD_END 3 /* end of path: remove transport and NSH, deliver the inner frame */
@@ -92,7 +118,10 @@ struct stage_cfg {
  * XDP to TC egress in one softirq run on one CPU, so on a proxy miss Enc in NAT-aware mode
  * takes this CPU's last Dec as the packet's NSH and learns the translated 5-tuple. */
 
-/* Counters: a per-CPU array indexed STAGE * CTR_PER_STAGE + CTR_*; user space sums the CPUs. */
+/* Counters: a per-CPU array indexed STAGE * CTR_PER_STAGE + CTR_*; user space sums the CPUs.
+ * A packet costs one increment: the stages count each packet's outcome (CTR_PASSED ..
+ * CTR_PROXY_MISS, every one but CTR_LEARNED, exactly one per packet and stage), and user
+ * space derives CTR_PACKETS as their sum; its slot stays zero. */
 #define STAGE_CLS 0
 #define STAGE_DEC 1
 #define STAGE_ENC 2
@@ -100,7 +129,7 @@ struct stage_cfg {
 #define STAGES 4
 #define CTR_PER_STAGE 16
 
-#define CTR_PACKETS 0 /* every packet the stage saw */
+#define CTR_PACKETS 0 /* every packet the stage saw: the sum of the outcomes, made by user space */
 #define CTR_PASSED 1 /* not the stage's traffic: left untouched */
 #define CTR_DONE 2 /* classified / decapsulated / encapsulated / forwarded */
 #define CTR_DELIVERED 3 /* end of path: decapsulated and delivered */

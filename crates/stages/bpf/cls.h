@@ -25,7 +25,6 @@ static __always_inline int cls_run(struct __sk_buff *skb)
 	struct cls_key key;
 	struct nsh_meta m;
 
-	count(STAGE_CLS, CTR_PACKETS);
 	__builtin_memset(&key, 0, sizeof(key));
 	if (parse_flow(data, data_end, 0, &key.flow) < 0) {
 		/* Headers may lie beyond the linear part: pull them and try once more. */
@@ -62,15 +61,22 @@ static __always_inline int cls_run(struct __sk_buff *skb)
 	 * tagged frame) fall back to change_head, which is right at TC egress.
 	 */
 	__u8 own[ETH_LEN];
-	if (bpf_skb_load_bytes(skb, 0, own, ETH_LEN) < 0) {
+	if (!HAS(data, data_end, 0, ETH_LEN)) {
 		count(STAGE_CLS, CTR_DROP_NO_ROOM);
 		return TC_ACT_SHOT;
 	}
+	__builtin_memcpy(own, data, ETH_LEN);
 	if (bpf_skb_adjust_room(skb, push, BPF_ADJ_ROOM_MAC, 0) == 0) {
-		if (bpf_skb_store_bytes(skb, push, own, ETH_LEN, 0) < 0) {
+		/* The frame's own Ethernet header right behind the room, written through
+		 * direct packet access (no helper call). */
+		data = (void *)(long)skb->data;
+		data_end = (void *)(long)skb->data_end;
+		__u8 *in = (__u8 *)data + push;
+		if ((void *)(in + ETH_LEN) > data_end) {
 			count(STAGE_CLS, CTR_DROP_NO_ROOM);
 			return TC_ACT_SHOT;
 		}
+		__builtin_memcpy(in, own, ETH_LEN);
 	} else if (bpf_skb_change_head(skb, push, 0) < 0) {
 		count(STAGE_CLS, CTR_DROP_NO_ROOM);
 		return TC_ACT_SHOT;

@@ -52,7 +52,6 @@ int dec(struct xdp_md *ctx)
 	__u32 ifindex = ctx->ingress_ifindex;
 	struct stage_cfg *c = bpf_map_lookup_elem(&cfg, &ifindex);
 
-	count(STAGE_DEC, CTR_PACKETS);
 	if (!HAS(data, data_end, 0, ETH_LEN) || !for_us(data, c)) {
 		count(STAGE_DEC, CTR_PASSED);
 		return XDP_PASS;

@@ -278,16 +278,17 @@ static __always_inline int verdict(__u32 stage, __u32 ctr, int v)
 /*
  * Enc's decision for the frame of `skb`: a TC verdict (passed, end of chain, dropped;
  * counted), or ENC_PUSH with the NSH to push in `m` (its SPH already SI - 1) and the
- * forwarding entry for it (NULL if none) in `*fv`. `key` receives the frame's 5-tuple.
+ * forwarding entry for it (copied into `fbuf`; NULL if none) in `*fv`. `key` receives the
+ * frame's 5-tuple.
  */
 static __always_inline int enc_decide(struct __sk_buff *skb, struct flow_key *key,
-				      struct nsh_meta *m, struct fwd_val **fv)
+				      struct nsh_meta *m, struct fwd_val **fv,
+				      struct fwd_val *fbuf)
 {
 	void *data = (void *)(long)skb->data;
 	void *data_end = (void *)(long)skb->data_end;
 	struct nsh_meta *p;
 
-	count(STAGE_ENC, CTR_PACKETS);
 	if (parse_flow(data, data_end, 0, key) < 0)
 		return verdict(STAGE_ENC, CTR_PASSED, TC_ACT_OK);
 	p = bpf_map_lookup_elem(&proxy_table, key);
@@ -316,7 +317,7 @@ static __always_inline int enc_decide(struct __sk_buff *skb, struct flow_key *ke
 	if (nsh_ctx_len(m) < 0 || !(m->sph & 0xff))
 		return verdict(STAGE_ENC, CTR_DROP_BAD_NSH, TC_ACT_SHOT);
 	m->sph -= 1;
-	*fv = bpf_map_lookup_elem(&fwd_table, &m->sph);
+	*fv = fwd_find(m->sph, fbuf);
 	if (*fv && (*fv)->action == FWD_END)
 		return verdict(STAGE_ENC, CTR_DELIVERED, TC_ACT_OK);
 	return ENC_PUSH;
@@ -328,10 +329,10 @@ static __always_inline int enc_run(struct __sk_buff *skb)
 {
 	struct flow_key key = {};
 	struct nsh_meta m;
-	struct fwd_val *fv;
+	struct fwd_val *fv, fbuf;
 	int r;
 
-	r = enc_decide(skb, &key, &m, &fv);
+	r = enc_decide(skb, &key, &m, &fv, &fbuf);
 	if (r != ENC_PUSH)
 		return r;
 	if (push_eth_nsh(skb, &m, nsh_ctx_len(&m), NULL))
@@ -353,15 +354,14 @@ static __always_inline int enc_fwd_run(struct __sk_buff *skb)
 	struct flow_key key = {};
 	struct nsh_meta m;
 	struct push_buf hdr;
-	struct fwd_val *f;
+	struct fwd_val *f, fbuf;
 	__u32 n, len = skb->len;
 	int r;
 
-	r = enc_decide(skb, &key, &m, &f);
+	r = enc_decide(skb, &key, &m, &f, &fbuf);
 	if (r != ENC_PUSH)
 		return r;
 	count(STAGE_ENC, CTR_DONE);
-	count(STAGE_FWD, CTR_PACKETS);
 	m.ttl = ttl_next(m.ttl ? m.ttl & 0x3f : 63);
 	if (!m.ttl)
 		return verdict(STAGE_FWD, CTR_DROP_TTL, TC_ACT_SHOT);
@@ -408,12 +408,11 @@ static __always_inline int fwd_run(struct __sk_buff *skb)
 	struct flow_key inner = {};
 	struct push_buf hdr;
 	struct nsh_loc loc = {};
-	struct fwd_val *f;
+	struct fwd_val *f, fbuf;
 	__u32 len = skb->len, sph, want;
 	__u8 *nsh, b0, b1, ttl, np[2];
 	int r;
 
-	count(STAGE_FWD, CTR_PACKETS);
 	r = find_nsh(data, data_end, &loc);
 	if (r < 0)
 		return verdict(STAGE_FWD, CTR_PASSED, TC_ACT_OK);
@@ -429,7 +428,7 @@ static __always_inline int fwd_run(struct __sk_buff *skb)
 	ttl = ttl_next((b0 & 0x0f) << 2 | b1 >> 6);
 	if (!ttl)
 		return verdict(STAGE_FWD, CTR_DROP_TTL, TC_ACT_SHOT);
-	f = bpf_map_lookup_elem(&fwd_table, &sph);
+	f = fwd_find(sph, &fbuf);
 	if (!f)
 		return verdict(STAGE_FWD, CTR_DROP_UNKNOWN_SPI, TC_ACT_SHOT);
 

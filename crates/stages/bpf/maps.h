@@ -37,6 +37,14 @@ struct {
 } fwd_table SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FWD_SLOTS);
+	__type(key, __u32);
+	__type(value, struct fwd_slot);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fwd_slots SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, CFG_ENTRIES);
 	__type(key, __u32);
@@ -67,6 +75,32 @@ static __always_inline void count(__u32 stage, __u32 ctr)
 	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
 	if (v)
 		*v += 1;
+}
+
+/* The forwarding entry of SPH `sph`, copied into `buf`: its slot's live version when that is
+ * `sph`'s, else the hash's (cbox.h, fwd_slots). Returns `buf`, or NULL for an unknown (SPI,
+ * SI). The copy gives both sources one type for the verifier: otherwise it would walk every
+ * path after the lookup twice (a pointer into either map), and Cls+Fwd's would exceed its
+ * limit. */
+static __always_inline struct fwd_val *fwd_find(__u32 sph, struct fwd_val *buf)
+{
+	__u32 idx = FWD_SLOT(sph);
+	struct fwd_slot *s = bpf_map_lookup_elem(&fwd_slots, &idx);
+	struct fwd_val *h;
+
+	if (s) {
+		struct fwd_ent *e = &s->ent[s->live & 1];
+
+		if (e->val.action && e->sph == sph) {
+			__builtin_memcpy(buf, &e->val, sizeof(*buf));
+			return buf;
+		}
+	}
+	h = bpf_map_lookup_elem(&fwd_table, &sph);
+	if (!h)
+		return NULL;
+	__builtin_memcpy(buf, h, sizeof(*buf));
+	return buf;
 }
 
 #endif

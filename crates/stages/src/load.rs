@@ -18,7 +18,8 @@ use libbpf_rs::{
 };
 
 use crate::maps::{
-    ClsKey, CounterStage, Counters, FlowKey, FwdVal, NshMeta, SizeError, StageCfg, CTR_PER_STAGE,
+    fwd_slot, ClsKey, Counter, CounterStage, Counters, FlowKey, FwdSlot, FwdVal, NshMeta,
+    SizeError, StageCfg, CTR_PER_STAGE,
 };
 use crate::Stage;
 
@@ -136,10 +137,11 @@ pub fn ensure_bpffs() -> Result<()> {
 }
 
 /// The names the maps are pinned under (maps.h).
-const MAP_NAMES: [&str; 6] = [
+const MAP_NAMES: [&str; 7] = [
     "cls_table",
     "proxy_table",
     "fwd_table",
+    "fwd_slots",
     "cfg",
     "counters",
     "last_dec",
@@ -149,6 +151,7 @@ struct Maps {
     cls: MapHandle,
     proxy: MapHandle,
     fwd: MapHandle,
+    fwd_slots: MapHandle,
     cfg: MapHandle,
     counters: MapHandle,
     last_dec: MapHandle,
@@ -164,6 +167,7 @@ impl Maps {
             cls: open("cls_table")?,
             proxy: open("proxy_table")?,
             fwd: open("fwd_table")?,
+            fwd_slots: open("fwd_slots")?,
             cfg: open("cfg")?,
             counters: open("counters")?,
             last_dec: open("last_dec")?,
@@ -508,24 +512,87 @@ impl Instance {
         )
     }
 
-    /// Adds or replaces the forwarding entry of SPH `sph` (SPI << 8 | SI).
+    /// Adds or replaces the forwarding entry of SPH `sph` (SPI << 8 | SI): in its slot of
+    /// `fwd_slots` when the slot is free or already `sph`'s, else in the hash `fwd_table`
+    /// (cbox.h). A slot's entry is replaced by writing the version packets do not read,
+    /// then flipping which one they read: never a half-written entry on the fast path.
     pub fn insert_fwd(&self, sph: u32, val: &FwdVal) -> Result<()> {
-        update(
-            &self.maps.fwd,
-            "fwd_table",
-            &sph.to_ne_bytes(),
-            &val.to_bytes(),
-        )
+        let idx = fwd_slot(sph);
+        let slot = self.fwd_slot_read(idx)?;
+        let free = match slot.current() {
+            None => true,
+            Some((owner, _)) => owner == sph,
+        };
+        if !free || val.action.code() == 0 {
+            // Another SPH holds the slot (or an entry the slot cannot tell from empty).
+            return update(
+                &self.maps.fwd,
+                "fwd_table",
+                &sph.to_ne_bytes(),
+                &val.to_bytes(),
+            );
+        }
+        self.fwd_slot_flip(idx, slot, Some((sph, *val)))?;
+        // At rest an SPH is in one place: a copy the hash held before is gone.
+        delete(&self.maps.fwd, "fwd_table", &sph.to_ne_bytes())
     }
 
     /// Deletes the forwarding entry of `sph` (absent: no error).
     pub fn delete_fwd(&self, sph: u32) -> Result<()> {
+        let idx = fwd_slot(sph);
+        let slot = self.fwd_slot_read(idx)?;
+        if matches!(slot.current(), Some((owner, _)) if owner == sph) {
+            self.fwd_slot_flip(idx, slot, None)?;
+        }
         delete(&self.maps.fwd, "fwd_table", &sph.to_ne_bytes())
     }
 
-    /// Every forwarding entry, sorted by SPH.
+    /// Every forwarding entry (slots and hash), sorted by SPH.
     pub fn list_fwd(&self) -> Result<Vec<(u32, FwdVal)>> {
-        list(&self.maps.fwd, "fwd_table", u32_key, FwdVal::from_bytes)
+        let mut all: BTreeMap<u32, FwdVal> =
+            list(&self.maps.fwd, "fwd_table", u32_key, FwdVal::from_bytes)?
+                .into_iter()
+                .collect();
+        for idx in 0..crate::maps::FWD_SLOTS {
+            if let Some((sph, val)) = self.fwd_slot_read(idx)?.current() {
+                all.insert(sph, val);
+            }
+        }
+        Ok(all.into_iter().collect())
+    }
+
+    /// Slot `idx` of `fwd_slots`.
+    fn fwd_slot_read(&self, idx: u32) -> Result<FwdSlot> {
+        match self
+            .maps
+            .fwd_slots
+            .lookup(&idx.to_ne_bytes(), MapFlags::ANY)
+            .map_err(bpf(|| "read fwd_slots".to_string()))?
+        {
+            Some(v) => Ok(FwdSlot::from_bytes(&v)?),
+            None => Ok(FwdSlot::default()),
+        }
+    }
+
+    /// Makes `ent` the live version of slot `idx` (now `slot`) in two writes: `ent` into the
+    /// version packets do not read (the live one rewritten with the bytes it has), then the
+    /// flip of `live` alone.
+    fn fwd_slot_flip(&self, idx: u32, mut slot: FwdSlot, ent: Option<(u32, FwdVal)>) -> Result<()> {
+        let next = (slot.live & 1) ^ 1;
+        slot.ent[usize::from(next)] = ent;
+        update(
+            &self.maps.fwd_slots,
+            "fwd_slots",
+            &idx.to_ne_bytes(),
+            &slot.to_bytes(),
+        )?;
+        slot.live = next;
+        update(
+            &self.maps.fwd_slots,
+            "fwd_slots",
+            &idx.to_ne_bytes(),
+            &slot.to_bytes(),
+        )
     }
 
     /// Adds or replaces the configuration of interface `ifindex`.
@@ -570,6 +637,13 @@ impl Instance {
                 })
                 .sum();
         }
+        // The stages count each packet once, by its outcome (cbox.h): every packet is the
+        // sum of the outcomes, all counters but `learned`.
+        out.0[Counter::Packets as usize] = Counter::ALL
+            .iter()
+            .filter(|&&c| c != Counter::Packets && c != Counter::Learned)
+            .map(|&c| out.get(c))
+            .sum();
         Ok(out)
     }
 

@@ -37,6 +37,14 @@ pub const PROXY_ENTRIES: u32 = 65536;
 pub const FWD_ENTRIES: u32 = 4096;
 /// Configuration map size.
 pub const CFG_ENTRIES: u32 = 64;
+/// Slots of the forwarding table's array part (`fwd_slots`, cbox.h).
+pub const FWD_SLOTS: u32 = 4096;
+
+/// The slot of SPH `sph` (SPI << 8 | SI) in `fwd_slots`: (SPI mod 64) * 64 + (255 − SI) mod
+/// 64, cbox.h's `FWD_SLOT`. Always below [`FWD_SLOTS`].
+pub fn fwd_slot(sph: u32) -> u32 {
+    ((sph >> 2) & 0xfc0) | (!sph & 0x3f)
+}
 
 /// A struct's layout as the encoders use it: C name, size, (field, byte offset) pairs.
 #[derive(Debug, Clone, Copy)]
@@ -97,6 +105,18 @@ pub const FWD_VAL_LAYOUT: Layout = Layout {
         ("vni", 28),
     ],
 };
+/// `struct fwd_ent`.
+pub const FWD_ENT_LAYOUT: Layout = Layout {
+    name: "fwd_ent",
+    size: 36,
+    fields: &[("sph", 0), ("val", 4)],
+};
+/// `struct fwd_slot`.
+pub const FWD_SLOT_LAYOUT: Layout = Layout {
+    name: "fwd_slot",
+    size: 76,
+    fields: &[("live", 0), ("pad", 1), ("ent", 4)],
+};
 /// `struct stage_cfg`.
 pub const STAGE_CFG_LAYOUT: Layout = Layout {
     name: "stage_cfg",
@@ -104,11 +124,13 @@ pub const STAGE_CFG_LAYOUT: Layout = Layout {
     fields: &[("mac", 0), ("flags", 6), ("ifindex", 8)],
 };
 /// Every layout, for the BTF test.
-pub const LAYOUTS: [Layout; 5] = [
+pub const LAYOUTS: [Layout; 7] = [
     FLOW_KEY_LAYOUT,
     CLS_KEY_LAYOUT,
     NSH_META_LAYOUT,
     FWD_VAL_LAYOUT,
+    FWD_ENT_LAYOUT,
+    FWD_SLOT_LAYOUT,
     STAGE_CFG_LAYOUT,
 ];
 
@@ -418,6 +440,55 @@ impl FwdVal {
             daddr: Ipv4Addr::from(get::<4>(b, off(l, "daddr"))),
             vni: u32::from_ne_bytes(get(b, off(l, "vni"))),
         })
+    }
+}
+
+/// A slot of `fwd_slots` (`struct fwd_slot`): two versions of one forwarding entry and which
+/// one packets read (cbox.h). A version is `None` when empty (action 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct FwdSlot {
+    /// The version packets read: 0 or 1.
+    pub live: u8,
+    /// The two versions: (SPH, entry).
+    pub ent: [Option<(u32, FwdVal)>; 2],
+}
+
+impl FwdSlot {
+    /// The live version: (SPH, entry), if not empty.
+    pub fn current(&self) -> Option<(u32, FwdVal)> {
+        self.ent[usize::from(self.live & 1)]
+    }
+
+    /// The map encoding.
+    pub fn to_bytes(&self) -> [u8; 76] {
+        let mut b = [0u8; 76];
+        b[0] = self.live & 1;
+        for (i, e) in self.ent.iter().enumerate() {
+            if let Some((sph, val)) = e {
+                let at = off(&FWD_SLOT_LAYOUT, "ent") + i * FWD_ENT_LAYOUT.size;
+                put(&mut b, at + off(&FWD_ENT_LAYOUT, "sph"), &sph.to_ne_bytes());
+                put(&mut b, at + off(&FWD_ENT_LAYOUT, "val"), &val.to_bytes());
+            }
+        }
+        b
+    }
+
+    /// Decodes the map encoding.
+    pub fn from_bytes(b: &[u8]) -> Result<FwdSlot, SizeError> {
+        check(&FWD_SLOT_LAYOUT, b)?;
+        let mut out = FwdSlot {
+            live: b[0] & 1,
+            ent: [None; 2],
+        };
+        for (i, e) in out.ent.iter_mut().enumerate() {
+            let at = off(&FWD_SLOT_LAYOUT, "ent") + i * FWD_ENT_LAYOUT.size;
+            let v = at + off(&FWD_ENT_LAYOUT, "val");
+            let val = FwdVal::from_bytes(b.get(v..v + FWD_VAL_LAYOUT.size).unwrap_or(&[]))?;
+            if val.action.code() != 0 {
+                *e = Some((u32::from_ne_bytes(get(b, at)), val));
+            }
+        }
+        Ok(out)
     }
 }
 

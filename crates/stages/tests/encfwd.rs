@@ -576,6 +576,100 @@ fn fwd_drops_expired_ttl_and_unknown_spi() {
     );
 }
 
+/// The forwarding table's two parts (cbox.h, `fwd_slots`): SPHs sharing a slot (SI 200 and
+/// SI 136 of one SPI, and SI 200 of SPI + 64) all forward by their own entry, the first in
+/// the slot, the others in the hash; an SPH whose slot holds another SPH and that the hash
+/// lacks is an unknown SPI; a replaced entry forwards by its new value; a deleted one is
+/// unknown while the entries sharing its slot still forward; listing shows each SPH once.
+#[test]
+fn fwd_entries_sharing_a_slot() {
+    let Some(mut i) = common::instance("fwd_slots") else {
+        return;
+    };
+    let other_spi = SPI + 64;
+    let (a, b, c) = (sph(200), sph(136), other_spi << 8 | 200);
+    assert_eq!(stages::maps::fwd_slot(a), stages::maps::fwd_slot(b));
+    assert_eq!(stages::maps::fwd_slot(a), stages::maps::fwd_slot(c));
+    let hop_to = |mac: [u8; 6]| FwdVal {
+        dmac: mac,
+        ..hop(FwdAction::Ethernet, 0, 0, 0)
+    };
+    let (mac_a, mac_b, mac_c, mac_a2) = (
+        [2, 0, 0, 0, 0xa, 0xa],
+        [2, 0, 0, 0, 0xb, 0xb],
+        [2, 0, 0, 0, 0xc, 0xc],
+        [2, 0, 0, 0, 0xa, 0x2],
+    );
+    i.insert_fwd(a, &hop_to(mac_a)).unwrap();
+    i.insert_fwd(b, &hop_to(mac_b)).unwrap();
+    i.insert_fwd(c, &hop_to(mac_c)).unwrap();
+    let frame = |spi: u32, si: u8| {
+        Nsh::md1(spi, si, CTX)
+            .ttl(9)
+            .ethernet(OUR_MAC, PREV_MAC, &inner())
+    };
+    let out = |spi: u32, si: u8, mac: [u8; 6]| {
+        Nsh::md1(spi, si, CTX)
+            .ttl(8)
+            .ethernet(mac, OUR_MAC, &inner())
+    };
+    let run = |i: &mut Instance, spi: u32, si: u8| {
+        let o = i.test_run(Stage::Fwd, &frame(spi, si), 0).unwrap();
+        (o.ret, o.frame)
+    };
+    assert_eq!(run(&mut i, SPI, 200), (TC_ACT_OK, out(SPI, 200, mac_a)));
+    assert_eq!(run(&mut i, SPI, 136), (TC_ACT_OK, out(SPI, 136, mac_b)));
+    assert_eq!(
+        run(&mut i, other_spi, 200),
+        (TC_ACT_OK, out(other_spi, 200, mac_c))
+    );
+    // Same slot, in neither part.
+    assert_eq!(run(&mut i, SPI, 72).0, TC_ACT_SHOT);
+    // Replaced in place (the slot's other version, then the flip), twice.
+    for mac in [mac_a2, mac_a] {
+        i.insert_fwd(a, &hop_to(mac)).unwrap();
+        assert_eq!(run(&mut i, SPI, 200), (TC_ACT_OK, out(SPI, 200, mac)));
+    }
+    let listed: Vec<(u32, [u8; 6])> = i
+        .list_fwd()
+        .unwrap()
+        .into_iter()
+        .map(|(k, v)| (k, v.dmac))
+        .collect();
+    let mut want = vec![(a, mac_a), (b, mac_b), (c, mac_c)];
+    want.sort();
+    assert_eq!(listed, want);
+    // The slot's entry deleted: unknown; the hash's still forward.
+    i.delete_fwd(a).unwrap();
+    assert_eq!(run(&mut i, SPI, 200).0, TC_ACT_SHOT);
+    assert_eq!(run(&mut i, SPI, 136), (TC_ACT_OK, out(SPI, 136, mac_b)));
+    assert_eq!(
+        run(&mut i, other_spi, 200),
+        (TC_ACT_OK, out(other_spi, 200, mac_c))
+    );
+    // Rewritten while the slot is free: it moves into the slot, listed once.
+    i.insert_fwd(b, &hop_to(mac_a2)).unwrap();
+    assert_eq!(run(&mut i, SPI, 136), (TC_ACT_OK, out(SPI, 136, mac_a2)));
+    let listed: Vec<u32> = i.list_fwd().unwrap().into_iter().map(|(k, _)| k).collect();
+    let mut want = vec![b, c];
+    want.sort();
+    assert_eq!(listed, want);
+    i.delete_fwd(c).unwrap();
+    i.delete_fwd(b).unwrap();
+    assert!(i.list_fwd().unwrap().is_empty());
+    assert_eq!(run(&mut i, SPI, 136).0, TC_ACT_SHOT);
+    assert_eq!(run(&mut i, other_spi, 200).0, TC_ACT_SHOT);
+    assert_counters(
+        &i,
+        CounterStage::Fwd,
+        &[
+            (Counter::Packets, 12),
+            (Counter::Done, 8),
+            (Counter::DropUnknownSpi, 4),
+        ],
+    );
+}
+
 /// Fwd on frames cut short or with an NSH it cannot take: dropped by reason; frames that
 /// are not NSH pass untouched.
 #[test]
