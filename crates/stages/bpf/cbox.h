@@ -107,6 +107,24 @@ struct stage_cfg {
 	__u32 ifindex;
 }; /* 12 bytes */
 
+/* The configuration's fast part, `cfg_slots`: an array of CFG_SLOTS slots, the slot of an
+ * interface being CFG_SLOT(ifindex) = ifindex mod 256, with the two versions and the `live`
+ * flip of fwd_slots (above). The live version is `ifindex`'s entry when its `ifindex` is
+ * (0: empty); an interface whose slot holds another stays in the hash `cfg`, looked up next. */
+struct cfg_ent {
+	__u32 ifindex; /* the interface this version is the entry of; 0: empty */
+	struct stage_cfg cfg;
+}; /* 16 bytes */
+
+struct cfg_slot {
+	__u8 live; /* 0 or 1: the version packets read */
+	__u8 pad[3];
+	struct cfg_ent ent[2];
+}; /* 36 bytes */
+
+#define CFG_SLOTS 256
+#define CFG_SLOT(ifindex) ((ifindex) & 0xff)
+
 #define CFG_ANY_DST 0x1 /* Dec: take NSH frames whatever their destination MAC */
 #define CFG_NAT_LEARN 0x2 /* Enc: on a proxy miss, learn the SF's translated 5-tuple from last_dec */
 #define CFG_TO_HOST 0x4 /* Dec: write this interface's MAC into the decapsulated frame's

@@ -50,7 +50,8 @@ int dec(struct xdp_md *ctx)
 	struct flow_key key;
 
 	__u32 ifindex = ctx->ingress_ifindex;
-	struct stage_cfg *c = bpf_map_lookup_elem(&cfg, &ifindex);
+	struct stage_cfg cbuf;
+	struct stage_cfg *c = cfg_find(ifindex, &cbuf);
 
 	if (!HAS(data, data_end, 0, ETH_LEN) || !for_us(data, c)) {
 		count(STAGE_DEC, CTR_PASSED);

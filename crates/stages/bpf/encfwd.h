@@ -299,7 +299,8 @@ static __always_inline int enc_decide(struct __sk_buff *skb, struct flow_key *ke
 		 * (same softirq run); learn the translated key. last_dec is consumed, so one
 		 * decapsulation teaches at most one key. */
 		__u32 ifindex = skb->ifindex, zero = 0;
-		struct stage_cfg *c = bpf_map_lookup_elem(&cfg, &ifindex);
+		struct stage_cfg cbuf;
+		struct stage_cfg *c = cfg_find(ifindex, &cbuf);
 		struct nsh_meta *l;
 
 		if (!c || !(c->flags & CFG_NAT_LEARN))

@@ -53,6 +53,14 @@ struct {
 } cfg SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, CFG_SLOTS);
+	__type(key, __u32);
+	__type(value, struct cfg_slot);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} cfg_slots SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, STAGES * CTR_PER_STAGE);
 	__type(key, __u32);
@@ -97,6 +105,30 @@ static __always_inline struct fwd_val *fwd_find(__u32 sph, struct fwd_val *buf)
 		}
 	}
 	h = bpf_map_lookup_elem(&fwd_table, &sph);
+	if (!h)
+		return NULL;
+	__builtin_memcpy(buf, h, sizeof(*buf));
+	return buf;
+}
+
+/* The configuration of interface `ifindex`, copied into `buf`: its slot's live version when
+ * that is `ifindex`'s, else the hash's (cbox.h, cfg_slots). Returns `buf`, or NULL when the
+ * interface has none. */
+static __always_inline struct stage_cfg *cfg_find(__u32 ifindex, struct stage_cfg *buf)
+{
+	__u32 idx = CFG_SLOT(ifindex);
+	struct cfg_slot *s = bpf_map_lookup_elem(&cfg_slots, &idx);
+	struct stage_cfg *h;
+
+	if (s) {
+		struct cfg_ent *e = &s->ent[s->live & 1];
+
+		if (ifindex && e->ifindex == ifindex) {
+			__builtin_memcpy(buf, &e->cfg, sizeof(*buf));
+			return buf;
+		}
+	}
+	h = bpf_map_lookup_elem(&cfg, &ifindex);
 	if (!h)
 		return NULL;
 	__builtin_memcpy(buf, h, sizeof(*buf));

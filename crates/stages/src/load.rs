@@ -18,8 +18,8 @@ use libbpf_rs::{
 };
 
 use crate::maps::{
-    fwd_slot, ClsKey, Counter, CounterStage, Counters, FlowKey, FwdSlot, FwdVal, NshMeta,
-    SizeError, StageCfg, CTR_PER_STAGE,
+    cfg_slot, fwd_slot, CfgSlot, ClsKey, Counter, CounterStage, Counters, FlowKey, FwdSlot, FwdVal,
+    NshMeta, SizeError, StageCfg, CTR_PER_STAGE,
 };
 use crate::Stage;
 
@@ -137,12 +137,13 @@ pub fn ensure_bpffs() -> Result<()> {
 }
 
 /// The names the maps are pinned under (maps.h).
-const MAP_NAMES: [&str; 7] = [
+const MAP_NAMES: [&str; 8] = [
     "cls_table",
     "proxy_table",
     "fwd_table",
     "fwd_slots",
     "cfg",
+    "cfg_slots",
     "counters",
     "last_dec",
 ];
@@ -153,6 +154,7 @@ struct Maps {
     fwd: MapHandle,
     fwd_slots: MapHandle,
     cfg: MapHandle,
+    cfg_slots: MapHandle,
     counters: MapHandle,
     last_dec: MapHandle,
 }
@@ -169,6 +171,7 @@ impl Maps {
             fwd: open("fwd_table")?,
             fwd_slots: open("fwd_slots")?,
             cfg: open("cfg")?,
+            cfg_slots: open("cfg_slots")?,
             counters: open("counters")?,
             last_dec: open("last_dec")?,
         })
@@ -595,24 +598,87 @@ impl Instance {
         )
     }
 
-    /// Adds or replaces the configuration of interface `ifindex`.
+    /// Adds or replaces the configuration of interface `ifindex`: in its slot of `cfg_slots`
+    /// when the slot is free or already `ifindex`'s, else in the hash `cfg` (cbox.h); a slot
+    /// is rewritten like a forwarding slot (the version not read, then the flip).
     pub fn insert_cfg(&self, ifindex: u32, cfg: &StageCfg) -> Result<()> {
-        update(
-            &self.maps.cfg,
-            "cfg",
-            &ifindex.to_ne_bytes(),
-            &cfg.to_bytes(),
-        )
+        let idx = cfg_slot(ifindex);
+        let slot = self.cfg_slot_read(idx)?;
+        let free = match slot.current() {
+            None => true,
+            Some((owner, _)) => owner == ifindex,
+        };
+        if !free || ifindex == 0 {
+            return update(
+                &self.maps.cfg,
+                "cfg",
+                &ifindex.to_ne_bytes(),
+                &cfg.to_bytes(),
+            );
+        }
+        self.cfg_slot_flip(idx, slot, Some((ifindex, *cfg)))?;
+        delete(&self.maps.cfg, "cfg", &ifindex.to_ne_bytes())
     }
 
     /// Deletes the configuration of `ifindex` (absent: no error).
     pub fn delete_cfg(&self, ifindex: u32) -> Result<()> {
+        let idx = cfg_slot(ifindex);
+        let slot = self.cfg_slot_read(idx)?;
+        if matches!(slot.current(), Some((owner, _)) if owner == ifindex) {
+            self.cfg_slot_flip(idx, slot, None)?;
+        }
         delete(&self.maps.cfg, "cfg", &ifindex.to_ne_bytes())
     }
 
-    /// Every configuration entry, sorted by ifindex.
+    /// Every configuration entry (slots and hash), sorted by ifindex.
     pub fn list_cfg(&self) -> Result<Vec<(u32, StageCfg)>> {
-        list(&self.maps.cfg, "cfg", u32_key, StageCfg::from_bytes)
+        let mut all: BTreeMap<u32, StageCfg> =
+            list(&self.maps.cfg, "cfg", u32_key, StageCfg::from_bytes)?
+                .into_iter()
+                .collect();
+        for idx in 0..crate::maps::CFG_SLOTS {
+            if let Some((ifindex, cfg)) = self.cfg_slot_read(idx)?.current() {
+                all.insert(ifindex, cfg);
+            }
+        }
+        Ok(all.into_iter().collect())
+    }
+
+    /// Slot `idx` of `cfg_slots`.
+    fn cfg_slot_read(&self, idx: u32) -> Result<CfgSlot> {
+        match self
+            .maps
+            .cfg_slots
+            .lookup(&idx.to_ne_bytes(), MapFlags::ANY)
+            .map_err(bpf(|| "read cfg_slots".to_string()))?
+        {
+            Some(v) => Ok(CfgSlot::from_bytes(&v)?),
+            None => Ok(CfgSlot::default()),
+        }
+    }
+
+    /// Makes `ent` the live version of slot `idx` (now `slot`), as `fwd_slot_flip` does.
+    fn cfg_slot_flip(
+        &self,
+        idx: u32,
+        mut slot: CfgSlot,
+        ent: Option<(u32, StageCfg)>,
+    ) -> Result<()> {
+        let next = (slot.live & 1) ^ 1;
+        slot.ent[usize::from(next)] = ent;
+        update(
+            &self.maps.cfg_slots,
+            "cfg_slots",
+            &idx.to_ne_bytes(),
+            &slot.to_bytes(),
+        )?;
+        slot.live = next;
+        update(
+            &self.maps.cfg_slots,
+            "cfg_slots",
+            &idx.to_ne_bytes(),
+            &slot.to_bytes(),
+        )
     }
 
     /// The counters of `stage`, summed over CPUs.

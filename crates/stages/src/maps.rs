@@ -40,6 +40,14 @@ pub const CFG_ENTRIES: u32 = 64;
 /// Slots of the forwarding table's array part (`fwd_slots`, cbox.h).
 pub const FWD_SLOTS: u32 = 4096;
 
+/// Slots of the configuration's array part (`cfg_slots`, cbox.h).
+pub const CFG_SLOTS: u32 = 256;
+
+/// The slot of interface `ifindex` in `cfg_slots`: `ifindex` mod 256, cbox.h's `CFG_SLOT`.
+pub fn cfg_slot(ifindex: u32) -> u32 {
+    ifindex & 0xff
+}
+
 /// The slot of SPH `sph` (SPI << 8 | SI) in `fwd_slots`: (SPI mod 64) * 64 + (255 − SI) mod
 /// 64, cbox.h's `FWD_SLOT`. Always below [`FWD_SLOTS`].
 pub fn fwd_slot(sph: u32) -> u32 {
@@ -117,6 +125,18 @@ pub const FWD_SLOT_LAYOUT: Layout = Layout {
     size: 76,
     fields: &[("live", 0), ("pad", 1), ("ent", 4)],
 };
+/// `struct cfg_ent`.
+pub const CFG_ENT_LAYOUT: Layout = Layout {
+    name: "cfg_ent",
+    size: 16,
+    fields: &[("ifindex", 0), ("cfg", 4)],
+};
+/// `struct cfg_slot`.
+pub const CFG_SLOT_LAYOUT: Layout = Layout {
+    name: "cfg_slot",
+    size: 36,
+    fields: &[("live", 0), ("pad", 1), ("ent", 4)],
+};
 /// `struct stage_cfg`.
 pub const STAGE_CFG_LAYOUT: Layout = Layout {
     name: "stage_cfg",
@@ -124,7 +144,7 @@ pub const STAGE_CFG_LAYOUT: Layout = Layout {
     fields: &[("mac", 0), ("flags", 6), ("ifindex", 8)],
 };
 /// Every layout, for the BTF test.
-pub const LAYOUTS: [Layout; 7] = [
+pub const LAYOUTS: [Layout; 9] = [
     FLOW_KEY_LAYOUT,
     CLS_KEY_LAYOUT,
     NSH_META_LAYOUT,
@@ -132,6 +152,8 @@ pub const LAYOUTS: [Layout; 7] = [
     FWD_ENT_LAYOUT,
     FWD_SLOT_LAYOUT,
     STAGE_CFG_LAYOUT,
+    CFG_ENT_LAYOUT,
+    CFG_SLOT_LAYOUT,
 ];
 
 fn off(l: &Layout, field: &str) -> usize {
@@ -486,6 +508,60 @@ impl FwdSlot {
             let val = FwdVal::from_bytes(b.get(v..v + FWD_VAL_LAYOUT.size).unwrap_or(&[]))?;
             if val.action.code() != 0 {
                 *e = Some((u32::from_ne_bytes(get(b, at)), val));
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// A slot of `cfg_slots` (`struct cfg_slot`): two versions of one interface's configuration
+/// and which one packets read (cbox.h). A version is `None` when empty (ifindex 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct CfgSlot {
+    /// The version packets read: 0 or 1.
+    pub live: u8,
+    /// The two versions: (ifindex, configuration).
+    pub ent: [Option<(u32, StageCfg)>; 2],
+}
+
+impl CfgSlot {
+    /// The live version: (ifindex, configuration), if not empty.
+    pub fn current(&self) -> Option<(u32, StageCfg)> {
+        self.ent[usize::from(self.live & 1)]
+    }
+
+    /// The map encoding.
+    pub fn to_bytes(&self) -> [u8; 36] {
+        let mut b = [0u8; 36];
+        b[0] = self.live & 1;
+        for (i, e) in self.ent.iter().enumerate() {
+            if let Some((ifindex, cfg)) = e {
+                let at = off(&CFG_SLOT_LAYOUT, "ent") + i * CFG_ENT_LAYOUT.size;
+                put(
+                    &mut b,
+                    at + off(&CFG_ENT_LAYOUT, "ifindex"),
+                    &ifindex.to_ne_bytes(),
+                );
+                put(&mut b, at + off(&CFG_ENT_LAYOUT, "cfg"), &cfg.to_bytes());
+            }
+        }
+        b
+    }
+
+    /// Decodes the map encoding.
+    pub fn from_bytes(b: &[u8]) -> Result<CfgSlot, SizeError> {
+        check(&CFG_SLOT_LAYOUT, b)?;
+        let mut out = CfgSlot {
+            live: b[0] & 1,
+            ent: [None; 2],
+        };
+        for (i, e) in out.ent.iter_mut().enumerate() {
+            let at = off(&CFG_SLOT_LAYOUT, "ent") + i * CFG_ENT_LAYOUT.size;
+            let ifindex = u32::from_ne_bytes(get(b, at + off(&CFG_ENT_LAYOUT, "ifindex")));
+            let c = at + off(&CFG_ENT_LAYOUT, "cfg");
+            let cfg = StageCfg::from_bytes(b.get(c..c + STAGE_CFG_LAYOUT.size).unwrap_or(&[]))?;
+            if ifindex != 0 {
+                *e = Some((ifindex, cfg));
             }
         }
         Ok(out)

@@ -351,3 +351,62 @@ fn a_flow_whose_nsh_changes_gets_the_new_entry() {
         vec![(Counter::Packets, 3), (Counter::Done, 3)]
     );
 }
+
+/// The configuration's two parts (cbox.h, `cfg_slots`): the loopback's entry behind another
+/// interface's in its slot (ifindex 1 + 256) lives in the hash and Dec still applies it; an
+/// interface whose slot holds another and that the hash lacks has no configuration (every
+/// destination taken); replaced and deleted entries take effect; listing shows each once.
+#[test]
+fn configuration_sharing_a_slot() {
+    let Some(mut i) = common::instance("dec-cfgslot") else {
+        return;
+    };
+    let other = LO + 256;
+    assert_eq!(stages::maps::cfg_slot(other), stages::maps::cfg_slot(LO));
+    let cfg = |mac: [u8; 6], ifindex: u32| StageCfg {
+        mac,
+        flags: 0,
+        ifindex,
+    };
+    let (inner, _) = inner_tcp();
+    let to = |mac: [u8; 6]| Nsh::md1(1, 2, [0; 4]).ethernet(mac, PEER_MAC, &inner);
+    // Decapsulated (XDP_PASS and the inner frame) or passed untouched.
+    let taken = |i: &mut Instance, mac: [u8; 6]| {
+        let o = i.test_run(Stage::Dec, &to(mac), 0).unwrap();
+        assert_eq!(o.ret, XDP_PASS);
+        o.frame == inner
+    };
+    // The slot holds the other interface; the loopback has no entry: every frame taken.
+    i.insert_cfg(other, &cfg(OTHER_MAC, other)).unwrap();
+    assert!(taken(&mut i, OTHER_MAC) && taken(&mut i, OUR_MAC));
+    // The loopback's entry goes to the hash: only its MAC is taken.
+    i.insert_cfg(LO, &cfg(OUR_MAC, LO)).unwrap();
+    assert!(taken(&mut i, OUR_MAC));
+    assert!(!taken(&mut i, OTHER_MAC));
+    assert_eq!(
+        i.list_cfg().unwrap(),
+        vec![(LO, cfg(OUR_MAC, LO)), (other, cfg(OTHER_MAC, other))]
+    );
+    // The slot freed: the loopback's entry stays in force, then moves into the slot when
+    // rewritten, and is replaced there (two versions and the flip).
+    i.delete_cfg(other).unwrap();
+    assert!(!taken(&mut i, OTHER_MAC));
+    for mac in [OTHER_MAC, OUR_MAC] {
+        i.insert_cfg(LO, &cfg(mac, LO)).unwrap();
+        assert!(taken(&mut i, mac));
+        let not = if mac == OUR_MAC { OTHER_MAC } else { OUR_MAC };
+        assert!(!taken(&mut i, not));
+    }
+    assert_eq!(i.list_cfg().unwrap(), vec![(LO, cfg(OUR_MAC, LO))]);
+    i.delete_cfg(LO).unwrap();
+    assert!(i.list_cfg().unwrap().is_empty());
+    assert!(taken(&mut i, OTHER_MAC));
+    assert_eq!(
+        counters(&i),
+        vec![
+            (Counter::Packets, 10),
+            (Counter::Passed, 4),
+            (Counter::Done, 6)
+        ]
+    );
+}
