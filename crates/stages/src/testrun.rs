@@ -1,7 +1,7 @@
 //! Running a loaded stage on one frame through `BPF_PROG_TEST_RUN`: the verdict, the frame
 //! as the program left it and the kernel's time per run.
 
-use libbpf_rs::{ProgramInput, ProgramMut};
+use libbpf_rs::{MapCore, ProgramInput, ProgramMut};
 
 use crate::load::{Error, Instance, Result};
 use crate::{Hook, Stage};
@@ -61,6 +61,21 @@ pub struct Standalone {
     clsact: std::cell::RefCell<std::collections::BTreeSet<(u64, u32)>>,
 }
 
+/// A directory of pins under bpffs, removed with whatever is left in it when dropped (also
+/// when loading fails half-way).
+struct PrivatePins(std::path::PathBuf);
+
+impl Drop for PrivatePins {
+    fn drop(&mut self) {
+        if let Ok(entries) = std::fs::read_dir(&self.0) {
+            for e in entries.flatten() {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
 impl std::fmt::Debug for Standalone {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Standalone")
@@ -70,21 +85,52 @@ impl std::fmt::Debug for Standalone {
 }
 
 impl Standalone {
-    /// Opens and loads the object `bytes` (named `name` in errors).
+    /// Opens and loads the object `bytes` (named `name` in errors). Maps the object asks to
+    /// pin by name are pinned in a directory of its own under bpffs while it loads, then
+    /// unpinned and the directory removed: its maps stay private to it (and are never
+    /// shared with, or left beside, another object's maps of the same name).
     pub fn load(name: &str, bytes: &[u8]) -> Result<Standalone> {
         let bpf = |what: &str| {
             let what = format!("{what} {name}");
             move |source| Error::Bpf { what, source }
         };
-        let open = libbpf_rs::ObjectBuilder::default()
-            .open_memory(bytes)
-            .map_err(bpf("open object"))?;
-        let obj = open.load().map_err(bpf("load object"))?;
+        crate::load::ensure_bpffs()?;
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = PrivatePins(std::path::PathBuf::from(format!(
+            "{}/fusebox-standalone-{}-{n}",
+            crate::load::BPFFS,
+            std::process::id()
+        )));
+        std::fs::create_dir_all(&dir.0).map_err(|source| Error::Io {
+            what: format!("create {}", dir.0.display()),
+            source,
+        })?;
+        let mut b = libbpf_rs::ObjectBuilder::default();
+        b.pin_root_path(&dir.0).map_err(bpf("pin root for"))?;
+        let open = b.open_memory(bytes).map_err(bpf("open object"))?;
+        let mut obj = open.load().map_err(bpf("load object"))?;
+        for mut m in obj.maps_mut() {
+            if let Some(path) = m.get_pin_path().map(std::path::PathBuf::from) {
+                m.unpin(&path).map_err(bpf("unpin a map of"))?;
+            }
+        }
+        drop(dir);
         Ok(Standalone {
             name: name.to_string(),
             obj,
             clsact: Default::default(),
         })
+    }
+
+    /// The names of the object's maps that are pinned in bpffs (none: see
+    /// [`Standalone::load`]).
+    pub fn pinned_maps(&self) -> Vec<String> {
+        self.obj
+            .maps()
+            .filter(|m| m.is_pinned())
+            .map(|m| m.name().to_string_lossy().into_owned())
+            .collect()
     }
 
     /// The names of the object's programs.
@@ -97,7 +143,6 @@ impl Standalone {
 
     /// Writes `key` → `value` into the object's map `map`.
     pub fn update(&self, map: &str, key: &[u8], value: &[u8]) -> Result<()> {
-        use libbpf_rs::MapCore;
         let m = self
             .obj
             .maps()

@@ -153,9 +153,33 @@ fn a_standalone_object_attaches_at_xdp_and_both_tc_hooks() {
     if !stages::require_bpf("standalone") {
         return;
     }
-    // The no-op object loaded on its own (as another project's objects are), maps private.
+    // The no-op object loaded on its own (as another project's objects are), its maps private.
     let bytes = stages::object_bytes("noop").expect("noop built");
     let o = stages::Standalone::load("noop", bytes).unwrap();
+    // Its maps (pinned by name in FuseBox's objects) are pinned nowhere: not at bpffs' root,
+    // where they would outlive the test and be shared by the next object of that name.
+    assert_eq!(o.pinned_maps(), Vec::<String>::new());
+    for m in [
+        "cls_table",
+        "proxy_table",
+        "fwd_table",
+        "fwd_slots",
+        "cfg",
+        "cfg_slots",
+    ] {
+        let p = std::path::Path::new(stages::load::BPFFS).join(m);
+        assert!(!p.exists(), "{} is pinned", p.display());
+    }
+    let leftovers: Vec<_> = std::fs::read_dir(stages::load::BPFFS)
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(&format!("fusebox-standalone-{}-", std::process::id()))
+        })
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
     let dev = Veth::new("s");
     let ifx = dev.ifindex();
     // A program of the wrong kind for the hook, or a missing one, is refused.
