@@ -220,7 +220,11 @@ impl HostPlan {
 /// The commit of a host's plan: which complete set of entry keys the agent may install.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Commit {
-    /// Counts the controller's changes of this host's plan (1 for the first).
+    /// Counts the controller's changes of this host's plan (1 for the first). A host that
+    /// leaves the plan leaves nothing behind, this count included, so a host that comes back
+    /// starts again at 1: the count orders the commits of one stretch of a host's plan, not
+    /// of its whole history (chosen so that etcd holds nothing for hosts no longer in any
+    /// chain; `chain status` shows the plan's etcd revision beside it, which only grows).
     pub generation: u64,
     /// How many entry keys the plan has.
     pub keys: usize,
