@@ -74,6 +74,7 @@ mod batch;
 mod classify;
 mod error;
 mod fast;
+mod firsts;
 mod flows;
 mod merged;
 mod nsh;
@@ -429,6 +430,10 @@ struct SynthState {
     /// is remembered from its second slow packet on, so traffic of one-packet flows adds
     /// nothing to the table.
     seen: Vec<u64>,
+    /// Whether a flow's first packets run naive, batched (`exec::firsts`): the chain has
+    /// no filter whose rules the program's classes replace (a filter's rule scan would
+    /// cost a first packet more than the walk).
+    firsts_naive: bool,
     /// Whether frames entering synthesized entries carry their class in a VLAN tag a switch
     /// pushed (`Executor::trust_switch_tags`).
     trust_tags: bool,
@@ -942,6 +947,9 @@ impl Executor {
             if self.batched() {
                 let mut b: Vec<_> = entries.drain(..).zip(batch.drain()).collect();
                 self.run_batch(&mut b);
+            } else if self.firsts_batched() {
+                let mut b: Vec<_> = entries.drain(..).zip(batch.drain()).collect();
+                self.run_firsts(&mut b);
             } else {
                 self.push_all(entries.drain(..).zip(batch.drain()));
             }
@@ -1196,6 +1204,8 @@ impl Executor {
                 n += batch.len() as u64;
                 if self.batched() {
                     self.run_batch(&mut batch);
+                } else if self.firsts_batched() {
+                    self.run_firsts(&mut batch);
                 } else {
                     self.push_all(batch.drain(..));
                 }
@@ -1285,7 +1295,19 @@ impl Executor {
         }
     }
 
-    fn push_in_timed(&mut self, entry: (usize, usize), mut p: Packet) {
+    fn push_in_timed(&mut self, entry: (usize, usize), p: Packet) {
+        self.push_in_keyed(entry, p, None);
+    }
+
+    /// [`Executor::push_in_timed`], with the fast path's reading of the packet's flow key
+    /// (`entered`) when it was read already.
+    #[inline]
+    fn push_in_keyed(
+        &mut self,
+        entry: (usize, usize),
+        mut p: Packet,
+        entered: Option<fast::Entered>,
+    ) {
         p.meta.input_index = self.next_input;
         self.next_input += 1;
         self.counts.chain_in += 1;
@@ -1296,7 +1318,11 @@ impl Executor {
         let el = self.base[entry.0] + entry.1 as u32;
         self.counts.arrivals[el as usize] += 1;
         if self.fast.is_some() {
-            match self.fast_enter(el, p) {
+            let q = match entered {
+                Some(k) => self.fast_enter_keyed(p, k),
+                None => self.fast_enter(el, p),
+            };
+            match q {
                 Some(q) => p = q,
                 None => {
                     // Replies of the packet, if any, run now (depth first).
@@ -1986,6 +2012,10 @@ impl Executor {
         } else {
             vec![0; flows::seen_slots(self.synth.max_flows)]
         };
+        self.synth.firsts_naive = !self.elements.iter().any(|e| {
+            e.model()
+                .is_some_and(|m| m.cases.len() > firsts::FILTER_CASES)
+        });
         // A rewriter's table is read by the program: naive steps into one pay the
         // remembered flows' debts first.
         self.mode_hooks |= self.synth.is_rewriter.iter().any(|&r| r);

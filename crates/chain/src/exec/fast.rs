@@ -1095,6 +1095,15 @@ const TRANSIENT: &[&str] = &[
     "rewriters-disagree",
 ];
 
+/// A packet's flow key and TCP flags, read once by [`Executor::fast_first`] for
+/// [`Executor::fast_enter_keyed`].
+pub(super) struct Entered {
+    key: Key,
+    flags: Option<u8>,
+    /// The key's hash the seen-filter keeps ([`FastState::seen`]; 0 when not read).
+    seen: u128,
+}
+
 fn key_of(entry: u32, data: &[u8]) -> Key {
     key_and_flags(entry, data).0
 }
@@ -1248,10 +1257,16 @@ impl FastState {
     /// seen-once filter, `flows::seen_again`, over the flow's hash).
     #[inline]
     fn seen(&mut self, key: &Key) -> bool {
+        self.seen_hashed(u128::from(key.flow_hash(3)))
+    }
+
+    /// [`FastState::seen`] of the key whose hash is `h`.
+    #[inline]
+    fn seen_hashed(&mut self, h: u128) -> bool {
         if self.seen.is_empty() {
             self.seen = vec![0; super::flows::seen_slots(self.opts.max_flows)];
         }
-        if super::flows::seen_again(&mut self.seen, u128::from(key.flow_hash(3))) {
+        if super::flows::seen_again(&mut self.seen, h) {
             return true;
         }
         self.stats.first_seen += 1;
@@ -1325,13 +1340,67 @@ impl Executor {
 
     /// A packet entering the chain at `el`: served by the fast path (`None`), or handed back
     /// to walk the chain (recorded or not).
-    pub(super) fn fast_enter(&mut self, el: u32, mut p: Packet) -> Option<Packet> {
+    pub(super) fn fast_enter(&mut self, el: u32, p: Packet) -> Option<Packet> {
+        if self.fast.is_none() {
+            return Some(p);
+        }
+        let (key, flags) = key_and_flags(el, p.data());
+        self.fast_enter_keyed(
+            p,
+            Entered {
+                key,
+                flags,
+                seen: 0,
+            },
+        )
+    }
+
+    /// Whether `p`, entering at `el`, is the first packet of its flow that the fast path
+    /// lets walk the chain unrecorded (no entry, not closing, and the seen-filter had not
+    /// noted it: it is now): then `Ok`, with its flow id set as [`Executor::fast_enter`]
+    /// sets it, and the packet must run naive. Else what `fast_enter_keyed` needs.
+    pub(super) fn fast_first(&mut self, p: &mut Packet, e: Entered) -> Result<(), Entered> {
+        let first = e.flags.is_none_or(|f| f & 0x05 == 0)
+            && self.fast.as_deref_mut().is_some_and(|fp| {
+                fp.opts.initial == Initial::Second
+                    && !fp.table.contains_key(&e.key)
+                    && !fp.seen_hashed(e.seen)
+            });
+        if !first {
+            return Err(e);
+        }
+        p.meta.flow_id = flow_id(&e.key);
+        Ok(())
+    }
+
+    /// The fast path's reading of frame `data` entering at `el` (its flow key and flags),
+    /// and the seen-filter's slot for it (to be read ahead: see `flows::seen_slot`).
+    pub(super) fn fast_key(&self, el: u32, data: &[u8]) -> (Entered, usize) {
+        let (key, flags) = key_and_flags(el, data);
+        let seen = u128::from(key.flow_hash(3));
+        let slot = self
+            .fast
+            .as_deref()
+            .map_or(0, |fp| super::flows::seen_slot(&fp.seen, seen));
+        (Entered { key, flags, seen }, slot)
+    }
+
+    /// The fast path's seen-filter (empty before its first use, or without the fast path).
+    pub(super) fn fast_seen(&self) -> &[u64] {
+        self.fast.as_deref().map_or(&[], |fp| &fp.seen)
+    }
+
+    /// [`Executor::fast_enter`] with the packet's flow key and flags read.
+    pub(super) fn fast_enter_keyed(
+        &mut self,
+        mut p: Packet,
+        Entered { key, flags, .. }: Entered,
+    ) -> Option<Packet> {
         let now = self.cx.now.0;
         let Executor { fast, elements, .. } = self;
         let Some(fp) = fast.as_deref_mut() else {
             return Some(p);
         };
-        let (key, flags) = key_and_flags(el, p.data());
         // The flow id stays with the packet (and what it becomes) whatever NATs do.
         p.meta.flow_id = flow_id(&key);
         let closing = flags.is_some_and(|f| f & 0x05 != 0);

@@ -343,8 +343,7 @@ pub(super) fn seen_slots(max_flows: usize) -> usize {
 /// An empty filter says yes.
 #[inline]
 pub(super) fn seen_again(seen: &mut [u64], key: u128) -> bool {
-    let h =
-        elements::hash::splitmix64(key as u64 ^ elements::hash::splitmix64((key >> 64) as u64)) | 1;
+    let h = seen_fingerprint(key);
     let Some(s) = seen.get_mut(h as usize & seen.len().wrapping_sub(1)) else {
         return true;
     };
@@ -353,6 +352,20 @@ pub(super) fn seen_again(seen: &mut [u64], key: u128) -> bool {
     }
     *s = h;
     false
+}
+
+/// The fingerprint [`seen_again`] keeps of `key` (never 0, an empty slot).
+#[inline]
+fn seen_fingerprint(key: u128) -> u64 {
+    elements::hash::splitmix64(key as u64 ^ elements::hash::splitmix64((key >> 64) as u64)) | 1
+}
+
+/// The slot of `seen` that [`seen_again`] looks at for `key` (reading the slots of a batch
+/// one after the other, ahead of their checks, has their cache misses overlap where a check
+/// per packet waits for each).
+#[inline]
+pub(super) fn seen_slot(seen: &[u64], key: u128) -> usize {
+    seen_fingerprint(key) as usize & seen.len().wrapping_sub(1)
 }
 
 /// The entry of `key` in `flows`, made (and noted in `order` as the newest) when new.
