@@ -78,10 +78,35 @@ fn records() -> Vec<ports::pcap::Record> {
     generate(&cfg).records()
 }
 
+/// A NAPT of 8 mappings that evicts (the least recently used goes): which mapping a new
+/// flow evicts depends on the remembered flows' debts being paid before it is made.
+const SMALL_NAPT: &str = "
+rw :: IPRewriter(pattern 198.51.100.1 1024-65535 - - 0 1, drop,
+                 MAPPING_CAPACITY 8, UDP_GUARANTEE 0, TCP_GUARANTEE 0);
+FromDevice(eth0) -> Strip(14) -> CheckIPHeader -> [0]rw;
+FromDevice(eth1) -> Strip(14) -> CheckIPHeader -> [1]rw;
+rw[0] -> EtherEncap(0x0800, 02:00:00:00:00:01, 02:00:00:00:00:02) -> ToDevice(eth1);
+rw[1] -> EtherEncap(0x0800, 02:00:00:00:00:02, 02:00:00:00:00:01) -> ToDevice(eth0);
+";
+
 #[test]
 fn first_packets_batched_give_what_one_by_one_gives() {
     let records = records();
-    for (chain, entry) in [("napts/one.toml", "n1.eth0"), ("isp/chain.toml", "fw.eth0")] {
+    let dir = std::env::temp_dir().join(format!("fusebox-first-packets-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("napt.click"), SMALL_NAPT).unwrap();
+    std::fs::write(
+        dir.join("chain.toml"),
+        "[nf.napt]\nclick = \"napt.click\"\n[[entry]]\nto = \"napt.eth0\"\n",
+    )
+    .unwrap();
+    let small = dir.join("chain.toml").display().to_string();
+    for (chain, entry) in [
+        ("napts/one.toml", "n1.eth0"),
+        ("isp/chain.toml", "fw.eth0"),
+        (small.as_str(), "napt.eth0"),
+    ] {
         let naive = run(chain, entry, &records, (Mode::Naive, 1 << 16, true));
         for mode in [Mode::Synth, Mode::Fastpath] {
             for max in [8, 1 << 16] {
@@ -108,4 +133,5 @@ fn first_packets_batched_give_what_one_by_one_gives() {
             }
         }
     }
+    let _ = std::fs::remove_dir_all(&dir);
 }
