@@ -316,6 +316,14 @@ pub struct Executor {
     cx: Context,
     stack: Vec<(u32, Resume, Packet)>,
     emitted: Vec<(usize, Packet)>,
+    /// Scratch for [`Executor::run_firsts`]: the batch being gone through (its allocation
+    /// kept between batches).
+    /// Whether the last batch through [`Executor::run_firsts`] held first packets of flows
+    /// (see [`Executor::firsts_now`]).
+    firsts_likely: bool,
+    /// Batches since the run began, for [`Executor::firsts_now`]'s probes.
+    firsts_tick: u32,
+    firsts_spare: Vec<((usize, usize), Packet)>,
     pool: Vec<Packet>,
     /// The end of the last replay (its last timestamp plus one gap): a later replay starts
     /// there, so virtual time never goes back between calls.
@@ -790,6 +798,9 @@ impl Executor {
             cx: Context::new(Timestamp(0)),
             stack: Vec::new(),
             emitted: Vec::new(),
+            firsts_likely: true,
+            firsts_tick: 0,
+            firsts_spare: Vec::new(),
             pool: Vec::new(),
             replayed_until: 0,
             port_error: None,
@@ -947,7 +958,7 @@ impl Executor {
             if self.batched() {
                 let mut b: Vec<_> = entries.drain(..).zip(batch.drain()).collect();
                 self.run_batch(&mut b);
-            } else if self.firsts_batched() {
+            } else if self.firsts_now() {
                 let mut b: Vec<_> = entries.drain(..).zip(batch.drain()).collect();
                 self.run_firsts(&mut b);
             } else {
@@ -1204,7 +1215,7 @@ impl Executor {
                 n += batch.len() as u64;
                 if self.batched() {
                     self.run_batch(&mut batch);
-                } else if self.firsts_batched() {
+                } else if self.firsts_now() {
                     self.run_firsts(&mut batch);
                 } else {
                     self.push_all(batch.drain(..));

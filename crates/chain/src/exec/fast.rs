@@ -739,6 +739,18 @@ impl FlowTable {
     #[inline]
     fn get_mut(&mut self, k: &Key) -> Option<&mut Slot> {
         let h = self.hash(k);
+        self.get_mut_hashed(h, k)
+    }
+
+    /// [`FlowTable::get`] with the key's [`FlowTable::hash`] given.
+    #[inline]
+    fn get_hashed(&self, h: u64, k: &Key) -> Option<&Slot> {
+        self.t.find(h, |s| s.key == *k)
+    }
+
+    /// [`FlowTable::get_mut`] with the key's [`FlowTable::hash`] given.
+    #[inline]
+    fn get_mut_hashed(&mut self, h: u64, k: &Key) -> Option<&mut Slot> {
         self.t.find_mut(h, |s| s.key == *k)
     }
 
@@ -1100,6 +1112,8 @@ const TRANSIENT: &[&str] = &[
 pub(super) struct Entered {
     key: Key,
     flags: Option<u8>,
+    /// The key's hash in the flow table ([`FlowTable::hash`]), computed once.
+    hash: u64,
     /// The key's hash the seen-filter keeps ([`FastState::seen`]; 0 when not read).
     seen: u128,
 }
@@ -1110,7 +1124,7 @@ fn key_of(entry: u32, data: &[u8]) -> Key {
 
 /// The flow key of a frame entering at `entry` ([`key_of`]) and its TCP flags (`None`
 /// unless it is an IPv4 TCP frame), read in one pass.
-#[inline]
+#[inline(always)]
 fn key_and_flags(entry: u32, data: &[u8]) -> (Key, Option<u8>) {
     let h = Headers::new(data, Some(14));
     let proto = h.value(Field::IpProto);
@@ -1345,11 +1359,13 @@ impl Executor {
             return Some(p);
         }
         let (key, flags) = key_and_flags(el, p.data());
+        let hash = self.fast.as_deref().map_or(0, |fp| fp.table.hash(&key));
         self.fast_enter_keyed(
             p,
             Entered {
                 key,
                 flags,
+                hash,
                 seen: 0,
             },
         )
@@ -1363,7 +1379,7 @@ impl Executor {
         let first = e.flags.is_none_or(|f| f & 0x05 == 0)
             && self.fast.as_deref_mut().is_some_and(|fp| {
                 fp.opts.initial == Initial::Second
-                    && !fp.table.contains_key(&e.key)
+                    && fp.table.get_hashed(e.hash, &e.key).is_none()
                     && !fp.seen_hashed(e.seen)
             });
         if !first {
@@ -1378,11 +1394,29 @@ impl Executor {
     pub(super) fn fast_key(&self, el: u32, data: &[u8]) -> (Entered, usize) {
         let (key, flags) = key_and_flags(el, data);
         let seen = u128::from(key.flow_hash(3));
-        let slot = self
-            .fast
+        let (slot, hash) = self.fast.as_deref().map_or((0, 0), |fp| {
+            (super::flows::seen_slot(&fp.seen, seen), fp.table.hash(&key))
+        });
+        (
+            Entered {
+                key,
+                flags,
+                hash,
+                seen,
+            },
+            slot,
+        )
+    }
+
+    /// Reads the flow table where `e`'s entry is (or would be), so that a batch's misses
+    /// overlap when its keys are read ahead ([`Executor::run_firsts`]); the value means
+    /// nothing.
+    #[inline]
+    pub(super) fn fast_touch(&self, e: &Entered) -> u64 {
+        self.fast
             .as_deref()
-            .map_or(0, |fp| super::flows::seen_slot(&fp.seen, seen));
-        (Entered { key, flags, seen }, slot)
+            .and_then(|fp| fp.table.get_hashed(e.hash, &e.key))
+            .map_or(0, |s| s.last)
     }
 
     /// The fast path's seen-filter (empty before its first use, or without the fast path).
@@ -1391,10 +1425,13 @@ impl Executor {
     }
 
     /// [`Executor::fast_enter`] with the packet's flow key and flags read.
+    #[inline(always)]
     pub(super) fn fast_enter_keyed(
         &mut self,
         mut p: Packet,
-        Entered { key, flags, .. }: Entered,
+        Entered {
+            key, flags, hash, ..
+        }: Entered,
     ) -> Option<Packet> {
         let now = self.cx.now.0;
         let Executor { fast, elements, .. } = self;
@@ -1423,7 +1460,7 @@ impl Executor {
             debts,
             ..
         } = fp;
-        let found = table.get_mut(&key);
+        let found = table.get_mut_hashed(hash, &key);
         let known = found.is_some();
         if let Some(slot) = found {
             if now.saturating_sub(slot.last) > opts.idle_ns || now >= slot.expiry {

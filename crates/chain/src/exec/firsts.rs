@@ -59,6 +59,20 @@ impl Executor {
         }
     }
 
+    /// Whether this batch goes through [`Executor::run_firsts`]: when it may
+    /// ([`Executor::firsts_batched`]) and the last batch that did held first packets, or
+    /// every 16th batch otherwise. Reading every key ahead costs a batch of remembered flows
+    /// (the steady state: no first packets) some 300 instructions a packet for nothing; the
+    /// packet-by-packet path gives the same (it walks a first packet and forgets it), so a
+    /// batch may take either, and the probe finds new flows again within 16 batches.
+    pub(super) fn firsts_now(&mut self) -> bool {
+        if !self.firsts_batched() {
+            return false;
+        }
+        self.firsts_tick = self.firsts_tick.wrapping_add(1);
+        self.firsts_likely || self.firsts_tick % 16 == 0
+    }
+
     /// Runs `batch` (entries and packets, in input order) to completion: first packets of
     /// flows in runs through [`Executor::run_batch`], the others one by one as
     /// [`Executor::push_all`] would. Only when [`Executor::firsts_batched`].
@@ -91,36 +105,41 @@ impl Executor {
         for &s in &slots {
             acc = acc.wrapping_add(seen.get(s).copied().unwrap_or(0));
         }
+        // The flow table's slots too: a batch of remembered flows (the common case) has
+        // its entries' cache misses overlap as well.
+        for k in &keys {
+            if let Ahead::Fast(e) = k {
+                acc = acc.wrapping_add(self.fast_touch(e));
+            }
+        }
         std::hint::black_box(acc);
-        let mut keys = keys.into_iter();
-        // `batch[..i]` are first packets not run yet; they stay where they are (a batch of
-        // new flows goes to `run_batch` as it came).
-        let mut i = 0;
-        while let (Some((entry, p)), Some(k)) = (batch.get_mut(i), keys.next()) {
-            let entry = *entry;
+        // First packets gather in `batch` (emptied, its allocation kept) until a packet
+        // that is not one: the run goes through, then that packet.
+        let mut inputs = std::mem::replace(batch, std::mem::take(&mut self.firsts_spare));
+        let mut firsts = 0usize;
+        for ((entry, mut p), k) in inputs.drain(..).zip(keys) {
             let entered = match k {
-                Ahead::Fast(e) => match self.fast_first(p, e) {
+                Ahead::Fast(e) => match self.fast_first(&mut p, e) {
                     Ok(()) => None,
                     Err(k) => Some(Some(k)),
                 },
                 Ahead::Synth(key) if self.synth_first(key) => None,
                 Ahead::Synth(_) | Ahead::Naive => Some(None),
             };
-            let Some(k) = entered else {
-                i += 1;
-                continue;
-            };
-            // The run before this packet, then this packet, then the rest of the batch.
-            let rest = batch.split_off(i + 1);
-            let Some((_, p)) = batch.pop() else {
-                break;
-            };
-            self.run_first_run(batch);
-            self.push_in_keyed(entry, p, k);
-            *batch = rest;
-            i = 0;
+            match entered {
+                None => {
+                    firsts += 1;
+                    batch.push((entry, p));
+                }
+                Some(k) => {
+                    self.run_first_run(batch);
+                    self.push_in_keyed(entry, p, k);
+                }
+            }
         }
         self.run_first_run(batch);
+        self.firsts_spare = inputs;
+        self.firsts_likely = firsts > 0;
     }
 
     /// Whether synth's walk of the packet of flow `key` (entering a synthesized entry)
