@@ -70,7 +70,7 @@ impl Executor {
             return false;
         }
         self.firsts_tick = self.firsts_tick.wrapping_add(1);
-        self.firsts_likely || self.firsts_tick % 16 == 0
+        self.firsts_likely || self.firsts_tick.is_multiple_of(16)
     }
 
     /// Runs `batch` (entries and packets, in input order) to completion: first packets of
