@@ -137,7 +137,7 @@ pub fn ensure_bpffs() -> Result<()> {
 }
 
 /// The names the maps are pinned under (maps.h).
-const MAP_NAMES: [&str; 8] = [
+pub const MAP_NAMES: [&str; 8] = [
     "cls_table",
     "proxy_table",
     "fwd_table",

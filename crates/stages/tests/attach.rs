@@ -159,14 +159,7 @@ fn a_standalone_object_attaches_at_xdp_and_both_tc_hooks() {
     // Its maps (pinned by name in FuseBox's objects) are pinned nowhere: not at bpffs' root,
     // where they would outlive the test and be shared by the next object of that name.
     assert_eq!(o.pinned_maps(), Vec::<String>::new());
-    for m in [
-        "cls_table",
-        "proxy_table",
-        "fwd_table",
-        "fwd_slots",
-        "cfg",
-        "cfg_slots",
-    ] {
+    for m in stages::load::MAP_NAMES {
         let p = std::path::Path::new(stages::load::BPFFS).join(m);
         assert!(!p.exists(), "{} is pinned", p.display());
     }
