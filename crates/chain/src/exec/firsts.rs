@@ -105,8 +105,8 @@ impl Executor {
         for &s in &slots {
             acc = acc.wrapping_add(seen.get(s).copied().unwrap_or(0));
         }
-        // The flow table's slots too: a batch of remembered flows (the common case) has
-        // its entries' cache misses overlap as well.
+        // The flow table's slots too: the remembered flows among a batch's packets have
+        // their entries' cache misses overlap as well.
         for k in &keys {
             if let Ahead::Fast(e) = k {
                 acc = acc.wrapping_add(self.fast_touch(e));
