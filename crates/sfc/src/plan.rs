@@ -15,8 +15,9 @@
 //!   every chain through them agrees (the first always feeds the second, the second is
 //!   always fed by the first) and, where the second keeps Enc without Dec (§5.5's corner
 //!   cases: a remote SF or the end of the chain follows), static proxy entries can stand in
-//!   for Dec: they need the chain's classifier 5-tuples, no NAT before, and no 5-tuple shared
-//!   by two chains; otherwise the report says why the link is not used;
+//!   for Dec: they need the chain's classifier 5-tuples, no NAT before, no 5-tuple shared
+//!   by two chains and one visit of the SF per chain (a 5-tuple keys one SI); otherwise the
+//!   report says why the link is not used;
 //! - next hops on one host, or on hosts that both use Ethernet transport, are reached over
 //!   Ethernet (the next SF's MAC); other hops over VXLAN-GPE to the next host's underlay
 //!   address (VNI = SPI); the packet leaves by the interface it is on (`ifindex` 0);
@@ -811,7 +812,14 @@ fn direct_links(
                 let Some(k) = c.hops.iter().position(|s| s.tag() == b) else {
                     continue;
                 };
-                let why = if c.hops[k].func.nat {
+                let visits = c.hops.iter().filter(|s| s.tag() == b).count();
+                let why = if visits > 1 {
+                    // Static entries are keyed by the 5-tuple alone: one key, one SI.
+                    Some(format!(
+                        "{b} would keep Enc without Dec (§5.5) and chain {} visits it {visits} times: static proxy entries cannot tell the visits apart",
+                        chain.id
+                    ))
+                } else if c.hops[k].func.nat {
                     Some(format!(
                         "{b} rewrites 5-tuples (nat) and would keep Enc without Dec (§5.5): a NAT-aware Enc learns from Dec"
                     ))

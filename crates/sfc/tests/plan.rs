@@ -401,3 +401,29 @@ fn assumed_registry_plans_every_example() {
         assert!(text.contains("chains"), "{text}");
     }
 }
+
+#[test]
+fn a_chain_visiting_an_sf_twice_keeps_its_dec() {
+    // a → b would be a direct link (a always feeds b, b is always fed by a), but b is
+    // visited twice with Enc and no Dec: a static proxy entry keyed by the 5-tuple could
+    // not say whether the packet left b's first visit (it came with SI 254) or its second
+    // (SI 252).
+    let p = plan(&three(r#"["a", "b", "a", "b"]"#, RULE), &reg_abcd());
+    assert!(p.hosts["h1"].direct_links.is_empty());
+    let notes = p.chains[0].notes.join("\n");
+    assert!(notes.contains("direct link a → b not used"), "{notes}");
+    assert!(notes.contains("chain 10 visits it 2 times"), "{notes}");
+    assert_eq!(stages(&p, "h1", "b"), vec![Stage::Dec, Stage::EncFwd]);
+    assert!(p.hosts["h1"].instances["b"].proxy.is_empty());
+    assert_eq!(
+        fwd(&p, "h1", "b"),
+        vec![(10, 251, fwd_end()), (10, 253, eth(2, 1))]
+    );
+    // Every proxy entry of every instance has a key of its own.
+    for hp in p.hosts.values() {
+        for inst in hp.instances.values() {
+            let keys: std::collections::BTreeSet<_> = inst.proxy.iter().map(|e| e.key).collect();
+            assert_eq!(keys.len(), inst.proxy.len());
+        }
+    }
+}
