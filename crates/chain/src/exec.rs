@@ -419,6 +419,8 @@ struct SynthState {
     forks: Vec<ForkCopy>,
     /// Per node of the program: its classes laid out for evaluation (classification nodes).
     compiled: Vec<Option<classify::Classes>>,
+    /// Per node of the program: its header action compiled for remembered paths (exits).
+    quick_exits: Vec<Option<fast::QuickExit>>,
     /// Packets served by remembered paths (one lookup each).
     flow_hits: u64,
     /// Times the established-flow table was emptied because its regions reached their
@@ -1895,15 +1897,19 @@ fn value(v: &Val, data: &[u8], regs: &Regs) -> u128 {
         Val::Orig(f, add) => {
             crate::program::frame_value(data, f).wrapping_add(add as u128) & f.max_value()
         }
-        Val::Reg(r, t, add) => {
-            let base = regs.flows.get(usize::from(r)).map_or(0, |fl| fl[t.index()]);
-            let w = match t {
-                Tuple::Saddr | Tuple::Daddr => u32::MAX as u128,
-                Tuple::Sport | Tuple::Dport => 0xffff,
-            };
-            base.wrapping_add(add as u128) & w
-        }
+        Val::Reg(r, t, add) => reg_value(regs, r, t, add),
     }
+}
+
+/// Component `t` of the flow in register `r`, plus `add`, modulo the component's width.
+#[inline(always)]
+fn reg_value(regs: &Regs, r: u8, t: Tuple, add: i128) -> u128 {
+    let base = regs.flows.get(usize::from(r)).map_or(0, |fl| fl[t.index()]);
+    let w = match t {
+        Tuple::Saddr | Tuple::Daddr => u32::MAX as u128,
+        Tuple::Sport | Tuple::Dport => 0xffff,
+    };
+    base.wrapping_add(add as u128) & w
 }
 
 /// A synthesized program laid out for running: finishes prepared, tests ordered, every
@@ -1995,6 +2001,14 @@ impl Executor {
             }
         }
         self.synth.compiled = compiled;
+        self.synth.quick_exits = program
+            .nodes
+            .iter()
+            .map(|n| match n {
+                Node::Exit { finish, .. } => fast::QuickExit::new(finish),
+                _ => None,
+            })
+            .collect();
         self.synth.rewriters = program
             .nodes
             .iter()
@@ -2805,16 +2819,49 @@ fn leave(n: &Node, p: &mut Packet, regs: &Regs, info: &[Info]) -> ProgramEnd {
     }
 }
 
+/// Adds the operands `l4_ops` (what rewriting addresses and ports changed) to the TCP or UDP
+/// checksum of frame `d`, whose IPv4 header is `hl` bytes long; a UDP checksum of 0 (none)
+/// stays 0, and a UDP sum that comes to 0 is written 0xFFFF (RFC 768).
+#[inline]
+fn fix_l4_checksum(d: &mut [u8], hl: usize, l4_ops: u32) {
+    use crate::program::{fixed_offset, IP_OFFSET};
+    const PROTO: usize = fixed_offset(Field::IpProto);
+    const TCP_CHECKSUM: usize = wire::tcp::field::CHECKSUM.start;
+    const UDP_CHECKSUM: usize = wire::udp::field::CHECKSUM.start;
+    let l4 = IP_OFFSET + hl;
+    if d.len() < l4 {
+        return;
+    }
+    let proto = d.get(PROTO).copied().unwrap_or(0);
+    let ck = l4
+        + if proto == wire::IpProtocol::TCP {
+            TCP_CHECKSUM
+        } else {
+            UDP_CHECKSUM
+        };
+    if let Some(b) = d.get_mut(ck..ck + 2) {
+        let c0 = u16::from_be_bytes([b[0], b[1]]);
+        let c = if proto == wire::IpProtocol::UDP && c0 == 0 {
+            0
+        } else {
+            let c = !fold(u32::from(!c0) + l4_ops);
+            if proto == wire::IpProtocol::UDP {
+                wire::checksum::udp_finish(c)
+            } else {
+                c
+            }
+        };
+        b.copy_from_slice(&c.to_be_bytes());
+    }
+}
+
 /// Makes `p` (the frame as it arrived) what the original chain holds at the node: every
 /// write once, checksums once, then the layout and annotations.
 fn finish_packet(p: &mut Packet, f: &Finish, regs: &Regs) {
     use crate::program::{fixed_offset, store, IP_OFFSET};
     const IHL: usize = fixed_offset(Field::IpIhl);
     const LEN: usize = fixed_offset(Field::IpLen);
-    const PROTO: usize = fixed_offset(Field::IpProto);
     const IP_CHECKSUM: usize = IP_OFFSET + wire::ipv4::field::CHECKSUM.start;
-    const TCP_CHECKSUM: usize = wire::tcp::field::CHECKSUM.start;
-    const UDP_CHECKSUM: usize = wire::udp::field::CHECKSUM.start;
     let base = p.data_offset() as usize;
     let data = p.data();
     let hl = usize::from(data.get(IHL).copied().unwrap_or(0) & 0x0f) * 4;
@@ -2854,28 +2901,8 @@ fn finish_packet(p: &mut Packet, f: &Finish, regs: &Regs) {
         store(d, off, len, x);
     }
     let l4 = IP_OFFSET + hl;
-    if regs.rewrote && d.len() >= l4 {
-        let proto = d.get(PROTO).copied().unwrap_or(0);
-        let ck = l4
-            + if proto == wire::IpProtocol::TCP {
-                TCP_CHECKSUM
-            } else {
-                UDP_CHECKSUM
-            };
-        if let Some(b) = d.get(ck..ck + 2) {
-            let c0 = u16::from_be_bytes([b[0], b[1]]);
-            let c = if proto == wire::IpProtocol::UDP && c0 == 0 {
-                0
-            } else {
-                let c = !fold(u32::from(!c0) + regs.l4_ops);
-                if proto == wire::IpProtocol::UDP {
-                    wire::checksum::udp_finish(c)
-                } else {
-                    c
-                }
-            };
-            store(d, ck, 2, u128::from(c));
-        }
+    if regs.rewrote {
+        fix_l4_checksum(d, hl, regs.l4_ops);
     }
     match f.ip_checksum {
         IpChecksum::Incremental(k) => {

@@ -48,7 +48,7 @@
 //! The table is bounded: when it is full, the oldest entry is evicted (counted).
 
 use super::{finish_packet, Counters, Executor, Kind, NfCounters};
-use crate::program::{frame_location, Finish, Getter, IpChecksum, Regs, Val};
+use crate::program::{frame_location, Finish, Getter, IpChecksum, Regs, Tuple, Val};
 use elements::model::{self, Case, Field, FieldSet, Filter, Group, Headers, Model, Outcome};
 use elements::record::{Access, ReplayView, Step};
 use elements::rewriter::{Direction, FlowInput, PacketInfo};
@@ -591,13 +591,29 @@ impl QuickFinish {
     /// (nothing done) when the frame is too short for the words.
     #[inline]
     fn apply(&self, p: &mut Packet) -> bool {
+        self.apply_with(p, 0, |_, _| {})
+    }
+
+    /// [`QuickFinish::apply`] with more: `placed` writes the frame (given with its IPv4
+    /// header length as it arrived) after the constant bytes and adds, as
+    /// [`finish_packet`]'s placed writes and transport checksum do, and `ip_ops` more
+    /// operands go to the IPv4 checksum.
+    #[inline(always)]
+    fn apply_with(
+        &self,
+        p: &mut Packet,
+        ip_ops: u32,
+        placed: impl FnOnce(&mut [u8], usize),
+    ) -> bool {
         use crate::program::IP_OFFSET;
         const LEN: usize = crate::program::fixed_offset(Field::IpLen);
+        const IHL: usize = crate::program::fixed_offset(Field::IpIhl);
         const IP_CHECKSUM: usize = IP_OFFSET + wire::ipv4::field::CHECKSUM.start;
         let d = p.data_mut();
         if d.len() < self.need {
             return false;
         }
+        let hl = usize::from(d.get(IHL).copied().unwrap_or(0) & 0x0f) * 4;
         let ip_len = usize::from(u16::from_be_bytes([
             d.get(LEN).copied().unwrap_or(0),
             d.get(LEN + 1).copied().unwrap_or(0),
@@ -616,10 +632,12 @@ impl QuickFinish {
                 *b = b.wrapping_add(a);
             }
         }
-        if self.ip_ops != 0 {
+        placed(d, hl);
+        let ops = self.ip_ops + ip_ops;
+        if ops != 0 {
             if let Some(b) = d.get_mut(IP_CHECKSUM..IP_CHECKSUM + 2) {
                 let c0 = u16::from_be_bytes([b[0], b[1]]);
-                let c = !fold(u32::from(!c0) + u32::from(fold(self.ip_ops)));
+                let c = !fold(u32::from(!c0) + u32::from(fold(ops)));
                 b.copy_from_slice(&c.to_be_bytes());
             }
         }
@@ -628,6 +646,76 @@ impl QuickFinish {
         }
         p.pull(usize::from(self.head));
         true
+    }
+}
+
+/// An exit's header action ([`Finish`]) compiled for the remembered paths of synth mode:
+/// [`QuickFinish`] for its constant part, and its writes of the values the path's rewriters
+/// decided (registers), put in place with the path's registers.
+#[derive(Debug)]
+pub(super) struct QuickExit {
+    finish: QuickFinish,
+    /// Writes of register values: where (from the transport header or not, offset, 2 or 4
+    /// bytes), and the register, component and constant added.
+    regs: Vec<(bool, u16, u8, u8, Tuple, i128)>,
+}
+
+impl QuickExit {
+    /// Compiles `f` when its writes other than constant bytes and adds are register values
+    /// of 2 or 4 bytes, it sets no annotations, and its IPv4 checksum is incremental.
+    pub(super) fn new(f: &Finish) -> Option<QuickExit> {
+        // `writes` keeps what [`Finish::prepare`] placed; a write it could not place (not
+        // whole bytes) leaves them unequal.
+        if f.writes.len() != f.placed.len() || f.annos.is_some() {
+            return None;
+        }
+        let mut regs = Vec::new();
+        for w in &f.placed {
+            let Val::Reg(r, t, add) = w.val else {
+                return None;
+            };
+            if w.len != 2 && w.len != 4 {
+                return None;
+            }
+            regs.push((w.transport, w.off, w.len, r, t, add));
+        }
+        let constant = Finish {
+            placed: Vec::new(),
+            writes: Vec::new(),
+            ..f.clone()
+        };
+        Some(QuickExit {
+            finish: QuickFinish::new(&constant, true)?,
+            regs,
+        })
+    }
+
+    /// Applies the action to `p` (the frame as it arrived) with the path's registers
+    /// `regs`, as [`finish_packet`] would; `false` (nothing done) when the frame is too short
+    /// for the compiled words.
+    #[inline]
+    pub(super) fn apply(&self, p: &mut Packet, regs: &Regs) -> bool {
+        self.finish.apply_with(p, regs.ip_ops, |d, hl| {
+            for &(l4, off, len, r, t, add) in &self.regs {
+                let o = usize::from(off)
+                    + if l4 {
+                        crate::program::IP_OFFSET + hl
+                    } else {
+                        0
+                    };
+                let v = super::reg_value(regs, r, t, add);
+                if len == 4 {
+                    if let Some(b) = d.get_mut(o..o + 4) {
+                        b.copy_from_slice(&(v as u32).to_be_bytes());
+                    }
+                } else if let Some(b) = d.get_mut(o..o + 2) {
+                    b.copy_from_slice(&(v as u16).to_be_bytes());
+                }
+            }
+            if regs.rewrote {
+                super::fix_l4_checksum(d, hl, regs.l4_ops);
+            }
+        })
     }
 }
 
@@ -3231,6 +3319,80 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_compiled_exit_writes_what_finish_packet_writes() {
+        // A NAPT's exit (MACs, TTL, a constant source address, the rewriter's port and
+        // destination from registers, both checksums), compiled for remembered paths, gives
+        // finish_packet's bytes on every frame, TCP, UDP and short ones included, or defers.
+        let mut writes = vec![
+            (Field::EthDst, Val::Const(0x0200_0000_0012)),
+            (Field::EthSrc, Val::Const(0x0200_0000_0011)),
+            (Field::IpTtl, Val::Orig(Field::IpTtl, 255)),
+            (Field::IpSrc, Val::Const(0x0a00_6501)),
+            (Field::SrcPort, Val::Reg(0, Tuple::Sport, 0)),
+            (Field::IpDst, Val::Reg(1, Tuple::Daddr, 0)),
+            (Field::DstPort, Val::Reg(1, Tuple::Dport, 3)),
+        ];
+        let mut f = Finish {
+            writes: writes.clone(),
+            head: 14,
+            trim: true,
+            ip_checksum: IpChecksum::Incremental(wire::checksum::TTL_DECREMENT),
+            annos: None,
+            runs: Vec::new(),
+            adds: Vec::new(),
+            placed: Vec::new(),
+        };
+        f.prepare();
+        let q = QuickExit::new(&f).expect("a NAPT's exit compiles");
+        let regs = |rewrote: bool| Regs {
+            flows: vec![[10, 40000, 0x0a01_0002, 53], [7, 1, 0xc0a8_0001, 65534]],
+            ip_ops: 0x1_2345,
+            l4_ops: 0x2_fedc,
+            rewrote,
+        };
+        let mut tcp = udp_frame();
+        tcp[23] = 6;
+        tcp[16..18].copy_from_slice(&46u16.to_be_bytes());
+        tcp[50..52].copy_from_slice(&[0xab, 0xcd]);
+        for base in [udp_frame(), tcp] {
+            for d in frames_around(&base, 2000) {
+                for r in [regs(true), regs(false)] {
+                    let mut a = Packet::from_bytes(&d);
+                    let mut b = Packet::from_bytes(&d);
+                    finish_packet(&mut a, &f, &r);
+                    if q.apply(&mut b, &r) {
+                        assert_eq!(a.data(), b.data(), "frame {d:02x?}");
+                    } else {
+                        assert_eq!(b.data(), &d[..], "left alone when deferred");
+                    }
+                }
+            }
+        }
+        // What it does not compile: annotations, a value read from the packet.
+        f.annos = Some(crate::program::Annotations {
+            mac: None,
+            net: Some(14),
+            transport: true,
+            dst_ip: Val::Const(0),
+            paint: Val::Const(0),
+            packet_type: Val::Const(0),
+            hops: 0,
+        });
+        assert!(QuickExit::new(&f).is_none());
+        writes.push((Field::IpId, Val::Orig(Field::IpLen, 0)));
+        let mut g = Finish {
+            writes,
+            annos: None,
+            runs: Vec::new(),
+            adds: Vec::new(),
+            placed: Vec::new(),
+            ..f
+        };
+        g.prepare();
+        assert!(QuickExit::new(&g).is_none());
     }
 
     #[test]

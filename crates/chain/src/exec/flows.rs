@@ -39,8 +39,9 @@
 //! before, skips the root classifier. ICMP flows are keyed by type, code and echo
 //! identifier, so an echo flow keeps its key as its sequence number changes.
 
-use super::{Counters, Executor, ProgramEnd, SynthState};
-use crate::program::{NodeId, Program, Regs, Step, Track, Val, NO_MAPPING};
+use super::fast::QuickGuards;
+use super::{Counters, Executor, Kind, ProgramEnd, SynthState};
+use crate::program::{Getter, Node, NodeId, Program, Regs, Step, Track, Val, NO_MAPPING};
 use elements::hash::FlowHasher;
 use elements::model::Field;
 use elements::rewriter::{PacketInfo, TCP_REWRITE_MIN, TRANSPORT_MIN};
@@ -56,6 +57,19 @@ const STATE_FLAGS: u8 = 0x07;
 pub(super) struct Regions {
     boxes: Vec<Region>,
     ids: foldhash::HashMap<Region, u32>,
+    /// Each box compiled for the segment that first checked a packet against it (the
+    /// fields are that segment's getters), made then.
+    quick: Vec<Option<QuickRegion>>,
+}
+
+/// A box compiled for one segment: its one-interval tests as [`QuickGuards`] (masked words,
+/// the IPv4 checksum called directly), the others as they are.
+#[derive(Debug, Clone)]
+struct QuickRegion {
+    /// The segment's entry element.
+    el: u32,
+    guards: QuickGuards,
+    rest: Vec<(Getter, Vec<(u128, u128)>)>,
 }
 
 /// A box: allowed intervals per field (index into the segment's fields).
@@ -82,6 +96,62 @@ impl Regions {
     pub(super) fn clear(&mut self) {
         self.boxes.clear();
         self.ids.clear();
+        self.quick.clear();
+    }
+
+    /// Whether frame `view`, at the segment of entry element `el` whose fields `getters`
+    /// reads, is inside box `id` (`None`: no such box). The box is compiled at its first
+    /// check; a frame too short for the compiled words, or a box first compiled for
+    /// another segment, is checked field by field.
+    #[inline]
+    fn contains(
+        &mut self,
+        id: u32,
+        el: u32,
+        getters: &[Getter],
+        view: &crate::program::FrameView<'_>,
+    ) -> Option<bool> {
+        let i = id as usize;
+        let region = self.boxes.get(i)?;
+        if self.quick.len() <= i {
+            self.quick.resize(i + 1, None);
+        }
+        let q = self.quick[i].get_or_insert_with(|| {
+            let mut singles = Vec::new();
+            let mut rest = Vec::new();
+            // A field without a getter reads 0 (below): left to that check.
+            let mut el = el;
+            for (f, iv) in region {
+                let Some(&g) = getters.get(usize::from(*f)) else {
+                    el = u32::MAX;
+                    continue;
+                };
+                match iv.as_slice() {
+                    [(lo, hi)] => singles.push((g, *lo, *hi)),
+                    _ => rest.push((g, iv.clone())),
+                }
+            }
+            QuickRegion {
+                el,
+                guards: QuickGuards::new(&singles),
+                rest,
+            }
+        });
+        let rest_pass = |q: &QuickRegion| {
+            q.rest.iter().all(|(g, iv)| {
+                let v = g.get(view);
+                iv.iter().any(|&(lo, hi)| lo <= v && v <= hi)
+            })
+        };
+        if q.el == el {
+            if let Some(pass) = q.guards.pass(view) {
+                return Some(pass && (q.rest.is_empty() || rest_pass(q)));
+            }
+        }
+        Some(region.iter().all(|(i, iv)| {
+            let v = getters.get(usize::from(*i)).map_or(0, |g| g.get(view));
+            iv.iter().any(|&(lo, hi)| lo <= v && v <= hi)
+        }))
     }
 }
 
@@ -417,6 +487,7 @@ impl Executor {
                     regions,
                     guards,
                     rewriters,
+                    quick_exits,
                     ..
                 },
             elements,
@@ -444,11 +515,7 @@ impl Executor {
         let mut serve = || -> Option<ProgramEnd> {
             let getters = &start_of.get(el as usize)?.as_ref()?.getters;
             let view = crate::program::frame(p.data());
-            let region = regions.boxes.get(f.region as usize)?;
-            let inside = region.iter().all(|(i, iv)| {
-                let v = getters.get(usize::from(*i)).map_or(0, |g| g.get(&view));
-                iv.iter().any(|&(lo, hi)| lo <= v && v <= hi)
-            });
+            let inside = regions.contains(f.region, el, getters, &view)?;
             // `fast_info` also makes sure the flow key's ports are the packet's (a first
             // fragment, its transport header all there).
             let info = fast_info(p.data())?;
@@ -481,12 +548,18 @@ impl Executor {
                 f.pending_bytes.0 += d.len() as u64;
                 f.pending_bytes.1 += u64::from(ip_len);
             }
-            Some(super::leave(
-                prog.nodes.get(f.end as usize)?,
-                p,
-                &f.regs,
-                einfo,
-            ))
+            let end = prog.nodes.get(f.end as usize)?;
+            if let (Some(Some(q)), Node::Exit { element, .. }) =
+                (quick_exits.get(f.end as usize), end)
+            {
+                if q.apply(p, &f.regs) {
+                    return Some(match einfo.get(*element as usize).map(|i| i.kind) {
+                        Some(Kind::Exit(x)) => ProgramEnd::Exit(x),
+                        _ => ProgramEnd::Gone,
+                    });
+                }
+            }
+            Some(super::leave(end, p, &f.regs, einfo))
         };
         serve().ok_or(true)
     }
