@@ -40,6 +40,27 @@ pub const CFG_ENTRIES: u32 = 64;
 /// Slots of the forwarding table's array part (`fwd_slots`, cbox.h).
 pub const FWD_SLOTS: u32 = 4096;
 
+/// Slots of the classifier's array part (`cls_slots`, cbox.h).
+pub const CLS_SLOTS: u32 = 4096;
+
+/// The slot of classifier key `key` in `cls_slots`, cbox.h's `CLS_SLOT`: a hash of the key's
+/// five 32-bit words as the map holds them (host order). Always below [`CLS_SLOTS`].
+pub fn cls_slot(key: &ClsKey) -> u32 {
+    let b = key.to_bytes();
+    let w = |i: usize| u32::from_ne_bytes(get(&b, i * 4));
+    let mut h = w(0).wrapping_mul(0x9e37_79b1)
+        ^ w(1)
+        ^ w(2).rotate_left(11)
+        ^ w(3).rotate_left(22)
+        ^ w(4).wrapping_mul(0x85eb_ca6b);
+    h ^= h >> 16;
+    h = h.wrapping_mul(0x85eb_ca6b);
+    h ^= h >> 13;
+    h = h.wrapping_mul(0xc2b2_ae35);
+    h ^= h >> 16;
+    h & (CLS_SLOTS - 1)
+}
+
 /// Slots of the configuration's array part (`cfg_slots`, cbox.h).
 pub const CFG_SLOTS: u32 = 256;
 
@@ -125,6 +146,18 @@ pub const FWD_SLOT_LAYOUT: Layout = Layout {
     size: 76,
     fields: &[("live", 0), ("pad", 1), ("ent", 4)],
 };
+/// `struct cls_ent`.
+pub const CLS_ENT_LAYOUT: Layout = Layout {
+    name: "cls_ent",
+    size: 64,
+    fields: &[("used", 0), ("spill", 2), ("key", 4), ("meta", 24)],
+};
+/// `struct cls_slot`.
+pub const CLS_SLOT_LAYOUT: Layout = Layout {
+    name: "cls_slot",
+    size: 132,
+    fields: &[("live", 0), ("pad", 1), ("ent", 4)],
+};
 /// `struct cfg_ent`.
 pub const CFG_ENT_LAYOUT: Layout = Layout {
     name: "cfg_ent",
@@ -144,7 +177,7 @@ pub const STAGE_CFG_LAYOUT: Layout = Layout {
     fields: &[("mac", 0), ("flags", 6), ("ifindex", 8)],
 };
 /// Every layout, for the BTF test.
-pub const LAYOUTS: [Layout; 9] = [
+pub const LAYOUTS: [Layout; 11] = [
     FLOW_KEY_LAYOUT,
     CLS_KEY_LAYOUT,
     NSH_META_LAYOUT,
@@ -154,6 +187,8 @@ pub const LAYOUTS: [Layout; 9] = [
     STAGE_CFG_LAYOUT,
     CFG_ENT_LAYOUT,
     CFG_SLOT_LAYOUT,
+    CLS_ENT_LAYOUT,
+    CLS_SLOT_LAYOUT,
 ];
 
 fn off(l: &Layout, field: &str) -> usize {
@@ -514,6 +549,75 @@ impl FwdSlot {
     }
 }
 
+/// One version of a `cls_slots` slot (`struct cls_ent`): an entry or none, and how many keys
+/// of the slot live in the hash `cls_table` (cbox.h).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct ClsVersion {
+    /// The entry (key, NSH), if the version holds one (`used`).
+    pub entry: Option<(ClsKey, NshMeta)>,
+    /// Keys of this slot in the hash (`spill`).
+    pub spill: u16,
+}
+
+/// A slot of `cls_slots` (`struct cls_slot`): two versions and which one packets read
+/// (cbox.h).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct ClsSlot {
+    /// The version packets read: 0 or 1.
+    pub live: u8,
+    /// The two versions.
+    pub ent: [ClsVersion; 2],
+}
+
+impl ClsSlot {
+    /// The live version.
+    pub fn current(&self) -> ClsVersion {
+        self.ent[usize::from(self.live & 1)]
+    }
+
+    /// The map encoding.
+    pub fn to_bytes(&self) -> [u8; 132] {
+        let mut b = [0u8; 132];
+        b[0] = self.live & 1;
+        for (i, e) in self.ent.iter().enumerate() {
+            let at = off(&CLS_SLOT_LAYOUT, "ent") + i * CLS_ENT_LAYOUT.size;
+            put(
+                &mut b,
+                at + off(&CLS_ENT_LAYOUT, "spill"),
+                &e.spill.to_ne_bytes(),
+            );
+            if let Some((key, meta)) = e.entry {
+                put(&mut b, at + off(&CLS_ENT_LAYOUT, "used"), &1u16.to_ne_bytes());
+                put(&mut b, at + off(&CLS_ENT_LAYOUT, "key"), &key.to_bytes());
+                put(&mut b, at + off(&CLS_ENT_LAYOUT, "meta"), &meta.to_bytes());
+            }
+        }
+        b
+    }
+
+    /// Decodes the map encoding.
+    pub fn from_bytes(b: &[u8]) -> Result<ClsSlot, SizeError> {
+        check(&CLS_SLOT_LAYOUT, b)?;
+        let mut out = ClsSlot {
+            live: b[0] & 1,
+            ent: [ClsVersion::default(); 2],
+        };
+        for (i, e) in out.ent.iter_mut().enumerate() {
+            let at = off(&CLS_SLOT_LAYOUT, "ent") + i * CLS_ENT_LAYOUT.size;
+            e.spill = u16::from_ne_bytes(get(b, at + off(&CLS_ENT_LAYOUT, "spill")));
+            if u16::from_ne_bytes(get(b, at + off(&CLS_ENT_LAYOUT, "used"))) != 0 {
+                let k = at + off(&CLS_ENT_LAYOUT, "key");
+                let m = at + off(&CLS_ENT_LAYOUT, "meta");
+                let key = ClsKey::from_bytes(b.get(k..k + CLS_KEY_LAYOUT.size).unwrap_or(&[]))?;
+                let meta =
+                    NshMeta::from_bytes(b.get(m..m + NSH_META_LAYOUT.size).unwrap_or(&[]))?;
+                e.entry = Some((key, meta));
+            }
+        }
+        Ok(out)
+    }
+}
+
 /// A slot of `cfg_slots` (`struct cfg_slot`): two versions of one interface's configuration
 /// and which one packets read (cbox.h). A version is `None` when empty (ifindex 0).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -767,5 +871,46 @@ mod tests {
         assert_eq!(StageCfg::from_bytes(&c.to_bytes()), Ok(c));
         assert!(StageCfg::from_bytes(&[0; 11]).is_err());
         assert_eq!(Counter::DropInner.index(CounterStage::Fwd), 58);
+        let slot = ClsSlot {
+            live: 1,
+            ent: [
+                ClsVersion {
+                    entry: None,
+                    spill: 3,
+                },
+                ClsVersion {
+                    entry: Some((k, m)),
+                    spill: 2,
+                },
+            ],
+        };
+        let sb = slot.to_bytes();
+        assert_eq!(ClsSlot::from_bytes(&sb), Ok(slot));
+        assert_eq!(slot.current().spill, 2);
+        assert_eq!(&sb[4 + 64 + 4..4 + 64 + 24], &k.to_bytes()[..]);
+        assert!(ClsSlot::from_bytes(&sb[..131]).is_err());
+    }
+
+    #[test]
+    fn classifier_slots_spread_keys_and_separate_the_any_interface_key() {
+        let key = |ifindex: u32, sport: u16| ClsKey {
+            ifindex,
+            flow: FlowKey {
+                saddr: Ipv4Addr::new(10, 0, 0, 1),
+                daddr: Ipv4Addr::new(10, 0, 0, 2),
+                sport,
+                dport: 80,
+                proto: 6,
+            },
+        };
+        let mut seen = std::collections::BTreeSet::new();
+        for sport in 0..1024 {
+            let s = cls_slot(&key(3, sport));
+            assert!(s < CLS_SLOTS);
+            seen.insert(s);
+        }
+        // 1024 keys into 4096 slots: a good hash leaves about 1024 · e^(−1/4) ≈ 900 distinct
+        assert!(seen.len() > 850, "{} distinct slots", seen.len());
+        assert_ne!(cls_slot(&key(3, 1)), cls_slot(&key(0, 1)));
     }
 }
