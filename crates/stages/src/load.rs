@@ -18,8 +18,8 @@ use libbpf_rs::{
 };
 
 use crate::maps::{
-    cfg_slot, cls_slot, fwd_slot, CfgSlot, ClsKey, ClsSlot, ClsVersion, Counter, CounterStage, Counters, FlowKey, FwdSlot, FwdVal,
-    NshMeta, SizeError, StageCfg, CTR_PER_STAGE,
+    cfg_slot, cls_slot, fwd_slot, CfgSlot, ClsKey, ClsSlot, ClsVersion, Counter, CounterStage,
+    Counters, FlowKey, FwdSlot, FwdVal, NshMeta, SizeError, StageCfg, CTR_PER_STAGE,
 };
 use crate::Stage;
 
@@ -498,7 +498,12 @@ impl Instance {
             return Ok(());
         }
         // Another key holds the slot: the hash, counted before packets need to look there.
-        update(&self.maps.cls, "cls_table", &key.to_bytes(), &nsh.to_bytes())?;
+        update(
+            &self.maps.cls,
+            "cls_table",
+            &key.to_bytes(),
+            &nsh.to_bytes(),
+        )?;
         if !in_hash {
             self.cls_slot_flip(idx, slot, cur.entry, cur.spill.saturating_add(1))?;
         }

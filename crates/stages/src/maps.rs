@@ -587,7 +587,11 @@ impl ClsSlot {
                 &e.spill.to_ne_bytes(),
             );
             if let Some((key, meta)) = e.entry {
-                put(&mut b, at + off(&CLS_ENT_LAYOUT, "used"), &1u16.to_ne_bytes());
+                put(
+                    &mut b,
+                    at + off(&CLS_ENT_LAYOUT, "used"),
+                    &1u16.to_ne_bytes(),
+                );
                 put(&mut b, at + off(&CLS_ENT_LAYOUT, "key"), &key.to_bytes());
                 put(&mut b, at + off(&CLS_ENT_LAYOUT, "meta"), &meta.to_bytes());
             }
@@ -609,8 +613,7 @@ impl ClsSlot {
                 let k = at + off(&CLS_ENT_LAYOUT, "key");
                 let m = at + off(&CLS_ENT_LAYOUT, "meta");
                 let key = ClsKey::from_bytes(b.get(k..k + CLS_KEY_LAYOUT.size).unwrap_or(&[]))?;
-                let meta =
-                    NshMeta::from_bytes(b.get(m..m + NSH_META_LAYOUT.size).unwrap_or(&[]))?;
+                let meta = NshMeta::from_bytes(b.get(m..m + NSH_META_LAYOUT.size).unwrap_or(&[]))?;
                 e.entry = Some((key, meta));
             }
         }
