@@ -143,19 +143,16 @@ static __always_inline struct stage_cfg *cfg_find(__u32 ifindex, struct stage_cf
 	return buf;
 }
 
+_Static_assert(CLS_SLOTS == 1 << 12, "cls_slot_of keeps the top 12 bits of the product");
+
 /* The slot of classifier key `k` in cls_slots (cbox.h, CLS_SLOT). */
 static __always_inline __u32 cls_slot_of(const struct cls_key *k)
 {
 	const __u32 *w = (const __u32 *)k;
-	__u32 h = w[0] * 0x9e3779b1 ^ w[1] ^ (w[2] << 11 | w[2] >> 21) ^ (w[3] << 22 | w[3] >> 10) ^
-		  w[4] * 0x85ebca6b;
+	__u32 h = w[0] ^ (w[1] << 12 | w[1] >> 20) ^ w[2] ^ (w[3] << 16 | w[3] >> 16) ^
+		  (w[4] << 5 | w[4] >> 27);
 
-	h ^= h >> 16;
-	h *= 0x85ebca6b;
-	h ^= h >> 13;
-	h *= 0xc2b2ae35;
-	h ^= h >> 16;
-	return h & (CLS_SLOTS - 1);
+	return (h * 0x9e3779b1) >> 20;
 }
 
 /* The classifier entry of `key`, copied into `buf`: its slot's live version when that is
