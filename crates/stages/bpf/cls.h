@@ -3,7 +3,8 @@
  * Cls (TC ingress) at a chain's entry, written once for cls.bpf.c (Cls alone, Fwd as the
  * next TC filter) and cls_fwd.bpf.c (Cls and Fwd in one program, what the agents attach):
  * the classifier table maps (ingress interface, 5-tuple) -> the NSH to push, looked up with
- * the exact interface first, then with 0 (any interface). A hit gets an outer Ethernet
+ * the exact interface first, then with 0 (any interface), each in its slot of cls_slots and,
+ * only when that slot has spilled keys, in the hash cls_table (cbox.h, maps.h cls_find). A hit gets an outer Ethernet
  * header (zero MACs, EtherType NSH: Fwd writes the real transport) and the NSH of the entry
  * (next protocol Ethernet; TTL 0 in the entry means 63), and cls_run returns TC_ACT_UNSPEC.
  * Unmatched traffic passes untouched (TC_ACT_OK).
@@ -26,7 +27,7 @@ static __always_inline int cls_run(struct __sk_buff *skb)
 	struct nsh_meta m;
 
 	__builtin_memset(&key, 0, sizeof(key));
-	if (parse_flow(data, data_end, 0, &key.flow) < 0) {
+	if (parse_flow_at0(data, data_end, &key.flow) < 0) {
 		/* Headers may lie beyond the linear part: pull them and try once more. */
 		if (bpf_skb_pull_data(skb, skb->len < 128 ? skb->len : 128) < 0)
 			goto pass;
@@ -37,14 +38,13 @@ static __always_inline int cls_run(struct __sk_buff *skb)
 	}
 	/* At TC ingress, skb->ifindex is the interface the frame arrived on. */
 	key.ifindex = skb->ifindex;
-	struct nsh_meta *hit = bpf_map_lookup_elem(&cls_table, &key);
+	struct nsh_meta *hit = cls_find(&key, &m);
 	if (!hit) {
 		key.ifindex = 0;
-		hit = bpf_map_lookup_elem(&cls_table, &key);
+		hit = cls_find(&key, &m);
 	}
 	if (!hit)
 		goto pass;
-	__builtin_memcpy(&m, hit, sizeof(m));
 	__u32 clen = m.md_type == 1 ? 16 : m.ctx_len;
 	if ((m.md_type != 1 && m.md_type != 2) || clen > NSH_MAX_CTX || (clen & 3)) {
 		count(STAGE_CLS, CTR_DROP_BAD_NSH);

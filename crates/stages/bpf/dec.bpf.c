@@ -18,15 +18,55 @@ static __always_inline int for_us(__u8 *dst, struct stage_cfg *c)
 {
 	if (!c || (c->flags & CFG_ANY_DST))
 		return 1;
-	int bcast = 1, ours = 1;
+	__u8 diff = 0, all = 0xff;
 #pragma unroll
 	for (int i = 0; i < 6; i++) {
-		if (dst[i] != 0xff)
-			bcast = 0;
-		if (dst[i] != c->mac[i])
-			ours = 0;
+		diff |= dst[i] ^ c->mac[i];
+		all &= dst[i];
 	}
-	return bcast || ours;
+	return all == 0xff || diff == 0;
+}
+
+/* The common frame, read at fixed offsets after one bounds check: Ethernet transport without
+ * a VLAN tag, an MD type 1 NSH (next protocol Ethernet), an inner Ethernet frame without a tag
+ * carrying IPv4 without options. */
+#define FAST_INNER (ETH_LEN + NSH_MD1_LEN) /* 38: the inner frame */
+#define FAST_LEN (FAST_INNER + ETH_LEN + 20 + 4) /* 76: up to the inner ports */
+
+/*
+ * Dec's fast path: for the common frame (above), the 5-tuple and the NSH exactly as find_nsh,
+ * parse_flow and nsh_read_meta would give them, and 1; 0 for any other frame (the general path
+ * decides). One bounds check and constant offsets instead of a walk with a check per header.
+ */
+static __always_inline int dec_fast(void *data, void *data_end, struct flow_key *k,
+				    struct nsh_meta *m)
+{
+	__u8 *p = data;
+
+	if (!HAS(data, data_end, 0, FAST_LEN))
+		return 0;
+	__u8 *n = p + ETH_LEN, *e = p + FAST_INNER, *ip = e + ETH_LEN, *l4 = ip + 20;
+
+	if (p[12] != (ETH_P_NSH >> 8) || p[13] != (ETH_P_NSH & 0xff) || (n[0] >> 6) ||
+	    (n[1] & 0x3f) != NSH_MD1_LEN / 4 || (n[2] & 0x0f) != 1 || n[3] != NSH_NP_ETHERNET ||
+	    e[12] != (ETH_P_IP >> 8) || e[13] != (ETH_P_IP & 0xff) || ip[0] != 0x45)
+		return 0;
+	__builtin_memset(k, 0, sizeof(*k));
+	__builtin_memcpy(&k->saddr, ip + 12, 4);
+	__builtin_memcpy(&k->daddr, ip + 16, 4);
+	k->proto = ip[9];
+	if ((k->proto == IPPROTO_TCP_ || k->proto == IPPROTO_UDP_) &&
+	    !((((__u16)ip[6] << 8) | ip[7]) & 0x1fff)) {
+		__builtin_memcpy(&k->sport, l4, 2);
+		__builtin_memcpy(&k->dport, l4 + 2, 2);
+	}
+	__builtin_memset(m, 0, sizeof(*m));
+	m->sph = ((__u32)n[4] << 24) | ((__u32)n[5] << 16) | ((__u32)n[6] << 8) | n[7];
+	m->md_type = 1;
+	m->ttl = ((n[0] & 0x0f) << 2) | (n[1] >> 6);
+	m->ctx_len = NSH_MD1_LEN - NSH_BASE_LEN;
+	__builtin_memcpy(m->ctx, n + NSH_BASE_LEN, NSH_MD1_LEN - NSH_BASE_LEN);
+	return 1;
 }
 
 /* Whether two NSH records are equal, 8 bytes at a time (sizeof(struct nsh_meta) = 40). */
@@ -57,23 +97,29 @@ int dec(struct xdp_md *ctx)
 		count(STAGE_DEC, CTR_PASSED);
 		return XDP_PASS;
 	}
-	int r = find_nsh(data, data_end, &loc);
-	if (r < 0) {
-		count(STAGE_DEC, CTR_PASSED);
-		return XDP_PASS;
-	}
-	if (r > 0) {
-		count(STAGE_DEC, r);
-		return XDP_DROP;
-	}
-	if (loc.next_proto != NSH_NP_ETHERNET ||
-	    parse_flow(data, data_end, loc.inner, &key) < 0) {
-		count(STAGE_DEC, CTR_DROP_INNER);
-		return XDP_DROP;
-	}
-	if (nsh_read_meta(data, data_end, &loc, &meta) < 0) {
-		count(STAGE_DEC, CTR_DROP_TRUNCATED);
-		return XDP_DROP;
+	__u32 inner = FAST_INNER;
+
+	if (!dec_fast(data, data_end, &key, &meta)) {
+		int r = find_nsh(data, data_end, &loc);
+
+		if (r < 0) {
+			count(STAGE_DEC, CTR_PASSED);
+			return XDP_PASS;
+		}
+		if (r > 0) {
+			count(STAGE_DEC, r);
+			return XDP_DROP;
+		}
+		if (loc.next_proto != NSH_NP_ETHERNET ||
+		    parse_flow(data, data_end, loc.inner, &key) < 0) {
+			count(STAGE_DEC, CTR_DROP_INNER);
+			return XDP_DROP;
+		}
+		if (nsh_read_meta(data, data_end, &loc, &meta) < 0) {
+			count(STAGE_DEC, CTR_DROP_TRUNCATED);
+			return XDP_DROP;
+		}
+		inner = loc.inner;
 	}
 	/* Most packets of a flow carry the NSH its entry already holds: an update (a new
 	 * element swapped in) only when it differs. */
@@ -84,7 +130,7 @@ int dec(struct xdp_md *ctx)
 	struct nsh_meta *last = bpf_map_lookup_elem(&last_dec, &zero);
 	if (last)
 		__builtin_memcpy(last, &meta, sizeof(meta));
-	if (bpf_xdp_adjust_head(ctx, (int)loc.inner) < 0) {
+	if (bpf_xdp_adjust_head(ctx, (int)inner) < 0) {
 		count(STAGE_DEC, CTR_DROP_NO_ROOM);
 		return XDP_DROP;
 	}

@@ -196,6 +196,14 @@ static __always_inline int push_eth_nsh(struct __sk_buff *skb, const struct nsh_
 	eth[12] = ETH_P_NSH >> 8;
 	eth[13] = ETH_P_NSH & 0xff;
 	nsh_write_base(eth + ETH_LEN, m);
+	if (clen == NSH_MD1_LEN - NSH_BASE_LEN) {
+		/* MD type 1: the whole header in one bounds check */
+		if (!HAS(data, data_end, 0, ETH_LEN + NSH_MD1_LEN))
+			return -1;
+		__builtin_memcpy(eth + ETH_LEN + NSH_BASE_LEN, m->ctx,
+				 NSH_MD1_LEN - NSH_BASE_LEN);
+		return 0;
+	}
 #pragma unroll
 	for (int i = 0; i < NSH_MAX_CTX / 4; i++) {
 		if ((__u32)i * 4 >= clen)
@@ -289,7 +297,7 @@ static __always_inline int enc_decide(struct __sk_buff *skb, struct flow_key *ke
 	void *data_end = (void *)(long)skb->data_end;
 	struct nsh_meta *p;
 
-	if (parse_flow(data, data_end, 0, key) < 0)
+	if (parse_flow_at0(data, data_end, key) < 0)
 		return verdict(STAGE_ENC, CTR_PASSED, TC_ACT_OK);
 	p = bpf_map_lookup_elem(&proxy_table, key);
 	if (p) {

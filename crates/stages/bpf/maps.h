@@ -21,6 +21,14 @@ struct {
 } cls_table SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, CLS_SLOTS);
+	__type(key, __u32);
+	__type(value, struct cls_slot);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} cls_slots SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, PROXY_ENTRIES);
 	__type(key, struct flow_key);
@@ -129,6 +137,46 @@ static __always_inline struct stage_cfg *cfg_find(__u32 ifindex, struct stage_cf
 		}
 	}
 	h = bpf_map_lookup_elem(&cfg, &ifindex);
+	if (!h)
+		return NULL;
+	__builtin_memcpy(buf, h, sizeof(*buf));
+	return buf;
+}
+
+_Static_assert(CLS_SLOTS == 1 << 12, "cls_slot_of keeps the top 12 bits of the product");
+
+/* The slot of classifier key `k` in cls_slots (cbox.h, CLS_SLOT). */
+static __always_inline __u32 cls_slot_of(const struct cls_key *k)
+{
+	const __u32 *w = (const __u32 *)k;
+	__u32 h = w[0] ^ (w[1] << 12 | w[1] >> 20) ^ w[2] ^ (w[3] << 16 | w[3] >> 16) ^
+		  (w[4] << 5 | w[4] >> 27);
+
+	return (h * 0x9e3779b1) >> 20;
+}
+
+/* The classifier entry of `key`, copied into `buf`: its slot's live version when that is
+ * `key`'s, else the hash's when the slot has spilled keys (cbox.h, cls_slots). Returns `buf`, or
+ * NULL when `key` has no entry. */
+static __always_inline struct nsh_meta *cls_find(const struct cls_key *key, struct nsh_meta *buf)
+{
+	__u32 idx = cls_slot_of(key);
+	struct cls_slot *s = bpf_map_lookup_elem(&cls_slots, &idx);
+	struct nsh_meta *h;
+
+	if (s) {
+		struct cls_ent *e = &s->ent[s->live & 1];
+		const __u32 *a = (const __u32 *)&e->key, *b = (const __u32 *)key;
+
+		if (e->used &&
+		    !((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]) | (a[3] ^ b[3]) | (a[4] ^ b[4]))) {
+			__builtin_memcpy(buf, &e->meta, sizeof(*buf));
+			return buf;
+		}
+		if (!e->spill)
+			return NULL;
+	}
+	h = bpf_map_lookup_elem(&cls_table, key);
 	if (!h)
 		return NULL;
 	__builtin_memcpy(buf, h, sizeof(*buf));

@@ -18,8 +18,8 @@ use libbpf_rs::{
 };
 
 use crate::maps::{
-    cfg_slot, fwd_slot, CfgSlot, ClsKey, Counter, CounterStage, Counters, FlowKey, FwdSlot, FwdVal,
-    NshMeta, SizeError, StageCfg, CTR_PER_STAGE,
+    cfg_slot, cls_slot, fwd_slot, CfgSlot, ClsKey, ClsSlot, ClsVersion, Counter, CounterStage,
+    Counters, FlowKey, FwdSlot, FwdVal, NshMeta, SizeError, StageCfg, CTR_PER_STAGE,
 };
 use crate::Stage;
 
@@ -137,8 +137,9 @@ pub fn ensure_bpffs() -> Result<()> {
 }
 
 /// The names the maps are pinned under (maps.h).
-pub const MAP_NAMES: [&str; 8] = [
+pub const MAP_NAMES: [&str; 9] = [
     "cls_table",
+    "cls_slots",
     "proxy_table",
     "fwd_table",
     "fwd_slots",
@@ -150,6 +151,7 @@ pub const MAP_NAMES: [&str; 8] = [
 
 struct Maps {
     cls: MapHandle,
+    cls_slots: MapHandle,
     proxy: MapHandle,
     fwd: MapHandle,
     fwd_slots: MapHandle,
@@ -167,6 +169,7 @@ impl Maps {
         };
         Ok(Maps {
             cls: open("cls_table")?,
+            cls_slots: open("cls_slots")?,
             proxy: open("proxy_table")?,
             fwd: open("fwd_table")?,
             fwd_slots: open("fwd_slots")?,
@@ -283,7 +286,7 @@ impl Instance {
         let maps = Maps::open(&dir)?;
         let mut objects = BTreeMap::new();
         objects.insert("noop", noop);
-        Ok(Instance {
+        let inst = Instance {
             name: name.to_string(),
             dir,
             attached: Vec::new(),
@@ -291,7 +294,14 @@ impl Instance {
             maps,
             clsact: Default::default(),
             keep: false,
-        })
+        };
+        if let Err(e) = inst.cls_spill_recount() {
+            // Maps reused from a pin stay as they were.
+            let mut inst = inst;
+            inst.keep();
+            return Err(e);
+        }
+        Ok(inst)
     }
 
     /// The instance's name.
@@ -465,29 +475,148 @@ impl Instance {
 
     // ---- typed map access ----
 
-    /// Adds or replaces a classifier entry.
+    /// Adds or replaces a classifier entry: in its slot of `cls_slots` when the slot is free
+    /// or already `key`'s, else in the hash `cls_table`, counted in the slot's `spill`
+    /// (cbox.h). A slot is rewritten like a forwarding slot (the version packets do not read,
+    /// then the flip): never a half-written entry on the fast path.
     pub fn insert_cls(&self, key: &ClsKey, nsh: &NshMeta) -> Result<()> {
+        let idx = cls_slot(key);
+        let slot = self.cls_slot_read(idx)?;
+        let cur = slot.current();
+        let in_hash = self.cls_in_hash(key)?;
+        let free = match cur.entry {
+            None => true,
+            Some((owner, _)) => owner == *key,
+        };
+        if free {
+            // A copy the hash held goes: at rest a key is in one place.
+            let spill = cur.spill.saturating_sub(u16::from(in_hash));
+            self.cls_slot_flip(idx, slot, Some((*key, *nsh)), spill)?;
+            if in_hash {
+                delete(&self.maps.cls, "cls_table", &key.to_bytes())?;
+            }
+            return Ok(());
+        }
+        // Another key holds the slot: the hash, counted before packets need to look there.
         update(
             &self.maps.cls,
             "cls_table",
             &key.to_bytes(),
             &nsh.to_bytes(),
-        )
+        )?;
+        if !in_hash {
+            self.cls_slot_flip(idx, slot, cur.entry, cur.spill.saturating_add(1))?;
+        }
+        Ok(())
     }
 
     /// Deletes a classifier entry (absent: no error).
     pub fn delete_cls(&self, key: &ClsKey) -> Result<()> {
-        delete(&self.maps.cls, "cls_table", &key.to_bytes())
+        let idx = cls_slot(key);
+        let mut slot = self.cls_slot_read(idx)?;
+        if matches!(slot.current().entry, Some((owner, _)) if owner == *key) {
+            let spill = slot.current().spill;
+            self.cls_slot_flip(idx, slot, None, spill)?;
+            slot = self.cls_slot_read(idx)?;
+        }
+        if self.cls_in_hash(key)? {
+            delete(&self.maps.cls, "cls_table", &key.to_bytes())?;
+            let cur = slot.current();
+            self.cls_slot_flip(idx, slot, cur.entry, cur.spill.saturating_sub(1))?;
+        }
+        Ok(())
     }
 
-    /// Every classifier entry, sorted by key.
+    /// Every classifier entry (slots and hash), sorted by key.
     pub fn list_cls(&self) -> Result<Vec<(ClsKey, NshMeta)>> {
-        list(
+        let mut all: BTreeMap<ClsKey, NshMeta> = list(
             &self.maps.cls,
             "cls_table",
             ClsKey::from_bytes,
             NshMeta::from_bytes,
+        )?
+        .into_iter()
+        .collect();
+        for idx in 0..crate::maps::CLS_SLOTS {
+            if let Some((key, nsh)) = self.cls_slot_read(idx)?.current().entry {
+                all.insert(key, nsh);
+            }
+        }
+        Ok(all.into_iter().collect())
+    }
+
+    /// Whether the hash `cls_table` holds `key`.
+    fn cls_in_hash(&self, key: &ClsKey) -> Result<bool> {
+        Ok(self
+            .maps
+            .cls
+            .lookup(&key.to_bytes(), MapFlags::ANY)
+            .map_err(bpf(|| "read cls_table".to_string()))?
+            .is_some())
+    }
+
+    /// Slot `idx` of `cls_slots`.
+    fn cls_slot_read(&self, idx: u32) -> Result<ClsSlot> {
+        match self
+            .maps
+            .cls_slots
+            .lookup(&idx.to_ne_bytes(), MapFlags::ANY)
+            .map_err(bpf(|| "read cls_slots".to_string()))?
+        {
+            Some(v) => Ok(ClsSlot::from_bytes(&v)?),
+            None => Ok(ClsSlot::default()),
+        }
+    }
+
+    /// Makes (`entry`, `spill`) the live version of slot `idx` (now `slot`), as
+    /// `fwd_slot_flip` does.
+    fn cls_slot_flip(
+        &self,
+        idx: u32,
+        mut slot: ClsSlot,
+        entry: Option<(ClsKey, NshMeta)>,
+        spill: u16,
+    ) -> Result<()> {
+        let next = (slot.live & 1) ^ 1;
+        slot.ent[usize::from(next)] = ClsVersion { entry, spill };
+        update(
+            &self.maps.cls_slots,
+            "cls_slots",
+            &idx.to_ne_bytes(),
+            &slot.to_bytes(),
+        )?;
+        slot.live = next;
+        update(
+            &self.maps.cls_slots,
+            "cls_slots",
+            &idx.to_ne_bytes(),
+            &slot.to_bytes(),
         )
+    }
+
+    /// Makes every slot's `spill` the number of keys of that slot in the hash `cls_table`:
+    /// maps reused from a pin (an earlier process, an earlier build without `cls_slots`) may
+    /// hold hash entries no slot counts, which Cls would never look up.
+    fn cls_spill_recount(&self) -> Result<()> {
+        let mut want: BTreeMap<u32, u16> = BTreeMap::new();
+        for (key, _) in list(
+            &self.maps.cls,
+            "cls_table",
+            ClsKey::from_bytes,
+            NshMeta::from_bytes,
+        )? {
+            let n = want.entry(cls_slot(&key)).or_insert(0);
+            *n = n.saturating_add(1);
+        }
+        for idx in 0..crate::maps::CLS_SLOTS {
+            let slot = self.cls_slot_read(idx)?;
+            let cur = slot.current();
+            let spill = want.get(&idx).copied().unwrap_or(0);
+            if cur.spill != spill {
+                self.cls_slot_flip(idx, slot, cur.entry, spill)?;
+            }
+        }
+        Ok(())
     }
 
     /// Adds or replaces a proxy entry.

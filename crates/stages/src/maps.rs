@@ -40,6 +40,19 @@ pub const CFG_ENTRIES: u32 = 64;
 /// Slots of the forwarding table's array part (`fwd_slots`, cbox.h).
 pub const FWD_SLOTS: u32 = 4096;
 
+/// Slots of the classifier's array part (`cls_slots`, cbox.h).
+pub const CLS_SLOTS: u32 = 4096;
+
+/// The slot of classifier key `key` in `cls_slots`, cbox.h's `CLS_SLOT`: a hash of the key's
+/// five 32-bit words as the map holds them (host order), folded and multiplied, the top 12
+/// bits of the product. Always below [`CLS_SLOTS`].
+pub fn cls_slot(key: &ClsKey) -> u32 {
+    let b = key.to_bytes();
+    let w = |i: usize| u32::from_ne_bytes(get(&b, i * 4));
+    let h = w(0) ^ w(1).rotate_left(12) ^ w(2) ^ w(3).rotate_left(16) ^ w(4).rotate_left(5);
+    h.wrapping_mul(0x9e37_79b1) >> 20
+}
+
 /// Slots of the configuration's array part (`cfg_slots`, cbox.h).
 pub const CFG_SLOTS: u32 = 256;
 
@@ -125,6 +138,18 @@ pub const FWD_SLOT_LAYOUT: Layout = Layout {
     size: 76,
     fields: &[("live", 0), ("pad", 1), ("ent", 4)],
 };
+/// `struct cls_ent`.
+pub const CLS_ENT_LAYOUT: Layout = Layout {
+    name: "cls_ent",
+    size: 64,
+    fields: &[("used", 0), ("spill", 2), ("key", 4), ("meta", 24)],
+};
+/// `struct cls_slot`.
+pub const CLS_SLOT_LAYOUT: Layout = Layout {
+    name: "cls_slot",
+    size: 132,
+    fields: &[("live", 0), ("pad", 1), ("ent", 4)],
+};
 /// `struct cfg_ent`.
 pub const CFG_ENT_LAYOUT: Layout = Layout {
     name: "cfg_ent",
@@ -144,7 +169,7 @@ pub const STAGE_CFG_LAYOUT: Layout = Layout {
     fields: &[("mac", 0), ("flags", 6), ("ifindex", 8)],
 };
 /// Every layout, for the BTF test.
-pub const LAYOUTS: [Layout; 9] = [
+pub const LAYOUTS: [Layout; 11] = [
     FLOW_KEY_LAYOUT,
     CLS_KEY_LAYOUT,
     NSH_META_LAYOUT,
@@ -154,6 +179,8 @@ pub const LAYOUTS: [Layout; 9] = [
     STAGE_CFG_LAYOUT,
     CFG_ENT_LAYOUT,
     CFG_SLOT_LAYOUT,
+    CLS_ENT_LAYOUT,
+    CLS_SLOT_LAYOUT,
 ];
 
 fn off(l: &Layout, field: &str) -> usize {
@@ -514,6 +541,78 @@ impl FwdSlot {
     }
 }
 
+/// One version of a `cls_slots` slot (`struct cls_ent`): an entry or none, and how many keys
+/// of the slot live in the hash `cls_table` (cbox.h).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct ClsVersion {
+    /// The entry (key, NSH), if the version holds one (`used`).
+    pub entry: Option<(ClsKey, NshMeta)>,
+    /// Keys of this slot in the hash (`spill`).
+    pub spill: u16,
+}
+
+/// A slot of `cls_slots` (`struct cls_slot`): two versions and which one packets read
+/// (cbox.h).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct ClsSlot {
+    /// The version packets read: 0 or 1.
+    pub live: u8,
+    /// The two versions.
+    pub ent: [ClsVersion; 2],
+}
+
+impl ClsSlot {
+    /// The live version.
+    pub fn current(&self) -> ClsVersion {
+        self.ent[usize::from(self.live & 1)]
+    }
+
+    /// The map encoding.
+    pub fn to_bytes(&self) -> [u8; 132] {
+        let mut b = [0u8; 132];
+        b[0] = self.live & 1;
+        for (i, e) in self.ent.iter().enumerate() {
+            let at = off(&CLS_SLOT_LAYOUT, "ent") + i * CLS_ENT_LAYOUT.size;
+            put(
+                &mut b,
+                at + off(&CLS_ENT_LAYOUT, "spill"),
+                &e.spill.to_ne_bytes(),
+            );
+            if let Some((key, meta)) = e.entry {
+                put(
+                    &mut b,
+                    at + off(&CLS_ENT_LAYOUT, "used"),
+                    &1u16.to_ne_bytes(),
+                );
+                put(&mut b, at + off(&CLS_ENT_LAYOUT, "key"), &key.to_bytes());
+                put(&mut b, at + off(&CLS_ENT_LAYOUT, "meta"), &meta.to_bytes());
+            }
+        }
+        b
+    }
+
+    /// Decodes the map encoding.
+    pub fn from_bytes(b: &[u8]) -> Result<ClsSlot, SizeError> {
+        check(&CLS_SLOT_LAYOUT, b)?;
+        let mut out = ClsSlot {
+            live: b[0] & 1,
+            ent: [ClsVersion::default(); 2],
+        };
+        for (i, e) in out.ent.iter_mut().enumerate() {
+            let at = off(&CLS_SLOT_LAYOUT, "ent") + i * CLS_ENT_LAYOUT.size;
+            e.spill = u16::from_ne_bytes(get(b, at + off(&CLS_ENT_LAYOUT, "spill")));
+            if u16::from_ne_bytes(get(b, at + off(&CLS_ENT_LAYOUT, "used"))) != 0 {
+                let k = at + off(&CLS_ENT_LAYOUT, "key");
+                let m = at + off(&CLS_ENT_LAYOUT, "meta");
+                let key = ClsKey::from_bytes(b.get(k..k + CLS_KEY_LAYOUT.size).unwrap_or(&[]))?;
+                let meta = NshMeta::from_bytes(b.get(m..m + NSH_META_LAYOUT.size).unwrap_or(&[]))?;
+                e.entry = Some((key, meta));
+            }
+        }
+        Ok(out)
+    }
+}
+
 /// A slot of `cfg_slots` (`struct cfg_slot`): two versions of one interface's configuration
 /// and which one packets read (cbox.h). A version is `None` when empty (ifindex 0).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -767,5 +866,71 @@ mod tests {
         assert_eq!(StageCfg::from_bytes(&c.to_bytes()), Ok(c));
         assert!(StageCfg::from_bytes(&[0; 11]).is_err());
         assert_eq!(Counter::DropInner.index(CounterStage::Fwd), 58);
+        let slot = ClsSlot {
+            live: 1,
+            ent: [
+                ClsVersion {
+                    entry: None,
+                    spill: 3,
+                },
+                ClsVersion {
+                    entry: Some((k, m)),
+                    spill: 2,
+                },
+            ],
+        };
+        let sb = slot.to_bytes();
+        assert_eq!(ClsSlot::from_bytes(&sb), Ok(slot));
+        assert_eq!(slot.current().spill, 2);
+        assert_eq!(&sb[4 + 64 + 4..4 + 64 + 24], &k.to_bytes()[..]);
+        assert!(ClsSlot::from_bytes(&sb[..131]).is_err());
+    }
+
+    #[test]
+    fn classifier_slots_spread_keys_and_separate_the_any_interface_key() {
+        let key = |ifindex: u32, s: [u8; 4], d: [u8; 4], sport: u16, dport: u16| ClsKey {
+            ifindex,
+            flow: FlowKey {
+                saddr: s.into(),
+                daddr: d.into(),
+                sport,
+                dport,
+                proto: 6,
+            },
+        };
+        let (a, b) = ([10, 0, 0, 1], [10, 0, 0, 2]);
+        let runs: [Box<dyn Fn(u16) -> ClsKey>; 4] = [
+            Box::new(|n| key(3, a, b, n, 80)),
+            Box::new(|n| key(3, a, b, 40000, n)),
+            Box::new(|n| key(3, [10, 0, (n >> 8) as u8, n as u8], b, 40000, 80)),
+            Box::new(|n| key(3, a, [10, 0, (n >> 8) as u8, n as u8], 40000, 80)),
+        ];
+        let mut shared = 0;
+        for run in &runs {
+            let mut seen = std::collections::BTreeSet::new();
+            for n in 0..1024 {
+                let k = run(n);
+                let s = cls_slot(&k);
+                assert!(s < CLS_SLOTS);
+                seen.insert(s);
+                // The reply direction and the any-interface key go elsewhere (mostly).
+                let r = key(
+                    3,
+                    k.flow.daddr.octets(),
+                    k.flow.saddr.octets(),
+                    k.flow.dport,
+                    k.flow.sport,
+                );
+                shared += usize::from(s == cls_slot(&r));
+                shared += usize::from(s == cls_slot(&ClsKey { ifindex: 0, ..k }));
+            }
+            // 1024 random keys would take about 4096 · (1 − e^(−1/4)) ≈ 906 slots
+            assert!(seen.len() > 900, "{} distinct slots", seen.len());
+        }
+        // 8192 pairs, about 2 sharing a slot if slots were random
+        assert!(
+            shared <= 8,
+            "{shared} keys share a slot with their reply or any-interface key"
+        );
     }
 }

@@ -9,7 +9,7 @@ mod common;
 use common::{TC_ACT_OK, TC_ACT_SHOT, TC_ACT_UNSPEC};
 use std::net::Ipv4Addr;
 
-use stages::maps::{ClsKey, Counter, CounterStage, FlowKey, FwdAction, FwdVal, NshMeta};
+use stages::maps::{cls_slot, ClsKey, Counter, CounterStage, FlowKey, FwdAction, FwdVal, NshMeta};
 use stages::{Instance, Stage};
 use wire::build::{Frame, Nsh};
 use wire::nsh::Tlv;
@@ -336,4 +336,140 @@ fn cls_fwd_classifies_and_forwards_at_once() {
         common::nonzero(&i, CounterStage::Fwd),
         vec![(Counter::Packets, 1), (Counter::DropUnknownSpi, 1)]
     );
+}
+
+/// The classifier's two parts (cbox.h, `cls_slots`): three keys of one slot, the first in the
+/// slot and the next in the hash (counted in the slot's `spill`), the third in neither; an
+/// any-interface entry behind a busy slot; replace and delete in the hash; an entry that
+/// moves from the hash into its freed slot and is deleted there (no copy left behind); the
+/// count going back to 0.
+#[test]
+fn classifier_entries_sharing_a_slot() {
+    let Some(mut i) = common::instance("cls-slots") else {
+        return;
+    };
+    let key = |ifindex: u32, sport: u16| ClsKey {
+        ifindex,
+        flow: flow(6, sport, 80),
+    };
+    // Three source ports whose exact keys share a slot.
+    let mut by_slot = std::collections::BTreeMap::<u32, Vec<u16>>::new();
+    let mut ports = None;
+    for sport in 1..=u16::MAX {
+        let v = by_slot.entry(cls_slot(&key(LO, sport))).or_default();
+        v.push(sport);
+        if v.len() == 3 {
+            ports = Some((v[0], v[1], v[2]));
+            break;
+        }
+    }
+    let (s1, s2, s3) = ports.expect("4096 slots: three of 65535 keys share one");
+    assert_ne!(cls_slot(&key(LO, s3)), cls_slot(&key(0, s3)));
+    let frame = |sport: u16| {
+        Frame::tcp([172, 16, 0, 1], [172, 16, 9, 9], sport, 80)
+            .payload(b"GET /")
+            .build()
+    };
+    let run = |i: &mut Instance, sport: u16| {
+        let o = i.test_run(Stage::Cls, &frame(sport), 0).unwrap();
+        (o.ret, o.frame)
+    };
+    let pushed = |spi: u32, sport: u16| {
+        (
+            TC_ACT_UNSPEC,
+            Nsh::md1(spi, 255, [spi; 4])
+                .ttl(20)
+                .ethernet([0; 6], [0; 6], &frame(sport)),
+        )
+    };
+    let passed = |sport: u16| (TC_ACT_OK, frame(sport));
+    let nsh = |spi: u32| NshMeta::md1(spi, 255, 20, [spi; 4]);
+
+    i.insert_cls(&key(LO, s1), &nsh(1)).unwrap(); // the slot
+    i.insert_cls(&key(LO, s2), &nsh(2)).unwrap(); // the hash
+    assert_eq!(run(&mut i, s1), pushed(1, s1));
+    assert_eq!(run(&mut i, s2), pushed(2, s2));
+    assert_eq!(run(&mut i, s3), passed(s3), "in neither part");
+    // The exact key misses in a busy slot; the any-interface entry still applies.
+    i.insert_cls(&key(0, s3), &nsh(3)).unwrap();
+    assert_eq!(run(&mut i, s3), pushed(3, s3));
+    // Replace in the hash.
+    i.insert_cls(&key(LO, s2), &nsh(4)).unwrap();
+    assert_eq!(run(&mut i, s2), pushed(4, s2));
+    assert_eq!(
+        i.list_cls().unwrap(),
+        vec![
+            (key(0, s3), nsh(3)),
+            (key(LO, s1), nsh(1)),
+            (key(LO, s2), nsh(4))
+        ]
+    );
+    // The slot's key goes: the hash's is still found.
+    i.delete_cls(&key(LO, s1)).unwrap();
+    assert_eq!(run(&mut i, s1), passed(s1));
+    assert_eq!(run(&mut i, s2), pushed(4, s2));
+    // Inserted again, the hash's key moves into the freed slot; deleted there, nothing is
+    // left of it.
+    i.insert_cls(&key(LO, s2), &nsh(5)).unwrap();
+    assert_eq!(run(&mut i, s2), pushed(5, s2));
+    i.delete_cls(&key(LO, s2)).unwrap();
+    assert_eq!(run(&mut i, s2), passed(s2));
+    assert_eq!(i.list_cls().unwrap(), vec![(key(0, s3), nsh(3))]);
+    // Back to one key in the slot and one in the hash, then the hash's deleted.
+    i.insert_cls(&key(LO, s1), &nsh(1)).unwrap();
+    i.insert_cls(&key(LO, s3), &nsh(6)).unwrap();
+    assert_eq!(
+        run(&mut i, s3),
+        pushed(6, s3),
+        "the exact key before the any key"
+    );
+    i.delete_cls(&key(LO, s3)).unwrap();
+    assert_eq!(run(&mut i, s3), pushed(3, s3));
+    assert_eq!(run(&mut i, s1), pushed(1, s1));
+    i.delete_cls(&key(0, s3)).unwrap();
+    assert_eq!(run(&mut i, s3), passed(s3));
+    assert_eq!(i.list_cls().unwrap(), vec![(key(LO, s1), nsh(1))]);
+}
+
+/// Frames at the edges of the fixed-offset parse (untagged IPv4 without options, ports
+/// present): IPv4 options and a later fragment take the general path or ports 0, and are
+/// classified by the same 5-tuple.
+#[test]
+fn frames_at_the_fast_parse_edges_are_classified_alike() {
+    let Some(mut i) = common::instance("cls-edges") else {
+        return;
+    };
+    let (a, b) = ([172, 16, 0, 1], [172, 16, 9, 9]);
+    let cases = [
+        (
+            Frame::tcp(a, b, 5555, 80)
+                .ip_options(&[1, 1, 1, 0])
+                .payload(b"with options")
+                .build(),
+            flow(6, 5555, 80),
+        ),
+        (
+            Frame::udp(a, b, 53, 5353)
+                .fragment(false, false, 16)
+                .payload(b"later fragment")
+                .build(),
+            flow(17, 0, 0),
+        ),
+    ];
+    for (n, (frame, key)) in cases.into_iter().enumerate() {
+        let spi = 0x40 + n as u32;
+        i.insert_cls(
+            &ClsKey {
+                ifindex: 0,
+                flow: key,
+            },
+            &NshMeta::md1(spi, 255, 9, [1; 4]),
+        )
+        .unwrap();
+        let want = Nsh::md1(spi, 255, [1; 4])
+            .ttl(9)
+            .ethernet([0; 6], [0; 6], &frame);
+        expect_push(&mut i, &frame, &want);
+        i.clear_counters().unwrap();
+    }
 }

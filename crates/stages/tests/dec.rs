@@ -410,3 +410,55 @@ fn configuration_sharing_a_slot() {
         ]
     );
 }
+
+/// Inner frames at the edges of Dec's fixed-offset path (MD type 1 over Ethernet, inner IPv4
+/// without options): IPv4 options (the general path), a later fragment (ports 0), the first
+/// fragment (ports read), ICMP (no ports): the same 5-tuple and NSH either way.
+#[test]
+fn md1_inner_frames_at_the_fast_path_edges() {
+    let Some(mut i) = common::instance("dec-md1-edges") else {
+        return;
+    };
+    configure(&i, 0);
+    let (a, b) = ([10, 0, 0, 1], [10, 0, 0, 2]);
+    let key = |proto: u8, sport: u16, dport: u16| FlowKey {
+        saddr: a.into(),
+        daddr: b.into(),
+        sport,
+        dport,
+        proto,
+    };
+    let cases = [
+        (
+            Frame::tcp(a, b, 40000, 443)
+                .ip_options(&[1, 1, 1, 0])
+                .payload(b"with options")
+                .build(),
+            key(6, 40000, 443),
+        ),
+        (
+            Frame::udp(a, b, 53, 5353)
+                .fragment(false, false, 8)
+                .payload(b"later fragment")
+                .build(),
+            key(17, 0, 0),
+        ),
+        (
+            Frame::udp(a, b, 53, 5353)
+                .fragment(false, true, 0)
+                .payload(b"first fragment")
+                .build(),
+            key(17, 53, 5353),
+        ),
+        (Frame::icmp(a, b, 8, 0).build(), key(1, 0, 0)),
+    ];
+    for (inner, k) in cases {
+        let frame = Nsh::md1(0x77, 200, [9, 8, 7, 6])
+            .ttl(33)
+            .ethernet(OUR_MAC, PEER_MAC, &inner);
+        let meta = NshMeta::md1(0x77, 200, 33, [9, 8, 7, 6]);
+        expect_decap(&mut i, &frame, &inner, k, meta);
+        i.delete_proxy(&k).unwrap();
+        i.clear_counters().unwrap();
+    }
+}

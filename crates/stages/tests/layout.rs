@@ -112,4 +112,7 @@ fn counters_and_flags_match_cbox_h() {
     assert_eq!(get("PROXY_ENTRIES"), u64::from(PROXY_ENTRIES));
     assert_eq!(get("FWD_ENTRIES"), u64::from(FWD_ENTRIES));
     assert_eq!(get("CFG_ENTRIES"), u64::from(CFG_ENTRIES));
+    assert_eq!(get("CLS_SLOTS"), u64::from(CLS_SLOTS));
+    assert_eq!(get("FWD_SLOTS"), u64::from(FWD_SLOTS));
+    assert_eq!(get("CFG_SLOTS"), u64::from(CFG_SLOTS));
 }
