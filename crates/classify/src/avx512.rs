@@ -25,7 +25,7 @@
 
 #![allow(unsafe_code)]
 
-use crate::{leaf_span, Flat, Tree, BATCH, LEAF_NONE, LEAF_ONE, LEAF_TWO};
+use crate::{leaf_span, Flat, KeyValue, Tree, BATCH, LEAF_NONE, LEAF_ONE, LEAF_TWO};
 use std::arch::x86_64::*;
 
 // A leaf's ranges are read as `u32`s in the order low, high.
@@ -57,7 +57,7 @@ impl Keys {
     /// Takes the first `dims` (1 to 8) values of each of `keys` (at most [`BATCH`], each
     /// with at least `dims` values); false (the buffer then unusable until the next fill)
     /// when one does not fit `u32`, or when those conditions or AVX-512F are missing.
-    pub(crate) fn fill<K: AsRef<[u64]>>(&mut self, keys: &[K], dims: usize) -> bool {
+    pub(crate) fn fill<K: AsRef<[V]>, V: KeyValue>(&mut self, keys: &[K], dims: usize) -> bool {
         if !available()
             || !(1..=8).contains(&dims)
             || keys.len() > BATCH
@@ -78,10 +78,14 @@ impl Keys {
     }
 }
 
-/// [`Keys::fill`] once its conditions hold: one masked load, compare, narrowing and
-/// 64-byte store per key.
+/// [`Keys::fill`] once its conditions hold: per key, one masked load, (for `u64` values) a
+/// compare and a narrowing, and one 64-byte store.
 #[target_feature(enable = "avx512f")]
-fn fill_avx512<K: AsRef<[u64]>>(table: &mut [u32; 16 * BATCH], keys: &[K], dims: usize) -> bool {
+fn fill_avx512<K: AsRef<[V]>, V: KeyValue>(
+    table: &mut [u32; 16 * BATCH],
+    keys: &[K],
+    dims: usize,
+) -> bool {
     let m = ((1u32 << dims.min(8)) - 1) as u8;
     let max = _mm512_set1_epi64(i64::from(u32::MAX));
     let ones = _mm512_set1_epi32(-1);
@@ -91,11 +95,17 @@ fn fill_avx512<K: AsRef<[u64]>>(table: &mut [u32; 16 * BATCH], keys: &[K], dims:
         if k.len() < dims {
             return false;
         }
-        // SAFETY: `k` has at least `dims` values (checked above), exactly the lanes of
-        // `m`; masked-off lanes are not read.
-        let v = unsafe { _mm512_maskz_loadu_epi64(m, k.as_ptr().cast()) };
-        over |= _mm512_mask_cmpgt_epu64_mask(m, v, max);
-        let r = _mm512_inserti64x4::<0>(ones, _mm512_cvtepi64_epi32(v));
+        let r = if V::BYTES == 8 {
+            // SAFETY: `k` has at least `dims` values of 8 bytes (checked above), exactly
+            // the lanes of `m`; masked-off lanes are not read.
+            let v = unsafe { _mm512_maskz_loadu_epi64(m, k.as_ptr().cast()) };
+            over |= _mm512_mask_cmpgt_epu64_mask(m, v, max);
+            _mm512_inserti64x4::<0>(ones, _mm512_cvtepi64_epi32(v))
+        } else {
+            // SAFETY: `k` has at least `dims` values of 4 bytes (`V` is `u32`, the only
+            // other `KeyValue`), exactly the lanes of `m`; masked-off lanes are not read.
+            unsafe { _mm512_mask_loadu_epi32(ones, u16::from(m), k.as_ptr().cast()) }
+        };
         // SAFETY: `row` is 16 writable `u32`s (64 bytes); the store is unaligned.
         unsafe { _mm512_storeu_si512(row.as_mut_ptr().cast(), r) };
     }
