@@ -573,15 +573,22 @@ impl SimdKeys {
     }
 }
 
-/// The AVX-512 lookup of the keys `idx` in tree `t` (see `avx512::tree`): false when it
-/// cannot be used there.
+/// The AVX-512 lookup of the first `n` keys in tree `t` (see `avx512::tree`; `all`: every
+/// key, without reading `best`): false when it cannot be used there.
 #[cfg(target_arch = "x86_64")]
-fn simd_tree(t: &Tree, dims: usize, keys: &SimdKeys, n: usize, best: &mut [u32; BATCH]) -> bool {
-    avx512::tree(t, dims, keys, n, best)
+fn simd_tree(
+    t: &Tree,
+    dims: usize,
+    keys: &SimdKeys,
+    n: usize,
+    best: &mut [u32; BATCH],
+    all: bool,
+) -> bool {
+    avx512::tree(t, dims, keys, n, best, all)
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn simd_tree(_: &Tree, _: usize, _: &SimdKeys, _: usize, _: &mut [u32; BATCH]) -> bool {
+fn simd_tree(_: &Tree, _: usize, _: &SimdKeys, _: usize, _: &mut [u32; BATCH], _: bool) -> bool {
     false
 }
 
@@ -1431,8 +1438,9 @@ impl Classifier {
     fn simd_block(&self, keys: &SimdKeys, n: usize, out: &mut [Option<usize>]) {
         // Best rule so far per key (`u32::MAX`: none); rule indices fit `u32`.
         let mut best = [u32::MAX; BATCH];
-        for t in &self.trees {
-            if !simd_tree(t, self.dims, keys, n, &mut best) {
+        for (ti, t) in self.trees.iter().enumerate() {
+            // The first tree walks every key (each one's best is still none).
+            if !simd_tree(t, self.dims, keys, n, &mut best, ti == 0) {
                 // (Not reached: `classify_batch` checked every tree has its walk form.)
                 for (i, b) in best.iter_mut().enumerate().take(n) {
                     if *b > t.first {
