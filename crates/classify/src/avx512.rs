@@ -9,7 +9,8 @@
 //! from registers holding the keys field by field (two-source permutes and blends, no
 //! gather); an unsigned compare and a masked blend. Nodes are mirrored as `[u32; 2]`
 //! ([`walk_entry`](crate::walk_entry)); keys as a table of 64-byte rows, one per key (its
-//! fields as `u32`, then `u32::MAX`), each written by one masked load, narrowing and store.
+//! fields as `u32`, then `u32::MAX`), each written by one masked load (and for `u64` keys
+//! a narrowing) and a store; the table is kept per thread across calls.
 //!
 //! **Leaves.** The walk hands back each key's last walk entry, which says whether its leaf
 //! has no rule, one (and where), two (and where) or more. One rule is checked without a

@@ -1266,7 +1266,8 @@ impl Classifier {
     /// Classifies many keys at once: `out[i]` becomes [`classify`](Self::classify)`(keys[i])`
     /// (the index of the first rule `keys[i]` matches, if any).
     ///
-    /// Keys are any slices of values, one per field (`&[[u64; 5]]`, `&[Vec<u64>]`, ...);
+    /// Keys are any slices of values, one per field (`&[[u64; 5]]`, `&[[u32; 5]]`,
+    /// `&[Vec<u64>]`, ...);
     /// values beyond the classifier's [`dims`](Self::dims) are ignored. It is faster than
     /// one [`classify`](Self::classify) call per key: blocks of [`BATCH`] keys go through
     /// each tree [`LANES`] at a time, in lockstep, each step choosing every key's child
