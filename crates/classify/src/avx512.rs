@@ -9,7 +9,8 @@
 //! from registers holding the keys field by field (two-source permutes and blends, no
 //! gather); an unsigned compare and a masked blend. Nodes are mirrored as `[u32; 2]`
 //! ([`walk_entry`](crate::walk_entry)); keys as a table of 64-byte rows, one per key (its
-//! fields as `u32`, then `u32::MAX`), each written by one masked load, narrowing and store.
+//! fields as `u32`, then `u32::MAX`), each written by one masked load (and for `u64` keys
+//! a narrowing) and a store; the table is kept per thread across calls.
 //!
 //! **Leaves.** The walk hands back each key's last walk entry, which says whether its leaf
 //! has no rule, one (and where), two (and where) or more. One rule is checked without a
@@ -25,12 +26,18 @@
 
 #![allow(unsafe_code)]
 
-use crate::{leaf_span, Flat, Tree, BATCH, LEAF_NONE, LEAF_ONE, LEAF_TWO};
+use crate::{leaf_span, Flat, KeyValue, Tree, BATCH, LEAF_NONE, LEAF_ONE, LEAF_TWO};
 use std::arch::x86_64::*;
 
 // A leaf's ranges are read as `u32`s in the order low, high.
 const _: () =
     assert!(std::mem::offset_of!((u32, u32), 0) == 0 && std::mem::offset_of!((u32, u32), 1) == 4);
+
+/// An array on 64-byte boundaries: each 64-byte store to it sits in one cache line, so a
+/// load of part of it soon after is forwarded from the store (one straddling two lines
+/// waits for it to reach the cache).
+#[repr(C, align(64))]
+struct Lines<T>(T);
 
 /// Whether this CPU can run [`tree`].
 pub(crate) fn available() -> bool {
@@ -38,7 +45,8 @@ pub(crate) fn available() -> bool {
 }
 
 /// The keys of a block as [`tree`] reads them (one buffer for all the blocks of a
-/// batch: each block overwrites the rows of its keys).
+/// batch: each block overwrites the rows of its keys). Rows sit on cache lines.
+#[repr(C, align(64))]
 pub(crate) struct Keys {
     /// `table[i * 16 + s]`: field `s` of key `i` as `u32` (`s` < 8), `u32::MAX` in slots
     /// 8 to 15 (those that leaves and jumps select, see [`walk_entry`](crate::walk_entry)).
@@ -57,7 +65,7 @@ impl Keys {
     /// Takes the first `dims` (1 to 8) values of each of `keys` (at most [`BATCH`], each
     /// with at least `dims` values); false (the buffer then unusable until the next fill)
     /// when one does not fit `u32`, or when those conditions or AVX-512F are missing.
-    pub(crate) fn fill<K: AsRef<[u64]>>(&mut self, keys: &[K], dims: usize) -> bool {
+    pub(crate) fn fill<K: AsRef<[V]>, V: KeyValue>(&mut self, keys: &[K], dims: usize) -> bool {
         if !available()
             || !(1..=8).contains(&dims)
             || keys.len() > BATCH
@@ -78,10 +86,14 @@ impl Keys {
     }
 }
 
-/// [`Keys::fill`] once its conditions hold: one masked load, compare, narrowing and
-/// 64-byte store per key.
+/// [`Keys::fill`] once its conditions hold: per key, one masked load, (for `u64` values) a
+/// compare and a narrowing, and one 64-byte store.
 #[target_feature(enable = "avx512f")]
-fn fill_avx512<K: AsRef<[u64]>>(table: &mut [u32; 16 * BATCH], keys: &[K], dims: usize) -> bool {
+fn fill_avx512<K: AsRef<[V]>, V: KeyValue>(
+    table: &mut [u32; 16 * BATCH],
+    keys: &[K],
+    dims: usize,
+) -> bool {
     let m = ((1u32 << dims.min(8)) - 1) as u8;
     let max = _mm512_set1_epi64(i64::from(u32::MAX));
     let ones = _mm512_set1_epi32(-1);
@@ -91,11 +103,17 @@ fn fill_avx512<K: AsRef<[u64]>>(table: &mut [u32; 16 * BATCH], keys: &[K], dims:
         if k.len() < dims {
             return false;
         }
-        // SAFETY: `k` has at least `dims` values (checked above), exactly the lanes of
-        // `m`; masked-off lanes are not read.
-        let v = unsafe { _mm512_maskz_loadu_epi64(m, k.as_ptr().cast()) };
-        over |= _mm512_mask_cmpgt_epu64_mask(m, v, max);
-        let r = _mm512_inserti64x4::<0>(ones, _mm512_cvtepi64_epi32(v));
+        let r = if V::BYTES == 8 {
+            // SAFETY: `k` has at least `dims` values of 8 bytes (checked above), exactly
+            // the lanes of `m`; masked-off lanes are not read.
+            let v = unsafe { _mm512_maskz_loadu_epi64(m, k.as_ptr().cast()) };
+            over |= _mm512_mask_cmpgt_epu64_mask(m, v, max);
+            _mm512_inserti64x4::<0>(ones, _mm512_cvtepi64_epi32(v))
+        } else {
+            // SAFETY: `k` has at least `dims` values of 4 bytes (`V` is `u32`, the only
+            // other `KeyValue`), exactly the lanes of `m`; masked-off lanes are not read.
+            unsafe { _mm512_mask_loadu_epi32(ones, u16::from(m), k.as_ptr().cast()) }
+        };
         // SAFETY: `row` is 16 writable `u32`s (64 bytes); the store is unaligned.
         unsafe { _mm512_storeu_si512(row.as_mut_ptr().cast(), r) };
     }
@@ -107,7 +125,19 @@ fn fill_avx512<K: AsRef<[u64]>>(table: &mut [u32; 16 * BATCH], keys: &[K], dims:
 /// tree's best rule, and lowers `best[i]` to the first rule key `i` matches there, if that
 /// is lower. Returns false, having done nothing, when the tree or `dims` do not fit (no
 /// walk form, 2^27 nodes or more, more than 8 fields) or the CPU has no AVX-512F.
-pub(crate) fn tree(t: &Tree, dims: usize, keys: &Keys, n: usize, best: &mut [u32; BATCH]) -> bool {
+///
+/// `all` walks all `n` keys without reading `best` (for a block's first tree, where every
+/// `best` is `u32::MAX`: reading back as one 64-byte load what was just written in smaller
+/// stores stalls until those reach the cache, 7 % of the time on acl5). Walking a key
+/// whose `best` cannot be beaten changes nothing but the time.
+pub(crate) fn tree(
+    t: &Tree,
+    dims: usize,
+    keys: &Keys,
+    n: usize,
+    best: &mut [u32; BATCH],
+    all: bool,
+) -> bool {
     if t.walk.is_empty()
         || t.walk.len() >= 1 << 27
         || !(1..=8).contains(&dims)
@@ -120,59 +150,86 @@ pub(crate) fn tree(t: &Tree, dims: usize, keys: &Keys, n: usize, best: &mut [u32
     // SAFETY: AVX-512F is present (checked above); the other preconditions of
     // `tree_avx512` (a non-empty walk of fewer than 2^27 entries, 1 to 8 fields, at most
     // 64 keys) were checked above.
-    unsafe { tree_avx512(t, dims, keys, n, best) };
+    unsafe { tree_avx512(t, dims, keys, n, best, all) };
     true
 }
 
 #[target_feature(enable = "avx512f")]
-fn tree_avx512(t: &Tree, dims: usize, keys: &Keys, n: usize, best: &mut [u32; BATCH]) {
+fn tree_avx512(t: &Tree, dims: usize, keys: &Keys, n: usize, best: &mut [u32; BATCH], all: bool) {
     // The keys for which this tree's best rule could still win, packed in order (16 more
     // entries of room for whole-register stores).
-    let mut which = [0u32; BATCH + 16];
-    let mut m = 0usize;
-    let first = _mm512_set1_epi32(t.first as i32);
+    let mut which = Lines([0u32; BATCH + 16]);
+    let which_all = &mut which.0;
     let iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    for (c, b) in best.chunks_exact(16).enumerate() {
-        let valid = if n >= 16 * (c + 1) {
-            u16::MAX
-        } else {
-            ((1u32 << n.saturating_sub(16 * c)) - 1) as u16
-        };
-        // SAFETY: `b` is 16 readable `u32`s (64 bytes); the load is unaligned.
-        let b = unsafe { _mm512_loadu_si512(b.as_ptr().cast()) };
-        let k = _mm512_mask_cmpgt_epu32_mask(valid, b, first);
-        let ids = _mm512_maskz_compress_epi32(
-            k,
-            _mm512_add_epi32(iota, _mm512_set1_epi32(16 * c as i32)),
-        );
-        // SAFETY: `m` <= 16 * c <= 48, and `which` holds 80: 16 writable `u32`s at `m`;
-        // the store is unaligned.
-        unsafe { _mm512_storeu_si512(which.as_mut_ptr().add(m.min(BATCH)).cast(), ids) };
-        m += k.count_ones() as usize;
-    }
-    let m = m.min(BATCH);
-    if m == 0 {
-        return;
-    }
-    // Lanes past the keys repeat the last one.
-    let last = which[m - 1];
-    for w in &mut which[m..] {
-        *w = last;
-    }
-    let which: &[u32; BATCH] = which[..BATCH].try_into().unwrap_or(&[0; BATCH]);
+    let m = if all {
+        let m = n.min(BATCH);
+        if m == 0 {
+            return;
+        }
+        // Keys 0..m, then the last one again: whole aligned registers, so that the walk's
+        // loads of them are forwarded from these stores.
+        let last = _mm512_set1_epi32(m as i32 - 1);
+        for (c, w) in which_all.chunks_exact_mut(16).enumerate() {
+            let ids = _mm512_min_epu32(
+                _mm512_add_epi32(iota, _mm512_set1_epi32(16 * c as i32)),
+                last,
+            );
+            // SAFETY: `w` is 16 writable `u32`s (64 bytes); the store is unaligned.
+            unsafe { _mm512_storeu_si512(w.as_mut_ptr().cast(), ids) };
+        }
+        m
+    } else {
+        let mut m = 0usize;
+        let mut last = 0u32;
+        let first = _mm512_set1_epi32(t.first as i32);
+        for (c, b) in best.chunks_exact(16).enumerate() {
+            let valid = if n >= 16 * (c + 1) {
+                u16::MAX
+            } else {
+                ((1u32 << n.saturating_sub(16 * c)) - 1) as u16
+            };
+            // SAFETY: `b` is 16 readable `u32`s (64 bytes); the load is unaligned.
+            let b = unsafe { _mm512_loadu_si512(b.as_ptr().cast()) };
+            let k = _mm512_mask_cmpgt_epu32_mask(valid, b, first);
+            let ids = _mm512_maskz_compress_epi32(
+                k,
+                _mm512_add_epi32(iota, _mm512_set1_epi32(16 * c as i32)),
+            );
+            // SAFETY: `m` <= 16 * c <= 48, and `which` holds 80: 16 writable `u32`s at
+            // `m`; the store is unaligned.
+            unsafe { _mm512_storeu_si512(which_all.as_mut_ptr().add(m.min(BATCH)).cast(), ids) };
+            m += k.count_ones() as usize;
+            if k != 0 {
+                // (Not read back from `which`: a load of part of a store that straddles
+                // two cache lines waits for it to reach the cache.)
+                last = 16 * c as u32 + 15 - k.leading_zeros();
+            }
+        }
+        let m = m.min(BATCH);
+        if m == 0 {
+            return;
+        }
+        // Lanes past the keys repeat the last one.
+        for w in &mut which_all[m..] {
+            *w = last;
+        }
+        m
+    };
+    let which: &[u32; BATCH] = which_all[..BATCH].try_into().unwrap_or(&[0; BATCH]);
     let idx = &which[..m];
     // Each key's leaf, as its walk entry: `[cut, right | slot << 28]`.
-    let mut at = [0u32; BATCH];
-    let mut rd = [0u32; BATCH];
+    let mut at = Lines([0u32; BATCH]);
+    let mut rd = Lines([0u32; BATCH]);
+    let (at, rd) = (&mut at.0, &mut rd.0);
     // Keys in registers: the number of fields rounded up to 2, 4, 5 or 8 (extra
     // registers hold slots no inner node selects).
     macro_rules! walk_d {
         ($d:literal) => {
             match idx.len().div_ceil(16) {
-                1 => walk::<1, $d>(&t.walk, &keys.table, &which, &mut at, &mut rd),
-                2 => walk::<2, $d>(&t.walk, &keys.table, &which, &mut at, &mut rd),
-                3 => walk::<3, $d>(&t.walk, &keys.table, &which, &mut at, &mut rd),
-                _ => walk::<4, $d>(&t.walk, &keys.table, &which, &mut at, &mut rd),
+                1 => walk::<1, $d>(&t.walk, &keys.table, which, at, rd),
+                2 => walk::<2, $d>(&t.walk, &keys.table, which, at, rd),
+                3 => walk::<3, $d>(&t.walk, &keys.table, which, at, rd),
+                _ => walk::<4, $d>(&t.walk, &keys.table, which, at, rd),
             }
         };
     }
@@ -190,7 +247,7 @@ fn tree_avx512(t: &Tree, dims: usize, keys: &Keys, n: usize, best: &mut [u32; BA
     // Lane `2f` and `2f + 1` of a key's pair register: its field `f`.
     let twice = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
     let rules = &t.leaf_rules;
-    for ((&a, &r), &i) in at.iter().zip(&rd).zip(idx) {
+    for ((&a, &r), &i) in at.iter().zip(rd.iter()).zip(idx) {
         let i = i as usize % BATCH;
         let bi = best[i] as usize;
         match r >> 28 {
