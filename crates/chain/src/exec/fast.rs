@@ -343,7 +343,26 @@ impl Consolidated {
     #[inline]
     fn apply(&self, own: &Own, p: &mut Packet) {
         if let Some(q) = &self.quick_finish {
-            if q.apply(p) {
+            let done = if self.tuple == 0 && !self.rewrote && !self.ops {
+                q.apply(p)
+            } else {
+                // The flow's tuple values, then the transport checksum, after the
+                // template's bytes (they write other bytes) and before the IPv4 checksum.
+                let (ip_ops, l4_ops) = if self.ops {
+                    (own.ip_ops, own.l4_ops)
+                } else {
+                    (0, 0)
+                };
+                q.apply_with(p, ip_ops, |d, hl| {
+                    if self.tuple != 0 {
+                        write_tuple_hl(d, hl, self.tuple, &own.tuple);
+                    }
+                    if self.rewrote {
+                        super::fix_l4_checksum(d, hl, l4_ops);
+                    }
+                })
+            };
+            if done {
                 return;
             }
         }
@@ -544,13 +563,13 @@ struct QuickFinish {
 }
 
 impl QuickFinish {
-    /// Compiles `f` when it is of that kind and the entry writes no tuple values or
-    /// checksum operands of its flows (`plain`).
-    fn new(f: &Finish, plain: bool) -> Option<QuickFinish> {
+    /// Compiles `f` when it is of that kind (an entry's flows may add their tuple values
+    /// and checksum operands: [`QuickFinish::apply_with`]).
+    fn new(f: &Finish) -> Option<QuickFinish> {
         let IpChecksum::Incremental(ip_ops) = f.ip_checksum else {
             return None;
         };
-        if !plain || !f.placed.is_empty() || !f.writes.is_empty() || f.annos.is_some() {
+        if !f.placed.is_empty() || !f.writes.is_empty() || f.annos.is_some() {
             return None;
         }
         // The runs' bytes, later runs over earlier ones (as they are copied in order).
@@ -685,7 +704,7 @@ impl QuickExit {
             ..f.clone()
         };
         Some(QuickExit {
-            finish: QuickFinish::new(&constant, true)?,
+            finish: QuickFinish::new(&constant)?,
             regs,
         })
     }
@@ -734,6 +753,12 @@ fn tuple_at(hl: usize) -> [(usize, bool); 4] {
 #[inline]
 fn write_tuple(d: &mut [u8], mask: u8, vals: &[u32; 4]) {
     let hl = usize::from(d.get(14).copied().unwrap_or(0) & 0x0f) * 4;
+    write_tuple_hl(d, hl, mask, vals);
+}
+
+/// [`write_tuple`] in a frame whose IPv4 header is `hl` bytes long.
+#[inline(always)]
+fn write_tuple_hl(d: &mut [u8], hl: usize, mask: u8, vals: &[u32; 4]) {
     for (i, (off, wide)) in tuple_at(hl).into_iter().enumerate() {
         if mask >> i & 1 == 0 {
             continue;
@@ -3089,10 +3114,7 @@ fn consolidate(
     }
     let c = Consolidated {
         quick: QuickGuards::new(&ranges),
-        quick_finish: QuickFinish::new(
-            &finish,
-            tuple == 0 && !t.rewrote && t.ip_ops == 0 && t.l4_ops == 0,
-        ),
+        quick_finish: QuickFinish::new(&finish),
         ranges,
         tests,
         negatives,
@@ -3303,8 +3325,7 @@ mod tests {
                 placed: Vec::new(),
             };
             f.prepare();
-            let q = QuickFinish::new(&f, true).expect("a router's action compiles");
-            assert!(QuickFinish::new(&f, false).is_none());
+            let q = QuickFinish::new(&f).expect("a router's action compiles");
             let mut base = udp_frame();
             base.extend_from_slice(&[0xee; 6]); // beyond the IPv4 length: trimmed
             for d in frames_around(&base, 2000) {
