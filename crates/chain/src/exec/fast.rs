@@ -353,7 +353,8 @@ impl Consolidated {
                 } else {
                     (0, 0)
                 };
-                q.apply_with(p, ip_ops, |d, hl| {
+                q.apply_with(p, ip_ops, |d| {
+                    let hl = ip_header_len(d);
                     if self.tuple != 0 {
                         write_tuple_hl(d, hl, self.tuple, &own.tuple);
                     }
@@ -572,6 +573,16 @@ impl QuickFinish {
         if !f.placed.is_empty() || !f.writes.is_empty() || f.annos.is_some() {
             return None;
         }
+        // The header length is read after the constant bytes are written (`apply_with`):
+        // an action that writes its byte is left to `finish_packet`, which reads it before.
+        const IHL: usize = crate::program::fixed_offset(Field::IpIhl);
+        let touches =
+            |off: u16, len: usize| (usize::from(off)..usize::from(off) + len).contains(&IHL);
+        if f.runs.iter().any(|(o, b)| touches(*o, b.len()))
+            || f.adds.iter().any(|(o, _)| touches(*o, 1))
+        {
+            return None;
+        }
         // The runs' bytes, later runs over earlier ones (as they are copied in order).
         let mut bytes: BTreeMap<usize, u8> = BTreeMap::new();
         for (off, b) in &f.runs {
@@ -610,29 +621,22 @@ impl QuickFinish {
     /// (nothing done) when the frame is too short for the words.
     #[inline]
     fn apply(&self, p: &mut Packet) -> bool {
-        self.apply_with(p, 0, |_, _| {})
+        self.apply_with(p, 0, |_| {})
     }
 
-    /// [`QuickFinish::apply`] with more: `placed` writes the frame (given with its IPv4
-    /// header length as it arrived) after the constant bytes and adds, as
-    /// [`finish_packet`]'s placed writes and transport checksum do, and `ip_ops` more
-    /// operands go to the IPv4 checksum.
+    /// [`QuickFinish::apply`] with more: `placed` writes the frame after the constant bytes
+    /// and adds, as [`finish_packet`]'s placed writes and transport checksum do (the IPv4
+    /// header length byte is as it arrived: [`QuickFinish::new`] compiles no write of it),
+    /// and `ip_ops` more operands go to the IPv4 checksum.
     #[inline(always)]
-    fn apply_with(
-        &self,
-        p: &mut Packet,
-        ip_ops: u32,
-        placed: impl FnOnce(&mut [u8], usize),
-    ) -> bool {
+    fn apply_with(&self, p: &mut Packet, ip_ops: u32, placed: impl FnOnce(&mut [u8])) -> bool {
         use crate::program::IP_OFFSET;
         const LEN: usize = crate::program::fixed_offset(Field::IpLen);
-        const IHL: usize = crate::program::fixed_offset(Field::IpIhl);
         const IP_CHECKSUM: usize = IP_OFFSET + wire::ipv4::field::CHECKSUM.start;
         let d = p.data_mut();
         if d.len() < self.need {
             return false;
         }
-        let hl = usize::from(d.get(IHL).copied().unwrap_or(0) & 0x0f) * 4;
         let ip_len = usize::from(u16::from_be_bytes([
             d.get(LEN).copied().unwrap_or(0),
             d.get(LEN + 1).copied().unwrap_or(0),
@@ -651,7 +655,7 @@ impl QuickFinish {
                 *b = b.wrapping_add(a);
             }
         }
-        placed(d, hl);
+        placed(d);
         let ops = self.ip_ops + ip_ops;
         if ops != 0 {
             if let Some(b) = d.get_mut(IP_CHECKSUM..IP_CHECKSUM + 2) {
@@ -714,7 +718,8 @@ impl QuickExit {
     /// for the compiled words.
     #[inline]
     pub(super) fn apply(&self, p: &mut Packet, regs: &Regs) -> bool {
-        self.finish.apply_with(p, regs.ip_ops, |d, hl| {
+        self.finish.apply_with(p, regs.ip_ops, |d| {
+            let hl = ip_header_len(d);
             for &(l4, off, len, r, t, add) in &self.regs {
                 let o = usize::from(off)
                     + if l4 {
@@ -752,8 +757,13 @@ fn tuple_at(hl: usize) -> [(usize, bool); 4] {
 /// frame `d` (nothing where the frame is too short).
 #[inline]
 fn write_tuple(d: &mut [u8], mask: u8, vals: &[u32; 4]) {
-    let hl = usize::from(d.get(14).copied().unwrap_or(0) & 0x0f) * 4;
-    write_tuple_hl(d, hl, mask, vals);
+    write_tuple_hl(d, ip_header_len(d), mask, vals);
+}
+
+/// The IPv4 header length of frame `d` (IPv4 at 14), as written.
+#[inline(always)]
+fn ip_header_len(d: &[u8]) -> usize {
+    usize::from(d.get(14).copied().unwrap_or(0) & 0x0f) * 4
 }
 
 /// [`write_tuple`] in a frame whose IPv4 header is `hl` bytes long.
