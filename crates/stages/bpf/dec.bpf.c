@@ -45,21 +45,13 @@ static __always_inline int dec_fast(void *data, void *data_end, struct flow_key 
 
 	if (!HAS(data, data_end, 0, FAST_LEN))
 		return 0;
-	__u8 *n = p + ETH_LEN, *e = p + FAST_INNER, *ip = e + ETH_LEN, *l4 = ip + 20;
+	__u8 *n = p + ETH_LEN, *e = p + FAST_INNER, *ip = e + ETH_LEN;
 
 	if (p[12] != (ETH_P_NSH >> 8) || p[13] != (ETH_P_NSH & 0xff) || (n[0] >> 6) ||
 	    (n[1] & 0x3f) != NSH_MD1_LEN / 4 || (n[2] & 0x0f) != 1 || n[3] != NSH_NP_ETHERNET ||
 	    e[12] != (ETH_P_IP >> 8) || e[13] != (ETH_P_IP & 0xff) || ip[0] != 0x45)
 		return 0;
-	__builtin_memset(k, 0, sizeof(*k));
-	__builtin_memcpy(&k->saddr, ip + 12, 4);
-	__builtin_memcpy(&k->daddr, ip + 16, 4);
-	k->proto = ip[9];
-	if ((k->proto == IPPROTO_TCP_ || k->proto == IPPROTO_UDP_) &&
-	    !((((__u16)ip[6] << 8) | ip[7]) & 0x1fff)) {
-		__builtin_memcpy(&k->sport, l4, 2);
-		__builtin_memcpy(&k->dport, l4 + 2, 2);
-	}
+	flow_ipv4_fixed(ip, k);
 	__builtin_memset(m, 0, sizeof(*m));
 	m->sph = ((__u32)n[4] << 24) | ((__u32)n[5] << 16) | ((__u32)n[6] << 8) | n[7];
 	m->md_type = 1;

@@ -129,6 +129,22 @@ static __always_inline int parse_flow(void *data, void *data_end, __u32 off, str
  * at fixed offsets. */
 #define FLOW0_LEN (ETH_LEN + 20 + 4)
 
+/* The 5-tuple of an IPv4 header without options at `ip` (its ports at ip + 20, which the
+ * caller checked are there), as parse_flow gives it: ports only for TCP and UDP first
+ * fragments. */
+static __always_inline void flow_ipv4_fixed(const __u8 *ip, struct flow_key *k)
+{
+	__builtin_memset(k, 0, sizeof(*k));
+	__builtin_memcpy(&k->saddr, ip + 12, 4);
+	__builtin_memcpy(&k->daddr, ip + 16, 4);
+	k->proto = ip[9];
+	if ((k->proto == IPPROTO_TCP_ || k->proto == IPPROTO_UDP_) &&
+	    !((((__u16)ip[6] << 8) | ip[7]) & 0x1fff)) {
+		__builtin_memcpy(&k->sport, ip + 20, 2);
+		__builtin_memcpy(&k->dport, ip + 22, 2);
+	}
+}
+
 /* parse_flow at offset 0, with a fast path for the common frame (no VLAN tag, IPv4 without
  * options, the ports present): one bounds check and constant offsets, the same 5-tuple. Any
  * other frame takes parse_flow. */
@@ -139,15 +155,7 @@ static __always_inline int parse_flow_at0(void *data, void *data_end, struct flo
 	if (!HAS(data, data_end, 0, FLOW0_LEN) || p[12] != (ETH_P_IP >> 8) ||
 	    p[13] != (ETH_P_IP & 0xff) || ip[0] != 0x45)
 		return parse_flow(data, data_end, 0, k);
-	__builtin_memset(k, 0, sizeof(*k));
-	__builtin_memcpy(&k->saddr, ip + 12, 4);
-	__builtin_memcpy(&k->daddr, ip + 16, 4);
-	k->proto = ip[9];
-	if ((k->proto == IPPROTO_TCP_ || k->proto == IPPROTO_UDP_) &&
-	    !((((__u16)ip[6] << 8) | ip[7]) & 0x1fff)) {
-		__builtin_memcpy(&k->sport, ip + 20, 2);
-		__builtin_memcpy(&k->dport, ip + 22, 2);
-	}
+	flow_ipv4_fixed(ip, k);
 	return 0;
 }
 

@@ -3304,6 +3304,22 @@ mod tests {
         assert_eq!(q.pass(&Headers::new(&base, Some(14))), Some(false));
     }
 
+    /// A header action of `writes` with a TTL decrement's checksum, prepared.
+    fn prepared(writes: Vec<(Field, Val)>, head: u16, trim: bool) -> Finish {
+        let mut f = Finish {
+            writes,
+            head,
+            trim,
+            ip_checksum: IpChecksum::Incremental(wire::checksum::TTL_DECREMENT),
+            annos: None,
+            runs: Vec::new(),
+            adds: Vec::new(),
+            placed: Vec::new(),
+        };
+        f.prepare();
+        f
+    }
+
     #[test]
     fn a_compiled_header_action_writes_what_finish_packet_writes() {
         // A router's action (MACs, TTL decrement, incremental checksum, trim; with and
@@ -3324,17 +3340,7 @@ mod tests {
                 writes.push((Field::IpTos, Val::Const(0x2e)));
                 writes.push((Field::EtherType, Val::Const(0x0800)));
             }
-            let mut f = Finish {
-                writes,
-                head,
-                trim,
-                ip_checksum: IpChecksum::Incremental(wire::checksum::TTL_DECREMENT),
-                annos: None,
-                runs: Vec::new(),
-                adds: Vec::new(),
-                placed: Vec::new(),
-            };
-            f.prepare();
+            let f = prepared(writes, head, trim);
             let q = QuickFinish::new(&f).expect("a router's action compiles");
             let mut base = udp_frame();
             base.extend_from_slice(&[0xee; 6]); // beyond the IPv4 length: trimmed
@@ -3366,17 +3372,7 @@ mod tests {
             (Field::IpDst, Val::Reg(1, Tuple::Daddr, 0)),
             (Field::DstPort, Val::Reg(1, Tuple::Dport, 3)),
         ];
-        let mut f = Finish {
-            writes: writes.clone(),
-            head: 14,
-            trim: true,
-            ip_checksum: IpChecksum::Incremental(wire::checksum::TTL_DECREMENT),
-            annos: None,
-            runs: Vec::new(),
-            adds: Vec::new(),
-            placed: Vec::new(),
-        };
-        f.prepare();
+        let mut f = prepared(writes.clone(), 14, true);
         let q = QuickExit::new(&f).expect("a NAPT's exit compiles");
         let regs = |rewrote: bool| Regs {
             flows: vec![[10, 40000, 0x0a01_0002, 53], [7, 1, 0xc0a8_0001, 65534]],
@@ -3413,17 +3409,12 @@ mod tests {
             hops: 0,
         });
         assert!(QuickExit::new(&f).is_none());
+        // A write of the IPv4 header length's byte (read after the constant bytes).
+        let mut ihl = writes.clone();
+        ihl.push((Field::IpIhl, Val::Const(6)));
+        assert!(QuickExit::new(&prepared(ihl, 14, true)).is_none());
         writes.push((Field::IpId, Val::Orig(Field::IpLen, 0)));
-        let mut g = Finish {
-            writes,
-            annos: None,
-            runs: Vec::new(),
-            adds: Vec::new(),
-            placed: Vec::new(),
-            ..f
-        };
-        g.prepare();
-        assert!(QuickExit::new(&g).is_none());
+        assert!(QuickExit::new(&prepared(writes, 14, true)).is_none());
     }
 
     #[test]
