@@ -557,15 +557,7 @@ impl Instance {
 
     /// Slot `idx` of `cls_slots`.
     fn cls_slot_read(&self, idx: u32) -> Result<ClsSlot> {
-        match self
-            .maps
-            .cls_slots
-            .lookup(&idx.to_ne_bytes(), MapFlags::ANY)
-            .map_err(bpf(|| "read cls_slots".to_string()))?
-        {
-            Some(v) => Ok(ClsSlot::from_bytes(&v)?),
-            None => Ok(ClsSlot::default()),
-        }
+        slot_read(&self.maps.cls_slots, "cls_slots", idx, ClsSlot::from_bytes)
     }
 
     /// Makes (`entry`, `spill`) the live version of slot `idx` (now `slot`), as
@@ -695,15 +687,7 @@ impl Instance {
 
     /// Slot `idx` of `fwd_slots`.
     fn fwd_slot_read(&self, idx: u32) -> Result<FwdSlot> {
-        match self
-            .maps
-            .fwd_slots
-            .lookup(&idx.to_ne_bytes(), MapFlags::ANY)
-            .map_err(bpf(|| "read fwd_slots".to_string()))?
-        {
-            Some(v) => Ok(FwdSlot::from_bytes(&v)?),
-            None => Ok(FwdSlot::default()),
-        }
+        slot_read(&self.maps.fwd_slots, "fwd_slots", idx, FwdSlot::from_bytes)
     }
 
     /// Makes `ent` the live version of slot `idx` (now `slot`) in two writes: `ent` into the
@@ -775,15 +759,7 @@ impl Instance {
 
     /// Slot `idx` of `cfg_slots`.
     fn cfg_slot_read(&self, idx: u32) -> Result<CfgSlot> {
-        match self
-            .maps
-            .cfg_slots
-            .lookup(&idx.to_ne_bytes(), MapFlags::ANY)
-            .map_err(bpf(|| "read cfg_slots".to_string()))?
-        {
-            Some(v) => Ok(CfgSlot::from_bytes(&v)?),
-            None => Ok(CfgSlot::default()),
-        }
+        slot_read(&self.maps.cfg_slots, "cfg_slots", idx, CfgSlot::from_bytes)
     }
 
     /// Makes `ent` the live version of slot `idx` (now `slot`), as `fwd_slot_flip` does.
@@ -875,6 +851,23 @@ impl Drop for Instance {
         if !self.keep {
             let _ = self.teardown();
         }
+    }
+}
+
+/// Slot `idx` of the slot array `map` (named `name`), parsed by `parse`; the default (empty)
+/// slot when the map has none there.
+fn slot_read<T: Default>(
+    map: &MapHandle,
+    name: &str,
+    idx: u32,
+    parse: fn(&[u8]) -> std::result::Result<T, SizeError>,
+) -> Result<T> {
+    match map
+        .lookup(&idx.to_ne_bytes(), MapFlags::ANY)
+        .map_err(bpf(|| format!("read {name}")))?
+    {
+        Some(v) => Ok(parse(&v)?),
+        None => Ok(T::default()),
     }
 }
 
