@@ -80,6 +80,46 @@ struct cls_slot {
 
 #define CLS_SLOTS 4096
 
+/*
+ * The proxy table's cache, `proxy_slots`: an array of PROXY_SLOTS slots in front of the hash
+ * `proxy_table`, which stays the only truth (user space lists and writes the hash; the slot is
+ * only ever a copy of it). The slot of a 5-tuple is PROXY_SLOT(key), from its four 32-bit
+ * words w0..w3 (saddr, daddr, the ports, the protocol and pad; each as loaded in host order):
+ *   h = w0 ^ rotl(w1, 12) ^ w2 ^ rotl(w3, 21);
+ *   slot = (h * 0x9e3779b1 mod 2^32) >> 19   (the top 13 bits: PROXY_SLOTS is 8192)
+ * (maps.h proxy_slot_of, crates/stages/src/maps.rs proxy_slot). Unlike the other slot arrays,
+ * it is written by the stages themselves on several CPUs at once (Dec on every new NSH, Enc
+ * when it learns), so its protocol is a sequence counter, `seq`, changed by atomic operations
+ * only:
+ *   - a stage that wrote or deleted a key in the hash adds 2 to the seq of the key's slot
+ *     (invalidation: the parity stays, the value moves on);
+ *   - a stage fills a slot with (key, value) only if seq is the even s0 it read before it read
+ *     the hash value (or, for its own write, right after its invalidation): it swaps s0 for
+ *     s0 + 1 (compare and swap; a failure means another writer came in between, and it gives
+ *     up), writes gen, key and meta, sets valid = s0 + 2 and adds 1 to seq;
+ *   - a slot answers for `key` when seq (read first) equals valid, gen equals the slot's
+ *     current generation in `proxy_gen`, its key is `key`, and seq reads the same after the
+ *     value was copied; anything else is a miss, and the hash is looked up.
+ * An invalidation that comes while a fill holds the slot leaves seq at s0 + 4 (or more) after
+ * the fill, so the value it wrote, which may predate that hash write, never answers.
+ * User space cannot take part in atomic operations on a map value: it writes the hash, then
+ * a new, never-used value into the slot's `proxy_gen` element (its own array, written by user
+ * space only; crates/stages/src/load.rs). A value filled under an older generation does not
+ * answer; a fill reads the generation before the hash, so one that saw the new generation
+ * read the hash after user space's write. Readers rely on loads not passing loads and stores
+ * not passing stores (x86-64, where the stages run; clang 14 has no BPF load-acquire). A key
+ * whose slot caches another key is looked up in the hash: a collision only costs the lookup.
+ */
+struct proxy_slot {
+	__u32 seq; /* odd: a fill is writing the slot */
+	__u32 valid; /* the seq at which the copy below is the hash's; 0: never filled */
+	__u64 gen; /* proxy_gen of this slot when the copy was made */
+	struct flow_key key;
+	struct nsh_meta meta;
+}; /* 72 bytes */
+
+#define PROXY_SLOTS 8192
+
 /* nsh_meta.flags in the proxy table. */
 #define PROXY_LEARNED 0x1 /* Enc learned this key from an SF's translated packet (NAT-aware) */
 #define PROXY_STATIC 0x2 /* written by the controller (direct-link corner cases, §5.5) */

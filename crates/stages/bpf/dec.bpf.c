@@ -114,10 +114,12 @@ int dec(struct xdp_md *ctx)
 		inner = loc.inner;
 	}
 	/* Most packets of a flow carry the NSH its entry already holds: an update (a new
-	 * element swapped in) only when it differs. */
-	struct nsh_meta *old = bpf_map_lookup_elem(&proxy_table, &key);
+	 * element swapped in) only when it differs. The entry is read through its slot
+	 * (maps.h proxy_find), and written to the hash and the slot (proxy_store). */
+	struct nsh_meta obuf;
+	struct nsh_meta *old = proxy_find(&key, &obuf);
 	if (!old || !same_meta(old, &meta))
-		bpf_map_update_elem(&proxy_table, &key, &meta, BPF_ANY);
+		proxy_store(&key, &meta);
 	__u32 zero = 0;
 	struct nsh_meta *last = bpf_map_lookup_elem(&last_dec, &zero);
 	if (last)

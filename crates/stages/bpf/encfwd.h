@@ -4,7 +4,8 @@
  * functions: enc.bpf.c, fwd.bpf.c and enc_fwd.bpf.c are entry points over them.
  *
  * Enc (TC egress, after an NSH-unaware SF): the frame's 5-tuple finds the NSH Dec saved in
- * the proxy table (or, on an interface with CFG_NAT_LEARN, this CPU's last_dec on a miss);
+ * the proxy table, through its slot (maps.h proxy_find) (or, on an interface with
+ * CFG_NAT_LEARN, this CPU's last_dec on a miss);
  * SI' = SI - 1; end of path: the frame leaves as it is; otherwise outer Ethernet (zero MACs)
  * and the NSH are pushed and the next TC filter (Fwd) runs.
  *
@@ -295,14 +296,9 @@ static __always_inline int enc_decide(struct __sk_buff *skb, struct flow_key *ke
 {
 	void *data = (void *)(long)skb->data;
 	void *data_end = (void *)(long)skb->data_end;
-	struct nsh_meta *p;
-
 	if (parse_flow_at0(data, data_end, key) < 0)
 		return verdict(STAGE_ENC, CTR_PASSED, TC_ACT_OK);
-	p = bpf_map_lookup_elem(&proxy_table, key);
-	if (p) {
-		*m = *p;
-	} else {
+	if (!proxy_find(key, m)) {
 		/* NAT-aware: the SF rewrote the 5-tuple of the frame this CPU's Dec handed it
 		 * (same softirq run); learn the translated key. last_dec is consumed, so one
 		 * decapsulation teaches at most one key. */
@@ -319,7 +315,7 @@ static __always_inline int enc_decide(struct __sk_buff *skb, struct flow_key *ke
 		*m = *l;
 		m->flags = PROXY_LEARNED;
 		l->md_type = 0;
-		if (!bpf_map_update_elem(&proxy_table, key, m, BPF_ANY))
+		if (!proxy_store(key, m))
 			count(STAGE_ENC, CTR_LEARNED);
 	}
 	/* SI 0 cannot be decremented: the path is over (RFC 8300 §2.3). */

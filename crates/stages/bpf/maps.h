@@ -37,6 +37,24 @@ struct {
 } proxy_table SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PROXY_SLOTS);
+	__type(key, __u32);
+	__type(value, struct proxy_slot);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} proxy_slots SEC(".maps");
+
+/* Each proxy slot's generation (cbox.h, proxy_slots): written by user space only, after each
+ * of its writes to proxy_table. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PROXY_SLOTS);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} proxy_gen SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, FWD_ENTRIES);
 	__type(key, __u32);
@@ -181,6 +199,101 @@ static __always_inline struct nsh_meta *cls_find(const struct cls_key *key, stru
 		return NULL;
 	__builtin_memcpy(buf, h, sizeof(*buf));
 	return buf;
+}
+
+_Static_assert(PROXY_SLOTS == 1 << 13, "proxy_slot_of keeps the top 13 bits of the product");
+
+/* The slot of 5-tuple `k` in proxy_slots (cbox.h, PROXY_SLOT). */
+static __always_inline __u32 proxy_slot_of(const struct flow_key *k)
+{
+	const __u32 *w = (const __u32 *)k;
+	__u32 h = w[0] ^ (w[1] << 12 | w[1] >> 20) ^ w[2] ^ (w[3] << 21 | w[3] >> 11);
+
+	return (h * 0x9e3779b1) >> 19;
+}
+
+#define READ_ONCE_U32(x) (*(volatile __u32 *)&(x))
+#define READ_ONCE_U64(x) (*(volatile __u64 *)&(x))
+/* Keeps the compiler from moving memory accesses across it. */
+#define compiler_barrier() asm volatile("" ::: "memory")
+
+/* Fills slot `s` with (`key`, `m`) read from the hash under generation `gen`, if its seq is
+ * still the even `s0` read before the hash (cbox.h, proxy_slots). */
+static __always_inline void proxy_fill(struct proxy_slot *s, __u32 s0, __u64 gen,
+				       const struct flow_key *key, const struct nsh_meta *m)
+{
+	if ((s0 & 1) || s0 + 2 == 0)
+		return;
+	if (__sync_val_compare_and_swap(&s->seq, s0, s0 + 1) != s0)
+		return;
+	s->gen = gen;
+	__builtin_memcpy(&s->key, key, sizeof(*key));
+	__builtin_memcpy(&s->meta, m, sizeof(*m));
+	s->valid = s0 + 2;
+	__sync_fetch_and_add(&s->seq, 1);
+}
+
+/* The proxy entry of `key`, copied into `buf`: from its slot of proxy_slots when the slot
+ * answers for it, else from the hash proxy_table, after which a slot that caches nothing
+ * valid is filled with it (a slot caching another key is left to that key). Returns `buf`, or
+ * NULL when `key` has no entry. */
+static __always_inline struct nsh_meta *proxy_find(const struct flow_key *key,
+						   struct nsh_meta *buf)
+{
+	__u32 idx = proxy_slot_of(key);
+	struct proxy_slot *s = bpf_map_lookup_elem(&proxy_slots, &idx);
+	__u64 *g = bpf_map_lookup_elem(&proxy_gen, &idx);
+	struct proxy_slot *fill = NULL;
+	__u32 seq = 0;
+	__u64 gen = 0;
+	struct nsh_meta *h;
+
+	if (s && g) {
+		seq = READ_ONCE_U32(s->seq);
+		compiler_barrier();
+		gen = READ_ONCE_U64(*g);
+		if (seq == s->valid && seq && s->gen == gen) {
+			const __u32 *a = (const __u32 *)&s->key, *b = (const __u32 *)key;
+
+			if (!((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]) | (a[3] ^ b[3]))) {
+				__builtin_memcpy(buf, &s->meta, sizeof(*buf));
+				compiler_barrier();
+				if (READ_ONCE_U32(s->seq) == seq)
+					return buf;
+			}
+		} else {
+			fill = s;
+		}
+	}
+	compiler_barrier();
+	h = bpf_map_lookup_elem(&proxy_table, key);
+	if (!h)
+		return NULL;
+	__builtin_memcpy(buf, h, sizeof(*buf));
+	if (fill)
+		proxy_fill(fill, seq, gen, key, buf);
+	return buf;
+}
+
+/* Writes (`key`, `m`) into the hash proxy_table, then invalidates the key's slot and fills it
+ * with the new entry (cbox.h, proxy_slots). Returns bpf_map_update_elem's result. */
+static __always_inline long proxy_store(const struct flow_key *key, const struct nsh_meta *m)
+{
+	__u32 idx = proxy_slot_of(key);
+	struct proxy_slot *s = bpf_map_lookup_elem(&proxy_slots, &idx);
+	__u64 *g = bpf_map_lookup_elem(&proxy_gen, &idx);
+	__u64 gen = g ? READ_ONCE_U64(*g) : 0;
+	long r;
+
+	compiler_barrier();
+	r = bpf_map_update_elem(&proxy_table, key, m, BPF_ANY);
+	if (!s)
+		return r;
+	__u32 s0 = __sync_fetch_and_add(&s->seq, 2) + 2;
+
+	if (!r && g)
+		proxy_fill(s, s0, gen, key, m);
+	return r;
 }
 
 #endif

@@ -18,8 +18,9 @@ use libbpf_rs::{
 };
 
 use crate::maps::{
-    cfg_slot, cls_slot, fwd_slot, CfgSlot, ClsKey, ClsSlot, ClsVersion, Counter, CounterStage,
-    Counters, FlowKey, FwdSlot, FwdVal, NshMeta, SizeError, StageCfg, CTR_PER_STAGE,
+    cfg_slot, cls_slot, fwd_slot, proxy_slot, CfgSlot, ClsKey, ClsSlot, ClsVersion, Counter,
+    CounterStage, Counters, FlowKey, FwdSlot, FwdVal, NshMeta, ProxySlot, SizeError, StageCfg,
+    CTR_PER_STAGE,
 };
 use crate::Stage;
 
@@ -137,10 +138,12 @@ pub fn ensure_bpffs() -> Result<()> {
 }
 
 /// The names the maps are pinned under (maps.h).
-pub const MAP_NAMES: [&str; 9] = [
+pub const MAP_NAMES: [&str; 11] = [
     "cls_table",
     "cls_slots",
     "proxy_table",
+    "proxy_slots",
+    "proxy_gen",
     "fwd_table",
     "fwd_slots",
     "cfg",
@@ -153,6 +156,8 @@ struct Maps {
     cls: MapHandle,
     cls_slots: MapHandle,
     proxy: MapHandle,
+    proxy_slots: MapHandle,
+    proxy_gen: MapHandle,
     fwd: MapHandle,
     fwd_slots: MapHandle,
     cfg: MapHandle,
@@ -171,6 +176,8 @@ impl Maps {
             cls: open("cls_table")?,
             cls_slots: open("cls_slots")?,
             proxy: open("proxy_table")?,
+            proxy_slots: open("proxy_slots")?,
+            proxy_gen: open("proxy_gen")?,
             fwd: open("fwd_table")?,
             fwd_slots: open("fwd_slots")?,
             cfg: open("cfg")?,
@@ -188,15 +195,28 @@ impl Maps {
 #[derive(Debug)]
 pub struct ProxyTable {
     map: MapHandle,
+    /// The slot generations (`proxy_gen`), absent in a pin made before the proxy slots (whose
+    /// stages have no slot to invalidate).
+    gen: Option<MapHandle>,
 }
 
 impl ProxyTable {
     /// Opens the proxy table pinned for instance `name` (`/sys/fs/bpf/fusebox/<name>/`).
     pub fn open(name: &str) -> Result<ProxyTable> {
-        let path = Path::new(PIN_ROOT).join(name).join("proxy_table");
+        let dir = Path::new(PIN_ROOT).join(name);
+        let path = dir.join("proxy_table");
         let map = MapHandle::from_pinned_path(&path)
             .map_err(bpf(|| format!("open {}", path.display())))?;
-        Ok(ProxyTable { map })
+        let gen_path = dir.join("proxy_gen");
+        let gen = if gen_path.exists() {
+            Some(
+                MapHandle::from_pinned_path(&gen_path)
+                    .map_err(bpf(|| format!("open {}", gen_path.display())))?,
+            )
+        } else {
+            None
+        };
+        Ok(ProxyTable { map, gen })
     }
 
     /// The entry of `key`, if there is one.
@@ -211,10 +231,49 @@ impl ProxyTable {
         }
     }
 
-    /// Adds or replaces the entry of `key`.
+    /// Adds or replaces the entry of `key`, then retires whatever its slot cached (a new
+    /// generation, cbox.h `proxy_slots`).
     pub fn insert(&self, key: &FlowKey, nsh: &NshMeta) -> Result<()> {
-        update(&self.map, "proxy_table", &key.to_bytes(), &nsh.to_bytes())
+        update(&self.map, "proxy_table", &key.to_bytes(), &nsh.to_bytes())?;
+        match &self.gen {
+            Some(g) => proxy_gen_bump(g, key),
+            None => Ok(()),
+        }
     }
+}
+
+/// A generation no proxy slot has held: the nanoseconds since the Unix epoch, made strictly
+/// increasing within the process, the process id in the top 16 bits. Two writers in one
+/// process never share one; writers in two processes would have to hit the same value to the
+/// nanosecond with their ids' bits undone by the clock's. Never 0 (a slot's initial
+/// generation).
+fn fresh_gen() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static LAST: AtomicU64 = AtomicU64::new(0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+        & ((1 << 48) - 1);
+    let prev = LAST
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |last| {
+            Some(now.max(last + 1) & ((1 << 48) - 1))
+        })
+        .unwrap_or(0);
+    let t = now.max(prev + 1) & ((1 << 48) - 1);
+    let v = t | (u64::from(std::process::id() & 0xffff) << 48);
+    v.max(1)
+}
+
+/// Gives the proxy slot of `key` a new generation in `gen` (the `proxy_gen` map), after a
+/// write of `key` to the hash: whatever the slot cached before no longer answers (cbox.h
+/// `proxy_slots`).
+fn proxy_gen_bump(gen: &MapHandle, key: &FlowKey) -> Result<()> {
+    update(
+        gen,
+        "proxy_gen",
+        &proxy_slot(key).to_ne_bytes(),
+        &fresh_gen().to_ne_bytes(),
+    )
 }
 
 #[derive(Debug)]
@@ -611,19 +670,59 @@ impl Instance {
         Ok(())
     }
 
-    /// Adds or replaces a proxy entry.
+    /// Adds or replaces a proxy entry in the hash `proxy_table`, then retires whatever the
+    /// key's slot of `proxy_slots` cached (a new generation; cbox.h): the stages refill the
+    /// slot from the hash.
     pub fn insert_proxy(&self, key: &FlowKey, nsh: &NshMeta) -> Result<()> {
         update(
             &self.maps.proxy,
             "proxy_table",
             &key.to_bytes(),
             &nsh.to_bytes(),
-        )
+        )?;
+        proxy_gen_bump(&self.maps.proxy_gen, key)
     }
 
-    /// Deletes a proxy entry (absent: no error).
+    /// Deletes a proxy entry (absent: no error), then retires whatever the key's slot cached.
     pub fn delete_proxy(&self, key: &FlowKey) -> Result<()> {
-        delete(&self.maps.proxy, "proxy_table", &key.to_bytes())
+        delete(&self.maps.proxy, "proxy_table", &key.to_bytes())?;
+        proxy_gen_bump(&self.maps.proxy_gen, key)
+    }
+
+    /// The entry the slot of `key` in `proxy_slots` would answer a stage with, if it caches
+    /// one for `key` (cbox.h): always the hash's entry for `key` when no write is under way.
+    pub fn proxy_cached(&self, key: &FlowKey) -> Result<Option<NshMeta>> {
+        let (slot, gen) = self.proxy_slot_read(proxy_slot(key))?;
+        Ok(slot
+            .and_then(|s| s.answer(gen))
+            .filter(|(k, _)| k == key)
+            .map(|(_, m)| m))
+    }
+
+    /// Slot `idx` of `proxy_slots` (None: never written) and its generation in `proxy_gen`.
+    fn proxy_slot_read(&self, idx: u32) -> Result<(Option<ProxySlot>, u64)> {
+        let slot = match self
+            .maps
+            .proxy_slots
+            .lookup(&idx.to_ne_bytes(), MapFlags::ANY)
+            .map_err(bpf(|| "read proxy_slots".to_string()))?
+        {
+            Some(v) => Some(ProxySlot::from_bytes(&v)?),
+            None => None,
+        };
+        let gen = self
+            .maps
+            .proxy_gen
+            .lookup(&idx.to_ne_bytes(), MapFlags::ANY)
+            .map_err(bpf(|| "read proxy_gen".to_string()))?
+            .map_or(0, |v| {
+                let mut b = [0u8; 8];
+                if let Some(s) = v.get(..8) {
+                    b.copy_from_slice(s);
+                }
+                u64::from_ne_bytes(b)
+            });
+        Ok((slot, gen))
     }
 
     /// Every proxy entry, sorted by key.

@@ -53,6 +53,19 @@ pub fn cls_slot(key: &ClsKey) -> u32 {
     h.wrapping_mul(0x9e37_79b1) >> 20
 }
 
+/// Slots of the proxy table's cache (`proxy_slots`, cbox.h).
+pub const PROXY_SLOTS: u32 = 8192;
+
+/// The slot of 5-tuple `key` in `proxy_slots`, cbox.h's `PROXY_SLOT`: the key's four 32-bit
+/// words as the map holds them (host order), folded and multiplied, the top 13 bits of the
+/// product. Always below [`PROXY_SLOTS`].
+pub fn proxy_slot(key: &FlowKey) -> u32 {
+    let b = key.to_bytes();
+    let w = |i: usize| u32::from_ne_bytes(get(&b, i * 4));
+    let h = w(0) ^ w(1).rotate_left(12) ^ w(2) ^ w(3).rotate_left(21);
+    h.wrapping_mul(0x9e37_79b1) >> 19
+}
+
 /// Slots of the configuration's array part (`cfg_slots`, cbox.h).
 pub const CFG_SLOTS: u32 = 256;
 
@@ -168,8 +181,21 @@ pub const STAGE_CFG_LAYOUT: Layout = Layout {
     size: 12,
     fields: &[("mac", 0), ("flags", 6), ("ifindex", 8)],
 };
+/// `struct proxy_slot`.
+pub const PROXY_SLOT_LAYOUT: Layout = Layout {
+    name: "proxy_slot",
+    size: 72,
+    fields: &[
+        ("seq", 0),
+        ("valid", 4),
+        ("gen", 8),
+        ("key", 16),
+        ("meta", 32),
+    ],
+};
 /// Every layout, for the BTF test.
-pub const LAYOUTS: [Layout; 11] = [
+pub const LAYOUTS: [Layout; 12] = [
+    PROXY_SLOT_LAYOUT,
     FLOW_KEY_LAYOUT,
     CLS_KEY_LAYOUT,
     NSH_META_LAYOUT,
@@ -664,6 +690,58 @@ impl CfgSlot {
             }
         }
         Ok(out)
+    }
+}
+
+/// A slot of `proxy_slots` (`struct proxy_slot`), the proxy table's cache (cbox.h): a copy
+/// of one hash entry, which answers only while `seq == valid` (not 0) and `gen` is the slot's
+/// current generation in `proxy_gen`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ProxySlot {
+    /// Sequence counter: odd while a stage writes the slot.
+    pub seq: u32,
+    /// The `seq` at which the copy is valid; 0: never filled.
+    pub valid: u32,
+    /// The slot's generation when the copy was made.
+    pub gen: u64,
+    /// The key copied.
+    pub key: FlowKey,
+    /// Its entry.
+    pub meta: NshMeta,
+}
+
+impl ProxySlot {
+    /// The (key, entry) the slot answers with while the slot's generation is `gen`, if any.
+    pub fn answer(&self, gen: u64) -> Option<(FlowKey, NshMeta)> {
+        (self.valid != 0 && self.seq == self.valid && self.gen == gen)
+            .then_some((self.key, self.meta))
+    }
+
+    /// The map encoding.
+    pub fn to_bytes(&self) -> [u8; 72] {
+        let l = &PROXY_SLOT_LAYOUT;
+        let mut b = [0u8; 72];
+        put(&mut b, off(l, "seq"), &self.seq.to_ne_bytes());
+        put(&mut b, off(l, "valid"), &self.valid.to_ne_bytes());
+        put(&mut b, off(l, "gen"), &self.gen.to_ne_bytes());
+        put(&mut b, off(l, "key"), &self.key.to_bytes());
+        put(&mut b, off(l, "meta"), &self.meta.to_bytes());
+        b
+    }
+
+    /// Decodes the map encoding.
+    pub fn from_bytes(b: &[u8]) -> Result<ProxySlot, SizeError> {
+        let l = &PROXY_SLOT_LAYOUT;
+        check(l, b)?;
+        let k = off(l, "key");
+        let m = off(l, "meta");
+        Ok(ProxySlot {
+            seq: u32::from_ne_bytes(get(b, off(l, "seq"))),
+            valid: u32::from_ne_bytes(get(b, off(l, "valid"))),
+            gen: u64::from_ne_bytes(get(b, off(l, "gen"))),
+            key: FlowKey::from_bytes(b.get(k..k + FLOW_KEY_LAYOUT.size).unwrap_or(&[]))?,
+            meta: NshMeta::from_bytes(b.get(m..m + NSH_META_LAYOUT.size).unwrap_or(&[]))?,
+        })
     }
 }
 
