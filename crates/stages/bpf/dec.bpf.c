@@ -53,23 +53,18 @@ static __always_inline int dec_fast(void *data, void *data_end, struct flow_key 
 		return 0;
 	flow_ipv4_fixed(ip, k);
 	__builtin_memset(m, 0, sizeof(*m));
-	m->sph = ((__u32)n[4] << 24) | ((__u32)n[5] << 16) | ((__u32)n[6] << 8) | n[7];
+	m->sph = bpf_ntohl(*(const __u32 *)(n + 4));
 	m->md_type = 1;
 	m->ttl = ((n[0] & 0x0f) << 2) | (n[1] >> 6);
 	m->ctx_len = NSH_MD1_LEN - NSH_BASE_LEN;
-	__builtin_memcpy(m->ctx, n + NSH_BASE_LEN, NSH_MD1_LEN - NSH_BASE_LEN);
+	/* the context in four 32-bit loads (a memcpy would be byte loads for the BPF target) */
+	__u32 *c = (__u32 *)m->ctx;
+	const __u32 *w = (const __u32 *)(n + NSH_BASE_LEN);
+	c[0] = w[0];
+	c[1] = w[1];
+	c[2] = w[2];
+	c[3] = w[3];
 	return 1;
-}
-
-/* Whether two NSH records are equal, 8 bytes at a time (sizeof(struct nsh_meta) = 40). */
-static __always_inline int same_meta(const struct nsh_meta *a, const struct nsh_meta *b)
-{
-	const __u64 *x = (const __u64 *)a, *y = (const __u64 *)b;
-	__u64 d = 0;
-#pragma unroll
-	for (int i = 0; i < (int)(sizeof(struct nsh_meta) / 8); i++)
-		d |= x[i] ^ y[i];
-	return d == 0;
 }
 
 SEC("xdp")
@@ -115,7 +110,8 @@ int dec(struct xdp_md *ctx)
 	}
 	/* Most packets of a flow carry the NSH its entry already holds: an update (a new
 	 * element swapped in) only when it differs. The entry is read through its slot
-	 * (maps.h proxy_find), and written to the hash and the slot (proxy_store). */
+	 * (maps.h proxy_find), and written to the hash and the slot (proxy_store). (Comparing
+	 * in the slot without the copy measured slower.) */
 	struct nsh_meta obuf;
 	struct nsh_meta *old = proxy_find(&key, &obuf);
 	if (!old || !same_meta(old, &meta))

@@ -188,21 +188,29 @@ static __always_inline int push_eth_nsh(struct __sk_buff *skb, const struct nsh_
 	if (!HAS(data, data_end, 0, ETH_LEN + NSH_BASE_LEN))
 		return -1;
 	eth = data;
+	/* Whole 16- and 32-bit stores: a memcpy or memset into the packet, whose alignment
+	 * clang does not know, would be a store per byte. */
 	if (f) {
-		__builtin_memcpy(eth, f->dmac, 6);
-		__builtin_memcpy(eth + 6, f->smac, 6);
+		mac_copy(eth, f->dmac);
+		mac_copy(eth + 6, f->smac);
 	} else {
-		__builtin_memset(eth, 0, 12);
+		*(__u32 *)eth = 0;
+		*(__u32 *)(eth + 4) = 0;
+		*(__u32 *)(eth + 8) = 0;
 	}
-	eth[12] = ETH_P_NSH >> 8;
-	eth[13] = ETH_P_NSH & 0xff;
+	*(__u16 *)(eth + 12) = bpf_htons(ETH_P_NSH);
 	nsh_write_base(eth + ETH_LEN, m);
 	if (clen == NSH_MD1_LEN - NSH_BASE_LEN) {
 		/* MD type 1: the whole header in one bounds check */
 		if (!HAS(data, data_end, 0, ETH_LEN + NSH_MD1_LEN))
 			return -1;
-		__builtin_memcpy(eth + ETH_LEN + NSH_BASE_LEN, m->ctx,
-				 NSH_MD1_LEN - NSH_BASE_LEN);
+		__u32 *o = (__u32 *)(eth + ETH_LEN + NSH_BASE_LEN);
+		const __u32 *c = (const __u32 *)m->ctx;
+
+		o[0] = c[0];
+		o[1] = c[1];
+		o[2] = c[2];
+		o[3] = c[3];
 		return 0;
 	}
 #pragma unroll
@@ -213,7 +221,7 @@ static __always_inline int push_eth_nsh(struct __sk_buff *skb, const struct nsh_
 		asm volatile("" : "+r"(w)); /* a fresh, bounds-checked pointer per word */
 		if ((void *)(w + 4) > data_end)
 			return -1;
-		__builtin_memcpy(w, &m->ctx[i * 4], 4);
+		*(__u32 *)w = *(const __u32 *)&m->ctx[i * 4];
 	}
 	return 0;
 }
@@ -286,9 +294,9 @@ static __always_inline int verdict(__u32 stage, __u32 ctr, int v)
 
 /*
  * Enc's decision for the frame of `skb`: a TC verdict (passed, end of chain, dropped;
- * counted), or ENC_PUSH with the NSH to push in `m` (its SPH already SI - 1) and the
- * forwarding entry for it (copied into `fbuf`; NULL if none) in `*fv`. `key` receives the
- * frame's 5-tuple.
+ * counted), or ENC_PUSH with the NSH to push in `m` (its SPH already SI - 1) and, when `fv`
+ * is not NULL (Enc+Fwd), the forwarding entry for it (copied into `fbuf`; NULL if none) in
+ * `*fv`. `key` receives the frame's 5-tuple.
  */
 static __always_inline int enc_decide(struct __sk_buff *skb, struct flow_key *key,
 				      struct nsh_meta *m, struct fwd_val **fv,
@@ -322,6 +330,12 @@ static __always_inline int enc_decide(struct __sk_buff *skb, struct flow_key *ke
 	if (nsh_ctx_len(m) < 0 || !(m->sph & 0xff))
 		return verdict(STAGE_ENC, CTR_DROP_BAD_NSH, TC_ACT_SHOT);
 	m->sph -= 1;
+	if (!fv) {
+		/* Enc alone: only whether the path ends here */
+		if (fwd_action(m->sph) == FWD_END)
+			return verdict(STAGE_ENC, CTR_DELIVERED, TC_ACT_OK);
+		return ENC_PUSH;
+	}
 	*fv = fwd_find(m->sph, fbuf);
 	if (*fv && (*fv)->action == FWD_END)
 		return verdict(STAGE_ENC, CTR_DELIVERED, TC_ACT_OK);
@@ -334,10 +348,9 @@ static __always_inline int enc_run(struct __sk_buff *skb)
 {
 	struct flow_key key = {};
 	struct nsh_meta m;
-	struct fwd_val *fv, fbuf;
 	int r;
 
-	r = enc_decide(skb, &key, &m, &fv, &fbuf);
+	r = enc_decide(skb, &key, &m, NULL, NULL);
 	if (r != ENC_PUSH)
 		return r;
 	if (push_eth_nsh(skb, &m, nsh_ctx_len(&m), NULL))

@@ -137,6 +137,24 @@ static __always_inline struct fwd_val *fwd_find(__u32 sph, struct fwd_val *buf)
 	return buf;
 }
 
+/* The action of SPH `sph`'s forwarding entry (FWD_*), 0 for an unknown (SPI, SI): fwd_find
+ * without the copy, for Enc alone, which only tells the end of the path from the rest. */
+static __always_inline __u8 fwd_action(__u32 sph)
+{
+	__u32 idx = FWD_SLOT(sph);
+	struct fwd_slot *s = bpf_map_lookup_elem(&fwd_slots, &idx);
+	struct fwd_val *h;
+
+	if (s) {
+		struct fwd_ent *e = &s->ent[s->live & 1];
+
+		if (e->val.action && e->sph == sph)
+			return e->val.action;
+	}
+	h = bpf_map_lookup_elem(&fwd_table, &sph);
+	return h ? h->action : 0;
+}
+
 /* The configuration of interface `ifindex`, copied into `buf`: its slot's live version when
  * that is `ifindex`'s, else the hash's (cbox.h, cfg_slots). Returns `buf`, or NULL when the
  * interface has none. */
@@ -233,6 +251,44 @@ static __always_inline void proxy_fill(struct proxy_slot *s, __u32 s0, __u64 gen
 	__sync_fetch_and_add(&s->seq, 1);
 }
 
+/* The slot of `key` when it answers for `key` (cbox.h, proxy_slots): its seq is in `*seq`, and
+ * the caller, once it has read the entry, checks with proxy_slot_kept that no fill came in
+ * between. Otherwise NULL; then `*fill` is the slot when it caches nothing valid (a hash hit
+ * fills it, with `*seq` and `*gen` as read here, before the hash), else NULL. */
+static __always_inline struct proxy_slot *proxy_probe(const struct flow_key *key, __u32 *seq,
+						      __u64 *gen, struct proxy_slot **fill)
+{
+	__u32 idx = proxy_slot_of(key);
+	struct proxy_slot *s = bpf_map_lookup_elem(&proxy_slots, &idx);
+	__u64 *g = bpf_map_lookup_elem(&proxy_gen, &idx);
+
+	*fill = NULL;
+	*seq = 0;
+	*gen = 0;
+	if (!s || !g)
+		return NULL;
+	*seq = READ_ONCE_U32(s->seq);
+	compiler_barrier();
+	*gen = READ_ONCE_U64(*g);
+	if (*seq == s->valid && *seq && s->gen == *gen) {
+		const __u32 *a = (const __u32 *)&s->key, *b = (const __u32 *)key;
+
+		if (!((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]) | (a[3] ^ b[3])))
+			return s;
+		return NULL; /* another key's: left to it */
+	}
+	*fill = s;
+	return NULL;
+}
+
+/* Whether slot `s`, which answered with seq `seq`, was not written since (what was read from it
+ * in between is a copy of the hash). */
+static __always_inline int proxy_slot_kept(struct proxy_slot *s, __u32 seq)
+{
+	compiler_barrier();
+	return READ_ONCE_U32(s->seq) == seq;
+}
+
 /* The proxy entry of `key`, copied into `buf`: from its slot of proxy_slots when the slot
  * answers for it, else from the hash proxy_table, after which a slot that caches nothing
  * valid is filled with it (a slot caching another key is left to that key). Returns `buf`, or
@@ -240,30 +296,16 @@ static __always_inline void proxy_fill(struct proxy_slot *s, __u32 s0, __u64 gen
 static __always_inline struct nsh_meta *proxy_find(const struct flow_key *key,
 						   struct nsh_meta *buf)
 {
-	__u32 idx = proxy_slot_of(key);
-	struct proxy_slot *s = bpf_map_lookup_elem(&proxy_slots, &idx);
-	__u64 *g = bpf_map_lookup_elem(&proxy_gen, &idx);
-	struct proxy_slot *fill = NULL;
-	__u32 seq = 0;
-	__u64 gen = 0;
+	struct proxy_slot *s, *fill;
 	struct nsh_meta *h;
+	__u32 seq;
+	__u64 gen;
 
-	if (s && g) {
-		seq = READ_ONCE_U32(s->seq);
-		compiler_barrier();
-		gen = READ_ONCE_U64(*g);
-		if (seq == s->valid && seq && s->gen == gen) {
-			const __u32 *a = (const __u32 *)&s->key, *b = (const __u32 *)key;
-
-			if (!((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]) | (a[3] ^ b[3]))) {
-				__builtin_memcpy(buf, &s->meta, sizeof(*buf));
-				compiler_barrier();
-				if (READ_ONCE_U32(s->seq) == seq)
-					return buf;
-			}
-		} else {
-			fill = s;
-		}
+	s = proxy_probe(key, &seq, &gen, &fill);
+	if (s) {
+		__builtin_memcpy(buf, &s->meta, sizeof(*buf));
+		if (proxy_slot_kept(s, seq))
+			return buf;
 	}
 	compiler_barrier();
 	h = bpf_map_lookup_elem(&proxy_table, key);
@@ -273,6 +315,17 @@ static __always_inline struct nsh_meta *proxy_find(const struct flow_key *key,
 	if (fill)
 		proxy_fill(fill, seq, gen, key, buf);
 	return buf;
+}
+
+/* Whether two NSH records are equal, 8 bytes at a time (sizeof(struct nsh_meta) = 40). */
+static __always_inline int same_meta(const struct nsh_meta *a, const struct nsh_meta *b)
+{
+	const __u64 *x = (const __u64 *)a, *y = (const __u64 *)b;
+	__u64 d = 0;
+#pragma unroll
+	for (int i = 0; i < (int)(sizeof(struct nsh_meta) / 8); i++)
+		d |= x[i] ^ y[i];
+	return d == 0;
 }
 
 /* Writes (`key`, `m`) into the hash proxy_table, then invalidates the key's slot and fills it

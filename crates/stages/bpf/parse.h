@@ -134,15 +134,20 @@ static __always_inline int parse_flow(void *data, void *data_end, __u32 off, str
  * fragments. */
 static __always_inline void flow_ipv4_fixed(const __u8 *ip, struct flow_key *k)
 {
-	__builtin_memset(k, 0, sizeof(*k));
-	__builtin_memcpy(&k->saddr, ip + 12, 4);
-	__builtin_memcpy(&k->daddr, ip + 16, 4);
-	k->proto = ip[9];
-	if ((k->proto == IPPROTO_TCP_ || k->proto == IPPROTO_UDP_) &&
-	    !((((__u16)ip[6] << 8) | ip[7]) & 0x1fff)) {
-		__builtin_memcpy(&k->sport, ip + 20, 2);
-		__builtin_memcpy(&k->dport, ip + 22, 2);
-	}
+	/* Whole-word loads from the packet (a memcpy of unknown alignment is byte loads and
+	 * shifts for the BPF target); the verifier lets packet loads be unaligned where the
+	 * CPU handles them, and the headers here are 4-byte aligned in practice anyway. */
+	__u32 *w = (__u32 *)k;
+	__u8 proto = ip[9];
+
+	w[0] = *(const __u32 *)(ip + 12);
+	w[1] = *(const __u32 *)(ip + 16);
+	w[2] = 0;
+	w[3] = 0;
+	k->proto = proto;
+	if ((proto == IPPROTO_TCP_ || proto == IPPROTO_UDP_) &&
+	    !(*(const __u16 *)(ip + 6) & bpf_htons(0x1fff)))
+		w[2] = *(const __u32 *)(ip + 20);
 }
 
 /* parse_flow at offset 0, with a fast path for the common frame (no VLAN tag, IPv4 without
@@ -271,20 +276,31 @@ static __always_inline int nsh_read_meta(void *data, void *data_end, const struc
 }
 
 /* Writes the 8-byte NSH base header + service path header of `m` (next protocol Ethernet)
- * into `out`; TTL 0 in `m` means 63. Returns the NSH length (8 + context). */
+ * into `out`, in two 32-bit stores (`out`: packet data, or 4-byte aligned on the stack, where
+ * the verifier refuses misaligned stores); TTL 0 in `m` means 63. Returns the NSH length
+ * (8 + context). */
 static __always_inline __u32 nsh_write_base(__u8 *out, const struct nsh_meta *m)
 {
-	__u8 ttl = m->ttl ? (m->ttl & 0x3f) : 63;
+	__u32 ttl = m->ttl ? (m->ttl & 0x3f) : 63;
 	__u32 len = NSH_BASE_LEN + (m->md_type == 1 ? 16 : (m->ctx_len & 0x3c));
-	out[0] = (ttl >> 2) & 0x0f; /* version 0, O 0, U 0 */
-	out[1] = ((ttl & 0x3) << 6) | ((len / 4) & 0x3f);
-	out[2] = m->md_type & 0x0f;
-	out[3] = NSH_NP_ETHERNET;
-	out[4] = m->sph >> 24;
-	out[5] = m->sph >> 16;
-	out[6] = m->sph >> 8;
-	out[7] = m->sph;
+	/* version 0, O 0, U 0, TTL, length in words, MD type, next protocol */
+	__u32 w0 = ((ttl >> 2) & 0x0f) << 24 | (((ttl & 0x3) << 6) | ((len / 4) & 0x3f)) << 16 |
+		   (__u32)(m->md_type & 0x0f) << 8 | NSH_NP_ETHERNET;
+
+	*(__u32 *)out = bpf_htonl(w0);
+	*(__u32 *)(out + 4) = bpf_htonl(m->sph);
 	return len;
+}
+
+/* Copies a 6-byte MAC address in three 16-bit moves (packet data, or 2-byte aligned). */
+static __always_inline void mac_copy(__u8 *dst, const __u8 *src)
+{
+	__u16 *d = (__u16 *)dst;
+	const __u16 *s = (const __u16 *)src;
+
+	d[0] = s[0];
+	d[1] = s[1];
+	d[2] = s[2];
 }
 
 #endif

@@ -962,6 +962,59 @@ mod tests {
         assert_eq!(slot.current().spill, 2);
         assert_eq!(&sb[4 + 64 + 4..4 + 64 + 24], &k.to_bytes()[..]);
         assert!(ClsSlot::from_bytes(&sb[..131]).is_err());
+        let p = ProxySlot {
+            seq: 6,
+            valid: 6,
+            gen: 0x0102_0304_0506_0708,
+            key: k.flow,
+            meta: m,
+        };
+        let pb = p.to_bytes();
+        assert_eq!(ProxySlot::from_bytes(&pb), Ok(p));
+        assert_eq!(&pb[16..32], &k.flow.to_bytes()[..]);
+        assert_eq!(&pb[32..72], &m.to_bytes()[..]);
+        assert_eq!(p.answer(p.gen), Some((k.flow, m)));
+        assert_eq!(p.answer(p.gen + 1), None, "another generation");
+        assert_eq!(ProxySlot { seq: 8, ..p }.answer(p.gen), None, "invalidated");
+        assert_eq!(
+            ProxySlot { seq: 7, ..p }.answer(p.gen),
+            None,
+            "being written"
+        );
+        let empty = ProxySlot {
+            seq: 0,
+            valid: 0,
+            gen: 0,
+            ..p
+        };
+        assert_eq!(empty.answer(0), None, "never filled");
+        assert!(ProxySlot::from_bytes(&pb[..71]).is_err());
+    }
+
+    #[test]
+    fn proxy_slots_spread_flows() {
+        let key = |s: [u8; 4], sport: u16, dport: u16| FlowKey {
+            saddr: s.into(),
+            daddr: [10, 0, 0, 2].into(),
+            sport,
+            dport,
+            proto: 17,
+        };
+        let runs: [Box<dyn Fn(u16) -> FlowKey>; 3] = [
+            Box::new(|n| key([10, 0, 0, 1], n, 80)),
+            Box::new(|n| key([10, 0, 0, 1], 40000, n)),
+            Box::new(|n| key([10, 0, (n >> 8) as u8, n as u8], 40000, 80)),
+        ];
+        for run in &runs {
+            let mut seen = std::collections::BTreeSet::new();
+            for n in 0..2048 {
+                let s = proxy_slot(&run(n));
+                assert!(s < PROXY_SLOTS);
+                seen.insert(s);
+            }
+            // 2048 random keys would take about 8192 · (1 − e^(−1/4)) ≈ 1812 slots
+            assert!(seen.len() > 1800, "{} distinct slots", seen.len());
+        }
     }
 
     #[test]

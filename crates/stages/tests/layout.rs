@@ -115,4 +115,5 @@ fn counters_and_flags_match_cbox_h() {
     assert_eq!(get("CLS_SLOTS"), u64::from(CLS_SLOTS));
     assert_eq!(get("FWD_SLOTS"), u64::from(FWD_SLOTS));
     assert_eq!(get("CFG_SLOTS"), u64::from(CFG_SLOTS));
+    assert_eq!(get("PROXY_SLOTS"), u64::from(PROXY_SLOTS));
 }

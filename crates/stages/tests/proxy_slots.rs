@@ -107,11 +107,7 @@ fn slot(i: &Instance, key: &FlowKey) -> (ProxySlot, u64) {
 /// Writes slot `s` at the slot of `key`, as a stage would leave it.
 fn poke(i: &Instance, key: &FlowKey, s: &ProxySlot) {
     map(i, "proxy_slots")
-        .update(
-            &proxy_slot(key).to_ne_bytes(),
-            &s.to_bytes(),
-            MapFlags::ANY,
-        )
+        .update(&proxy_slot(key).to_ne_bytes(), &s.to_bytes(), MapFlags::ANY)
         .unwrap();
 }
 
@@ -145,7 +141,14 @@ fn a_slot_hit_answers_in_place_of_the_hash() {
     // The slot, not the hash, answers: make them differ (nothing else ever does).
     let (s, gen) = slot(&i, &flow(1000));
     assert!(s.valid != 0 && s.seq == s.valid && s.gen == gen, "{s:?}");
-    poke(&i, &flow(1000), &ProxySlot { meta: meta(30), ..s });
+    poke(
+        &i,
+        &flow(1000),
+        &ProxySlot {
+            meta: meta(30),
+            ..s
+        },
+    );
     assert_eq!(enc_si(&mut i, 1000), Some(30), "the slot answered");
 
     // A slot a stage is writing (odd seq) does not answer, nor fills.
@@ -203,7 +206,11 @@ fn a_key_whose_slot_caches_another_falls_back_to_the_hash() {
     assert_eq!(enc_si(&mut i, a), Some(10));
     assert_eq!(enc_si(&mut i, b), Some(11), "b from the hash");
     assert_eq!(i.proxy_cached(&flow(a)).unwrap(), Some(meta(10)));
-    assert_eq!(i.proxy_cached(&flow(b)).unwrap(), None, "the slot stays a's");
+    assert_eq!(
+        i.proxy_cached(&flow(b)).unwrap(),
+        None,
+        "the slot stays a's"
+    );
     assert_eq!(enc_si(&mut i, c), None, "c: in neither");
     assert_eq!(enc_si(&mut i, a), Some(10));
 
@@ -275,12 +282,17 @@ fn an_entry_removed_or_replaced_from_user_space_no_longer_answers() {
     };
     poke(&i, &flow(3000), &refill);
     assert_eq!(i.proxy_cached(&flow(3000)).unwrap(), None);
-    assert_eq!(enc_si(&mut i, 3000), None, "the late refill does not answer");
+    assert_eq!(
+        enc_si(&mut i, 3000),
+        None,
+        "the late refill does not answer"
+    );
     assert_eq!(i.list_proxy().unwrap(), vec![]);
 }
 
 /// An entry a stage changes is what the next packet sees: Dec's entry, Dec's new NSH for the
-/// same flow (the slot cached the old one), and the key Enc learns (NAT-aware).
+/// same flow (the slot cached the old one; also while another CPU's fill of the old entry is
+/// under way), and the key Enc learns (NAT-aware).
 #[test]
 fn an_entry_changed_by_a_stage_is_seen() {
     let Some(mut i) = common::instance("proxy_slot_stage") else {
@@ -304,7 +316,33 @@ fn an_entry_changed_by_a_stage_is_seen() {
     dec(&mut i, 4000, 60);
     assert_eq!(i.proxy_cached(&flow(4000)).unwrap(), Some(meta(60)));
     assert_eq!(enc_si(&mut i, 4000), Some(60), "Dec's new NSH");
-    assert_eq!(i.list_proxy().unwrap(), vec![(flow(4000), meta(60))]);
+
+    // Another CPU is filling the slot (odd seq) with the entry as it read it from the hash
+    // before Dec's write; Dec's own fill gives way to it, but its invalidation (seq + 2) makes
+    // the other fill's copy, finished after it, not answer.
+    let (s, _) = slot(&i, &flow(4000));
+    let s0 = s.seq;
+    poke(&i, &flow(4000), &ProxySlot { seq: s0 + 1, ..s });
+    dec(&mut i, 4000, 65);
+    let now = slot(&i, &flow(4000)).0;
+    assert_eq!((now.seq, now.meta), (s0 + 3, meta(60)), "Dec gave way");
+    poke(
+        &i,
+        &flow(4000),
+        &ProxySlot {
+            seq: now.seq + 1,
+            valid: s0 + 2,
+            ..now
+        },
+    );
+    assert_eq!(i.proxy_cached(&flow(4000)).unwrap(), None);
+    assert_eq!(
+        enc_si(&mut i, 4000),
+        Some(65),
+        "the late copy does not answer"
+    );
+    assert_eq!(i.proxy_cached(&flow(4000)).unwrap(), Some(meta(65)));
+    assert_eq!(i.list_proxy().unwrap(), vec![(flow(4000), meta(65))]);
 
     // Enc learns a translated flow from this CPU's last Dec; then a user-space replacement of
     // the learned key, and Enc learning it again after a user-space delete.
