@@ -18,6 +18,8 @@ static __always_inline int for_us(__u8 *dst, struct stage_cfg *c)
 {
 	if (!c || (c->flags & CFG_ANY_DST))
 		return 1;
+	/* (Word loads here made clang 14 spill an unset register on the general path, which the
+	 * verifier refuses.) */
 	__u8 diff = 0, all = 0xff;
 #pragma unroll
 	for (int i = 0; i < 6; i++) {
@@ -47,9 +49,12 @@ static __always_inline int dec_fast(void *data, void *data_end, struct flow_key 
 		return 0;
 	__u8 *n = p + ETH_LEN, *e = p + FAST_INNER, *ip = e + ETH_LEN;
 
-	if (p[12] != (ETH_P_NSH >> 8) || p[13] != (ETH_P_NSH & 0xff) || (n[0] >> 6) ||
-	    (n[1] & 0x3f) != NSH_MD1_LEN / 4 || (n[2] & 0x0f) != 1 || n[3] != NSH_NP_ETHERNET ||
-	    e[12] != (ETH_P_IP >> 8) || e[13] != (ETH_P_IP & 0xff) || ip[0] != 0x45)
+	/* EtherTypes in one 16-bit load each; the NSH's first word (version, length in words,
+	 * MD type, next protocol) in one masked 32-bit compare */
+	if (*(const __u16 *)(p + 12) != bpf_htons(ETH_P_NSH) ||
+	    (*(const __u32 *)n & bpf_htonl(0xc03f0fff)) !=
+		    bpf_htonl((NSH_MD1_LEN / 4) << 16 | 1 << 8 | NSH_NP_ETHERNET) ||
+	    *(const __u16 *)(e + 12) != bpf_htons(ETH_P_IP) || ip[0] != 0x45)
 		return 0;
 	flow_ipv4_fixed(ip, k);
 	__builtin_memset(m, 0, sizeof(*m));
@@ -73,7 +78,7 @@ int dec(struct xdp_md *ctx)
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 	struct nsh_loc loc;
-	struct nsh_meta meta;
+	struct nsh_meta meta META_ALIGNED;
 	struct flow_key key;
 
 	__u32 ifindex = ctx->ingress_ifindex;
@@ -112,14 +117,14 @@ int dec(struct xdp_md *ctx)
 	 * element swapped in) only when it differs. The entry is read through its slot
 	 * (maps.h proxy_find), and written to the hash and the slot (proxy_store). (Comparing
 	 * in the slot without the copy measured slower.) */
-	struct nsh_meta obuf;
+	struct nsh_meta obuf META_ALIGNED;
 	struct nsh_meta *old = proxy_find(&key, &obuf);
 	if (!old || !same_meta(old, &meta))
 		proxy_store(&key, &meta);
 	__u32 zero = 0;
 	struct nsh_meta *last = bpf_map_lookup_elem(&last_dec, &zero);
 	if (last)
-		__builtin_memcpy(last, &meta, sizeof(meta));
+		meta_copy(last, &meta);
 	if (bpf_xdp_adjust_head(ctx, (int)inner) < 0) {
 		count(STAGE_DEC, CTR_DROP_NO_ROOM);
 		return XDP_DROP;

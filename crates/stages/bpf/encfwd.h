@@ -320,7 +320,7 @@ static __always_inline int enc_decide(struct __sk_buff *skb, struct flow_key *ke
 		l = bpf_map_lookup_elem(&last_dec, &zero);
 		if (!l || !l->md_type)
 			return verdict(STAGE_ENC, CTR_PROXY_MISS, TC_ACT_OK);
-		*m = *l;
+		meta_copy(m, l);
 		m->flags = PROXY_LEARNED;
 		l->md_type = 0;
 		if (!proxy_store(key, m))
@@ -347,7 +347,7 @@ static __always_inline int enc_decide(struct __sk_buff *skb, struct flow_key *ke
 static __always_inline int enc_run(struct __sk_buff *skb)
 {
 	struct flow_key key = {};
-	struct nsh_meta m;
+	struct nsh_meta m META_ALIGNED;
 	int r;
 
 	r = enc_decide(skb, &key, &m, NULL, NULL);
@@ -370,7 +370,7 @@ static __always_inline __u8 ttl_next(__u8 ttl)
 static __always_inline int enc_fwd_run(struct __sk_buff *skb)
 {
 	struct flow_key key = {};
-	struct nsh_meta m;
+	struct nsh_meta m META_ALIGNED;
 	struct push_buf hdr;
 	struct fwd_val *f, fbuf;
 	__u32 n, len = skb->len;

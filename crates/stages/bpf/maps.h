@@ -230,13 +230,32 @@ static __always_inline __u32 proxy_slot_of(const struct flow_key *k)
 	return (h * 0x9e3779b1) >> 19;
 }
 
+/* An NSH record on the stack that meta_copy may copy: 8-byte aligned (struct nsh_meta is only
+ * 4-byte aligned, and the verifier refuses misaligned stack accesses). */
+#define META_ALIGNED __attribute__((aligned(8)))
+
+/* Copies an NSH record 8 bytes at a time. Both must be 8-byte aligned: a map value (hash
+ * values, array elements and proxy_slot.meta are) or META_ALIGNED on the stack. A plain
+ * struct copy of a 4-byte aligned type is 32-bit loads joined in pairs. */
+static __always_inline void meta_copy(struct nsh_meta *dst, const struct nsh_meta *src)
+{
+	__u64 *d = (__u64 *)dst;
+	const __u64 *s = (const __u64 *)src;
+
+	d[0] = s[0];
+	d[1] = s[1];
+	d[2] = s[2];
+	d[3] = s[3];
+	d[4] = s[4];
+}
+
 #define READ_ONCE_U32(x) (*(volatile __u32 *)&(x))
 #define READ_ONCE_U64(x) (*(volatile __u64 *)&(x))
 /* Keeps the compiler from moving memory accesses across it. */
 #define compiler_barrier() asm volatile("" ::: "memory")
 
-/* Fills slot `s` with (`key`, `m`) read from the hash under generation `gen`, if its seq is
- * still the even `s0` read before the hash (cbox.h, proxy_slots). */
+/* Fills slot `s` with (`key`, `m`; META_ALIGNED) read from the hash under generation `gen`, if
+ * its seq is still the even `s0` read before the hash (cbox.h, proxy_slots). */
 static __always_inline void proxy_fill(struct proxy_slot *s, __u32 s0, __u64 gen,
 				       const struct flow_key *key, const struct nsh_meta *m)
 {
@@ -246,7 +265,7 @@ static __always_inline void proxy_fill(struct proxy_slot *s, __u32 s0, __u64 gen
 		return;
 	s->gen = gen;
 	__builtin_memcpy(&s->key, key, sizeof(*key));
-	__builtin_memcpy(&s->meta, m, sizeof(*m));
+	meta_copy(&s->meta, m);
 	s->valid = s0 + 2;
 	__sync_fetch_and_add(&s->seq, 1);
 }
@@ -289,7 +308,7 @@ static __always_inline int proxy_slot_kept(struct proxy_slot *s, __u32 seq)
 	return READ_ONCE_U32(s->seq) == seq;
 }
 
-/* The proxy entry of `key`, copied into `buf`: from its slot of proxy_slots when the slot
+/* The proxy entry of `key`, copied into `buf` (META_ALIGNED): from its slot of proxy_slots when the slot
  * answers for it, else from the hash proxy_table, after which a slot that caches nothing
  * valid is filled with it (a slot caching another key is left to that key). Returns `buf`, or
  * NULL when `key` has no entry. */
@@ -303,7 +322,7 @@ static __always_inline struct nsh_meta *proxy_find(const struct flow_key *key,
 
 	s = proxy_probe(key, &seq, &gen, &fill);
 	if (s) {
-		__builtin_memcpy(buf, &s->meta, sizeof(*buf));
+		meta_copy(buf, &s->meta);
 		if (proxy_slot_kept(s, seq))
 			return buf;
 	}
@@ -311,7 +330,7 @@ static __always_inline struct nsh_meta *proxy_find(const struct flow_key *key,
 	h = bpf_map_lookup_elem(&proxy_table, key);
 	if (!h)
 		return NULL;
-	__builtin_memcpy(buf, h, sizeof(*buf));
+	meta_copy(buf, h);
 	if (fill)
 		proxy_fill(fill, seq, gen, key, buf);
 	return buf;
@@ -328,7 +347,7 @@ static __always_inline int same_meta(const struct nsh_meta *a, const struct nsh_
 	return d == 0;
 }
 
-/* Writes (`key`, `m`) into the hash proxy_table, then invalidates the key's slot and fills it
+/* Writes (`key`, `m`; META_ALIGNED) into the hash proxy_table, then invalidates the key's slot and fills it
  * with the new entry (cbox.h, proxy_slots). Returns bpf_map_update_elem's result. */
 static __always_inline long proxy_store(const struct flow_key *key, const struct nsh_meta *m)
 {
