@@ -208,7 +208,7 @@ const UNCONNECTED: Edge = Edge {
     port: 0,
 };
 
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 struct NfCounters {
     input: u64,
     output: u64,

@@ -166,7 +166,7 @@ fn compile_tests(tests: &[Test]) -> Vec<GetterTest> {
         .collect()
 }
 
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Eq)]
 enum End {
     Exit(u32),
     Drop,
@@ -182,7 +182,7 @@ struct RwRec {
 }
 
 /// A rewriter's part of an entry's template (shared by the flows that took the same path).
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Eq)]
 struct RwCall {
     element: u32,
     /// Whether the rewriter saw the packet cut at its IPv4 length.
@@ -224,7 +224,7 @@ impl Own {
 }
 
 /// A recorded state function.
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Eq)]
 struct StateCall {
     element: u32,
     nf: u32,
@@ -236,7 +236,7 @@ struct StateCall {
 }
 
 /// Counter changes one packet of the flow makes (from the recording's snapshot).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq, Eq)]
 struct Counts {
     arrivals: Vec<(u32, u64)>,
     out: Vec<(u32, u64)>,
@@ -322,7 +322,71 @@ struct Consolidated {
     info: Option<PacketInfo>,
 }
 
+/// Equal templates are one ([`Executor::fast_shared`]): every field is compared but the
+/// compiled forms (`quick`, `quick_finish`), which are made from `ranges` and `finish` alone
+/// (so that a template found equal is not compiled at all).
+impl PartialEq for Consolidated {
+    fn eq(&self, o: &Consolidated) -> bool {
+        let Consolidated {
+            ranges,
+            quick: _,
+            tests,
+            negatives,
+            finish,
+            quick_finish: _,
+            rewrote,
+            tuple,
+            ops,
+            rewriters,
+            states,
+            counts,
+            end,
+            info,
+        } = self;
+        *ranges == o.ranges
+            && *tests == o.tests
+            && *negatives == o.negatives
+            && *finish == o.finish
+            && *rewrote == o.rewrote
+            && *tuple == o.tuple
+            && *ops == o.ops
+            && *rewriters == o.rewriters
+            && *states == o.states
+            && *counts == o.counts
+            && *end == o.end
+            && *info == o.info
+    }
+}
+
 impl Consolidated {
+    /// A hash of the template for [`Executor::fast_shared`]'s lookup (equal templates hash
+    /// alike; what it leaves out, such as the fields the guards read, equality decides).
+    fn template_hash(&self) -> u64 {
+        use std::hash::{BuildHasher, Hash, Hasher};
+        let mut h = foldhash::fast::FixedState::with_seed(7).build_hasher();
+        for &(_, lo, hi) in &self.ranges {
+            (lo, hi).hash(&mut h);
+        }
+        for (_, iv) in &self.tests {
+            iv.hash(&mut h);
+        }
+        self.negatives.len().hash(&mut h);
+        self.finish.hash(&mut h);
+        (self.rewrote, self.tuple, self.ops).hash(&mut h);
+        for r in &self.rewriters {
+            (r.element, r.trimmed).hash(&mut h);
+        }
+        for st in &self.states {
+            (st.element, st.token).hash(&mut h);
+        }
+        self.counts.arrivals.hash(&mut h);
+        match self.end {
+            End::Exit(el) => (1u8, el).hash(&mut h),
+            End::Drop => 0u8.hash(&mut h),
+        }
+        h.finish()
+    }
+
     /// The entry's end for `p`: its consolidated header action applied (with the flow's own
     /// values, `own`) and the exit it leaves by, or `None` when the entry drops it (nothing
     /// is written then).
@@ -1118,7 +1182,7 @@ pub(super) struct FastState {
     guards: Guards,
     /// Entries without a rewriter's mapping, by their full description: flows that took
     /// the same path share one (at most [`MAX_SHARED`] kept; then the lookup starts afresh).
-    shared: HashMap<String, Arc<Consolidated>, foldhash::fast::FixedState>,
+    shared: HashMap<u64, Vec<Arc<Consolidated>>, foldhash::fast::FixedState>,
     /// Flows seen ([`Initial::Second`]): a fingerprint of the flow at a place its hash
     /// picks ([`super::flows::seen_again`]); a flow later at the same place takes it (so it
     /// stays bounded, and a flow forgotten or mistaken for another is only recorded a
@@ -2197,7 +2261,13 @@ impl Executor {
         let (entry, own) = match why {
             Some(w) => refused(w),
             None => match consolidate(&rec, el, out, expiry, self) {
-                Ok((c, own)) => (Entry::Fast(self.fast_shared(c)), own),
+                Ok((Template::Shared(a), own)) => {
+                    if let Some(fp) = self.fast.as_deref_mut() {
+                        fp.stats.shared += 1;
+                    }
+                    (Entry::Fast(a), own)
+                }
+                Ok((Template::New(c), own)) => (Entry::Fast(self.fast_shared(*c)), own),
                 Err(w) => refused(w),
             },
         };
@@ -2211,25 +2281,29 @@ impl Executor {
         self.fast_insert(rec.key, entry, own, now);
     }
 
-    /// Entry template `c`, or an equal one already made for another flow (flows that took
-    /// the same path share one: a hit then reads a template other flows keep in cache, and
-    /// its own slot). What differs between flows of one path through rewriters (their
-    /// mappings, the tuple values and checksum operands these give, the expiry) is the
-    /// flow's [`Own`], not part of the template.
+    /// The template already made for another flow that equals `c` (flows that took the same
+    /// path share one: a hit then reads a template other flows keep in cache, and its own
+    /// slot). What differs between flows of one path through rewriters (their mappings, the
+    /// tuple values and checksum operands these give, the expiry) is the flow's [`Own`], not
+    /// part of the template.
+    fn fast_find_shared(&self, c: &Consolidated) -> Option<Arc<Consolidated>> {
+        let fp = self.fast.as_deref()?;
+        let v = fp.shared.get(&c.template_hash())?;
+        v.iter().find(|a| ***a == *c).cloned()
+    }
+
+    /// Keeps new template `c` (compiled) for the flows that take its path after this one
+    /// ([`Executor::fast_find_shared`]).
     fn fast_shared(&mut self, c: Consolidated) -> Arc<Consolidated> {
         let Some(fp) = self.fast.as_deref_mut() else {
             return Arc::new(c);
         };
-        let text = format!("{c:?}");
-        if let Some(a) = fp.shared.get(&text) {
-            fp.stats.shared += 1;
-            return Arc::clone(a);
-        }
+        let h = c.template_hash();
         if fp.shared.len() >= MAX_SHARED {
             fp.shared.clear();
         }
         let a = Arc::new(c);
-        fp.shared.insert(text, Arc::clone(&a));
+        fp.shared.entry(h).or_default().push(Arc::clone(&a));
         a
     }
 
@@ -2973,7 +3047,7 @@ fn consolidate(
     out: Option<&Packet>,
     expiry: Option<u64>,
     ex: &Executor,
-) -> Result<(Consolidated, (Own, u64)), &'static str> {
+) -> Result<(Template, (Own, u64)), &'static str> {
     let t = &rec.t;
     let end = match el {
         Some(e) => End::Exit(e),
@@ -3122,9 +3196,9 @@ fn consolidate(
             _ => tests.push((Getter::of(f), iv)),
         }
     }
-    let c = Consolidated {
-        quick: QuickGuards::new(&ranges),
-        quick_finish: QuickFinish::new(&finish),
+    let mut c = Consolidated {
+        quick: QuickGuards::default(),
+        quick_finish: None,
         ranges,
         tests,
         negatives,
@@ -3157,16 +3231,41 @@ fn consolidate(
         end,
         info: rec.info,
     };
+    // An equal template made before is the entry's (compiled already); else this one is
+    // compiled.
+    let c = match ex.fast_find_shared(&c) {
+        Some(a) => Template::Shared(a),
+        None => {
+            c.quick = QuickGuards::new(&c.ranges);
+            c.quick_finish = QuickFinish::new(&c.finish);
+            Template::New(Box::new(c))
+        }
+    };
     if let Some(q) = out {
         // The header action (template and the flow's own values) must give the recorded
         // packet's bytes.
         let mut copy = Packet::from_bytes(&rec.entry_data);
-        c.apply(&own, &mut copy);
+        c.get().apply(&own, &mut copy);
         if copy.data() != q.data() {
             return Err("action-differs");
         }
     }
     Ok((c, (own, exp)))
+}
+
+/// A consolidated entry's template: one another flow's entry holds already, or a new one.
+enum Template {
+    Shared(Arc<Consolidated>),
+    New(Box<Consolidated>),
+}
+
+impl Template {
+    fn get(&self) -> &Consolidated {
+        match self {
+            Template::Shared(a) => a,
+            Template::New(c) => c,
+        }
+    }
 }
 
 #[cfg(test)]
