@@ -303,6 +303,9 @@ struct Consolidated {
     negatives: Vec<Vec<GetterTest>>,
     /// The header action, less the tuple writes the flows hold apart (`tuple`).
     finish: Finish,
+    /// `finish` as recorded, before [`Finish::prepare`]: templates are told apart by it (a
+    /// template found equal is not prepared).
+    source: Finish,
     /// `finish` compiled for a hit, when it is only constant bytes, byte adds, an
     /// incremental IPv4 checksum, a trim and a pull (a router's: MACs, TTL).
     quick_finish: Option<QuickFinish>,
@@ -332,7 +335,8 @@ impl PartialEq for Consolidated {
             quick: _,
             tests,
             negatives,
-            finish,
+            finish: _,
+            source,
             quick_finish: _,
             rewrote,
             tuple,
@@ -346,7 +350,7 @@ impl PartialEq for Consolidated {
         *ranges == o.ranges
             && *tests == o.tests
             && *negatives == o.negatives
-            && *finish == o.finish
+            && *source == o.source
             && *rewrote == o.rewrote
             && *tuple == o.tuple
             && *ops == o.ops
@@ -371,7 +375,7 @@ impl Consolidated {
             iv.hash(&mut h);
         }
         self.negatives.len().hash(&mut h);
-        self.finish.hash(&mut h);
+        self.source.hash(&mut h);
         (self.rewrote, self.tuple, self.ops).hash(&mut h);
         for r in &self.rewriters {
             (r.element, r.trimmed).hash(&mut h);
@@ -3090,7 +3094,7 @@ fn consolidate(
     if head < 0 {
         return Err("pushed-front");
     }
-    let mut finish = Finish {
+    let source = Finish {
         writes,
         head: head as u16,
         trim: t.trimmed,
@@ -3104,7 +3108,6 @@ fn consolidate(
         adds: Vec::new(),
         placed: Vec::new(),
     };
-    finish.prepare();
     let exp = expiry.unwrap_or(u64::MAX).min(rec.expiry);
     let own = Own {
         tuple: own_tuple,
@@ -3202,7 +3205,18 @@ fn consolidate(
         ranges,
         tests,
         negatives,
-        finish,
+        // Made from `source` below, for a new template only.
+        finish: Finish {
+            writes: Vec::new(),
+            head: 0,
+            trim: false,
+            ip_checksum: IpChecksum::Recompute,
+            annos: None,
+            runs: Vec::new(),
+            adds: Vec::new(),
+            placed: Vec::new(),
+        },
+        source,
         rewrote: t.rewrote,
         tuple,
         ops: t.ip_ops != 0 || t.l4_ops != 0,
@@ -3236,6 +3250,8 @@ fn consolidate(
     let c = match ex.fast_find_shared(&c) {
         Some(a) => Template::Shared(a),
         None => {
+            c.finish = c.source.clone();
+            c.finish.prepare();
             c.quick = QuickGuards::new(&c.ranges);
             c.quick_finish = QuickFinish::new(&c.finish);
             Template::New(Box::new(c))
