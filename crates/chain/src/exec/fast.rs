@@ -3165,10 +3165,11 @@ fn consolidate(
     let mut multi: Vec<&Vec<Test>> = Vec::new();
     for n in &rec.negatives {
         if let [(f, iv)] = n.as_slice() {
-            let set = FieldSet::from_intervals(iv.iter().copied()).complement(f.width());
+            let set = FieldSet::from_intervals(iv.iter().copied());
             match merged.iter_mut().find(|(g, _)| g == f) {
-                Some((_, old)) => *old = old.intersection(&set),
-                None => merged.push((*f, set)),
+                // Its set and the rest of the field: its set (within the width) less `set`.
+                Some((_, old)) => *old = old.clip(f.width()).difference(&set),
+                None => merged.push((*f, set.complement(f.width()))),
             }
         } else if !multi.contains(&n) {
             multi.push(n);
