@@ -36,11 +36,13 @@
 static __always_inline int cls_lookup(struct cls_key *key, __u32 ifindex, struct nsh_meta *m,
 				      __u32 *clen)
 {
+	/* The 5-tuple folded once for both keys (maps.h cls_flow_fold). */
+	__u32 fold = cls_flow_fold(key);
 	key->ifindex = ifindex;
-	struct nsh_meta *hit = cls_find(key, m);
+	struct nsh_meta *hit = cls_find_in(key, cls_slot_at(ifindex ^ fold), m);
 	if (!hit) {
 		key->ifindex = 0;
-		hit = cls_find(key, m);
+		hit = cls_find_in(key, cls_slot_at(fold), m);
 	}
 	if (!hit) {
 		count(STAGE_CLS, CTR_PASSED);
