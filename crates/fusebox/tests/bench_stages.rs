@@ -43,10 +43,20 @@ fn stages_bench_prints_a_record_per_stage() {
         assert!(v["min"].as_f64().unwrap() > 0.0, "{base}");
         assert!(v["min"].as_f64() <= v["median"].as_f64(), "{base}");
     }
-    for stage in ["cls", "cls-any", "dec", "enc", "fwd", "enc+fwd"] {
+    for stage in [
+        "cls",
+        "cls-any",
+        "cls-xdp",
+        "cls-any-xdp",
+        "dec",
+        "enc",
+        "fwd",
+        "enc+fwd",
+    ] {
         let obj = match stage {
             "enc+fwd" => "enc_fwd",
             "cls-any" => "cls",
+            "cls-xdp" | "cls-any-xdp" => "cls_xdp",
             s => s,
         };
         let r = records

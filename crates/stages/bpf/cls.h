@@ -1,13 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Cls (TC ingress) at a chain's entry, written once for cls.bpf.c (Cls alone, Fwd as the
- * next TC filter) and cls_fwd.bpf.c (Cls and Fwd in one program, what the agents attach):
- * the classifier table maps (ingress interface, 5-tuple) -> the NSH to push, looked up with
+ * Cls at a chain's entry, written once for its two forms:
+ *   - TC ingress, cls_run: cls.bpf.c (Cls alone, Fwd as the next TC filter) and cls_fwd.bpf.c
+ *     (Cls and Fwd in one program, what the agents attach);
+ *   - XDP, cls_xdp_run: cls_xdp.bpf.c (Cls alone; a classified frame goes up with XDP_PASS and
+ *     Fwd at TC ingress forwards it).
+ * Both classify the same way (cls_lookup), write the same outer Ethernet header and NSH
+ * (cls_write) and count the same counters; they differ only in how the room is made.
+ * The classifier table maps (ingress interface, 5-tuple) -> the NSH to push, looked up with
  * the exact interface first, then with 0 (any interface), each in its slot of cls_slots and,
- * only when that slot has spilled keys, in the hash cls_table (cbox.h, maps.h cls_find). A hit gets an outer Ethernet
- * header (zero MACs, EtherType NSH: Fwd writes the real transport) and the NSH of the entry
- * (next protocol Ethernet; TTL 0 in the entry means 63), and cls_run returns TC_ACT_UNSPEC.
- * Unmatched traffic passes untouched (TC_ACT_OK).
+ * only when that slot has spilled keys, in the hash cls_table (cbox.h, maps.h cls_find). A hit
+ * gets an outer Ethernet header (zero MACs, EtherType NSH: Fwd writes the real transport) and
+ * the NSH of the entry (next protocol Ethernet; TTL 0 in the entry means 63): TC returns
+ * TC_ACT_UNSPEC, XDP XDP_PASS. Unmatched traffic passes untouched (TC_ACT_OK, XDP_PASS); an
+ * entry of an unknown MD type or context length is dropped (TC_ACT_SHOT, XDP_DROP).
  */
 #ifndef FUSEBOX_CLS_H
 #define FUSEBOX_CLS_H
@@ -19,12 +25,93 @@
 #include "maps.h"
 #include "parse.h"
 
+/* What cls_lookup found. */
+#define CLS_PASS 0 /* no entry: pass untouched (counted) */
+#define CLS_HIT 1 /* push ETH_LEN + NSH_BASE_LEN + *clen bytes */
+#define CLS_BAD 2 /* an entry Cls cannot push: drop (counted) */
+
+/* The entry for (`ifindex`, `key->flow`), then (0, `key->flow`), into `m` (META_ALIGNED) with
+ * its context length in `clen`. Counts the miss and the bad entry; a hit is counted by the
+ * caller once the NSH is written. */
+static __always_inline int cls_lookup(struct cls_key *key, __u32 ifindex, struct nsh_meta *m,
+				      __u32 *clen)
+{
+	/* The 5-tuple folded once for both keys (maps.h cls_flow_fold). */
+	__u32 fold = cls_flow_fold(key);
+	key->ifindex = ifindex;
+	struct nsh_meta *hit = cls_find_in(key, cls_slot_at(ifindex ^ fold), m);
+	if (!hit) {
+		key->ifindex = 0;
+		hit = cls_find_in(key, cls_slot_at(fold), m);
+	}
+	if (!hit) {
+		count(STAGE_CLS, CTR_PASSED);
+		return CLS_PASS;
+	}
+	__u32 n = m->md_type == 1 ? 16 : m->ctx_len;
+	if ((m->md_type != 1 && m->md_type != 2) || n > NSH_MAX_CTX || (n & 3)) {
+		count(STAGE_CLS, CTR_DROP_BAD_NSH);
+		return CLS_BAD;
+	}
+	m->ctx_len = n;
+	*clen = n;
+	return CLS_HIT;
+}
+
+/* Writes the outer Ethernet header (zero MACs, EtherType NSH) and the NSH of `m` (context
+ * length `clen`, checked by cls_lookup) at the start of the frame, whole words at a time.
+ * Returns 0, or -1 (counted: no room) when the frame is shorter than what is written. */
+static __always_inline int cls_write(void *data, void *data_end, const struct nsh_meta *m,
+				     __u32 clen)
+{
+	__u8 *eth = data;
+
+	if (m->md_type == 1) {
+		/* MD type 1: one bounds check, constant offsets. */
+		if (!HAS(data, data_end, 0, ETH_LEN + NSH_MD1_LEN))
+			goto no_room;
+		*(__u64 *)eth = 0;
+		*(__u32 *)(eth + 8) = 0;
+		*(__u16 *)(eth + 12) = bpf_htons(ETH_P_NSH);
+		nsh_write_base(eth + ETH_LEN, m);
+		const __u32 *c = (const __u32 *)m->ctx;
+		__u32 *o = (__u32 *)(eth + ETH_LEN + NSH_BASE_LEN);
+		o[0] = c[0];
+		o[1] = c[1];
+		o[2] = c[2];
+		o[3] = c[3];
+		return 0;
+	}
+	if (!HAS(data, data_end, 0, ETH_LEN + NSH_BASE_LEN))
+		goto no_room;
+	*(__u64 *)eth = 0;
+	*(__u32 *)(eth + 8) = 0;
+	*(__u16 *)(eth + 12) = bpf_htons(ETH_P_NSH);
+	nsh_write_base(eth + ETH_LEN, m);
+#pragma unroll
+	for (int i = 0; i < NSH_MAX_CTX / 4; i++) {
+		if ((__u32)i * 4 >= clen)
+			break;
+		__u8 *w = (__u8 *)data + ETH_LEN + NSH_BASE_LEN + i * 4;
+		asm volatile("" : "+r"(w)); /* a fresh, bounds-checked pointer per word */
+		if ((void *)(w + 4) > data_end)
+			goto no_room;
+		*(__u32 *)w = *(const __u32 *)&m->ctx[i * 4];
+	}
+	return 0;
+no_room:
+	count(STAGE_CLS, CTR_DROP_NO_ROOM);
+	return -1;
+}
+
+/* Cls at TC ingress. */
 static __always_inline int cls_run(struct __sk_buff *skb)
 {
 	void *data = (void *)(long)skb->data;
 	void *data_end = (void *)(long)skb->data_end;
 	struct cls_key key;
-	struct nsh_meta m;
+	struct nsh_meta m META_ALIGNED;
+	__u32 clen = 0;
 
 	__builtin_memset(&key, 0, sizeof(key));
 	if (parse_flow_at0(data, data_end, &key.flow) < 0) {
@@ -37,19 +124,11 @@ static __always_inline int cls_run(struct __sk_buff *skb)
 			goto pass;
 	}
 	/* At TC ingress, skb->ifindex is the interface the frame arrived on. */
-	key.ifindex = skb->ifindex;
-	struct nsh_meta *hit = cls_find(&key, &m);
-	if (!hit) {
-		key.ifindex = 0;
-		hit = cls_find(&key, &m);
-	}
-	if (!hit)
-		goto pass;
-	__u32 clen = m.md_type == 1 ? 16 : m.ctx_len;
-	if ((m.md_type != 1 && m.md_type != 2) || clen > NSH_MAX_CTX || (clen & 3)) {
-		count(STAGE_CLS, CTR_DROP_BAD_NSH);
+	int r = cls_lookup(&key, skb->ifindex, &m, &clen);
+	if (r == CLS_PASS)
+		return TC_ACT_OK;
+	if (r != CLS_HIT)
 		return TC_ACT_SHOT;
-	}
 	__u32 push = ETH_LEN + NSH_BASE_LEN + clen;
 	/*
 	 * At TC ingress the kernel pulls the MAC header's length off again after the program,
@@ -60,12 +139,15 @@ static __always_inline int cls_run(struct __sk_buff *skb)
 	 * would be the frame as it came. adjust_room takes IP frames only; the others (a
 	 * tagged frame) fall back to change_head, which is right at TC egress.
 	 */
-	__u8 own[ETH_LEN];
 	if (!HAS(data, data_end, 0, ETH_LEN)) {
 		count(STAGE_CLS, CTR_DROP_NO_ROOM);
 		return TC_ACT_SHOT;
 	}
-	__builtin_memcpy(own, data, ETH_LEN);
+	/* The frame's own Ethernet header in three whole loads (a 14-byte memcpy of unknown
+	 * alignment is 14 byte loads and stores for the BPF target). */
+	__u64 own0 = *(const __u64 *)data;
+	__u32 own1 = *(const __u32 *)(data + 8);
+	__u16 own2 = *(const __u16 *)(data + 12);
 	if (bpf_skb_adjust_room(skb, push, BPF_ADJ_ROOM_MAC, 0) == 0) {
 		/* The frame's own Ethernet header right behind the room, written through
 		 * direct packet access (no helper call). */
@@ -76,40 +158,60 @@ static __always_inline int cls_run(struct __sk_buff *skb)
 			count(STAGE_CLS, CTR_DROP_NO_ROOM);
 			return TC_ACT_SHOT;
 		}
-		__builtin_memcpy(in, own, ETH_LEN);
+		*(__u64 *)in = own0;
+		*(__u32 *)(in + 8) = own1;
+		*(__u16 *)(in + 12) = own2;
 	} else if (bpf_skb_change_head(skb, push, 0) < 0) {
 		count(STAGE_CLS, CTR_DROP_NO_ROOM);
 		return TC_ACT_SHOT;
 	}
 	data = (void *)(long)skb->data;
 	data_end = (void *)(long)skb->data_end;
-	if (!HAS(data, data_end, 0, ETH_LEN + NSH_BASE_LEN)) {
-		count(STAGE_CLS, CTR_DROP_NO_ROOM);
+	if (cls_write(data, data_end, &m, clen) < 0)
 		return TC_ACT_SHOT;
-	}
-	__u8 *eth = data;
-	__builtin_memset(eth, 0, 12);
-	eth[12] = ETH_P_NSH >> 8;
-	eth[13] = ETH_P_NSH & 0xff;
-	m.ctx_len = clen;
-	nsh_write_base(data + ETH_LEN, &m);
-#pragma unroll
-	for (int i = 0; i < NSH_MAX_CTX / 4; i++) {
-		if ((__u32)i * 4 >= clen)
-			break;
-		__u8 *w = (__u8 *)data + ETH_LEN + NSH_BASE_LEN + i * 4;
-		asm volatile("" : "+r"(w)); /* a fresh, bounds-checked pointer per word */
-		if ((void *)(w + 4) > data_end) {
-			count(STAGE_CLS, CTR_DROP_NO_ROOM);
-			return TC_ACT_SHOT;
-		}
-		__builtin_memcpy(w, &m.ctx[i * 4], 4);
-	}
 	count(STAGE_CLS, CTR_DONE);
 	return TC_ACT_UNSPEC;
 pass:
 	count(STAGE_CLS, CTR_PASSED);
 	return TC_ACT_OK;
+}
+
+/*
+ * Cls at XDP: the same classification and the same frame out. bpf_xdp_adjust_head grows the
+ * frame at its start (the frame's own Ethernet header stays where it is, right behind the
+ * room), which at XDP is all it takes: the stack has not seen the frame yet and reads it
+ * from the new start. A classified frame goes up with XDP_PASS as an NSH frame (Fwd, at TC
+ * ingress, forwards it). The frame is linear here (no multi-buffer: the program is not
+ * loaded with BPF_F_XDP_HAS_FRAGS), so there is no second parse after a pull.
+ */
+static __always_inline int cls_xdp_run(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct cls_key key;
+	struct nsh_meta m META_ALIGNED;
+	__u32 clen = 0;
+
+	__builtin_memset(&key, 0, sizeof(key));
+	if (parse_flow_at0(data, data_end, &key.flow) < 0) {
+		count(STAGE_CLS, CTR_PASSED);
+		return XDP_PASS;
+	}
+	int r = cls_lookup(&key, ctx->ingress_ifindex, &m, &clen);
+	if (r == CLS_PASS)
+		return XDP_PASS;
+	if (r != CLS_HIT)
+		return XDP_DROP;
+	if (bpf_xdp_adjust_head(ctx, -(int)(ETH_LEN + NSH_BASE_LEN + clen)) < 0) {
+		count(STAGE_CLS, CTR_DROP_NO_ROOM);
+		return XDP_DROP;
+	}
+	data = (void *)(long)ctx->data;
+	data_end = (void *)(long)ctx->data_end;
+	if (cls_write(data, data_end, &m, clen) < 0)
+		return XDP_DROP;
+	count(STAGE_CLS, CTR_DONE);
+	return XDP_PASS;
 }
 
 #endif

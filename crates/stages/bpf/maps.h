@@ -181,22 +181,35 @@ static __always_inline struct stage_cfg *cfg_find(__u32 ifindex, struct stage_cf
 
 _Static_assert(CLS_SLOTS == 1 << 12, "cls_slot_of keeps the top 12 bits of the product");
 
-/* The slot of classifier key `k` in cls_slots (cbox.h, CLS_SLOT). */
-static __always_inline __u32 cls_slot_of(const struct cls_key *k)
+/* The part of CLS_SLOT's h that does not depend on the interface (words w1..w4): the slot of
+ * (ifindex, flow) is cls_slot_at(ifindex ^ this), so Cls folds a frame's 5-tuple once for
+ * both of its keys. */
+static __always_inline __u32 cls_flow_fold(const struct cls_key *k)
 {
 	const __u32 *w = (const __u32 *)k;
-	__u32 h = w[0] ^ (w[1] << 12 | w[1] >> 20) ^ w[2] ^ (w[3] << 16 | w[3] >> 16) ^
-		  (w[4] << 5 | w[4] >> 27);
 
+	return (w[1] << 12 | w[1] >> 20) ^ w[2] ^ (w[3] << 16 | w[3] >> 16) ^
+	       (w[4] << 5 | w[4] >> 27);
+}
+
+/* The slot of a classifier key whose h (cbox.h, CLS_SLOT) is `h`. */
+static __always_inline __u32 cls_slot_at(__u32 h)
+{
 	return (h * 0x9e3779b1) >> 20;
 }
 
-/* The classifier entry of `key`, copied into `buf`: its slot's live version when that is
- * `key`'s, else the hash's when the slot has spilled keys (cbox.h, cls_slots). Returns `buf`, or
- * NULL when `key` has no entry. */
-static __always_inline struct nsh_meta *cls_find(const struct cls_key *key, struct nsh_meta *buf)
+/* The slot of classifier key `k` in cls_slots (cbox.h, CLS_SLOT). */
+static __always_inline __u32 cls_slot_of(const struct cls_key *k)
 {
-	__u32 idx = cls_slot_of(key);
+	return cls_slot_at(k->ifindex ^ cls_flow_fold(k));
+}
+
+/* The classifier entry of `key`, whose slot is `idx`, copied into `buf`: its slot's live
+ * version when that is `key`'s, else the hash's when the slot has spilled keys (cbox.h,
+ * cls_slots). Returns `buf`, or NULL when `key` has no entry. */
+static __always_inline struct nsh_meta *cls_find_in(const struct cls_key *key, __u32 idx,
+						    struct nsh_meta *buf)
+{
 	struct cls_slot *s = bpf_map_lookup_elem(&cls_slots, &idx);
 	struct nsh_meta *h;
 
@@ -217,6 +230,12 @@ static __always_inline struct nsh_meta *cls_find(const struct cls_key *key, stru
 		return NULL;
 	__builtin_memcpy(buf, h, sizeof(*buf));
 	return buf;
+}
+
+/* The classifier entry of `key` (cls_find_in at its slot). */
+static __always_inline struct nsh_meta *cls_find(const struct cls_key *key, struct nsh_meta *buf)
+{
+	return cls_find_in(key, cls_slot_of(key), buf);
 }
 
 _Static_assert(PROXY_SLOTS == 1 << 13, "proxy_slot_of keeps the top 13 bits of the product");

@@ -7,6 +7,9 @@
 //!   shared by every stage object, loading, attaching (XDP, TC clsact), typed map access;
 //! - [`testrun`]: running a loaded stage on a frame through `BPF_PROG_TEST_RUN`.
 //!
+//! Cls has two forms sharing `bpf/cls.h`: TC ingress ([`Stage::Cls`], the default, and
+//! [`Stage::ClsFwd`]) and XDP ([`Stage::ClsXdp`]).
+//!
 //! Each stage object holds one program named like the object (`dec.bpf.c` → `dec`); the
 //! no-op object holds `noop_xdp` and `noop_tc`, the benchmarks' baseline.
 #![forbid(unsafe_code)]
@@ -38,6 +41,10 @@ pub enum Stage {
     EncFwd,
     /// Cls and Fwd in one program (TC ingress at a chain's entry).
     ClsFwd,
+    /// Cls at XDP (a chain's entry): the same classification, NSH and counters as [`Stage::Cls`],
+    /// the room made by `bpf_xdp_adjust_head`; a classified frame goes up (XDP_PASS) for Fwd
+    /// at TC ingress.
+    ClsXdp,
     /// The no-op XDP program (benchmark baseline).
     NoopXdp,
     /// The no-op TC program (benchmark baseline).
@@ -46,9 +53,10 @@ pub enum Stage {
 
 impl Stage {
     /// Every program.
-    pub const ALL: [Stage; 8] = [
+    pub const ALL: [Stage; 9] = [
         Stage::Cls,
         Stage::ClsFwd,
+        Stage::ClsXdp,
         Stage::Dec,
         Stage::Enc,
         Stage::Fwd,
@@ -66,6 +74,7 @@ impl Stage {
             Stage::Fwd => "fwd",
             Stage::EncFwd => "enc_fwd",
             Stage::ClsFwd => "cls_fwd",
+            Stage::ClsXdp => "cls_xdp",
             Stage::NoopXdp | Stage::NoopTc => "noop",
         }
     }
@@ -79,11 +88,11 @@ impl Stage {
         }
     }
 
-    /// Where the stage attaches by default: Dec (and the no-op XDP) at XDP, Cls at TC
-    /// ingress, the others at TC egress.
+    /// Where the stage attaches by default: Dec, Cls's XDP form (and the no-op XDP) at XDP,
+    /// Cls at TC ingress, the others at TC egress.
     pub fn default_hook(self) -> Hook {
         match self {
-            Stage::Dec | Stage::NoopXdp => Hook::Xdp,
+            Stage::Dec | Stage::ClsXdp | Stage::NoopXdp => Hook::Xdp,
             Stage::Cls | Stage::ClsFwd => Hook::Ingress,
             _ => Hook::Egress,
         }
@@ -91,7 +100,7 @@ impl Stage {
 
     /// Whether the program is XDP (else TC).
     pub fn is_xdp(self) -> bool {
-        matches!(self, Stage::Dec | Stage::NoopXdp)
+        matches!(self, Stage::Dec | Stage::ClsXdp | Stage::NoopXdp)
     }
 
     /// The TC filter priority: Cls and Enc (and Enc+Fwd) before Fwd, the no-op last.
@@ -100,7 +109,7 @@ impl Stage {
             Stage::Cls | Stage::ClsFwd => 10,
             Stage::Enc | Stage::EncFwd => 20,
             Stage::Fwd => 30,
-            Stage::NoopTc | Stage::Dec | Stage::NoopXdp => 40,
+            Stage::NoopTc | Stage::Dec | Stage::ClsXdp | Stage::NoopXdp => 40,
         }
     }
 

@@ -22,10 +22,35 @@ const GROWTH: usize = 512;
 
 /// Runs `prog` on `frame`, `repeat` times (0 = once).
 pub fn run_program(prog: &ProgramMut<'_>, frame: &[u8], repeat: u32) -> Result<RunOutput> {
+    run_with_context(prog, frame, None, repeat)
+}
+
+/// The `struct xdp_md` a test run of an XDP program starts from: the whole frame as data,
+/// arriving on `ifindex`'s receive queue 0 (the kernel takes `ingress_ifindex` and
+/// `rx_queue_index` from it; data_meta and egress_ifindex must be 0).
+fn xdp_md(frame_len: usize, ifindex: u32) -> Result<[u8; 24]> {
+    let len = u32::try_from(frame_len).map_err(|_| Error::Io {
+        what: format!("test run of a {frame_len}-byte frame"),
+        source: std::io::Error::from(std::io::ErrorKind::InvalidInput),
+    })?;
+    let mut md = [0u8; 24];
+    // data 0, data_end, data_meta 0, ingress_ifindex, rx_queue_index 0, egress_ifindex 0
+    md[4..8].copy_from_slice(&len.to_ne_bytes());
+    md[12..16].copy_from_slice(&ifindex.to_ne_bytes());
+    Ok(md)
+}
+
+fn run_with_context(
+    prog: &ProgramMut<'_>,
+    frame: &[u8],
+    context: Option<&mut [u8]>,
+    repeat: u32,
+) -> Result<RunOutput> {
     let mut out = vec![0u8; frame.len() + GROWTH];
     let input = ProgramInput {
         data_in: Some(frame),
         data_out: Some(&mut out),
+        context_in: context,
         repeat,
         ..Default::default()
     };
@@ -48,6 +73,27 @@ impl Instance {
         self.load(stage)?;
         let prog = self.program(stage)?;
         run_program(&prog, frame, repeat)
+    }
+
+    /// Like [`Instance::test_run`], with an XDP stage's frame arriving on interface
+    /// `ifindex` (its `ingress_ifindex`, receive queue 0; the interface must exist in the
+    /// caller's network namespace). A TC stage's test run always sits on the loopback
+    /// (`skb->ifindex` 1): `ifindex` is ignored for TC stages. [`Instance::test_run`] runs an
+    /// XDP stage on the loopback's queue 0 too (the kernel's default without a context).
+    pub fn test_run_on(
+        &mut self,
+        stage: Stage,
+        frame: &[u8],
+        ifindex: u32,
+        repeat: u32,
+    ) -> Result<RunOutput> {
+        self.load(stage)?;
+        let prog = self.program(stage)?;
+        if !stage.is_xdp() {
+            return run_program(&prog, frame, repeat);
+        }
+        let mut md = xdp_md(frame.len(), ifindex)?;
+        run_with_context(&prog, frame, Some(&mut md), repeat)
     }
 }
 

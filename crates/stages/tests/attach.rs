@@ -6,7 +6,7 @@ mod common;
 
 use std::process::Command;
 
-use stages::maps::{FlowKey, NshMeta, StageCfg};
+use stages::maps::{ClsKey, Counter, CounterStage, FlowKey, FwdAction, FwdVal, NshMeta, StageCfg};
 use stages::{Hook, Instance, Stage};
 
 struct Veth(String);
@@ -202,4 +202,109 @@ fn a_standalone_object_attaches_at_xdp_and_both_tc_hooks() {
     // The attachments outlive the object (they go with the interface).
     drop(o);
     assert!(dev.tc("egress").contains("noop_tc"), "{}", dev.tc("egress"));
+}
+
+/// Two veth pairs made by the live XDP test, deleted on drop (also on failure).
+struct Pairs(Vec<Veth>);
+
+/// Cls's XDP form live: attached at XDP on a veth, with Fwd at TC ingress of the same veth, a
+/// TCP frame sent into it (AF_PACKET on its peer) is classified at XDP (the NSH pushed by
+/// `bpf_xdp_adjust_head`), goes up as an NSH frame (XDP_PASS), is forwarded by Fwd out of a
+/// second veth and arrives at that one's peer exactly as `wire` builds it; a frame of
+/// another flow passes; detaching removes the XDP program.
+#[test]
+fn cls_at_xdp_then_fwd_at_tc_ingress_live() {
+    use ports::port::{RxPort, TxPort};
+    let Some(mut i) = common::instance("cls-xdp-live") else {
+        return;
+    };
+    let pairs = Pairs(vec![Veth::new("x"), Veth::new("y")]);
+    let (a, b) = (&pairs.0[0], &pairs.0[1]);
+    let (ap, bp) = (format!("{}p", a.0), format!("{}p", b.0));
+    for d in [&ap, &bp] {
+        assert!(Command::new("ip")
+            .args(["link", "set", d, "up"])
+            .status()
+            .unwrap()
+            .success());
+    }
+    let (ia, ib) = (a.ifindex(), b.ifindex());
+    let frame = wire::build::Frame::tcp([192, 0, 2, 1], [192, 0, 2, 2], 40000, 80)
+        .payload(b"live")
+        .build();
+    let other = wire::build::Frame::tcp([192, 0, 2, 1], [192, 0, 2, 2], 40001, 80)
+        .payload(b"live")
+        .build();
+    let flow = FlowKey {
+        saddr: [192, 0, 2, 1].into(),
+        daddr: [192, 0, 2, 2].into(),
+        sport: 40000,
+        dport: 80,
+        proto: 6,
+    };
+    i.insert_cls(
+        &ClsKey { ifindex: ia, flow },
+        &NshMeta::md1(0x51, 255, 30, [5; 4]),
+    )
+    .unwrap();
+    let (next, ours) = ([2, 0, 0, 0, 0, 0x52], [2, 0, 0, 0, 0, 0x51]);
+    i.insert_fwd(
+        0x51 << 8 | 255,
+        &FwdVal {
+            action: FwdAction::Ethernet,
+            flags: 0,
+            dmac: next,
+            smac: ours,
+            udp_sport: 0,
+            ifindex: ib,
+            saddr: [0, 0, 0, 0].into(),
+            daddr: [0, 0, 0, 0].into(),
+            vni: 0,
+        },
+    )
+    .unwrap();
+    assert!(matches!(
+        i.attach(Stage::ClsXdp, ia, Hook::Ingress),
+        Err(stages::Error::Hook(..))
+    ));
+    i.attach(Stage::ClsXdp, ia, Hook::Xdp).unwrap();
+    i.attach(Stage::Fwd, ia, Hook::Ingress).unwrap();
+    assert!(a.xdp().contains("prog/xdp"), "{}", a.xdp());
+    let mut rx = nic::afpacket::AfPacketRx::open(&bp).unwrap();
+    let mut tx = nic::afpacket::AfPacketTx::open(&ap).unwrap();
+    i.clear_counters().unwrap();
+    for f in [&frame, &other, &frame] {
+        tx.send(packet::Timestamp(0), f).unwrap();
+    }
+    tx.flush().unwrap();
+    let want = wire::build::Nsh::md1(0x51, 255, [5; 4])
+        .ttl(29)
+        .ethernet(next, ours, &frame);
+    let mut got = Vec::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    while got.len() < 2 && std::time::Instant::now() < deadline {
+        rx.recv(16, std::time::Duration::from_millis(100), &mut |_, _, f| {
+            if f.len() > 13 && f[12..14] == [0x89, 0x4f] {
+                got.push(f.to_vec());
+            }
+        })
+        .unwrap();
+    }
+    assert_eq!(
+        got,
+        vec![want.clone(), want],
+        "both frames of the flow, forwarded"
+    );
+    let done = |s: CounterStage| {
+        common::nonzero(&i, s)
+            .into_iter()
+            .find(|(c, _)| *c == Counter::Done)
+            .map_or(0, |(_, n)| n)
+    };
+    assert_eq!(done(CounterStage::Cls), 2, "classified at XDP");
+    assert_eq!(done(CounterStage::Fwd), 2, "forwarded at TC ingress");
+    i.detach(Stage::ClsXdp, ia, Hook::Xdp).unwrap();
+    assert!(!a.xdp().contains("prog/xdp"), "{}", a.xdp());
+    drop(i);
+    drop(pairs);
 }

@@ -79,8 +79,24 @@ pub(super) fn stages(b: &mut Bench) -> Result<(), CliError> {
         Case {
             name: "cls-any",
             xdp: false,
-            frame: inner_any,
+            frame: inner_any.clone(),
             fusebox: Stage::Cls,
+            peer: vec![(1, "classify_tc")],
+        },
+        // Cls's XDP form on the same frames, against the same Chaining-Box classifier (it
+        // has a TC one only); FuseBox's net of the no-op XDP program.
+        Case {
+            name: "cls-xdp",
+            xdp: true,
+            frame: inner.clone(),
+            fusebox: Stage::ClsXdp,
+            peer: vec![(1, "classify_tc")],
+        },
+        Case {
+            name: "cls-any-xdp",
+            xdp: true,
+            frame: inner_any,
+            fusebox: Stage::ClsXdp,
             peer: vec![(1, "classify_tc")],
         },
         Case {
@@ -201,7 +217,7 @@ pub(super) fn stages(b: &mut Bench) -> Result<(), CliError> {
             "samples": samples, "reps": b.reps,
         }));
         let mut line = format!(
-            "  stages {:<8} fusebox {med:>7.1} ns ({lo:.1}–{hi:.1})",
+            "  stages {:<11} fusebox {med:>7.1} ns ({lo:.1}–{hi:.1})",
             c.name
         );
         if !cb[k].is_empty() {
@@ -288,13 +304,25 @@ fn fill_fusebox(inst: &Instance, flow: FlowKey, flow_any: FlowKey) -> Result<(),
     Ok(())
 }
 
-/// Runs FuseBox's stage once: it must count the packet as done.
+/// Runs FuseBox's stage once: it must count the packet as done (and Cls's XDP form give the
+/// TC form's frame).
 fn check_fusebox(inst: &mut Instance, c: &Case) -> Result<(), String> {
+    if c.fusebox == Stage::ClsXdp {
+        let tc = inst
+            .test_run(Stage::Cls, &c.frame, 0)
+            .map_err(|e| e.to_string())?;
+        let xdp = inst
+            .test_run(Stage::ClsXdp, &c.frame, 0)
+            .map_err(|e| e.to_string())?;
+        if tc.frame != xdp.frame {
+            return Err("the XDP form's frame is not the TC form's".to_string());
+        }
+    }
     inst.clear_counters().map_err(|e| e.to_string())?;
     inst.test_run(c.fusebox, &c.frame, 0)
         .map_err(|e| e.to_string())?;
     let stage = match c.fusebox {
-        Stage::Cls => CounterStage::Cls,
+        Stage::Cls | Stage::ClsXdp => CounterStage::Cls,
         Stage::Dec => CounterStage::Dec,
         Stage::Enc => CounterStage::Enc,
         _ => CounterStage::Fwd,
@@ -396,7 +424,9 @@ fn check_peer(p: &[Standalone], c: &Case, inner: &[u8]) -> Result<(), String> {
     }
     let ok = match c.name {
         "dec" => frame == inner,
-        "cls" | "cls-any" | "enc" => frame.len() == inner.len() + 14 + 24,
+        "cls" | "cls-any" | "cls-xdp" | "cls-any-xdp" | "enc" => {
+            frame.len() == inner.len() + 14 + 24
+        }
         _ => frame.get(..6) == Some(&NEXT_MAC[..]),
     };
     if ok {
