@@ -88,16 +88,8 @@ static __always_inline int cls_write(void *data, void *data_end, const struct ns
 	*(__u32 *)(eth + 8) = 0;
 	*(__u16 *)(eth + 12) = bpf_htons(ETH_P_NSH);
 	nsh_write_base(eth + ETH_LEN, m);
-#pragma unroll
-	for (int i = 0; i < NSH_MAX_CTX / 4; i++) {
-		if ((__u32)i * 4 >= clen)
-			break;
-		__u8 *w = (__u8 *)data + ETH_LEN + NSH_BASE_LEN + i * 4;
-		asm volatile("" : "+r"(w)); /* a fresh, bounds-checked pointer per word */
-		if ((void *)(w + 4) > data_end)
-			goto no_room;
-		*(__u32 *)w = *(const __u32 *)&m->ctx[i * 4];
-	}
+	if (nsh_write_md2_ctx(data, data_end, m, clen))
+		goto no_room;
 	return 0;
 no_room:
 	count(STAGE_CLS, CTR_DROP_NO_ROOM);

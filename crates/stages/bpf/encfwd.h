@@ -213,17 +213,7 @@ static __always_inline int push_eth_nsh(struct __sk_buff *skb, const struct nsh_
 		o[3] = c[3];
 		return 0;
 	}
-#pragma unroll
-	for (int i = 0; i < NSH_MAX_CTX / 4; i++) {
-		if ((__u32)i * 4 >= clen)
-			break;
-		__u8 *w = (__u8 *)data + ETH_LEN + NSH_BASE_LEN + i * 4;
-		asm volatile("" : "+r"(w)); /* a fresh, bounds-checked pointer per word */
-		if ((void *)(w + 4) > data_end)
-			return -1;
-		*(__u32 *)w = *(const __u32 *)&m->ctx[i * 4];
-	}
-	return 0;
+	return nsh_write_md2_ctx(data, data_end, m, clen);
 }
 
 /* Most bytes after the cut pull_front moves. */

@@ -292,6 +292,25 @@ static __always_inline __u32 nsh_write_base(__u8 *out, const struct nsh_meta *m)
 	return len;
 }
 
+/* Writes the MD type 2 context of `m` (`clen` bytes, a multiple of 4) after an outer Ethernet
+ * header and an NSH base header at the start of the frame [data, data_end), word by word, each
+ * word's place bounds-checked. Returns 0, or -1 when the frame ends before the context. */
+static __always_inline int nsh_write_md2_ctx(void *data, void *data_end, const struct nsh_meta *m,
+					     __u32 clen)
+{
+#pragma unroll
+	for (int i = 0; i < NSH_MAX_CTX / 4; i++) {
+		if ((__u32)i * 4 >= clen)
+			break;
+		__u8 *w = (__u8 *)data + ETH_LEN + NSH_BASE_LEN + i * 4;
+		asm volatile("" : "+r"(w)); /* a fresh, bounds-checked pointer per word */
+		if ((void *)(w + 4) > data_end)
+			return -1;
+		*(__u32 *)w = *(const __u32 *)&m->ctx[i * 4];
+	}
+	return 0;
+}
+
 /* Copies a 6-byte MAC address in three 16-bit moves (packet data, or 2-byte aligned). */
 static __always_inline void mac_copy(__u8 *dst, const __u8 *src)
 {
