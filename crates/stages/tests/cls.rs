@@ -12,18 +12,11 @@ use std::net::Ipv4Addr;
 use stages::maps::{cls_slot, ClsKey, Counter, CounterStage, FlowKey, FwdAction, FwdVal, NshMeta};
 use stages::{Instance, Stage};
 use wire::build::{Frame, Nsh};
-use wire::nsh::Tlv;
 
 const LO: u32 = 1;
 
 fn flow(proto: u8, sport: u16, dport: u16) -> FlowKey {
-    FlowKey {
-        saddr: [172, 16, 0, 1].into(),
-        daddr: [172, 16, 9, 9].into(),
-        sport,
-        dport,
-        proto,
-    }
+    common::cls_flow(proto, sport, dport)
 }
 
 fn tcp() -> (Vec<u8>, FlowKey) {
@@ -91,21 +84,7 @@ fn hit_on_the_wildcard_md2_with_default_ttl() {
         return;
     };
     let (frame, key) = tcp();
-    let tlvs = [
-        Tlv {
-            class: 0x0200,
-            tlv_type: 5,
-            value: &[1, 2, 3, 4, 5],
-        },
-        Tlv {
-            class: 0x0201,
-            tlv_type: 6,
-            value: &[6, 7],
-        },
-    ];
-    let ctx = [
-        0x02, 0x00, 5, 5, 1, 2, 3, 4, 5, 0, 0, 0, 0x02, 0x01, 6, 2, 6, 7, 0, 0,
-    ];
+    let (tlvs, ctx) = common::md2_context();
     // TTL 0 in the entry: the stage writes 63.
     let entry = NshMeta::md2(0x345678, 7, 0, &ctx).unwrap();
     i.insert_cls(
@@ -352,18 +331,7 @@ fn classifier_entries_sharing_a_slot() {
         ifindex,
         flow: flow(6, sport, 80),
     };
-    // Three source ports whose exact keys share a slot.
-    let mut by_slot = std::collections::BTreeMap::<u32, Vec<u16>>::new();
-    let mut ports = None;
-    for sport in 1..=u16::MAX {
-        let v = by_slot.entry(cls_slot(&key(LO, sport))).or_default();
-        v.push(sport);
-        if v.len() == 3 {
-            ports = Some((v[0], v[1], v[2]));
-            break;
-        }
-    }
-    let (s1, s2, s3) = ports.expect("4096 slots: three of 65535 keys share one");
+    let (s1, s2, s3) = common::ports_sharing_a_slot(|sport| key(LO, sport));
     assert_ne!(cls_slot(&key(LO, s3)), cls_slot(&key(0, s3)));
     let frame = |sport: u16| {
         Frame::tcp([172, 16, 0, 1], [172, 16, 9, 9], sport, 80)

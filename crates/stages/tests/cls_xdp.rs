@@ -14,7 +14,7 @@ mod common;
 
 use common::{TC_ACT_OK, TC_ACT_SHOT, TC_ACT_UNSPEC, XDP_DROP, XDP_PASS};
 
-use stages::maps::{cls_slot, ClsKey, Counter, CounterStage, FlowKey, NshMeta};
+use stages::maps::{ClsKey, Counter, CounterStage, FlowKey, NshMeta};
 use stages::{Instance, Stage};
 use wire::build::{Frame, Nsh};
 use wire::nsh::Tlv;
@@ -92,19 +92,24 @@ impl Pair {
 }
 
 fn flow(proto: u8, sport: u16, dport: u16) -> FlowKey {
-    FlowKey {
-        saddr: [172, 16, 0, 1].into(),
-        daddr: [172, 16, 9, 9].into(),
-        sport,
-        dport,
-        proto,
-    }
+    common::cls_flow(proto, sport, dport)
 }
 
 fn tcp_port(sport: u16) -> Vec<u8> {
     Frame::tcp([172, 16, 0, 1], [172, 16, 9, 9], sport, 80)
         .payload(b"GET /")
         .build()
+}
+
+/// Frame `tcp` with an 802.1Q tag (VLAN 44) after its MAC addresses.
+fn tagged(tcp: &[u8]) -> Vec<u8> {
+    wire::build::ethernet(
+        [2, 0, 0, 0, 0, 1],
+        [2, 0, 0, 0, 0, 2],
+        &[(0x8100, 44)],
+        0x0800,
+        &tcp[14..],
+    )
 }
 
 fn any(flow: FlowKey) -> ClsKey {
@@ -146,21 +151,7 @@ fn hits_misses_and_bad_entries_alike() {
         },
         &NshMeta::md1(0x99, 1, 1, [0; 4]),
     );
-    let tlvs = [
-        Tlv {
-            class: 0x0200,
-            tlv_type: 5,
-            value: &[1, 2, 3, 4, 5],
-        },
-        Tlv {
-            class: 0x0201,
-            tlv_type: 6,
-            value: &[6, 7],
-        },
-    ];
-    let ctx = [
-        0x02, 0x00, 5, 5, 1, 2, 3, 4, 5, 0, 0, 0, 0x02, 0x01, 6, 2, 6, 7, 0, 0,
-    ];
+    let (tlvs, ctx) = common::md2_context();
     p.insert(any(key), &NshMeta::md2(0x345678, 7, 0, &ctx).unwrap());
     let want = Nsh::md2(0x345678, 7, &tlvs).ethernet([0; 6], [0; 6], &frame);
     p.expect_push(&frame, &want);
@@ -219,13 +210,7 @@ fn protocols_tags_non_ip_and_parse_edges_alike() {
     };
     let (a, b) = ([172, 16, 0, 1], [172, 16, 9, 9]);
     let tcp = tcp_port(5555);
-    let tagged = wire::build::ethernet(
-        [2, 0, 0, 0, 0, 1],
-        [2, 0, 0, 0, 0, 2],
-        &[(0x8100, 44)],
-        0x0800,
-        &tcp[14..],
-    );
+    let tagged = tagged(&tcp);
     let cases = [
         (Frame::udp(a, b, 53, 5353).build(), flow(17, 53, 5353)),
         (Frame::icmp(a, b, 8, 0).build(), flow(1, 0, 0)),
@@ -286,13 +271,7 @@ fn frames_cut_short_alike() {
         return;
     };
     let tcp = tcp_port(5555);
-    let tagged = wire::build::ethernet(
-        [2, 0, 0, 0, 0, 1],
-        [2, 0, 0, 0, 0, 2],
-        &[(0x8100, 44)],
-        0x0800,
-        &tcp[14..],
-    );
+    let tagged = tagged(&tcp);
     // Classified when the ports are read as 0 too (a cut-off TCP header).
     p.insert(any(flow(6, 5555, 80)), &NshMeta::md1(0x31, 255, 7, [3; 4]));
     p.insert(any(flow(6, 0, 0)), &NshMeta::md1(0x32, 255, 7, [4; 4]));
@@ -331,17 +310,7 @@ fn classifier_entries_sharing_a_slot_alike() {
         ifindex,
         flow: flow(6, sport, 80),
     };
-    let mut by_slot = std::collections::BTreeMap::<u32, Vec<u16>>::new();
-    let mut ports = None;
-    for sport in 1..=u16::MAX {
-        let v = by_slot.entry(cls_slot(&key(LO, sport))).or_default();
-        v.push(sport);
-        if v.len() == 3 {
-            ports = Some((v[0], v[1], v[2]));
-            break;
-        }
-    }
-    let (s1, s2, s3) = ports.expect("three keys of one slot");
+    let (s1, s2, s3) = common::ports_sharing_a_slot(|sport| key(LO, sport));
     let nsh = |spi: u32| NshMeta::md1(spi, 255, 20, [spi; 4]);
     let pushed = |spi: u32, sport: u16| {
         Nsh::md1(spi, 255, [spi; 4])

@@ -51,3 +51,51 @@ pub fn nonzero(i: &Instance, stage: CounterStage) -> Vec<(Counter, u64)> {
         .filter(|&(_, v)| v != 0)
         .collect()
 }
+
+/// The classifier fixtures' flow: 172.16.0.1 → 172.16.9.9 with this protocol and ports.
+pub fn cls_flow(proto: u8, sport: u16, dport: u16) -> stages::maps::FlowKey {
+    stages::maps::FlowKey {
+        saddr: [172, 16, 0, 1].into(),
+        daddr: [172, 16, 9, 9].into(),
+        sport,
+        dport,
+        proto,
+    }
+}
+
+/// Two MD type 2 context headers of the classifier fixtures, and the context bytes they
+/// make (each value padded to 4 bytes), as an entry holds them.
+pub fn md2_context() -> ([wire::nsh::Tlv<'static>; 2], [u8; 20]) {
+    let tlvs = [
+        wire::nsh::Tlv {
+            class: 0x0200,
+            tlv_type: 5,
+            value: &[1, 2, 3, 4, 5],
+        },
+        wire::nsh::Tlv {
+            class: 0x0201,
+            tlv_type: 6,
+            value: &[6, 7],
+        },
+    ];
+    let ctx = [
+        0x02, 0x00, 5, 5, 1, 2, 3, 4, 5, 0, 0, 0, 0x02, 0x01, 6, 2, 6, 7, 0, 0,
+    ];
+    (tlvs, ctx)
+}
+
+/// Three source ports whose classifier keys (`key` of the port) share one slot of
+/// `cls_slots` (cbox.h).
+pub fn ports_sharing_a_slot(key: impl Fn(u16) -> stages::maps::ClsKey) -> (u16, u16, u16) {
+    let mut by_slot = std::collections::BTreeMap::<u32, Vec<u16>>::new();
+    for sport in 1..=u16::MAX {
+        let v = by_slot
+            .entry(stages::maps::cls_slot(&key(sport)))
+            .or_default();
+        v.push(sport);
+        if let [a, b, c] = v[..] {
+            return (a, b, c);
+        }
+    }
+    panic!("4096 slots: three of 65535 keys share one")
+}
