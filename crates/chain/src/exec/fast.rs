@@ -325,9 +325,9 @@ struct Consolidated {
     info: Option<PacketInfo>,
 }
 
-/// Equal templates are one ([`Executor::fast_shared`]): every field is compared but the
-/// compiled forms (`quick`, `quick_finish`), which are made from `ranges` and `finish` alone
-/// (so that a template found equal is not compiled at all).
+/// Equal templates are one ([`Executor::fast_shared`]): every field is compared but those
+/// made from others (`quick` from `ranges`; `finish` and `quick_finish` from `source`), so
+/// that a template found equal is neither prepared nor compiled.
 impl PartialEq for Consolidated {
     fn eq(&self, o: &Consolidated) -> bool {
         let Consolidated {
