@@ -65,6 +65,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, FWD_SLOTS);
+	__uint(map_flags, BPF_F_MMAPABLE); /* values from a page boundary: see cbox.h */
 	__type(key, __u32);
 	__type(value, struct fwd_slot);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
@@ -123,7 +124,7 @@ static __always_inline struct fwd_val *fwd_find(__u32 sph, struct fwd_val *buf)
 	struct fwd_val *h;
 
 	if (s) {
-		struct fwd_ent *e = &s->ent[s->live & 1];
+		struct fwd_ent *e = &s->ver[s->ver[0].live & 1].ent;
 
 		if (e->val.action && e->sph == sph) {
 			__builtin_memcpy(buf, &e->val, sizeof(*buf));
@@ -146,7 +147,7 @@ static __always_inline __u8 fwd_action(__u32 sph)
 	struct fwd_val *h;
 
 	if (s) {
-		struct fwd_ent *e = &s->ent[s->live & 1];
+		struct fwd_ent *e = &s->ver[s->ver[0].live & 1].ent;
 
 		if (e->val.action && e->sph == sph)
 			return e->val.action;

@@ -619,8 +619,9 @@ impl Instance {
         slot_read(&self.maps.cls_slots, "cls_slots", idx, ClsSlot::from_bytes)
     }
 
-    /// Makes (`entry`, `spill`) the live version of slot `idx` (now `slot`), as
-    /// `fwd_slot_flip` does.
+    /// Makes (`entry`, `spill`) the live version of slot `idx` (now `slot`) in two writes:
+    /// the version packets do not read (the live one rewritten with the bytes it has), then
+    /// the flip of `live` alone.
     fn cls_slot_flip(
         &self,
         idx: u32,
@@ -784,30 +785,36 @@ impl Instance {
         Ok(all.into_iter().collect())
     }
 
-    /// Slot `idx` of `fwd_slots`.
-    fn fwd_slot_read(&self, idx: u32) -> Result<FwdSlot> {
+    /// Slot `idx` of `fwd_slots` as packets find it: both versions and which one is live
+    /// (version 0 at rest, the one cache line a packet reads; cbox.h).
+    pub fn fwd_slot_read(&self, idx: u32) -> Result<FwdSlot> {
         slot_read(&self.maps.fwd_slots, "fwd_slots", idx, FwdSlot::from_bytes)
     }
 
-    /// Makes `ent` the live version of slot `idx` (now `slot`) in two writes: `ent` into the
-    /// version packets do not read (the live one rewritten with the bytes it has), then the
-    /// flip of `live` alone.
+    /// Makes `ent` the live version of slot `idx` (now `slot`), version 0 live at the end
+    /// (the cache line packets read with `live`, cbox.h). Each step is one write that
+    /// rewrites what packets may be reading with the bytes it has: `ent` into the version not
+    /// live, then the flip of `live` alone. From version 0 live that is four writes (`ent`
+    /// into version 1, live 1, `ent` into version 0, live 0); from version 1, two.
     fn fwd_slot_flip(&self, idx: u32, mut slot: FwdSlot, ent: Option<(u32, FwdVal)>) -> Result<()> {
-        let next = (slot.live & 1) ^ 1;
-        slot.ent[usize::from(next)] = ent;
-        update(
-            &self.maps.fwd_slots,
-            "fwd_slots",
-            &idx.to_ne_bytes(),
-            &slot.to_bytes(),
-        )?;
-        slot.live = next;
-        update(
-            &self.maps.fwd_slots,
-            "fwd_slots",
-            &idx.to_ne_bytes(),
-            &slot.to_bytes(),
-        )
+        let write = |slot: &FwdSlot| {
+            update(
+                &self.maps.fwd_slots,
+                "fwd_slots",
+                &idx.to_ne_bytes(),
+                &slot.to_bytes(),
+            )
+        };
+        if slot.live & 1 == 0 {
+            slot.ent[1] = ent;
+            write(&slot)?;
+            slot.live = 1;
+            write(&slot)?;
+        }
+        slot.ent[0] = ent;
+        write(&slot)?;
+        slot.live = 0;
+        write(&slot)
     }
 
     /// Adds or replaces the configuration of interface `ifindex`: in its slot of `cfg_slots`
@@ -861,7 +868,8 @@ impl Instance {
         slot_read(&self.maps.cfg_slots, "cfg_slots", idx, CfgSlot::from_bytes)
     }
 
-    /// Makes `ent` the live version of slot `idx` (now `slot`), as `fwd_slot_flip` does.
+    /// Makes `ent` the live version of slot `idx` (now `slot`) in two writes, as
+    /// `cls_slot_flip` does.
     fn cfg_slot_flip(
         &self,
         idx: u32,

@@ -145,11 +145,17 @@ pub const FWD_ENT_LAYOUT: Layout = Layout {
     size: 36,
     fields: &[("sph", 0), ("val", 4)],
 };
+/// `struct fwd_ver`: one version of a forwarding slot, a cache line.
+pub const FWD_VER_LAYOUT: Layout = Layout {
+    name: "fwd_ver",
+    size: 64,
+    fields: &[("live", 0), ("pad", 1), ("ent", 4), ("tail", 40)],
+};
 /// `struct fwd_slot`.
 pub const FWD_SLOT_LAYOUT: Layout = Layout {
     name: "fwd_slot",
-    size: 76,
-    fields: &[("live", 0), ("pad", 1), ("ent", 4)],
+    size: 128,
+    fields: &[("ver", 0)],
 };
 /// `struct cls_ent`.
 pub const CLS_ENT_LAYOUT: Layout = Layout {
@@ -194,13 +200,14 @@ pub const PROXY_SLOT_LAYOUT: Layout = Layout {
     ],
 };
 /// Every layout, for the BTF test.
-pub const LAYOUTS: [Layout; 12] = [
+pub const LAYOUTS: [Layout; 13] = [
     PROXY_SLOT_LAYOUT,
     FLOW_KEY_LAYOUT,
     CLS_KEY_LAYOUT,
     NSH_META_LAYOUT,
     FWD_VAL_LAYOUT,
     FWD_ENT_LAYOUT,
+    FWD_VER_LAYOUT,
     FWD_SLOT_LAYOUT,
     STAGE_CFG_LAYOUT,
     CFG_ENT_LAYOUT,
@@ -534,13 +541,18 @@ impl FwdSlot {
         self.ent[usize::from(self.live & 1)]
     }
 
+    /// Where version `i`'s entry starts in the map encoding.
+    fn ent_at(i: usize) -> usize {
+        off(&FWD_SLOT_LAYOUT, "ver") + i * FWD_VER_LAYOUT.size + off(&FWD_VER_LAYOUT, "ent")
+    }
+
     /// The map encoding.
-    pub fn to_bytes(&self) -> [u8; 76] {
-        let mut b = [0u8; 76];
-        b[0] = self.live & 1;
+    pub fn to_bytes(&self) -> [u8; 128] {
+        let mut b = [0u8; 128];
+        b[off(&FWD_VER_LAYOUT, "live")] = self.live & 1;
         for (i, e) in self.ent.iter().enumerate() {
             if let Some((sph, val)) = e {
-                let at = off(&FWD_SLOT_LAYOUT, "ent") + i * FWD_ENT_LAYOUT.size;
+                let at = Self::ent_at(i);
                 put(&mut b, at + off(&FWD_ENT_LAYOUT, "sph"), &sph.to_ne_bytes());
                 put(&mut b, at + off(&FWD_ENT_LAYOUT, "val"), &val.to_bytes());
             }
@@ -552,11 +564,11 @@ impl FwdSlot {
     pub fn from_bytes(b: &[u8]) -> Result<FwdSlot, SizeError> {
         check(&FWD_SLOT_LAYOUT, b)?;
         let mut out = FwdSlot {
-            live: b[0] & 1,
+            live: b[off(&FWD_VER_LAYOUT, "live")] & 1,
             ent: [None; 2],
         };
         for (i, e) in out.ent.iter_mut().enumerate() {
-            let at = off(&FWD_SLOT_LAYOUT, "ent") + i * FWD_ENT_LAYOUT.size;
+            let at = Self::ent_at(i);
             let v = at + off(&FWD_ENT_LAYOUT, "val");
             let val = FwdVal::from_bytes(b.get(v..v + FWD_VAL_LAYOUT.size).unwrap_or(&[]))?;
             if val.action.code() != 0 {

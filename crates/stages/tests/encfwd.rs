@@ -625,10 +625,15 @@ fn fwd_entries_sharing_a_slot() {
     );
     // Same slot, in neither part.
     assert_eq!(run(&mut i, SPI, 72).0, TC_ACT_SHOT);
-    // Replaced in place (the slot's other version, then the flip), twice.
+    // Replaced in place (the slot's other version, then the flips), twice; at rest the
+    // live version is 0, the slot's first cache line.
+    let slot_a = stages::maps::fwd_slot(a);
+    assert_eq!(i.fwd_slot_read(slot_a).unwrap().live, 0);
     for mac in [mac_a2, mac_a] {
         i.insert_fwd(a, &hop_to(mac)).unwrap();
         assert_eq!(run(&mut i, SPI, 200), (TC_ACT_OK, out(SPI, 200, mac)));
+        let slot = i.fwd_slot_read(slot_a).unwrap();
+        assert_eq!((slot.live, slot.current()), (0, Some((a, hop_to(mac)))));
     }
     let listed: Vec<(u32, [u8; 6])> = i
         .list_fwd()
@@ -728,6 +733,103 @@ fn fwd_drops_truncated_and_bad_nsh_and_passes_the_rest() {
             (Counter::DropTruncated, 4),
             (Counter::DropBadNsh, 3),
             (Counter::DropInner, 1),
+        ],
+    );
+}
+
+/// Fwd's in-place path (encfwd.h `fwd_fast`: untagged Ethernet, an Ethernet next hop in its
+/// slot) takes only what the general path would forward the same way: with such a next hop
+/// installed, frames cut short and NSHs it must refuse are still dropped by their reason;
+/// MD type 2 up to the longest context the stages carry, the O bit and the unassigned bits
+/// are forwarded with only the MACs and the TTL changed; one past the longest context is bad.
+#[test]
+fn fwd_in_place_takes_only_what_the_general_path_forwards() {
+    let Some(mut i) = common::instance("fwd_in_place") else {
+        return;
+    };
+    i.insert_fwd(sph(10), &hop(FwdAction::Ethernet, LO, 0, 0))
+        .unwrap();
+    let md1 = nsh(1, 10, 63).ethernet(OUR_MAC, PREV_MAC, &inner());
+    let md2 = nsh(2, 10, 63).ethernet(OUR_MAC, PREV_MAC, &inner());
+    // The longest context: 32 bytes of TLVs (4-byte header + 28-byte value).
+    let value = [0x5a; stages::maps::NSH_MAX_CTX - 4];
+    let longest = [Tlv {
+        class: 0x0101,
+        tlv_type: 1,
+        value: &value,
+    }];
+    let value_over = [0x5a; stages::maps::NSH_MAX_CTX];
+    let over = [Tlv {
+        class: 0x0101,
+        tlv_type: 1,
+        value: &value_over,
+    }];
+    let md2_at = |tlvs: &[Tlv<'_>], ttl: u8, dst: [u8; 6], src: [u8; 6]| {
+        Nsh::md2(SPI, 10, tlvs)
+            .ttl(ttl)
+            .ethernet(dst, src, &inner())
+    };
+    let md2_len = |f: &[u8]| usize::from(f[15] & 0x3f) * 4;
+    let truncated = [
+        md1[..14 + 4].to_vec(),                 // base header cut
+        md1[..14 + 20].to_vec(),                // MD1 context cut
+        md2[..14 + md2_len(&md2) - 4].to_vec(), // MD2 context cut
+        md2[..14 + 8 + 4].to_vec(),             // MD2 context cut, shorter than MD1's
+    ];
+    for f in &truncated {
+        let o = i.test_run(Stage::Fwd, f, 0).unwrap();
+        assert_eq!(o.ret, TC_ACT_SHOT, "truncated {f:02x?}");
+    }
+    let mut version = md1.clone();
+    version[14] |= 0x40; // version 1
+    let mut md_type = md1.clone();
+    md_type[16] = 0x0f; // MD type 15
+    let mut md1_len = md1.clone();
+    md1_len[15] = (md1_len[15] & 0xc0) | 5; // MD type 1 with length 5
+    let mut md2_short = md2.clone();
+    md2_short[15] = (md2_short[15] & 0xc0) | 1; // MD type 2 with length 1
+    let too_long = md2_at(&over, 63, OUR_MAC, PREV_MAC);
+    for f in [&version, &md_type, &md1_len, &md2_short, &too_long] {
+        let o = i.test_run(Stage::Fwd, f, 0).unwrap();
+        assert_eq!(o.ret, TC_ACT_SHOT, "bad {f:02x?}");
+    }
+    // Forwarded in place: the longest MD type 2 context, and the O bit with the two
+    // unassigned bits of the first byte and the six of the third set.
+    let o = i
+        .test_run(Stage::Fwd, &md2_at(&longest, 20, OUR_MAC, PREV_MAC), 0)
+        .unwrap();
+    assert_eq!(
+        (o.ret, o.frame),
+        (TC_ACT_REDIRECT, md2_at(&longest, 19, NEXT_MAC, OUR_MAC))
+    );
+    let flags = |mut f: Vec<u8>| {
+        f[14] |= 0x30;
+        f[16] |= 0xf0;
+        f
+    };
+    let with_o = |ttl: u8, dst: [u8; 6], src: [u8; 6]| {
+        flags(
+            Nsh::md1(SPI, 10, CTX)
+                .ttl(ttl)
+                .oam(true)
+                .ethernet(dst, src, &inner()),
+        )
+    };
+    let o = i
+        .test_run(Stage::Fwd, &with_o(20, OUR_MAC, PREV_MAC), 0)
+        .unwrap();
+    assert_eq!(
+        (o.ret, o.frame),
+        (TC_ACT_REDIRECT, with_o(19, NEXT_MAC, OUR_MAC))
+    );
+    assert_counters(
+        &i,
+        CounterStage::Fwd,
+        &[
+            (Counter::Packets, 11),
+            (Counter::Done, 2),
+            (Counter::DropTruncated, 4),
+            (Counter::DropBadNsh, 5),
         ],
     );
 }
