@@ -7,7 +7,7 @@
 //! test run on the same buffer (the second run would see the first one's output: Dec would
 //! find no NSH, Cls an NSH frame), so each sample is one test run with one repetition and
 //! its in-kernel duration; a repetition of the scenario takes the median of many samples
-//! per program, the programs taking turns. Before timing, each program is checked once to
+//! per program, the programs taking turns in runs of 100 samples. Before timing, each program is checked once to
 //! take the path measured (FuseBox: the stage's `done` counter; Chaining-Box: the frame it
 //! returns).
 
@@ -37,10 +37,37 @@ struct Case {
     /// Chaining-Box's programs, (object, program), run one after the other on each
     /// other's output (Enc+Fwd: its Enc then its Fwd).
     peer: Vec<(usize, &'static str)>,
+    /// Whether Chaining-Box's programs are XDP ones (its Dec) rather than TC: the no-op of
+    /// their own hook is what their time is net of.
+    peer_xdp: bool,
 }
 
-/// `stages`.
+/// `stages`, measured on one core (the last): every test run's duration then comes from
+/// the same CPU's caches (runs left to wander between the two cores of the machines here
+/// gave ratios that agreed within a run and not between runs). A thread of its own carries
+/// the pinning, which ends with it.
 pub(super) fn stages(b: &mut Bench) -> Result<(), CliError> {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            if let Some(&core) = core_affinity::get_core_ids()
+                .as_deref()
+                .and_then(<[_]>::last)
+            {
+                core_affinity::set_for_current(core);
+            }
+            measure(b)
+        })
+        .join()
+        .unwrap_or_else(|_| {
+            Err(CliError::Invalid(
+                "--scenario stages: the measuring thread panicked".to_string(),
+            ))
+        })
+    })
+}
+
+/// `stages` on the calling thread.
+fn measure(b: &mut Bench) -> Result<(), CliError> {
     if let Some(why) = stages::unavailable() {
         return Err(CliError::Invalid(format!("--scenario stages: {why}")));
     }
@@ -75,6 +102,7 @@ pub(super) fn stages(b: &mut Bench) -> Result<(), CliError> {
             frame: inner.clone(),
             fusebox: Stage::Cls,
             peer: vec![(1, "classify_tc")],
+            peer_xdp: false,
         },
         Case {
             name: "cls-any",
@@ -82,6 +110,7 @@ pub(super) fn stages(b: &mut Bench) -> Result<(), CliError> {
             frame: inner_any.clone(),
             fusebox: Stage::Cls,
             peer: vec![(1, "classify_tc")],
+            peer_xdp: false,
         },
         // Cls's XDP form on the same frames, against the same Chaining-Box classifier (it
         // has a TC one only); FuseBox's net of the no-op XDP program.
@@ -91,6 +120,7 @@ pub(super) fn stages(b: &mut Bench) -> Result<(), CliError> {
             frame: inner.clone(),
             fusebox: Stage::ClsXdp,
             peer: vec![(1, "classify_tc")],
+            peer_xdp: false,
         },
         Case {
             name: "cls-any-xdp",
@@ -98,6 +128,7 @@ pub(super) fn stages(b: &mut Bench) -> Result<(), CliError> {
             frame: inner_any,
             fusebox: Stage::ClsXdp,
             peer: vec![(1, "classify_tc")],
+            peer_xdp: false,
         },
         Case {
             name: "dec",
@@ -105,6 +136,7 @@ pub(super) fn stages(b: &mut Bench) -> Result<(), CliError> {
             frame: dec_frame,
             fusebox: Stage::Dec,
             peer: vec![(0, "decap_nsh")],
+            peer_xdp: true,
         },
         Case {
             name: "enc",
@@ -112,6 +144,7 @@ pub(super) fn stages(b: &mut Bench) -> Result<(), CliError> {
             frame: inner.clone(),
             fusebox: Stage::Enc,
             peer: vec![(0, "encap_nsh")],
+            peer_xdp: false,
         },
         Case {
             name: "fwd",
@@ -119,6 +152,7 @@ pub(super) fn stages(b: &mut Bench) -> Result<(), CliError> {
             frame: fwd_frame,
             fusebox: Stage::Fwd,
             peer: vec![(0, "sfc_forwarding")],
+            peer_xdp: false,
         },
         Case {
             name: "enc+fwd",
@@ -126,6 +160,7 @@ pub(super) fn stages(b: &mut Bench) -> Result<(), CliError> {
             frame: inner.clone(),
             fusebox: Stage::EncFwd,
             peer: vec![(0, "encap_nsh"), (0, "sfc_forwarding")],
+            peer_xdp: false,
         },
     ];
     let peers = match &b.chaining_box {
@@ -166,34 +201,70 @@ pub(super) fn stages(b: &mut Bench) -> Result<(), CliError> {
         }
     }
     let samples = if b.quick { 300 } else { 3000 };
+    /// Samples a program takes in a row before the next one's turn.
+    const TURN: usize = 100;
     let n = cases.len();
+    // Chaining-Box's programs with the frame each runs on: a pair's second program on the
+    // frame its first returned (computed once; every run of a program sees the same frame).
+    let mut peer_runs: Vec<Vec<(usize, &'static str, Vec<u8>)>> = vec![Vec::new(); n];
+    if let Some(p) = &peers {
+        for (k, c) in cases.iter().enumerate() {
+            if !peer_ok[k] {
+                continue;
+            }
+            let mut frame = c.frame.clone();
+            for &(o, prog) in &c.peer {
+                let next = p[o].test_run(prog, &frame, 0)?.frame;
+                peer_runs[k].push((o, prog, std::mem::replace(&mut frame, next)));
+            }
+        }
+    }
     let (mut fb, mut cb) = (vec![Vec::new(); n], vec![Vec::new(); n]);
     let (mut base_xdp, mut base_tc) = (Vec::new(), Vec::new());
     for _ in 0..b.reps {
-        let bx = median_of(samples, || {
-            Ok(inst.test_run(Stage::NoopXdp, &inner, 0)?.duration_ns)
-        })?;
-        let bt = median_of(samples, || {
-            Ok(inst.test_run(Stage::NoopTc, &inner, 0)?.duration_ns)
-        })?;
+        // The programs take turns in runs of TURN samples (both no-ops, then each case's
+        // FuseBox program and Chaining-Box's): within a run a program's code and maps stay as
+        // warm as a stage's on a stream of packets, and a change in the shared machine's state
+        // during a repetition reaches every median alike, so the ratios stay comparable.
+        // (Turns of one sample measured every program cold: their code and maps evicted by
+        // the others'.)
+        let (mut bx, mut bt) = (Vec::with_capacity(samples), Vec::with_capacity(samples));
+        let mut ours: Vec<Vec<f64>> = vec![Vec::with_capacity(samples); n];
+        let mut theirs: Vec<Vec<Vec<f64>>> = peer_runs
+            .iter()
+            .map(|r| vec![Vec::with_capacity(samples); r.len()])
+            .collect();
+        for turn in (0..samples).step_by(TURN) {
+            let m = TURN.min(samples - turn);
+            for _ in 0..m {
+                bx.push(inst.test_run(Stage::NoopXdp, &inner, 0)?.duration_ns as f64);
+            }
+            for _ in 0..m {
+                bt.push(inst.test_run(Stage::NoopTc, &inner, 0)?.duration_ns as f64);
+            }
+            for (k, c) in cases.iter().enumerate() {
+                for _ in 0..m {
+                    ours[k].push(inst.test_run(c.fusebox, &c.frame, 0)?.duration_ns as f64);
+                }
+                if let Some(p) = &peers {
+                    for (j, (o, prog, frame)) in peer_runs[k].iter().enumerate() {
+                        for _ in 0..m {
+                            theirs[k][j].push(p[*o].test_run(prog, frame, 0)?.duration_ns as f64);
+                        }
+                    }
+                }
+            }
+        }
+        let (bx, bt) = (stats(&bx).1, stats(&bt).1);
         base_xdp.push(bx);
         base_tc.push(bt);
         for (k, c) in cases.iter().enumerate() {
             let base = if c.xdp { bx } else { bt };
-            let t = median_of(samples, || {
-                Ok(inst.test_run(c.fusebox, &c.frame, 0)?.duration_ns)
-            })?;
-            fb[k].push((t - base).max(0.0));
-            if let (Some(p), true) = (&peers, peer_ok[k]) {
-                // Each program of a pair on the frame the one before it returned, the
-                // baseline subtracted once per program.
-                let mut total = 0.0;
-                let mut frame = c.frame.clone();
-                for &(o, prog) in &c.peer {
-                    let t = median_of(samples, || Ok(p[o].test_run(prog, &frame, 0)?.duration_ns))?;
-                    total += (t - base).max(0.0);
-                    frame = p[o].test_run(prog, &frame, 0)?.frame;
-                }
+            fb[k].push((stats(&ours[k]).1 - base).max(0.0));
+            if !theirs[k].is_empty() {
+                // The baseline of their hook, subtracted once per program of a pair.
+                let base = if c.peer_xdp { bx } else { bt };
+                let total: f64 = theirs[k].iter().map(|t| (stats(t).1 - base).max(0.0)).sum();
                 cb[k].push(total);
             }
         }
@@ -254,15 +325,6 @@ pub(super) fn stages(b: &mut Bench) -> Result<(), CliError> {
     }
     inst.remove()?;
     Ok(())
-}
-
-/// The median of `n` samples.
-fn median_of(n: usize, mut f: impl FnMut() -> Result<u64, CliError>) -> Result<f64, CliError> {
-    let mut v = Vec::with_capacity(n);
-    for _ in 0..n {
-        v.push(f()? as f64);
-    }
-    Ok(stats(&v).1)
 }
 
 /// FuseBox's entries: this interface's MAC for Dec, the classifier entries for Cls (`flow`
