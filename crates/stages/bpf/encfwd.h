@@ -448,17 +448,14 @@ static __always_inline int fwd_fast(struct __sk_buff *skb)
 		return FWD_GENERAL;
 	w0 = bpf_ntohl(*(__u32 *)(p + ETH_LEN));
 	sph = bpf_ntohl(*(__u32 *)(p + ETH_LEN + 4));
-	/* version 0 (top two bits), then find_nsh's length and MD type rules */
-	len = (w0 >> 14) & 0xfc;
-	md = (w0 >> 8) & 0x0f;
-	if (w0 >> 30)
-		return FWD_GENERAL;
-	if (md == 1) {
-		if (len != NSH_MD1_LEN)
+	/* find_nsh's rules: MD type 1 (version 0, length 6 words) in one masked compare, MD
+	 * type 2 (version 0, 2 words up to the longest context, all present) after it */
+	if ((w0 & 0xc03f0f00) != ((NSH_MD1_LEN / 4) << 16 | 1 << 8)) {
+		len = (w0 >> 14) & 0xfc;
+		md = (w0 >> 8) & 0x0f;
+		if ((w0 >> 30) || md != 2 || len < NSH_BASE_LEN ||
+		    len > NSH_BASE_LEN + NSH_MAX_CTX || !HAS(data, data_end, ETH_LEN, len))
 			return FWD_GENERAL;
-	} else if (md != 2 || len < NSH_BASE_LEN || len > NSH_BASE_LEN + NSH_MAX_CTX ||
-		   !HAS(data, data_end, ETH_LEN, len)) {
-		return FWD_GENERAL;
 	}
 	ttl = (w0 >> 22) & 0x3f;
 	if (ttl <= 1)
