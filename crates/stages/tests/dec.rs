@@ -43,22 +43,47 @@ fn counters(i: &Instance) -> Vec<(Counter, u64)> {
     common::nonzero(i, CounterStage::Dec)
 }
 
-/// Runs Dec on `frame` and checks a decapsulation: verdict, output = `inner`, the proxy
-/// entry under `key` and this CPU's last_dec equal `meta`, counters packets + done.
+/// Runs Dec on `frame` twice, as a flow's first packet and as a later one (its proxy entry
+/// then already there: dec.bpf.c `dec_fast` for the common frame), and checks a
+/// decapsulation each time: verdict, output = `inner`, the proxy entry under `key` and this
+/// CPU's last_dec equal `meta`, counters packets + done.
 fn expect_decap(i: &mut Instance, frame: &[u8], inner: &[u8], key: FlowKey, meta: NshMeta) {
-    let o = i.test_run(Stage::Dec, frame, 0).unwrap();
-    assert_eq!(o.ret, XDP_PASS);
-    assert_eq!(o.frame, inner, "output frame is the inner frame");
-    assert_eq!(i.list_proxy().unwrap(), vec![(key, meta)]);
-    assert!(
-        i.last_dec().unwrap().contains(&meta),
-        "last_dec holds the NSH"
-    );
-    assert_eq!(counters(i), vec![(Counter::Packets, 1), (Counter::Done, 1)]);
+    common::pin_cpu();
+    for n in 1..=2 {
+        let o = i.test_run(Stage::Dec, frame, 0).unwrap();
+        assert_eq!(o.ret, XDP_PASS, "packet {n}");
+        assert_eq!(
+            o.frame, inner,
+            "packet {n}: output frame is the inner frame"
+        );
+        assert_eq!(i.list_proxy().unwrap(), vec![(key, meta)], "packet {n}");
+        assert!(
+            i.last_dec().unwrap().contains(&meta),
+            "packet {n}: last_dec holds the NSH"
+        );
+        assert_eq!(
+            counters(i),
+            vec![(Counter::Packets, n), (Counter::Done, n)],
+            "packet {n}"
+        );
+    }
 }
 
-/// Runs Dec on `frame` and checks it was left alone (passed) or dropped with `drop`.
+/// Runs Dec on `frame` and checks it was left alone (passed) or dropped with `drop`; then
+/// again with the 5-tuple and NSH such a frame would have put in the proxy table already
+/// there (a flow's later packet, `dec_fast`'s case when the frame is the common one): the
+/// same outcome.
 fn expect_untouched(i: &mut Instance, frame: &[u8], drop: Option<Counter>) {
+    expect_untouched_once(i, frame, drop, 1);
+    let (_, key) = inner_tcp();
+    let entry = NshMeta::md1(1, 2, 63, [0; 4]);
+    i.insert_proxy(&key, &entry).unwrap();
+    expect_untouched_once(i, frame, drop, 2);
+    assert_eq!(i.list_proxy().unwrap(), vec![(key, entry)]);
+    i.delete_proxy(&key).unwrap();
+}
+
+fn expect_untouched_once(i: &mut Instance, frame: &[u8], drop: Option<Counter>, n: u64) {
     let o = i.test_run(Stage::Dec, frame, 0).unwrap();
     match drop {
         None => {
@@ -66,15 +91,17 @@ fn expect_untouched(i: &mut Instance, frame: &[u8], drop: Option<Counter>) {
             assert_eq!(o.frame, frame, "passed untouched");
             assert_eq!(
                 counters(i),
-                vec![(Counter::Packets, 1), (Counter::Passed, 1)]
+                vec![(Counter::Packets, n), (Counter::Passed, n)]
             );
         }
         Some(c) => {
             assert_eq!(o.ret, XDP_DROP);
-            assert_eq!(counters(i), vec![(Counter::Packets, 1), (c, 1)]);
+            assert_eq!(counters(i), vec![(Counter::Packets, n), (c, n)]);
         }
     }
-    assert_eq!(i.list_proxy().unwrap(), vec![], "no proxy entry");
+    if n == 1 {
+        assert_eq!(i.list_proxy().unwrap(), vec![], "no proxy entry");
+    }
     assert!(i.last_dec().unwrap().iter().all(|m| m.md_type == 0));
 }
 
@@ -331,11 +358,40 @@ fn inner_frame_not_ipv4_is_dropped() {
     expect_untouched(&mut i, &f, Some(Counter::DropInner));
 }
 
+/// A later packet of a flow (its entry already in the proxy table: `dec_fast`) is what this
+/// CPU's last_dec remembers, after another flow's packet came in between, for NAT-aware Enc.
+#[test]
+fn a_later_packet_of_a_flow_is_the_last_decapsulation() {
+    let Some(mut i) = common::instance("dec-last") else {
+        return;
+    };
+    configure(&i, 0);
+    common::pin_cpu();
+    let (inner, _) = inner_tcp();
+    let other = Frame::tcp([10, 0, 0, 3], [10, 0, 0, 2], 40001, 443)
+        .payload(b"inner payload")
+        .build();
+    let a = NshMeta::md1(5, 9, 63, [5; 4]);
+    let b = NshMeta::md1(6, 9, 63, [6; 4]);
+    let frame_a = Nsh::md1(5, 9, [5; 4]).ethernet(OUR_MAC, PEER_MAC, &inner);
+    let frame_b = Nsh::md1(6, 9, [6; 4]).ethernet(OUR_MAC, PEER_MAC, &other);
+    for (f, m) in [(&frame_a, a), (&frame_b, b), (&frame_a, a)] {
+        let o = i.test_run(Stage::Dec, f, 0).unwrap();
+        assert_eq!(o.ret, XDP_PASS);
+        assert!(i.last_dec().unwrap().contains(&m));
+    }
+    assert_eq!(
+        counters(&i),
+        vec![(Counter::Packets, 3), (Counter::Done, 3)]
+    );
+}
+
 #[test]
 fn a_flow_whose_nsh_changes_gets_the_new_entry() {
     let Some(mut i) = common::instance("dec-change") else {
         return;
     };
+    configure(&i, 0);
     let (inner, key) = inner_tcp();
     for (spi, si) in [(1, 9), (1, 9), (2, 8)] {
         let frame = Nsh::md1(spi, si, [spi; 4]).ethernet(OUR_MAC, PEER_MAC, &inner);
