@@ -904,6 +904,24 @@ fn enc_fwd_equals_enc_then_fwd() {
             want: None,
             ret: TC_ACT_SHOT,
         },
+        // MD type 1 towards an Ethernet hop is encfwd.h enc_fast's case: at TTL 1 it must
+        // leave the frame to the general code, which drops it.
+        Case {
+            name: "md1 ttl expired",
+            md: 1,
+            ttl: 1,
+            hop: Some(hop(FwdAction::Ethernet, LO, 0, 0)),
+            want: None,
+            ret: TC_ACT_SHOT,
+        },
+        Case {
+            name: "md1 ethernet, ttl 2",
+            md: 1,
+            ttl: 2,
+            hop: Some(hop(FwdAction::Ethernet, LO, 0, 0)),
+            want: Some(nsh(1, 99, 1).ethernet(NEXT_MAC, OUR_MAC, &inner())),
+            ret: TC_ACT_REDIRECT,
+        },
         Case {
             name: "unknown spi",
             md: 1,
