@@ -30,11 +30,10 @@
 #define CLS_HIT 1 /* push ETH_LEN + NSH_BASE_LEN + *clen bytes */
 #define CLS_BAD 2 /* an entry Cls cannot push: drop (counted) */
 
-/* The entry for (`ifindex`, `key->flow`), then (0, `key->flow`), into `m` (META_ALIGNED) with
- * its context length in `clen`. Counts the miss and the bad entry; a hit is counted by the
- * caller once the NSH is written. */
-static __always_inline int cls_lookup(struct cls_key *key, __u32 ifindex, struct nsh_meta *m,
-				      __u32 *clen)
+/* The entry for (`ifindex`, `key->flow`), then (0, `key->flow`), copied into `m`
+ * (META_ALIGNED) and returned, or NULL; nothing counted. */
+static __always_inline struct nsh_meta *cls_probe(struct cls_key *key, __u32 ifindex,
+						  struct nsh_meta *m)
 {
 	/* The 5-tuple folded once for both keys (maps.h cls_flow_fold). */
 	__u32 fold = cls_flow_fold(key);
@@ -44,6 +43,16 @@ static __always_inline int cls_lookup(struct cls_key *key, __u32 ifindex, struct
 		key->ifindex = 0;
 		hit = cls_find_in(key, cls_slot_at(fold), m);
 	}
+	return hit;
+}
+
+/* cls_probe, counting the miss and the bad entry; CLS_HIT with the context length in
+ * `clen`, or what to do. A hit is counted by the caller once the NSH is written. */
+static __always_inline int cls_lookup(struct cls_key *key, __u32 ifindex, struct nsh_meta *m,
+				      __u32 *clen)
+{
+	struct nsh_meta *hit = cls_probe(key, ifindex, m);
+
 	if (!hit) {
 		count(STAGE_CLS, CTR_PASSED);
 		return CLS_PASS;

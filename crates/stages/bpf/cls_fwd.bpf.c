@@ -2,14 +2,75 @@
 /*
  * Cls and Fwd in one program at a chain's entry (TC ingress): a classified frame is
  * forwarded at once by (SPI, 255) like Fwd would (encfwd.h); the rest passes untouched.
+ * The common case goes first (cls_fwd_fast).
  */
 #include "cls.h"
 #include "encfwd.h"
 
+/* Returned by cls_fwd_fast when the frame is not its case (not a TC verdict). */
+#define CLS_GENERAL 0x1003
+
+/*
+ * Cls+Fwd's steady state, tried before Cls's and Fwd's general code: the common frame
+ * (untagged Ethernet, IPv4 without options: parse_flow_at0's fixed case), an MD type 1
+ * classifier entry (cls_probe: the exact interface's, then any interface's), and for its
+ * (SPI, SI) an Ethernet next hop in its slot that redirects (an ifindex), the TTL not
+ * expiring. The outer Ethernet header (the next hop's MACs) and the NSH (TTL - 1, as Fwd
+ * leaves it) are pushed at once and the frame redirected: the frame, verdict and counters of
+ * Cls then Fwd. Any other frame returns CLS_GENERAL with nothing changed or counted, and
+ * cls_run then fwd_run take it from the start.
+ *
+ * The room is made by bpf_skb_change_head, not bpf_skb_adjust_room as cls_run does (about
+ * 10-15 ns less here, a third of Cls): at TC ingress the kernel pulls the MAC header's length
+ * off after the program and pushes it back before a redirect, so a redirected frame leaves
+ * from its new start whichever helper made the room. Only a frame left to the stack (a next
+ * hop with ifindex 0: TC_ACT_OK at ingress) needs the network header moved with the room;
+ * that one takes cls_run.
+ */
+static __always_inline int cls_fwd_fast(struct __sk_buff *skb)
+{
+	void *data = (void *)(long)skb->data;
+	void *data_end = (void *)(long)skb->data_end;
+	__u8 *p = data, *ip = p + ETH_LEN;
+	struct nsh_meta m META_ALIGNED;
+	struct cls_key key;
+	struct fwd_slot *s;
+	struct fwd_ent *e;
+	__u32 idx;
+	__u8 ttl;
+
+	if (!HAS(data, data_end, 0, FLOW0_LEN) || *(__u16 *)(p + 12) != bpf_htons(ETH_P_IP) ||
+	    ip[0] != 0x45)
+		return CLS_GENERAL;
+	__builtin_memset(&key, 0, sizeof(key));
+	flow_ipv4_fixed(ip, &key.flow);
+	if (!cls_probe(&key, skb->ifindex, &m) || m.md_type != 1)
+		return CLS_GENERAL;
+	ttl = ttl_next(m.ttl ? m.ttl & 0x3f : 63);
+	if (!ttl)
+		return CLS_GENERAL;
+	idx = FWD_SLOT(m.sph);
+	s = bpf_map_lookup_elem(&fwd_slots, &idx);
+	if (!s)
+		return CLS_GENERAL;
+	e = &s->ver[s->ver[0].live & 1].ent;
+	if (e->sph != m.sph || e->val.action != FWD_ETHERNET || !e->val.ifindex)
+		return CLS_GENERAL;
+	m.ttl = ttl;
+	count(STAGE_CLS, CTR_DONE);
+	if (push_eth_nsh(skb, &m, NSH_MD1_LEN - NSH_BASE_LEN, &e->val))
+		return verdict(STAGE_FWD, CTR_DROP_NO_ROOM, TC_ACT_SHOT);
+	return verdict(STAGE_FWD, CTR_DONE, fwd_out(&e->val));
+}
+
 SEC("tc")
 int cls_fwd(struct __sk_buff *skb)
 {
-	int v = cls_run(skb);
+	int v = cls_fwd_fast(skb);
+
+	if (v != CLS_GENERAL)
+		return v;
+	v = cls_run(skb);
 	if (v != TC_ACT_UNSPEC)
 		return v;
 	return fwd_run(skb);

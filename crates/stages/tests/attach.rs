@@ -214,11 +214,27 @@ struct Pairs(Vec<Veth>);
 /// another flow passes; detaching removes the XDP program.
 #[test]
 fn cls_at_xdp_then_fwd_at_tc_ingress_live() {
+    cls_then_fwd_live("cls-xdp-live", "x", true);
+}
+
+/// Cls+Fwd, what the agents attach at a chain's entry, live at TC ingress: the same frames
+/// leave the second veth. Its steady-state path (cls_fwd.bpf.c `cls_fwd_fast`) makes room
+/// with `bpf_skb_change_head`, which at TC ingress is right only because the frame is
+/// redirected (the kernel pushes the MAC header's length back before the redirect): this is
+/// where that is checked, on a real interface.
+#[test]
+fn cls_fwd_at_tc_ingress_live() {
+    cls_then_fwd_live("cls-fwd-live", "c", false);
+}
+
+/// The live classification and forwarding of the two tests above: with Cls at XDP and Fwd
+/// at TC ingress (`xdp`), or Cls+Fwd at TC ingress.
+fn cls_then_fwd_live(name: &str, tag: &str, xdp: bool) {
     use ports::port::{RxPort, TxPort};
-    let Some(mut i) = common::instance("cls-xdp-live") else {
+    let Some(mut i) = common::instance(name) else {
         return;
     };
-    let pairs = Pairs(vec![Veth::new("x"), Veth::new("y")]);
+    let pairs = Pairs(vec![Veth::new(tag), Veth::new(&format!("{tag}2"))]);
     let (a, b) = (&pairs.0[0], &pairs.0[1]);
     let (ap, bp) = (format!("{}p", a.0), format!("{}p", b.0));
     for d in [&ap, &bp] {
@@ -263,13 +279,18 @@ fn cls_at_xdp_then_fwd_at_tc_ingress_live() {
         },
     )
     .unwrap();
-    assert!(matches!(
-        i.attach(Stage::ClsXdp, ia, Hook::Ingress),
-        Err(stages::Error::Hook(..))
-    ));
-    i.attach(Stage::ClsXdp, ia, Hook::Xdp).unwrap();
-    i.attach(Stage::Fwd, ia, Hook::Ingress).unwrap();
-    assert!(a.xdp().contains("prog/xdp"), "{}", a.xdp());
+    if xdp {
+        assert!(matches!(
+            i.attach(Stage::ClsXdp, ia, Hook::Ingress),
+            Err(stages::Error::Hook(..))
+        ));
+        i.attach(Stage::ClsXdp, ia, Hook::Xdp).unwrap();
+        i.attach(Stage::Fwd, ia, Hook::Ingress).unwrap();
+        assert!(a.xdp().contains("prog/xdp"), "{}", a.xdp());
+    } else {
+        i.attach(Stage::ClsFwd, ia, Hook::Ingress).unwrap();
+        assert!(a.tc("ingress").contains("cls_fwd"), "{}", a.tc("ingress"));
+    }
     let mut rx = nic::afpacket::AfPacketRx::open(&bp).unwrap();
     let mut tx = nic::afpacket::AfPacketTx::open(&ap).unwrap();
     i.clear_counters().unwrap();
@@ -301,10 +322,12 @@ fn cls_at_xdp_then_fwd_at_tc_ingress_live() {
             .find(|(c, _)| *c == Counter::Done)
             .map_or(0, |(_, n)| n)
     };
-    assert_eq!(done(CounterStage::Cls), 2, "classified at XDP");
+    assert_eq!(done(CounterStage::Cls), 2, "classified");
     assert_eq!(done(CounterStage::Fwd), 2, "forwarded at TC ingress");
-    i.detach(Stage::ClsXdp, ia, Hook::Xdp).unwrap();
-    assert!(!a.xdp().contains("prog/xdp"), "{}", a.xdp());
+    if xdp {
+        i.detach(Stage::ClsXdp, ia, Hook::Xdp).unwrap();
+        assert!(!a.xdp().contains("prog/xdp"), "{}", a.xdp());
+    }
     drop(i);
     drop(pairs);
 }

@@ -317,6 +317,237 @@ fn cls_fwd_classifies_and_forwards_at_once() {
     );
 }
 
+/// Cls+Fwd gives what Cls then Fwd give (verdict, frame, counters of both stages) on every
+/// branch, those of its steady-state path (cls_fwd.bpf.c `cls_fwd_fast`: MD type 1 entries on
+/// the exact or any interface towards a redirecting Ethernet next hop) and those it leaves to
+/// the general code: a next hop staying on the interface, over VXLAN-GPE or at the end of the
+/// path, MD type 2, TTL 1 and 2, no next hop, a tagged frame, IP options, a miss.
+#[test]
+fn cls_fwd_equals_cls_then_fwd() {
+    const TC_ACT_REDIRECT: u32 = 7;
+    let (next, ours) = ([2, 0, 0, 0, 0, 0x22], [2, 0, 0, 0, 0, 0x11]);
+    let hop = |action: FwdAction, ifindex: u32| FwdVal {
+        action,
+        flags: 0,
+        dmac: next,
+        smac: ours,
+        udp_sport: 0,
+        ifindex,
+        saddr: Ipv4Addr::new(192, 168, 0, 1),
+        daddr: Ipv4Addr::new(192, 168, 0, 2),
+        vni: 7,
+    };
+    let (frame, key) = tcp();
+    let tagged = wire::build::ethernet(
+        [2, 0, 0, 0, 0, 1],
+        [2, 0, 0, 0, 0, 2],
+        &[(0x8100, 44)],
+        0x0800,
+        &frame[14..],
+    );
+    let mut options = frame.clone();
+    {
+        // IHL 6 with a 4-byte NOP option in front of the same TCP header: another 5-tuple
+        // path (not the fixed one), the same key.
+        let mut o = options[..14].to_vec();
+        let mut ip = options[14..34].to_vec();
+        ip[0] = 0x46;
+        let total = u16::from_be_bytes([ip[2], ip[3]]) + 4;
+        ip[2..4].copy_from_slice(&total.to_be_bytes());
+        ip[10] = 0;
+        ip[11] = 0;
+        o.extend_from_slice(&ip);
+        o.extend_from_slice(&[1, 1, 1, 1]);
+        o.extend_from_slice(&options[34..]);
+        options = o;
+    }
+    let md1 = |ttl: u8| NshMeta::md1(0x10, 255, ttl, [1, 2, 3, 4]);
+    let md2 = NshMeta::md2(0x10, 255, 30, &[0, 1, 2, 4, 9, 9, 9, 9]).unwrap();
+    struct Case {
+        name: &'static str,
+        iface: u32,
+        entry: NshMeta,
+        hop: Option<FwdVal>,
+        frame: Vec<u8>,
+        ret: u32,
+        /// Another path's next hop (other MACs) takes the slot first: this one lives in the
+        /// hash.
+        slot_taken: bool,
+    }
+    let eth = FwdAction::Ethernet;
+    let cases = [
+        Case {
+            name: "exact interface, redirect",
+            iface: LO,
+            entry: md1(30),
+            hop: Some(hop(eth, LO)),
+            frame: frame.clone(),
+            ret: TC_ACT_REDIRECT,
+            slot_taken: false,
+        },
+        Case {
+            name: "any interface, redirect",
+            iface: 0,
+            entry: md1(0),
+            hop: Some(hop(eth, LO)),
+            frame: frame.clone(),
+            ret: TC_ACT_REDIRECT,
+            slot_taken: false,
+        },
+        Case {
+            name: "ttl 2",
+            iface: LO,
+            entry: md1(2),
+            hop: Some(hop(eth, LO)),
+            frame: frame.clone(),
+            ret: TC_ACT_REDIRECT,
+            slot_taken: false,
+        },
+        Case {
+            name: "ttl 1",
+            iface: LO,
+            entry: md1(1),
+            hop: Some(hop(eth, LO)),
+            frame: frame.clone(),
+            ret: TC_ACT_SHOT,
+            slot_taken: false,
+        },
+        Case {
+            name: "stays on the interface",
+            iface: LO,
+            entry: md1(30),
+            hop: Some(hop(eth, 0)),
+            frame: frame.clone(),
+            ret: TC_ACT_OK,
+            slot_taken: false,
+        },
+        Case {
+            name: "vxlan-gpe",
+            iface: LO,
+            entry: md1(30),
+            hop: Some(hop(FwdAction::VxlanGpe, LO)),
+            frame: frame.clone(),
+            ret: TC_ACT_REDIRECT,
+            slot_taken: false,
+        },
+        Case {
+            name: "end of path",
+            iface: LO,
+            entry: md1(30),
+            hop: Some(hop(FwdAction::End, LO)),
+            frame: frame.clone(),
+            ret: TC_ACT_REDIRECT,
+            slot_taken: false,
+        },
+        Case {
+            name: "md2",
+            iface: LO,
+            entry: md2,
+            hop: Some(hop(eth, LO)),
+            frame: frame.clone(),
+            ret: TC_ACT_REDIRECT,
+            slot_taken: false,
+        },
+        Case {
+            name: "no next hop",
+            iface: LO,
+            entry: md1(30),
+            hop: None,
+            frame: frame.clone(),
+            ret: TC_ACT_SHOT,
+            slot_taken: false,
+        },
+        Case {
+            name: "tagged",
+            iface: LO,
+            entry: md1(30),
+            hop: Some(hop(eth, LO)),
+            frame: tagged,
+            ret: TC_ACT_REDIRECT,
+            slot_taken: false,
+        },
+        Case {
+            name: "ip options",
+            iface: LO,
+            entry: md1(30),
+            hop: Some(hop(eth, LO)),
+            frame: options,
+            ret: TC_ACT_REDIRECT,
+            slot_taken: false,
+        },
+        Case {
+            name: "next hop in the hash",
+            iface: LO,
+            entry: md1(30),
+            hop: Some(hop(eth, LO)),
+            frame: frame.clone(),
+            ret: TC_ACT_REDIRECT,
+            slot_taken: true,
+        },
+        Case {
+            name: "miss",
+            iface: 2,
+            entry: md1(30),
+            hop: Some(hop(eth, LO)),
+            frame: frame.clone(),
+            ret: TC_ACT_OK,
+            slot_taken: false,
+        },
+    ];
+    for c in &cases {
+        let Some(mut split) = common::instance("cls_fwd_split") else {
+            return;
+        };
+        let Some(mut one) = common::instance("cls_fwd_one") else {
+            return;
+        };
+        for i in [&split, &one] {
+            i.insert_cls(
+                &ClsKey {
+                    ifindex: c.iface,
+                    flow: key,
+                },
+                &c.entry,
+            )
+            .unwrap();
+            if c.slot_taken {
+                let other = FwdVal {
+                    dmac: [2, 0, 0, 0, 0, 0x99],
+                    ..hop(eth, LO)
+                };
+                let sph = (0x10 + 64) << 8 | 255;
+                assert_eq!(
+                    stages::maps::fwd_slot(sph),
+                    stages::maps::fwd_slot(0x10 << 8 | 255)
+                );
+                i.insert_fwd(sph, &other).unwrap();
+            }
+            if let Some(h) = &c.hop {
+                i.insert_fwd(0x10 << 8 | 255, h).unwrap();
+            }
+        }
+        // Cls, then Fwd when Cls says "next filter" (TC_ACT_UNSPEC).
+        let a = split.test_run(Stage::Cls, &c.frame, 0).unwrap();
+        let b = if a.ret == TC_ACT_UNSPEC {
+            split.test_run(Stage::Fwd, &a.frame, 0).unwrap()
+        } else {
+            a
+        };
+        let o = one.test_run(Stage::ClsFwd, &c.frame, 0).unwrap();
+        assert_eq!((o.ret, b.ret), (c.ret, c.ret), "{}", c.name);
+        assert_eq!(o.frame, b.frame, "{}", c.name);
+        for stage in [CounterStage::Cls, CounterStage::Fwd] {
+            assert_eq!(
+                one.counters(stage).unwrap(),
+                split.counters(stage).unwrap(),
+                "{} {}",
+                c.name,
+                stage.name()
+            );
+        }
+    }
+}
+
 /// The classifier's two parts (cbox.h, `cls_slots`): three keys of one slot, the first in the
 /// slot and the next in the hash (counted in the slot's `spill`), the third in neither; an
 /// any-interface entry behind a busy slot; replace and delete in the hash; an entry that
