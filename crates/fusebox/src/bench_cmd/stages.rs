@@ -23,6 +23,8 @@ const OUR_MAC: [u8; 6] = [0x02, 0xfb, 0, 0, 0, 0x01];
 const PEER_MAC: [u8; 6] = [0x02, 0xfb, 0, 0, 0, 0x02];
 const NEXT_MAC: [u8; 6] = [0x02, 0xfb, 0, 0, 0, 0x03];
 const SPI: u32 = 0x42;
+/// The path of the `cls+fwd` row's flow (its first hop redirects).
+const ENTRY_SPI: u32 = 0x43;
 const SI: u8 = 255;
 const CTX: [u32; 4] = [1, 2, 3, 4];
 /// The interface a test run's packet arrives on (the loopback).
@@ -91,7 +93,16 @@ fn measure(b: &mut Bench) -> Result<(), CliError> {
         sport: 40001,
         ..flow
     };
-    fill_fusebox(&inst, flow, flow_any)?;
+    // A third flow, on a path of its own whose first hop redirects to an interface: what Cls+Fwd
+    // (the program the agents attach at a chain's entry) does with a classified frame.
+    let inner_entry = wire::build::Frame::tcp([10, 0, 0, 1], [10, 0, 0, 2], 40002, 80)
+        .pad_to(60)
+        .build();
+    let flow_entry = FlowKey {
+        sport: 40002,
+        ..flow
+    };
+    fill_fusebox(&inst, flow, flow_any, flow_entry)?;
     let nsh = wire::build::Nsh::md1(SPI, SI, CTX);
     let dec_frame = nsh.ethernet(OUR_MAC, PEER_MAC, &inner);
     let fwd_frame = nsh.ethernet([0; 6], [0; 6], &inner);
@@ -130,6 +141,16 @@ fn measure(b: &mut Bench) -> Result<(), CliError> {
             peer: vec![(1, "classify_tc")],
             peer_xdp: false,
         },
+        // Cls+Fwd against the same Chaining-Box classifier, which also writes the next hop's
+        // MACs from its entry and sends the frame: both are a chain's whole entry stage.
+        Case {
+            name: "cls+fwd",
+            xdp: false,
+            frame: inner_entry,
+            fusebox: Stage::ClsFwd,
+            peer: vec![(1, "classify_tc")],
+            peer_xdp: false,
+        },
         Case {
             name: "dec",
             xdp: true,
@@ -164,7 +185,7 @@ fn measure(b: &mut Bench) -> Result<(), CliError> {
         },
     ];
     let peers = match &b.chaining_box {
-        Some(dir) => Some(load_peer(dir, &[flow, flow_any])?),
+        Some(dir) => Some(load_peer(dir, &[flow, flow_any, flow_entry])?),
         None => None,
     };
     // Keep the stages that are built and take the measured path.
@@ -329,8 +350,14 @@ fn measure(b: &mut Bench) -> Result<(), CliError> {
 
 /// FuseBox's entries: this interface's MAC for Dec, the classifier entries for Cls (`flow`
 /// on the exact interface, `flow_any` on any interface), the proxy entry for Enc, next hops
-/// (Ethernet, same interface) for (SPI, SI) and (SPI, SI − 1).
-fn fill_fusebox(inst: &Instance, flow: FlowKey, flow_any: FlowKey) -> Result<(), CliError> {
+/// (Ethernet, same interface) for (SPI, SI) and (SPI, SI − 1); `flow_entry` on the exact
+/// interface for path ENTRY_SPI, whose first hop (Ethernet) redirects to the loopback.
+fn fill_fusebox(
+    inst: &Instance,
+    flow: FlowKey,
+    flow_any: FlowKey,
+    flow_entry: FlowKey,
+) -> Result<(), CliError> {
     inst.insert_cfg(
         LO,
         &StageCfg {
@@ -363,6 +390,27 @@ fn fill_fusebox(inst: &Instance, flow: FlowKey, flow_any: FlowKey) -> Result<(),
         };
         inst.insert_fwd(SPI << 8 | u32::from(si), &hop)?;
     }
+    inst.insert_cls(
+        &ClsKey {
+            ifindex: LO,
+            flow: flow_entry,
+        },
+        &NshMeta::md1(ENTRY_SPI, SI, 63, CTX),
+    )?;
+    inst.insert_fwd(
+        ENTRY_SPI << 8 | u32::from(SI),
+        &FwdVal {
+            action: FwdAction::Ethernet,
+            flags: 0,
+            dmac: NEXT_MAC,
+            smac: OUR_MAC,
+            udp_sport: 0,
+            ifindex: LO,
+            saddr: [0, 0, 0, 0].into(),
+            daddr: [0, 0, 0, 0].into(),
+            vni: 0,
+        },
+    )?;
     Ok(())
 }
 
@@ -475,7 +523,8 @@ pub(super) fn peer_nsh(spi: u32, si: u8, ctx: [u32; 4]) -> Vec<u8> {
 }
 
 /// Runs Chaining-Box's program(s) once: Dec must return the inner frame, Cls and Enc add
-/// the outer Ethernet and the 24-byte NSH, Fwd writes the next hop's MAC.
+/// the outer Ethernet and the 24-byte NSH (Cls, for the `cls+fwd` row, with the next hop's
+/// MAC), Fwd writes the next hop's MAC.
 fn check_peer(p: &[Standalone], c: &Case, inner: &[u8]) -> Result<(), String> {
     let mut frame = c.frame.clone();
     for &(o, prog) in &c.peer {
@@ -489,6 +538,7 @@ fn check_peer(p: &[Standalone], c: &Case, inner: &[u8]) -> Result<(), String> {
         "cls" | "cls-any" | "cls-xdp" | "cls-any-xdp" | "enc" => {
             frame.len() == inner.len() + 14 + 24
         }
+        "cls+fwd" => frame.len() == inner.len() + 14 + 24 && frame.get(..6) == Some(&NEXT_MAC[..]),
         _ => frame.get(..6) == Some(&NEXT_MAC[..]),
     };
     if ok {
