@@ -34,9 +34,7 @@ static __always_inline int cls_fwd_fast(struct __sk_buff *skb)
 	__u8 *p = data, *ip = p + ETH_LEN;
 	struct nsh_meta m META_ALIGNED;
 	struct cls_key key;
-	struct fwd_slot *s;
-	struct fwd_ent *e;
-	__u32 idx;
+	struct fwd_val *f;
 	__u8 ttl;
 
 	if (!HAS(data, data_end, 0, FLOW0_LEN) || *(__u16 *)(p + 12) != bpf_htons(ETH_P_IP) ||
@@ -49,18 +47,14 @@ static __always_inline int cls_fwd_fast(struct __sk_buff *skb)
 	ttl = ttl_next(m.ttl ? m.ttl & 0x3f : 63);
 	if (!ttl)
 		return CLS_GENERAL;
-	idx = FWD_SLOT(m.sph);
-	s = bpf_map_lookup_elem(&fwd_slots, &idx);
-	if (!s)
-		return CLS_GENERAL;
-	e = &s->ver[s->ver[0].live & 1].ent;
-	if (e->sph != m.sph || e->val.action != FWD_ETHERNET || !e->val.ifindex)
+	f = fwd_slot_eth(m.sph);
+	if (!f || !f->ifindex)
 		return CLS_GENERAL;
 	m.ttl = ttl;
 	count(STAGE_CLS, CTR_DONE);
-	if (push_eth_nsh(skb, &m, NSH_MD1_LEN - NSH_BASE_LEN, &e->val))
+	if (push_eth_nsh(skb, &m, NSH_MD1_LEN - NSH_BASE_LEN, f))
 		return verdict(STAGE_FWD, CTR_DROP_NO_ROOM, TC_ACT_SHOT);
-	return verdict(STAGE_FWD, CTR_DONE, fwd_out(&e->val));
+	return verdict(STAGE_FWD, CTR_DONE, fwd_out(f));
 }
 
 SEC("tc")

@@ -373,9 +373,8 @@ static __always_inline int enc_fast(struct __sk_buff *skb, int with_fwd)
 	__u8 *p = data, *ip = p + ETH_LEN;
 	struct nsh_meta buf META_ALIGNED, *m;
 	struct flow_key key;
-	struct fwd_slot *s;
-	struct fwd_ent *e;
-	__u32 sph, idx;
+	struct fwd_val *f;
+	__u32 sph;
 	__u8 ttl;
 
 	if (!HAS(data, data_end, 0, FLOW0_LEN) || *(__u16 *)(p + 12) != bpf_htons(ETH_P_IP) ||
@@ -397,19 +396,15 @@ static __always_inline int enc_fast(struct __sk_buff *skb, int with_fwd)
 	ttl = ttl_next(m->ttl ? m->ttl & 0x3f : 63);
 	if (!ttl)
 		return ENC_GENERAL;
-	idx = FWD_SLOT(sph);
-	s = bpf_map_lookup_elem(&fwd_slots, &idx);
-	if (!s)
-		return ENC_GENERAL;
-	e = &s->ver[s->ver[0].live & 1].ent;
-	if (e->sph != sph || e->val.action != FWD_ETHERNET)
+	f = fwd_slot_eth(sph);
+	if (!f)
 		return ENC_GENERAL;
 	m->sph = sph;
 	m->ttl = ttl;
 	count(STAGE_ENC, CTR_DONE);
-	if (push_eth_nsh(skb, m, NSH_MD1_LEN - NSH_BASE_LEN, &e->val))
+	if (push_eth_nsh(skb, m, NSH_MD1_LEN - NSH_BASE_LEN, f))
 		return verdict(STAGE_FWD, CTR_DROP_NO_ROOM, TC_ACT_SHOT);
-	return verdict(STAGE_FWD, CTR_DONE, fwd_out(&e->val));
+	return verdict(STAGE_FWD, CTR_DONE, fwd_out(f));
 }
 
 /* Enc alone: pushes outer Ethernet (zero MACs, EtherType NSH) and the NSH, then lets the
@@ -487,11 +482,11 @@ static __always_inline int fwd_transport(struct __sk_buff *skb, __u32 have, __u3
 
 /*
  * Fwd's common case, tried before the general code: a valid NSH (MD type 1 or 2) right
- * behind an untagged Ethernet header, TTL above 1, and an Ethernet next hop that has its
- * slot in fwd_slots. The transport keeps its length: the MACs and the NSH's first word (TTL)
- * are rewritten in place. Returns the verdict, or FWD_GENERAL for any other packet, which the
- * general code then takes with every check in find_nsh's order (so a packet this declines
- * gets the same reason, frame and verdict as before it existed).
+ * behind an untagged Ethernet header, TTL above 1, and an Ethernet next hop in its slot of
+ * fwd_slots, at rest (fwd_slot_eth). The transport keeps its length: the MACs and the NSH's
+ * first word (TTL) are rewritten in place. Returns the verdict, or FWD_GENERAL for any other
+ * packet, which the general code then takes with every check in find_nsh's order (so a
+ * packet this declines gets the same reason, frame and verdict as before it existed).
  *
  * Why apart: in one function with the general code (VXLAN-GPE, VLAN tags, end of path,
  * resizing), clang shared the counting tails between all the paths and kept their values in
@@ -503,9 +498,8 @@ static __always_inline int fwd_fast(struct __sk_buff *skb)
 	void *data = (void *)(long)skb->data;
 	void *data_end = (void *)(long)skb->data_end;
 	__u8 *p = data;
-	struct fwd_slot *s;
-	struct fwd_ent *e;
-	__u32 w0, sph, len, md, ttl, idx;
+	struct fwd_val *f;
+	__u32 w0, sph, len, md, ttl;
 
 	if (!HAS(data, data_end, 0, ETH_LEN + NSH_MD1_LEN) ||
 	    *(__u16 *)(p + 12) != bpf_htons(ETH_P_NSH))
@@ -524,17 +518,13 @@ static __always_inline int fwd_fast(struct __sk_buff *skb)
 	ttl = (w0 >> 22) & 0x3f;
 	if (ttl <= 1)
 		return FWD_GENERAL;
-	idx = FWD_SLOT(sph);
-	s = bpf_map_lookup_elem(&fwd_slots, &idx);
-	if (!s)
+	f = fwd_slot_eth(sph);
+	if (!f)
 		return FWD_GENERAL;
-	e = &s->ver[s->ver[0].live & 1].ent;
-	if (e->sph != sph || e->val.action != FWD_ETHERNET)
-		return FWD_GENERAL;
-	mac_copy(p, e->val.dmac);
-	mac_copy(p + 6, e->val.smac);
+	mac_copy(p, f->dmac);
+	mac_copy(p + 6, f->smac);
 	*(__u32 *)(p + ETH_LEN) = bpf_htonl((w0 & ~(0x3fu << 22)) | (ttl - 1) << 22);
-	return verdict(STAGE_FWD, CTR_DONE, fwd_out(&e->val));
+	return verdict(STAGE_FWD, CTR_DONE, fwd_out(f));
 }
 
 /* Fwd's general code: any transport, any next hop, the end of the path. */

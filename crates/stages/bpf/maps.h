@@ -138,6 +138,22 @@ static __always_inline struct fwd_val *fwd_find(__u32 sph, struct fwd_val *buf)
 	return buf;
 }
 
+/* The Ethernet next hop of `sph` when its slot holds it with version 0 live, as at rest
+ * (cbox.h fwd_slots): `live` and the entry are read from the one cache line together, with
+ * no load waiting on another. NULL otherwise — the slot being rewritten, another SPH's, a
+ * next hop of another kind — and the caller's general code decides (fwd_find). For the
+ * stages' steady-state paths. */
+static __always_inline struct fwd_val *fwd_slot_eth(__u32 sph)
+{
+	__u32 idx = FWD_SLOT(sph);
+	struct fwd_slot *s = bpf_map_lookup_elem(&fwd_slots, &idx);
+
+	if (!s || s->ver[0].live || s->ver[0].ent.sph != sph ||
+	    s->ver[0].ent.val.action != FWD_ETHERNET)
+		return NULL;
+	return &s->ver[0].ent.val;
+}
+
 /* The action of SPH `sph`'s forwarding entry (FWD_*), 0 for an unknown (SPI, SI): fwd_find
  * without the copy, for Enc alone, which only tells the end of the path from the rest. */
 static __always_inline __u8 fwd_action(__u32 sph)
