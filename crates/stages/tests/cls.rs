@@ -495,13 +495,7 @@ fn cls_fwd_equals_cls_then_fwd() {
         },
     ];
     for c in &cases {
-        let Some(mut split) = common::instance("cls_fwd_split") else {
-            return;
-        };
-        let Some(mut one) = common::instance("cls_fwd_one") else {
-            return;
-        };
-        for i in [&split, &one] {
+        let Some((mut split, mut one)) = common::split_and_one("cls_fwd", |i| {
             i.insert_cls(
                 &ClsKey {
                     ifindex: c.iface,
@@ -525,26 +519,17 @@ fn cls_fwd_equals_cls_then_fwd() {
             if let Some(h) = &c.hop {
                 i.insert_fwd(0x10 << 8 | 255, h).unwrap();
             }
-        }
-        // Cls, then Fwd when Cls says "next filter" (TC_ACT_UNSPEC).
-        let a = split.test_run(Stage::Cls, &c.frame, 0).unwrap();
-        let b = if a.ret == TC_ACT_UNSPEC {
-            split.test_run(Stage::Fwd, &a.frame, 0).unwrap()
-        } else {
-            a
+        }) else {
+            return;
         };
-        let o = one.test_run(Stage::ClsFwd, &c.frame, 0).unwrap();
-        assert_eq!((o.ret, b.ret), (c.ret, c.ret), "{}", c.name);
-        assert_eq!(o.frame, b.frame, "{}", c.name);
-        for stage in [CounterStage::Cls, CounterStage::Fwd] {
-            assert_eq!(
-                one.counters(stage).unwrap(),
-                split.counters(stage).unwrap(),
-                "{} {}",
-                c.name,
-                stage.name()
-            );
-        }
+        common::assert_one_equals_two(
+            (&mut split, &mut one),
+            (Stage::Cls, Stage::Fwd, Stage::ClsFwd),
+            [CounterStage::Cls, CounterStage::Fwd],
+            &c.frame,
+            c.ret,
+            c.name,
+        );
     }
 }
 

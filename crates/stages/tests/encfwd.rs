@@ -675,6 +675,18 @@ fn fwd_entries_sharing_a_slot() {
     );
 }
 
+/// `md1` (an MD type 1 NSH over Ethernet) made an NSH Fwd must refuse, three ways: version
+/// 1, MD type 15, MD type 1 with a length of 5 words.
+fn bad_nshs(md1: &[u8]) -> [Vec<u8>; 3] {
+    let mut version = md1.to_vec();
+    version[14] |= 0x40;
+    let mut md_type = md1.to_vec();
+    md_type[16] = 0x0f;
+    let mut md1_len = md1.to_vec();
+    md1_len[15] = (md1_len[15] & 0xc0) | 5;
+    [version, md_type, md1_len]
+}
+
 /// Fwd on frames cut short or with an NSH it cannot take: dropped by reason; frames that
 /// are not NSH pass untouched.
 #[test]
@@ -697,15 +709,9 @@ fn fwd_drops_truncated_and_bad_nsh_and_passes_the_rest() {
         let o = i.test_run(Stage::Fwd, f, 0).unwrap();
         assert_eq!(o.ret, TC_ACT_SHOT, "truncated {f:02x?}");
     }
-    let mut version = md1.clone();
-    version[14] |= 0x40; // version 1
-    let mut md_type = md1.clone();
-    md_type[16] = 0x0f; // MD type 15
-    let mut md1_len = md1.clone();
-    md1_len[15] = (md1_len[15] & 0xc0) | 5; // MD type 1 with length 5
-    for f in [&version, &md_type, &md1_len] {
+    for f in &bad_nshs(&md1) {
         let o = i.test_run(Stage::Fwd, f, 0).unwrap();
-        assert_eq!(o.ret, TC_ACT_SHOT);
+        assert_eq!(o.ret, TC_ACT_SHOT, "bad {f:02x?}");
     }
     // End of path with a next protocol other than Ethernet: nothing to deliver.
     let ipv4_np = nsh(1, 10, 63)
@@ -776,22 +782,15 @@ fn fwd_in_place_takes_only_what_the_general_path_forwards() {
         md2[..14 + md2_len(&md2) - 4].to_vec(), // MD2 context cut
         md2[..14 + 8 + 4].to_vec(),             // MD2 context cut, shorter than MD1's
     ];
-    for f in &truncated {
-        let o = i.test_run(Stage::Fwd, f, 0).unwrap();
-        assert_eq!(o.ret, TC_ACT_SHOT, "truncated {f:02x?}");
-    }
-    let mut version = md1.clone();
-    version[14] |= 0x40; // version 1
-    let mut md_type = md1.clone();
-    md_type[16] = 0x0f; // MD type 15
-    let mut md1_len = md1.clone();
-    md1_len[15] = (md1_len[15] & 0xc0) | 5; // MD type 1 with length 5
     let mut md2_short = md2.clone();
     md2_short[15] = (md2_short[15] & 0xc0) | 1; // MD type 2 with length 1
     let too_long = md2_at(&over, 63, OUR_MAC, PREV_MAC);
-    for f in [&version, &md_type, &md1_len, &md2_short, &too_long] {
+    let mut dropped = truncated.to_vec();
+    dropped.extend(bad_nshs(&md1));
+    dropped.extend([md2_short, too_long]);
+    for f in &dropped {
         let o = i.test_run(Stage::Fwd, f, 0).unwrap();
-        assert_eq!(o.ret, TC_ACT_SHOT, "bad {f:02x?}");
+        assert_eq!(o.ret, TC_ACT_SHOT, "dropped {f:02x?}");
     }
     // Forwarded in place: the longest MD type 2 context, and the O bit with the two
     // unassigned bits of the first byte and the six of the third set.
@@ -932,40 +931,24 @@ fn enc_fwd_equals_enc_then_fwd() {
         },
     ];
     for c in &cases {
-        let Some(mut split) = common::instance("enc_fwd_split") else {
-            return;
-        };
-        let Some(mut one) = common::instance("enc_fwd_one") else {
-            return;
-        };
-        for i in [&split, &one] {
+        let Some((mut split, mut one)) = common::split_and_one("enc_fwd", |i| {
             i.insert_proxy(&flow(), &meta(c.md, 100, c.ttl)).unwrap();
             if let Some(h) = &c.hop {
                 i.insert_fwd(sph(99), h).unwrap();
             }
-        }
-        // Enc, then Fwd when Enc says "next filter" (TC_ACT_UNSPEC).
-        let e = split.test_run(Stage::Enc, &inner(), 0).unwrap();
-        let s = if e.ret == TC_ACT_UNSPEC {
-            split.test_run(Stage::Fwd, &e.frame, 0).unwrap()
-        } else {
-            e
+        }) else {
+            return;
         };
-        let o = one.test_run(Stage::EncFwd, &inner(), 0).unwrap();
-        assert_eq!(o.ret, c.ret, "{}", c.name);
-        assert_eq!(s.ret, c.ret, "{}", c.name);
+        let out = common::assert_one_equals_two(
+            (&mut split, &mut one),
+            (Stage::Enc, Stage::Fwd, Stage::EncFwd),
+            [CounterStage::Enc, CounterStage::Fwd],
+            &inner(),
+            c.ret,
+            c.name,
+        );
         if let Some(w) = &c.want {
-            assert_eq!(&o.frame, w, "{}", c.name);
-            assert_eq!(&s.frame, w, "{}", c.name);
-        }
-        for stage in [CounterStage::Enc, CounterStage::Fwd] {
-            assert_eq!(
-                one.counters(stage).unwrap(),
-                split.counters(stage).unwrap(),
-                "{} {}",
-                c.name,
-                stage.name()
-            );
+            assert_eq!(&out, w, "{}", c.name);
         }
     }
 }

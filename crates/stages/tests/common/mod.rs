@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use stages::maps::{Counter, CounterStage};
-use stages::Instance;
+use stages::{Instance, Stage};
 
 /// A fresh instance named after the test and the process, or `None` (after printing why)
 /// where BPF cannot run; under CI=true that panics instead.
@@ -98,4 +98,48 @@ pub fn ports_sharing_a_slot(key: impl Fn(u16) -> stages::maps::ClsKey) -> (u16, 
         }
     }
     panic!("4096 slots: three of 65535 keys share one")
+}
+
+/// Two fresh instances for a program that does two stages' work (`one`) and the two stages
+/// run one after the other (`split`), filled alike by `fill`; `None` where BPF cannot run.
+pub fn split_and_one(test: &str, fill: impl Fn(&Instance)) -> Option<(Instance, Instance)> {
+    let split = instance(&format!("{test}_split"))?;
+    let one = instance(&format!("{test}_one"))?;
+    fill(&split);
+    fill(&one);
+    Some((split, one))
+}
+
+/// Runs `stages.0` on `frame` in `split`, then `stages.1` on its output when it says "next
+/// filter" (TC_ACT_UNSPEC), and `stages.2` (the two in one program) on `frame` in `one`;
+/// asserts both give the verdict `ret`, the same frame unless dropped (what a dropped frame
+/// holds is nobody's), and the same counters of `counted`. Returns the frame.
+pub fn assert_one_equals_two(
+    (split, one): (&mut Instance, &mut Instance),
+    stages: (Stage, Stage, Stage),
+    counted: [CounterStage; 2],
+    frame: &[u8],
+    ret: u32,
+    case: &str,
+) -> Vec<u8> {
+    let a = split.test_run(stages.0, frame, 0).unwrap();
+    let b = if a.ret == TC_ACT_UNSPEC {
+        split.test_run(stages.1, &a.frame, 0).unwrap()
+    } else {
+        a
+    };
+    let o = one.test_run(stages.2, frame, 0).unwrap();
+    assert_eq!((o.ret, b.ret), (ret, ret), "{case}");
+    if ret != TC_ACT_SHOT {
+        assert_eq!(o.frame, b.frame, "{case}");
+    }
+    for stage in counted {
+        assert_eq!(
+            one.counters(stage).unwrap(),
+            split.counters(stage).unwrap(),
+            "{case} {}",
+            stage.name()
+        );
+    }
+    o.frame
 }
