@@ -81,10 +81,10 @@ static __always_inline int dec_parse_fixed(void *data, void *data_end, struct fl
  * slot, the common frame (dec_parse_fixed), for this interface (its MAC, broadcast, or
  * CFG_ANY_DST), and a proxy entry already holding this NSH for the 5-tuple (every packet of a
  * flow after its first). Does what the general code does for it — last_dec, the headers
- * removed, CFG_TO_HOST, the done counter — and returns XDP_PASS; any other frame gets
- * DEC_GENERAL with nothing counted or changed but the proxy slot's cache (proxy_find may
- * fill it), and the general code takes it from the start, so a frame gets the same verdict,
- * frame, entries and counters either way.
+ * removed (or the no-room drop), CFG_TO_HOST, the counter — and returns its verdict; any
+ * other frame gets DEC_GENERAL with nothing counted or changed but the proxy slot's cache
+ * (proxy_find may fill it), and the general code takes it from the start, so a frame gets
+ * the same verdict, frame, entries and counters either way.
  *
  * Why apart: in one function with the general code (VXLAN-GPE, VLAN tags, MD type 2, the
  * configuration in the hash, stores), clang kept values for the general paths in registers
@@ -130,8 +130,10 @@ static __always_inline int dec_fast(struct xdp_md *ctx)
 	last = bpf_map_lookup_elem(&last_dec, &zero);
 	if (last)
 		meta_copy(last, &meta);
-	if (bpf_xdp_adjust_head(ctx, FAST_INNER) < 0)
-		return DEC_GENERAL;
+	if (bpf_xdp_adjust_head(ctx, FAST_INNER) < 0) {
+		count(STAGE_DEC, CTR_DROP_NO_ROOM);
+		return XDP_DROP;
+	}
 	if (flags & CFG_TO_HOST) {
 		data = (void *)(long)ctx->data;
 		data_end = (void *)(long)ctx->data_end;
