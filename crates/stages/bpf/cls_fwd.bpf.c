@@ -31,20 +31,17 @@ static __always_inline int cls_fwd_fast(struct __sk_buff *skb)
 {
 	void *data = (void *)(long)skb->data;
 	void *data_end = (void *)(long)skb->data_end;
-	__u8 *p = data, *ip = p + ETH_LEN;
 	struct nsh_meta m META_ALIGNED;
 	struct cls_key key;
 	struct fwd_val *f;
 	__u8 ttl;
 
-	if (!HAS(data, data_end, 0, FLOW0_LEN) || *(__u16 *)(p + 12) != bpf_htons(ETH_P_IP) ||
-	    ip[0] != 0x45)
-		return CLS_GENERAL;
 	__builtin_memset(&key, 0, sizeof(key));
-	flow_ipv4_fixed(ip, &key.flow);
+	if (parse_flow_fixed(data, data_end, &key.flow) < 0)
+		return CLS_GENERAL;
 	if (!cls_probe(&key, skb->ifindex, &m) || m.md_type != 1)
 		return CLS_GENERAL;
-	ttl = ttl_next(m.ttl ? m.ttl & 0x3f : 63);
+	ttl = meta_ttl_next(&m);
 	if (!ttl)
 		return CLS_GENERAL;
 	f = fwd_slot_eth(m.sph);
@@ -52,9 +49,7 @@ static __always_inline int cls_fwd_fast(struct __sk_buff *skb)
 		return CLS_GENERAL;
 	m.ttl = ttl;
 	count(STAGE_CLS, CTR_DONE);
-	if (push_eth_nsh(skb, &m, NSH_MD1_LEN - NSH_BASE_LEN, f))
-		return verdict(STAGE_FWD, CTR_DROP_NO_ROOM, TC_ACT_SHOT);
-	return verdict(STAGE_FWD, CTR_DONE, fwd_out(f));
+	return fwd_push_eth(skb, &m, NSH_MD1_LEN - NSH_BASE_LEN, f);
 }
 
 SEC("tc")

@@ -354,6 +354,22 @@ static __always_inline __u8 ttl_next(__u8 ttl)
 	return ttl > 1 ? ttl - 1 : 0;
 }
 
+/* ttl_next of the NSH `m` (a TTL of 0 in an entry meaning 63): the TTL Fwd sends it with. */
+static __always_inline __u8 meta_ttl_next(const struct nsh_meta *m)
+{
+	return ttl_next(m->ttl ? m->ttl & 0x3f : 63);
+}
+
+/* Fwd's Ethernet next hop `f` for the NSH `m` (validated, `clen` context bytes, its TTL
+ * already Fwd's): outer Ethernet and NSH pushed at once, then sent on; counted under Fwd. */
+static __always_inline int fwd_push_eth(struct __sk_buff *skb, const struct nsh_meta *m,
+					__u32 clen, const struct fwd_val *f)
+{
+	if (push_eth_nsh(skb, m, clen, f))
+		return verdict(STAGE_FWD, CTR_DROP_NO_ROOM, TC_ACT_SHOT);
+	return verdict(STAGE_FWD, CTR_DONE, fwd_out(f));
+}
+
 /*
  * Enc's steady state, and Enc+Fwd's (`with_fwd`) towards an Ethernet next hop, tried before
  * the general code: the common frame (untagged Ethernet, IPv4 without options:
@@ -370,17 +386,14 @@ static __always_inline int enc_fast(struct __sk_buff *skb, int with_fwd)
 {
 	void *data = (void *)(long)skb->data;
 	void *data_end = (void *)(long)skb->data_end;
-	__u8 *p = data, *ip = p + ETH_LEN;
 	struct nsh_meta buf META_ALIGNED, *m;
 	struct flow_key key;
 	struct fwd_val *f;
 	__u32 sph;
 	__u8 ttl;
 
-	if (!HAS(data, data_end, 0, FLOW0_LEN) || *(__u16 *)(p + 12) != bpf_htons(ETH_P_IP) ||
-	    ip[0] != 0x45)
+	if (parse_flow_fixed(data, data_end, &key) < 0)
 		return ENC_GENERAL;
-	flow_ipv4_fixed(ip, &key);
 	m = proxy_find(&key, &buf);
 	if (!m || m->md_type != 1 || !(m->sph & 0xff))
 		return ENC_GENERAL;
@@ -393,7 +406,7 @@ static __always_inline int enc_fast(struct __sk_buff *skb, int with_fwd)
 			return verdict(STAGE_ENC, CTR_DROP_NO_ROOM, TC_ACT_SHOT);
 		return verdict(STAGE_ENC, CTR_DONE, TC_ACT_UNSPEC);
 	}
-	ttl = ttl_next(m->ttl ? m->ttl & 0x3f : 63);
+	ttl = meta_ttl_next(m);
 	if (!ttl)
 		return ENC_GENERAL;
 	f = fwd_slot_eth(sph);
@@ -402,9 +415,7 @@ static __always_inline int enc_fast(struct __sk_buff *skb, int with_fwd)
 	m->sph = sph;
 	m->ttl = ttl;
 	count(STAGE_ENC, CTR_DONE);
-	if (push_eth_nsh(skb, m, NSH_MD1_LEN - NSH_BASE_LEN, f))
-		return verdict(STAGE_FWD, CTR_DROP_NO_ROOM, TC_ACT_SHOT);
-	return verdict(STAGE_FWD, CTR_DONE, fwd_out(f));
+	return fwd_push_eth(skb, m, NSH_MD1_LEN - NSH_BASE_LEN, f);
 }
 
 /* Enc alone: pushes outer Ethernet (zero MACs, EtherType NSH) and the NSH, then lets the
@@ -442,15 +453,13 @@ static __always_inline int enc_fwd_run(struct __sk_buff *skb)
 	if (r != ENC_PUSH)
 		return r;
 	count(STAGE_ENC, CTR_DONE);
-	m.ttl = ttl_next(m.ttl ? m.ttl & 0x3f : 63);
+	m.ttl = meta_ttl_next(&m);
 	if (!m.ttl)
 		return verdict(STAGE_FWD, CTR_DROP_TTL, TC_ACT_SHOT);
 	if (!f)
 		return verdict(STAGE_FWD, CTR_DROP_UNKNOWN_SPI, TC_ACT_SHOT);
 	if (f->action == FWD_ETHERNET) {
-		if (push_eth_nsh(skb, &m, nsh_ctx_len(&m), f))
-			return verdict(STAGE_FWD, CTR_DROP_NO_ROOM, TC_ACT_SHOT);
-		return verdict(STAGE_FWD, CTR_DONE, fwd_out(f));
+		return fwd_push_eth(skb, &m, nsh_ctx_len(&m), f);
 	} else if (f->action == FWD_VXLAN_GPE) {
 		__builtin_memset(&hdr, 0, sizeof(hdr));
 		n = nsh_write(hdr.b + GPE_TRANSPORT_LEN, &m);

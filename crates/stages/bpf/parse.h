@@ -150,17 +150,26 @@ static __always_inline void flow_ipv4_fixed(const __u8 *ip, struct flow_key *k)
 		w[2] = *(const __u32 *)(ip + 20);
 }
 
-/* parse_flow at offset 0, with a fast path for the common frame (no VLAN tag, IPv4 without
- * options, the ports present): one bounds check and constant offsets, the same 5-tuple. Any
- * other frame takes parse_flow. */
-static __always_inline int parse_flow_at0(void *data, void *data_end, struct flow_key *k)
+/* The 5-tuple of the common frame at offset 0 (no VLAN tag, IPv4 without options, the ports
+ * present): one bounds check and constant offsets, the 5-tuple parse_flow would give; 0, or
+ * -1 for any other frame (which the caller walks with parse_flow, or leaves to its general
+ * code). */
+static __always_inline int parse_flow_fixed(void *data, void *data_end, struct flow_key *k)
 {
 	__u8 *p = data, *ip = p + ETH_LEN;
 
-	if (!HAS(data, data_end, 0, FLOW0_LEN) || p[12] != (ETH_P_IP >> 8) ||
-	    p[13] != (ETH_P_IP & 0xff) || ip[0] != 0x45)
-		return parse_flow(data, data_end, 0, k);
+	if (!HAS(data, data_end, 0, FLOW0_LEN) || *(const __u16 *)(p + 12) != bpf_htons(ETH_P_IP) ||
+	    ip[0] != 0x45)
+		return -1;
 	flow_ipv4_fixed(ip, k);
+	return 0;
+}
+
+/* parse_flow at offset 0: parse_flow_fixed for the common frame, parse_flow for the rest. */
+static __always_inline int parse_flow_at0(void *data, void *data_end, struct flow_key *k)
+{
+	if (parse_flow_fixed(data, data_end, k) < 0)
+		return parse_flow(data, data_end, 0, k);
 	return 0;
 }
 
