@@ -289,7 +289,7 @@ pub struct Instance {
     name: String,
     dir: PathBuf,
     attached: Vec<Attachment>,
-    pub(crate) objects: BTreeMap<&'static str, Object>,
+    objects: BTreeMap<&'static str, Object>,
     maps: Maps,
     /// Interfaces whose clsact qdisc this instance made sure of.
     clsact: std::collections::BTreeSet<u32>,

@@ -67,13 +67,6 @@ fn run_with_context(
 }
 
 impl Instance {
-    /// EXPERIMENT
-    pub fn test_run_named(&mut self, stage: Stage, name: &str, frame: &[u8]) -> Result<RunOutput> {
-        self.load(stage)?;
-        let obj = self.objects.get(stage.object()).unwrap();
-        let prog = obj.progs_mut().find(|p| p.name() == name).unwrap();
-        run_program(&prog, frame, 0)
-    }
     /// Runs `stage` (loading it if needed) on `frame` through `BPF_PROG_TEST_RUN`, `repeat`
     /// times (0 = once). Maps are the instance's: the run reads and writes them.
     pub fn test_run(&mut self, stage: Stage, frame: &[u8], repeat: u32) -> Result<RunOutput> {
