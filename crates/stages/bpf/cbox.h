@@ -64,19 +64,23 @@ struct nsh_meta {
  * that are there, so a key found in neither costs no hash lookup unless the slot has spilled
  * keys (Cls looks up two keys for a frame that misses the exact one). A key is never in both at
  * rest.
+ *
+ * As in fwd_slots, each version is a cache line of its own, `live` in the first (the array is
+ * BPF_F_MMAPABLE), and user space leaves version 0 live at rest (Instance::insert_cls): a
+ * packet reads one line, where the 132-byte slot of before, at a 136-byte stride, straddled
+ * two or three.
  */
 struct cls_ent {
-	__u16 used; /* 1: key and meta hold an entry */
+	__u8 used; /* 1: key and meta hold an entry */
+	__u8 live; /* in ent[0] only: 0 or 1, the version packets read */
 	__u16 spill; /* keys of this slot in the hash cls_table */
 	struct cls_key key;
 	struct nsh_meta meta;
 }; /* 64 bytes */
 
 struct cls_slot {
-	__u8 live; /* 0 or 1: the version packets read */
-	__u8 pad[3];
 	struct cls_ent ent[2];
-}; /* 132 bytes */
+}; /* 128 bytes */
 
 #define CLS_SLOTS 4096
 

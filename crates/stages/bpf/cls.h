@@ -46,6 +46,24 @@ static __always_inline struct nsh_meta *cls_probe(struct cls_key *key, __u32 ifi
 	return hit;
 }
 
+/* Cls's steady state: the common frame (parse_flow_fixed, into `key`) whose MD type 1 entry
+ * is in version 0 of its slot (cls_probe_v0, for a frame from `ifindex`), returned in place,
+ * not copied (about 8 ns less here than cls_lookup's copy). NULL for any other frame, with
+ * nothing counted: the general code (cls_lookup) takes it from the start. */
+static __always_inline const struct nsh_meta *cls_steady(void *data, void *data_end, __u32 ifindex,
+							 struct cls_key *key)
+{
+	const struct nsh_meta *m;
+
+	__builtin_memset(key, 0, sizeof(*key));
+	if (parse_flow_fixed(data, data_end, &key->flow) < 0)
+		return NULL;
+	m = cls_probe_v0(key, ifindex, cls_flow_fold(key));
+	if (!m || m->md_type != 1)
+		return NULL;
+	return m;
+}
+
 /* cls_probe, counting the miss and the bad entry; CLS_HIT with the context length in
  * `clen`, or what to do. A hit is counted by the caller once the NSH is written. */
 static __always_inline int cls_lookup(struct cls_key *key, __u32 ifindex, struct nsh_meta *m,
@@ -105,45 +123,23 @@ no_room:
 	return -1;
 }
 
-/* Cls at TC ingress. */
-static __always_inline int cls_run(struct __sk_buff *skb)
+/*
+ * Makes `push` bytes of room for the outer Ethernet header and the NSH at TC ingress. The
+ * kernel pulls the MAC header's length off again after the program, and the bridge or the
+ * stack sends or reads the frame from there: the room must be made after the MAC header
+ * (bpf_skb_adjust_room keeps the MAC length and moves the network header with it) and the
+ * frame's own Ethernet header copied behind the room. bpf_skb_change_head would leave the
+ * network header where it was, and what leaves would be the frame as it came. adjust_room
+ * takes IP frames only; the others (a tagged frame) fall back to change_head, which is right
+ * at TC egress. Returns 0, or -1 (counted: no room).
+ */
+static __always_inline int cls_tc_room(struct __sk_buff *skb, __u32 push)
 {
 	void *data = (void *)(long)skb->data;
 	void *data_end = (void *)(long)skb->data_end;
-	struct cls_key key;
-	struct nsh_meta m META_ALIGNED;
-	__u32 clen = 0;
 
-	__builtin_memset(&key, 0, sizeof(key));
-	if (parse_flow_at0(data, data_end, &key.flow) < 0) {
-		/* Headers may lie beyond the linear part: pull them and try once more. */
-		if (bpf_skb_pull_data(skb, skb->len < 128 ? skb->len : 128) < 0)
-			goto pass;
-		data = (void *)(long)skb->data;
-		data_end = (void *)(long)skb->data_end;
-		if (parse_flow(data, data_end, 0, &key.flow) < 0)
-			goto pass;
-	}
-	/* At TC ingress, skb->ifindex is the interface the frame arrived on. */
-	int r = cls_lookup(&key, skb->ifindex, &m, &clen);
-	if (r == CLS_PASS)
-		return TC_ACT_OK;
-	if (r != CLS_HIT)
-		return TC_ACT_SHOT;
-	__u32 push = ETH_LEN + NSH_BASE_LEN + clen;
-	/*
-	 * At TC ingress the kernel pulls the MAC header's length off again after the program,
-	 * and the bridge or the stack sends or reads the frame from there: the room must be
-	 * made after the MAC header (bpf_skb_adjust_room keeps the MAC length and moves the
-	 * network header with it) and the frame's own Ethernet header copied behind the room.
-	 * bpf_skb_change_head would leave the network header where it was, and what leaves
-	 * would be the frame as it came. adjust_room takes IP frames only; the others (a
-	 * tagged frame) fall back to change_head, which is right at TC egress.
-	 */
-	if (!HAS(data, data_end, 0, ETH_LEN)) {
-		count(STAGE_CLS, CTR_DROP_NO_ROOM);
-		return TC_ACT_SHOT;
-	}
+	if (!HAS(data, data_end, 0, ETH_LEN))
+		goto no_room;
 	/* The frame's own Ethernet header in three whole loads (a 14-byte memcpy of unknown
 	 * alignment is 14 byte loads and stores for the BPF target). */
 	__u64 own0 = *(const __u64 *)data;
@@ -155,26 +151,79 @@ static __always_inline int cls_run(struct __sk_buff *skb)
 		data = (void *)(long)skb->data;
 		data_end = (void *)(long)skb->data_end;
 		__u8 *in = (__u8 *)data + push;
-		if ((void *)(in + ETH_LEN) > data_end) {
-			count(STAGE_CLS, CTR_DROP_NO_ROOM);
-			return TC_ACT_SHOT;
-		}
+		if ((void *)(in + ETH_LEN) > data_end)
+			goto no_room;
 		*(__u64 *)in = own0;
 		*(__u32 *)(in + 8) = own1;
 		*(__u16 *)(in + 12) = own2;
-	} else if (bpf_skb_change_head(skb, push, 0) < 0) {
-		count(STAGE_CLS, CTR_DROP_NO_ROOM);
-		return TC_ACT_SHOT;
+		return 0;
 	}
-	data = (void *)(long)skb->data;
-	data_end = (void *)(long)skb->data_end;
-	if (cls_write(data, data_end, &m, clen) < 0)
+	if (bpf_skb_change_head(skb, push, 0) == 0)
+		return 0;
+no_room:
+	count(STAGE_CLS, CTR_DROP_NO_ROOM);
+	return -1;
+}
+
+/* Cls at TC ingress for an entry `m` (validated, `clen` context bytes): the room, the outer
+ * Ethernet header and the NSH, counted; TC_ACT_UNSPEC lets Fwd, the next filter, run. */
+static __always_inline int cls_tc_push(struct __sk_buff *skb, const struct nsh_meta *m, __u32 clen)
+{
+	if (cls_tc_room(skb, ETH_LEN + NSH_BASE_LEN + clen))
+		return TC_ACT_SHOT;
+	if (cls_write((void *)(long)skb->data, (void *)(long)skb->data_end, m, clen) < 0)
 		return TC_ACT_SHOT;
 	count(STAGE_CLS, CTR_DONE);
 	return TC_ACT_UNSPEC;
+}
+
+/* Cls at TC ingress: the steady state (cls_steady), else the general code. */
+static __always_inline int cls_run(struct __sk_buff *skb)
+{
+	void *data = (void *)(long)skb->data;
+	void *data_end = (void *)(long)skb->data_end;
+	struct cls_key key;
+	struct nsh_meta m META_ALIGNED;
+	const struct nsh_meta *hit;
+	__u32 clen = 0;
+
+	/* At TC ingress, skb->ifindex is the interface the frame arrived on. */
+	hit = cls_steady(data, data_end, skb->ifindex, &key);
+	if (hit)
+		return cls_tc_push(skb, hit, NSH_MD1_LEN - NSH_BASE_LEN);
+	__builtin_memset(&key, 0, sizeof(key));
+	if (parse_flow_at0(data, data_end, &key.flow) < 0) {
+		/* Headers may lie beyond the linear part: pull them and try once more. */
+		if (bpf_skb_pull_data(skb, skb->len < 128 ? skb->len : 128) < 0)
+			goto pass;
+		data = (void *)(long)skb->data;
+		data_end = (void *)(long)skb->data_end;
+		if (parse_flow(data, data_end, 0, &key.flow) < 0)
+			goto pass;
+	}
+	int r = cls_lookup(&key, skb->ifindex, &m, &clen);
+	if (r == CLS_PASS)
+		return TC_ACT_OK;
+	if (r != CLS_HIT)
+		return TC_ACT_SHOT;
+	return cls_tc_push(skb, &m, clen);
 pass:
 	count(STAGE_CLS, CTR_PASSED);
 	return TC_ACT_OK;
+}
+
+/* Cls at XDP for an entry `m` (validated, `clen` context bytes): the room, the outer
+ * Ethernet header and the NSH, counted; the frame goes up. */
+static __always_inline int cls_xdp_push(struct xdp_md *ctx, const struct nsh_meta *m, __u32 clen)
+{
+	if (bpf_xdp_adjust_head(ctx, -(int)(ETH_LEN + NSH_BASE_LEN + clen)) < 0) {
+		count(STAGE_CLS, CTR_DROP_NO_ROOM);
+		return XDP_DROP;
+	}
+	if (cls_write((void *)(long)ctx->data, (void *)(long)ctx->data_end, m, clen) < 0)
+		return XDP_DROP;
+	count(STAGE_CLS, CTR_DONE);
+	return XDP_PASS;
 }
 
 /*
@@ -191,8 +240,12 @@ static __always_inline int cls_xdp_run(struct xdp_md *ctx)
 	void *data_end = (void *)(long)ctx->data_end;
 	struct cls_key key;
 	struct nsh_meta m META_ALIGNED;
+	const struct nsh_meta *hit;
 	__u32 clen = 0;
 
+	hit = cls_steady(data, data_end, ctx->ingress_ifindex, &key);
+	if (hit)
+		return cls_xdp_push(ctx, hit, NSH_MD1_LEN - NSH_BASE_LEN);
 	__builtin_memset(&key, 0, sizeof(key));
 	if (parse_flow_at0(data, data_end, &key.flow) < 0) {
 		count(STAGE_CLS, CTR_PASSED);
@@ -203,16 +256,7 @@ static __always_inline int cls_xdp_run(struct xdp_md *ctx)
 		return XDP_PASS;
 	if (r != CLS_HIT)
 		return XDP_DROP;
-	if (bpf_xdp_adjust_head(ctx, -(int)(ETH_LEN + NSH_BASE_LEN + clen)) < 0) {
-		count(STAGE_CLS, CTR_DROP_NO_ROOM);
-		return XDP_DROP;
-	}
-	data = (void *)(long)ctx->data;
-	data_end = (void *)(long)ctx->data_end;
-	if (cls_write(data, data_end, &m, clen) < 0)
-		return XDP_DROP;
-	count(STAGE_CLS, CTR_DONE);
-	return XDP_PASS;
+	return cls_xdp_push(ctx, &m, clen);
 }
 
 #endif

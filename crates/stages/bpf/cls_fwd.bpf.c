@@ -13,7 +13,7 @@
 /*
  * Cls+Fwd's steady state, tried before Cls's and Fwd's general code: the common frame
  * (untagged Ethernet, IPv4 without options: parse_flow_at0's fixed case), an MD type 1
- * classifier entry (cls_probe: the exact interface's, then any interface's), and for its
+ * classifier entry in version 0 of its slot (cls_steady, read in place), and for its
  * (SPI, SI) an Ethernet next hop in its slot that redirects (an ifindex), the TTL not
  * expiring. The outer Ethernet header (the next hop's MACs) and the NSH (TTL - 1, as Fwd
  * leaves it) are pushed at once and the frame redirected: the frame, verdict and counters of
@@ -29,27 +29,22 @@
  */
 static __always_inline int cls_fwd_fast(struct __sk_buff *skb)
 {
-	void *data = (void *)(long)skb->data;
-	void *data_end = (void *)(long)skb->data_end;
-	struct nsh_meta m META_ALIGNED;
 	struct cls_key key;
+	const struct nsh_meta *m = cls_steady((void *)(long)skb->data,
+					      (void *)(long)skb->data_end, skb->ifindex, &key);
 	struct fwd_val *f;
 	__u8 ttl;
 
-	__builtin_memset(&key, 0, sizeof(key));
-	if (parse_flow_fixed(data, data_end, &key.flow) < 0)
+	if (!m)
 		return CLS_GENERAL;
-	if (!cls_probe(&key, skb->ifindex, &m) || m.md_type != 1)
-		return CLS_GENERAL;
-	ttl = meta_ttl_next(&m);
+	ttl = meta_ttl_next(m);
 	if (!ttl)
 		return CLS_GENERAL;
-	f = fwd_slot_eth(m.sph);
+	f = fwd_slot_eth(m->sph);
 	if (!f || !f->ifindex)
 		return CLS_GENERAL;
-	m.ttl = ttl;
 	count(STAGE_CLS, CTR_DONE);
-	return fwd_push_eth(skb, &m, NSH_MD1_LEN - NSH_BASE_LEN, f);
+	return fwd_push_eth(skb, m, ttl, NSH_MD1_LEN - NSH_BASE_LEN, f);
 }
 
 SEC("tc")

@@ -177,8 +177,8 @@ static __always_inline int push_head(struct __sk_buff *skb, const struct push_bu
  * them); the EtherType is NSH. The bytes bpf_skb_change_head pushes are always in the linear
  * part; the bounds checks are for the verifier. Returns 0, or -1 when the kernel refused.
  */
-static __always_inline int push_eth_nsh(struct __sk_buff *skb, const struct nsh_meta *m,
-					__u32 clen, const struct fwd_val *f)
+static __always_inline int push_eth_nsh_ttl(struct __sk_buff *skb, const struct nsh_meta *m,
+					    __u8 ttl, __u32 clen, const struct fwd_val *f)
 {
 	void *data, *data_end;
 	__u8 *eth;
@@ -203,7 +203,7 @@ static __always_inline int push_eth_nsh(struct __sk_buff *skb, const struct nsh_
 		*(__u32 *)(eth + 8) = 0;
 	}
 	*(__u16 *)(eth + 12) = bpf_htons(ETH_P_NSH);
-	nsh_write_base(eth + ETH_LEN, m);
+	nsh_write_base_ttl(eth + ETH_LEN, m, ttl);
 	if (clen == NSH_MD1_LEN - NSH_BASE_LEN) {
 		/* MD type 1: the whole header in one bounds check */
 		if (!HAS(data, data_end, 0, ETH_LEN + NSH_MD1_LEN))
@@ -218,6 +218,13 @@ static __always_inline int push_eth_nsh(struct __sk_buff *skb, const struct nsh_
 		return 0;
 	}
 	return nsh_write_md2_ctx(data, data_end, m, clen);
+}
+
+/* push_eth_nsh_ttl with `m`'s own TTL. */
+static __always_inline int push_eth_nsh(struct __sk_buff *skb, const struct nsh_meta *m,
+					__u32 clen, const struct fwd_val *f)
+{
+	return push_eth_nsh_ttl(skb, m, meta_ttl(m), clen, f);
 }
 
 /* Most bytes after the cut pull_front moves. */
@@ -357,15 +364,16 @@ static __always_inline __u8 ttl_next(__u8 ttl)
 /* ttl_next of the NSH `m` (a TTL of 0 in an entry meaning 63): the TTL Fwd sends it with. */
 static __always_inline __u8 meta_ttl_next(const struct nsh_meta *m)
 {
-	return ttl_next(m->ttl ? m->ttl & 0x3f : 63);
+	return ttl_next(meta_ttl(m));
 }
 
-/* Fwd's Ethernet next hop `f` for the NSH `m` (validated, `clen` context bytes, its TTL
- * already Fwd's): outer Ethernet and NSH pushed at once, then sent on; counted under Fwd. */
+/* Fwd's Ethernet next hop `f` for the NSH `m` (validated, `clen` context bytes) leaving with
+ * TTL `ttl` (Fwd's, meta_ttl_next): outer Ethernet and NSH pushed at once, then sent on;
+ * counted under Fwd. */
 static __always_inline int fwd_push_eth(struct __sk_buff *skb, const struct nsh_meta *m,
-					__u32 clen, const struct fwd_val *f)
+					__u8 ttl, __u32 clen, const struct fwd_val *f)
 {
-	if (push_eth_nsh(skb, m, clen, f))
+	if (push_eth_nsh_ttl(skb, m, ttl, clen, f))
 		return verdict(STAGE_FWD, CTR_DROP_NO_ROOM, TC_ACT_SHOT);
 	return verdict(STAGE_FWD, CTR_DONE, fwd_out(f));
 }
@@ -413,9 +421,8 @@ static __always_inline int enc_fast(struct __sk_buff *skb, int with_fwd)
 	if (!f)
 		return ENC_GENERAL;
 	m->sph = sph;
-	m->ttl = ttl;
 	count(STAGE_ENC, CTR_DONE);
-	return fwd_push_eth(skb, m, NSH_MD1_LEN - NSH_BASE_LEN, f);
+	return fwd_push_eth(skb, m, ttl, NSH_MD1_LEN - NSH_BASE_LEN, f);
 }
 
 /* Enc alone: pushes outer Ethernet (zero MACs, EtherType NSH) and the NSH, then lets the
@@ -459,7 +466,7 @@ static __always_inline int enc_fwd_run(struct __sk_buff *skb)
 	if (!f)
 		return verdict(STAGE_FWD, CTR_DROP_UNKNOWN_SPI, TC_ACT_SHOT);
 	if (f->action == FWD_ETHERNET) {
-		return fwd_push_eth(skb, &m, nsh_ctx_len(&m), f);
+		return fwd_push_eth(skb, &m, m.ttl, nsh_ctx_len(&m), f);
 	} else if (f->action == FWD_VXLAN_GPE) {
 		__builtin_memset(&hdr, 0, sizeof(hdr));
 		n = nsh_write(hdr.b + GPE_TRANSPORT_LEN, &m);

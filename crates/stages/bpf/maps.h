@@ -23,6 +23,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, CLS_SLOTS);
+	__uint(map_flags, BPF_F_MMAPABLE); /* values from a page boundary: see cbox.h */
 	__type(key, __u32);
 	__type(value, struct cls_slot);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
@@ -221,6 +222,52 @@ static __always_inline __u32 cls_slot_of(const struct cls_key *k)
 	return cls_slot_at(k->ifindex ^ cls_flow_fold(k));
 }
 
+/* Whether version `e` of a classifier slot holds `key`'s entry. */
+static __always_inline int cls_ent_is(const struct cls_ent *e, const struct cls_key *key)
+{
+	const __u32 *a = (const __u32 *)&e->key, *b = (const __u32 *)key;
+
+	return e->used &&
+	       !((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]) | (a[3] ^ b[3]) | (a[4] ^ b[4]));
+}
+
+/* Version 0 of classifier slot `idx` when it is live, as at rest (cbox.h cls_slots): `live`
+ * and the entry are read from the one cache line together. NULL otherwise (the slot being
+ * rewritten), and the caller's general code decides. For the steady-state paths. */
+static __always_inline const struct cls_ent *cls_slot_v0(__u32 idx)
+{
+	struct cls_slot *s = bpf_map_lookup_elem(&cls_slots, &idx);
+
+	if (!s || s->ent[0].live)
+		return NULL;
+	return &s->ent[0];
+}
+
+/* The classifier entry of `key` (its flow folded: `fold`) for a frame that arrived on
+ * `ifindex`, as cls_probe finds it (the interface's key, then any interface's), read in place
+ * from version 0 of its slot: the steady state. NULL when cls_probe might find it elsewhere or
+ * not at all (a slot being rewritten, spilled keys, no entry); the caller's general code then
+ * decides. `key->ifindex` is left as the key found. */
+static __always_inline const struct nsh_meta *cls_probe_v0(struct cls_key *key, __u32 ifindex,
+							    __u32 fold)
+{
+	const struct cls_ent *e;
+
+	key->ifindex = ifindex;
+	e = cls_slot_v0(cls_slot_at(ifindex ^ fold));
+	if (!e)
+		return NULL;
+	if (!cls_ent_is(e, key)) {
+		if (e->spill)
+			return NULL;
+		key->ifindex = 0;
+		e = cls_slot_v0(cls_slot_at(fold));
+		if (!e || !cls_ent_is(e, key))
+			return NULL;
+	}
+	return &e->meta;
+}
+
 /* The classifier entry of `key`, whose slot is `idx`, copied into `buf`: its slot's live
  * version when that is `key`'s, else the hash's when the slot has spilled keys (cbox.h,
  * cls_slots). Returns `buf`, or NULL when `key` has no entry. */
@@ -231,11 +278,9 @@ static __always_inline struct nsh_meta *cls_find_in(const struct cls_key *key, _
 	struct nsh_meta *h;
 
 	if (s) {
-		struct cls_ent *e = &s->ent[s->live & 1];
-		const __u32 *a = (const __u32 *)&e->key, *b = (const __u32 *)key;
+		struct cls_ent *e = &s->ent[s->ent[0].live & 1];
 
-		if (e->used &&
-		    !((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]) | (a[3] ^ b[3]) | (a[4] ^ b[4]))) {
+		if (cls_ent_is(e, key)) {
 			__builtin_memcpy(buf, &e->meta, sizeof(*buf));
 			return buf;
 		}

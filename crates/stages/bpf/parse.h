@@ -284,13 +284,15 @@ static __always_inline int nsh_read_meta(void *data, void *data_end, const struc
 	return 0;
 }
 
-/* Writes the 8-byte NSH base header + service path header of `m` (next protocol Ethernet)
- * into `out`, in two 32-bit stores (`out`: packet data, or 4-byte aligned on the stack, where
- * the verifier refuses misaligned stores); TTL 0 in `m` means 63. Returns the NSH length
- * (8 + context). */
-static __always_inline __u32 nsh_write_base(__u8 *out, const struct nsh_meta *m)
+/* The TTL of NSH record `m`: 0 in an entry means 63. */
+static __always_inline __u8 meta_ttl(const struct nsh_meta *m)
 {
-	__u32 ttl = m->ttl ? (m->ttl & 0x3f) : 63;
+	return m->ttl ? m->ttl & 0x3f : 63;
+}
+
+/* nsh_write_base with TTL `ttl` (1..63) in place of `m`'s. */
+static __always_inline __u32 nsh_write_base_ttl(__u8 *out, const struct nsh_meta *m, __u32 ttl)
+{
 	__u32 len = NSH_BASE_LEN + (m->md_type == 1 ? 16 : (m->ctx_len & 0x3c));
 	/* version 0, O 0, U 0, TTL, length in words, MD type, next protocol */
 	__u32 w0 = ((ttl >> 2) & 0x0f) << 24 | (((ttl & 0x3) << 6) | ((len / 4) & 0x3f)) << 16 |
@@ -299,6 +301,15 @@ static __always_inline __u32 nsh_write_base(__u8 *out, const struct nsh_meta *m)
 	*(__u32 *)out = bpf_htonl(w0);
 	*(__u32 *)(out + 4) = bpf_htonl(m->sph);
 	return len;
+}
+
+/* Writes the 8-byte NSH base header + service path header of `m` (next protocol Ethernet)
+ * into `out`, in two 32-bit stores (`out`: packet data, or 4-byte aligned on the stack, where
+ * the verifier refuses misaligned stores); TTL 0 in `m` means 63. Returns the NSH length
+ * (8 + context). */
+static __always_inline __u32 nsh_write_base(__u8 *out, const struct nsh_meta *m)
+{
+	return nsh_write_base_ttl(out, m, meta_ttl(m));
 }
 
 /* Writes the MD type 2 context of `m` (`clen` bytes, a multiple of 4) after an outer Ethernet

@@ -615,34 +615,36 @@ impl Instance {
     }
 
     /// Slot `idx` of `cls_slots`.
-    fn cls_slot_read(&self, idx: u32) -> Result<ClsSlot> {
+    pub fn cls_slot_read(&self, idx: u32) -> Result<ClsSlot> {
         slot_read(&self.maps.cls_slots, "cls_slots", idx, ClsSlot::from_bytes)
     }
 
-    /// Makes (`entry`, `spill`) the live version of slot `idx` (now `slot`) in two writes:
-    /// the version packets do not read (the live one rewritten with the bytes it has), then
-    /// the flip of `live` alone.
+    /// Writes slot `idx` of `cls_slots` as given, in one write, whatever the hash holds: a
+    /// slot in the middle of a rewrite (version 1 live), for tests of the stages' reads.
+    /// [`Instance::insert_cls`] is how entries are written.
+    pub fn cls_slot_write(&self, idx: u32, slot: &ClsSlot) -> Result<()> {
+        update(
+            &self.maps.cls_slots,
+            "cls_slots",
+            &idx.to_ne_bytes(),
+            &slot.to_bytes(),
+        )
+    }
+
+    /// Makes (`entry`, `spill`) the live version of slot `idx` (now `slot`), version 0 live at
+    /// the end (the cache line packets read with `live`, cbox.h): [`flip_to_v0`].
     fn cls_slot_flip(
         &self,
         idx: u32,
-        mut slot: ClsSlot,
+        slot: ClsSlot,
         entry: Option<(ClsKey, NshMeta)>,
         spill: u16,
     ) -> Result<()> {
-        let next = (slot.live & 1) ^ 1;
-        slot.ent[usize::from(next)] = ClsVersion { entry, spill };
-        update(
-            &self.maps.cls_slots,
-            "cls_slots",
-            &idx.to_ne_bytes(),
-            &slot.to_bytes(),
-        )?;
-        slot.live = next;
-        update(
-            &self.maps.cls_slots,
-            "cls_slots",
-            &idx.to_ne_bytes(),
-            &slot.to_bytes(),
+        flip_to_v0(
+            slot.live,
+            slot.ent,
+            ClsVersion { entry, spill },
+            |live, ent| self.cls_slot_write(idx, &ClsSlot { live, ent }),
         )
     }
 
@@ -791,30 +793,24 @@ impl Instance {
         slot_read(&self.maps.fwd_slots, "fwd_slots", idx, FwdSlot::from_bytes)
     }
 
+    /// Writes slot `idx` of `fwd_slots` as given, in one write, whatever the hash holds: a
+    /// slot in the middle of a rewrite (version 1 live), for tests of the stages' reads.
+    /// [`Instance::insert_fwd`] is how entries are written.
+    pub fn fwd_slot_write(&self, idx: u32, slot: &FwdSlot) -> Result<()> {
+        update(
+            &self.maps.fwd_slots,
+            "fwd_slots",
+            &idx.to_ne_bytes(),
+            &slot.to_bytes(),
+        )
+    }
+
     /// Makes `ent` the live version of slot `idx` (now `slot`), version 0 live at the end
-    /// (the cache line packets read with `live`, cbox.h). Each step is one write that
-    /// rewrites what packets may be reading with the bytes it has: `ent` into the version not
-    /// live, then the flip of `live` alone. From version 0 live that is four writes (`ent`
-    /// into version 1, live 1, `ent` into version 0, live 0); from version 1, two.
-    fn fwd_slot_flip(&self, idx: u32, mut slot: FwdSlot, ent: Option<(u32, FwdVal)>) -> Result<()> {
-        let write = |slot: &FwdSlot| {
-            update(
-                &self.maps.fwd_slots,
-                "fwd_slots",
-                &idx.to_ne_bytes(),
-                &slot.to_bytes(),
-            )
-        };
-        if slot.live & 1 == 0 {
-            slot.ent[1] = ent;
-            write(&slot)?;
-            slot.live = 1;
-            write(&slot)?;
-        }
-        slot.ent[0] = ent;
-        write(&slot)?;
-        slot.live = 0;
-        write(&slot)
+    /// (the cache line packets read with `live`, cbox.h): [`flip_to_v0`].
+    fn fwd_slot_flip(&self, idx: u32, slot: FwdSlot, ent: Option<(u32, FwdVal)>) -> Result<()> {
+        flip_to_v0(slot.live, slot.ent, ent, |live, ent| {
+            self.fwd_slot_write(idx, &FwdSlot { live, ent })
+        })
     }
 
     /// Adds or replaces the configuration of interface `ifindex`: in its slot of `cfg_slots`
@@ -963,6 +959,28 @@ impl Drop for Instance {
 
 /// Slot `idx` of the slot array `map` (named `name`), parsed by `parse`; the default (empty)
 /// slot when the map has none there.
+/// Makes `ver` the live version of a two-version slot (`live`, `ent`: cls_slots, fwd_slots)
+/// and leaves version 0 live, the cache line packets read with `live` (cbox.h). Each call of
+/// `write` (the slot's `live` and versions, in one write) rewrites what packets may be reading
+/// with the bytes it has: `ver` into the version not live, then the flip of `live` alone. From
+/// version 0 live that is four writes (`ver` into version 1, live 1, `ver` into version 0,
+/// live 0); from version 1, two.
+fn flip_to_v0<V: Copy>(
+    live: u8,
+    mut ent: [V; 2],
+    ver: V,
+    mut write: impl FnMut(u8, [V; 2]) -> Result<()>,
+) -> Result<()> {
+    if live & 1 == 0 {
+        ent[1] = ver;
+        write(0, ent)?;
+        write(1, ent)?;
+    }
+    ent[0] = ver;
+    write(1, ent)?;
+    write(0, ent)
+}
+
 fn slot_read<T: Default>(
     map: &MapHandle,
     name: &str,

@@ -157,17 +157,23 @@ pub const FWD_SLOT_LAYOUT: Layout = Layout {
     size: 128,
     fields: &[("ver", 0)],
 };
-/// `struct cls_ent`.
+/// `struct cls_ent`: one version of a classifier slot, a cache line.
 pub const CLS_ENT_LAYOUT: Layout = Layout {
     name: "cls_ent",
     size: 64,
-    fields: &[("used", 0), ("spill", 2), ("key", 4), ("meta", 24)],
+    fields: &[
+        ("used", 0),
+        ("live", 1),
+        ("spill", 2),
+        ("key", 4),
+        ("meta", 24),
+    ],
 };
-/// `struct cls_slot`.
+/// `struct cls_slot`: two versions, a cache line each.
 pub const CLS_SLOT_LAYOUT: Layout = Layout {
     name: "cls_slot",
-    size: 132,
-    fields: &[("live", 0), ("pad", 1), ("ent", 4)],
+    size: 128,
+    fields: &[("ent", 0)],
 };
 /// `struct cfg_ent`.
 pub const CFG_ENT_LAYOUT: Layout = Layout {
@@ -605,23 +611,24 @@ impl ClsSlot {
         self.ent[usize::from(self.live & 1)]
     }
 
+    /// Where version `i` starts in the map encoding.
+    fn ent_at(i: usize) -> usize {
+        off(&CLS_SLOT_LAYOUT, "ent") + i * CLS_ENT_LAYOUT.size
+    }
+
     /// The map encoding.
-    pub fn to_bytes(&self) -> [u8; 132] {
-        let mut b = [0u8; 132];
-        b[0] = self.live & 1;
+    pub fn to_bytes(&self) -> [u8; 128] {
+        let mut b = [0u8; 128];
+        b[Self::ent_at(0) + off(&CLS_ENT_LAYOUT, "live")] = self.live & 1;
         for (i, e) in self.ent.iter().enumerate() {
-            let at = off(&CLS_SLOT_LAYOUT, "ent") + i * CLS_ENT_LAYOUT.size;
+            let at = Self::ent_at(i);
             put(
                 &mut b,
                 at + off(&CLS_ENT_LAYOUT, "spill"),
                 &e.spill.to_ne_bytes(),
             );
             if let Some((key, meta)) = e.entry {
-                put(
-                    &mut b,
-                    at + off(&CLS_ENT_LAYOUT, "used"),
-                    &1u16.to_ne_bytes(),
-                );
+                b[at + off(&CLS_ENT_LAYOUT, "used")] = 1;
                 put(&mut b, at + off(&CLS_ENT_LAYOUT, "key"), &key.to_bytes());
                 put(&mut b, at + off(&CLS_ENT_LAYOUT, "meta"), &meta.to_bytes());
             }
@@ -633,13 +640,13 @@ impl ClsSlot {
     pub fn from_bytes(b: &[u8]) -> Result<ClsSlot, SizeError> {
         check(&CLS_SLOT_LAYOUT, b)?;
         let mut out = ClsSlot {
-            live: b[0] & 1,
+            live: b[Self::ent_at(0) + off(&CLS_ENT_LAYOUT, "live")] & 1,
             ent: [ClsVersion::default(); 2],
         };
         for (i, e) in out.ent.iter_mut().enumerate() {
-            let at = off(&CLS_SLOT_LAYOUT, "ent") + i * CLS_ENT_LAYOUT.size;
+            let at = Self::ent_at(i);
             e.spill = u16::from_ne_bytes(get(b, at + off(&CLS_ENT_LAYOUT, "spill")));
-            if u16::from_ne_bytes(get(b, at + off(&CLS_ENT_LAYOUT, "used"))) != 0 {
+            if b[at + off(&CLS_ENT_LAYOUT, "used")] != 0 {
                 let k = at + off(&CLS_ENT_LAYOUT, "key");
                 let m = at + off(&CLS_ENT_LAYOUT, "meta");
                 let key = ClsKey::from_bytes(b.get(k..k + CLS_KEY_LAYOUT.size).unwrap_or(&[]))?;
@@ -972,8 +979,10 @@ mod tests {
         let sb = slot.to_bytes();
         assert_eq!(ClsSlot::from_bytes(&sb), Ok(slot));
         assert_eq!(slot.current().spill, 2);
-        assert_eq!(&sb[4 + 64 + 4..4 + 64 + 24], &k.to_bytes()[..]);
-        assert!(ClsSlot::from_bytes(&sb[..131]).is_err());
+        // Version 1 starts on the second cache line; `live` is in version 0's, byte 1.
+        assert_eq!(&sb[64 + 4..64 + 24], &k.to_bytes()[..]);
+        assert_eq!((sb[1], sb[64], sb[64 + 1]), (1, 1, 0));
+        assert!(ClsSlot::from_bytes(&sb[..127]).is_err());
         let p = ProxySlot {
             seq: 6,
             valid: 6,

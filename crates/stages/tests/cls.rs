@@ -494,7 +494,21 @@ fn cls_fwd_equals_cls_then_fwd() {
             slot_taken: false,
         },
     ];
-    for c in &cases {
+    // Each case at rest, then the first (the steady state) with its classifier slot and
+    // with its forwarding slot in the middle of a rewrite: version 1 live, version 0 holding
+    // what is being replaced (another path; other MACs), which the steady-state paths must
+    // not read.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mid {
+        AtRest,
+        ClsSlot,
+        FwdSlot,
+    }
+    let runs = cases
+        .iter()
+        .map(|c| (c, Mid::AtRest))
+        .chain([(&cases[0], Mid::ClsSlot), (&cases[0], Mid::FwdSlot)]);
+    for (c, mid) in runs {
         let Some((mut split, mut one)) = common::split_and_one("cls_fwd", |i| {
             i.insert_cls(
                 &ClsKey {
@@ -519,10 +533,35 @@ fn cls_fwd_equals_cls_then_fwd() {
             if let Some(h) = &c.hop {
                 i.insert_fwd(0x10 << 8 | 255, h).unwrap();
             }
+            if mid == Mid::ClsSlot {
+                let key = ClsKey {
+                    ifindex: c.iface,
+                    flow: key,
+                };
+                let idx = cls_slot(&key);
+                let mut slot = i.cls_slot_read(idx).unwrap();
+                slot.ent[1] = slot.ent[0];
+                slot.ent[0].entry = Some((key, NshMeta::md1(0x10 + 64, 255, 30, [1, 2, 3, 4])));
+                slot.live = 1;
+                i.cls_slot_write(idx, &slot).unwrap();
+            }
+            if mid == Mid::FwdSlot {
+                let sph = 0x10 << 8 | 255;
+                let idx = stages::maps::fwd_slot(sph);
+                let mut slot = i.fwd_slot_read(idx).unwrap();
+                let old = FwdVal {
+                    dmac: [2, 0, 0, 0, 0, 0x99],
+                    ..hop(eth, LO)
+                };
+                slot.ent[1] = slot.ent[0];
+                slot.ent[0] = Some((sph, old));
+                slot.live = 1;
+                i.fwd_slot_write(idx, &slot).unwrap();
+            }
         }) else {
             return;
         };
-        common::assert_one_equals_two(
+        let out = common::assert_one_equals_two(
             (&mut split, &mut one),
             (Stage::Cls, Stage::Fwd, Stage::ClsFwd),
             [CounterStage::Cls, CounterStage::Fwd],
@@ -530,6 +569,20 @@ fn cls_fwd_equals_cls_then_fwd() {
             c.ret,
             c.name,
         );
+        if c.ret == TC_ACT_REDIRECT && c.hop.map(|h| h.action) == Some(FwdAction::Ethernet) {
+            assert_eq!(
+                &out[..12],
+                [next, ours].concat(),
+                "{}: the next hop's MACs",
+                c.name
+            );
+            assert_eq!(
+                &out[18..22],
+                [0, 0, 0x10, 255],
+                "{}: the entry's path",
+                c.name
+            );
+        }
     }
 }
 

@@ -930,11 +930,27 @@ fn enc_fwd_equals_enc_then_fwd() {
             ret: TC_ACT_SHOT,
         },
     ];
-    for c in &cases {
+    // Each case at rest, then the first (the steady state) with its forwarding slot in the
+    // middle of a rewrite: version 1 live, version 0 holding the next hop being replaced
+    // (other MACs), which Fwd's and Enc+Fwd's steady-state paths must not read.
+    let runs = cases.iter().map(|c| (c, false)).chain([(&cases[0], true)]);
+    for (c, mid_rewrite) in runs {
         let Some((mut split, mut one)) = common::split_and_one("enc_fwd", |i| {
             i.insert_proxy(&flow(), &meta(c.md, 100, c.ttl)).unwrap();
             if let Some(h) = &c.hop {
                 i.insert_fwd(sph(99), h).unwrap();
+            }
+            if mid_rewrite {
+                let idx = stages::maps::fwd_slot(sph(99));
+                let mut slot = i.fwd_slot_read(idx).unwrap();
+                let old = FwdVal {
+                    dmac: [2, 0, 0, 0, 0, 0x99],
+                    ..hop(FwdAction::Ethernet, LO, 0, 0)
+                };
+                slot.ent[1] = slot.ent[0];
+                slot.ent[0] = Some((sph(99), old));
+                slot.live = 1;
+                i.fwd_slot_write(idx, &slot).unwrap();
             }
         }) else {
             return;
