@@ -200,9 +200,12 @@ impl KernelDataplane {
             instances: BTreeMap::new(),
             namespaces,
         };
-        for (k, v) in &installed {
-            if let Entry::Instance(name) = dp.parse(k, v)? {
-                dp.instance(&name, k)?;
+        let mut installed = installed;
+        for (k, v) in installed.clone() {
+            if let Entry::Instance(name) = dp.parse(&k, &v)? {
+                if dp.instance(&name, &k)?.1 {
+                    dp.forget(&mut installed, &name);
+                }
             }
         }
         dp.installed = installed;
@@ -231,16 +234,52 @@ impl KernelDataplane {
         })
     }
 
-    fn instance(&mut self, name: &str, key: &str) -> Result<&mut Instance, DataplaneError> {
+    /// Plan instance `name` (opened or created on first use), and whether it was made again
+    /// just now because its pins were another build's ([`stages::Error::StalePin`]: map
+    /// layouts that changed between versions of FuseBox). Such an instance starts empty: its
+    /// entries and attachments are forgotten from the ledger ([`Self::forget`]), so the next
+    /// reconcile installs them again. The stages a previous build attached keep running on
+    /// their maps until the new ones replace them.
+    fn instance(&mut self, name: &str, key: &str) -> Result<(&mut Instance, bool), DataplaneError> {
+        let mut remade = false;
         if !self.instances.contains_key(name) {
-            let mut i = Instance::create(&pin_name(&self.host, name)).map_err(|e| err(key, e))?;
+            let pin = pin_name(&self.host, name);
+            let mut i = match Instance::create(&pin) {
+                Err(e @ stages::Error::StalePin { .. }) => {
+                    eprintln!(
+                        "fusebox agent: {e}; instance {name} unpinned and made again, its \
+                         entries to be installed again"
+                    );
+                    Instance::unpin_stale(&pin).map_err(|e| err(key, e))?;
+                    remade = true;
+                    Instance::create(&pin)
+                }
+                r => r,
+            }
+            .map_err(|e| err(key, e))?;
             // The data plane outlives the agent: pins and attachments stay when it exits.
             i.keep();
             self.instances.insert(name.to_string(), i);
         }
-        self.instances
+        if remade {
+            let mut installed = std::mem::take(&mut self.installed);
+            self.forget(&mut installed, name);
+            self.installed = installed;
+        }
+        let i = self
+            .instances
             .get_mut(name)
-            .ok_or_else(|| err(key, "no instance"))
+            .ok_or_else(|| err(key, "no instance"))?;
+        Ok((i, remade))
+    }
+
+    /// Removes plan instance `name`'s attachments and map entries from `installed` (the
+    /// instance's own key stays).
+    fn forget(&self, installed: &mut Kv, name: &str) {
+        installed.retain(|k, v| match self.parse(k, v) {
+            Ok(Entry::Attach(n, _) | Entry::Map(n, _)) => n != name,
+            _ => true,
+        });
     }
 
     fn install(&mut self, key: &str, v: &[u8]) -> Result<(), DataplaneError> {
@@ -252,13 +291,13 @@ impl KernelDataplane {
             }
             Entry::Attach(name, a) => {
                 let ns = self.namespaces.of(&name).map(str::to_string);
-                let inst = self.instance(&name, key)?;
+                let (inst, _) = self.instance(&name, key)?;
                 inside(ns.as_deref(), key, || {
                     inst.attach(program(a.stage), a.ifindex, hook(a.stage.hook()))
                         .map_err(e)
                 })?
             }
-            Entry::Map(name, m) => m.insert(self.instance(&name, key)?).map_err(e)?,
+            Entry::Map(name, m) => m.insert(self.instance(&name, key)?.0).map_err(e)?,
         }
         Ok(())
     }

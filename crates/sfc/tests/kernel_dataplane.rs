@@ -129,6 +129,32 @@ fn plan_keys_fill_the_stages_and_survive_a_restart() {
     assert_eq!(reconcile(&mut dp, &want).unwrap(), Reconciled::default());
     assert_eq!(dp.instance_of("sf1").unwrap().list_fwd().unwrap().len(), 2);
 
+    // An upgrade whose stages lay a map out otherwise (here `cls_slots` pinned as another
+    // map): the agent comes back, makes the instance again and installs all of it again.
+    drop(dp);
+    let cls_slots = pins.join("cls_slots");
+    std::fs::remove_file(&cls_slots).unwrap();
+    libbpf_rs::MapHandle::from_pinned_path(pins.join("cfg_slots"))
+        .unwrap()
+        .pin(&cls_slots)
+        .unwrap();
+    let mut dp = KernelDataplane::open(&host, &ledger, Default::default()).unwrap();
+    let kept: Vec<String> = dp.installed().unwrap().into_keys().collect();
+    assert_eq!(kept, vec![format!("{}i/sf1", keys::plan_prefix(&host))]);
+    assert_eq!(
+        reconcile(&mut dp, &want).unwrap(),
+        Reconciled {
+            put: want.len() - 1,
+            deleted: 0
+        }
+    );
+    let i = dp.instance_of("sf1").unwrap();
+    assert_eq!(i.list_fwd().unwrap().len(), 2);
+    assert_eq!(i.list_proxy().unwrap().len(), 1);
+    assert_eq!(i.list_cfg().unwrap().len(), 1);
+    assert_eq!(i.attachments().len(), 1);
+    assert_eq!(dp.installed().unwrap(), want);
+
     // One entry moves: one delete, one put.
     let mut plan2 = plan.clone();
     if let Some(i) = plan2.instances.get_mut("sf1") {

@@ -66,6 +66,21 @@ pub enum Error {
     /// A map value of the wrong size.
     #[error(transparent)]
     Size(#[from] SizeError),
+    /// A map pinned in the instance's directory whose definition is not this build's (an
+    /// instance made by another version of FuseBox, whose map layouts differ): libbpf cannot
+    /// reuse it, and its entries mean something else to this build's stages.
+    #[error(
+        "{path}: pinned by another build of FuseBox ({got}; this build's: {want}): its entries \
+         cannot be reused; remove the instance (Instance::unpin_stale) and fill it again"
+    )]
+    StalePin {
+        /// The pinned map.
+        path: PathBuf,
+        /// This build's definition (type, key and value bytes, entries, flags).
+        want: String,
+        /// The pinned map's.
+        got: String,
+    },
 }
 
 /// Result of this module.
@@ -315,7 +330,74 @@ fn open_object(name: &'static str, dir: &Path) -> Result<Object> {
     let open = b
         .open_memory(bytes)
         .map_err(bpf(|| format!("open object {name}")))?;
+    for m in open.maps() {
+        let path = dir.join(m.name());
+        if !path.exists() {
+            continue;
+        }
+        let want = MapDef {
+            kind: m.map_type(),
+            key: m.key_size(),
+            value: m.value_size(),
+            entries: m.max_entries(),
+            flags: m.map_flags(),
+        };
+        let pinned = MapHandle::from_pinned_path(&path)
+            .map_err(bpf(|| format!("open {}", path.display())))?;
+        let info = pinned
+            .info()
+            .map_err(bpf(|| format!("read {}", path.display())))?;
+        let got = MapDef {
+            kind: pinned.map_type(),
+            key: pinned.key_size(),
+            value: pinned.value_size(),
+            entries: pinned.max_entries(),
+            flags: info.info.map_flags,
+        };
+        if got != want {
+            return Err(Error::StalePin {
+                path,
+                want: want.to_string(),
+                got: got.to_string(),
+            });
+        }
+    }
     open.load().map_err(bpf(|| format!("load object {name}")))
+}
+
+/// An instance name is a plain file name: letters, digits, '-', '_', '.', not "." or "..".
+fn check_name(name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name != "."
+        && name != ".."
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::Name(name.to_string()))
+    }
+}
+
+/// What libbpf compares when it reuses a pinned map.
+#[derive(PartialEq)]
+struct MapDef {
+    kind: libbpf_rs::MapType,
+    key: u32,
+    value: u32,
+    entries: u32,
+    flags: u32,
+}
+
+impl std::fmt::Display for MapDef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:?}, key {} bytes, value {} bytes, {} entries, flags {:#x}",
+            self.kind, self.key, self.value, self.entries, self.flags
+        )
+    }
 }
 
 impl Instance {
@@ -323,15 +405,7 @@ impl Instance {
     /// `/sys/fs/bpf/fusebox/<name>/` and creates the shared maps there (by loading the no-op
     /// object). Maps already pinned there are reused with their entries.
     pub fn create(name: &str) -> Result<Instance> {
-        let ok = !name.is_empty()
-            && name != "."
-            && name != ".."
-            && name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-        if !ok {
-            return Err(Error::Name(name.to_string()));
-        }
+        check_name(name)?;
         ensure_bpffs()?;
         let dir = Path::new(PIN_ROOT).join(name);
         fs::create_dir_all(&dir).map_err(io(|| format!("create {}", dir.display())))?;
@@ -524,6 +598,25 @@ impl Instance {
         }
         let _ = fs::remove_dir(PIN_ROOT); // only when no other instance is left
         first.map_or(Ok(()), Err)
+    }
+
+    /// Unpins the maps of instance `name` and deletes its pin directory, without opening
+    /// them: what to do with an instance made by another build ([`Error::StalePin`]) before
+    /// creating it again. Stages still attached from before keep running on the unpinned maps
+    /// until they are replaced; nothing of them is detached here. Absent: no error.
+    pub fn unpin_stale(name: &str) -> Result<()> {
+        check_name(name)?;
+        let dir = Path::new(PIN_ROOT).join(name);
+        let entries = match fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(io(|| format!("read {}", dir.display()))(e)),
+        };
+        for e in entries {
+            let p = e.map_err(io(|| format!("read {}", dir.display())))?.path();
+            fs::remove_file(&p).map_err(io(|| format!("unpin {}", p.display())))?;
+        }
+        fs::remove_dir(&dir).map_err(io(|| format!("remove {}", dir.display())))
     }
 
     /// Detaches every stage, unpins the maps and deletes the pin directory.

@@ -148,6 +148,57 @@ fn kept_instances_survive_and_are_reopened_with_their_entries() {
     ));
 }
 
+/// An instance whose pins another build made (here: `cls_slots` pinned as another map, of
+/// another layout) is refused with the map and both definitions named, not with libbpf's
+/// bare "Invalid argument"; `unpin_stale` removes it, and it is made again, empty.
+#[test]
+fn an_instance_pinned_by_another_build_is_named_then_made_again() {
+    use libbpf_rs::MapCore;
+    if !stages::require_bpf("stale") {
+        return;
+    }
+    let name = format!("test-{}-stale", std::process::id());
+    let cfg = StageCfg {
+        mac: [2, 0, 0, 0, 0, 7],
+        flags: 0,
+        ifindex: 9,
+    };
+    let dir = {
+        let mut i = Instance::create(&name).unwrap();
+        i.insert_cfg(9, &cfg).unwrap();
+        i.keep();
+        i.pin_dir().to_path_buf()
+    };
+    let cls_slots = dir.join("cls_slots");
+    std::fs::remove_file(&cls_slots).unwrap();
+    let mut other = libbpf_rs::MapHandle::from_pinned_path(dir.join("cfg_slots")).unwrap();
+    other.pin(&cls_slots).unwrap();
+    let (want, got) = (other.value_size(), other.max_entries());
+    match Instance::create(&name) {
+        Err(e @ stages::Error::StalePin { .. }) => {
+            let text = e.to_string();
+            assert!(text.starts_with(&cls_slots.display().to_string()), "{text}");
+            assert!(
+                text.contains(&format!("value {want} bytes, {got} entries")),
+                "{text}"
+            );
+            assert!(text.contains("value 128 bytes, 4096 entries"), "{text}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(dir.exists(), "a refused instance keeps its pins");
+    Instance::unpin_stale(&name).unwrap();
+    assert!(!dir.exists());
+    Instance::unpin_stale(&name).unwrap(); // absent: nothing to do
+    assert!(matches!(
+        Instance::unpin_stale("../escape"),
+        Err(stages::Error::Name(_))
+    ));
+    let i = Instance::create(&name).unwrap();
+    assert_eq!(i.list_cfg().unwrap(), vec![]);
+    i.remove().unwrap();
+}
+
 #[test]
 fn a_standalone_object_attaches_at_xdp_and_both_tc_hooks() {
     if !stages::require_bpf("standalone") {
