@@ -177,20 +177,15 @@ static __always_inline int cls_tc_push(struct __sk_buff *skb, const struct nsh_m
 	return TC_ACT_UNSPEC;
 }
 
-/* Cls at TC ingress: the steady state (cls_steady), else the general code. */
-static __always_inline int cls_run(struct __sk_buff *skb)
+/* Cls at TC ingress for a frame cls_steady declined: any frame, any entry (copied). */
+static __always_inline int cls_general(struct __sk_buff *skb)
 {
 	void *data = (void *)(long)skb->data;
 	void *data_end = (void *)(long)skb->data_end;
 	struct cls_key key;
 	struct nsh_meta m META_ALIGNED;
-	const struct nsh_meta *hit;
 	__u32 clen = 0;
 
-	/* At TC ingress, skb->ifindex is the interface the frame arrived on. */
-	hit = cls_steady(data, data_end, skb->ifindex, &key);
-	if (hit)
-		return cls_tc_push(skb, hit, NSH_MD1_LEN - NSH_BASE_LEN);
 	__builtin_memset(&key, 0, sizeof(key));
 	if (parse_flow_at0(data, data_end, &key.flow) < 0) {
 		/* Headers may lie beyond the linear part: pull them and try once more. */
@@ -201,6 +196,7 @@ static __always_inline int cls_run(struct __sk_buff *skb)
 		if (parse_flow(data, data_end, 0, &key.flow) < 0)
 			goto pass;
 	}
+	/* At TC ingress, skb->ifindex is the interface the frame arrived on. */
 	int r = cls_lookup(&key, skb->ifindex, &m, &clen);
 	if (r == CLS_PASS)
 		return TC_ACT_OK;
@@ -210,6 +206,25 @@ static __always_inline int cls_run(struct __sk_buff *skb)
 pass:
 	count(STAGE_CLS, CTR_PASSED);
 	return TC_ACT_OK;
+}
+
+/* The entry cls_steady finds for the frame of `skb` at TC ingress, or NULL. */
+static __always_inline const struct nsh_meta *cls_tc_steady(struct __sk_buff *skb,
+							    struct cls_key *key)
+{
+	return cls_steady((void *)(long)skb->data, (void *)(long)skb->data_end, skb->ifindex,
+			  key);
+}
+
+/* Cls at TC ingress: the steady state (cls_steady), else the general code. */
+static __always_inline int cls_run(struct __sk_buff *skb)
+{
+	struct cls_key key;
+	const struct nsh_meta *hit = cls_tc_steady(skb, &key);
+
+	if (hit)
+		return cls_tc_push(skb, hit, NSH_MD1_LEN - NSH_BASE_LEN);
+	return cls_general(skb);
 }
 
 /* Cls at XDP for an entry `m` (validated, `clen` context bytes): the room, the outer

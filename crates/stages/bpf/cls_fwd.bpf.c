@@ -11,33 +11,26 @@
 #define CLS_GENERAL 0x1003
 
 /*
- * Cls+Fwd's steady state, tried before Cls's and Fwd's general code: the common frame
- * (untagged Ethernet, IPv4 without options: parse_flow_at0's fixed case), an MD type 1
- * classifier entry in version 0 of its slot (cls_steady, read in place), and for its
- * (SPI, SI) an Ethernet next hop in its slot that redirects (an ifindex), the TTL not
- * expiring. The outer Ethernet header (the next hop's MACs) and the NSH (TTL - 1, as Fwd
- * leaves it) are pushed at once and the frame redirected: the frame, verdict and counters of
- * Cls then Fwd. Any other frame returns CLS_GENERAL with nothing changed or counted, and
- * cls_run then fwd_run take it from the start.
+ * Cls+Fwd's steady state for a frame whose MD type 1 classifier entry cls_steady found (`m`,
+ * in version 0 of its slot, read in place): for its (SPI, SI) an Ethernet next hop in its
+ * slot that redirects (an ifindex), the TTL not expiring. The outer Ethernet header (the
+ * next hop's MACs) and the NSH (TTL - 1, as Fwd leaves it) are pushed at once and the frame
+ * redirected: the frame, verdict and counters of Cls then Fwd. Otherwise it returns
+ * CLS_GENERAL with nothing changed or counted, and the entry is pushed as Cls alone pushes
+ * it (cls_tc_push), then fwd_run takes the frame.
  *
  * The room is made by bpf_skb_change_head, not bpf_skb_adjust_room as cls_run does (about
  * 10-15 ns less here, a third of Cls): at TC ingress the kernel pulls the MAC header's length
  * off after the program and pushes it back before a redirect, so a redirected frame leaves
  * from its new start whichever helper made the room. Only a frame left to the stack (a next
  * hop with ifindex 0: TC_ACT_OK at ingress) needs the network header moved with the room;
- * that one takes cls_run.
+ * that one takes cls_tc_push.
  */
-static __always_inline int cls_fwd_fast(struct __sk_buff *skb)
+static __always_inline int cls_fwd_fast(struct __sk_buff *skb, const struct nsh_meta *m)
 {
-	struct cls_key key;
-	const struct nsh_meta *m = cls_steady((void *)(long)skb->data,
-					      (void *)(long)skb->data_end, skb->ifindex, &key);
 	struct fwd_val *f;
-	__u8 ttl;
+	__u8 ttl = meta_ttl_next(m);
 
-	if (!m)
-		return CLS_GENERAL;
-	ttl = meta_ttl_next(m);
 	if (!ttl)
 		return CLS_GENERAL;
 	f = fwd_slot_eth(m->sph);
@@ -50,11 +43,19 @@ static __always_inline int cls_fwd_fast(struct __sk_buff *skb)
 SEC("tc")
 int cls_fwd(struct __sk_buff *skb)
 {
-	int v = cls_fwd_fast(skb);
+	struct cls_key key;
+	const struct nsh_meta *m = cls_tc_steady(skb, &key);
+	int v;
 
-	if (v != CLS_GENERAL)
-		return v;
-	v = cls_run(skb);
+	/* Classified once: a steady-state entry whose next hop cls_fwd_fast declines is
+	 * pushed as Cls alone pushes it, for fwd_run. */
+	if (m) {
+		v = cls_fwd_fast(skb, m);
+		if (v == CLS_GENERAL)
+			v = cls_tc_push(skb, m, NSH_MD1_LEN - NSH_BASE_LEN);
+	} else {
+		v = cls_general(skb);
+	}
 	if (v != TC_ACT_UNSPEC)
 		return v;
 	return fwd_run(skb);

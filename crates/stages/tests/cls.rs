@@ -546,17 +546,7 @@ fn cls_fwd_equals_cls_then_fwd() {
                 i.cls_slot_write(idx, &slot).unwrap();
             }
             if mid == Mid::FwdSlot {
-                let sph = 0x10 << 8 | 255;
-                let idx = stages::maps::fwd_slot(sph);
-                let mut slot = i.fwd_slot_read(idx).unwrap();
-                let old = FwdVal {
-                    dmac: [2, 0, 0, 0, 0, 0x99],
-                    ..hop(eth, LO)
-                };
-                slot.ent[1] = slot.ent[0];
-                slot.ent[0] = Some((sph, old));
-                slot.live = 1;
-                i.fwd_slot_write(idx, &slot).unwrap();
+                common::fwd_slot_mid_rewrite(i, 0x10 << 8 | 255);
             }
         }) else {
             return;

@@ -941,16 +941,7 @@ fn enc_fwd_equals_enc_then_fwd() {
                 i.insert_fwd(sph(99), h).unwrap();
             }
             if mid_rewrite {
-                let idx = stages::maps::fwd_slot(sph(99));
-                let mut slot = i.fwd_slot_read(idx).unwrap();
-                let old = FwdVal {
-                    dmac: [2, 0, 0, 0, 0, 0x99],
-                    ..hop(FwdAction::Ethernet, LO, 0, 0)
-                };
-                slot.ent[1] = slot.ent[0];
-                slot.ent[0] = Some((sph(99), old));
-                slot.live = 1;
-                i.fwd_slot_write(idx, &slot).unwrap();
+                common::fwd_slot_mid_rewrite(i, sph(99));
             }
         }) else {
             return;

@@ -143,3 +143,23 @@ pub fn assert_one_equals_two(
     }
     o.frame
 }
+
+/// Leaves `sph`'s forwarding slot in the middle of a rewrite: its entry in version 1, live,
+/// and in version 0 the entry being replaced, another next hop (destination MAC
+/// 02:00:00:00:00:99), which a stage reading the slot must not use.
+pub fn fwd_slot_mid_rewrite(i: &Instance, sph: u32) {
+    let idx = stages::maps::fwd_slot(sph);
+    let mut slot = i.fwd_slot_read(idx).unwrap();
+    let Some((owner, val)) = slot.current() else {
+        panic!("slot {idx} holds no entry for {sph:#x}");
+    };
+    assert_eq!(owner, sph, "slot {idx}");
+    let old = stages::maps::FwdVal {
+        dmac: [2, 0, 0, 0, 0, 0x99],
+        ..val
+    };
+    slot.ent[1] = slot.ent[0];
+    slot.ent[0] = Some((sph, old));
+    slot.live = 1;
+    i.fwd_slot_write(idx, &slot).unwrap();
+}
