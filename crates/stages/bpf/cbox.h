@@ -82,6 +82,27 @@ struct cls_slot {
 	struct cls_ent ent[2];
 }; /* 128 bytes */
 
+/*
+ * The next hop, cached in a classifier slot's MD type 1 entry for Cls+Fwd: the instance writes
+ * the Ethernet next hop that redirects (FWD_ETHERNET with an ifindex) of the entry's (SPI, SI)
+ * into the 16 context bytes MD type 1 leaves unused (ctx[16..32]) and sets CLS_HOP in the
+ * entry's `flags` (and CLS_HOP_INGRESS for FWDF_INGRESS). Cls+Fwd then reads the entry and its
+ * next hop from the one cache line, instead of the forwarding slot the entry's SPH names: a
+ * load that waited for the entry's (docs/benchmarks.md). The instance rewrites the entries of
+ * an SPH, through the slot's versions, whenever that SPH's forwarding entry changes, before
+ * insert_fwd or delete_fwd returns; an entry without CLS_HOP takes the forwarding slot as
+ * before. Cls, Cls at XDP and the general code never read these bytes.
+ */
+struct cls_hop {
+	__u8 dmac[6];
+	__u8 smac[6];
+	__u32 ifindex;
+}; /* 16 bytes, at meta.ctx + 16 */
+
+#define CLS_HOP 0x40 /* nsh_meta.flags of a classifier entry: ctx[16..32] holds a cls_hop */
+#define CLS_HOP_INGRESS 0x80 /* and its redirect is to the interface's ingress */
+#define CLS_HOP_AT 16
+
 #define CLS_SLOTS 4096
 
 /*

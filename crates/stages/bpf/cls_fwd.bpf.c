@@ -12,8 +12,9 @@
 
 /*
  * Cls+Fwd's steady state for a frame whose MD type 1 classifier entry cls_steady found (`m`,
- * in version 0 of its slot, read in place): for its (SPI, SI) an Ethernet next hop in its
- * slot that redirects (an ifindex), the TTL not expiring. The outer Ethernet header (the
+ * in version 0 of its slot, read in place): for its (SPI, SI) an Ethernet next hop that
+ * redirects (an ifindex), cached in the entry's own line (CLS_HOP, cbox.h cls_hop) or else in
+ * its forwarding slot, the TTL not expiring. The outer Ethernet header (the
  * next hop's MACs) and the NSH (TTL - 1, as Fwd leaves it) are pushed at once and the frame
  * redirected: the frame, verdict and counters of Cls then Fwd. Otherwise it returns
  * CLS_GENERAL with nothing changed or counted, and the entry is pushed as Cls alone pushes
@@ -26,23 +27,39 @@
  * hop with ifindex 0: TC_ACT_OK at ingress) needs the network header moved with the room;
  * that one takes cls_tc_push.
  */
-static __always_inline int cls_fwd_fast(struct __sk_buff *skb, const struct nsh_meta *m)
+static __always_inline int cls_fwd_fast(struct __sk_buff *skb, const struct nsh_meta *m,
+					__u64 *cls_done, __u64 *fwd_done)
 {
 	struct fwd_val *f;
 	__u8 ttl = meta_ttl_next(m);
 
 	if (!ttl)
 		return CLS_GENERAL;
+	if (m->flags & CLS_HOP) {
+		/* The next hop the instance cached in the entry's line (cbox.h cls_hop). */
+		const struct cls_hop *h = (const void *)(m->ctx + CLS_HOP_AT);
+
+		if (!h->ifindex)
+			return CLS_GENERAL;
+		count_at(cls_done);
+		if (push_eth_nsh_macs(skb, m, ttl, NSH_MD1_LEN - NSH_BASE_LEN, h->dmac, 1))
+			return verdict(STAGE_FWD, CTR_DROP_NO_ROOM, TC_ACT_SHOT);
+		count_at(fwd_done);
+		return bpf_redirect(h->ifindex, (m->flags & CLS_HOP_INGRESS) ? BPF_F_INGRESS : 0);
+	}
 	f = fwd_slot_eth(m->sph);
 	if (!f || !f->ifindex)
 		return CLS_GENERAL;
-	count(STAGE_CLS, CTR_DONE);
-	return fwd_push_eth(skb, m, ttl, NSH_MD1_LEN - NSH_BASE_LEN, f);
+	count_at(cls_done);
+	return fwd_push_eth(skb, m, ttl, NSH_MD1_LEN - NSH_BASE_LEN, f, fwd_done);
 }
 
 SEC("tc")
 int cls_fwd(struct __sk_buff *skb)
 {
+	/* The steady state's two counters, looked up first (maps.h counter_at). */
+	__u64 *cls_done = counter_at(STAGE_CLS, CTR_DONE);
+	__u64 *fwd_done = counter_at(STAGE_FWD, CTR_DONE);
 	struct cls_key key;
 	const struct nsh_meta *m = cls_tc_steady(skb, &key);
 	int v;
@@ -50,7 +67,7 @@ int cls_fwd(struct __sk_buff *skb)
 	/* Classified once: a steady-state entry whose next hop cls_fwd_fast declines is
 	 * pushed as Cls alone pushes it, for fwd_run. */
 	if (m) {
-		v = cls_fwd_fast(skb, m);
+		v = cls_fwd_fast(skb, m, cls_done, fwd_done);
 		if (v == CLS_GENERAL)
 			v = cls_tc_push(skb, m, NSH_MD1_LEN - NSH_BASE_LEN);
 	} else {

@@ -170,15 +170,41 @@ static __always_inline int push_head(struct __sk_buff *skb, const struct push_bu
 	return bpf_skb_store_bytes(skb, 0, hdr->b, len, 0);
 }
 
+/* The outer Ethernet header (the 12 bytes at `macs`, destination then source, or zero MACs
+ * when NULL; EtherType NSH) and the NSH base header of `m` leaving with TTL `ttl`, at `eth`
+ * (packet data), in whole 64-, 32- and 16-bit stores: a memcpy or memset into the packet,
+ * whose alignment clang does not know, would be a store per byte. `macs8`: `macs` is 8-byte
+ * aligned (a cls_hop), read in two loads; else 2-byte (a fwd_val, perhaps on the stack,
+ * where the verifier refuses misaligned loads), read in six. */
+static __always_inline void eth_nsh_head(__u8 *eth, const struct nsh_meta *m, __u8 ttl,
+					 const __u8 *macs, int macs8)
+{
+	if (macs && macs8) {
+		*(__u64 *)eth = *(const __u64 *)macs;
+		*(__u32 *)(eth + 8) = *(const __u32 *)(macs + 8);
+	} else if (macs) {
+		mac_copy(eth, macs);
+		mac_copy(eth + 6, macs + 6);
+	} else {
+		*(__u64 *)eth = 0;
+		*(__u32 *)(eth + 8) = 0;
+	}
+	*(__u16 *)(eth + 12) = bpf_htons(ETH_P_NSH);
+	nsh_write_base_ttl(eth + ETH_LEN, m, ttl);
+}
+
 /*
  * Grows the packet at its head by an outer Ethernet header and the NSH of `m` (validated by
  * nsh_ctx_len: `clen` context bytes) and writes both through direct packet access: one
- * helper call. The outer MACs are `f`'s, or zero when `f` is NULL (Enc alone: Fwd writes
- * them); the EtherType is NSH. The bytes bpf_skb_change_head pushes are always in the linear
- * part; the bounds checks are for the verifier. Returns 0, or -1 when the kernel refused.
+ * helper call, the NSH leaving with TTL `ttl`. The outer MACs are the 12 bytes at `macs`
+ * (destination, source: a fwd_val's, or with `macs8` a cls_hop's; eth_nsh_head), or zero
+ * when `macs` is NULL (Enc alone:
+ * Fwd writes them); the EtherType is NSH. The bytes bpf_skb_change_head pushes are always in
+ * the linear part; the bounds checks are for the verifier. Returns 0, or -1 when the kernel
+ * refused.
  */
-static __always_inline int push_eth_nsh_ttl(struct __sk_buff *skb, const struct nsh_meta *m,
-					    __u8 ttl, __u32 clen, const struct fwd_val *f)
+static __always_inline int push_eth_nsh_macs(struct __sk_buff *skb, const struct nsh_meta *m,
+					     __u8 ttl, __u32 clen, const __u8 *macs, int macs8)
 {
 	void *data, *data_end;
 	__u8 *eth;
@@ -189,35 +215,28 @@ static __always_inline int push_eth_nsh_ttl(struct __sk_buff *skb, const struct 
 		return -1;
 	data = (void *)(long)skb->data;
 	data_end = (void *)(long)skb->data_end;
-	if (!HAS(data, data_end, 0, ETH_LEN + NSH_BASE_LEN))
-		return -1;
 	eth = data;
-	/* Whole 16- and 32-bit stores: a memcpy or memset into the packet, whose alignment
-	 * clang does not know, would be a store per byte. */
-	if (f) {
-		mac_copy(eth, f->dmac);
-		mac_copy(eth + 6, f->smac);
-	} else {
-		*(__u32 *)eth = 0;
-		*(__u32 *)(eth + 4) = 0;
-		*(__u32 *)(eth + 8) = 0;
-	}
-	*(__u16 *)(eth + 12) = bpf_htons(ETH_P_NSH);
-	nsh_write_base_ttl(eth + ETH_LEN, m, ttl);
 	if (clen == NSH_MD1_LEN - NSH_BASE_LEN) {
-		/* MD type 1: the whole header in one bounds check */
+		/* MD type 1: the whole header in one bounds check, its context in two 64-bit
+		 * stores (m->ctx is 8-byte aligned: a map value's, or META_ALIGNED) */
 		if (!HAS(data, data_end, 0, ETH_LEN + NSH_MD1_LEN))
 			return -1;
-		__u32 *o = (__u32 *)(eth + ETH_LEN + NSH_BASE_LEN);
-		const __u32 *c = (const __u32 *)m->ctx;
-
-		o[0] = c[0];
-		o[1] = c[1];
-		o[2] = c[2];
-		o[3] = c[3];
+		eth_nsh_head(eth, m, ttl, macs, macs8);
+		*(__u64 *)(eth + ETH_LEN + NSH_BASE_LEN) = *(const __u64 *)m->ctx;
+		*(__u64 *)(eth + ETH_LEN + NSH_BASE_LEN + 8) = *(const __u64 *)(m->ctx + 8);
 		return 0;
 	}
+	if (!HAS(data, data_end, 0, ETH_LEN + NSH_BASE_LEN))
+		return -1;
+	eth_nsh_head(eth, m, ttl, macs, macs8);
 	return nsh_write_md2_ctx(data, data_end, m, clen);
+}
+
+/* push_eth_nsh_macs with the MACs of `f` (zero when NULL). */
+static __always_inline int push_eth_nsh_ttl(struct __sk_buff *skb, const struct nsh_meta *m,
+					    __u8 ttl, __u32 clen, const struct fwd_val *f)
+{
+	return push_eth_nsh_macs(skb, m, ttl, clen, f ? f->dmac : NULL, 0);
 }
 
 /* push_eth_nsh_ttl with `m`'s own TTL. */
@@ -369,13 +388,14 @@ static __always_inline __u8 meta_ttl_next(const struct nsh_meta *m)
 
 /* Fwd's Ethernet next hop `f` for the NSH `m` (validated, `clen` context bytes) leaving with
  * TTL `ttl` (Fwd's, meta_ttl_next): outer Ethernet and NSH pushed at once, then sent on;
- * counted under Fwd. */
+ * counted under Fwd (`done`: counter_at(STAGE_FWD, CTR_DONE), looked up by the caller). */
 static __always_inline int fwd_push_eth(struct __sk_buff *skb, const struct nsh_meta *m,
-					__u8 ttl, __u32 clen, const struct fwd_val *f)
+					__u8 ttl, __u32 clen, const struct fwd_val *f, __u64 *done)
 {
 	if (push_eth_nsh_ttl(skb, m, ttl, clen, f))
 		return verdict(STAGE_FWD, CTR_DROP_NO_ROOM, TC_ACT_SHOT);
-	return verdict(STAGE_FWD, CTR_DONE, fwd_out(f));
+	count_at(done);
+	return fwd_out(f);
 }
 
 /*
@@ -392,6 +412,8 @@ static __always_inline int fwd_push_eth(struct __sk_buff *skb, const struct nsh_
  */
 static __always_inline int enc_fast(struct __sk_buff *skb, int with_fwd)
 {
+	__u64 *enc_done = counter_at(STAGE_ENC, CTR_DONE);
+	__u64 *fwd_done = with_fwd ? counter_at(STAGE_FWD, CTR_DONE) : NULL;
 	void *data = (void *)(long)skb->data;
 	void *data_end = (void *)(long)skb->data_end;
 	struct nsh_meta buf META_ALIGNED, *m;
@@ -412,7 +434,8 @@ static __always_inline int enc_fast(struct __sk_buff *skb, int with_fwd)
 		m->sph = sph;
 		if (push_eth_nsh(skb, m, NSH_MD1_LEN - NSH_BASE_LEN, NULL))
 			return verdict(STAGE_ENC, CTR_DROP_NO_ROOM, TC_ACT_SHOT);
-		return verdict(STAGE_ENC, CTR_DONE, TC_ACT_UNSPEC);
+		count_at(enc_done);
+		return TC_ACT_UNSPEC;
 	}
 	ttl = meta_ttl_next(m);
 	if (!ttl)
@@ -421,8 +444,8 @@ static __always_inline int enc_fast(struct __sk_buff *skb, int with_fwd)
 	if (!f)
 		return ENC_GENERAL;
 	m->sph = sph;
-	count(STAGE_ENC, CTR_DONE);
-	return fwd_push_eth(skb, m, ttl, NSH_MD1_LEN - NSH_BASE_LEN, f);
+	count_at(enc_done);
+	return fwd_push_eth(skb, m, ttl, NSH_MD1_LEN - NSH_BASE_LEN, f, fwd_done);
 }
 
 /* Enc alone: pushes outer Ethernet (zero MACs, EtherType NSH) and the NSH, then lets the
@@ -466,7 +489,8 @@ static __always_inline int enc_fwd_run(struct __sk_buff *skb)
 	if (!f)
 		return verdict(STAGE_FWD, CTR_DROP_UNKNOWN_SPI, TC_ACT_SHOT);
 	if (f->action == FWD_ETHERNET) {
-		return fwd_push_eth(skb, &m, m.ttl, nsh_ctx_len(&m), f);
+		return fwd_push_eth(skb, &m, m.ttl, nsh_ctx_len(&m), f,
+				    counter_at(STAGE_FWD, CTR_DONE));
 	} else if (f->action == FWD_VXLAN_GPE) {
 		__builtin_memset(&hdr, 0, sizeof(hdr));
 		n = nsh_write(hdr.b + GPE_TRANSPORT_LEN, &m);
@@ -511,6 +535,7 @@ static __always_inline int fwd_transport(struct __sk_buff *skb, __u32 have, __u3
  */
 static __always_inline int fwd_fast(struct __sk_buff *skb)
 {
+	__u64 *done = counter_at(STAGE_FWD, CTR_DONE);
 	void *data = (void *)(long)skb->data;
 	void *data_end = (void *)(long)skb->data_end;
 	__u8 *p = data;
@@ -540,7 +565,8 @@ static __always_inline int fwd_fast(struct __sk_buff *skb)
 	mac_copy(p, f->dmac);
 	mac_copy(p + 6, f->smac);
 	*(__u32 *)(p + ETH_LEN) = bpf_htonl((w0 & ~(0x3fu << 22)) | (ttl - 1) << 22);
-	return verdict(STAGE_FWD, CTR_DONE, fwd_out(f));
+	count_at(done);
+	return fwd_out(f);
 }
 
 /* Fwd's general code: any transport, any next hop, the end of the path. */

@@ -18,9 +18,9 @@ use libbpf_rs::{
 };
 
 use crate::maps::{
-    cfg_slot, cls_slot, fwd_slot, proxy_slot, CfgSlot, ClsKey, ClsSlot, ClsVersion, Counter,
-    CounterStage, Counters, FlowKey, FwdSlot, FwdVal, NshMeta, ProxySlot, SizeError, StageCfg,
-    CTR_PER_STAGE,
+    cfg_slot, cls_slot, fwd_slot, proxy_slot, CfgSlot, ClsHop, ClsKey, ClsSlot, ClsVersion,
+    Counter, CounterStage, Counters, FlowKey, FwdSlot, FwdVal, NshMeta, ProxySlot, SizeError,
+    StageCfg, CTR_PER_STAGE,
 };
 use crate::Stage;
 
@@ -724,8 +724,9 @@ impl Instance {
         )
     }
 
-    /// Makes (`entry`, `spill`) the live version of slot `idx` (now `slot`), version 0 live at
-    /// the end (the cache line packets read with `live`, cbox.h): [`flip_to_v0`].
+    /// Makes (`entry`, `spill`) the live version of slot `idx` (now `slot`), with the next hop
+    /// of an MD type 1 entry's SPH cached (cbox.h cls_hop), version 0 live at the end (the
+    /// cache line packets read with `live`, cbox.h): [`flip_to_v0`].
     fn cls_slot_flip(
         &self,
         idx: u32,
@@ -733,12 +734,55 @@ impl Instance {
         entry: Option<(ClsKey, NshMeta)>,
         spill: u16,
     ) -> Result<()> {
+        let hop = match entry {
+            Some((_, m)) if m.md_type == 1 => self.cls_hop(m.sph)?,
+            _ => None,
+        };
         flip_to_v0(
             slot.live,
             slot.ent,
-            ClsVersion { entry, spill },
+            ClsVersion { entry, spill, hop },
             |live, ent| self.cls_slot_write(idx, &ClsSlot { live, ent }),
         )
+    }
+
+    /// The next hop a classifier entry of `sph` caches: its forwarding entry's, when that is
+    /// an Ethernet next hop that redirects ([`ClsHop::of`]).
+    fn cls_hop(&self, sph: u32) -> Result<Option<ClsHop>> {
+        let val = match self.fwd_slot_read(fwd_slot(sph))?.current() {
+            Some((owner, val)) if owner == sph => Some(val),
+            _ => self
+                .maps
+                .fwd
+                .lookup(&sph.to_ne_bytes(), MapFlags::ANY)
+                .map_err(bpf(|| "read fwd_table".to_string()))?
+                .map(|v| FwdVal::from_bytes(&v))
+                .transpose()?,
+        };
+        Ok(val.as_ref().and_then(ClsHop::of))
+    }
+
+    /// Rewrites the classifier slots whose entry is of `sph` with the next hop `sph` has now
+    /// (after its forwarding entry changed): one batch read of every slot, then each slot
+    /// whose cached hop differs through its versions, as any classifier rewrite.
+    fn cls_hops_refresh(&self, sph: u32) -> Result<()> {
+        let want = self.cls_hop(sph)?;
+        let slots = self
+            .maps
+            .cls_slots
+            .lookup_batch(crate::maps::CLS_SLOTS, MapFlags::ANY, MapFlags::ANY)
+            .map_err(bpf(|| "read cls_slots".to_string()))?;
+        for (k, v) in slots {
+            let idx = u32_key(&k)?;
+            let slot = ClsSlot::from_bytes(&v)?;
+            let cur = slot.current();
+            if let Some((key, meta)) = cur.entry {
+                if meta.md_type == 1 && meta.sph == sph && cur.hop != want {
+                    self.cls_slot_flip(idx, slot, Some((key, meta)), cur.spill)?;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Makes every slot's `spill` the number of keys of that slot in the hash `cls_table`:
@@ -844,16 +888,18 @@ impl Instance {
         };
         if !free || val.action.code() == 0 {
             // Another SPH holds the slot (or an entry the slot cannot tell from empty).
-            return update(
+            update(
                 &self.maps.fwd,
                 "fwd_table",
                 &sph.to_ne_bytes(),
                 &val.to_bytes(),
-            );
+            )?;
+            return self.cls_hops_refresh(sph);
         }
         self.fwd_slot_flip(idx, slot, Some((sph, *val)))?;
         // At rest an SPH is in one place: a copy the hash held before is gone.
-        delete(&self.maps.fwd, "fwd_table", &sph.to_ne_bytes())
+        delete(&self.maps.fwd, "fwd_table", &sph.to_ne_bytes())?;
+        self.cls_hops_refresh(sph)
     }
 
     /// Deletes the forwarding entry of `sph` (absent: no error).
@@ -863,7 +909,8 @@ impl Instance {
         if matches!(slot.current(), Some((owner, _)) if owner == sph) {
             self.fwd_slot_flip(idx, slot, None)?;
         }
-        delete(&self.maps.fwd, "fwd_table", &sph.to_ne_bytes())
+        delete(&self.maps.fwd, "fwd_table", &sph.to_ne_bytes())?;
+        self.cls_hops_refresh(sph)
     }
 
     /// Every forwarding entry (slots and hash), sorted by SPH.

@@ -585,14 +585,50 @@ impl FwdSlot {
     }
 }
 
-/// One version of a `cls_slots` slot (`struct cls_ent`): an entry or none, and how many keys
-/// of the slot live in the hash `cls_table` (cbox.h).
+/// The next hop the instance caches in a classifier slot's MD type 1 entry for Cls+Fwd
+/// (`struct cls_hop`, cbox.h): the Ethernet next hop that redirects of the entry's (SPI, SI).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct ClsHop {
+    /// The next hop's MAC (outer destination).
+    pub dmac: [u8; 6],
+    /// Our MAC on the egress interface (outer source).
+    pub smac: [u8; 6],
+    /// The interface the frame is redirected to (not 0).
+    pub ifindex: u32,
+    /// Redirected to that interface's ingress (`FWDF_INGRESS`).
+    pub ingress: bool,
+}
+
+impl ClsHop {
+    /// The hop cached for a forwarding entry: an Ethernet next hop that redirects; `None` for
+    /// any other (Cls+Fwd then reads the forwarding table).
+    pub fn of(val: &FwdVal) -> Option<ClsHop> {
+        (val.action == FwdAction::Ethernet && val.ifindex != 0).then_some(ClsHop {
+            dmac: val.dmac,
+            smac: val.smac,
+            ifindex: val.ifindex,
+            ingress: val.flags & FWDF_INGRESS != 0,
+        })
+    }
+}
+
+/// `nsh_meta.flags` of a classifier entry whose context bytes 16..32 hold a [`ClsHop`].
+const CLS_HOP: u8 = 0x40;
+/// And whose hop redirects to the interface's ingress.
+const CLS_HOP_INGRESS: u8 = 0x80;
+/// Where the hop starts in the context.
+const CLS_HOP_AT: usize = 16;
+
+/// One version of a `cls_slots` slot (`struct cls_ent`): an entry or none, the next hop cached
+/// with it, and how many keys of the slot live in the hash `cls_table` (cbox.h).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct ClsVersion {
     /// The entry (key, NSH), if the version holds one (`used`).
     pub entry: Option<(ClsKey, NshMeta)>,
     /// Keys of this slot in the hash (`spill`).
     pub spill: u16,
+    /// The next hop cached with an MD type 1 entry (written only with one).
+    pub hop: Option<ClsHop>,
 }
 
 /// A slot of `cls_slots` (`struct cls_slot`): two versions and which one packets read
@@ -627,9 +663,17 @@ impl ClsSlot {
                 at + off(&CLS_ENT_LAYOUT, "spill"),
                 &e.spill.to_ne_bytes(),
             );
-            if let Some((key, meta)) = e.entry {
+            if let Some((key, mut meta)) = e.entry {
                 b[at + off(&CLS_ENT_LAYOUT, "used")] = 1;
                 put(&mut b, at + off(&CLS_ENT_LAYOUT, "key"), &key.to_bytes());
+                meta.flags &= !(CLS_HOP | CLS_HOP_INGRESS);
+                if let (Some(h), 1) = (e.hop, meta.md_type) {
+                    meta.flags |= CLS_HOP | if h.ingress { CLS_HOP_INGRESS } else { 0 };
+                    let c = &mut meta.ctx[CLS_HOP_AT..];
+                    c[..6].copy_from_slice(&h.dmac);
+                    c[6..12].copy_from_slice(&h.smac);
+                    c[12..16].copy_from_slice(&h.ifindex.to_ne_bytes());
+                }
                 put(&mut b, at + off(&CLS_ENT_LAYOUT, "meta"), &meta.to_bytes());
             }
         }
@@ -650,7 +694,19 @@ impl ClsSlot {
                 let k = at + off(&CLS_ENT_LAYOUT, "key");
                 let m = at + off(&CLS_ENT_LAYOUT, "meta");
                 let key = ClsKey::from_bytes(b.get(k..k + CLS_KEY_LAYOUT.size).unwrap_or(&[]))?;
-                let meta = NshMeta::from_bytes(b.get(m..m + NSH_META_LAYOUT.size).unwrap_or(&[]))?;
+                let mut meta =
+                    NshMeta::from_bytes(b.get(m..m + NSH_META_LAYOUT.size).unwrap_or(&[]))?;
+                if meta.flags & CLS_HOP != 0 && meta.md_type == 1 {
+                    let c = &mut meta.ctx[CLS_HOP_AT..];
+                    e.hop = Some(ClsHop {
+                        dmac: get(c, 0),
+                        smac: get(c, 6),
+                        ifindex: u32::from_ne_bytes(get(c, 12)),
+                        ingress: meta.flags & CLS_HOP_INGRESS != 0,
+                    });
+                    c.fill(0);
+                }
+                meta.flags &= !(CLS_HOP | CLS_HOP_INGRESS);
                 e.entry = Some((key, meta));
             }
         }
@@ -969,16 +1025,51 @@ mod tests {
                 ClsVersion {
                     entry: None,
                     spill: 3,
+                    hop: None,
                 },
                 ClsVersion {
                     entry: Some((k, m)),
                     spill: 2,
+                    hop: None,
                 },
             ],
         };
         let sb = slot.to_bytes();
         assert_eq!(ClsSlot::from_bytes(&sb), Ok(slot));
         assert_eq!(slot.current().spill, 2);
+        // A next hop cached with the MD type 1 entry: in its context's unused half, flagged in
+        // `flags`, and gone from the NSH read back.
+        let eth = FwdVal {
+            action: FwdAction::Ethernet,
+            ..v
+        };
+        let hop = ClsHop::of(&eth).expect("an Ethernet hop that redirects");
+        let mut with = slot;
+        with.ent[1].hop = Some(hop);
+        let hb = with.to_bytes();
+        assert_eq!(ClsSlot::from_bytes(&hb), Ok(with));
+        let meta = 64 + off(&CLS_ENT_LAYOUT, "meta");
+        assert_eq!(hb[meta + off(&NSH_META_LAYOUT, "flags")], 0xc0);
+        let ctx = meta + off(&NSH_META_LAYOUT, "ctx");
+        assert_eq!(
+            &hb[ctx..ctx + 16],
+            &sb[ctx..ctx + 16],
+            "MD type 1's context kept"
+        );
+        assert_eq!(
+            &hb[ctx + 16..ctx + 28],
+            &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
+        );
+        assert_eq!(hb[ctx + 28..ctx + 32], 4u32.to_ne_bytes());
+        assert_eq!(ClsHop::of(&FwdVal { ifindex: 0, ..eth }), None);
+        assert_eq!(ClsHop::of(&v), None, "a VXLAN-GPE hop");
+        // No room beside an MD type 2 context: such an entry caches nothing.
+        let mut md2 = with;
+        md2.ent[1].entry = Some((k, m2));
+        assert_eq!(
+            ClsSlot::from_bytes(&md2.to_bytes()).unwrap().ent[1].hop,
+            None
+        );
         // Version 1 starts on the second cache line; `live` is in version 0's, byte 1.
         assert_eq!(&sb[64 + 4..64 + 24], &k.to_bytes()[..]);
         assert_eq!((sb[1], sb[64], sb[64 + 1]), (1, 1, 0));

@@ -9,7 +9,9 @@ mod common;
 use common::{TC_ACT_OK, TC_ACT_SHOT, TC_ACT_UNSPEC};
 use std::net::Ipv4Addr;
 
-use stages::maps::{cls_slot, ClsKey, Counter, CounterStage, FlowKey, FwdAction, FwdVal, NshMeta};
+use stages::maps::{
+    cls_slot, ClsHop, ClsKey, Counter, CounterStage, FlowKey, FwdAction, FwdVal, NshMeta,
+};
 use stages::{Instance, Stage};
 use wire::build::{Frame, Nsh};
 
@@ -498,18 +500,51 @@ fn cls_fwd_equals_cls_then_fwd() {
     // with its forwarding slot in the middle of a rewrite: version 1 live, version 0 holding
     // what is being replaced (another path; other MACs), which the steady-state paths must
     // not read.
-    #[derive(Clone, Copy, PartialEq)]
+    // Then the first again with its next hop (which the classifier slot caches for Cls+Fwd,
+    // cbox.h cls_hop) written before the entry, moved to other MACs and another interface,
+    // deleted, or made one that leaves the frame on its interface after the entry.
+    #[derive(Clone, Copy, PartialEq, Debug)]
     enum Mid {
         AtRest,
         ClsSlot,
         FwdSlot,
+        HopFirst,
+        HopMoved,
+        HopGone,
+        HopStays,
     }
-    let runs = cases
-        .iter()
-        .map(|c| (c, Mid::AtRest))
-        .chain([(&cases[0], Mid::ClsSlot), (&cases[0], Mid::FwdSlot)]);
+    impl Mid {
+        fn hop_changed(self) -> bool {
+            matches!(
+                self,
+                Mid::HopFirst | Mid::HopMoved | Mid::HopGone | Mid::HopStays
+            )
+        }
+    }
+    let sph = 0x10 << 8 | 255;
+    let moved = FwdVal {
+        dmac: [2, 0, 0, 0, 0, 0x33],
+        smac: [2, 0, 0, 0, 0, 0x44],
+        ifindex: 2,
+        ..hop(eth, LO)
+    };
+    let runs = cases.iter().map(|c| (c, Mid::AtRest)).chain(
+        [
+            Mid::ClsSlot,
+            Mid::FwdSlot,
+            Mid::HopFirst,
+            Mid::HopMoved,
+            Mid::HopGone,
+            Mid::HopStays,
+        ]
+        .map(|m| (&cases[0], m)),
+    );
     for (c, mid) in runs {
+        let name = format!("{} ({mid:?})", c.name);
         let Some((mut split, mut one)) = common::split_and_one("cls_fwd", |i| {
+            if let (Some(h), Mid::HopFirst) = (&c.hop, mid) {
+                i.insert_fwd(sph, h).unwrap();
+            }
             i.insert_cls(
                 &ClsKey {
                     ifindex: c.iface,
@@ -530,8 +565,14 @@ fn cls_fwd_equals_cls_then_fwd() {
                 );
                 i.insert_fwd(sph, &other).unwrap();
             }
-            if let Some(h) = &c.hop {
-                i.insert_fwd(0x10 << 8 | 255, h).unwrap();
+            if let (Some(h), false) = (&c.hop, mid == Mid::HopFirst) {
+                i.insert_fwd(sph, h).unwrap();
+            }
+            match mid {
+                Mid::HopMoved => i.insert_fwd(sph, &moved).unwrap(),
+                Mid::HopGone => i.delete_fwd(sph).unwrap(),
+                Mid::HopStays => i.insert_fwd(sph, &hop(eth, 0)).unwrap(),
+                _ => {}
             }
             if mid == Mid::ClsSlot {
                 let key = ClsKey {
@@ -551,27 +592,47 @@ fn cls_fwd_equals_cls_then_fwd() {
         }) else {
             return;
         };
+        let (ret, cached) = match mid {
+            Mid::HopGone => (TC_ACT_SHOT, None),
+            Mid::HopStays => (TC_ACT_OK, None),
+            Mid::HopMoved => (c.ret, ClsHop::of(&moved)),
+            _ => (c.ret, c.hop.as_ref().and_then(ClsHop::of)),
+        };
+        if matches!(mid, Mid::AtRest | Mid::FwdSlot) || mid.hop_changed() {
+            // What the instance cached with a steady-state entry.
+            let idx = cls_slot(&ClsKey {
+                ifindex: c.iface,
+                flow: key,
+            });
+            let v0 = one.cls_slot_read(idx).unwrap().ent[0];
+            let md1 = c.entry.md_type == 1;
+            assert_eq!(v0.hop, cached.filter(|_| md1), "{name}: the cached hop");
+            assert_eq!(
+                v0.entry.map(|e| e.1),
+                Some(c.entry),
+                "{name}: the entry as written"
+            );
+        }
         let out = common::assert_one_equals_two(
             (&mut split, &mut one),
             (Stage::Cls, Stage::Fwd, Stage::ClsFwd),
             [CounterStage::Cls, CounterStage::Fwd],
             &c.frame,
-            c.ret,
-            c.name,
+            ret,
+            &name,
         );
-        if c.ret == TC_ACT_REDIRECT && c.hop.map(|h| h.action) == Some(FwdAction::Ethernet) {
+        if ret == TC_ACT_REDIRECT && c.hop.map(|h| h.action) == Some(FwdAction::Ethernet) {
+            let want = if mid == Mid::HopMoved {
+                moved
+            } else {
+                hop(eth, LO)
+            };
             assert_eq!(
                 &out[..12],
-                [next, ours].concat(),
-                "{}: the next hop's MACs",
-                c.name
+                [want.dmac, want.smac].concat(),
+                "{name}: the next hop's MACs"
             );
-            assert_eq!(
-                &out[18..22],
-                [0, 0, 0x10, 255],
-                "{}: the entry's path",
-                c.name
-            );
+            assert_eq!(&out[18..22], [0, 0, 0x10, 255], "{name}: the entry's path");
         }
     }
 }

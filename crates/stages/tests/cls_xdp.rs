@@ -382,6 +382,7 @@ fn a_slot_mid_rewrite_is_read_at_its_live_version_alike() {
     let ver = |spi: Option<u32>, spill: u16| ClsVersion {
         entry: spi.map(|spi| (key, nsh(spi))),
         spill,
+        hop: None,
     };
     let mid = |old: ClsVersion, new: ClsVersion| ClsSlot {
         live: 1,
