@@ -773,6 +773,9 @@ impl Instance {
             .lookup_batch(crate::maps::CLS_SLOTS, MapFlags::ANY, MapFlags::ANY)
             .map_err(bpf(|| "read cls_slots".to_string()))?;
         for (k, v) in slots {
+            if ClsSlot::live_sph(&v) != Some(sph) {
+                continue;
+            }
             let idx = u32_key(&k)?;
             let slot = ClsSlot::from_bytes(&v)?;
             let cur = slot.current();

@@ -680,6 +680,19 @@ impl ClsSlot {
         b
     }
 
+    /// The SPH of the live version's entry in the map encoding `b`, without decoding the
+    /// rest (`None`: no entry, or not a slot's encoding): what a scan of every slot for one
+    /// SPH's entries reads.
+    pub fn live_sph(b: &[u8]) -> Option<u32> {
+        let live = usize::from(*b.get(Self::ent_at(0) + off(&CLS_ENT_LAYOUT, "live"))? & 1);
+        let at = Self::ent_at(live);
+        if *b.get(at + off(&CLS_ENT_LAYOUT, "used"))? == 0 {
+            return None;
+        }
+        let sph = at + off(&CLS_ENT_LAYOUT, "meta") + off(&NSH_META_LAYOUT, "sph");
+        Some(u32::from_ne_bytes(b.get(sph..sph + 4)?.try_into().ok()?))
+    }
+
     /// Decodes the map encoding.
     pub fn from_bytes(b: &[u8]) -> Result<ClsSlot, SizeError> {
         check(&CLS_SLOT_LAYOUT, b)?;
@@ -1037,6 +1050,14 @@ mod tests {
         let sb = slot.to_bytes();
         assert_eq!(ClsSlot::from_bytes(&sb), Ok(slot));
         assert_eq!(slot.current().spill, 2);
+        assert_eq!(ClsSlot::live_sph(&sb), Some(m.sph));
+        let idle = ClsSlot { live: 0, ..slot };
+        assert_eq!(
+            ClsSlot::live_sph(&idle.to_bytes()),
+            None,
+            "version 0 holds none"
+        );
+        assert_eq!(ClsSlot::live_sph(&sb[..40]), None);
         // A next hop cached with the MD type 1 entry: in its context's unused half, flagged in
         // `flags`, and gone from the NSH read back.
         let eth = FwdVal {
