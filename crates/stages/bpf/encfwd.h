@@ -198,10 +198,9 @@ static __always_inline void eth_nsh_head(__u8 *eth, const struct nsh_meta *m, __
  * nsh_ctx_len: `clen` context bytes) and writes both through direct packet access: one
  * helper call, the NSH leaving with TTL `ttl`. The outer MACs are the 12 bytes at `macs`
  * (destination, source: a fwd_val's, or with `macs8` a cls_hop's; eth_nsh_head), or zero
- * when `macs` is NULL (Enc alone:
- * Fwd writes them); the EtherType is NSH. The bytes bpf_skb_change_head pushes are always in
- * the linear part; the bounds checks are for the verifier. Returns 0, or -1 when the kernel
- * refused.
+ * when `macs` is NULL (Enc alone: Fwd writes them); the EtherType is NSH. The bytes
+ * bpf_skb_change_head pushes are always in the linear part; the bounds checks are for the
+ * verifier. Returns 0, or -1 when the kernel refused.
  */
 static __always_inline int push_eth_nsh_macs(struct __sk_buff *skb, const struct nsh_meta *m,
 					     __u8 ttl, __u32 clen, const __u8 *macs, int macs8)
@@ -218,7 +217,8 @@ static __always_inline int push_eth_nsh_macs(struct __sk_buff *skb, const struct
 	eth = data;
 	if (clen == NSH_MD1_LEN - NSH_BASE_LEN) {
 		/* MD type 1: the whole header in one bounds check, its context in two 64-bit
-		 * stores (m->ctx is 8-byte aligned: a map value's, or META_ALIGNED) */
+		 * loads and stores (m->ctx is 8-byte aligned in every entry and META_ALIGNED
+		 * copy; on the stack the verifier would refuse it otherwise) */
 		if (!HAS(data, data_end, 0, ETH_LEN + NSH_MD1_LEN))
 			return -1;
 		eth_nsh_head(eth, m, ttl, macs, macs8);
