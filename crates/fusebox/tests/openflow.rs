@@ -35,7 +35,7 @@ fn check(name: &str, chain: &Path, defines: &[(String, String)], frames: &[Vec<u
     let path = ovs.dir.join("flows").display().to_string();
     ovs.run(
         "ovs-ofctl",
-        &["-O", "OpenFlow13", "add-flows", "br0", &path],
+        &["-O", "OpenFlow13", "add-flows", &ovs.br, &path],
     );
     let g = entries[0].1;
     let (mut same, mut untagged, mut residual_fails) = (0, 0, 0);

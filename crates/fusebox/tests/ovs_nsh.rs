@@ -137,8 +137,8 @@ fn open_vswitch_forwards_and_decapsulates_fusebox_nsh() {
         ovs.run("ovs-ofctl", &a)
     };
     // No NORMAL flow: only the NSH flows forward anything.
-    of(&["del-flows", "br0"]);
-    of(&["add-flows", "br0", flows.to_str().unwrap()]);
+    of(&["del-flows", &ovs.br]);
+    of(&["add-flows", &ovs.br, flows.to_str().unwrap()]);
 
     let to_2: Vec<Vec<u8>> = (1..=3)
         .map(|n| Nsh::md1(10, 255, [u32::from(n), 2, 3, 4]).ethernet(DST, SRC, &inner(n)))
@@ -163,7 +163,14 @@ fn open_vswitch_forwards_and_decapsulates_fusebox_nsh() {
     let hex: String = to_3[0].iter().map(|b| format!("{b:02x}")).collect();
     let trace = ovs.run(
         "ovs-appctl",
-        &["-t", &ovs.ctl(), "ofproto/trace", "br0", "in_port=1", &hex],
+        &[
+            "-t",
+            &ovs.ctl(),
+            "ofproto/trace",
+            &ovs.br,
+            "in_port=1",
+            &hex,
+        ],
     );
     let flow = trace
         .lines()
@@ -265,10 +272,10 @@ fn open_vswitch_forwards_and_decapsulates_fusebox_nsh() {
         })
     };
     let until = Instant::now() + Duration::from_secs(10);
-    let mut dump = of(&["dump-flows", "br0"]);
+    let mut dump = of(&["dump-flows", &ovs.br]);
     while !counted(&dump) && Instant::now() < until {
         std::thread::sleep(Duration::from_millis(200));
-        dump = of(&["dump-flows", "br0"]);
+        dump = of(&["dump-flows", &ovs.br]);
     }
     assert!(counted(&dump), "flow counters, want {want:?}:\n{dump}");
     drop(ovs);

@@ -1,15 +1,20 @@
 //! A private Open vSwitch for the tests (`openflow.rs`, `ovs_nsh.rs`): its own
-//! `ovsdb-server` and `ovs-vswitchd` in a scratch directory, a bridge `br0` of the userspace
-//! datapath (OpenFlow 1.3), stopped and removed when dropped.
+//! `ovsdb-server` and `ovs-vswitchd` in a scratch directory, a bridge of the userspace
+//! datapath (OpenFlow 1.3) with a name of its own, stopped and removed, datapath and
+//! devices with it, when dropped.
 
 use super::scratch;
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// A private Open vSwitch: stopped and removed when dropped.
 pub struct Ovs {
     /// The switch's directory (database, sockets, logs, pid files).
     pub dir: PathBuf,
+    /// Its bridge: unique to the test process and the switch, since the userspace
+    /// datapath makes a device of that name in the host's namespace.
+    pub br: String,
 }
 
 impl Ovs {
@@ -44,11 +49,17 @@ impl Ovs {
         format!("{}/ovs-vswitchd.{}.ctl", self.dir.display(), pid.trim())
     }
 
-    /// Starts the database and the switch, with bridge `br0` (userspace datapath,
+    /// Starts the database and the switch, with bridge [`Ovs::br`] (userspace datapath,
     /// OpenFlow 1.3) and dummy ports 1..=ports.
     pub fn start(name: &str, ports: usize) -> Ovs {
+        static N: AtomicU32 = AtomicU32::new(0);
         let dir = scratch(name);
-        let ovs = Ovs { dir };
+        let br = format!(
+            "fbbr{}x{}",
+            std::process::id() % 100_000,
+            N.fetch_add(1, Ordering::Relaxed)
+        );
+        let ovs = Ovs { dir, br };
         let d = ovs.dir.display().to_string();
         ovs.run(
             "ovsdb-tool",
@@ -86,11 +97,11 @@ impl Ovs {
             &[
                 &ovs.db(),
                 "add-br",
-                "br0",
+                &ovs.br,
                 "--",
                 "set",
                 "bridge",
-                "br0",
+                &ovs.br,
                 "datapath_type=netdev",
                 "protocols=OpenFlow13",
             ],
@@ -101,7 +112,7 @@ impl Ovs {
                 &[
                     &ovs.db(),
                     "add-port",
-                    "br0",
+                    &ovs.br,
                     &format!("p{p}"),
                     "--",
                     "set",
@@ -115,7 +126,7 @@ impl Ovs {
         ovs
     }
 
-    /// Adds the Linux device `dev` (of the switch's namespace) to `br0` as OpenFlow port
+    /// Adds the Linux device `dev` (of the switch's namespace) to the bridge as OpenFlow port
     /// `ofport`.
     pub fn add_port(&self, dev: &str, ofport: usize) {
         self.run(
@@ -123,7 +134,7 @@ impl Ovs {
             &[
                 &self.db(),
                 "add-port",
-                "br0",
+                &self.br,
                 dev,
                 "--",
                 "set",
@@ -144,7 +155,7 @@ impl Ovs {
                 "-t",
                 &self.ctl(),
                 "ofproto/trace",
-                "br0",
+                &self.br,
                 &format!("in_port={port}"),
                 &hex,
             ],
@@ -164,10 +175,19 @@ impl Ovs {
 impl Drop for Ovs {
     fn drop(&mut self) {
         if let Ok(pid) = std::fs::read_to_string(self.dir.join("vs.pid")) {
+            // --cleanup: the datapath and its devices go with the switch, once it has
+            // exited (killed before, it leaves them behind).
             let _ = self
                 .cmd("ovs-appctl")
-                .args(["-t", &self.ctl(), "exit"])
+                .args(["-t", &self.ctl(), "exit", "--cleanup"])
                 .output();
+            let proc = PathBuf::from("/proc").join(pid.trim());
+            for _ in 0..100 {
+                if !proc.exists() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
             let _ = Command::new("kill").arg(pid.trim()).output();
         }
         if let Ok(pid) = std::fs::read_to_string(self.dir.join("ovsdb.pid")) {
