@@ -11,12 +11,42 @@ pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// A fresh scratch directory for one test.
+/// What every scratch directory's name starts with, before the test process's id.
+const SCRATCH: &str = "fusebox-test-";
+
+/// A fresh scratch directory for one test. A test's directory stays after it (to look at
+/// when it failed) until a later test process starts: the first scratch directory a process
+/// asks for removes those of test processes no longer running ([`remove_stale_scratch`]).
 pub fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("fusebox-test-{}-{name}", std::process::id()));
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(remove_stale_scratch);
+    let d = std::env::temp_dir().join(format!("{SCRATCH}{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
+}
+
+/// Removes the scratch directories whose test process is gone (no `/proc/<pid>`); those
+/// of running ones, another test binary's among them, stay.
+fn remove_stale_scratch() {
+    let tmp = std::env::temp_dir();
+    let Ok(entries) = std::fs::read_dir(&tmp) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(SCRATCH))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new("/proc").join(pid.to_string()).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
 }
 
 /// Runs `fusebox ARGS` in `dir`.
