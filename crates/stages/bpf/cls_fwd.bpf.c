@@ -42,10 +42,8 @@ static __always_inline int cls_fwd_fast(struct __sk_buff *skb, const struct nsh_
 		if (!h->ifindex)
 			return CLS_GENERAL;
 		count_at(cls_done);
-		if (push_eth_nsh_macs(skb, m, ttl, NSH_MD1_LEN - NSH_BASE_LEN, h->dmac, 1))
-			return verdict(STAGE_FWD, CTR_DROP_NO_ROOM, TC_ACT_SHOT);
-		count_at(fwd_done);
-		return bpf_redirect(h->ifindex, (m->flags & CLS_HOP_INGRESS) ? BPF_F_INGRESS : 0);
+		return fwd_push_send(skb, m, ttl, NSH_MD1_LEN - NSH_BASE_LEN, h->dmac, 1,
+				     h->ifindex, m->flags & CLS_HOP_INGRESS, fwd_done);
 	}
 	f = fwd_slot_eth(m->sph);
 	if (!f || !f->ifindex)

@@ -232,18 +232,11 @@ static __always_inline int push_eth_nsh_macs(struct __sk_buff *skb, const struct
 	return nsh_write_md2_ctx(data, data_end, m, clen);
 }
 
-/* push_eth_nsh_macs with the MACs of `f` (zero when NULL). */
-static __always_inline int push_eth_nsh_ttl(struct __sk_buff *skb, const struct nsh_meta *m,
-					    __u8 ttl, __u32 clen, const struct fwd_val *f)
-{
-	return push_eth_nsh_macs(skb, m, ttl, clen, f ? f->dmac : NULL, 0);
-}
-
-/* push_eth_nsh_ttl with `m`'s own TTL. */
+/* push_eth_nsh_macs with `m`'s own TTL and the MACs of `f` (zero when NULL). */
 static __always_inline int push_eth_nsh(struct __sk_buff *skb, const struct nsh_meta *m,
 					__u32 clen, const struct fwd_val *f)
 {
-	return push_eth_nsh_ttl(skb, m, meta_ttl(m), clen, f);
+	return push_eth_nsh_macs(skb, m, meta_ttl(m), clen, f ? f->dmac : NULL, 0);
 }
 
 /* Most bytes after the cut pull_front moves. */
@@ -308,12 +301,19 @@ static __always_inline int cut_head(struct __sk_buff *skb, __u32 n, int ip)
 	return pull_front(skb, n);
 }
 
-/* Where the packet goes once Fwd rewrote it for `f`. */
+/* Where the packet goes once Fwd rewrote it for a next hop on interface `ifindex` (0: the
+ * current one), to its ingress when `ingress`. */
+static __always_inline int fwd_send(__u32 ifindex, int ingress)
+{
+	if (!ifindex)
+		return TC_ACT_OK;
+	return bpf_redirect(ifindex, ingress ? BPF_F_INGRESS : 0);
+}
+
+/* fwd_send for the next hop `f`. */
 static __always_inline int fwd_out(const struct fwd_val *f)
 {
-	if (!f->ifindex)
-		return TC_ACT_OK;
-	return bpf_redirect(f->ifindex, (f->flags & FWDF_INGRESS) ? BPF_F_INGRESS : 0);
+	return fwd_send(f->ifindex, f->flags & FWDF_INGRESS);
 }
 
 /* Counts `ctr` of `stage` and returns the verdict `v`. */
@@ -386,16 +386,26 @@ static __always_inline __u8 meta_ttl_next(const struct nsh_meta *m)
 	return ttl_next(meta_ttl(m));
 }
 
-/* Fwd's Ethernet next hop `f` for the NSH `m` (validated, `clen` context bytes) leaving with
- * TTL `ttl` (Fwd's, meta_ttl_next): outer Ethernet and NSH pushed at once, then sent on;
- * counted under Fwd (`done`: counter_at(STAGE_FWD, CTR_DONE), looked up by the caller). */
+/* An Ethernet next hop for the NSH `m` (validated, `clen` context bytes) leaving with TTL
+ * `ttl` (Fwd's, meta_ttl_next): outer Ethernet (the 12 bytes at `macs`, `macs8` as for
+ * push_eth_nsh_macs) and NSH pushed at once, then sent on (fwd_send); counted under Fwd
+ * (`done`: counter_at(STAGE_FWD, CTR_DONE), looked up by the caller). */
+static __always_inline int fwd_push_send(struct __sk_buff *skb, const struct nsh_meta *m,
+					 __u8 ttl, __u32 clen, const __u8 *macs, int macs8,
+					 __u32 ifindex, int ingress, __u64 *done)
+{
+	if (push_eth_nsh_macs(skb, m, ttl, clen, macs, macs8))
+		return verdict(STAGE_FWD, CTR_DROP_NO_ROOM, TC_ACT_SHOT);
+	count_at(done);
+	return fwd_send(ifindex, ingress);
+}
+
+/* fwd_push_send to Fwd's Ethernet next hop `f`. */
 static __always_inline int fwd_push_eth(struct __sk_buff *skb, const struct nsh_meta *m,
 					__u8 ttl, __u32 clen, const struct fwd_val *f, __u64 *done)
 {
-	if (push_eth_nsh_ttl(skb, m, ttl, clen, f))
-		return verdict(STAGE_FWD, CTR_DROP_NO_ROOM, TC_ACT_SHOT);
-	count_at(done);
-	return fwd_out(f);
+	return fwd_push_send(skb, m, ttl, clen, f->dmac, 0, f->ifindex, f->flags & FWDF_INGRESS,
+			     done);
 }
 
 /*

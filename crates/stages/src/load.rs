@@ -762,11 +762,16 @@ impl Instance {
         Ok(val.as_ref().and_then(ClsHop::of))
     }
 
-    /// Rewrites the classifier slots whose entry is of `sph` with the next hop `sph` has now
-    /// (after its forwarding entry changed): one batch read of every slot, then each slot
-    /// whose cached hop differs through its versions, as any classifier rewrite.
-    fn cls_hops_refresh(&self, sph: u32) -> Result<()> {
+    /// Rewrites the classifier slots whose entry is of `sph` with the next hop `sph` has now,
+    /// after its forwarding entry changed from one whose hop was `before`: nothing when the
+    /// hop is the same (every entry of `sph` already caches it), else one batch read of every
+    /// slot, then each slot whose cached hop differs through its versions, as any classifier
+    /// rewrite.
+    fn cls_hops_refresh(&self, sph: u32, before: Option<ClsHop>) -> Result<()> {
         let want = self.cls_hop(sph)?;
+        if want == before {
+            return Ok(());
+        }
         let slots = self
             .maps
             .cls_slots
@@ -881,8 +886,17 @@ impl Instance {
     /// Adds or replaces the forwarding entry of SPH `sph` (SPI << 8 | SI): in its slot of
     /// `fwd_slots` when the slot is free or already `sph`'s, else in the hash `fwd_table`
     /// (cbox.h). A slot's entry is replaced by writing the version packets do not read,
-    /// then flipping which one they read: never a half-written entry on the fast path.
+    /// then flipping which one they read: never a half-written entry on the fast path. The
+    /// classifier entries of `sph` cache its new next hop (cbox.h cls_hop) before this
+    /// returns.
     pub fn insert_fwd(&self, sph: u32, val: &FwdVal) -> Result<()> {
+        let before = self.cls_hop(sph)?;
+        self.fwd_put(sph, val)?;
+        self.cls_hops_refresh(sph, before)
+    }
+
+    /// insert_fwd without the classifier's cached hops.
+    fn fwd_put(&self, sph: u32, val: &FwdVal) -> Result<()> {
         let idx = fwd_slot(sph);
         let slot = self.fwd_slot_read(idx)?;
         let free = match slot.current() {
@@ -891,29 +905,28 @@ impl Instance {
         };
         if !free || val.action.code() == 0 {
             // Another SPH holds the slot (or an entry the slot cannot tell from empty).
-            update(
+            return update(
                 &self.maps.fwd,
                 "fwd_table",
                 &sph.to_ne_bytes(),
                 &val.to_bytes(),
-            )?;
-            return self.cls_hops_refresh(sph);
+            );
         }
         self.fwd_slot_flip(idx, slot, Some((sph, *val)))?;
         // At rest an SPH is in one place: a copy the hash held before is gone.
-        delete(&self.maps.fwd, "fwd_table", &sph.to_ne_bytes())?;
-        self.cls_hops_refresh(sph)
+        delete(&self.maps.fwd, "fwd_table", &sph.to_ne_bytes())
     }
 
     /// Deletes the forwarding entry of `sph` (absent: no error).
     pub fn delete_fwd(&self, sph: u32) -> Result<()> {
+        let before = self.cls_hop(sph)?;
         let idx = fwd_slot(sph);
         let slot = self.fwd_slot_read(idx)?;
         if matches!(slot.current(), Some((owner, _)) if owner == sph) {
             self.fwd_slot_flip(idx, slot, None)?;
         }
         delete(&self.maps.fwd, "fwd_table", &sph.to_ne_bytes())?;
-        self.cls_hops_refresh(sph)
+        self.cls_hops_refresh(sph, before)
     }
 
     /// Every forwarding entry (slots and hash), sorted by SPH.
