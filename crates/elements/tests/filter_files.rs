@@ -6,7 +6,7 @@
 use elements::ipfilter::{FilterAction, IPFilter};
 use elements::{build, BuildCtx, Element, Names};
 use packet::Packet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 fn filter(dir: &Path, config: &str) -> Result<Box<dyn Element>, String> {
     let names = Names::new();
@@ -31,10 +31,12 @@ fn as_filter(e: &dyn Element) -> &IPFilter {
     e.as_any().downcast_ref::<IPFilter>().expect("an IPFilter")
 }
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("fusebox-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).expect("temp dir");
-    d
+/// A scratch directory, removed when dropped.
+fn tmpdir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("fusebox-{name}-"))
+        .tempdir()
+        .expect("temp dir")
 }
 
 /// xorshift64
@@ -165,19 +167,20 @@ fn tree_agrees(f: &IPFilter, rules: &[Vec<(u64, u64)>], n: usize, seed: u64) -> 
 
 #[test]
 fn click_rule_files_read_like_inline_rules() {
-    let dir = tmpdir("rules");
+    let tmp = tmpdir("rules");
+    let dir = tmp.path();
     std::fs::write(
         dir.join("acl.rules"),
         "# an ACL\n\nallow tcp && dst port 80,\n// web only\ndeny all\n",
     )
     .unwrap();
-    let from_file = filter(&dir, "FILE acl.rules").unwrap();
-    let inline = filter(&dir, "allow tcp && dst port 80, deny all").unwrap();
+    let from_file = filter(dir, "FILE acl.rules").unwrap();
+    let inline = filter(dir, "allow tcp && dst port 80, deny all").unwrap();
     let (a, b) = (as_filter(&*from_file), as_filter(&*inline));
     assert_eq!(a.rules().len(), 2);
     assert_eq!(format!("{:?}", a.rules()), format!("{:?}", b.rules()));
     // Inline rules around a file keep their places.
-    let mixed = filter(&dir, "deny src host 10.0.0.1, FILE acl.rules").unwrap();
+    let mixed = filter(dir, "deny src host 10.0.0.1, FILE acl.rules").unwrap();
     let m = as_filter(&*mixed);
     assert_eq!(m.rules().len(), 3);
     assert_eq!(m.rules()[0].0, FilterAction::Drop);
@@ -186,31 +189,33 @@ fn click_rule_files_read_like_inline_rules() {
 
 #[test]
 fn errors_name_the_file_and_line() {
-    let dir = tmpdir("errors");
+    let tmp = tmpdir("errors");
+    let dir = tmp.path();
     std::fs::write(dir.join("bad.rules"), "allow tcp\nallow tcp &&\n").unwrap();
-    let e = error(&dir, "FILE bad.rules");
+    let e = error(dir, "FILE bad.rules");
     assert!(e.contains("bad.rules:2"), "{e}");
     std::fs::write(
         dir.join("bad.cb"),
         "@10.0.0.0/8\t10.0.0.0/8\t0 : 65535\t0 : 65535\t0x06/0xFF\t0x0000/0x0000\t\n@10.0.0.0/8\t10.0.0.0/33\t0 : 65535\t0 : 65535\t0x06/0xFF\t0x0000/0x0000\t\n",
     )
     .unwrap();
-    let e = error(&dir, "FILE bad.cb");
+    let e = error(dir, "FILE bad.cb");
     assert!(e.contains("bad.cb:2:"), "{e}");
-    let e = error(&dir, "FILE missing.rules");
+    let e = error(dir, "FILE missing.rules");
     assert!(
         e.contains("missing.rules") && e.contains("cannot read"),
         "{e}"
     );
-    let e = error(&dir, "FILE bad.cb, SEED x");
+    let e = error(dir, "FILE bad.cb, SEED x");
     assert!(e.contains("SEED"), "{e}");
 }
 
 #[test]
 fn classbench_rules_get_seeded_actions_and_first_n() {
-    let dir = tmpdir("cb");
+    let tmp = tmpdir("cb");
+    let dir = tmp.path();
     std::fs::write(dir.join("set"), classbench_set(400, 7, true)).unwrap();
-    let e = filter(&dir, "FILE set").unwrap();
+    let e = filter(dir, "FILE set").unwrap();
     let f = as_filter(&*e);
     assert_eq!(f.rules().len(), 400);
     let allowed = f
@@ -224,7 +229,7 @@ fn classbench_rules_get_seeded_actions_and_first_n() {
         let want = classify::classbench::allowed(1, i, 85);
         assert_eq!(*a == FilterAction::Output(0), want, "rule {i}");
     }
-    let e = filter(&dir, "FILE set, FIRST 250, ALLOW_PERCENT 100, SEED 3").unwrap();
+    let e = filter(dir, "FILE set, FIRST 250, ALLOW_PERCENT 100, SEED 3").unwrap();
     let f = as_filter(&*e);
     assert_eq!(f.rules().len(), 250);
     assert!(f.rules().iter().all(|(a, _)| *a == FilterAction::Output(0)));
@@ -232,7 +237,8 @@ fn classbench_rules_get_seeded_actions_and_first_n() {
 
 #[test]
 fn the_tree_finds_the_scans_first_match() {
-    let dir = tmpdir("tree");
+    let tmp = tmpdir("tree");
+    let dir = tmp.path();
     let text = classbench_set(600, 11, false);
     std::fs::write(dir.join("set"), &text).unwrap();
     let rules: Vec<Vec<(u64, u64)>> = classify::classbench::parse_rules(&text, "set")
@@ -240,7 +246,7 @@ fn the_tree_finds_the_scans_first_match() {
         .into_iter()
         .map(|r| r.ranges)
         .collect();
-    let e = filter(&dir, "FILE set, deny all").unwrap();
+    let e = filter(dir, "FILE set, deny all").unwrap();
     let f = as_filter(&*e);
     assert_eq!(f.index().map(|t| t.covered()), Some(601));
     let answered = tree_agrees(f, &rules, 30_000, 5);

@@ -122,8 +122,11 @@ fn read_lines(path: &Path) -> Vec<String> {
 }
 
 fn both_ways(tag: &str, keysalt: &str, spi: u32, esn: bool, seq: u64, replay: u32) {
-    let dir = std::env::temp_dir().join(format!("fusebox-ipsec-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!("fusebox-ipsec-{tag}-"))
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path();
     let inner = inners();
     let esn_kw = if esn { ", ESN true" } else { "" };
     let (src, dst) = ("192.0.2.1", "192.0.2.2");
@@ -197,7 +200,6 @@ fn both_ways(tag: &str, keysalt: &str, spi: u32, esn: bool, seq: u64, replay: u3
             "{tag} packet {k}: FuseBox's decryption of scapy's ESP"
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -6,12 +6,12 @@ use crate::{Args, BuildCtx, Names};
 use packet::Meta;
 use wire::build::Frame;
 
-/// A scratch folder for one test.
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("fusebox-ids-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("scratch folder");
-    d
+/// A scratch folder for one test, removed when dropped.
+fn scratch(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("fusebox-ids-{name}-"))
+        .tempdir()
+        .expect("scratch folder")
 }
 
 fn make_in(dir: &Path, config: &str) -> Result<SnortIDS, ConfigError> {
@@ -28,9 +28,10 @@ fn make_in(dir: &Path, config: &str) -> Result<SnortIDS, ConfigError> {
 
 /// An IDS over `rules` (written to a file in a scratch folder), with extra arguments.
 fn ids(name: &str, rules: &str, extra: &str) -> SnortIDS {
-    let d = scratch(name);
+    let tmp = scratch(name);
+    let d = tmp.path();
     std::fs::write(d.join("t.rules"), rules).unwrap();
-    match make_in(&d, &format!("t.rules{extra}")) {
+    match make_in(d, &format!("t.rules{extra}")) {
         Ok(e) => e,
         Err(e) => panic!("refused: {e}"),
     }
@@ -205,7 +206,8 @@ fn actions_drop_pass_and_their_order() {
 
 #[test]
 fn headers_ports_and_variables() {
-    let d = scratch("vars");
+    let tmp = scratch("vars");
+    let d = tmp.path();
     std::fs::write(
         d.join("snort.conf"),
         "ipvar HOME_NET 192.168.0.0/16\nportvar WEB [80,8080]\n",
@@ -216,7 +218,7 @@ fn headers_ports_and_variables() {
         "alert tcp $EXTERNAL_NET any -> $HOME_NET $WEB (content:\"x\"; sid:1;)\nalert tcp any any <> $DMZ any (content:\"x\"; sid:2;)\n",
     )
     .unwrap();
-    let mut e = make_in(&d, "RULES r.rules, CONF snort.conf, VAR DMZ 172.16.0.0/12").unwrap();
+    let mut e = make_in(d, "RULES r.rules, CONF snort.conf, VAR DMZ 172.16.0.0/12").unwrap();
     push(&mut e, &tcp(C, 1, S, 8080, ACK, b"x"), 0); // sid 1
     push(&mut e, &tcp(C, 1, S, 81, ACK, b"x"), 1); // nothing
     push(&mut e, &tcp(C, 1, "10.0.0.2", 80, ACK, b"x"), 2); // not HOME_NET
@@ -225,7 +227,7 @@ fn headers_ports_and_variables() {
     assert_eq!(got, vec![(1, 1), (2, 1)]);
     // The variable from the configuration overrides the file's.
     let mut e = make_in(
-        &d,
+        d,
         "RULES r.rules, CONF snort.conf, VAR DMZ 1.1.1.1, VAR HOME_NET 10.0.0.0/8",
     )
     .unwrap();
@@ -235,9 +237,10 @@ fn headers_ports_and_variables() {
 
 #[test]
 fn configuration_errors_say_what_and_where() {
-    let d = scratch("cfg");
+    let tmp = scratch("cfg");
+    let d = tmp.path();
     std::fs::write(d.join("u.rules"), "\nalert tcp any any -> any any (content:\"a\"; pcre:\"/a/\"; sid:1;)\nalert tcp any any -> any any (content:\"b\"; sid:2;)\n").unwrap();
-    let err = |c: &str| make_in(&d, c).err().map(|e| e.message).unwrap_or_default();
+    let err = |c: &str| make_in(d, c).err().map(|e| e.message).unwrap_or_default();
     assert!(err("").contains("missing argument RULES"));
     assert!(err("nope.rules").contains("nope.rules: cannot read it"));
     let m = err("u.rules");
@@ -250,7 +253,7 @@ fn configuration_errors_say_what_and_where() {
     assert!(err("u.rules, VAR HOME_NET").contains("VAR NAME VALUE"));
     assert!(err("u.rules, ORDER \"pass shout\"").contains("shout"));
     assert!(err("u.rules, CONF missing.conf").contains("missing.conf"));
-    let e = make_in(&d, "u.rules, SKIP_UNSUPPORTED true").unwrap();
+    let e = make_in(d, "u.rules, SKIP_UNSUPPORTED true").unwrap();
     assert_eq!(
         (stat(&e, "rules_loaded"), stat(&e, "rules_skipped")),
         (1, 1)
@@ -262,7 +265,7 @@ fn configuration_errors_say_what_and_where() {
         ninputs: 1,
         noutputs: 1,
         names: &names,
-        base_dir: &d,
+        base_dir: d,
     };
     let e = crate::build("SnortIDS", "RULES u.rules, SKIP_UNSUPPORTED true", &bcx).unwrap();
     assert_eq!(e.class_name(), "SnortIDS");
@@ -271,13 +274,14 @@ fn configuration_errors_say_what_and_where() {
 
 #[test]
 fn alerts_file_and_state_dump() {
-    let d = scratch("file");
+    let tmp = scratch("file");
+    let d = tmp.path();
     std::fs::write(d.join("r.rules"), "alert icmp any any -> any any (msg:\"ping\"; content:\"abc\"; sid:7; rev:1;)\nalert ip any any -> any any (msg:\"gre\"; content:\"abc\"; sid:8;)\n").unwrap();
     assert!(
-        make_in(&d, "r.rules, ALERTS out/../alerts.txt").is_err(),
+        make_in(d, "r.rules, ALERTS out/../alerts.txt").is_err(),
         "the ALERTS folder must exist"
     );
-    let mut e = make_in(&d, "r.rules, ALERTS alerts.txt").unwrap();
+    let mut e = make_in(d, "r.rules, ALERTS alerts.txt").unwrap();
     let mut icmp = vec![8, 0, 0, 0, 0, 1, 0, 1];
     icmp.extend_from_slice(b"xxabc");
     push(&mut e, &frame(1, C, S, &icmp), 9);
@@ -602,10 +606,11 @@ fn flow_capacity_and_alert_memory_bound_the_state() {
     let mut cx = recording();
     e.push(0, pkt(&udp(9, false), 5), &mut cx);
     assert!(cx.recorder.take().opaque.is_some());
-    let d = scratch("cap-bad");
+    let tmp = scratch("cap-bad");
+    let d = tmp.path();
     std::fs::write(d.join("t.rules"), rules).unwrap();
-    assert!(make_in(&d, "t.rules, FLOW_CAPACITY 5").is_ok());
-    let bad = make_in(&d, "t.rules, FLOW_CAPACITY many")
+    assert!(make_in(d, "t.rules, FLOW_CAPACITY 5").is_ok());
+    let bad = make_in(d, "t.rules, FLOW_CAPACITY many")
         .err()
         .map(|e| e.to_string());
     assert!(bad.is_some_and(|m| m.contains("FLOW_CAPACITY")));

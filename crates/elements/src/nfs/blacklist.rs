@@ -325,14 +325,17 @@ mod tests {
 
     #[test]
     fn rules_from_a_file_and_errors() {
-        let dir = std::env::temp_dir().join(format!("fusebox-bl-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::Builder::new()
+            .prefix("fusebox-bl-")
+            .tempdir()
+            .unwrap();
+        let dir = tmp.path();
         std::fs::write(
             dir.join("bl.rules"),
             "# blacklist\ndeny dst port 23\n\nudp && src host 10.0.0.9\n",
         )
         .unwrap();
-        let mut e = make_in("BlacklistFilter", "FILE bl.rules", 1, &dir).unwrap();
+        let mut e = make_in("BlacklistFilter", "FILE bl.rules", 1, dir).unwrap();
         assert_eq!(
             e.as_any()
                 .downcast_ref::<BlacklistFilter>()
@@ -373,7 +376,7 @@ mod tests {
             0
         );
         std::fs::write(dir.join("bad.rules"), "deny dst port 23\ndeny dst prt 5\n").unwrap();
-        let msg = make_in("BlacklistFilter", "FILE bad.rules", 1, &dir)
+        let msg = make_in("BlacklistFilter", "FILE bad.rules", 1, dir)
             .err()
             .unwrap()
             .message;

@@ -44,10 +44,13 @@ fn as_maglev(e: &dyn Element) -> &Maglev {
     e.as_any().downcast_ref::<Maglev>().unwrap()
 }
 
-fn write_schedule(name: &str, text: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("fusebox-maglev-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("sched"), text).unwrap();
+/// A scratch directory holding `sched`, removed when dropped.
+fn write_schedule(name: &str, text: &str) -> tempfile::TempDir {
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("fusebox-maglev-{name}-"))
+        .tempdir()
+        .unwrap();
+    std::fs::write(dir.path().join("sched"), text).unwrap();
     dir
 }
 
@@ -111,7 +114,7 @@ fn failure_disrupts_the_table_little_and_moves_only_the_failed_backends_flows() 
     // The flows: with connection tracking, exactly the failed backend's flows move.
     let dir = write_schedule("disrupt", "1000 down b3\n");
     let cfg = format!("{}, SCHEDULE sched", backends(5));
-    let mut e = make_in("Maglev", &cfg, 2, &dir).unwrap();
+    let mut e = make_in("Maglev", &cfg, 2, dir.path()).unwrap();
     let flows = 1000u32;
     let first: Vec<[u8; 4]> = (0..flows)
         .map(|i| dst_of(&fwd(e.as_mut(), i, u64::from(i), SEC).unwrap().1))
@@ -149,7 +152,7 @@ fn schedule_events_take_effect_at_their_input_index() {
         .unwrap();
     let dir = write_schedule("exact", "# fail and recover\n20 up b2\n10 down b2\n");
     let cfg = format!("{}, SCHEDULE sched", backends(3));
-    let mut e = make_in("Maglev", &cfg, 2, &dir).unwrap();
+    let mut e = make_in("Maglev", &cfg, 2, dir.path()).unwrap();
     for idx in 0..10 {
         let (_, p) = fwd(e.as_mut(), i, idx, SEC).unwrap();
         assert_eq!(dst_of(&p), [10, 0, 1, 2], "index {idx}");
@@ -185,7 +188,7 @@ fn connection_entries_expire_after_the_idle_timeout() {
         .unwrap();
     let dir = write_schedule("expire", "0 down b1\n5 up b1\n");
     let cfg = format!("{}, SCHEDULE sched, TIMEOUT 10s", backends(3));
-    let mut e = make_in("Maglev", &cfg, 2, &dir).unwrap();
+    let mut e = make_in("Maglev", &cfg, 2, dir.path()).unwrap();
     let other = dst_of(&fwd(e.as_mut(), i, 0, SEC).unwrap().1);
     assert_ne!(other, [10, 0, 1, 1]);
     // b1 is back, but the flow is tracked: it stays while packets keep coming.
@@ -248,7 +251,7 @@ fn rewrites_destination_with_valid_checksums_and_translates_replies() {
 fn every_backend_down_drops() {
     let dir = write_schedule("alldown", "0 down b1\n0 down b2\n");
     let cfg = format!("{}, SCHEDULE sched", backends(2));
-    let mut e = make_in("Maglev", &cfg, 2, &dir).unwrap();
+    let mut e = make_in("Maglev", &cfg, 2, dir.path()).unwrap();
     assert_eq!(fwd(e.as_mut(), 1, 0, SEC).unwrap_err(), "no-backend");
     assert!(as_maglev(e.as_ref()).table().iter().all(|t| *t == u16::MAX));
 }
@@ -259,8 +262,8 @@ fn fast_path_replay_matches_push_and_check_sees_failures() {
     // records each flow's first packet and replays the later ones while check says yes.
     let dir = write_schedule("fast", "300 down b2\n600 up b2\n");
     let cfg = format!("{}, SCHEDULE sched, TIMEOUT 5s", backends(3));
-    let mut naive = make_in("Maglev", &cfg, 2, &dir).unwrap();
-    let mut fast = make_in("Maglev", &cfg, 2, &dir).unwrap();
+    let mut naive = make_in("Maglev", &cfg, 2, dir.path()).unwrap();
+    let mut fast = make_in("Maglev", &cfg, 2, dir.path()).unwrap();
     let mut tokens: HashMap<u32, u64> = HashMap::new();
     let mut replays = 0;
     let mut rerecords = 0;
@@ -326,7 +329,7 @@ fn configuration_errors_name_what_was_expected() {
     assert!(err("Maglev", &format!("{}, TIMEOUT soon", backends(1))).contains("TIMEOUT"));
     let dir = write_schedule("bad", "1 down b1\n2 sideways b1\n");
     let cfg = format!("{}, SCHEDULE sched", backends(1));
-    let msg = match make_in("Maglev", &cfg, 1, &dir) {
+    let msg = match make_in("Maglev", &cfg, 1, dir.path()) {
         Err(e) => e.message,
         Ok(_) => panic!("accepted"),
     };
@@ -335,7 +338,7 @@ fn configuration_errors_name_what_was_expected() {
         "{msg}"
     );
     let dir = write_schedule("bad2", "1 down nobody\n");
-    let msg = match make_in("Maglev", &cfg, 1, &dir) {
+    let msg = match make_in("Maglev", &cfg, 1, dir.path()) {
         Err(e) => e.message,
         Ok(_) => panic!("accepted"),
     };
