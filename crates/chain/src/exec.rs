@@ -2987,13 +2987,16 @@ mod replay_tests {
 
     #[test]
     fn replay_results_do_not_depend_on_the_batch_and_latency_counts_exits() {
-        let dir = std::env::temp_dir().join(format!("chain-replay-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::Builder::new()
+            .prefix("chain-replay-")
+            .tempdir()
+            .unwrap();
+        let dir = tmp.path();
         let recs = records();
         type Run = (BTreeMap<String, Captured>, BTreeMap<String, Vec<String>>);
         let mut first: Option<Run> = None;
         for batch in [1, 7, 32, 128] {
-            let (mut ex, at) = executor(&dir, batch);
+            let (mut ex, at) = executor(dir, batch);
             let inputs = vec![(at, recs.clone())];
             assert_eq!(ex.replay(&inputs, 2), 600);
             // Off: nothing is recorded.
@@ -3019,6 +3022,5 @@ mod replay_tests {
                 }
             }
         }
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -377,18 +377,20 @@ fn empty_and_comment_only_configs() {
 
 #[test]
 fn parse_file_reads_and_reports_io_errors() {
-    let dir = std::env::temp_dir().join(format!("click-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("x.click");
+    let dir = tempfile::Builder::new()
+        .prefix("click-test-")
+        .tempdir()
+        .unwrap();
+    let path = dir.path().join("x.click");
     std::fs::write(&path, "a :: A -> Discard").unwrap();
     let c = click::parse_file(&path, &[]).unwrap();
     assert_eq!(c.elements.len(), 2);
     assert_eq!(&*c.elements[0].span.file, path.display().to_string());
-    let missing = dir.join("missing.click");
+    let missing = dir.path().join("missing.click");
     let e = click::parse_file(&missing, &[]).unwrap_err();
     assert_eq!((e.span.line, e.span.col), (0, 0));
     assert!(e
         .to_string()
         .starts_with(&format!("{}:0:0: cannot read file", missing.display())));
-    std::fs::remove_dir_all(&dir).unwrap();
+    dir.close().unwrap();
 }
