@@ -552,8 +552,11 @@ mod tests {
 
     #[test]
     fn load_errors_name_the_file_and_what_was_expected() {
-        let dir = std::env::temp_dir().join(format!("fusebox-planfile-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::Builder::new()
+            .prefix("fusebox-planfile-")
+            .tempdir()
+            .unwrap();
+        let dir = tmp.path();
         let f = dir.join("bad.json");
         std::fs::write(&f, "{\"format\": 1, \"placement\": 3}").unwrap();
         let e = PlanFile::load(&f).unwrap_err().to_string();
@@ -586,6 +589,5 @@ mod tests {
         std::fs::write(&f, text).unwrap();
         let e = PlanFile::load(&f).unwrap_err().to_string();
         assert!(e.contains("bad.json") && e.contains("NF 5"), "{e}");
-        std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -64,18 +64,24 @@ impl Subject {
 }
 
 /// A rules file for the IDS classes (drop rules on contents the generator puts in payloads).
+/// The subjects (built once per process) read it whenever they are made, so it lives as long
+/// as the test process: an unnamed temporary file, read through `/proc/self/fd`, that
+/// nothing is left of when the process ends, however it ends.
 fn rules_file() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("plan-declared-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("rules");
-    std::fs::write(
-        &path,
-        "drop tcp any any -> any any (msg:\"evil\"; content:\"evil\"; sid:1;)\n\
-         alert udp any any -> any 53 (msg:\"dns\"; content:\"q\"; sid:2;)\n\
-         drop udp any any -> any any (msg:\"bad\"; content:\"bad\"; sid:3;)\n",
-    )
-    .unwrap();
-    path
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    static FILE: std::sync::OnceLock<std::fs::File> = std::sync::OnceLock::new();
+    let file = FILE.get_or_init(|| {
+        let mut f = tempfile::tempfile().unwrap();
+        f.write_all(
+            b"drop tcp any any -> any any (msg:\"evil\"; content:\"evil\"; sid:1;)\n\
+              alert udp any any -> any 53 (msg:\"dns\"; content:\"q\"; sid:2;)\n\
+              drop udp any any -> any any (msg:\"bad\"; content:\"bad\"; sid:3;)\n",
+        )
+        .unwrap();
+        f
+    });
+    PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()))
 }
 
 /// Configurations beside the documented examples: (class, configuration, outputs).

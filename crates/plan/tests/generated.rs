@@ -107,8 +107,13 @@ fn parallel_matches_naive_with_the_planners_groups() {
     bricks::register().expect("the operator NF classes register");
     synth::set_parallel_planner(|ex| plan::deps::parallel(ex).0);
     let (seeds, keep) = seeds();
-    let root = std::env::temp_dir().join(format!("fusebox-plan-generated-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&root);
+    // Removed when the test ends, unless the files are to be kept (one seed asked for, or
+    // failing seeds, whose files the report names).
+    let mut scratch = tempfile::Builder::new()
+        .prefix("fusebox-plan-generated-")
+        .tempdir()
+        .unwrap();
+    let root = scratch.path().to_path_buf();
     let grouped = AtomicU64::new(0);
     let groups = AtomicU64::new(0);
     let nfs_grouped = AtomicU64::new(0);
@@ -150,6 +155,7 @@ fn parallel_matches_naive_with_the_planners_groups() {
     let mut failures = failures.into_inner().unwrap_or_default();
     failures.sort_by_key(|f| f.0);
     if let Some((_, r)) = failures.first() {
+        scratch.disable_cleanup(true);
         let list: Vec<String> = failures.iter().map(|f| f.0.to_string()).collect();
         panic!(
             "{} of {} seeds failed: {}\n(files kept under {})\n\n{r}",
@@ -160,9 +166,8 @@ fn parallel_matches_naive_with_the_planners_groups() {
         );
     }
     if keep {
+        scratch.disable_cleanup(true);
         eprintln!("files kept in {}", root.display());
-    } else {
-        let _ = std::fs::remove_dir_all(&root);
     }
     // A healthy fraction of the chains is grouped (the generator makes groupable chains).
     if seeds.len() >= 50 {

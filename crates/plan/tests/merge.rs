@@ -17,21 +17,11 @@ fn root() -> PathBuf {
 }
 
 /// A scratch directory for one test, removed when dropped.
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(test: &str) -> Dir {
-        let d = std::env::temp_dir().join(format!("plan-merge-{test}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        Dir(d)
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+fn scratch(test: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("plan-merge-{test}-"))
+        .tempdir()
+        .unwrap()
 }
 
 /// Writes a chain of NFs with these Click configurations (`n0.eth1 -- n1.eth0 ...`,
@@ -231,10 +221,10 @@ const RULES: &[(&[&str], &str, bool, &str)] = &[
 
 #[test]
 fn rules_as_a_table() {
-    let dir = Dir::new("rules");
-    let t = trace_at(&dir.0);
+    let dir = scratch("rules");
+    let t = trace_at(dir.path());
     for (i, (configs, element, taken, word)) in RULES.iter().enumerate() {
-        let sub = dir.0.join(i.to_string());
+        let sub = dir.path().join(i.to_string());
         std::fs::create_dir_all(&sub).unwrap();
         let chain = write_chain(&sub, configs);
         let ex = executor(&chain);
@@ -270,7 +260,7 @@ fn trace_at(dir: &Path) -> PathBuf {
 /// mode applies; and naive = merged on each chain (the drops moved, counters as written).
 #[test]
 fn drops_move_back_only_where_the_rules_allow() {
-    let dir = Dir::new("drops");
+    let dir = scratch("drops");
     // (body, dropper, elements it could run before, what stops it, elements it runs before
     // in the merged mode)
     let cases: &[(&str, &str, usize, &str, usize)] = &[
@@ -342,7 +332,7 @@ fn drops_move_back_only_where_the_rules_allow() {
         ),
     ];
     for (i, (body, element, n, word, applied)) in cases.iter().enumerate() {
-        let sub = dir.0.join(i.to_string());
+        let sub = dir.path().join(i.to_string());
         std::fs::create_dir_all(&sub).unwrap();
         let chain = write_chain(&sub, &[body]);
         let ex = executor(&chain);
@@ -375,12 +365,12 @@ fn drops_move_back_only_where_the_rules_allow() {
 /// and the counters as written come out of the summary unchanged.
 #[test]
 fn a_moved_drop_runs_first_and_the_counts_are_as_written() {
-    let dir = Dir::new("hoist-counts");
+    let dir = scratch("hoist-counts");
     let chain = write_chain(
-        &dir.0,
+        dir.path(),
         &["Strip(14) -> CheckIPHeader -> Paint(3) -> IPFilter(deny src 10.0.0.0/29, allow all) -> Unstrip(14)"],
     );
-    let p = dir.0.join("trace.pcap");
+    let p = dir.path().join("trace.pcap");
     trace(&p, ("10.0.0.0", 28), ("10.1.0.0", 16), 3);
     let inputs = [(Endpoint::parse("n0.eth0").unwrap(), p)];
     let opts = RunOptions::default();
@@ -475,8 +465,8 @@ fn routers_merge_nine_checks_each_way() {
         .filter(|s| s.over.len() == 2 && ex.element_name(s.from).ends_with("/Strip@3"))
         .count();
     assert_eq!(outward, 9);
-    let dir = Dir::new("routers");
-    let t = dir.0.join("t.pcap");
+    let dir = scratch("routers");
+    let t = dir.path().join("t.pcap");
     trace(&t, ("10.0.0.0", 16), ("0.0.0.0", 0), 3);
     let inputs = vec![(Endpoint::parse("r1.eth0").unwrap(), t)];
     assert_eq!(naive_is_merged(&chain, &inputs, &[]).len(), 28);
@@ -488,12 +478,12 @@ fn routers_merge_nine_checks_each_way() {
 /// nothing merges. Both naive = merged.
 #[test]
 fn isp_and_napts() {
-    let dir = Dir::new("isp");
+    let dir = scratch("isp");
     let isp = ChainFile::load(&root().join("examples/isp/chain.toml")).unwrap();
     let (_, r) = analyze(&executor(&isp), None);
     assert!(candidate(&r, "router/CheckIPHeader@4").is_some_and(|c| c.taken));
     assert_eq!(r.checks_removed, 3, "{}", r.text());
-    let t = dir.0.join("t.pcap");
+    let t = dir.path().join("t.pcap");
     trace(&t, ("192.168.0.0", 24), ("10.0.2.0", 24), 5);
     let inputs = vec![(Endpoint::parse("fw.eth0").unwrap(), t.clone())];
     // With the rewriters' declarations, the way back steps over two more checks.
@@ -539,8 +529,8 @@ fn stages_are_merged_apart() {
 /// for packets coming in by the chain's entries), and bad skips.
 #[test]
 fn enable_merged_refuses_what_it_cannot_run() {
-    let dir = Dir::new("refuse");
-    let chain = write_chain(&dir.0, &[CHECK, CHECK]);
+    let dir = scratch("refuse");
+    let chain = write_chain(dir.path(), &[CHECK, CHECK]);
     let mut ex = executor(&chain);
     let (m, _) = analyze(&ex, None);
     assert!(!m.skips.is_empty());

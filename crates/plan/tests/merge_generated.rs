@@ -75,9 +75,13 @@ fn one(
 fn merged_matches_naive_on_generated_chains() {
     bricks::register().expect("the operator NF classes register");
     let (seeds, keep) = seeds();
-    let root: PathBuf =
-        std::env::temp_dir().join(format!("fusebox-merge-generated-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&root);
+    // Removed when the test ends, unless the files are to be kept (one seed asked for, or
+    // failing seeds, whose files the report names).
+    let mut scratch = tempfile::Builder::new()
+        .prefix("fusebox-merge-generated-")
+        .tempdir()
+        .unwrap();
+    let root: PathBuf = scratch.path().to_path_buf();
     let skipped = AtomicU64::new(0);
     let hoisted = AtomicU64::new(0);
     let failures = Mutex::new(Vec::new());
@@ -112,10 +116,11 @@ fn merged_matches_naive_on_generated_chains() {
     let mut failures = failures.into_inner().unwrap_or_default();
     failures.sort_by_key(|f| f.0);
     if failures.is_empty() {
-        if !keep {
-            let _ = std::fs::remove_dir_all(&root);
+        if keep {
+            scratch.disable_cleanup(true);
         }
     } else {
+        scratch.disable_cleanup(true);
         let list: Vec<String> = failures.iter().map(|f| f.0.to_string()).collect();
         let mut msg = format!(
             "{} of {} seeds failed: {} (files under {})\n\n",

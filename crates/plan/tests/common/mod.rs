@@ -25,11 +25,13 @@ pub fn linear(test: &str, bodies: &[&str]) -> Executor {
 
 /// A chain of NFs with these whole Click configurations, linked as [`linear`] links them.
 pub fn chain_of(test: &str, configs: &[&str]) -> Executor {
-    let dir = std::env::temp_dir().join(format!("plan-{test}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let chain = write_chain_file(&dir, configs);
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("plan-{test}-"))
+        .tempdir()
+        .unwrap();
+    let chain = write_chain_file(dir.path(), configs);
     let ex = Executor::new(&chain, &RunOptions::default(), |_, _| Ok(ExitSink::Count)).unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
+    drop(dir);
     ex
 }
 
