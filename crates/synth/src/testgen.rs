@@ -1633,19 +1633,21 @@ mod tests {
     use super::*;
     use chain::{ChainFile, Executor, ExitSink};
 
-    fn tmp(tag: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("fusebox-testgen-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
+    /// A scratch directory, removed when dropped.
+    fn tmp(tag: &str) -> tempfile::TempDir {
+        tempfile::Builder::new()
+            .prefix(&format!("fusebox-testgen-{tag}-"))
+            .tempdir()
+            .unwrap()
     }
 
     #[test]
     fn same_seed_same_files() {
-        let (a, b) = (tmp("a"), tmp("b"));
+        let (ta, tb) = (tmp("a"), tmp("b"));
+        let (a, b) = (ta.path(), tb.path());
         for seed in 0..20 {
-            let ga = random_chain(seed, &a);
-            let gb = random_chain(seed, &b);
+            let ga = random_chain(seed, a);
+            let gb = random_chain(seed, b);
             assert_eq!(ga.files.len(), gb.files.len());
             for (x, y) in ga.files.iter().zip(&gb.files) {
                 assert_eq!(x.file_name(), y.file_name());
@@ -1659,8 +1661,6 @@ mod tests {
                 let _ = std::fs::remove_file(f);
             }
         }
-        let _ = std::fs::remove_dir_all(a);
-        let _ = std::fs::remove_dir_all(b);
     }
 
     /// Every chain passes what `fusebox check` checks (the executor builds), its exits are
@@ -1671,8 +1671,9 @@ mod tests {
         let mut lengths = [0; 6];
         let mut branch_exits = 0;
         for seed in 0..300 {
-            let dir = tmp(&format!("c{seed}"));
-            let g = random_chain(seed, &dir);
+            let scratch = tmp(&format!("c{seed}"));
+            let dir = scratch.path();
+            let g = random_chain(seed, dir);
             let chain = ChainFile::load(&g.chain).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
             let ex = Executor::new(&chain, &g.options(), |_, _| Ok(ExitSink::Count))
                 .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{}", g.listing()));
@@ -1687,7 +1688,6 @@ mod tests {
                 let kind = nf.split(": ").nth(1).unwrap().split(" (").next().unwrap();
                 *kinds.entry(kind.to_string()).or_insert(0) += 1;
             }
-            let _ = std::fs::remove_dir_all(&dir);
         }
         assert_eq!(lengths[0], 0);
         assert!(lengths[1..].iter().all(|&n| n > 20), "{lengths:?}");
@@ -1706,9 +1706,10 @@ mod tests {
 
     #[test]
     fn traces_have_what_the_spec_says() {
-        let dir = tmp("trace");
+        let scratch = tmp("trace");
+        let dir = scratch.path();
         for seed in 0..10 {
-            let g = random_chain(seed, &dir);
+            let g = random_chain(seed, dir);
             let p = dir.join("t.pcap");
             let counts = random_trace(seed, &g.trace, 500, &p).unwrap();
             let mut r = ports::pcap::PcapReader::open(&p).unwrap();
@@ -1727,8 +1728,7 @@ mod tests {
             );
         }
         let bad = dir.join("no-such-dir").join("t.pcap");
-        let g = random_chain(1, &dir);
+        let g = random_chain(1, dir);
         assert!(random_trace(1, &g.trace, 10, &bad).is_err());
-        let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -891,18 +891,18 @@ mod tests {
     }
 
     fn fig5(mode: Mode, name: &str) -> RunResult {
-        let dir = std::env::temp_dir().join(format!("synth-verify-{}-{name}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let input = trace(&dir);
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("synth-verify-{name}-"))
+            .tempdir()
+            .unwrap();
+        let input = trace(dir.path());
         let chain = ChainFile::load(&root().join("examples/fig5/chain.toml")).unwrap();
         let opts = RunOptions {
             reflect: vec![Endpoint::parse("lb.eth1").unwrap()],
             ..RunOptions::default()
         };
         let ep = Endpoint::parse("napt.eth0").unwrap();
-        let r = run(&chain, &[(ep, input)], &opts, mode).unwrap();
-        let _ = std::fs::remove_dir_all(&dir);
-        r
+        run(&chain, &[(ep, input)], &opts, mode).unwrap()
     }
 
     #[test]

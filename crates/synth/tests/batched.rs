@@ -98,10 +98,12 @@ fn batched_as_one_by_one(chain: &ChainFile, entry: &str, far: &str, trace: &Path
 
 #[test]
 fn batched_naive_runs_give_what_packet_by_packet_runs_give() {
-    let dir = std::env::temp_dir().join(format!("fusebox-batched-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let t = trace(&dir);
+    let tmp = tempfile::Builder::new()
+        .prefix("fusebox-batched-")
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path();
+    let t = trace(dir);
     for (ex, entry, far) in [
         ("routers/chain.toml", "r1.eth0", "r10.eth1"),
         ("routers/one.toml", "r1.eth0", "r1.eth1"),
@@ -113,7 +115,6 @@ fn batched_naive_runs_give_what_packet_by_packet_runs_give() {
         let left = batched_as_one_by_one(&example(ex), entry, far, &t);
         assert!(left > 0, "{ex}: packets leave");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A chain of routers is batched from end to end; a chain of NATs up to its first rewriter.
@@ -137,10 +138,12 @@ fn what_is_batched_follows_the_elements() {
 /// fails this).
 #[test]
 fn paths_that_meet_before_an_ordered_element_keep_input_order() {
-    let dir = std::env::temp_dir().join(format!("fusebox-batched-join-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let t = trace(&dir);
+    let tmp = tempfile::Builder::new()
+        .prefix("fusebox-batched-join-")
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path();
+    let t = trace(dir);
     std::fs::write(
         dir.join("join.click"),
         "rw :: IPRewriter(pattern 10.9.0.1 1024-65535 - - 0 1, drop, MAPPING_CAPACITY 40);\n\
@@ -162,5 +165,4 @@ fn paths_that_meet_before_an_ordered_element_keep_input_order() {
     let chain = ChainFile::load(&dir.join("chain.toml")).expect("chain file");
     let left = batched_as_one_by_one(&chain, "j.eth0", "j.eth1", &t);
     assert!(left > 100, "packets leave");
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -54,9 +54,11 @@ fn stat(r: &RunResult, class: &str, name: &str) -> u64 {
 
 #[test]
 fn full_tables_decide_the_same_in_every_mode() {
-    let dir = std::env::temp_dir().join(format!("fusebox-bounded-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::Builder::new()
+        .prefix("fusebox-bounded-")
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path();
     for (f, text) in [
         ("napt.click", NAPT),
         ("lb.click", LB),
@@ -137,7 +139,6 @@ fn full_tables_decide_the_same_in_every_mode() {
         assert!(got[k] > 0, "{k}: {got:?}");
     }
     assert!(stat(&naive, "Maglev", "connections") <= 5, "{got:?}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// What a run gave: its exits' packets, its state dump and its summary as text.

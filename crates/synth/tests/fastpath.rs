@@ -10,30 +10,38 @@ use ports::gen::{generate, Anomalies, GenConfig, Mix, PortSpec, Rate};
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use synth::verify::{compare, run, Mode};
+use tempfile::TempDir;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// A trace of `flows` flows; TTLs drawn from `ttl` and 2 % bad checksums when `rough`.
-fn trace(name: &str, cfg: GenConfig) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("fastpath-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("t.pcap");
+/// A scratch directory, removed when dropped.
+fn scratch(name: &str) -> TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("fastpath-{name}-"))
+        .tempdir()
+        .unwrap()
+}
+
+/// A trace of `flows` flows; TTLs drawn from `ttl` and 2 % bad checksums when `rough`: its
+/// scratch directory (removed when dropped) and its path in it.
+fn trace(name: &str, cfg: GenConfig) -> (TempDir, PathBuf) {
+    let dir = scratch(name);
+    let path = dir.path().join("t.pcap");
     let mut w = ports::pcap::PcapWriter::create(&path, packet::Precision::Micro, 1).unwrap();
     for (ts, frame) in generate(&cfg) {
         w.write(ts, &frame).unwrap();
     }
     w.finish().unwrap();
-    path
+    (dir, path)
 }
 
-/// A fresh directory holding `examples/napts/napt.click` with one-second UDP timeouts,
-/// `tcp` seconds for TCP and reaping every second (`napt.click`), for tests whose mappings
-/// must expire mid-trace.
-fn napt_with_short_timeouts(name: &str, tcp: u32) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("fastpath-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+/// A fresh directory (removed when dropped) holding `examples/napts/napt.click` with
+/// one-second UDP timeouts, `tcp` seconds for TCP and reaping every second (`napt.click`),
+/// for tests whose mappings must expire mid-trace.
+fn napt_with_short_timeouts(name: &str, tcp: u32) -> TempDir {
+    let dir = scratch(name);
     let click = std::fs::read_to_string(root().join("examples/napts/napt.click"))
         .unwrap()
         .replace(
@@ -43,7 +51,7 @@ fn napt_with_short_timeouts(name: &str, tcp: u32) -> PathBuf {
             ),
         );
     assert!(click.contains("UDP_TIMEOUT 1"), "{click}");
-    std::fs::write(dir.join("napt.click"), click).unwrap();
+    std::fs::write(dir.path().join("napt.click"), click).unwrap();
     dir
 }
 
@@ -101,7 +109,7 @@ fn same(chain: &str, entry: &str, input: &Path, reflect: Option<&str>) -> (u64, 
 
 #[test]
 fn routers_with_varying_ttl_and_bad_checksums() {
-    let t = trace(
+    let (_t, t) = trace(
         "routers",
         cfg(
             (Ipv4Addr::new(10, 0, 0, 0), 16),
@@ -112,7 +120,7 @@ fn routers_with_varying_ttl_and_bad_checksums() {
     let (hits, input) = same("routers/chain.toml", "r1.eth0", &t, None);
     assert!(hits > 0, "some packets take consolidated entries");
     assert!(hits < input, "packets failing a guard take the full chain");
-    let smooth = trace(
+    let (_smooth, smooth) = trace(
         "routers-smooth",
         cfg(
             (Ipv4Addr::new(10, 0, 0, 0), 16),
@@ -127,7 +135,7 @@ fn routers_with_varying_ttl_and_bad_checksums() {
 
 #[test]
 fn napts_and_fig5_with_replies() {
-    let t = trace(
+    let (_t, t) = trace(
         "napts",
         cfg(
             (Ipv4Addr::new(10, 0, 0, 0), 16),
@@ -137,7 +145,7 @@ fn napts_and_fig5_with_replies() {
     );
     let (hits, _) = same("napts/chain.toml", "n1.eth0", &t, Some("n10.eth1"));
     assert!(hits > 0);
-    let t = trace(
+    let (_t, t) = trace(
         "fig5",
         cfg(
             (Ipv4Addr::new(192, 168, 0, 0), 24),
@@ -151,7 +159,7 @@ fn napts_and_fig5_with_replies() {
 
 #[test]
 fn a_full_table_evicts_and_stays_exact() {
-    let t = trace(
+    let (_t, t) = trace(
         "evict",
         cfg(
             (Ipv4Addr::new(192, 168, 0, 0), 24),
@@ -192,7 +200,7 @@ fn a_full_table_evicts_and_stays_exact() {
 /// monitor counts) gives the naive packets, counters, alerts and state.
 #[test]
 fn state_functions_on_two_cores_change_nothing() {
-    let t = trace(
+    let (_t, t) = trace(
         "parallel",
         cfg(
             (Ipv4Addr::new(192, 168, 0, 0), 24),
@@ -237,7 +245,8 @@ fn state_functions_on_two_cores_change_nothing() {
 /// the end.
 #[test]
 fn owed_rewriter_replays_leave_the_naive_state() {
-    let dir = napt_with_short_timeouts("owed", 2);
+    let napt_dir = napt_with_short_timeouts("owed", 2);
+    let dir = napt_dir.path();
     let mut toml = String::new();
     for (i, ext) in [(1, "10.0.101.1"), (2, "10.0.102.1")] {
         toml.push_str(&format!(
@@ -255,7 +264,7 @@ fn owed_rewriter_replays_leave_the_naive_state() {
     g.packets = 4000;
     g.flows = 300;
     g.gap_ns = 2_000_000;
-    let records = ports::pcap::read_all(&trace("owed", g)).unwrap().0;
+    let records = ports::pcap::read_all(&trace("owed", g).1).unwrap().0;
     let opts = RunOptions {
         reflect: vec![Endpoint::parse("n2.eth1").unwrap()],
         ..RunOptions::default()
@@ -314,7 +323,7 @@ fn a_flows_first_packet_is_not_recorded() {
         udp: 1,
         icmp: 0,
     };
-    let t = trace("new-flows", g);
+    let (_t, t) = trace("new-flows", g);
     same("napts/one.toml", "n1.eth0", &t, None);
     let chain = ChainFile::load(&root().join("examples/napts/one.toml")).unwrap();
     let records = ports::pcap::read_all(&t).unwrap().0;
@@ -404,7 +413,7 @@ fn napt_flows_share_a_template() {
     g.packets = 4000;
     g.flows = 200;
     g.anomalies.ip_options = Rate(100_000);
-    let t = trace("shared", g);
+    let (_t, t) = trace("shared", g);
     for (chain, reflect) in [
         ("napts/chain.toml", None),
         ("napts/chain.toml", Some("n10.eth1")),
@@ -433,7 +442,8 @@ fn napt_flows_share_a_template() {
 /// the state dumps and counters are naive's at every checkpoint.
 #[test]
 fn mappings_change_and_expire_under_a_shared_template() {
-    let dir = napt_with_short_timeouts("remap", 1);
+    let napt_dir = napt_with_short_timeouts("remap", 1);
+    let dir = napt_dir.path();
     std::fs::write(
         dir.join("chain.toml"),
         "[nf.n1]\nclick = \"napt.click\"\n[[entry]]\nto = \"n1.eth0\"\n",
@@ -450,7 +460,7 @@ fn mappings_change_and_expire_under_a_shared_template() {
     // 40 flows, a packet every 5 ms: a flow's packets about 0.2 s apart, with long gaps
     // where its mapping expires and is made again.
     g.gap_ns = 5_000_000;
-    let mut records = ports::pcap::read_all(&trace("remap", g)).unwrap().0;
+    let mut records = ports::pcap::read_all(&trace("remap", g).1).unwrap().0;
     // Half the flows pause for 1.5 s in the middle of the trace: their mappings expire
     // while the others' entries (same template) keep serving.
     let mid = records.len() / 2;

@@ -92,9 +92,11 @@ rw[1] -> EtherEncap(0x0800, 02:00:00:00:00:02, 02:00:00:00:00:01) -> ToDevice(et
 #[test]
 fn first_packets_batched_give_what_one_by_one_gives() {
     let records = records();
-    let dir = std::env::temp_dir().join(format!("fusebox-first-packets-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::Builder::new()
+        .prefix("fusebox-first-packets-")
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path();
     std::fs::write(dir.join("napt.click"), SMALL_NAPT).unwrap();
     std::fs::write(
         dir.join("chain.toml"),
@@ -133,5 +135,4 @@ fn first_packets_batched_give_what_one_by_one_gives() {
             }
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -28,10 +28,13 @@ fn seeds() -> (Vec<u64>, bool) {
     synth::testgen::seeds_from_env(DEFAULT_SEEDS)
 }
 
-fn root(test: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("fusebox-generated-{test}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
+/// The test's scratch directory, removed when dropped unless its cleanup is turned off
+/// (files to keep).
+fn root(test: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("fusebox-generated-{test}-"))
+        .tempdir()
+        .unwrap()
 }
 
 /// Generates seed `seed`'s chain and trace under `root`.
@@ -162,7 +165,8 @@ fn for_seeds(
 ) -> Tally {
     let (seeds, keep) = seeds();
     let verbose = std::env::var("FUSEBOX_GEN_VERBOSE").is_ok_and(|v| v == "1");
-    let root = root(test);
+    let mut scratch = root(test);
+    let root = scratch.path().to_path_buf();
     let tally = Mutex::new(Tally::default());
     let failures = Mutex::new(Vec::new());
     let next = Mutex::new(seeds.iter().copied());
@@ -208,16 +212,16 @@ fn for_seeds(
         t.drops
     );
     if keep {
+        scratch.disable_cleanup(true);
         eprintln!("files kept in {}", root.display());
     }
     let mut failures = failures.into_inner().unwrap_or_default();
     failures.sort_by_key(|f| f.0);
     if failures.is_empty() {
-        if !keep {
-            let _ = std::fs::remove_dir_all(&root);
-        }
         return t;
     }
+    // The report names the failing seeds' files: they stay.
+    scratch.disable_cleanup(true);
     let list: Vec<String> = failures.iter().map(|f| f.0.to_string()).collect();
     let mut msg = format!(
         "{} of {} seeds failed: {}\n(files kept under {})\n\n",

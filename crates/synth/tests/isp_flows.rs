@@ -36,8 +36,11 @@ fn run(chain: &ChainFile, records: &[Record], synth: bool, passes: u64) -> (Outc
 #[test]
 fn denied_and_unnatted_flows_take_one_lookup_and_stay_exact() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
-    let dir = std::env::temp_dir().join(format!("isp-flows-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::Builder::new()
+        .prefix("isp-flows-")
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path();
     // A list that denies a third of the flows (by destination port) before allowing the
     // rest, with overlapping rules.
     let rules = dir.join("acl.rules");
@@ -95,5 +98,4 @@ fn denied_and_unnatted_flows_take_one_lookup_and_stay_exact() {
         slow < total / 20,
         "{slow} of {total} packets took the slow path ({denied} denied, {unnatted} not TCP/UDP)"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -9,12 +9,12 @@ use std::path::{Path, PathBuf};
 use synth::verify::{compare, RunResult};
 use wire::build::{Arp, Frame, Sum};
 
-/// A fresh directory for one test.
-fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("fusebox-parallel-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("temp dir");
-    d
+/// A fresh directory for one test, removed when dropped.
+fn dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("fusebox-parallel-{name}-"))
+        .tempdir()
+        .expect("temp dir")
 }
 
 /// Writes the NFs (name, forward path) as a line `n1 -> n2 -> …` entered at the first
@@ -157,9 +157,10 @@ const COUNT: &str = "Counter";
 /// firewall stop the group as in the naive chain, with the same reasons.
 #[test]
 fn writers_on_disjoint_bytes_merge_as_the_naive_chain() {
-    let d = dir("disjoint");
+    let scratch = dir("disjoint");
+    let d = scratch.path();
     let chain = line(
-        &d,
+        d,
         &[("mac", MAC), ("ttl", TTL), ("fw", FW), ("count", COUNT)],
     );
     let frames = trace(true);
@@ -192,16 +193,16 @@ fn writers_on_disjoint_bytes_merge_as_the_naive_chain() {
         same(&naive, &par);
         assert!(stats.is_some_and(|s| s.merged > 0));
     }
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 /// Branches on a helper thread (a placement puts the TTL NF and the counter on processor
 /// 1): on traffic none of the group's NFs drops, the same as naive, with the merge done.
 #[test]
 fn branches_on_a_helper_thread_merge_as_the_naive_chain() {
-    let d = dir("helper");
+    let scratch = dir("helper");
+    let d = scratch.path();
     let chain = line(
-        &d,
+        d,
         &[("mac", MAC), ("ttl", TTL), ("fw", FW), ("count", COUNT)],
     );
     let frames: Vec<Vec<u8>> = trace(false)
@@ -247,16 +248,16 @@ fn branches_on_a_helper_thread_merge_as_the_naive_chain() {
         .find(|n| n.name == "count")
         .expect("count");
     assert_eq!(count.input, n);
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 /// A branch that leaves by another way (ARP to an exit of its own) ends the group for that
 /// packet: the rest runs as written, and the result is still the naive one.
 #[test]
 fn a_branch_leaving_by_another_way_runs_on_as_written() {
-    let d = dir("irregular");
+    let scratch = dir("irregular");
+    let d = scratch.path();
     let chain = line(
-        &d,
+        d,
         &[
             (
                 "cls",
@@ -275,14 +276,14 @@ fn a_branch_leaving_by_another_way_runs_on_as_written() {
     let s = stats.expect("parallel stats");
     assert!(s.irregular > 0 && s.merged > 0, "{s:?}");
     assert!(naive.exits.get("cls.arp").is_some_and(|v| !v.is_empty()));
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 /// Groups that are not NFs consecutive along links are refused and run as written.
 #[test]
 fn groups_not_along_links_are_refused() {
-    let d = dir("refused");
-    let chain = line(&d, &[("mac", MAC), ("ttl", TTL), ("count", COUNT)]);
+    let scratch = dir("refused");
+    let d = scratch.path();
+    let chain = line(d, &[("mac", MAC), ("ttl", TTL), ("count", COUNT)]);
     let frames = trace(true);
     let (naive, _) = run(&chain, "mac.eth0", &frames, |_| {});
     let (par, stats) = run(&chain, "mac.eth0", &frames, |ex| {
@@ -298,7 +299,6 @@ fn groups_not_along_links_are_refused() {
     });
     same(&naive, &par);
     assert_eq!(stats, None);
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 /// NFs 0 and 2 at home, 1 and 3 on processor 1.
@@ -324,9 +324,10 @@ fn halves() -> Placement {
 /// helper and batch.
 #[test]
 fn batched_hand_off_is_the_naive_chain_whatever_the_batch() {
-    let d = dir("batched");
+    let scratch = dir("batched");
+    let d = scratch.path();
     let chain = line(
-        &d,
+        d,
         &[("mac", MAC), ("ttl", TTL), ("fw", FW), ("count", COUNT)],
     );
     let frames: Vec<Vec<u8>> = trace(false)
@@ -365,7 +366,6 @@ fn batched_hand_off_is_the_naive_chain_whatever_the_batch() {
             assert_eq!(s.handoffs, 2 * per_pass * groups, "batch {batch}: {s:?}");
         }
     }
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 /// A branch on a helper that drops (the TTL NF): the group stops there; the later branches
@@ -374,8 +374,9 @@ fn batched_hand_off_is_the_naive_chain_whatever_the_batch() {
 /// and reasons included.
 #[test]
 fn a_helper_branch_that_drops_discards_the_later_work() {
-    let d = dir("helper-drop");
-    let chain = line(&d, &[("mac", MAC), ("ttl", TTL), ("null", "Null")]);
+    let scratch = dir("helper-drop");
+    let d = scratch.path();
+    let chain = line(d, &[("mac", MAC), ("ttl", TTL), ("null", "Null")]);
     let frames = trace(true);
     let (naive, _) = run(&chain, "mac.eth0", &frames, |_| {});
     let placement = Placement {
@@ -400,7 +401,6 @@ fn a_helper_branch_that_drops_discards_the_later_work() {
     let s = stats.expect("parallel stats");
     assert!(s.dropped > 0 && s.discarded > 0 && s.merged > 0, "{s:?}");
     assert!(naive.summary.totals.drops.contains_key("ttl-expired"));
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 /// Replies reflected back through the group's last NF (they would meet its state after
@@ -408,9 +408,10 @@ fn a_helper_branch_that_drops_discards_the_later_work() {
 /// and the results are the naive ones.
 #[test]
 fn a_group_replies_come_back_to_is_handed_off_packet_by_packet() {
-    let d = dir("helper-reflect");
+    let scratch = dir("helper-reflect");
+    let d = scratch.path();
     let chain = line(
-        &d,
+        d,
         &[("mac", MAC), ("ttl", TTL), ("fw", FW), ("count", COUNT)],
     );
     let frames: Vec<Vec<u8>> = trace(false)
@@ -434,5 +435,4 @@ fn a_group_replies_come_back_to_is_handed_off_packet_by_packet() {
     let n = 2 * frames.len() as u64;
     assert_eq!((s.batched_groups, s.batched), (0, 0), "{s:?}");
     assert_eq!((s.merged, s.handoffs), (n, n), "{s:?}");
-    let _ = std::fs::remove_dir_all(&d);
 }

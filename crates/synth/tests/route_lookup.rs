@@ -85,11 +85,14 @@ fn trace(dir: &Path) -> PathBuf {
 
 #[test]
 fn long_route_tables_are_one_lookup_and_exact() {
-    let dir = std::env::temp_dir().join(format!("route-lookup-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let t = trace(&dir);
+    let tmp = tempfile::Builder::new()
+        .prefix("route-lookup-")
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path();
+    let t = trace(dir);
     for nat in [false, true] {
-        let click = router(&dir, 3000, nat);
+        let click = router(dir, 3000, nat);
         let chain = ChainFile::single(&click);
         let ex = chain::Executor::new(&chain, &chain::RunOptions::default(), |_, _| {
             Ok(chain::ExitSink::Count)
@@ -122,5 +125,4 @@ fn long_route_tables_are_one_lookup_and_exact() {
             assert!(d.is_empty(), "nat {nat}, {mode}: {d:?}");
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }

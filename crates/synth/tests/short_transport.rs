@@ -10,20 +10,25 @@ use ports::gen::{generate, Anomalies, GenConfig, Mix, PortSpec, Rate};
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use synth::verify::{compare, run, Mode, RunResult};
+use tempfile::TempDir;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("short-transport-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A scratch directory, removed when dropped.
+fn scratch(name: &str) -> TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("short-transport-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
-/// A trace from `src` to `dst` where 30 % of the TCP and UDP packets are cut short.
-fn trace(name: &str, src: (Ipv4Addr, u8), dst: (Ipv4Addr, u8)) -> PathBuf {
-    let path = scratch(name).join("t.pcap");
+/// A trace from `src` to `dst` where 30 % of the TCP and UDP packets are cut short: its
+/// scratch directory (removed when dropped) and its path in it.
+fn trace(name: &str, src: (Ipv4Addr, u8), dst: (Ipv4Addr, u8)) -> (TempDir, PathBuf) {
+    let dir = scratch(name);
+    let path = dir.path().join("t.pcap");
     let cfg = GenConfig {
         packets: 2000,
         flows: 40,
@@ -49,7 +54,7 @@ fn trace(name: &str, src: (Ipv4Addr, u8), dst: (Ipv4Addr, u8)) -> PathBuf {
     }
     w.finish().unwrap();
     assert!(gen.anomaly_counts().short_transport > 300);
-    path
+    (dir, path)
 }
 
 /// Runs `chain` in every mode on `input` at `entry` (replies reflected at `reflect`: the
@@ -98,7 +103,7 @@ fn short_out(r: &RunResult, exit: &str, proto: u8, lo: usize, hi: usize) -> Vec<
 
 #[test]
 fn napts_rewrite_short_segments_alike_in_every_mode() {
-    let t = trace(
+    let (_t, t) = trace(
         "napts",
         (Ipv4Addr::new(10, 0, 0, 0), 16),
         (Ipv4Addr::new(10, 1, 0, 0), 16),
@@ -119,7 +124,7 @@ fn napts_rewrite_short_segments_alike_in_every_mode() {
     assert!(!short_out(&r, "n10.eth1", 6, 18, 19).is_empty());
     assert!(short_out(&r, "n10.eth1", 6, 0, 7).is_empty(), "refused");
 
-    let t = trace(
+    let (_t, t) = trace(
         "fig5",
         (Ipv4Addr::new(192, 168, 0, 0), 24),
         (Ipv4Addr::new(10, 0, 2, 0), 24),
@@ -130,7 +135,7 @@ fn napts_rewrite_short_segments_alike_in_every_mode() {
         &t,
         "lb.eth1",
     );
-    let t = trace(
+    let (_t, t) = trace(
         "mazunat",
         (Ipv4Addr::new(192, 168, 0, 0), 24),
         (Ipv4Addr::new(10, 0, 0, 0), 24),
@@ -148,7 +153,7 @@ fn napts_rewrite_short_segments_alike_in_every_mode() {
 /// `transport_length()` counts it).
 #[test]
 fn every_rewriter_class_with_and_without_trimming() {
-    let t = trace(
+    let (_t, t) = trace(
         "classes",
         (Ipv4Addr::new(10, 0, 0, 0), 16),
         (Ipv4Addr::new(10, 1, 0, 0), 16),
@@ -159,7 +164,8 @@ fn every_rewriter_class_with_and_without_trimming() {
             ("MarkIPHeader", "900-999"),
             ("CheckIPHeader", "999"),
         ] {
-            let dir = scratch(&format!("{class}-{check}-{ports}"));
+            let nf_dir = scratch(&format!("{class}-{check}-{ports}"));
+            let dir = nf_dir.path();
             // After the rewriter a classifier on the source port: synthesis must not take
             // a short segment's port for one of the pattern's.
             std::fs::write(
