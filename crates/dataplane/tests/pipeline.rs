@@ -34,18 +34,12 @@ fn placement(chain: &ChainFile, spec: &str, replicas: usize) -> Placement {
     Placement { stages, replicas }
 }
 
-struct Dir(PathBuf);
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn dir(name: &str) -> Dir {
-    let d = std::env::temp_dir().join(format!("fusebox-pipeline-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    Dir(d)
+/// A scratch directory for one test, removed when dropped.
+fn dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("fusebox-pipeline-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
 /// A trace mixing flows to everywhere, flows back to the sources' side (a router sends them
@@ -113,7 +107,7 @@ fn same_as_naive(chain: &ChainFile, inputs: &[(Endpoint, PathBuf)], spec: &str) 
 fn routers_in_any_stages_run_as_one_executor() {
     let chain = example("routers/chain.toml");
     let d = dir("routers");
-    let f = d.0.join("t.pcap");
+    let f = d.path().join("t.pcap");
     trace(&f, "10.0.0.0/16", 1);
     let inputs = vec![(Endpoint::parse("r1.eth0").unwrap(), f)];
     for spec in [
@@ -130,7 +124,7 @@ fn routers_in_any_stages_run_as_one_executor() {
 fn isp_pipelines_run_as_one_executor() {
     let chain = example("isp/chain.toml");
     let d = dir("isp");
-    let f = d.0.join("t.pcap");
+    let f = d.path().join("t.pcap");
     trace(&f, "10.0.0.0/16", 7);
     let inputs = vec![(Endpoint::parse("fw.eth0").unwrap(), f)];
     for spec in ["fw,router,napt", "fw|router,napt"] {
@@ -149,7 +143,7 @@ fn isp_pipelines_run_as_one_executor() {
 fn nat_chains_run_on_one_stage_with_replicas() {
     let chain = example("napts/chain.toml");
     let d = dir("napts");
-    let f = d.0.join("t.pcap");
+    let f = d.path().join("t.pcap");
     trace(&f, "10.0.0.0/16", 3);
     let inputs = vec![(Endpoint::parse("n1.eth0").unwrap(), f)];
     let one = (1..=10)
@@ -170,7 +164,7 @@ fn nat_chains_run_on_one_stage_with_replicas() {
 fn replicas_of_a_pipeline_are_cores_n_of_its_stages() {
     let chain = example("isp/chain.toml");
     let d = dir("isp-replicas");
-    let f = d.0.join("t.pcap");
+    let f = d.path().join("t.pcap");
     trace(&f, "10.0.0.0/16", 11);
     let inputs = vec![(Endpoint::parse("fw.eth0").unwrap(), f)];
     let opts = RunOptions::default();
@@ -227,7 +221,7 @@ fn placements_that_cross_back_into_state_are_refused() {
 fn an_in_memory_replay_pushes_every_packet_through_every_stage() {
     let chain = example("routers/chain.toml");
     let d = dir("replay");
-    let records = trace(&d.0.join("t.pcap"), "10.0.0.0/16", 5);
+    let records = trace(&d.path().join("t.pcap"), "10.0.0.0/16", 5);
     let opts = RunOptions::default();
     let mut probe = Executor::new(&chain, &opts, |_, _| Ok(ExitSink::Count)).unwrap();
     let at = probe.entry(&Endpoint::parse("r1.eth0").unwrap()).unwrap();

@@ -421,12 +421,14 @@ alert tcp any any -> any any (msg:\"absent\"; content:!\"EVIL\"; sid:4;)
 
     #[test]
     fn builds_by_name_and_forwards_everything() {
-        let dir = std::env::temp_dir().join(format!("sig-nf-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("t.rules"), RULES).unwrap();
-        let mut nf = crate::testutil::build_in(NAME, "RULES t.rules, WINDOW 64", 1, &dir)
+        let dir = tempfile::Builder::new()
+            .prefix("sig-nf-")
+            .tempdir()
+            .unwrap();
+        std::fs::write(dir.path().join("t.rules"), RULES).unwrap();
+        let mut nf = crate::testutil::build_in(NAME, "RULES t.rules, WINDOW 64", 1, dir.path())
             .unwrap_or_else(|e| panic!("{e}"));
-        std::fs::remove_dir_all(&dir).ok();
+        drop(dir);
         for (i, f) in [
             segment(999, 0x02, b""),
             segment(1000, 0x18, b"xxEVILPAY"),
@@ -450,16 +452,19 @@ alert tcp any any -> any any (msg:\"absent\"; content:!\"EVIL\"; sid:4;)
 
     #[test]
     fn same_alerts_as_snort_ids_when_patterns_sit_in_one_segment() {
-        let dir = std::env::temp_dir().join(format!("sig-ids-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::Builder::new()
+            .prefix("sig-ids-")
+            .tempdir()
+            .unwrap();
+        let dir = tmp.path();
         // The rules both use (SignatureNF leaves out rules needing a content's absence).
         let both: String = RULES.lines().take(3).map(|l| format!("{l}\n")).collect();
         std::fs::write(dir.join("t.rules"), both).unwrap();
-        let mut nf = crate::testutil::build_in(NAME, "RULES t.rules", 1, &dir).unwrap();
+        let mut nf = crate::testutil::build_in(NAME, "RULES t.rules", 1, dir).unwrap();
         let mut ids =
-            crate::testutil::build_in("SnortIDS", "RULES t.rules, SKIP_UNSUPPORTED true", 1, &dir)
+            crate::testutil::build_in("SnortIDS", "RULES t.rules, SKIP_UNSUPPORTED true", 1, dir)
                 .unwrap_or_else(|e| panic!("{e}"));
-        std::fs::remove_dir_all(&dir).ok();
+        drop(tmp);
         // Flow 1 carries both rules' contents inside single segments; flow 2 (port 81)
         // carries sid 1's pattern, which its header does not take.
         let flow = |sport: u16, dport: u16, seq: u32, flags: u8, data: &[u8]| {
