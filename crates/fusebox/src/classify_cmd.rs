@@ -347,9 +347,14 @@ mod rte_acl {
         first: Rates,
         mut again: impl FnMut() -> Result<Rates, CliError>,
     ) -> Result<bool, CliError> {
-        let file =
-            std::env::temp_dir().join(format!("fusebox-rte-acl-{}.trace", std::process::id()));
-        std::fs::write(&file, trace_text(trace)).map_err(|e| CliError::io(&file, "", e))?;
+        // Removed when dropped, on every way out of here.
+        let tmp = tempfile::Builder::new()
+            .prefix("fusebox-rte-acl-")
+            .suffix(".trace")
+            .tempfile()
+            .map_err(|e| CliError::io(std::env::temp_dir(), "cannot create a file in it: ", e))?;
+        let file = tmp.path();
+        std::fs::write(file, trace_text(trace)).map_err(|e| CliError::io(file, "", e))?;
         let want = digest(answers);
         // Per algorithm, in the harness's order: per-round ratios, rates, answers equal.
         let mut algs: Vec<(String, Vec<f64>, Vec<f64>, bool)> = Vec::new();
@@ -371,7 +376,7 @@ mod rte_acl {
             ours.push(fb.cpu.unwrap_or(fb.wall));
             let out = Command::new(harness)
                 .arg(rules)
-                .arg(&file)
+                .arg(file)
                 .arg(passes.to_string())
                 .output();
             let out = match out {
@@ -422,7 +427,7 @@ mod rte_acl {
                 vs_simd.push(simd_us / simd);
             }
         }
-        let _ = std::fs::remove_file(&file);
+        drop(tmp);
         result?;
         let (f, flo, fhi) = median(ours);
         let clock = if by_wall {

@@ -140,7 +140,10 @@ fn golden_cases() {
         .collect();
     cases.sort();
     let only = std::env::var("GOLDEN").ok();
-    let scratch_root = std::env::temp_dir().join(format!("fusebox-golden-{}", std::process::id()));
+    let scratch_root = tempfile::Builder::new()
+        .prefix("fusebox-golden-")
+        .tempdir()
+        .unwrap();
     let mut failures = Vec::new();
     let mut ran = 0;
     for c in &cases {
@@ -149,11 +152,11 @@ fn golden_cases() {
             continue;
         }
         ran += 1;
-        if let Err(e) = run_case(c, &scratch_root.join(&name)) {
+        if let Err(e) = run_case(c, &scratch_root.path().join(&name)) {
             failures.push(format!("[{name}]\n{e}"));
         }
     }
-    let _ = std::fs::remove_dir_all(&scratch_root);
+    drop(scratch_root);
     eprintln!("golden: {ran} cases, {} failed", failures.len());
     assert!(ran > 0 || only.is_some(), "no golden cases found");
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));

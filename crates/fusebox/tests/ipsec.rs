@@ -14,11 +14,12 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn scratch(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("fusebox-ipsec-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A scratch directory, removed when dropped.
+fn scratch(tag: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("fusebox-ipsec-{tag}-"))
+        .tempdir()
+        .unwrap()
 }
 
 fn ok(cmd: &mut Command) -> String {
@@ -34,7 +35,8 @@ fn ok(cmd: &mut Command) -> String {
 
 #[test]
 fn example_gateways_are_identical_in_every_mode() {
-    let dir = scratch("example");
+    let tmp = scratch("example");
+    let dir = tmp.path();
     let trace = dir.join("trace.pcap");
     ok(fusebox().args(["gen", "-o"]).arg(&trace).args([
         "--packets",
@@ -66,7 +68,6 @@ fn example_gateways_are_identical_in_every_mode() {
             "{chain}: {text}"
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn tshark_available(test: &str) -> bool {
@@ -91,13 +92,14 @@ fn tshark_decrypts_fusebox_esp_with_the_key() {
     }
     // The golden case's configuration: three LAN packets encrypted with SA 0x1001.
     let case = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/ipsec_esp");
-    let dir = scratch("tshark");
+    let tmp = scratch("tshark");
+    let dir = tmp.path();
     for f in ["config.click", "input.pcap"] {
         std::fs::copy(case.join(f), dir.join(f)).unwrap();
     }
     ok(fusebox()
         .args(["run", "config.click", "--quiet"])
-        .current_dir(&dir));
+        .current_dir(dir));
     let sa = "uat:esp_sa:\"IPv4\",\"192.0.2.1\",\"192.0.2.2\",\"0x00001001\",\
               \"AES-GCM with 16 octet ICV [RFC4106]\",\
               \"0x000102030405060708090a0b0c0d0e0fa0a1a2a3\",\"NULL\",\"\"";
@@ -160,5 +162,4 @@ fn tshark_decrypts_fusebox_esp_with_the_key() {
             assert_eq!(last, *sv, "{}: {g:?} vs {s:?}", inner[k]);
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
