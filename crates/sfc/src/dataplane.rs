@@ -238,7 +238,11 @@ mod tests {
 
     #[test]
     fn file_dataplane_keeps_its_state_across_instances() {
-        let path = std::env::temp_dir().join(format!("fusebox-dp-{}.json", std::process::id()));
+        let dir = tempfile::Builder::new()
+            .prefix("fusebox-dp-")
+            .tempdir()
+            .unwrap();
+        let path = dir.path().join("dataplane.json");
         let mut dp = FileDataplane::new(&path);
         reconcile(&mut dp, &map(&[("i/sf1/fwd/1/255", "v")])).unwrap();
         let mut again = FileDataplane::new(&path);
@@ -249,6 +253,5 @@ mod tests {
         assert_eq!(again.load().unwrap().puts, 1);
         std::fs::write(&path, "not json").unwrap();
         assert!(FileDataplane::new(&path).installed().is_err());
-        let _ = std::fs::remove_file(&path);
     }
 }
