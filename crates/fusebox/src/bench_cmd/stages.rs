@@ -305,7 +305,10 @@ fn measure(b: &mut Bench) -> Result<(), CliError> {
             if !theirs[k].is_empty() {
                 // The baseline of their hook, subtracted once per program of a pair.
                 let base = if c.peer_xdp { bx } else { bt };
-                let total: f64 = theirs[k].iter().map(|t| (central_mean(t) - base).max(0.0)).sum();
+                let total: f64 = theirs[k]
+                    .iter()
+                    .map(|t| (central_mean(t) - base).max(0.0))
+                    .sum();
                 cb[k].push(total);
             }
         }
